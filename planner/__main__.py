@@ -1,0 +1,5 @@
+"""``python -m planner`` is the ``layout`` command."""
+
+from planner.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,240 @@
+"""Cluster names: ``<system>x<N>``, TPU slices, and cluster YAML files (DESIGN.md section 8).
+
+Rule: N accelerators are spread evenly over the fewest scale-up domains that hold them, and each
+domain's share must be whole units of the system (an 8-GPU board for HGX, a 4-GPU tray for
+NVL72). Below one unit, N must divide it. TPU names pick the most cubic legal slice; beyond the
+largest slice the job spans several equal slices over the data-center network.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+from planner.catalog.io import load_mapping, validate_spec
+from planner.catalog.store import load_accelerator, load_system, suggest, system_names
+from planner.errors import SpecError
+from planner.specs.cluster import ClusterEdits, ClusterFile, ClusterSpec
+from planner.specs.hardware import FabricSpec, SystemSpec
+
+_SHAPE_RE = re.compile(r"^(?P<system>.+)_(?P<shape>\d+(?:x\d+){1,2})$")
+MAX_ACCELERATORS = 1_048_576
+"""Largest cluster the planner accepts (2**20 accelerators)."""
+
+
+def domain_split(system: SystemSpec, n: int) -> tuple[int, int] | None:
+    """(num_domains, per_domain) for N accelerators, or None when N breaks the rule.
+
+    >>> from planner.catalog.clusters import _fake_system
+    >>> domain_split(_fake_system(72, 4), 128)
+    (2, 64)
+    >>> domain_split(_fake_system(8, 8), 12) is None
+    True
+    """
+    if n < system.unit_size:
+        return (1, n) if system.unit_size % n == 0 else None
+    num_domains = -(-n // system.domain_size)
+    per_domain, rest = divmod(n, num_domains)
+    if rest or per_domain % system.unit_size:
+        return None
+    return num_domains, per_domain
+
+
+def _nearest_valid(system: SystemSpec, n: int) -> list[int]:
+    below = next((m for m in range(n - 1, 0, -1) if domain_split(system, m)), None)
+    above = next((m for m in range(n + 1, 4 * n + 64) if domain_split(system, m)), None)
+    return [m for m in (below, above) if m is not None]
+
+
+def legal_slice_shapes(system: SystemSpec, chips: int) -> list[tuple[int, ...]]:
+    """Torus shapes (sorted axes) of ``chips`` chips that the system's rules allow.
+
+    3-D TPUs: each axis 1, 2 or a multiple of 4 (full cubes); 2-D TPUs: powers of two. Axes are
+    at most ``torus.max_axis``. Source: Google Cloud TPU v4/v5p/v5e docs, slice topologies.
+    """
+    torus = system.torus
+    if torus is None:
+        return []
+    if torus.num_dims == 3:
+        axis_values = [a for a in range(1, torus.max_axis + 1) if a in (1, 2) or a % 4 == 0]
+    else:
+        axis_values = [
+            2**i for i in range(0, torus.max_axis.bit_length()) if 2**i <= torus.max_axis
+        ]
+    shapes = {
+        tuple(sorted(combo))
+        for combo in itertools.product(axis_values, repeat=torus.num_dims)
+        if _product(combo) == chips
+    }
+    return sorted(shapes)
+
+
+def most_cubic(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape with the smallest largest-to-smallest axis ratio (ties: fewest long axes).
+
+    >>> most_cubic([(1, 8, 8), (4, 4, 4), (2, 4, 8)])
+    (4, 4, 4)
+    """
+    return min(shapes, key=lambda s: (max(s) / min(s), max(s), s))
+
+
+def _product(values: tuple[int, ...]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _apply_edits(system: SystemSpec, edits: ClusterEdits) -> tuple[SystemSpec, FabricSpec]:
+    fabric_update: dict[str, object] = {}
+    if edits.nic_gbps is not None:
+        fabric_update["nic_Gbps"] = edits.nic_gbps
+    if edits.nics_per_gpu is not None:
+        fabric_update["nics_per_accelerator"] = edits.nics_per_gpu
+    if edits.oversubscription is not None:
+        fabric_update["oversubscription"] = edits.oversubscription
+    if edits.rail_optimized is not None:
+        fabric_update["rail_optimized"] = edits.rail_optimized
+    fabric = validate_spec(
+        FabricSpec, {**system.scale_out.model_dump(), **fabric_update}, where="cluster edit"
+    )
+    if edits.domain_size is not None:
+        data = {**system.model_dump(), "domain_size": edits.domain_size}
+        if edits.domain_size % system.unit_size:
+            data["unit_size"] = edits.domain_size if edits.domain_size < system.unit_size else 1
+        system = validate_spec(SystemSpec, data, where="--domain-size")
+    return system, fabric
+
+
+def build_cluster(
+    system_name: str,
+    n: int,
+    *,
+    name: str,
+    edits: ClusterEdits | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> ClusterSpec:
+    """Resolve a system and an accelerator count into a ClusterSpec (or raise SpecError)."""
+    edits = edits or ClusterEdits()
+    if not 0 < n <= MAX_ACCELERATORS:
+        raise SpecError(
+            f"accelerator count {n} in '{name}' must be between 1 and {MAX_ACCELERATORS:,}"
+        )
+    system, fabric = _apply_edits(load_system(system_name), edits)
+    accelerator = load_accelerator(system.accelerator)
+    price = edits.price_per_gpu_hour or system.price_per_gpu_hour_usd
+    common = {
+        "name": name,
+        "system": system,
+        "accelerator": accelerator,
+        "fabric": fabric,
+        "num_accelerators": n,
+        "price_per_gpu_hour_usd": price,
+        "edits": edits.as_dict(),
+    }
+    if system.torus is not None:
+        return _tpu_cluster(system, n, shape=shape, common=common)
+    split = domain_split(system, n)
+    if split is None:
+        nearest = " and ".join(str(m) for m in _nearest_valid(system, n))
+        raise SpecError(
+            f"'{name}': {n} accelerators cannot be spread over whole {system.unit_size}-GPU units "
+            f"of {system.name} (domains of {system.domain_size}); nearest valid: {nearest}"
+        )
+    num_domains, per_domain = split
+    return ClusterSpec(num_domains=num_domains, accelerators_per_domain=per_domain, **common)
+
+
+def _tpu_cluster(
+    system: SystemSpec, n: int, *, shape: tuple[int, ...] | None, common: dict[str, object]
+) -> ClusterSpec:
+    torus = system.torus
+    assert torus is not None
+    if shape is not None:
+        if tuple(sorted(shape)) not in legal_slice_shapes(system, _product(shape)):
+            raise SpecError(
+                f"slice shape {'x'.join(map(str, shape))} is not legal on {system.name}"
+            )
+        return ClusterSpec(num_domains=1, accelerators_per_domain=n, slice_shape=shape, **common)
+    num_slices = -(-n // torus.max_slice_chips)
+    per_slice, rest = divmod(n, num_slices)
+    shapes = [] if rest else legal_slice_shapes(system, per_slice)
+    if not shapes:
+        raise SpecError(
+            f"'{common['name']}': {n} chips do not form {num_slices} equal legal "
+            f"{torus.num_dims}-D slice(s) of {system.name}"
+        )
+    return ClusterSpec(
+        num_domains=num_slices,
+        accelerators_per_domain=per_slice,
+        slice_shape=most_cubic(shapes),
+        **common,
+    )
+
+
+def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
+    """Split ``hgx_b200x16`` into (system, N, None) and ``tpu_v5p_8x8x16`` into (system, N, shape)."""
+    systems = system_names()
+    match = _SHAPE_RE.match(name)
+    if match and match.group("system") in systems:
+        shape = tuple(int(a) for a in match.group("shape").split("x"))
+        return match.group("system"), _product(shape), shape
+    for system in sorted(systems, key=len, reverse=True):
+        rest = name[len(system) + 1 :]
+        if name.startswith(system + "x") and rest.isdigit():
+            return system, int(rest), None
+    stem = name.rsplit("x", 1)[0] if "x" in name else name
+    hint = suggest(stem, systems)
+    raise SpecError(
+        f"unknown cluster '{name}'{hint} (form: <system>x<N>, e.g. hgx_b200x16; "
+        f"'layout clusters' lists systems)"
+    )
+
+
+def load_cluster(
+    name_or_path: str | Path | ClusterSpec, edits: ClusterEdits | None = None
+) -> ClusterSpec:
+    """A cluster from a name (``hgx_b200x16``, ``tpu_v4x64``, ``tpu_v5p_8x8x16``) or a YAML file."""
+    if isinstance(name_or_path, ClusterSpec):
+        return name_or_path
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix.lower() in (".yaml", ".yml") or path.exists():
+        spec = validate_spec(ClusterFile, load_mapping(path), where=str(path))
+        merged = spec.edits.model_copy(
+            update={
+                k: v for k, v in (edits or ClusterEdits()).model_dump().items() if v is not None
+            }
+        )
+        return build_cluster(spec.system, spec.num_accelerators, name=spec.name, edits=merged)
+    system, n, shape = parse_cluster_name(text)
+    if n == 0:
+        raise SpecError(f"cluster '{text}' has 0 accelerators; N must be at least 1")
+    return build_cluster(system, n, name=text, edits=edits, shape=shape)
+
+
+def _fake_system(domain_size: int, unit_size: int) -> SystemSpec:
+    """A minimal system for doctests."""
+    link = {"bandwidth_GB_per_s": 450, "latency_us": 3, "efficiency": 0.8}
+    fabric = {
+        "nic_Gbps": 400,
+        "nics_per_accelerator": 1,
+        "latency_us": 10,
+        "efficiency": 0.9,
+        "source": "doctest",
+    }
+    return SystemSpec(
+        name="fake",
+        accelerator="h100_sxm",
+        kind="nvswitch",
+        domain_size=domain_size,
+        unit_size=unit_size,
+        accelerators_per_node=unit_size,
+        scale_up=link,
+        scale_out=fabric,
+        price_per_gpu_hour_usd=1.0,
+        sources={
+            k: "doctest" for k in ("domain_size", "scale_up", "scale_out", "price_per_gpu_hour_usd")
+        },
+    )

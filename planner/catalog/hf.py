@@ -1,0 +1,417 @@
+"""Import a Hugging Face ``config.json`` as a :class:`~planner.specs.model.ModelSpec`.
+
+One mapping function per ``model_type`` family turns the config's keys into ModelSpec fields;
+:data:`_FAMILIES` dispatches on ``model_type``. Keys the spec does not model (rope_theta,
+rms_norm_eps, quantization_config, ...) are ignored. Every problem (unknown ``model_type``, a
+missing or mistyped key, an architecture the spec cannot express, a spec that does not
+validate) raises :class:`~planner.errors.SpecError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from planner.catalog.io import validate_spec
+from planner.errors import SpecError
+from planner.specs.model import ModelSpec
+
+Config = Mapping[str, object]
+Fields = dict[str, object]
+
+_GATED = {
+    "silu": "swiglu",
+    "swish": "swiglu",
+    "gelu": "geglu",
+    "gelu_new": "geglu",
+    "gelu_pytorch_tanh": "geglu",
+}
+"""hidden_act -> ModelSpec activation for gated (gate/up/down) FFNs."""
+_PLAIN = {
+    "relu2": "relu2",
+    "relu": "relu",
+    "gelu": "gelu",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu_fast": "gelu",
+}
+"""hidden_act -> ModelSpec activation for plain (up/down) FFNs."""
+_DROPOUT_KEYS = ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop")
+"""Config keys holding a training dropout probability."""
+
+
+def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
+    """Build a ModelSpec named ``name`` from a parsed Hugging Face ``config.json``.
+
+    >>> spec = model_from_hf_config({"model_type": "llama", "hidden_size": 64,
+    ...     "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+    ...     "vocab_size": 1000, "max_position_embeddings": 2048}, name="tiny")
+    >>> spec.head_dim, spec.num_kv_heads, spec.ffn_activation
+    (16, 4, 'swiglu')
+    """
+    model_type = config.get("model_type")
+    mapper = _FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    if mapper is None:
+        problem = (
+            "config.json has no model_type"
+            if model_type is None
+            else f"config.json model_type {model_type!r} is not supported"
+        )
+        supported = ", ".join(SUPPORTED_MODEL_TYPES)
+        raise SpecError(f"{name}: {problem}; supported model_type values: {supported}")
+    fields = mapper(config)
+    fields.update(
+        name=name,
+        family=model_type,
+        source=f"Hugging Face config.json (model_type={model_type})",
+        dropout=_dropout(config),
+    )
+    return validate_spec(ModelSpec, fields, where=f"{name} (from config.json)")
+
+
+# --- typed key access ---------------------------------------------------------------------
+
+
+def _int(config: Config, key: str) -> int:
+    """The required integer ``key``."""
+    if config.get(key) is None:
+        raise SpecError(f"config.json (model_type={config.get('model_type')}) lacks {key!r}")
+    return _as_int(config, key)
+
+
+def _opt_int(config: Config, key: str, default: int) -> int:
+    """The integer ``key``, or ``default`` when it is absent or null."""
+    return default if config.get(key) is None else _as_int(config, key)
+
+
+def _as_int(config: Config, key: str) -> int:
+    """``config[key]`` as an int (integral floats accepted, booleans rejected)."""
+    value = config[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"config.json key {key!r} must be an integer, got {value!r}")
+    return value
+
+
+def _bool(config: Config, key: str, default: bool) -> bool:
+    """The boolean ``key``, or ``default`` when it is absent or null."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise SpecError(f"config.json key {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _activation(config: Config, key: str, default: str, table: Mapping[str, str]) -> str:
+    """Map the activation name in ``key`` through ``table`` (gated or plain FFN)."""
+    act = config.get(key, default)
+    if not isinstance(act, str) or act not in table:
+        raise SpecError(
+            f"config.json {key} {act!r} is not supported here; use one of {', '.join(table)}"
+        )
+    return table[act]
+
+
+def _dropout(config: Config) -> bool:
+    """True when any training dropout probability in the config is above zero."""
+    values = (config.get(key) for key in _DROPOUT_KEYS)
+    return any(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in values)
+
+
+# --- shared pieces ----------------------------------------------------------------------------
+
+
+def _attention(config: Config) -> Fields:
+    """Width, depth, heads (GQA: num_key_value_heads, default all), head_dim, vocab, context."""
+    hidden, heads = _int(config, "hidden_size"), _int(config, "num_attention_heads")
+    if heads > 0 and config.get("head_dim") is None and hidden % heads:
+        raise SpecError(
+            f"config.json lacks 'head_dim' and hidden_size {hidden} is not a "
+            f"multiple of num_attention_heads {heads}"
+        )
+    return {
+        "hidden_size": hidden,
+        "num_layers": _int(config, "num_hidden_layers"),
+        "num_attention_heads": heads,
+        "num_kv_heads": _opt_int(config, "num_key_value_heads", heads),
+        "head_dim": _opt_int(config, "head_dim", hidden // heads if heads > 0 else 0),
+        "vocab_size": _int(config, "vocab_size"),
+        "max_context": _int(config, "max_position_embeddings"),
+        "tied_embeddings": _bool(config, "tie_word_embeddings", False),
+    }
+
+
+def _layer_types_sliding(config: Config) -> Fields | None:
+    """Sliding-window fields from an explicit ``layer_types`` list, or None when absent."""
+    layer_types = config.get("layer_types")
+    if layer_types is None:
+        return None
+    if not isinstance(layer_types, list):
+        raise SpecError(f"config.json layer_types must be a list, got {layer_types!r}")
+    count = sum(1 for kind in layer_types if kind == "sliding_attention")
+    if not count:
+        return {"sliding_window": None, "num_sliding_window_layers": 0}
+    return {"sliding_window": _int(config, "sliding_window"), "num_sliding_window_layers": count}
+
+
+def _all_layers_sliding(config: Config) -> Fields:
+    """Mistral/Mixtral: a non-null ``sliding_window`` applies to every layer."""
+    found = _layer_types_sliding(config)
+    if found is not None:
+        return found
+    if config.get("sliding_window") is None:
+        return {"sliding_window": None, "num_sliding_window_layers": 0}
+    return {
+        "sliding_window": _int(config, "sliding_window"),
+        "num_sliding_window_layers": _int(config, "num_hidden_layers"),
+    }
+
+
+def _qwen_sliding(config: Config) -> Fields:
+    """Qwen2/3: with ``use_sliding_window``, layers from ``max_window_layers`` on slide."""
+    found = _layer_types_sliding(config)
+    if found is not None:
+        return found
+    if not _bool(config, "use_sliding_window", False) or config.get("sliding_window") is None:
+        return {"sliding_window": None, "num_sliding_window_layers": 0}
+    layers = _int(config, "num_hidden_layers")
+    count = max(0, layers - _int(config, "max_window_layers"))
+    return {
+        "sliding_window": _int(config, "sliding_window") if count else None,
+        "num_sliding_window_layers": count,
+    }
+
+
+def _biases(config: Config) -> Fields:
+    """Llama-style ``attention_bias`` (q, k, v and o projections) and ``mlp_bias``."""
+    attention_bias = _bool(config, "attention_bias", False)
+    return {
+        "attention_bias": attention_bias,
+        "attention_output_bias": attention_bias,
+        "mlp_bias": _bool(config, "mlp_bias", False),
+    }
+
+
+def _gated(config: Config, ffn_hidden_size: int) -> Fields:
+    """An RMSNorm/RoPE decoder whose dense FFN layers (if any) are gated, of the given width."""
+    return {
+        **_attention(config),
+        "ffn_hidden_size": ffn_hidden_size,
+        "ffn_activation": _activation(config, "hidden_act", "silu", _GATED),
+        "position_embedding": "rope",
+        "norm": "rmsnorm",
+    }
+
+
+# --- one mapping per family -------------------------------------------------------------------
+
+
+def _llama(config: Config) -> Fields:
+    """LlamaForCausalLM: GQA, SwiGLU, RMSNorm, RoPE; optional q/k/v/o and MLP biases."""
+    return {**_gated(config, _int(config, "intermediate_size")), **_biases(config)}
+
+
+def _mistral(config: Config) -> Fields:
+    """MistralForCausalLM: Llama without biases; ``sliding_window`` on every layer."""
+    return {**_gated(config, _int(config, "intermediate_size")), **_all_layers_sliding(config)}
+
+
+def _mixtral(config: Config) -> Fields:
+    """MixtralForCausalLM: every FFN is ``num_local_experts`` experts, top
+    ``num_experts_per_tok``, each of width ``intermediate_size``; no shared expert."""
+    moe = {
+        "num_experts": _int(config, "num_local_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
+    }
+    return {**_gated(config, 0), **_all_layers_sliding(config), "moe": moe}
+
+
+def _qwen2(config: Config) -> Fields:
+    """Qwen2ForCausalLM: biases on q, k and v (not on o); optional sliding window."""
+    return {
+        **_gated(config, _int(config, "intermediate_size")),
+        "attention_bias": True,
+        "attention_output_bias": False,
+        **_qwen_sliding(config),
+    }
+
+
+def _qwen3(config: Config) -> Fields:
+    """Qwen3ForCausalLM: per-head q/k RMSNorm, ``attention_bias`` on q/k/v/o, explicit head_dim."""
+    return _qwen3_layers(config, _int(config, "intermediate_size"))
+
+
+def _qwen3_layers(config: Config, ffn_hidden_size: int) -> Fields:
+    """Qwen3 attention (q/k norm, optional q/k/v/o bias); dense FFN width ``ffn_hidden_size``."""
+    attention_bias = _bool(config, "attention_bias", False)
+    return {
+        **_gated(config, ffn_hidden_size),
+        "attention_bias": attention_bias,
+        "attention_output_bias": attention_bias,
+        "qk_norm": True,
+        **_qwen_sliding(config),
+    }
+
+
+def _qwen3_moe(config: Config) -> Fields:
+    """Qwen3MoeForCausalLM: Qwen3 attention; MoE FFNs (``num_experts``, top
+    ``num_experts_per_tok``, width ``moe_intermediate_size``) on every layer except leading
+    ``mlp_only_layers``; ``decoder_sparse_step`` must be 1."""
+    if _opt_int(config, "decoder_sparse_step", 1) != 1:
+        raise SpecError(
+            "config.json decoder_sparse_step != 1 (MoE on every k-th layer) "
+            "cannot be expressed: ModelSpec only has leading dense layers"
+        )
+    dense = _leading_layers(config, "mlp_only_layers")
+    moe = {
+        "num_experts": _int(config, "num_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": _int(config, "moe_intermediate_size"),
+        "first_dense_layers": dense,
+    }
+    ffn_hidden_size = _int(config, "intermediate_size") if dense else 0
+    return {**_qwen3_layers(config, ffn_hidden_size), "moe": moe}
+
+
+def _leading_layers(config: Config, key: str) -> int:
+    """Length of the layer-index list ``key`` when it is 0, 1, ..., k-1 (else SpecError)."""
+    layers = config.get(key) or []
+    if not isinstance(layers, list) or layers != list(range(len(layers))):
+        raise SpecError(
+            f"config.json {key} {layers!r} cannot be expressed: ModelSpec only "
+            "has leading dense layers (0, 1, ..., k-1)"
+        )
+    return len(layers)
+
+
+def _deepseek_v3(config: Config) -> Fields:
+    """DeepseekV3ForCausalLM: MLA attention, ``first_k_dense_replace`` dense layers, then
+    DeepSeekMoE (routed + shared experts; ``noaux_tc`` routing adds a per-expert score bias)."""
+    if _opt_int(config, "moe_layer_freq", 1) != 1:
+        raise SpecError(
+            "config.json moe_layer_freq != 1 cannot be expressed: ModelSpec only "
+            "has leading dense layers"
+        )
+    nope, rope = _int(config, "qk_nope_head_dim"), _int(config, "qk_rope_head_dim")
+    mla = {
+        "q_lora_rank": _opt_int(config, "q_lora_rank", 0),
+        "kv_lora_rank": _int(config, "kv_lora_rank"),
+        "qk_rope_head_dim": rope,
+        "qk_nope_head_dim": nope,
+        "v_head_dim": _int(config, "v_head_dim"),
+    }
+    expert_width = _int(config, "moe_intermediate_size")
+    moe = {
+        "num_experts": _int(config, "n_routed_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": expert_width,
+        "num_shared_experts": _opt_int(config, "n_shared_experts", 0),
+        "shared_expert_ffn_hidden_size": expert_width,
+        "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
+        "router_bias": config.get("topk_method", "noaux_tc") == "noaux_tc",
+    }
+    heads = _int(config, "num_attention_heads")
+    dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
+    return {
+        **_gated(config, dense_width),
+        "num_kv_heads": heads,
+        "head_dim": nope + rope,
+        "attention_bias": _bool(config, "attention_bias", False),
+        "mla": mla,
+        "moe": moe,
+    }
+
+
+def _gpt_oss(config: Config) -> Fields:
+    """GptOssForCausalLM: MoE on every layer (biased experts and router, clamped SwiGLU),
+    biased q/k/v/o, attention sinks; sliding window on the ``layer_types`` that say so
+    (HF default when absent: the even layers)."""
+    top_k_key = (
+        "experts_per_token"
+        if config.get("experts_per_token") is not None
+        else "num_experts_per_tok"
+    )
+    moe = {
+        "num_experts": _int(config, "num_local_experts"),
+        "top_k": _int(config, top_k_key),
+        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
+        "router_bias": True,
+    }
+    sliding = _layer_types_sliding(config) or {
+        "sliding_window": _int(config, "sliding_window"),
+        "num_sliding_window_layers": (_int(config, "num_hidden_layers") + 1) // 2,
+    }
+    return {
+        **_attention(config),
+        "ffn_hidden_size": 0,
+        "ffn_activation": "swiglu_oai",
+        "position_embedding": "rope",
+        "norm": "rmsnorm",
+        "attention_bias": True,
+        "attention_output_bias": True,
+        "mlp_bias": True,
+        "attention_sinks": True,
+        "moe": moe,
+        **sliding,
+    }
+
+
+def _gpt2(config: Config) -> Fields:
+    """GPT2LMHeadModel: MHA, GELU MLP of ``n_inner`` (default 4 * n_embd), LayerNorm, biases
+    everywhere, learned positions (``n_positions``), tied embeddings unless said otherwise."""
+    hidden, heads = _int(config, "n_embd"), _int(config, "n_head")
+    if hidden % heads:
+        raise SpecError(f"config.json n_embd {hidden} is not a multiple of n_head {heads}")
+    return {
+        "hidden_size": hidden,
+        "num_layers": _int(config, "n_layer"),
+        "num_attention_heads": heads,
+        "num_kv_heads": heads,
+        "head_dim": hidden // heads,
+        "ffn_hidden_size": _opt_int(config, "n_inner", 4 * hidden),
+        "ffn_activation": _activation(config, "activation_function", "gelu_new", _PLAIN),
+        "vocab_size": _int(config, "vocab_size"),
+        "tied_embeddings": _bool(config, "tie_word_embeddings", True),
+        "max_context": _int(config, "n_positions"),
+        "position_embedding": "learned",
+        "norm": "layernorm",
+        "attention_bias": True,
+        "attention_output_bias": True,
+        "mlp_bias": True,
+    }
+
+
+def _nemotron(config: Config) -> Fields:
+    """NemotronForCausalLM: GQA, plain squared-ReLU MLP, LayerNorm (1p, with bias), partial
+    RoPE (no parameters, so ignored); optional biases; head_dim from head_dim or kv_channels."""
+    fields = _attention(config)
+    if config.get("head_dim") is None and config.get("kv_channels") is not None:
+        fields["head_dim"] = _int(config, "kv_channels")
+    return {
+        **fields,
+        "ffn_hidden_size": _int(config, "intermediate_size"),
+        "ffn_activation": _activation(config, "hidden_act", "relu2", _PLAIN),
+        "position_embedding": "rope",
+        "norm": "layernorm",
+        **_biases(config),
+    }
+
+
+_FAMILIES: dict[str, Callable[[Config], Fields]] = {
+    "llama": _llama,
+    "mistral": _mistral,
+    "mixtral": _mixtral,
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "deepseek_v3": _deepseek_v3,
+    "gpt_oss": _gpt_oss,
+    "gpt2": _gpt2,
+    "nemotron": _nemotron,
+}
+"""model_type -> the function mapping that family's config.json to ModelSpec fields."""
+
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(_FAMILIES))
+"""The ``model_type`` values :func:`model_from_hf_config` accepts."""

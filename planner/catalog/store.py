@@ -1,0 +1,105 @@
+"""Find and load catalog YAML: models, accelerators, systems (layer L2).
+
+The catalogs live in the repository's ``models/`` and ``topologies/`` folders; a built wheel
+carries them as ``planner/_catalog/{models,topologies}``. Both layouts are searched.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from pathlib import Path
+
+from planner.catalog.io import load_mapping, validate_spec
+from planner.errors import SpecError
+from planner.specs.hardware import AcceleratorSpec, SystemSpec
+from planner.specs.model import ModelSpec
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+@lru_cache(maxsize=1)
+def catalog_root() -> Path:
+    """Folder holding ``models/`` and ``topologies/`` (wheel layout first, then the repo)."""
+    for root in (_PACKAGE_DIR / "_catalog", _PACKAGE_DIR.parent):
+        if (root / "models").is_dir() and (root / "topologies").is_dir():
+            return root
+    raise SpecError("the model and topology catalogs are missing from this installation")
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.yaml") if not p.stem.startswith("_"))
+
+
+def model_names() -> list[str]:
+    """Catalog model names."""
+    return _names(catalog_root() / "models")
+
+
+def system_names() -> list[str]:
+    """Catalog system names (the ``<system>`` of cluster names)."""
+    return _names(catalog_root() / "topologies" / "systems")
+
+
+def accelerator_names() -> list[str]:
+    """Catalog accelerator names."""
+    return _names(catalog_root() / "topologies" / "accelerators")
+
+
+@lru_cache(maxsize=1)
+def model_aliases() -> dict[str, str]:
+    """Short names (``70B``) -> catalog model names, from ``models/_aliases.yaml``."""
+    path = catalog_root() / "models" / "_aliases.yaml"
+    data = load_mapping(path)
+    return {str(k).lower(): str(v) for k, v in data.items()}
+
+
+def suggest(name: str, choices: list[str]) -> str:
+    """'; did you mean 'x'?' for the closest choice, or '' when nothing is close."""
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f"; did you mean '{lowered[close[0]]}'?" if close else ""
+
+
+@lru_cache(maxsize=64)
+def load_accelerator(name: str) -> AcceleratorSpec:
+    """Load ``topologies/accelerators/<name>.yaml``."""
+    path = catalog_root() / "topologies" / "accelerators" / f"{name}.yaml"
+    if not path.is_file():
+        raise SpecError(f"unknown accelerator '{name}'{suggest(name, accelerator_names())}")
+    return validate_spec(AcceleratorSpec, load_mapping(path), where=str(path))
+
+
+@lru_cache(maxsize=64)
+def load_system(name: str) -> SystemSpec:
+    """Load ``topologies/systems/<name>.yaml``."""
+    path = catalog_root() / "topologies" / "systems" / f"{name}.yaml"
+    if not path.is_file():
+        raise SpecError(f"unknown system '{name}'{suggest(name, system_names())}")
+    return validate_spec(SystemSpec, load_mapping(path), where=str(path))
+
+
+def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
+    """A model from a catalog name, an alias (``70B``), a YAML file or a HF ``config.json``."""
+    if isinstance(name_or_path, ModelSpec):
+        return name_or_path
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+        data = load_mapping(path)
+        if path.suffix.lower() == ".json" or "model_type" in data:
+            from planner.catalog.hf import model_from_hf_config
+
+            return model_from_hf_config(data, name=path.parent.name or path.stem)
+        return validate_spec(ModelSpec, data, where=str(path))
+    name = model_aliases().get(text.lower(), text)
+    return _load_catalog_model(name)
+
+
+@lru_cache(maxsize=64)
+def _load_catalog_model(name: str) -> ModelSpec:
+    path = catalog_root() / "models" / f"{name}.yaml"
+    if not path.is_file():
+        choices = model_names() + sorted(model_aliases())
+        raise SpecError(f"unknown model '{name}'{suggest(name, choices)}")
+    return validate_spec(ModelSpec, load_mapping(path), where=str(path))

@@ -1,0 +1,118 @@
+"""FLOPs of a transformer and the time the tensor cores need for them.
+
+A matmul of an (a x b) input by a (b x c) weight costs 2abc FLOPs (one multiply, one add), so a
+token passing through a linear layer with P weights costs 2P forward FLOPs; backward costs twice
+the forward (input and weight gradients): training = 3x forward = "6 N per token"
+(Kaplan et al. 2020, arXiv 2001.08361, section 2.1; Narayanan et al. SC'21, appendix).
+"""
+
+from __future__ import annotations
+
+from planner.cost.params import layer_params
+from planner.specs.model import ModelSpec
+
+
+def mean_attended_positions(seq_len: int, window: int | None) -> float:
+    """Average keys a query attends to under a causal mask, optionally with a sliding window.
+
+    Full causal: (T + 1) / 2. Window w < T: (w(w + 1)/2 + (T - w) w) / T.
+
+    >>> mean_attended_positions(4, None)
+    2.5
+    >>> mean_attended_positions(4, 2)
+    1.75
+    """
+    if window is None or window >= seq_len:
+        return (seq_len + 1) / 2
+    return (window * (window + 1) / 2 + (seq_len - window) * window) / seq_len
+
+
+def attention_core_flops_per_token(model: ModelSpec, seq_len: int, *, sliding: bool) -> float:
+    """Forward FLOPs per token of the score (Q K^T) and context (A V) matmuls of one layer.
+
+    2 N H_qk t_avg + 2 N H_v t_avg with t_avg the mean attended positions (causal masking halves
+    the full-square 2 N H T of Megatron's count; flash attention skips the masked blocks).
+    MLA uses its own head dims (H_qk = nope + rope, H_v = v_head_dim).
+
+    >>> from planner.cost.params import _tiny
+    >>> attention_core_flops_per_token(_tiny(), 3, sliding=False)  # 2*4*(16+16)*2
+    512.0
+    """
+    if model.mla is not None:
+        qk_dim = model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim
+        v_dim = model.mla.v_head_dim
+    else:
+        qk_dim = v_dim = model.head_dim
+    window = model.sliding_window if sliding else None
+    positions = mean_attended_positions(seq_len, window)
+    return 2.0 * model.num_attention_heads * (qk_dim + v_dim) * positions
+
+
+def is_sliding_layer(model: ModelSpec, layer_index: int) -> bool:
+    """Whether layer ``layer_index`` uses the sliding window (alternating, starting at layer 0,
+    as gpt-oss does: its ``layer_types`` begin with "sliding_attention")."""
+    if not model.num_sliding_window_layers:
+        return False
+    stride = model.num_layers / model.num_sliding_window_layers
+    return int(layer_index % round(stride)) == 0 if stride >= 1 else True
+
+
+def linear_flops_per_token(model: ModelSpec, layer_index: int) -> float:
+    """Forward FLOPs per token of the linear layers of one block: 2 x its active weights.
+
+    >>> from planner.cost.params import _tiny
+    >>> linear_flops_per_token(_tiny(), 0)  # 2 * (4 D^2 + 3 D F + 2 D)
+    82176.0
+    """
+    return 2.0 * layer_params(model, layer_index, active=True)
+
+
+def logits_flops_per_token(model: ModelSpec) -> float:
+    """Forward FLOPs per token of the output projection: 2 V D.
+
+    >>> from planner.cost.params import _tiny
+    >>> logits_flops_per_token(_tiny())
+    128000.0
+    """
+    return 2.0 * model.vocab_size * model.hidden_size
+
+
+def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
+    """Training model FLOPs per token (forward + backward, no recompute): 3 x forward of every
+    block (linear + causal attention) and the logits. This is the MFU numerator."""
+    forward = logits_flops_per_token(model)
+    for i in range(model.num_layers):
+        forward += linear_flops_per_token(model, i)
+        forward += attention_core_flops_per_token(
+            model, seq_len, sliding=is_sliding_layer(model, i)
+        )
+    return 3.0 * forward
+
+
+def matmul_time(flops: float, *, peak_flop_per_s: float, efficiency: float) -> float:
+    """Time of compute-bound matmuls: FLOPs / (peak x eta).
+
+    >>> matmul_time(1e12, peak_flop_per_s=1e15, efficiency=0.5)
+    0.002
+    """
+    return flops / (peak_flop_per_s * efficiency)
+
+
+def roofline_time(
+    flops: float, num_bytes: float, *, peak_flop_per_s: float, bytes_per_s: float
+) -> float:
+    """Roofline: max(FLOPs / peak, bytes / bandwidth) (Williams et al., CACM 2009).
+
+    >>> roofline_time(2e9, 1e9, peak_flop_per_s=1e12, bytes_per_s=1e12)
+    0.002
+    """
+    return max(flops / peak_flop_per_s, num_bytes / bytes_per_s)
+
+
+def matmul_flops_and_bytes(b: int, k: int, n: int, bytes_per_value: float) -> tuple[float, float]:
+    """FLOPs and HBM bytes of (b x k) @ (k x n): 2bkn and bpv (bk + kn + bn).
+
+    >>> matmul_flops_and_bytes(1, 8192, 8192, 2)[0] == 2 * 8192**2
+    True
+    """
+    return 2.0 * b * k * n, bytes_per_value * (b * k + k * n + b * n)

@@ -1,0 +1,138 @@
+"""Memory per accelerator: weights, gradients, optimizer state, activations.
+
+Weights/gradients/optimizer follow the mixed-precision accounting of Megatron-LM's distributed
+optimizer (``docs/source/api-guide/dist_optimizer.md``: bf16 params + fp32 grads = 6 bytes per
+parameter, + 12 bytes of fp32 master weights and Adam moments, sharded over data-parallel ranks
+by the distributed optimizer: 6 + 12/d) and ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054,
+section 5: stage 1 shards optimizer state, 2 adds gradients, 3 adds parameters).
+Activations follow Korthikanti et al. 2022 (arXiv 2205.05198), section 4, generalised to GQA,
+gated FFNs, MoE and flash attention (derivation in :func:`activation_bytes_per_layer`).
+"""
+
+from __future__ import annotations
+
+from planner.specs.formats import NumberFormat, bytes_per_value
+from planner.specs.layout import Layout, Recompute
+from planner.specs.model import ModelSpec
+
+ACTIVATION_BYTES = 2.0
+"""Activations are stored in bf16 (2 bytes per value)."""
+OPTIMIZER_BYTES_PER_PARAM = 12.0
+"""Adam with fp32 master weights: 4 (master) + 4 (first moment) + 4 (second moment)."""
+LOGIT_BYTES = 4.0
+"""Logits are held in fp32 for the vocab-parallel cross entropy (Megatron-LM
+``theoretical_memory_usage.py``: 4 s b V / t on the last stage)."""
+
+
+def stage_layers(model: ModelSpec, pp: int, stage: int) -> range:
+    """Layer indices on pipeline stage ``stage`` of ``pp`` (contiguous, as even as possible;
+    the remainder goes to the middle stages, which hold neither embedding nor logits)."""
+    base, extra = divmod(model.num_layers, pp)
+    counts = [base] * pp
+    middle = list(range(1, pp - 1)) or list(range(pp))
+    for i in range(extra):
+        counts[middle[i % len(middle)]] += 1
+    start = sum(counts[:stage])
+    return range(start, start + counts[stage])
+
+
+def weight_bytes(params: float, fmt: NumberFormat) -> float:
+    """Bytes of weights: bf16 copy (2 B) plus, for low-precision training, the cast copy the
+    GEMMs read (Transformer Engine keeps an fp8/fp4 weight cache: bytes_per_value(fmt)).
+
+    >>> weight_bytes(1e9, NumberFormat.BF16)
+    2000000000.0
+    >>> weight_bytes(1e9, NumberFormat.FP8)
+    3000000000.0
+    """
+    extra = 0.0 if fmt in (NumberFormat.BF16, NumberFormat.FP16) else bytes_per_value(fmt)
+    return params * (2.0 + extra)
+
+
+def attention_activation_values(model: ModelSpec, seq_len: int, *, store_scores: bool) -> float:
+    """Values stored per sequence by one attention block (per token x T, not sharded).
+
+    Korthikanti section 4.1: QKV input D, Q N H, K and V K H each, output-projection input N H,
+    dropout mask D/2 (1 byte) when the model uses dropout; when the score matrix is stored (no
+    flash attention, no selective recompute): softmax output N T, and with dropout its mask
+    N T / 2 and output N T. Flash attention keeps instead the fp32 log-sum-exp (2 N values).
+    """
+    if model.mla is not None:
+        q_dim = model.num_attention_heads * (
+            model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim
+        )
+        kv_dim = (
+            model.num_attention_heads
+            * (model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim + model.mla.v_head_dim)
+            / 2
+        )
+        out_dim = model.num_attention_heads * model.mla.v_head_dim
+    else:
+        q_dim = out_dim = model.num_attention_heads * model.head_dim
+        kv_dim = model.num_kv_heads * model.head_dim
+    per_token = model.hidden_size + q_dim + 2 * kv_dim + out_dim
+    if model.dropout:
+        per_token += model.hidden_size / 2
+    if store_scores:
+        heads_t = model.num_attention_heads * seq_len
+        per_token += heads_t * (2.5 if model.dropout else 1.0)
+    else:
+        per_token += 2 * model.num_attention_heads
+    return per_token * seq_len
+
+
+def ffn_activation_values(model: ModelSpec, width: int) -> float:
+    """Values stored per token by one FFN of width F.
+
+    Plain (GELU): input D, fc1 output F, activation output F (+ dropout mask D/2) = Korthikanti's
+    19 s b h / 2 bytes at F = 4D. Gated (SwiGLU, Megatron's fused kernel): input D, fc1 output
+    2F (gate and up), activation output F.
+    """
+    values = model.hidden_size + (3 * width if model.gated_ffn else 2 * width)
+    if model.dropout:
+        values += model.hidden_size / 2
+    return values
+
+
+def layer_activation_values_per_token(model: ModelSpec, layer_index: int, seq_len: int) -> float:
+    """Values per token stored by one layer with flash attention and no recompute, unsharded:
+    two norm inputs (2 D), attention values, FFN (or top-k routed + shared experts) values."""
+    per_token = 2.0 * model.hidden_size
+    per_token += attention_activation_values(model, seq_len, store_scores=False) / seq_len
+    moe = model.moe
+    if moe is not None and layer_index >= moe.first_dense_layers:
+        shared_width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        per_token += moe.top_k * ffn_activation_values(model, moe.expert_ffn_hidden_size)
+        per_token += moe.num_shared_experts * ffn_activation_values(model, shared_width)
+    else:
+        per_token += ffn_activation_values(model, model.ffn_hidden_size)
+    return per_token
+
+
+def activation_bytes_per_layer(
+    model: ModelSpec, layout: Layout, seq_len: int, *, layer_index: int
+) -> float:
+    """Activation bytes one GPU stores for one layer and one micro-batch.
+
+    Korthikanti et al. 2022 (arXiv 2205.05198) eq. 2 with tensor + sequence parallelism:
+    s b h (34 + 5 a s / h) / t for GPT (dropout, MHA, F = 4h); the terms here reduce to it.
+    Values per token (:func:`layer_activation_values_per_token`) x 2 bytes x tokens, divided by
+    tp (sequence parallelism shards every term) and cp (each rank holds T / cp tokens). The
+    planner assumes fused (flash) attention, so the s^2 score terms are never stored (the same
+    saving selective recompute gives); full recompute keeps only the layer input, 2 s b h / t.
+    """
+    tokens = layout.mbs * seq_len / layout.cp
+    if layout.recompute is Recompute.FULL:
+        return ACTIVATION_BYTES * tokens * model.hidden_size / layout.tp
+    values = layer_activation_values_per_token(model, layer_index, seq_len)
+    return ACTIVATION_BYTES * tokens * values / layout.tp
+
+
+def logits_bytes(model: ModelSpec, layout: Layout, seq_len: int) -> float:
+    """fp32 logits of one micro-batch on the last stage: 4 s b V / t (vocab-parallel).
+
+    >>> from planner.cost.params import _tiny
+    >>> logits_bytes(_tiny(), Layout(tp=2), 10)
+    20000.0
+    """
+    return LOGIT_BYTES * layout.mbs * seq_len / layout.cp * model.vocab_size / layout.tp

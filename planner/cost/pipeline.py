@@ -1,0 +1,42 @@
+"""Pipeline schedules: bubble and in-flight micro-batches of 1F1B and interleaved 1F1B."""
+
+from __future__ import annotations
+
+
+def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
+    """Idle fraction of the ideal time: (pp - 1) / (v * m).
+
+    Source: Narayanan et al., SC'21 (arXiv 2104.04473), section 2.2 (1F1B: (p-1)/m) and
+    section 2.2.2 (interleaved with v chunks per device: (p-1)/(v m)).
+
+    >>> bubble_fraction(1, 1, 8)
+    0.0
+    >>> bubble_fraction(8, 1, 64)
+    0.109375
+    >>> bubble_fraction(8, 2, 64)
+    0.0546875
+    """
+    return (pp - 1) / (vpp * num_microbatches)
+
+
+def microbatches_in_flight(pp: int, vpp: int, num_microbatches: int, stage: int) -> float:
+    """Micro-batches whose activations stage ``stage`` holds at its peak (in whole-stage units).
+
+    1F1B: stage i warms up with pp - i forwards before its first backward, so it holds
+    min(m, pp - i). Interleaved: the first stage holds pp * (1 + (pp - 1)/(pp v)) stage-sized
+    sets (Megatron-LM ``theoretical_memory_usage.py``, "interleaved schedule memory penalty").
+
+    >>> microbatches_in_flight(4, 1, 16, 0)
+    4
+    >>> microbatches_in_flight(4, 1, 16, 3)
+    1
+    >>> microbatches_in_flight(4, 2, 16, 0)
+    5.5
+    >>> microbatches_in_flight(1, 1, 16, 0)
+    1
+    """
+    in_flight = min(num_microbatches, pp - stage)
+    if vpp > 1 and stage == 0:
+        penalty = 1 + (pp - 1) / (pp * vpp)
+        return min(num_microbatches, pp) * penalty
+    return in_flight

@@ -1,0 +1,1 @@
+"""Presentation: pure functions of result models -> text (layer L5)."""

@@ -1,0 +1,120 @@
+"""Listings of the catalogs and a cluster summary (text or JSON)."""
+
+from __future__ import annotations
+
+import json
+
+from planner.catalog import (
+    load_accelerator,
+    load_model,
+    load_system,
+    model_aliases,
+    model_names,
+    system_names,
+)
+from planner.cost.params import active_params, total_params
+from planner.specs.cluster import ClusterSpec
+from planner.units import GB
+
+
+def models_listing(*, as_json: bool) -> str:
+    """Catalog models with computed parameter counts and aliases."""
+    aliases: dict[str, list[str]] = {}
+    for alias, target in model_aliases().items():
+        aliases.setdefault(target, []).append(alias.upper())
+    rows = []
+    for name in model_names():
+        m = load_model(name)
+        rows.append(
+            {
+                "name": name,
+                "family": m.family,
+                "params_B": round(total_params(m) / 1e9, 2),
+                "active_params_B": round(active_params(m) / 1e9, 2),
+                "layers": m.num_layers,
+                "hidden": m.hidden_size,
+                "attention": m.attention_kind,
+                "moe": None if m.moe is None else f"{m.moe.num_experts}e top-{m.moe.top_k}",
+                "max_context": m.max_context,
+                "aliases": sorted(aliases.get(name, [])),
+            }
+        )
+    if as_json:
+        return json.dumps({"models": rows}, indent=2)
+    lines = [
+        f"{'model':<18} {'params':>9} {'active':>8} {'layers':>6} {'attn':>4}  {'moe':<12} aliases"
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['name']:<18} {r['params_B']:>8.1f}B {r['active_params_B']:>7.1f}B "
+            f"{r['layers']:>6} {r['attention']:>4}  {r['moe'] or '-':<12} {' '.join(r['aliases'])}"
+        )
+    return "\n".join(lines)
+
+
+def systems_listing(*, as_json: bool) -> str:
+    """Catalog systems: the ``<system>`` of cluster names."""
+    rows = []
+    for name in system_names():
+        s = load_system(name)
+        a = load_accelerator(s.accelerator)
+        rows.append(
+            {
+                "system": name,
+                "accelerator": a.name,
+                "kind": s.kind,
+                "domain_size": s.domain_size,
+                "unit_size": s.unit_size,
+                "hbm_GB": a.hbm_GB,
+                "bf16_TFLOP_per_s": a.peak_TFLOP_per_s["bf16"],
+                "scale_up_GB_per_s": s.scale_up.bandwidth_GB_per_s,
+                "nic": f"{s.scale_out.nics_per_accelerator:g} x {s.scale_out.nic_Gbps:g} Gb/s",
+                "example": f"{name}x{max(s.unit_size, min(s.domain_size, 16))}",
+            }
+        )
+    if as_json:
+        return json.dumps({"systems": rows}, indent=2)
+    lines = [
+        f"{'system':<14} {'accelerator':<11} {'kind':<11} {'domain':>6} {'unit':>4} "
+        f"{'HBM GB':>7} {'BF16 TF':>8} {'scale-up':>9}  {'NIC/accel':<16} example"
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['system']:<14} {r['accelerator']:<11} {r['kind']:<11} {r['domain_size']:>6} "
+            f"{r['unit_size']:>4} {r['hbm_GB']:>7g} {r['bf16_TFLOP_per_s']:>8g} "
+            f"{r['scale_up_GB_per_s']:>7g}/s  {r['nic']:<16} {r['example']}"
+        )
+    lines.append(
+        "cluster names: <system>x<N accelerators>, e.g. hgx_b200x16, gb200_nvl72x144, tpu_v5p_8x8x16"
+    )
+    return "\n".join(lines)
+
+
+def cluster_summary(cluster: ClusterSpec, *, as_json: bool) -> str:
+    """What a cluster name resolved to, with per-accelerator bandwidths and totals."""
+    acc, system, fabric = cluster.accelerator, cluster.system, cluster.fabric
+    data = {
+        "name": cluster.name,
+        "description": cluster.describe(),
+        "system": system.name,
+        "accelerator": acc.name,
+        "num_accelerators": cluster.num_accelerators,
+        "num_domains": cluster.num_domains,
+        "accelerators_per_domain": cluster.accelerators_per_domain,
+        "num_nodes": cluster.num_nodes,
+        "slice_shape": cluster.slice_shape,
+        "hbm_GB_per_accelerator": acc.hbm_GB,
+        "hbm_TB_per_s_per_accelerator": acc.hbm_bandwidth_GB_per_s / 1e3,
+        "peak_TFLOP_per_s": {str(k): v for k, v in acc.peak_TFLOP_per_s.items()},
+        "scale_up_GB_per_s_per_accelerator": system.scale_up.bandwidth_GB_per_s,
+        "scale_out_GB_per_s_per_accelerator": fabric.bytes_per_s_per_accelerator / GB,
+        "oversubscription": fabric.oversubscription,
+        "rail_optimized": fabric.rail_optimized,
+        "total_bf16_PFLOP_per_s": cluster.num_accelerators * acc.peak_TFLOP_per_s["bf16"] / 1e3,
+        "total_hbm_TB": cluster.num_accelerators * acc.hbm_GB / 1e3,
+        "price_per_gpu_hour_usd": cluster.price_per_gpu_hour_usd,
+        "edits": cluster.edits,
+    }
+    if as_json:
+        return json.dumps(data, indent=2)
+    return "\n".join(f"{k:<36} {v}" for k, v in data.items())

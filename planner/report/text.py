@@ -1,0 +1,73 @@
+"""Terminal rendering of plans and search results: pure functions of result models -> text."""
+
+from __future__ import annotations
+
+from planner.specs.result import Plan, SearchResult
+from planner.units import format_seconds
+
+_TERM_ORDER = (
+    "compute",
+    "tp_comm",
+    "cp_comm",
+    "ep_comm",
+    "pp_bubble",
+    "pp_comm",
+    "dp_comm",
+    "optimizer",
+)
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The headline, memory and time breakdown of one plan."""
+    mem = plan.memory
+    lines = [
+        f"cluster : {plan.cluster_description}",
+        f"model   : {plan.model}",
+        f"layout  : {plan.layout.short()}  ({plan.num_gpus} GPUs)",
+        f"step    : {format_seconds(plan.step_time_s)}   tokens/s/GPU {plan.tokens_per_s_per_gpu:,.0f}"
+        f"   model TFLOP/s/GPU {plan.model_tflops_per_gpu:,.0f}   MFU {100 * plan.mfu:.1f}%",
+        f"memory  : {mem.peak_gib:.1f} / {mem.capacity_gib:.1f} GiB usable "
+        f"(stage {mem.binding_stage}: weights {mem.weights_gib:.1f}, grads {mem.grads_gib:.1f}, "
+        f"optimizer {mem.optimizer_gib:.1f}, activations {mem.activations_gib:.1f})"
+        + ("" if plan.fits else "  DOES NOT FIT"),
+        "time per step (exposed):",
+    ]
+    total = plan.step_time_s or 1.0
+    for key in _TERM_ORDER:
+        value = plan.breakdown_s.get(key, 0.0)
+        if value > 0:
+            lines.append(f"  {key:<10} {format_seconds(value):>10}  {100 * value / total:5.1f}%")
+    lines.append("placement:")
+    for dim, entry in plan.placement.items():
+        if entry.size > 1:
+            where = "inside one domain" if entry.within_domain else "across domains"
+            lines.append(
+                f"  {dim.upper():<3} {entry.size:>5} x stride {entry.stride:<5} {where}: {entry.link}"
+            )
+    lines += [f"warning : {w}" for w in plan.warnings]
+    return lines
+
+
+def search_text(result: SearchResult) -> str:
+    """The full terminal answer of ``layout search``."""
+    lines = plan_lines(result.best)
+    if result.alternatives:
+        lines.append("runners-up:")
+        for i, alt in enumerate(result.alternatives, start=2):
+            lines.append(
+                f"  {i}. {alt.layout.short():<42} {format_seconds(alt.step_time_s):>9}  {alt.why_not}"
+            )
+    rejected = ", ".join(
+        f"{v} {k}" for k, v in sorted(result.rejections.items(), key=lambda kv: -kv[1])
+    )
+    lines.append(
+        f"search  : {result.num_candidates} layouts, {result.num_feasible} feasible"
+        + (f", rejected: {rejected}" if rejected else "")
+        + f"; {result.solver.name} {result.solver.status} in {result.search_time_s:.2f} s"
+    )
+    return "\n".join(lines)
+
+
+def estimate_text(plan: Plan) -> str:
+    """The terminal answer of ``layout estimate``."""
+    return "\n".join(plan_lines(plan))

@@ -1,0 +1,77 @@
+"""Score one layout: topology -> CommDomains -> cost model -> a Plan."""
+
+from __future__ import annotations
+
+from planner.cost.step import StepCost, estimate_step
+from planner.specs.cluster import ClusterSpec
+from planner.specs.formats import NumberFormat
+from planner.specs.layout import Layout
+from planner.specs.model import ModelSpec
+from planner.specs.result import MemoryBreakdown, Plan
+from planner.specs.workload import TrainWorkload
+from planner.topology import comm_domains, placement
+from planner.units import TFLOP, GiB
+
+
+def score(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> StepCost:
+    """The cost model's StepCost for ``layout`` on ``cluster``."""
+    return estimate_step(
+        model, cluster.accelerator, workload, layout, comm_domains(cluster, layout)
+    )
+
+
+def fits(cost: StepCost, cluster: ClusterSpec) -> bool:
+    """Whether every stage's peak memory fits the accelerator's usable memory."""
+    return max(s.total for s in cost.stage_memory) <= cluster.accelerator.usable_memory_bytes
+
+
+def memory_breakdown(cost: StepCost, cluster: ClusterSpec) -> MemoryBreakdown:
+    """Memory of the binding stage in GiB."""
+    stage = cost.peak_stage
+    mem = cost.peak_memory
+    acc = cluster.accelerator
+    return MemoryBreakdown(
+        peak_gib=mem.total / GiB,
+        capacity_gib=acc.usable_memory_bytes / GiB,
+        hbm_gib=acc.hbm_bytes / GiB,
+        weights_gib=mem.weights / GiB,
+        grads_gib=mem.grads / GiB,
+        optimizer_gib=mem.optimizer / GiB,
+        activations_gib=mem.activations / GiB,
+        binding_stage=stage,
+    )
+
+
+def to_plan(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout, cost: StepCost
+) -> Plan:
+    """Wrap a StepCost into the user-facing Plan."""
+    acc = cluster.accelerator
+    step = cost.step_time_s
+    tokens_per_s = workload.tokens_per_step / step
+    model_flops_per_gpu = cost.model_flops_per_step / step / layout.num_gpus
+    return Plan(
+        model=model.name,
+        cluster=cluster.name,
+        cluster_description=cluster.describe(),
+        num_gpus=layout.num_gpus,
+        layout=layout,
+        step_time_s=step,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / layout.num_gpus,
+        model_tflops_per_gpu=model_flops_per_gpu / TFLOP,
+        mfu=model_flops_per_gpu / acc.peak_flop_per_s(NumberFormat.BF16),  # DESIGN.md section 8
+        fits=fits(cost, cluster),
+        memory=memory_breakdown(cost, cluster),
+        breakdown_s=dict(cost.breakdown_s),
+        placement=placement(cluster, layout),
+    )
+
+
+def evaluate(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> Plan:
+    """Plan for ``layout`` (no rule checks; see :func:`planner.search.rules.layout_violations`)."""
+    return to_plan(model, cluster, workload, layout, score(model, cluster, workload, layout))

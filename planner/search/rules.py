@@ -1,0 +1,117 @@
+"""The rules a layout must obey on a model, cluster and workload (solver-independent).
+
+Each rule returns a reason code and a sentence naming the values, so that a rejected candidate is
+data (counted by reason) and a user-given layout that breaks one is a one-line error.
+"""
+
+from __future__ import annotations
+
+from planner.errors import SpecError
+from planner.specs.cluster import ClusterSpec
+from planner.specs.layout import Layout
+from planner.specs.model import ModelSpec
+from planner.specs.workload import TrainWorkload
+
+
+def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload) -> None:
+    """Raise SpecError when the workload itself cannot run (not a layout problem)."""
+    acc = cluster.accelerator
+    if not acc.supports(workload.precision):
+        formats = ", ".join(sorted(str(f) for f in acc.peak_TFLOP_per_s))
+        raise SpecError(
+            f"precision '{workload.precision}' is not supported by {acc.name} "
+            f"(its tensor cores run: {formats})"
+        )
+    if workload.seq_len > model.max_context:
+        raise SpecError(
+            f"seq-len {workload.seq_len} exceeds the {model.max_context}-token context of "
+            f"model '{model.name}'"
+        )
+
+
+def layout_violations(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> list[tuple[str, str]]:
+    """Every (reason code, detail) the layout breaks, memory excluded (that needs the cost model)."""
+    out: list[tuple[str, str]] = []
+    n = cluster.num_accelerators
+    if layout.num_gpus != n:
+        out.append(
+            (
+                "degrees",
+                f"tp x pp x cp x dp = {layout.tp}x{layout.pp}x{layout.cp}x"
+                f"{layout.dp} = {layout.num_gpus} but the cluster has {n} accelerators",
+            )
+        )
+    if model.mla is None:
+        if model.num_kv_heads % layout.tp:
+            out.append(
+                (
+                    "divisibility",
+                    f"tp ({layout.tp}) must divide num_kv_heads "
+                    f"({model.num_kv_heads}) of model '{model.name}'",
+                )
+            )
+    elif model.num_attention_heads % layout.tp:
+        out.append(
+            (
+                "divisibility",
+                f"tp ({layout.tp}) must divide num_attention_heads "
+                f"({model.num_attention_heads}) of model '{model.name}'",
+            )
+        )
+    if layout.pp > model.num_layers:
+        out.append(("divisibility", f"pp ({layout.pp}) exceeds the {model.num_layers} layers"))
+    if layout.vpp > 1:
+        if layout.pp == 1:
+            out.append(("divisibility", "vpp > 1 needs pp > 1"))
+        elif model.num_layers % (layout.pp * layout.vpp):
+            out.append(
+                (
+                    "divisibility",
+                    f"pp x vpp ({layout.pp * layout.vpp}) must divide the "
+                    f"{model.num_layers} layers",
+                )
+            )
+    if workload.seq_len % (2 * layout.cp) and layout.cp > 1:
+        out.append(
+            ("divisibility", f"2 x cp ({2 * layout.cp}) must divide seq-len {workload.seq_len}")
+        )
+    out.extend(_batch_and_expert_rules(model, workload, layout))
+    return out
+
+
+def _batch_and_expert_rules(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout
+) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    per_step = layout.dp * layout.mbs
+    if workload.global_batch % per_step:
+        out.append(
+            (
+                "batch",
+                f"dp x mbs ({layout.dp}x{layout.mbs} = {per_step}) must divide the "
+                f"global batch ({workload.global_batch} sequences)",
+            )
+        )
+    elif layout.vpp > 1 and (workload.global_batch // per_step) % layout.pp:
+        out.append(
+            (
+                "batch",
+                f"interleaving needs micro-batches ({workload.global_batch // per_step})"
+                f" divisible by pp ({layout.pp})",
+            )
+        )
+    if model.moe is None and (layout.ep > 1 or layout.etp > 1):
+        out.append(("divisibility", f"ep/etp > 1 but model '{model.name}' has no experts"))
+    if model.moe is not None:
+        if model.moe.num_experts % layout.ep:
+            out.append(
+                (
+                    "divisibility",
+                    f"ep ({layout.ep}) must divide the {model.moe.num_experts} experts",
+                )
+            )
+        if (layout.dp * layout.cp * layout.tp) % (layout.ep * layout.etp):
+            out.append(("divisibility", "ep x etp must divide dp x cp x tp"))
+    return out

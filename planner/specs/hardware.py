@@ -1,0 +1,224 @@
+"""Accelerator, scale-up system and scale-out fabric specs (the hardware catalog's schema).
+
+YAML keys carry their unit (``hbm_GB``, ``peak_TFLOP_per_s``); the SI properties below convert
+them once with the constants of :mod:`planner.units`. Marketing figures are SI (GB, TB/s).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+
+from planner.specs.base import FrozenSpec
+from planner.specs.formats import NumberFormat
+from planner.units import GB, GBIT, TFLOP, US
+
+Fraction = float
+
+
+class AcceleratorEfficiency(FrozenSpec):
+    """Achievable fractions of the spec-sheet peaks: the calibrated, per-accelerator factors."""
+
+    gemm: dict[NumberFormat, float] = Field(default_factory=dict)
+    """Fraction of the dense peak a large GEMM reaches, per input format (0-1]. A format missing
+    here uses the bf16 value."""
+    attention: float = Field(gt=0, le=1)
+    """Fraction of the bf16 dense peak reached by fused (flash) attention kernels (0-1]."""
+    hbm: float = Field(gt=0, le=1)
+    """Fraction of the HBM bandwidth reached by streaming (memory-bound) kernels (0-1]."""
+    memory_reserve_GB: float = Field(ge=0)
+    """Memory per accelerator not available to tensors: CUDA/driver context, communicator
+    buffers, allocator fragmentation (GB, 1e9 bytes)."""
+
+    @model_validator(mode="after")
+    def _fractions_in_range(self) -> AcceleratorEfficiency:
+        for fmt, value in self.gemm.items():
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"efficiency.gemm.{fmt} must be in (0, 1], got {value}")
+        return self
+
+
+class AcceleratorSpec(FrozenSpec):
+    """One accelerator model as sold (one GPU, or one TPU chip)."""
+
+    name: str
+    """Catalog name, lower case (``h100_sxm``)."""
+    vendor: str
+    """Vendor name (NVIDIA, AMD, Google)."""
+    description: str = ""
+    """Free text: SKU, memory type, form factor."""
+    hbm_GB: PositiveFloat
+    """Device memory usable by the runtime (GB = 1e9 bytes)."""
+    hbm_bandwidth_GB_per_s: PositiveFloat
+    """Device memory bandwidth (GB/s = 1e9 bytes/s)."""
+    peak_TFLOP_per_s: dict[NumberFormat, PositiveFloat]
+    """Dense (no 2:4 sparsity) tensor-core peak per input format (TFLOP/s). A format that is
+    absent is not supported by the hardware."""
+    tdp_W: PositiveFloat
+    """Thermal design power of one accelerator (W)."""
+    efficiency: AcceleratorEfficiency
+    """Achievable fractions of the peaks (calibrated data)."""
+    sources: dict[str, str]
+    """Where each number came from: keys name the field (``hbm_GB``, ``peak_TFLOP_per_s``, ...)."""
+
+    @model_validator(mode="after")
+    def _has_bf16_and_sources(self) -> AcceleratorSpec:
+        if NumberFormat.BF16 not in self.peak_TFLOP_per_s:
+            raise ValueError("peak_TFLOP_per_s must give a bf16 peak")
+        for key in ("hbm_GB", "hbm_bandwidth_GB_per_s", "peak_TFLOP_per_s", "tdp_W", "efficiency"):
+            if not self.sources.get(key):
+                raise ValueError(f"sources.{key} is missing: every number needs a source")
+        return self
+
+    @property
+    def hbm_bytes(self) -> float:
+        """Device memory in bytes."""
+        return self.hbm_GB * GB
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        """Device memory bandwidth in bytes/s."""
+        return self.hbm_bandwidth_GB_per_s * GB
+
+    @property
+    def usable_memory_bytes(self) -> float:
+        """Memory left for tensors after the runtime reserve (bytes)."""
+        return (self.hbm_GB - self.efficiency.memory_reserve_GB) * GB
+
+    def supports(self, fmt: NumberFormat) -> bool:
+        """Whether the tensor cores run this format natively."""
+        return fmt in self.peak_TFLOP_per_s
+
+    def peak_flop_per_s(self, fmt: NumberFormat) -> float:
+        """Dense peak FLOP/s for GEMMs whose inputs are in ``fmt``."""
+        return self.peak_TFLOP_per_s[fmt] * TFLOP
+
+    def gemm_efficiency(self, fmt: NumberFormat) -> float:
+        """Fraction of the dense peak reached by large GEMMs in ``fmt``."""
+        return self.efficiency.gemm.get(fmt, self.efficiency.gemm.get(NumberFormat.BF16, 1.0))
+
+    def ridge_flop_per_byte(self, fmt: NumberFormat) -> float:
+        """Roofline ridge point: peak FLOP/s over HBM bytes/s (FLOP/byte).
+
+        Source: Williams et al., "Roofline", CACM 2009; JAX scaling book, "roofline".
+        """
+        return self.peak_flop_per_s(fmt) / self.hbm_bytes_per_s
+
+
+class LinkSpec(FrozenSpec):
+    """A link kind: the bandwidth one accelerator can inject into it, its latency and efficiency."""
+
+    bandwidth_GB_per_s: PositiveFloat
+    """Per accelerator, per direction (GB/s). For NVLink: 18 links x 25 (H100) or 50 (B200) GB/s.
+    For a switchless mesh: the sum over the accelerator's links. For a torus: per link."""
+    num_links: PositiveInt = 1
+    """Links per accelerator that the bandwidth is spread over (mesh: 7 peers; torus: per axis
+    direction). A point-to-point transfer on a mesh uses one of them."""
+    latency_us: float = Field(ge=0)
+    """Per-step latency of a collective on this link kind (microseconds)."""
+    efficiency: float = Field(gt=0, le=1)
+    """Fraction of the line rate that collective bus bandwidth reaches (0-1]."""
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Per-accelerator, per-direction bandwidth in bytes/s."""
+        return self.bandwidth_GB_per_s * GB
+
+    @property
+    def latency_s(self) -> float:
+        """Per-step latency in seconds."""
+        return self.latency_us * US
+
+
+class FabricSpec(FrozenSpec):
+    """The scale-out network between scale-up domains."""
+
+    kind: Literal["infiniband", "roce", "dcn"] = "infiniband"
+    """Technology: InfiniBand, RoCE Ethernet, or a TPU data-center network."""
+    nic_Gbps: PositiveFloat
+    """Line rate of one NIC port (Gb/s, 1e9 bits/s)."""
+    nics_per_accelerator: PositiveFloat
+    """Scale-out NIC ports per accelerator (fractional when a host's NICs are shared)."""
+    rail_optimized: bool = True
+    """GPU i of every server sits on rail i's leaf switch (NVIDIA SuperPOD wiring)."""
+    oversubscription: float = Field(default=1.0, ge=1.0)
+    """Leaf up-link taper above a scalable unit (1 = non-blocking, 2 = 2:1)."""
+    scalable_unit_nodes: PositiveInt = 32
+    """Servers per scalable unit (non-blocking leaf group); DGX SuperPOD uses 32."""
+    planes: PositiveInt = 1
+    """Independent network planes the NIC bandwidth is split across."""
+    latency_us: float = Field(ge=0)
+    """Per-step latency of a collective crossing the fabric (microseconds)."""
+    efficiency: float = Field(gt=0, le=1)
+    """Fraction of NIC line rate reached by collective bus bandwidth (0-1]."""
+    source: str
+    """Where the NIC, wiring and efficiency figures come from."""
+
+    @property
+    def bytes_per_s_per_accelerator(self) -> float:
+        """Scale-out bandwidth one accelerator can inject, per direction (bytes/s)."""
+        return self.nic_Gbps * GBIT * self.nics_per_accelerator
+
+    @property
+    def latency_s(self) -> float:
+        """Per-step latency in seconds."""
+        return self.latency_us * US
+
+
+class TorusSpec(FrozenSpec):
+    """TPU ICI torus rules: which slice shapes exist and where they wrap around."""
+
+    num_dims: Literal[2, 3]
+    """2 for v5e/v6e, 3 for v4/v5p/TPU7x."""
+    max_axis: PositiveInt
+    """Largest legal extent of one axis in a single slice."""
+    max_slice_chips: PositiveInt
+    """Largest single slice (chips); beyond it a job spans several slices over the DCN."""
+    wraparound_multiple: PositiveInt
+    """An axis whose extent is a multiple of this (and at least this) has wrap-around links."""
+    chips_per_host: PositiveInt
+    """Chips attached to one host VM."""
+
+
+class SystemSpec(FrozenSpec):
+    """A scale-up building block: an HGX board, an NVL72 rack, an AMD UBB, a TPU pod."""
+
+    name: str
+    """Catalog name, used as the ``<system>`` of cluster names (``hgx_b200``)."""
+    description: str = ""
+    """Free text: what the system is."""
+    accelerator: str
+    """Catalog name of the accelerator (a file in ``topologies/accelerators``)."""
+    kind: Literal["nvswitch", "nvlink_rack", "mesh", "torus"]
+    """How the scale-up domain is wired: NVSwitch board, NVLink rack, switchless full mesh, or
+    an ICI torus."""
+    domain_size: PositiveInt
+    """Accelerators in one scale-up domain (8 for HGX, 72 for NVL72; for a torus, one pod)."""
+    unit_size: PositiveInt
+    """Smallest whole unit a domain is built from (8-GPU board, 4-GPU NVL72 tray, 4-chip host)."""
+    accelerators_per_node: PositiveInt
+    """Accelerators per server / host (8 on HGX, 4 on an NVL72 tray)."""
+    scale_up: LinkSpec
+    """The scale-up link (NVLink, Infinity Fabric, ICI)."""
+    scale_out: FabricSpec
+    """The default scale-out fabric; cluster edits may change it."""
+    torus: TorusSpec | None = None
+    """Torus rules (TPU systems only)."""
+    price_per_gpu_hour_usd: PositiveFloat
+    """Indicative rental price of one accelerator-hour (USD); override with --price-per-gpu-hour."""
+    sources: dict[str, str]
+    """Where each number came from: keys name the field."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SystemSpec:
+        if self.domain_size % self.unit_size:
+            raise ValueError(
+                f"unit_size ({self.unit_size}) must divide domain_size ({self.domain_size})"
+            )
+        if (self.kind == "torus") != (self.torus is not None):
+            raise ValueError("a torus block is required exactly when kind is 'torus'")
+        for key in ("domain_size", "scale_up", "scale_out", "price_per_gpu_hour_usd"):
+            if not self.sources.get(key):
+                raise ValueError(f"sources.{key} is missing: every number needs a source")
+        return self

@@ -1,0 +1,162 @@
+"""Model architecture spec: dense and MoE transformers, MHA/GQA/MQA/MLA attention."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+
+from planner.specs.base import FrozenSpec
+
+FfnActivation = Literal["swiglu", "geglu", "gelu", "relu2", "relu", "swiglu_oai"]
+GATED_ACTIVATIONS: frozenset[str] = frozenset({"swiglu", "geglu", "swiglu_oai"})
+
+
+class MLASpec(FrozenSpec):
+    """Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 section 2.1)."""
+
+    q_lora_rank: NonNegativeInt
+    """Rank of the query down-projection; 0 means queries are projected directly."""
+    kv_lora_rank: PositiveInt
+    """Rank of the joint key/value latent (what the KV cache stores per token and layer)."""
+    qk_rope_head_dim: PositiveInt
+    """Per-head dimension of the decoupled rotary key/query part (shared key across heads)."""
+    qk_nope_head_dim: PositiveInt
+    """Per-head dimension of the non-rotary key/query part."""
+    v_head_dim: PositiveInt
+    """Per-head value dimension."""
+
+
+class MoESpec(FrozenSpec):
+    """Mixture-of-experts feed-forward layers."""
+
+    num_experts: PositiveInt
+    """Routed experts per MoE layer."""
+    top_k: PositiveInt
+    """Routed experts each token is sent to."""
+    expert_ffn_hidden_size: PositiveInt
+    """Intermediate width of one routed expert."""
+    num_shared_experts: NonNegativeInt = 0
+    """Always-active shared experts per MoE layer (DeepSeek); 0 = none."""
+    shared_expert_ffn_hidden_size: NonNegativeInt = 0
+    """Intermediate width of one shared expert; 0 = same as a routed expert."""
+    first_dense_layers: NonNegativeInt = 0
+    """Leading layers that use a dense FFN instead of MoE (DeepSeek-V3: 3)."""
+    router_bias: bool = False
+    """The router (gate) projection has a bias (gpt-oss)."""
+
+    @model_validator(mode="after")
+    def _top_k_le_experts(self) -> MoESpec:
+        if self.top_k > self.num_experts:
+            raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
+        return self
+
+
+class PublishedCounts(FrozenSpec):
+    """Published parameter counts, used only to test the computed ones."""
+
+    total_params_B: PositiveFloat
+    """Total parameters as published (billions)."""
+    active_params_B: PositiveFloat | None = None
+    """Parameters active per token (MoE), as published (billions)."""
+    source: str
+    """Where the published counts come from."""
+
+
+class ModelSpec(FrozenSpec):
+    """A decoder-only transformer. Parameter counts are computed, never typed in."""
+
+    name: str
+    """Catalog name (``llama3.1-70b``)."""
+    family: str = ""
+    """Model family (llama, mixtral, deepseek_v3, gpt_oss, qwen3_moe, gpt3, nemotron)."""
+    source: str
+    """Paper or Hugging Face config the architecture comes from."""
+    hidden_size: PositiveInt
+    """Model width D."""
+    num_layers: PositiveInt
+    """Transformer blocks L."""
+    num_attention_heads: PositiveInt
+    """Query heads N."""
+    num_kv_heads: PositiveInt
+    """Key/value heads K (N = MHA, 1 = MQA, between = GQA). Ignored for MLA."""
+    head_dim: PositiveInt
+    """Per-head dimension H of queries, keys and values (MLA uses its own dims)."""
+    ffn_hidden_size: NonNegativeInt
+    """Intermediate width F of the dense FFN layers (0 if every layer is MoE)."""
+    ffn_activation: FfnActivation
+    """FFN activation; the gated ones (swiglu, geglu) have three weight matrices."""
+    vocab_size: PositiveInt
+    """Vocabulary size V."""
+    tied_embeddings: bool = False
+    """Input embedding and output projection share one matrix."""
+    max_context: PositiveInt
+    """Longest sequence the model supports (tokens)."""
+    position_embedding: Literal["rope", "learned"] = "rope"
+    """Rotary (no parameters) or learned absolute positions (max_context x D parameters)."""
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    """Normalisation; layernorm has a bias vector as well as a scale."""
+    attention_bias: bool = False
+    """Q/K/V projections have biases (Qwen2, GPT-2, gpt-oss)."""
+    attention_output_bias: bool = False
+    """The attention output projection has a bias (GPT-2, gpt-oss)."""
+    mlp_bias: bool = False
+    """FFN projections have biases (GPT-2, gpt-oss)."""
+    qk_norm: bool = False
+    """Per-head RMSNorm on queries and keys (Qwen3)."""
+    attention_sinks: bool = False
+    """One learned sink logit per head (gpt-oss)."""
+    dropout: bool = False
+    """Training uses dropout (GPT-3-era models): dropout masks are stored as activations."""
+    sliding_window: PositiveInt | None = None
+    """Window of the sliding-window attention layers (tokens); None = all layers full."""
+    num_sliding_window_layers: NonNegativeInt = 0
+    """How many of the layers use the sliding window (gpt-oss: every other layer)."""
+    mla: MLASpec | None = None
+    """Multi-head latent attention; None for MHA/GQA/MQA."""
+    moe: MoESpec | None = None
+    """Mixture-of-experts FFN; None for a dense model."""
+    published: PublishedCounts | None = None
+    """Published parameter counts, to test the computed ones against."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        if self.mla is None and self.num_attention_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads ({self.num_kv_heads}) must divide "
+                f"num_attention_heads ({self.num_attention_heads})"
+            )
+        if self.num_sliding_window_layers > self.num_layers:
+            raise ValueError("num_sliding_window_layers exceeds num_layers")
+        if self.num_sliding_window_layers and self.sliding_window is None:
+            raise ValueError("num_sliding_window_layers > 0 needs sliding_window")
+        dense_layers = self.num_layers if self.moe is None else self.moe.first_dense_layers
+        if dense_layers and self.ffn_hidden_size == 0:
+            raise ValueError("ffn_hidden_size must be > 0 when the model has dense FFN layers")
+        if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
+            raise ValueError("moe.first_dense_layers exceeds num_layers")
+        return self
+
+    @property
+    def attention_kind(self) -> Literal["mha", "gqa", "mqa", "mla"]:
+        """Attention variant derived from the head counts."""
+        if self.mla is not None:
+            return "mla"
+        if self.num_kv_heads == self.num_attention_heads:
+            return "mha"
+        return "mqa" if self.num_kv_heads == 1 else "gqa"
+
+    @property
+    def gated_ffn(self) -> bool:
+        """True when the FFN has gate, up and down matrices."""
+        return self.ffn_activation in GATED_ACTIVATIONS
+
+    @property
+    def num_moe_layers(self) -> int:
+        """Layers whose FFN is a mixture of experts."""
+        return 0 if self.moe is None else self.num_layers - self.moe.first_dense_layers
+
+    @property
+    def num_dense_layers(self) -> int:
+        """Layers whose FFN is dense."""
+        return self.num_layers - self.num_moe_layers

@@ -1,0 +1,28 @@
+"""Solver settings and the search request's pins."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from planner.specs.base import FrozenSpec
+
+TIME_QUANTUM_S = 1e-6
+"""Resolution of the integer step-time objective given to CP-SAT (1 microsecond)."""
+
+
+class SolverConfig(FrozenSpec):
+    """How the search runs."""
+
+    solver: Literal["cp-sat", "exhaustive"] = "cp-sat"
+    """cp-sat (default) or the brute-force reference (small instances, tests)."""
+    time_limit_s: float = Field(default=10.0, gt=0, le=3600)
+    """Wall-time limit of each CP-SAT solve (s); on expiry the best plan found is returned with
+    its gap."""
+    num_workers: PositiveInt = 1
+    """CP-SAT search workers (1 = deterministic)."""
+    seed: int = 0
+    """CP-SAT random seed."""
+    top: int = Field(default=5, ge=1, le=50)
+    """Plans to return: the best and top - 1 runners-up with distinct parallel degrees."""

@@ -1,0 +1,249 @@
+"""The hardware catalog YAML: every file validates, and the DESIGN.md §3/§4 facts hold.
+
+Loads ``topologies/accelerators/*.yaml`` and ``topologies/systems/*.yaml`` directly with
+``yaml.safe_load`` and the pydantic models, so it checks the data independently of the catalog
+loader. The numbers asserted are hand-checkable from shared/reference/hardware.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.specs.formats import NumberFormat
+from planner.specs.hardware import AcceleratorSpec, SystemSpec
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+ACCELERATOR_DIR = TOPOLOGIES / "accelerators"
+SYSTEM_DIR = TOPOLOGIES / "systems"
+
+EXPECTED_ACCELERATORS = {
+    "a100_40gb", "a100_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "b200", "gb200", "b300", "gb300",
+    "mi300x", "mi325x", "mi355x", "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
+}  # fmt: skip
+EXPECTED_SYSTEMS = {
+    "hgx_a100", "hgx_a100_40g", "hgx_h100", "hgx_h800", "hgx_h200", "hgx_b200", "dgx_b200",
+    "hgx_b300", "gb200_nvl72", "gb300_nvl72", "mi300x", "mi325x", "mi355x",
+    "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
+}  # fmt: skip
+BLACKWELL = {"b200", "gb200", "b300", "gb300"}
+FP4_FORMATS = (NumberFormat.NVFP4, NumberFormat.MXFP4)
+
+
+def _load(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict), f"{path.name}: top level must be a mapping"
+    return data
+
+
+def _accelerators() -> dict[str, AcceleratorSpec]:
+    return {
+        p.stem: AcceleratorSpec.model_validate(_load(p))
+        for p in sorted(ACCELERATOR_DIR.glob("*.yaml"))
+    }
+
+
+def _systems() -> dict[str, SystemSpec]:
+    return {p.stem: SystemSpec.model_validate(_load(p)) for p in sorted(SYSTEM_DIR.glob("*.yaml"))}
+
+
+@pytest.fixture(scope="module")
+def accelerators() -> dict[str, AcceleratorSpec]:
+    return _accelerators()
+
+
+@pytest.fixture(scope="module")
+def systems() -> dict[str, SystemSpec]:
+    return _systems()
+
+
+# --------------------------------------------------------------------------- schema and names
+
+
+@pytest.mark.parametrize("path", sorted(ACCELERATOR_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_accelerator_yaml_validates(path: Path) -> None:
+    spec = AcceleratorSpec.model_validate(_load(path))
+    assert spec.name == path.stem
+
+
+@pytest.mark.parametrize("path", sorted(SYSTEM_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_system_yaml_validates(path: Path) -> None:
+    spec = SystemSpec.model_validate(_load(path))
+    assert spec.name == path.stem
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(ACCELERATOR_DIR.glob("*.yaml")) + sorted(SYSTEM_DIR.glob("*.yaml")),
+    ids=lambda p: f"{p.parent.name}/{p.stem}",
+)
+def test_yaml_starts_with_comment_header(path: Path) -> None:
+    assert path.read_text().startswith("# ")
+
+
+def test_catalog_has_every_expected_entry(
+    accelerators: dict[str, AcceleratorSpec], systems: dict[str, SystemSpec]
+) -> None:
+    assert set(accelerators) == EXPECTED_ACCELERATORS
+    assert set(systems) == EXPECTED_SYSTEMS
+
+
+def test_every_system_names_a_catalog_accelerator(
+    accelerators: dict[str, AcceleratorSpec], systems: dict[str, SystemSpec]
+) -> None:
+    for name, system in systems.items():
+        assert system.accelerator in accelerators, (
+            f"{name}: unknown accelerator {system.accelerator}"
+        )
+
+
+def test_every_source_string_is_non_empty(
+    accelerators: dict[str, AcceleratorSpec], systems: dict[str, SystemSpec]
+) -> None:
+    for name, acc in accelerators.items():
+        assert acc.sources, name
+        for key, text in acc.sources.items():
+            assert text.strip(), f"{name}.sources.{key} is empty"
+    for name, system in systems.items():
+        assert system.scale_out.source.strip(), f"{name}.scale_out.source is empty"
+        for key in ("domain_size", "scale_up", "scale_out", "price_per_gpu_hour_usd"):
+            assert system.sources.get(key, "").strip(), f"{name}.sources.{key} is empty"
+        for key, text in system.sources.items():
+            assert text.strip(), f"{name}.sources.{key} is empty"
+
+
+# --------------------------------------------------------------------------- DESIGN.md §4 ridge points
+
+
+def test_ridge_points(accelerators: dict[str, AcceleratorSpec]) -> None:
+    bf16, fp8, nvfp4 = NumberFormat.BF16, NumberFormat.FP8, NumberFormat.NVFP4
+    # A100 80GB: 312e12 / 2.039e12 = 153 FLOP/byte (DESIGN.md says ~156 with 2.0 TB/s).
+    assert accelerators["a100_80gb"].ridge_flop_per_byte(bf16) == pytest.approx(156, rel=0.05)
+    # H100 SXM: 989e12 / 3.35e12 = 295.
+    assert accelerators["h100_sxm"].ridge_flop_per_byte(bf16) == pytest.approx(295, rel=0.02)
+    # B200: DESIGN.md's ~281 uses 8 TB/s; the HGX part exposes 7.68 TB/s -> 293.
+    b200 = accelerators["b200"]
+    assert 270 <= b200.ridge_flop_per_byte(bf16) <= 300
+    assert b200.ridge_flop_per_byte(bf16) == pytest.approx(281 * 8 / 7.68, rel=0.05)
+    # B200 HGX FP8 ~580 and FP4 ~1,170 FLOP/byte.
+    assert b200.ridge_flop_per_byte(fp8) == pytest.approx(580, rel=0.05)
+    assert b200.ridge_flop_per_byte(nvfp4) == pytest.approx(1170, rel=0.05)
+
+
+# --------------------------------------------------------------------------- DESIGN.md §3 facts
+
+
+def test_dense_peaks_are_halved_sparse_headlines(accelerators: dict[str, AcceleratorSpec]) -> None:
+    bf16 = NumberFormat.BF16
+    # H100 datasheet BF16 1,979 TF is with 2:4 sparsity: dense is half.
+    assert accelerators["h100_sxm"].peak_TFLOP_per_s[bf16] == pytest.approx(1979 / 2, abs=1)
+    # HGX B200 headline 36 PF BF16 is sparse, over 8 GPUs: 36,000 / 8 / 2 = 2,250 TF.
+    assert accelerators["b200"].peak_TFLOP_per_s[bf16] == pytest.approx(36_000 / 8 / 2)
+    assert accelerators["gb200"].peak_TFLOP_per_s[bf16] == pytest.approx(2500)
+    assert accelerators["h200_sxm"].peak_TFLOP_per_s == accelerators["h100_sxm"].peak_TFLOP_per_s
+    assert accelerators["a100_80gb"].peak_TFLOP_per_s[bf16] == pytest.approx(312)
+
+
+def test_memory_and_bandwidth(accelerators: dict[str, AcceleratorSpec]) -> None:
+    assert accelerators["h100_sxm"].hbm_GB == 80
+    assert accelerators["h200_sxm"].hbm_GB == 141
+    assert accelerators["b200"].hbm_GB == 180
+    assert accelerators["b200"].hbm_bandwidth_GB_per_s == pytest.approx(7680)
+    assert accelerators["gb200"].hbm_GB == 186
+    # GiB -> GB where Google gives GiB: 95 GiB (v5p) and 192 GiB (TPU7x).
+    assert accelerators["tpu_v5p"].hbm_GB == pytest.approx(95 * 2**30 / 1e9, abs=0.05)
+    assert accelerators["tpu7x"].hbm_GB == pytest.approx(192 * 2**30 / 1e9, abs=0.05)
+    assert accelerators["h100_sxm"].tdp_W == 700
+
+
+def test_fp8_is_not_an_ampere_or_tpu_v4_format(accelerators: dict[str, AcceleratorSpec]) -> None:
+    for name in ("a100_40gb", "a100_80gb", "tpu_v4", "tpu_v5e"):
+        assert not accelerators[name].supports(NumberFormat.FP8), name
+        assert not accelerators[name].supports(NumberFormat.MXFP8), name
+    for name in ("h100_sxm", "h200_sxm", "b200", "mi300x", "mi355x", "tpu7x"):
+        assert accelerators[name].supports(NumberFormat.FP8), name
+
+
+def test_fp4_only_on_blackwell_and_mi355x(accelerators: dict[str, AcceleratorSpec]) -> None:
+    for name, acc in accelerators.items():
+        has_nvfp4 = acc.supports(NumberFormat.NVFP4)
+        has_mxfp4 = acc.supports(NumberFormat.MXFP4)
+        assert has_nvfp4 == (name in BLACKWELL), name
+        assert has_mxfp4 == (name in BLACKWELL | {"mi355x"}), name
+
+
+def test_mxfp8_only_on_blackwell_and_mi355x(accelerators: dict[str, AcceleratorSpec]) -> None:
+    for name, acc in accelerators.items():
+        assert acc.supports(NumberFormat.MXFP8) == (name in BLACKWELL | {"mi355x"}), name
+
+
+def test_no_int8_on_blackwell_ultra(accelerators: dict[str, AcceleratorSpec]) -> None:
+    assert not accelerators["b300"].supports(NumberFormat.INT8)
+    assert not accelerators["gb300"].supports(NumberFormat.INT8)
+    assert accelerators["a100_80gb"].peak_TFLOP_per_s[NumberFormat.INT8] == pytest.approx(624)
+
+
+def test_nvlink_vs_nic(systems: dict[str, SystemSpec]) -> None:
+    h100 = systems["hgx_h100"]
+    # NVLink 4 is 900 GB/s bidirectional = 450 GB/s per direction; a 400 Gb/s NIC port carries
+    # 50 GB/s per direction. Per direction the ratio is 9x. DESIGN.md's "~18x" divides the
+    # bidirectional 900 GB/s by one direction of the port.
+    assert h100.scale_up.bandwidth_GB_per_s == 450
+    assert h100.scale_out.nic_Gbps == 400
+    assert h100.scale_up.bytes_per_s / h100.scale_out.bytes_per_s_per_accelerator == pytest.approx(
+        9
+    )
+    assert 450e9 / (400e9 / 8) == 9
+    assert systems["hgx_b200"].scale_up.bandwidth_GB_per_s == 900
+    assert systems["hgx_a100"].scale_up.bandwidth_GB_per_s == 300
+    assert systems["hgx_h800"].scale_up.bandwidth_GB_per_s == 200
+
+
+def test_system_shapes(systems: dict[str, SystemSpec]) -> None:
+    for name, system in systems.items():
+        if system.kind in ("nvswitch", "mesh"):
+            assert (system.domain_size, system.unit_size, system.accelerators_per_node) == (8, 8, 8)
+        elif system.kind == "nvlink_rack":
+            assert (system.domain_size, system.unit_size, system.accelerators_per_node) == (
+                72,
+                4,
+                4,
+            )
+        else:
+            assert system.torus is not None, name
+            assert system.domain_size == system.torus.max_slice_chips, name
+            assert system.unit_size == system.torus.chips_per_host, name
+            assert system.scale_up.num_links == 2 * system.torus.num_dims, name
+            assert system.scale_out.kind == "dcn" and not system.scale_out.rail_optimized, name
+    assert systems["tpu_v4"].torus.max_slice_chips == 3072  # DESIGN.md: tpu_v4x6144 = 2 slices
+    assert systems["tpu7x"].torus.max_slice_chips == 9216
+    # v5e: 2 x 100 Gb/s per 8-chip host -> 3.125 GB/s per chip.
+    assert systems["tpu_v5e"].scale_out.bytes_per_s_per_accelerator == pytest.approx(3.125e9)
+
+
+# --------------------------------------------------------------------------- physical plausibility
+
+
+def test_gemm_efficiencies_are_plausible(accelerators: dict[str, AcceleratorSpec]) -> None:
+    # Nothing sustains more than ~90% of dense peak on large GEMMs; measured MAMF tops out at
+    # ~0.87 (A100, stas00/ml-engineering), which the catalog caps at 0.85.
+    for name, acc in accelerators.items():
+        for fmt, value in acc.efficiency.gemm.items():
+            assert 0.3 <= value <= 0.90, f"{name} gemm.{fmt} = {value}"
+            assert acc.supports(fmt), f"{name}: gemm efficiency for unsupported {fmt}"
+        assert NumberFormat.BF16 in acc.efficiency.gemm, name
+        assert acc.efficiency.attention <= 0.80, name
+        assert 0.75 <= acc.efficiency.hbm <= 0.95, name
+        assert 0 < acc.efficiency.memory_reserve_GB <= 0.1 * acc.hbm_GB, name
+    assert accelerators["a100_80gb"].gemm_efficiency(NumberFormat.BF16) <= 0.85
+
+
+def test_link_efficiencies_are_plausible(systems: dict[str, SystemSpec]) -> None:
+    for name, system in systems.items():
+        assert 0.5 <= system.scale_up.efficiency <= 0.95, name
+        assert 0.5 <= system.scale_out.efficiency <= 0.98, name
+        assert system.price_per_gpu_hour_usd < 20, name
+    assert systems["hgx_h100"].scale_up.efficiency == pytest.approx(20.6 / 25, abs=1e-3)
+    assert systems["hgx_b200"].scale_up.efficiency == pytest.approx(40.1 / 50, abs=1e-2)

@@ -1,0 +1,492 @@
+"""Hugging Face config.json import: each supported family, round trips against the catalog,
+and the one-line SpecErrors for unsupported types and missing keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.catalog.hf import SUPPORTED_MODEL_TYPES, model_from_hf_config
+from planner.cost.params import active_params, total_params
+from planner.errors import SpecError
+from planner.specs.model import ModelSpec
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+# The configs below copy the architecture keys of the real config.json files (token ids,
+# quantization_config and auto_map left out); the importer ignores keys it does not model.
+
+# https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json
+LLAMA_3_1_70B: dict[str, object] = {
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "hidden_act": "silu",
+    "hidden_size": 8192,
+    "initializer_range": 0.02,
+    "intermediate_size": 28672,
+    "max_position_embeddings": 131072,
+    "mlp_bias": False,
+    "model_type": "llama",
+    "num_attention_heads": 64,
+    "num_hidden_layers": 80,
+    "num_key_value_heads": 8,
+    "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {
+        "factor": 8.0,
+        "high_freq_factor": 4.0,
+        "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 128256,
+}
+
+# https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json
+MIXTRAL_8X7B: dict[str, object] = {
+    "architectures": ["MixtralForCausalLM"],
+    "attention_dropout": 0.0,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 32768,
+    "model_type": "mixtral",
+    "num_attention_heads": 32,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 1000000.0,
+    "router_aux_loss_coef": 0.02,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 32000,
+}
+
+# https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
+DEEPSEEK_V3: dict[str, object] = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "aux_loss_alpha": 0.001,
+    "ep_size": 1,
+    "first_k_dense_replace": 3,
+    "hidden_act": "silu",
+    "hidden_size": 7168,
+    "initializer_range": 0.02,
+    "intermediate_size": 18432,
+    "kv_lora_rank": 512,
+    "max_position_embeddings": 163840,
+    "model_type": "deepseek_v3",
+    "moe_intermediate_size": 2048,
+    "moe_layer_freq": 1,
+    "n_group": 8,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "norm_topk_prob": True,
+    "num_attention_heads": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 61,
+    "num_key_value_heads": 128,
+    "num_nextn_predict_layers": 1,
+    "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 40,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "original_max_position_embeddings": 4096,
+        "type": "yarn",
+    },
+    "rope_theta": 10000,
+    "routed_scaling_factor": 2.5,
+    "scoring_func": "sigmoid",
+    "tie_word_embeddings": False,
+    "topk_group": 4,
+    "topk_method": "noaux_tc",
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "v_head_dim": 128,
+    "vocab_size": 129280,
+}
+
+# https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json
+GPT_OSS_120B: dict[str, object] = {
+    "architectures": ["GptOssForCausalLM"],
+    "attention_bias": True,
+    "attention_dropout": 0.0,
+    "experts_per_token": 4,
+    "head_dim": 64,
+    "hidden_act": "silu",
+    "hidden_size": 2880,
+    "initial_context_length": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 2880,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072,
+    "model_type": "gpt_oss",
+    "num_attention_heads": 64,
+    "num_experts_per_tok": 4,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 8,
+    "num_local_experts": 128,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "factor": 32.0,
+        "original_max_position_embeddings": 4096,
+        "rope_type": "yarn",
+        "truncate": False,
+    },
+    "rope_theta": 150000,
+    "router_aux_loss_coef": 0.9,
+    "sliding_window": 128,
+    "swiglu_limit": 7.0,
+    "tie_word_embeddings": False,
+    "use_cache": True,
+    "vocab_size": 201088,
+}
+
+# https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json
+QWEN3_30B_A3B: dict[str, object] = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "decoder_sparse_step": 1,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 6144,
+    "max_position_embeddings": 40960,
+    "max_window_layers": 48,
+    "mlp_only_layers": [],
+    "model_type": "qwen3_moe",
+    "moe_intermediate_size": 768,
+    "norm_topk_prob": True,
+    "num_attention_heads": 32,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 4,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": None,
+    "rope_theta": 1000000.0,
+    "router_aux_loss_coef": 0.001,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+# https://huggingface.co/openai-community/gpt2/blob/main/config.json (GPT-2 small, 124M)
+GPT2: dict[str, object] = {
+    "activation_function": "gelu_new",
+    "architectures": ["GPT2LMHeadModel"],
+    "attn_pdrop": 0.1,
+    "embd_pdrop": 0.1,
+    "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05,
+    "model_type": "gpt2",
+    "n_ctx": 1024,
+    "n_embd": 768,
+    "n_head": 12,
+    "n_layer": 12,
+    "n_positions": 1024,
+    "resid_pdrop": 0.1,
+    "summary_activation": None,
+    "summary_first_dropout": 0.1,
+    "summary_proj_to_labels": True,
+    "summary_type": "cls_index",
+    "summary_use_proj": True,
+    "vocab_size": 50257,
+}
+
+# Nemotron-4 340B (arXiv 2406.11704 Table 1) in the keys transformers'
+# convert_nemotron_nemo_to_hf.py writes: NVIDIA ships this model with a NeMo
+# model_config.yaml only, so no config.json of its own exists.
+NEMOTRON_4_340B: dict[str, object] = {
+    "architectures": ["NemotronForCausalLM"],
+    "hidden_act": "relu2",
+    "hidden_size": 18432,
+    "intermediate_size": 73728,
+    "max_position_embeddings": 4096,
+    "model_type": "nemotron",
+    "norm_eps": 1e-05,
+    "num_attention_heads": 96,
+    "num_hidden_layers": 96,
+    "num_key_value_heads": 8,
+    "partial_rotary_factor": 0.5,
+    "rope_theta": 10000,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 256000,
+}
+
+# https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json
+MISTRAL_7B: dict[str, object] = {
+    "architectures": ["MistralForCausalLM"],
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 32768,
+    "model_type": "mistral",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0,
+    "sliding_window": 4096,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 32000,
+}
+
+# https://huggingface.co/Qwen/Qwen2-7B-Instruct/blob/main/config.json
+QWEN2_7B: dict[str, object] = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "attention_dropout": 0.0,
+    "hidden_act": "silu",
+    "hidden_size": 3584,
+    "initializer_range": 0.02,
+    "intermediate_size": 18944,
+    "max_position_embeddings": 32768,
+    "max_window_layers": 28,
+    "model_type": "qwen2",
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 131072,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 152064,
+}
+
+# https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json
+QWEN3_8B: dict[str, object] = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 12288,
+    "max_position_embeddings": 40960,
+    "max_window_layers": 36,
+    "model_type": "qwen3",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": None,
+    "rope_theta": 1000000,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+ROUND_TRIPS = [
+    ("llama3.1-70b", LLAMA_3_1_70B),
+    ("mixtral-8x7b", MIXTRAL_8X7B),
+    ("deepseek-v3", DEEPSEEK_V3),
+    ("gpt-oss-120b", GPT_OSS_120B),
+    ("qwen3-30b-a3b", QWEN3_30B_A3B),
+    ("nemotron4-340b", NEMOTRON_4_340B),
+]
+"""(catalog name, config.json) pairs that describe the same architecture."""
+
+EXACT_TOTALS = [
+    ("gpt2", GPT2, 124_439_808),
+    ("mistral-7b", MISTRAL_7B, 7_241_732_096),
+    ("qwen2-7b", QWEN2_7B, 7_615_616_512),
+    ("qwen3-8b", QWEN3_8B, 8_190_735_360),
+]
+"""Configs without a catalog entry, with their checkpoints' parameter counts."""
+
+
+def _catalog(name: str) -> ModelSpec:
+    data = yaml.safe_load((MODELS_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
+    return ModelSpec.model_validate(data)
+
+
+def _without(config: dict[str, object], *keys: str) -> dict[str, object]:
+    return {k: v for k, v in config.items() if k not in keys}
+
+
+def test_every_supported_family_has_a_config_here() -> None:
+    configs = [c for _, c in ROUND_TRIPS] + [c for _, c, _ in EXACT_TOTALS]
+    assert {c["model_type"] for c in configs} == set(SUPPORTED_MODEL_TYPES)
+
+
+@pytest.mark.parametrize(("name", "config"), ROUND_TRIPS, ids=[n for n, _ in ROUND_TRIPS])
+def test_round_trip_matches_catalog(name: str, config: dict[str, object]) -> None:
+    imported = model_from_hf_config(config, name=name)
+    catalog = _catalog(name)
+    assert total_params(imported) == total_params(catalog)
+    assert active_params(imported) == active_params(catalog)
+    ignore = {"source", "published"}
+    assert imported.model_dump(exclude=ignore) == catalog.model_dump(exclude=ignore)
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "total"), EXACT_TOTALS, ids=[n for n, *_ in EXACT_TOTALS]
+)
+def test_exact_total(name: str, config: dict[str, object], total: int) -> None:
+    assert total_params(model_from_hf_config(config, name=name)) == total
+
+
+def test_source_names_the_model_type() -> None:
+    spec = model_from_hf_config(QWEN3_30B_A3B, name="q")
+    assert spec.source == "Hugging Face config.json (model_type=qwen3_moe)"
+    assert spec.family == "qwen3_moe"
+
+
+def test_gpt2_mapping() -> None:
+    spec = model_from_hf_config(GPT2, name="gpt2")
+    assert (spec.hidden_size, spec.num_layers, spec.num_attention_heads) == (768, 12, 12)
+    assert (spec.head_dim, spec.num_kv_heads, spec.ffn_hidden_size) == (64, 12, 3072)
+    assert (spec.max_context, spec.position_embedding, spec.norm) == (1024, "learned", "layernorm")
+    assert spec.tied_embeddings and spec.dropout and spec.ffn_activation == "gelu"
+    assert spec.attention_bias and spec.attention_output_bias and spec.mlp_bias
+    assert model_from_hf_config({**GPT2, "n_inner": 1000}, name="g").ffn_hidden_size == 1000
+
+
+def test_head_dim_and_kv_heads_defaults() -> None:
+    spec = model_from_hf_config(_without(LLAMA_3_1_70B, "num_key_value_heads"), name="mha")
+    assert spec.head_dim == 8192 // 64
+    assert spec.num_kv_heads == 64
+    assert spec.attention_kind == "mha"
+
+
+def test_tied_embeddings() -> None:
+    assert not model_from_hf_config(QWEN3_8B, name="q").tied_embeddings
+    tied = model_from_hf_config({**QWEN3_8B, "tie_word_embeddings": True}, name="q")
+    assert tied.tied_embeddings
+    assert total_params(model_from_hf_config(QWEN3_8B, name="q")) - total_params(tied) == (
+        151936 * 4096
+    )
+
+
+def test_attention_biases() -> None:
+    qwen2 = model_from_hf_config(QWEN2_7B, name="q")
+    assert qwen2.attention_bias and not qwen2.attention_output_bias and not qwen2.mlp_bias
+    llama = model_from_hf_config({**LLAMA_3_1_70B, "attention_bias": True}, name="l")
+    assert llama.attention_bias and llama.attention_output_bias
+    assert not model_from_hf_config(QWEN3_8B, name="q").attention_bias
+    assert model_from_hf_config(QWEN3_8B, name="q").qk_norm
+
+
+def test_sliding_windows() -> None:
+    mistral = model_from_hf_config(MISTRAL_7B, name="m")
+    assert (mistral.sliding_window, mistral.num_sliding_window_layers) == (4096, 32)
+    assert model_from_hf_config(MIXTRAL_8X7B, name="m").sliding_window is None
+    assert model_from_hf_config(QWEN2_7B, name="q").sliding_window is None
+    qwen = model_from_hf_config(
+        {**QWEN2_7B, "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 20},
+        name="q",
+    )
+    assert (qwen.sliding_window, qwen.num_sliding_window_layers) == (4096, 8)
+
+
+def test_gpt_oss_mapping() -> None:
+    spec = model_from_hf_config(GPT_OSS_120B, name="g")
+    assert spec.moe is not None and spec.moe.router_bias
+    assert (spec.moe.num_experts, spec.moe.top_k, spec.moe.expert_ffn_hidden_size) == (128, 4, 2880)
+    assert (spec.sliding_window, spec.num_sliding_window_layers) == (128, 18)
+    assert spec.attention_sinks and spec.ffn_activation == "swiglu_oai"
+    # Older configs name top-k only num_experts_per_tok and have no layer_types list.
+    bare = _without(GPT_OSS_120B, "experts_per_token", "layer_types")
+    assert model_from_hf_config(bare, name="g") == spec
+
+
+def test_deepseek_mla_without_q_latent() -> None:
+    lite = {**DEEPSEEK_V3, "q_lora_rank": None}
+    spec = model_from_hf_config(lite, name="d")
+    assert spec.mla is not None and spec.mla.q_lora_rank == 0
+    assert spec.head_dim == 192 and spec.num_kv_heads == 128
+    full = model_from_hf_config(DEEPSEEK_V3, name="d")
+    direct_q = 7168 * 128 * 192
+    latent_q = 7168 * 1536 + 1536 + 1536 * 128 * 192
+    assert total_params(spec) - total_params(full) == 61 * (direct_q - latent_q)
+
+
+def test_qwen3_moe_leading_dense_layers() -> None:
+    spec = model_from_hf_config({**QWEN3_30B_A3B, "mlp_only_layers": [0, 1]}, name="q")
+    assert spec.moe is not None and spec.moe.first_dense_layers == 2
+    assert spec.ffn_hidden_size == 6144
+    for bad in ({"mlp_only_layers": [5]}, {"decoder_sparse_step": 2}):
+        with pytest.raises(SpecError, match="cannot be expressed"):
+            model_from_hf_config({**QWEN3_30B_A3B, **bad}, name="q")
+
+
+@pytest.mark.parametrize("model_type", ["bert", "gemma2", None])
+def test_unknown_model_type(model_type: str | None) -> None:
+    config = {**LLAMA_3_1_70B, "model_type": model_type}
+    if model_type is None:
+        del config["model_type"]
+    with pytest.raises(SpecError) as info:
+        model_from_hf_config(config, name="x")
+    message = str(info.value)
+    assert "\n" not in message
+    assert (repr(model_type) if model_type else "no model_type") in message
+    for supported in SUPPORTED_MODEL_TYPES:
+        assert supported in message
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        (LLAMA_3_1_70B, "hidden_size"),
+        (LLAMA_3_1_70B, "intermediate_size"),
+        (MIXTRAL_8X7B, "num_local_experts"),
+        (DEEPSEEK_V3, "kv_lora_rank"),
+        (GPT_OSS_120B, "vocab_size"),
+        (QWEN3_30B_A3B, "moe_intermediate_size"),
+        (GPT2, "n_embd"),
+        (NEMOTRON_4_340B, "max_position_embeddings"),
+    ],
+)
+def test_missing_key_is_named(config: dict[str, object], key: str) -> None:
+    with pytest.raises(SpecError, match=f"lacks '{key}'"):
+        model_from_hf_config(_without(config, key), name="x")
+
+
+def test_wrong_type_and_invalid_spec_are_one_line_spec_errors() -> None:
+    with pytest.raises(SpecError, match="'hidden_size' must be an integer"):
+        model_from_hf_config({**LLAMA_3_1_70B, "hidden_size": "8192"}, name="x")
+    with pytest.raises(SpecError) as info:
+        model_from_hf_config({**LLAMA_3_1_70B, "num_key_value_heads": 7}, name="x")
+    assert "\n" not in str(info.value)
+    assert "num_kv_heads" in str(info.value)
