@@ -11,7 +11,9 @@ gated FFNs, MoE and flash attention (derivation in :func:`activation_bytes_per_l
 
 from __future__ import annotations
 
-from planner.specs.formats import NumberFormat, bytes_per_value
+import math
+
+from planner.specs.formats import NumberFormat, bits_per_value, bytes_per_value, element_bits
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 
@@ -136,3 +138,26 @@ def logits_bytes(model: ModelSpec, layout: Layout, seq_len: int) -> float:
     20000.0
     """
     return LOGIT_BYTES * layout.mbs * seq_len / layout.cp * model.vocab_size / layout.tp
+
+
+def model_weight_bytes(total_params: float, fmt: NumberFormat, *, with_scales: bool = True) -> float:
+    """Bytes of a model's weights stored in ``fmt``: params x bits / 8 (+ block scales).
+
+    DESIGN.md section 4: 70B dense is 140 GB in BF16, 70 GB in FP8, 35 GB in FP4 (element bits).
+
+    >>> model_weight_bytes(70e9, NumberFormat.FP8) / 1e9
+    70.0
+    >>> model_weight_bytes(70e9, NumberFormat.NVFP4, with_scales=False) / 1e9
+    35.0
+    """
+    bits = bits_per_value(fmt) if with_scales else element_bits(fmt)
+    return total_params * bits / 8.0
+
+
+def fewest_accelerators_for_weights(weight_bytes: float, usable_bytes_per_accelerator: float) -> int:
+    """Fewest accelerators whose usable memory holds the weights alone: ceil(W / M).
+
+    >>> fewest_accelerators_for_weights(141e9, 75e9)
+    2
+    """
+    return max(1, math.ceil(weight_bytes / usable_bytes_per_accelerator))

@@ -51,6 +51,15 @@ TRAINING_FORMATS: tuple[NumberFormat, ...] = (
 )
 
 
+def element_bits(fmt: NumberFormat) -> float:
+    """Bits of one element, without block scales.
+
+    >>> element_bits(NumberFormat.NVFP4)
+    4.0
+    """
+    return _ELEMENT_BITS[fmt]
+
+
 def bits_per_value(fmt: NumberFormat) -> float:
     """Storage bits per value, element bits plus the amortised block scale.
 
