@@ -13,13 +13,13 @@ from planner.specs.formats import NumberFormat
 BF16, FP8, NVFP4 = NumberFormat.BF16, NumberFormat.FP8, NumberFormat.NVFP4
 
 
-@pytest.mark.parametrize(
-    ("fmt", "expected_GB"), [(BF16, 140.0), (FP8, 70.0), (NVFP4, 35.0)]
-)
+@pytest.mark.parametrize(("fmt", "expected_GB"), [(BF16, 140.0), (FP8, 70.0), (NVFP4, 35.0)])
 def test_70b_weight_bytes(fmt: NumberFormat, expected_GB: float) -> None:
     # 70.55e9 parameters x 16 / 8 / 4 bits: within 1% of the rounded 140 / 70 / 35 GB
     params = total_params(load_model("70B"))
-    assert model_weight_bytes(params, fmt, with_scales=False) / 1e9 == pytest.approx(expected_GB, rel=0.01)
+    assert model_weight_bytes(params, fmt, with_scales=False) / 1e9 == pytest.approx(
+        expected_GB, rel=0.01
+    )
 
 
 def test_nvfp4_scales_add_half_a_bit() -> None:

@@ -6,8 +6,19 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "planner"
-LAYERS = {"units": 0, "errors": 0, "specs": 1, "catalog": 2, "topology": 2, "cost": 3,
-          "search": 4, "report": 5, "api": 6, "cli": 6, "__main__": 6}
+LAYERS = {
+    "units": 0,
+    "errors": 0,
+    "specs": 1,
+    "catalog": 2,
+    "topology": 2,
+    "cost": 3,
+    "search": 4,
+    "report": 5,
+    "api": 6,
+    "cli": 6,
+    "__main__": 6,
+}
 
 
 def _layer_of(module: str) -> str:

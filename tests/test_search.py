@@ -25,16 +25,27 @@ def small_instances(draw: st.DrawFn) -> tuple[ModelSpec, str, TrainWorkload]:
     heads = kv_heads * draw(st.sampled_from([1, 2, 4]))
     head_dim = draw(st.sampled_from([64, 128]))
     model = ModelSpec(
-        name="random", source="hypothesis", hidden_size=heads * head_dim,
-        num_layers=draw(st.integers(2, 24)), num_attention_heads=heads, num_kv_heads=kv_heads,
-        head_dim=head_dim, ffn_hidden_size=draw(st.sampled_from([1024, 2048, 4096, 11008])),
+        name="random",
+        source="hypothesis",
+        hidden_size=heads * head_dim,
+        num_layers=draw(st.integers(2, 24)),
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        ffn_hidden_size=draw(st.sampled_from([1024, 2048, 4096, 11008])),
         ffn_activation=draw(st.sampled_from(["swiglu", "gelu"])),
-        vocab_size=draw(st.sampled_from([32000, 50257])), max_context=8192,
+        vocab_size=draw(st.sampled_from([32000, 50257])),
+        max_context=8192,
     )
-    cluster = draw(st.sampled_from(["hgx_h100x4", "hgx_h100x8", "hgx_h100x16", "hgx_a100x8",
-                                    "gb200_nvl72x8", "hgx_b200x2"]))
-    workload = TrainWorkload(seq_len=draw(st.sampled_from([1024, 2048, 4096])),
-                             global_batch=draw(st.sampled_from([8, 16, 32, 64])))
+    cluster = draw(
+        st.sampled_from(
+            ["hgx_h100x4", "hgx_h100x8", "hgx_h100x16", "hgx_a100x8", "gb200_nvl72x8", "hgx_b200x2"]
+        )
+    )
+    workload = TrainWorkload(
+        seq_len=draw(st.sampled_from([1024, 2048, 4096])),
+        global_batch=draw(st.sampled_from([8, 16, 32, 64])),
+    )
     return model, cluster, workload
 
 
@@ -80,8 +91,12 @@ def test_more_memory_allows_less_model_parallelism() -> None:
 
 
 def test_pins_are_honoured() -> None:
-    result = search(load_model("8B"), load_cluster("hgx_h100x8"), TrainWorkload(global_batch=64),
-                    fix={"tp": 2, "recompute": "full"})
+    result = search(
+        load_model("8B"),
+        load_cluster("hgx_h100x8"),
+        TrainWorkload(global_batch=64),
+        fix={"tp": 2, "recompute": "full"},
+    )
     for plan in [result.best, *result.alternatives]:
         assert plan.layout.tp == 2
         assert str(plan.layout.recompute) == "full"
@@ -89,5 +104,6 @@ def test_pins_are_honoured() -> None:
 
 def test_nothing_fits_names_the_binding_limit() -> None:
     with pytest.raises(InfeasibleError, match=r"over by .* GiB"):
-        search(load_model("70B"), load_cluster("hgx_h100x8"), TrainWorkload(),
-               fix={"tp": 1, "pp": 1})
+        search(
+            load_model("70B"), load_cluster("hgx_h100x8"), TrainWorkload(), fix={"tp": 1, "pp": 1}
+        )

@@ -140,7 +140,9 @@ def logits_bytes(model: ModelSpec, layout: Layout, seq_len: int) -> float:
     return LOGIT_BYTES * layout.mbs * seq_len / layout.cp * model.vocab_size / layout.tp
 
 
-def model_weight_bytes(total_params: float, fmt: NumberFormat, *, with_scales: bool = True) -> float:
+def model_weight_bytes(
+    total_params: float, fmt: NumberFormat, *, with_scales: bool = True
+) -> float:
     """Bytes of a model's weights stored in ``fmt``: params x bits / 8 (+ block scales).
 
     DESIGN.md section 4: 70B dense is 140 GB in BF16, 70 GB in FP8, 35 GB in FP4 (element bits).
@@ -154,7 +156,9 @@ def model_weight_bytes(total_params: float, fmt: NumberFormat, *, with_scales: b
     return total_params * bits / 8.0
 
 
-def fewest_accelerators_for_weights(weight_bytes: float, usable_bytes_per_accelerator: float) -> int:
+def fewest_accelerators_for_weights(
+    weight_bytes: float, usable_bytes_per_accelerator: float
+) -> int:
     """Fewest accelerators whose usable memory holds the weights alone: ceil(W / M).
 
     >>> fewest_accelerators_for_weights(141e9, 75e9)
