@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -146,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PlannerError as exc:
         sys.stderr.write(f"layout {args.command}: error: {one_line(str(exc))}\n")
         return exc.exit_code
+    except BrokenPipeError:  # e.g. `layout models | head`: the reader left; not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
     except KeyboardInterrupt:
         sys.stderr.write("layout: interrupted\n")
         return 130

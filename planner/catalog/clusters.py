@@ -184,8 +184,8 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
         rest = name[len(system) + 1 :]
         if name.startswith(system + "x") and rest.isdigit():
             return system, int(rest), None
-    stem = name.rsplit("x", 1)[0] if "x" in name else name
-    hint = suggest(stem, systems)
+    count = name.rpartition("x")[2]
+    hint = suggest(name, [f"{s}x{count}" for s in systems] if count.isdigit() else systems)
     raise SpecError(
         f"unknown cluster '{name}'{hint} (form: <system>x<N>, e.g. hgx_b200x16; "
         f"'layout clusters' lists systems)"

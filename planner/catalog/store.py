@@ -7,6 +7,7 @@ carries them as ``planner/_catalog/{models,topologies}``. Both layouts are searc
 from __future__ import annotations
 
 import difflib
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -54,11 +55,32 @@ def model_aliases() -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in data.items()}
 
 
-def suggest(name: str, choices: list[str]) -> str:
-    """'; did you mean 'x'?' for the closest choice, or '' when nothing is close."""
+def suggest(name: str, choices: list[str], *, preferred: frozenset[str] = frozenset()) -> str:
+    """'; did you mean 'x'?' for the closest choice, or '' when nothing is close.
+
+    Whole-string similarity first; then, for reordered names (``70b-llama``), the choice that
+    contains every alphanumeric token of the name (``preferred`` choices first, then the closest).
+
+    >>> suggest("70b-llama", ["llama3.1-70b", "llama3.1-8b"])
+    "; did you mean 'llama3.1-70b'?"
+    """
     lowered = {c.lower(): c for c in choices}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-    return f"; did you mean '{lowered[close[0]]}'?" if close else ""
+    if close:
+        return f"; did you mean '{lowered[close[0]]}'?"
+    tokens = [t for t in re.split(r"[^a-z0-9.]+", name.lower()) if t]
+    containing = [c for c in lowered if tokens and all(t in c for t in tokens)]
+    if containing:
+        best = max(
+            containing,
+            key=lambda c: (
+                lowered[c] in preferred,
+                difflib.SequenceMatcher(None, name.lower(), c).ratio(),
+                c,
+            ),
+        )
+        return f"; did you mean '{lowered[best]}'?"
+    return ""
 
 
 @lru_cache(maxsize=64)
@@ -101,5 +123,6 @@ def _load_catalog_model(name: str) -> ModelSpec:
     path = catalog_root() / "models" / f"{name}.yaml"
     if not path.is_file():
         choices = model_names() + sorted(model_aliases())
-        raise SpecError(f"unknown model '{name}'{suggest(name, choices)}")
+        hint = suggest(name, choices, preferred=frozenset(model_aliases().values()))
+        raise SpecError(f"unknown model '{name}'{hint}")
     return validate_spec(ModelSpec, load_mapping(path), where=str(path))

@@ -76,13 +76,13 @@ def systems_listing(*, as_json: bool) -> str:
         return json.dumps({"systems": rows}, indent=2)
     lines = [
         f"{'system':<14} {'accelerator':<11} {'kind':<11} {'domain':>6} {'unit':>4} "
-        f"{'HBM GB':>7} {'BF16 TF':>8} {'scale-up':>9}  {'NIC/accel':<16} example"
+        f"{'HBM GB':>7} {'BF16 TF':>8} {'scale-up/dir':>12}  {'NIC/accel':<16} example"
     ]
     for r in rows:
         lines.append(
             f"{r['system']:<14} {r['accelerator']:<11} {r['kind']:<11} {r['domain_size']:>6} "
             f"{r['unit_size']:>4} {r['hbm_GB']:>7g} {r['bf16_TFLOP_per_s']:>8g} "
-            f"{r['scale_up_GB_per_s']:>7g}/s  {r['nic']:<16} {r['example']}"
+            f"{r['scale_up_GB_per_s']:>5g} GB/s  {r['nic']:<16} {r['example']}"
         )
     lines.append(
         "cluster names: <system>x<N accelerators>, e.g. hgx_b200x16, gb200_nvl72x144, tpu_v5p_8x8x16"

@@ -122,7 +122,7 @@ def estimate(
         layout = layout.model_copy(update={"precision": workload.precision})
     violations = layout_violations(model, cluster, workload, layout)
     if violations:
-        raise SpecError(violations[0][1])
+        raise SpecError("; ".join(detail for _, detail in violations))
     return evaluate(model, cluster, workload, layout)
 
 

@@ -1,0 +1,380 @@
+"""Rows of the validation set (``tests/validation/training.yaml``) and their conversion to specs.
+
+The row schema belongs to the shared data set (``tests/validation/README.md``), not to the
+planner, so the row wrappers ignore keys they do not use (``extra="ignore"``). Everything they are
+converted into (ModelSpec, NumberFormat, pinned layout fields) is a strict planner spec.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+
+from planner.catalog.io import read_text, validate_spec
+from planner.errors import SpecError
+from planner.specs.formats import NumberFormat
+from planner.specs.model import MLASpec, ModelSpec, MoESpec
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "validation"
+"""The bundled validation set (copied from ../shared/validation with its sources)."""
+TRAINING_FILE = DATA_DIR / "training.yaml"
+"""Published pre-training runs."""
+
+_GPT_ERA_PREFIXES = ("sc21-", "rar-", "mlm-", "gpt3-")
+"""Models trained with Megatron's GPT recipe: LayerNorm, learned positions, biases."""
+_TIED_PREFIXES = ("sc21-", "rar-", "gpt3-")
+"""GPT models whose sources count one shared embedding/output matrix (SC21 eq. 2; the mlm rows'
+labelled sizes match untied embeddings, see their notes)."""
+_DROPOUT_PREFIXES = ("sc21-", "rar-")
+"""Rows from papers that trained with dropout (SC21, RAR)."""
+_FAMILY_FLAGS: dict[str, dict[str, bool]] = {
+    "qwen3-": {"qk_norm": True},
+    "gpt-oss-": {
+        "attention_bias": True,
+        "attention_output_bias": True,
+        "mlp_bias": True,
+        "attention_sinks": True,
+    },
+}
+"""Architecture details the row schema leaves out, per model-name prefix (as in models/*.yaml)."""
+
+
+class RowModel(BaseModel):
+    """Base of the row wrappers: frozen, and tolerant of keys the planner does not use."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
+
+
+class MoERow(RowModel):
+    """``arch.moe``."""
+
+    experts: PositiveInt
+    """Routed experts per MoE layer."""
+    top_k: PositiveInt
+    """Experts per token."""
+    expert_ffn: PositiveInt
+    """Intermediate width of one expert."""
+    shared_experts: NonNegativeInt = 0
+    """Always-active shared experts."""
+    first_dense_layers: NonNegativeInt = 0
+    """Leading dense layers."""
+
+
+class ArchRow(RowModel):
+    """``model.arch``: the architecture as the data set spells it."""
+
+    hidden: PositiveInt
+    """Model width."""
+    layers: PositiveInt
+    """Transformer blocks."""
+    heads: PositiveInt
+    """Query heads."""
+    kv_heads: PositiveInt
+    """Key/value heads."""
+    head_dim: PositiveInt | None = None
+    """Per-head dimension (absent for MLA: nope + rope is used)."""
+    ffn: NonNegativeInt | None = None
+    """Dense FFN width; null when every layer is MoE."""
+    ffn_act: Literal["gelu", "swiglu", "relu2"]
+    """FFN activation."""
+    vocab: PositiveInt
+    """Vocabulary size."""
+    moe: MoERow | None = None
+    """Mixture of experts, if any."""
+    attention: Literal["mla"] | None = None
+    """``mla`` for multi-head latent attention."""
+    kv_lora_rank: PositiveInt | None = None
+    """MLA key/value latent rank."""
+    q_lora_rank: NonNegativeInt | None = None
+    """MLA query latent rank."""
+    rope_head_dim: PositiveInt | None = None
+    """MLA rotary head dimension."""
+    nope_head_dim: PositiveInt | None = None
+    """MLA non-rotary head dimension."""
+    v_head_dim: PositiveInt | None = None
+    """MLA value head dimension."""
+    sliding_window: PositiveInt | None = None
+    """Sliding-window length (tokens)."""
+    sliding_window_layers: NonNegativeInt = 0
+    """Layers that use the sliding window."""
+
+
+class ModelRow(RowModel):
+    """``model``."""
+
+    name: str
+    """Model name as the source labels it."""
+    arch: ArchRow
+    """Architecture."""
+
+
+class HardwareRow(RowModel):
+    """``hardware``."""
+
+    accelerator: str
+    """a100-80gb, h100-80gb or b200-180gb."""
+    count: PositiveInt
+    """Accelerators used."""
+
+    @property
+    def family(self) -> str:
+        """Accelerator family (``a100``)."""
+        return self.accelerator.split("-")[0]
+
+
+class LayoutRow(RowModel):
+    """``layout``; ``None`` = not stated by the source."""
+
+    tp: PositiveInt | None = None
+    """Tensor parallel."""
+    pp: PositiveInt | None = None
+    """Pipeline stages."""
+    dp: PositiveInt | None = None
+    """Data-parallel replicas."""
+    cp: PositiveInt | None = None
+    """Context parallel."""
+    ep: PositiveInt | None = None
+    """Expert parallel."""
+    vpp: PositiveInt | None = None
+    """Virtual stages per pipeline rank."""
+    mbs: PositiveInt | None = None
+    """Micro-batch size."""
+    recompute: Literal["none", "selective", "full"] | None = None
+    """Activation recomputation."""
+    zero: int | None = None
+    """ZeRO stage."""
+    fsdp: bool | None = None
+    """Fully sharded data parallel (= ZeRO 3)."""
+    sequence_parallel: bool | None = None
+    """Megatron sequence parallelism (ignored: the planner always uses it with tp > 1)."""
+
+
+class WorkloadRow(RowModel):
+    """``workload``."""
+
+    seq_len: PositiveInt
+    """Tokens per sequence."""
+    global_batch: PositiveInt
+    """Sequences per step."""
+
+
+class MeasuredRow(RowModel):
+    """``measured`` (only the fields compared here)."""
+
+    tokens_per_s_per_gpu: PositiveFloat | None = None
+    """Training throughput per GPU."""
+    step_time_s: PositiveFloat | None = None
+    """Seconds per optimizer step."""
+
+
+class VariantRow(RowModel):
+    """One entry of ``variants``: the same run with some settings changed."""
+
+    layout: dict[str, object] = {}
+    """Changed layout fields."""
+    precision: str | None = None
+    """Changed precision."""
+    measured: MeasuredRow
+    """Its result."""
+
+
+class TrainingRow(RowModel):
+    """One published pre-training run."""
+
+    id: str
+    """Row id (``S1``)."""
+    source: str
+    """Where the numbers come from."""
+    confidence: str = ""
+    """P, P*, S, D or U (README)."""
+    model: ModelRow
+    """The model."""
+    hardware: HardwareRow
+    """The accelerators."""
+    cluster: str
+    """Planner cluster name."""
+    precision: str
+    """bf16, fp8, mxfp8 or nvfp4."""
+    layout: LayoutRow
+    """The layout as stated."""
+    workload: WorkloadRow
+    """Sequence length and global batch."""
+    measured: MeasuredRow
+    """Measured throughput."""
+    variants: list[VariantRow] = []
+    """Same run with one setting changed."""
+
+
+class Case(RowModel):
+    """One comparison: a row, or one of its variants, ready to hand to the planner."""
+
+    id: str
+    """Row id, ``ROW/variant`` for a variant (``K1/full``)."""
+    row: TrainingRow
+    """The row (for a variant, with its changes applied)."""
+    measured_tokens_per_s_per_gpu: PositiveFloat
+    """Measured tokens/s/GPU (from step_time_s when only that is given)."""
+
+
+def load_rows(path: Path = TRAINING_FILE) -> list[TrainingRow]:
+    """The rows of a training validation file, in file order."""
+    try:
+        data = yaml.safe_load(read_text(path))
+    except yaml.YAMLError as exc:
+        raise SpecError(f"cannot parse '{path}': {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, list):
+        raise SpecError(f"'{path}' must hold a list of rows")
+    rows = [
+        validate_spec(TrainingRow, item, where=f"{path.name} row {i}")
+        for i, item in enumerate(data)
+    ]
+    ids = [r.id for r in rows]
+    if len(set(ids)) != len(ids):
+        raise SpecError(f"'{path}' has duplicate row ids")
+    return rows
+
+
+def data_date(path: Path = TRAINING_FILE) -> str:
+    """The newest date (YYYY-MM-DD) any source in the file cites: the data's 'as of' date."""
+    dates = re.findall(r"\b(20\d\d-[01]\d-[0-3]\d)\b", read_text(path))
+    return max(dates) if dates else "undated"
+
+
+def to_model_spec(row: TrainingRow) -> ModelSpec:
+    """The planner's ModelSpec for a row's ``model.arch``."""
+    name, arch = row.model.name, row.model.arch
+    gpt_era = name.startswith(_GPT_ERA_PREFIXES)
+    fields: dict[str, object] = {
+        "name": name,
+        "family": name.split("-")[0],
+        "source": f"validation row {row.id}: {row.source}",
+        "hidden_size": arch.hidden,
+        "num_layers": arch.layers,
+        "num_attention_heads": arch.heads,
+        "num_kv_heads": arch.kv_heads,
+        "ffn_hidden_size": arch.ffn or 0,
+        "ffn_activation": arch.ffn_act,
+        "vocab_size": arch.vocab,
+        "max_context": row.workload.seq_len,
+        "tied_embeddings": name.startswith(_TIED_PREFIXES),
+        "dropout": name.startswith(_DROPOUT_PREFIXES),
+    }
+    if gpt_era:
+        fields.update(
+            position_embedding="learned",
+            norm="layernorm",
+            attention_bias=True,
+            attention_output_bias=True,
+            mlp_bias=True,
+        )
+    for prefix, flags in _FAMILY_FLAGS.items():
+        if name.startswith(prefix):
+            fields.update(flags)
+    if arch.attention == "mla":
+        if None in (arch.kv_lora_rank, arch.rope_head_dim, arch.nope_head_dim, arch.v_head_dim):
+            raise SpecError(f"row {row.id}: MLA needs kv_lora_rank and the rope/nope/v head dims")
+        fields["mla"] = MLASpec(
+            q_lora_rank=arch.q_lora_rank or 0,
+            kv_lora_rank=arch.kv_lora_rank,  # type: ignore[arg-type]
+            qk_rope_head_dim=arch.rope_head_dim,  # type: ignore[arg-type]
+            qk_nope_head_dim=arch.nope_head_dim,  # type: ignore[arg-type]
+            v_head_dim=arch.v_head_dim,  # type: ignore[arg-type]
+        )
+        fields["head_dim"] = arch.head_dim or arch.nope_head_dim + arch.rope_head_dim  # type: ignore[operator]
+    elif arch.head_dim is None:
+        raise SpecError(f"row {row.id}: model.arch.head_dim is missing")
+    else:
+        fields["head_dim"] = arch.head_dim
+    if arch.moe is not None:
+        fields["moe"] = MoESpec(
+            num_experts=arch.moe.experts,
+            top_k=arch.moe.top_k,
+            expert_ffn_hidden_size=arch.moe.expert_ffn,
+            num_shared_experts=arch.moe.shared_experts,
+            first_dense_layers=arch.moe.first_dense_layers,
+        )
+    if arch.sliding_window is not None:
+        fields["sliding_window"] = arch.sliding_window
+        fields["num_sliding_window_layers"] = arch.sliding_window_layers
+    return validate_spec(ModelSpec, fields, where=f"row {row.id} model")
+
+
+def precision_of(row: TrainingRow) -> NumberFormat:
+    """The row's precision as a planner NumberFormat."""
+    try:
+        return NumberFormat(row.precision.lower())
+    except ValueError:
+        raise SpecError(f"row {row.id}: unknown precision '{row.precision}'") from None
+
+
+def stated_layout(row: TrainingRow) -> dict[str, object]:
+    """Layout fields the source states, in planner names (null = free; fsdp true = zero 3)."""
+    lay = row.layout
+    out: dict[str, object] = {
+        k: getattr(lay, k)
+        for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "recompute", "zero")
+        if getattr(lay, k) is not None
+    }
+    if lay.fsdp:
+        out["zero"] = 3
+    return out
+
+
+def is_moe(row: TrainingRow) -> bool:
+    """Whether the row's model has experts."""
+    return row.model.arch.moe is not None
+
+
+def _variant_suffix(variant: VariantRow) -> str:
+    parts = [variant.precision] if variant.precision else []
+    for key, value in variant.layout.items():
+        if key == "sequence_parallel":
+            continue
+        parts.append(str(value) if key == "recompute" else f"{key}{value}")
+    return "-".join(parts) or "variant"
+
+
+def _measured_tokens(measured: MeasuredRow, row: TrainingRow) -> float | None:
+    if measured.tokens_per_s_per_gpu is not None:
+        return measured.tokens_per_s_per_gpu
+    if measured.step_time_s is not None:
+        tokens = row.workload.global_batch * row.workload.seq_len
+        return tokens / measured.step_time_s / row.hardware.count
+    return None
+
+
+def expand_cases(rows: list[TrainingRow]) -> list[Case]:
+    """Each row, then each of its variants that states a throughput or a step time."""
+    cases: list[Case] = []
+    for row in rows:
+        measured = _measured_tokens(row.measured, row)
+        if measured is not None:
+            cases.append(Case(id=row.id, row=row, measured_tokens_per_s_per_gpu=measured))
+        for variant in row.variants:
+            changed = row.model_copy(
+                update={
+                    "precision": variant.precision or row.precision,
+                    "layout": validate_spec(
+                        LayoutRow,
+                        {**row.layout.model_dump(), **variant.layout},
+                        where=f"row {row.id} variant layout",
+                    ),
+                    "measured": variant.measured,
+                    "variants": [],
+                }
+            )
+            measured = _measured_tokens(variant.measured, changed)
+            if measured is None:
+                continue
+            cases.append(
+                Case(
+                    id=f"{row.id}/{_variant_suffix(variant)}",
+                    row=changed,
+                    measured_tokens_per_s_per_gpu=measured,
+                )
+            )
+    return cases

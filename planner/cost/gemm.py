@@ -1,0 +1,159 @@
+"""The GEMMs of one transformer layer, their shapes after sharding, and their time.
+
+A layer's linear work is a handful of GEMMs (Megatron-LM's column/row-parallel split, Shoeybi et
+al. 2019, arXiv 1909.08053, section 3): QKV and FFN up/gate are split over tp along their output
+dimension, the attention output and FFN down projections along their input dimension. Routed
+experts are split over ep (whole experts per rank) and etp (each expert's FFN width).
+
+GEMM time (roofline with a per-kernel fixed cost, Williams et al. 2009; the fixed cost models
+launch latency and the partial last wave of thread blocks, which is why small GEMMs after
+sharding reach a lower fraction of peak):
+    t = max(2 m k n / (P eta_gemm), bpv (m k + k n + m n) / (W_hbm eta_hbm)) + t_kernel
+"""
+
+from __future__ import annotations
+
+from planner.specs.base import FrozenSpec
+from planner.specs.model import ModelSpec
+
+
+class GemmShape(FrozenSpec):
+    """One GEMM of a layer for one micro-batch on one GPU: (m x k) @ (k x n), ``count`` times."""
+
+    name: str
+    """Which projection (qkv, out, up, down, expert_up, expert_down, ...)."""
+    m: float
+    """Rows: tokens through it on this GPU."""
+    k: float
+    """Reduction dimension."""
+    n: float
+    """Output columns on this GPU."""
+    count: float
+    """How many such GEMMs (local experts) run per layer."""
+
+    @property
+    def flops(self) -> float:
+        """Forward FLOPs of all ``count`` GEMMs: 2 m k n x count."""
+        return 2.0 * self.m * self.k * self.n * self.count
+
+
+def attention_gemms(model: ModelSpec, tokens: float, tp: int) -> list[GemmShape]:
+    """QKV (column-parallel) and output (row-parallel) projections; MLA's latent down
+    projections are replicated across tp (DeepSeek-V2 arXiv 2405.04434 eqs. 37-47)."""
+    d, heads = model.hidden_size, model.num_attention_heads
+    if model.mla is not None:
+        mla = model.mla
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        down = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
+        q_in = mla.q_lora_rank or d
+        return [
+            GemmShape(name="mla_down", m=tokens, k=d, n=down, count=1),
+            GemmShape(name="q_up", m=tokens, k=q_in, n=heads * qk / tp, count=1),
+            GemmShape(
+                name="kv_up",
+                m=tokens,
+                k=mla.kv_lora_rank,
+                n=heads * (mla.qk_nope_head_dim + mla.v_head_dim) / tp,
+                count=1,
+            ),
+            GemmShape(name="out", m=tokens, k=heads * mla.v_head_dim / tp, n=d, count=1),
+        ]
+    q_dim = heads * model.head_dim
+    kv_dim = model.num_kv_heads * model.head_dim
+    return [
+        GemmShape(name="qkv", m=tokens, k=d, n=(q_dim + 2 * kv_dim) / tp, count=1),
+        GemmShape(name="out", m=tokens, k=q_dim / tp, n=d, count=1),
+    ]
+
+
+def ffn_gemms(
+    model: ModelSpec, tokens: float, width: float, *, prefix: str, count: float
+) -> list[GemmShape]:
+    """Up (+gate, fused as one 2F-wide GEMM when gated) and down projections of width ``width``."""
+    up = 2 * width if model.gated_ffn else width
+    return [
+        GemmShape(name=f"{prefix}up", m=tokens, k=model.hidden_size, n=up, count=count),
+        GemmShape(name=f"{prefix}down", m=tokens, k=width, n=model.hidden_size, count=count),
+    ]
+
+
+def layer_gemms(
+    model: ModelSpec, tokens: float, *, moe_layer: bool, tp: int, ep: int, etp: int
+) -> list[GemmShape]:
+    """Every GEMM of one layer for ``tokens`` tokens on one GPU (tokens = micro-batch x T / cp).
+
+    A routed expert on this rank sees ep x tokens x top_k / E tokens (balanced routing), and the
+    rank holds E / ep experts; shared experts and the router run on every token (split over tp).
+    """
+    gemms = attention_gemms(model, tokens, tp)
+    moe = model.moe
+    if not moe_layer or moe is None:
+        return gemms + ffn_gemms(model, tokens, model.ffn_hidden_size / tp, prefix="", count=1)
+    gemms.append(
+        GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)
+    )
+    per_expert = ep * tokens * moe.top_k / moe.num_experts
+    gemms += ffn_gemms(
+        model,
+        per_expert,
+        moe.expert_ffn_hidden_size / etp,
+        prefix="expert_",
+        count=moe.num_experts / ep,
+    )
+    if moe.num_shared_experts:
+        width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        gemms += ffn_gemms(
+            model, tokens, moe.num_shared_experts * width / tp, prefix="shared_", count=1
+        )
+    return gemms
+
+
+def gemm_time(
+    gemm: GemmShape,
+    *,
+    peak_flop_per_s: float,
+    efficiency: float,
+    bytes_per_value: float,
+    hbm_bytes_per_s: float,
+    kernel_overhead_s: float,
+) -> float:
+    """Forward time of ``gemm``: roofline of compute and HBM traffic plus a fixed per-kernel cost.
+
+    >>> g = GemmShape(name="x", m=4096, k=8192, n=8192, count=1)
+    >>> round(gemm_time(g, peak_flop_per_s=1e15, efficiency=0.5, bytes_per_value=2,
+    ...                 hbm_bytes_per_s=1e12, kernel_overhead_s=0.0) * 1e3, 3)  # 0.55 TFLOP
+    1.1
+    """
+    if gemm.count == 0 or gemm.m == 0:
+        return 0.0
+    flops = 2.0 * gemm.m * gemm.k * gemm.n
+    num_bytes = bytes_per_value * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
+    compute = flops / (peak_flop_per_s * efficiency)
+    memory = num_bytes / hbm_bytes_per_s
+    return gemm.count * (max(compute, memory) + kernel_overhead_s)
+
+
+def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
+    """HBM bytes per token moved forward by one layer's memory-bound kernels (bf16 values).
+
+    Two norms (read + write D each: 8 D bytes), two residual adds (read 2 D, write D: 12 D),
+    rotary on queries and keys (read + write: 4 (q + kv) bytes), the FFN activation (gated: read
+    2F write F; plain: read F write F; x k for routed experts): these are the non-GEMM kernels of
+    a Megatron/TE layer that stream activations through HBM (Korthikanti et al. 2022 count the
+    same tensors as activations). Backward moves about twice as much (gradients + saved inputs).
+    """
+    d = model.hidden_size
+    q = model.num_attention_heads * model.head_dim
+    kv = model.num_kv_heads * model.head_dim
+    bytes_ = 8.0 * d + 12.0 * d + 4.0 * (q + kv)
+    moe = model.moe
+    if moe_layer and moe is not None:
+        width = moe.top_k * moe.expert_ffn_hidden_size
+        width += moe.num_shared_experts * (
+            moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        )
+        bytes_ += 4.0 * d * moe.top_k  # permute / unpermute of the routed copies
+    else:
+        width = model.ffn_hidden_size
+    bytes_ += (6.0 if model.gated_ffn else 4.0) * width
+    return bytes_
