@@ -15,6 +15,7 @@ LAYERS = {
     "cost": 3,
     "search": 4,
     "report": 5,
+    "accuracy": 5,
     "api": 6,
     "cli": 6,
     "__main__": 6,

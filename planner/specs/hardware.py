@@ -27,6 +27,10 @@ class AcceleratorEfficiency(FrozenSpec):
     """Fraction of the bf16 dense peak reached by fused (flash) attention kernels (0-1]."""
     hbm: float = Field(gt=0, le=1)
     """Fraction of the HBM bandwidth reached by streaming (memory-bound) kernels (0-1]."""
+    kernel_overhead_us: float = Field(ge=0, le=100)
+    """Fixed time of one GPU kernel beyond its roofline: launch latency and the partial last wave
+    of thread blocks (microseconds). Makes small GEMMs (after TP/EP sharding) reach a lower
+    fraction of peak: t = max(FLOPs / (P eta), bytes / W) + t_kernel."""
     memory_reserve_GB: float = Field(ge=0)
     """Memory per accelerator not available to tensors: CUDA/driver context, communicator
     buffers, allocator fragmentation (GB, 1e9 bytes)."""

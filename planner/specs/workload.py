@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import PositiveInt
+from pydantic import Field, PositiveInt
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
@@ -22,6 +22,10 @@ class TrainWorkload(FrozenSpec):
     precision: NumberFormat = NumberFormat.BF16
     """Format of the GEMM inputs of the transformer's linear layers (attention runs in bf16;
     master weights and optimizer state stay fp32)."""
+
+    expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)
+    """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
+    NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
 
     @property
     def tokens_per_step(self) -> int:

@@ -117,6 +117,11 @@ def comm_domains(cluster: ClusterSpec, layout: Layout) -> dict[str, CommDomain]:
         for dim, (size, stride) in dimension_strides(layout).items()
     }
     out["ep"] = group_domain(cluster, layout.ep, layout.tp * layout.cp)
+    # Gradient reduction groups: dense parameters over dp x cp (cp sits just inside dp), routed
+    # experts over the expert-data-parallel ranks (dp x cp x tp / (ep x etp), outside the EP group).
+    out["dp_cp"] = group_domain(cluster, layout.dp * layout.cp, layout.tp)
+    edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
+    out["edp"] = group_domain(cluster, edp, layout.ep * layout.etp)
     return out
 
 

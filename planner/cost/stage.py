@@ -1,0 +1,267 @@
+"""One micro-batch on one pipeline stage: tensor-core time, memory-bound time, and the TP, CP and
+EP communication on its critical path; and the stage's memory."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from planner.cost.comm import all_gather_time, all_to_all_time, p2p_time, reduce_scatter_time
+from planner.cost.compute import logits_flops_per_token, matmul_time
+from planner.cost.gemm import elementwise_bytes_per_token, gemm_time, layer_gemms
+from planner.cost.memory import (
+    ACTIVATION_BYTES,
+    GRAD_BYTES,
+    OPTIMIZER_BYTES_PER_PARAM,
+    activation_bytes_per_layer,
+    logits_bytes,
+    stage_layers,
+    weight_bytes,
+)
+from planner.cost.params import embedding_params, norm_params
+from planner.cost.pipeline import microbatches_in_flight
+from planner.cost.profile import layer_table
+from planner.specs.base import FrozenSpec
+from planner.specs.comm import CommDomain
+from planner.specs.formats import NumberFormat, bytes_per_value
+from planner.specs.hardware import AcceleratorSpec
+from planner.specs.layout import Layout, Recompute
+from planner.specs.model import ModelSpec
+from planner.specs.workload import TrainWorkload
+
+CAST_BYTES_PER_VALUE = 3.0
+"""Quantising a bf16 tensor to an 8- or 4-bit format reads 2 bytes and writes about 1 per value."""
+
+
+class MicrobatchTime(FrozenSpec):
+    """Critical-path seconds of one micro-batch on one GPU of one stage."""
+
+    forward_s: float
+    """Forward compute (GEMMs, attention, memory-bound kernels, logits)."""
+    backward_s: float
+    """Backward compute, including any recomputed forward."""
+    tp_comm_s: float
+    """Exposed tensor-parallel collectives."""
+    cp_comm_s: float
+    """Exposed context-parallel K/V exchange."""
+    ep_comm_s: float
+    """Exposed expert-parallel all-to-all."""
+
+    @property
+    def total(self) -> float:
+        """Sum of the terms (s)."""
+        return self.forward_s + self.backward_s + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s
+
+
+@lru_cache(maxsize=4096)
+def _layer_linear_time(
+    model: ModelSpec, tokens: float, moe_layer: bool, degrees: tuple[int, int, int],
+    rates: tuple[float, float, float, float, float],
+) -> tuple[float, float]:
+    """(GEMM seconds, GEMM input values per token) of one layer's forward on one GPU."""
+    tp, ep, etp = degrees
+    peak, efficiency, bpv, hbm, overhead = rates
+    gemms = layer_gemms(model, tokens, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
+    time = sum(gemm_time(g, peak_flop_per_s=peak, efficiency=efficiency, bytes_per_value=bpv,
+                         hbm_bytes_per_s=hbm, kernel_overhead_s=overhead) for g in gemms)
+    inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
+    return time, inputs
+
+
+def microbatch_compute(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout, stage: int
+) -> tuple[float, float, float]:
+    """(forward, backward, attention-core forward) seconds of one micro-batch on ``stage``.
+
+    GEMMs: :mod:`planner.cost.gemm` at the precision's peak; attention cores (flash attention) at
+    the bf16 peak x attention efficiency; memory-bound kernels at HBM bandwidth x eta_hbm, with the
+    casts of low-precision inputs; backward = 2 x forward (input and weight gradients); full
+    recompute adds a forward, selective the attention cores (Korthikanti et al. 2022, section 5).
+    """
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    fmt = layout.precision
+    layers = stage_layers(model, layout.pp, stage)
+    table = layer_table(model, workload.seq_len)
+    num_moe = table.total("moe_layers", layers)
+    num_dense = len(layers) - num_moe
+    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
+    rates = (acc.peak_flop_per_s(fmt), acc.gemm_efficiency(fmt), bytes_per_value(fmt), hbm,
+             acc.efficiency.kernel_overhead_us * 1e-6)
+    degrees = (layout.tp, layout.ep, layout.etp)
+    dense_t, dense_in = _layer_linear_time(model, tokens, False, degrees, rates) if num_dense else (0, 0)
+    moe_t, moe_in = _layer_linear_time(model, tokens, True, degrees, rates) if num_moe else (0, 0)
+    linear = num_dense * dense_t + num_moe * moe_t
+    bf16 = NumberFormat.BF16
+    attention = matmul_time(tokens * table.total("attention_flops", layers) / layout.tp,
+                            peak_flop_per_s=acc.peak_flop_per_s(bf16),
+                            efficiency=acc.efficiency.attention)
+    streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
+    streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
+    if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
+        streamed += CAST_BYTES_PER_VALUE * (num_dense * dense_in + num_moe * moe_in)
+    memory_bound = tokens * streamed / layout.tp / hbm
+    logits = 0.0
+    if stage == layout.pp - 1:
+        logits = matmul_time(tokens * logits_flops_per_token(model) / layout.tp,
+                             peak_flop_per_s=acc.peak_flop_per_s(bf16),
+                             efficiency=acc.gemm_efficiency(bf16))
+    forward = linear + attention + memory_bound + logits
+    backward = 2.0 * forward
+    if layout.recompute is Recompute.FULL:
+        backward += linear + attention + memory_bound
+    elif layout.recompute is Recompute.SELECTIVE:
+        backward += attention
+    return forward, backward, attention
+
+
+def tp_comm_per_microbatch(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, num_layers: int, tp: CommDomain
+) -> float:
+    """TP collectives of one micro-batch: with sequence parallelism, per layer 2 all-gathers and
+    2 reduce-scatters of the (B T D) bf16 activation forward and the same backward (Korthikanti et
+    al. 2022, section 4.2.2; the same bytes as 2 + 2 all-reduces without SP); full recompute
+    repeats the forward ones. Exposed: no overlap with GEMMs is assumed."""
+    if tp.size == 1:
+        return 0.0
+    message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
+    per_layer = 4 * all_gather_time(message, tp) + 4 * reduce_scatter_time(message, tp)
+    if layout.recompute is Recompute.FULL:
+        per_layer *= 1.5
+    return per_layer * num_layers
+
+
+def cp_comm_per_microbatch(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, num_layers: int,
+    *, cp: CommDomain, attention_forward_s: float,
+) -> float:
+    """Ring-attention K/V exchange (Megatron-LM context parallelism, p2p ring): per layer cp - 1
+    sends of the local K and V forward, and of K, V and their gradients backward, overlapped with
+    the attention of the previous chunk; only the excess over the attention time is exposed
+    (Liu et al., "Ring Attention", arXiv 2310.01889, section 3)."""
+    if cp.size == 1:
+        return 0.0
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    if model.mla is not None:
+        kv_values = model.num_attention_heads * (
+            model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim + model.mla.v_head_dim)
+    else:
+        kv_values = 2 * model.num_kv_heads * model.head_dim
+    chunk = ACTIVATION_BYTES * tokens * kv_values / layout.tp
+    forward = (cp.size - 1) * p2p_time(chunk, cp)
+    backward = 2 * forward
+    attention_per_layer = attention_forward_s / max(num_layers, 1)
+    exposed = max(0.0, forward - attention_per_layer) + max(0.0, backward - 2 * attention_per_layer)
+    return exposed * num_layers
+
+
+def ep_comm_per_microbatch(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, num_moe_layers: float,
+    ep: CommDomain,
+) -> float:
+    """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, each moving the
+    top-k routed copies of the rank's tokens (B T k D bf16 values), scaled by the expert load
+    imbalance (the busiest rank sets the pace)."""
+    moe = model.moe
+    if moe is None or ep.size == 1:
+        return 0.0
+    tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
+    local = ACTIVATION_BYTES * tokens * moe.top_k * model.hidden_size * workload.expert_load_imbalance
+    return 4 * all_to_all_time(local, ep) * num_moe_layers
+
+
+def microbatch_time(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout,
+    *, stage: int, domains: dict[str, CommDomain],
+) -> MicrobatchTime:
+    """Everything on the critical path of one micro-batch on ``stage``."""
+    forward, backward, attention = microbatch_compute(model, acc, workload, layout, stage)
+    layers = stage_layers(model, layout.pp, stage)
+    num_moe = layer_table(model, workload.seq_len).total("moe_layers", layers)
+    if model.moe is not None and workload.expert_load_imbalance > 1.0:
+        share = num_moe / max(len(layers), 1)
+        factor = 1.0 + share * (workload.expert_load_imbalance - 1.0)
+        forward, backward = forward * factor, backward * factor
+    return MicrobatchTime(
+        forward_s=forward, backward_s=backward,
+        tp_comm_s=tp_comm_per_microbatch(model, workload, layout, len(layers), domains["tp"]),
+        cp_comm_s=cp_comm_per_microbatch(model, workload, layout, len(layers), cp=domains["cp"],
+                                         attention_forward_s=attention),
+        ep_comm_s=ep_comm_per_microbatch(model, workload, layout, num_moe, domains["ep"]),
+    )
+
+
+class StageMemory(FrozenSpec):
+    """Memory of one GPU of one pipeline stage (bytes)."""
+
+    weights: float
+    """Weights held (bytes)."""
+    grads: float
+    """Gradient buffers (bytes)."""
+    optimizer: float
+    """Optimizer state (bytes)."""
+    activations: float
+    """Activations of the micro-batches in flight, plus logits on the last stage (bytes)."""
+
+    @property
+    def total(self) -> float:
+        """Sum of the terms (bytes)."""
+        return self.weights + self.grads + self.optimizer + self.activations
+
+
+def stage_params_per_gpu(
+    model: ModelSpec, layout: Layout, stage: int, seq_len: int
+) -> tuple[float, float]:
+    """(dense, expert) parameters held by one GPU of ``stage``.
+
+    Dense weights (attention, norms, router, dense FFN, shared experts, embeddings) are split over
+    tp, routed experts over ep (whole experts) x etp. The first stage holds the input embedding
+    (and learned positions), the last the final norm and output projection; a tied embedding is
+    replicated on the last stage when pp > 1, as Megatron-LM does.
+    """
+    layers = stage_layers(model, layout.pp, stage)
+    table = layer_table(model, seq_len)
+    dense = table.total("dense_params", layers)
+    expert = table.total("expert_params", layers)
+    vocab_table = model.vocab_size * model.hidden_size
+    if stage == 0:
+        dense += embedding_params(model) - (0 if model.tied_embeddings else vocab_table)
+    if stage == layout.pp - 1:
+        if not model.tied_embeddings or layout.pp > 1:
+            dense += vocab_table
+        dense += norm_params(model)
+    return dense / layout.tp, expert / (layout.ep * layout.etp)
+
+
+def stage_memory(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, stage: int, num_microbatches: int
+) -> StageMemory:
+    """Memory of one GPU of ``stage``: weights, grads and optimizer state sharded per the ZeRO
+    stage (dense over dp x cp, experts over the expert-data-parallel group), and the activations of
+    the micro-batches in flight (1F1B / interleaved), plus fp32 logits on the last stage."""
+    dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len)
+    dp = layout.dp * layout.cp
+    edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
+
+    def sharded(per_param: float, zero_stage: int) -> float:
+        if layout.zero < zero_stage:
+            return per_param * (dense + expert)
+        return per_param * (dense / dp + expert / edp)
+
+    weights = weight_bytes(dense + expert, layout.precision)
+    if layout.zero >= 3:
+        weights = weight_bytes(dense / dp + expert / edp, layout.precision)
+    layers = stage_layers(model, layout.pp, stage)
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    if layout.recompute is Recompute.FULL:
+        values = float(model.hidden_size * len(layers))
+    else:
+        values = layer_table(model, workload.seq_len).total("activation_values", layers)
+    per_microbatch = ACTIVATION_BYTES * tokens * values / layout.tp
+    activations = per_microbatch * microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, stage)
+    if layout.recompute is Recompute.FULL:
+        working = layout.model_copy(update={"recompute": Recompute.SELECTIVE})
+        activations += activation_bytes_per_layer(model, working, workload.seq_len,
+                                                  layer_index=model.num_layers - 1)
+    if stage == layout.pp - 1:
+        activations += logits_bytes(model, layout, workload.seq_len)
+    return StageMemory(weights=weights, grads=sharded(GRAD_BYTES, 2),
+                       optimizer=sharded(OPTIMIZER_BYTES_PER_PARAM, 1), activations=activations)
