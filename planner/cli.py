@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("cluster", help="<system>x<N> or YAML")
     show.add_argument("--json", action="store_true")
     _add_cluster_edits(show)
+    validate = sub.add_parser(
+        "validate", help="predicted vs measured throughput on the bundled validation set"
+    )
+    validate.add_argument("--json", action="store_true", help="print JSON on stdout")
+    validate.add_argument("--markdown", metavar="FILE", help="also write the Markdown report")
+    validate.add_argument(
+        "--rows", metavar="ID,ID", help="only these rows (S1,N4; K1 = K1 + variants)"
+    )
     return parser
 
 
@@ -138,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "models": _cmd_models,
         "clusters": _cmd_clusters,
         "show": _cmd_show,
+        "validate": _cmd_validate,
     }
     try:
         return handlers[args.command](args)
@@ -218,6 +227,29 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from planner.report.catalog import cluster_summary
 
     print(cluster_summary(load_cluster(args.cluster, edits=_edits(args)), as_json=args.json))
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    """A report, not a gate: exit 0 however large the errors (2 only for bad input)."""
+    from pathlib import Path
+
+    from planner.accuracy.render import validation_markdown, validation_text
+    from planner.accuracy.run import run_validation
+    from planner.errors import SpecError
+
+    ids = [i.strip() for i in (args.rows or "").split(",") if i.strip()]
+    if args.rows is not None and not ids:
+        raise SpecError("--rows needs at least one row id, e.g. --rows S1,N4")
+    report = run_validation(ids=ids or None)
+    if args.markdown:
+        target = Path(args.markdown)
+        try:
+            target.write_text(validation_markdown(report), encoding="utf-8")
+        except OSError as exc:
+            raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+        sys.stderr.write(f"layout validate: wrote {target}\n")
+    print(report.model_dump_json(indent=2) if args.json else validation_text(report))
     return 0
 
 

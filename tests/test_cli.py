@@ -53,6 +53,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     "models": {"-h", "--help", "--json"},
     "clusters": {"-h", "--help", "--json"},
     "show": {"-h", "--help", "--json"} | EDIT_FLAGS,
+    "validate": {"-h", "--help", "--json", "--markdown", "--rows"},
 }
 
 

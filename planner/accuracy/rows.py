@@ -12,17 +12,18 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from planner.catalog.io import read_text, validate_spec
 from planner.errors import SpecError
 from planner.specs.formats import NumberFormat
 from planner.specs.model import MLASpec, ModelSpec, MoESpec
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "validation"
-"""The bundled validation set (copied from ../shared/validation with its sources)."""
-TRAINING_FILE = DATA_DIR / "training.yaml"
-"""Published pre-training runs."""
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+REPO_DATA_DIR = _PACKAGE_DIR.parent / "tests" / "validation"
+"""The validation set in a source checkout (copied from ../shared/validation with its sources)."""
+WHEEL_DATA_DIR = _PACKAGE_DIR / "_catalog" / "validation"
+"""Where a built wheel would carry it (next to the model and topology catalogs)."""
 
 _GPT_ERA_PREFIXES = ("sc21-", "rar-", "mlm-", "gpt3-")
 """Models trained with Megatron's GPT recipe: LayerNorm, learned positions, biases."""
@@ -174,7 +175,7 @@ class MeasuredRow(RowModel):
 class VariantRow(RowModel):
     """One entry of ``variants``: the same run with some settings changed."""
 
-    layout: dict[str, object] = {}
+    layout: dict[str, object] = Field(default_factory=dict)
     """Changed layout fields."""
     precision: str | None = None
     """Changed precision."""
@@ -205,7 +206,7 @@ class TrainingRow(RowModel):
     """Sequence length and global batch."""
     measured: MeasuredRow
     """Measured throughput."""
-    variants: list[VariantRow] = []
+    variants: list[VariantRow] = Field(default_factory=list)
     """Same run with one setting changed."""
 
 
@@ -220,7 +221,17 @@ class Case(RowModel):
     """Measured tokens/s/GPU (from step_time_s when only that is given)."""
 
 
-def load_rows(path: Path = TRAINING_FILE) -> list[TrainingRow]:
+def training_file() -> Path:
+    """The bundled training validation file (wheel layout first, then the source checkout)."""
+    for folder in (WHEEL_DATA_DIR, REPO_DATA_DIR):
+        if (folder / "training.yaml").is_file():
+            return folder / "training.yaml"
+    raise SpecError(
+        "the validation set (tests/validation/training.yaml) is not in this installation"
+    )
+
+
+def load_rows(path: Path) -> list[TrainingRow]:
     """The rows of a training validation file, in file order."""
     try:
         data = yaml.safe_load(read_text(path))
@@ -238,7 +249,7 @@ def load_rows(path: Path = TRAINING_FILE) -> list[TrainingRow]:
     return rows
 
 
-def data_date(path: Path = TRAINING_FILE) -> str:
+def data_date(path: Path) -> str:
     """The newest date (YYYY-MM-DD) any source in the file cites: the data's 'as of' date."""
     dates = re.findall(r"\b(20\d\d-[01]\d-[0-3]\d)\b", read_text(path))
     return max(dates) if dates else "undated"

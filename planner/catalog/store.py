@@ -13,7 +13,7 @@ from pathlib import Path
 
 from planner.catalog.io import load_mapping, validate_spec
 from planner.errors import SpecError
-from planner.specs.hardware import AcceleratorSpec, SystemSpec
+from planner.specs.hardware import AcceleratorSpec, CalibrationRecord, SystemSpec
 from planner.specs.model import ModelSpec
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -85,11 +85,41 @@ def suggest(name: str, choices: list[str], *, preferred: frozenset[str] = frozen
 
 @lru_cache(maxsize=64)
 def load_accelerator(name: str) -> AcceleratorSpec:
-    """Load ``topologies/accelerators/<name>.yaml``."""
+    """Load ``topologies/accelerators/<name>.yaml`` with its family's calibration overlay."""
+    spec = load_accelerator_prior(name)
+    return apply_calibration(spec, load_calibration(spec.family))
+
+
+def load_accelerator_prior(name: str) -> AcceleratorSpec:
+    """Load ``topologies/accelerators/<name>.yaml`` as catalogued (no calibration overlay)."""
     path = catalog_root() / "topologies" / "accelerators" / f"{name}.yaml"
     if not path.is_file():
         raise SpecError(f"unknown accelerator '{name}'{suggest(name, accelerator_names())}")
     return validate_spec(AcceleratorSpec, load_mapping(path), where=str(path))
+
+
+def load_calibration(family: str) -> CalibrationRecord | None:
+    """The calibration overlay of an accelerator family, if one has been fitted."""
+    path = catalog_root() / "topologies" / "calibration" / f"{family}.yaml"
+    if not path.is_file():
+        return None
+    return validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
+
+
+def apply_calibration(spec: AcceleratorSpec, record: CalibrationRecord | None) -> AcceleratorSpec:
+    """``spec`` with the fitted efficiency factors of ``record`` laid over its priors."""
+    if record is None:
+        return spec
+    fit = record.efficiency
+    eff = spec.efficiency.model_dump()
+    if fit.gemm is not None:
+        eff["gemm"] = {**eff["gemm"], **fit.gemm}
+    for key in ("attention", "hbm", "kernel_overhead_us"):
+        value = getattr(fit, key)
+        if value is not None:
+            eff[key] = value
+    data = {**spec.model_dump(), "efficiency": eff, "calibration": record.model_dump()}
+    return validate_spec(AcceleratorSpec, data, where=f"calibration of {spec.family}")
 
 
 @lru_cache(maxsize=64)

@@ -114,6 +114,38 @@ def layer_activation_values_per_token(model: ModelSpec, layer_index: int, seq_le
     return per_token
 
 
+def layer_gemm_input_values_per_token(model: ModelSpec, layer_index: int) -> float:
+    """Values per token among the stored activations that are inputs of linear layers (QKV and
+    output projections, FFN up and down, per routed copy). Low-precision recipes store these in
+    the GEMM's format (Transformer Engine saves the quantised input for the weight gradient)."""
+    if model.mla is not None:
+        out_dim = model.num_attention_heads * model.mla.v_head_dim
+    else:
+        out_dim = model.num_attention_heads * model.head_dim
+    values = float(model.hidden_size + out_dim)
+    moe = model.moe
+    if moe is not None and layer_index >= moe.first_dense_layers:
+        shared = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        values += moe.top_k * (model.hidden_size + moe.expert_ffn_hidden_size)
+        values += moe.num_shared_experts * (model.hidden_size + shared)
+    else:
+        values += model.hidden_size + model.ffn_hidden_size
+    return values
+
+
+def activation_bytes_per_token(values: float, gemm_inputs: float, fmt: NumberFormat) -> float:
+    """Bytes of ``values`` stored activations of which ``gemm_inputs`` are kept in ``fmt``.
+
+    >>> activation_bytes_per_token(10, 4, NumberFormat.BF16)
+    20.0
+    >>> activation_bytes_per_token(10, 4, NumberFormat.FP8)
+    16.0
+    """
+    if fmt in (NumberFormat.BF16, NumberFormat.FP16):
+        return ACTIVATION_BYTES * values
+    return ACTIVATION_BYTES * values - (ACTIVATION_BYTES - bytes_per_value(fmt)) * gemm_inputs
+
+
 def activation_bytes_per_layer(
     model: ModelSpec, layout: Layout, seq_len: int, *, layer_index: int
 ) -> float:

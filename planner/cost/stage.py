@@ -13,6 +13,7 @@ from planner.cost.memory import (
     GRAD_BYTES,
     OPTIMIZER_BYTES_PER_PARAM,
     activation_bytes_per_layer,
+    activation_bytes_per_token,
     logits_bytes,
     stage_layers,
     weight_bytes,
@@ -54,15 +55,27 @@ class MicrobatchTime(FrozenSpec):
 
 @lru_cache(maxsize=4096)
 def _layer_linear_time(
-    model: ModelSpec, tokens: float, moe_layer: bool, degrees: tuple[int, int, int],
+    model: ModelSpec,
+    tokens: float,
+    moe_layer: bool,
+    degrees: tuple[int, int, int],
     rates: tuple[float, float, float, float, float],
 ) -> tuple[float, float]:
     """(GEMM seconds, GEMM input values per token) of one layer's forward on one GPU."""
     tp, ep, etp = degrees
     peak, efficiency, bpv, hbm, overhead = rates
     gemms = layer_gemms(model, tokens, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
-    time = sum(gemm_time(g, peak_flop_per_s=peak, efficiency=efficiency, bytes_per_value=bpv,
-                         hbm_bytes_per_s=hbm, kernel_overhead_s=overhead) for g in gemms)
+    time = sum(
+        gemm_time(
+            g,
+            peak_flop_per_s=peak,
+            efficiency=efficiency,
+            bytes_per_value=bpv,
+            hbm_bytes_per_s=hbm,
+            kernel_overhead_s=overhead,
+        )
+        for g in gemms
+    )
     inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
     return time, inputs
 
@@ -84,16 +97,25 @@ def microbatch_compute(
     num_moe = table.total("moe_layers", layers)
     num_dense = len(layers) - num_moe
     hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
-    rates = (acc.peak_flop_per_s(fmt), acc.gemm_efficiency(fmt), bytes_per_value(fmt), hbm,
-             acc.efficiency.kernel_overhead_us * 1e-6)
+    rates = (
+        acc.peak_flop_per_s(fmt),
+        acc.gemm_efficiency(fmt),
+        bytes_per_value(fmt),
+        hbm,
+        acc.efficiency.kernel_overhead_us * 1e-6,
+    )
     degrees = (layout.tp, layout.ep, layout.etp)
-    dense_t, dense_in = _layer_linear_time(model, tokens, False, degrees, rates) if num_dense else (0, 0)
+    dense_t, dense_in = (
+        _layer_linear_time(model, tokens, False, degrees, rates) if num_dense else (0, 0)
+    )
     moe_t, moe_in = _layer_linear_time(model, tokens, True, degrees, rates) if num_moe else (0, 0)
     linear = num_dense * dense_t + num_moe * moe_t
     bf16 = NumberFormat.BF16
-    attention = matmul_time(tokens * table.total("attention_flops", layers) / layout.tp,
-                            peak_flop_per_s=acc.peak_flop_per_s(bf16),
-                            efficiency=acc.efficiency.attention)
+    attention = matmul_time(
+        tokens * table.total("attention_flops", layers) / layout.tp,
+        peak_flop_per_s=acc.peak_flop_per_s(bf16),
+        efficiency=acc.efficiency.attention,
+    )
     streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
     streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
     if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
@@ -101,9 +123,11 @@ def microbatch_compute(
     memory_bound = tokens * streamed / layout.tp / hbm
     logits = 0.0
     if stage == layout.pp - 1:
-        logits = matmul_time(tokens * logits_flops_per_token(model) / layout.tp,
-                             peak_flop_per_s=acc.peak_flop_per_s(bf16),
-                             efficiency=acc.gemm_efficiency(bf16))
+        logits = matmul_time(
+            tokens * logits_flops_per_token(model) / layout.tp,
+            peak_flop_per_s=acc.peak_flop_per_s(bf16),
+            efficiency=acc.gemm_efficiency(bf16),
+        )
     forward = linear + attention + memory_bound + logits
     backward = 2.0 * forward
     if layout.recompute is Recompute.FULL:
@@ -130,8 +154,13 @@ def tp_comm_per_microbatch(
 
 
 def cp_comm_per_microbatch(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout, num_layers: int,
-    *, cp: CommDomain, attention_forward_s: float,
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    num_layers: int,
+    *,
+    cp: CommDomain,
+    attention_forward_s: float,
 ) -> float:
     """Ring-attention K/V exchange (Megatron-LM context parallelism, p2p ring): per layer cp - 1
     sends of the local K and V forward, and of K, V and their gradients backward, overlapped with
@@ -142,7 +171,8 @@ def cp_comm_per_microbatch(
     tokens = layout.mbs * workload.seq_len / layout.cp
     if model.mla is not None:
         kv_values = model.num_attention_heads * (
-            model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim + model.mla.v_head_dim)
+            model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim + model.mla.v_head_dim
+        )
     else:
         kv_values = 2 * model.num_kv_heads * model.head_dim
     chunk = ACTIVATION_BYTES * tokens * kv_values / layout.tp
@@ -154,7 +184,10 @@ def cp_comm_per_microbatch(
 
 
 def ep_comm_per_microbatch(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout, num_moe_layers: float,
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    num_moe_layers: float,
     ep: CommDomain,
 ) -> float:
     """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, each moving the
@@ -164,13 +197,20 @@ def ep_comm_per_microbatch(
     if moe is None or ep.size == 1:
         return 0.0
     tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
-    local = ACTIVATION_BYTES * tokens * moe.top_k * model.hidden_size * workload.expert_load_imbalance
+    local = (
+        ACTIVATION_BYTES * tokens * moe.top_k * model.hidden_size * workload.expert_load_imbalance
+    )
     return 4 * all_to_all_time(local, ep) * num_moe_layers
 
 
 def microbatch_time(
-    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout,
-    *, stage: int, domains: dict[str, CommDomain],
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    stage: int,
+    domains: dict[str, CommDomain],
 ) -> MicrobatchTime:
     """Everything on the critical path of one micro-batch on ``stage``."""
     forward, backward, attention = microbatch_compute(model, acc, workload, layout, stage)
@@ -181,10 +221,12 @@ def microbatch_time(
         factor = 1.0 + share * (workload.expert_load_imbalance - 1.0)
         forward, backward = forward * factor, backward * factor
     return MicrobatchTime(
-        forward_s=forward, backward_s=backward,
+        forward_s=forward,
+        backward_s=backward,
         tp_comm_s=tp_comm_per_microbatch(model, workload, layout, len(layers), domains["tp"]),
-        cp_comm_s=cp_comm_per_microbatch(model, workload, layout, len(layers), cp=domains["cp"],
-                                         attention_forward_s=attention),
+        cp_comm_s=cp_comm_per_microbatch(
+            model, workload, layout, len(layers), cp=domains["cp"], attention_forward_s=attention
+        ),
         ep_comm_s=ep_comm_per_microbatch(model, workload, layout, num_moe, domains["ep"]),
     )
 
@@ -251,17 +293,29 @@ def stage_memory(
         weights = weight_bytes(dense / dp + expert / edp, layout.precision)
     layers = stage_layers(model, layout.pp, stage)
     tokens = layout.mbs * workload.seq_len / layout.cp
+    table = layer_table(model, workload.seq_len)
     if layout.recompute is Recompute.FULL:
-        values = float(model.hidden_size * len(layers))
+        per_token = ACTIVATION_BYTES * model.hidden_size * len(layers)
     else:
-        values = layer_table(model, workload.seq_len).total("activation_values", layers)
-    per_microbatch = ACTIVATION_BYTES * tokens * values / layout.tp
-    activations = per_microbatch * microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, stage)
+        per_token = activation_bytes_per_token(
+            table.total("activation_values", layers),
+            table.total("gemm_input_values", layers),
+            layout.precision,
+        )
+    per_microbatch = tokens * per_token / layout.tp
+    activations = per_microbatch * microbatches_in_flight(
+        layout.pp, layout.vpp, num_microbatches, stage
+    )
     if layout.recompute is Recompute.FULL:
         working = layout.model_copy(update={"recompute": Recompute.SELECTIVE})
-        activations += activation_bytes_per_layer(model, working, workload.seq_len,
-                                                  layer_index=model.num_layers - 1)
+        activations += activation_bytes_per_layer(
+            model, working, workload.seq_len, layer_index=model.num_layers - 1
+        )
     if stage == layout.pp - 1:
         activations += logits_bytes(model, layout, workload.seq_len)
-    return StageMemory(weights=weights, grads=sharded(GRAD_BYTES, 2),
-                       optimizer=sharded(OPTIMIZER_BYTES_PER_PARAM, 1), activations=activations)
+    return StageMemory(
+        weights=weights,
+        grads=sharded(GRAD_BYTES, 2),
+        optimizer=sharded(OPTIMIZER_BYTES_PER_PARAM, 1),
+        activations=activations,
+    )

@@ -83,8 +83,13 @@ def representative_stages(pp: int) -> list[int]:
 
 
 def dp_exposed_time(
-    dense_params: float, expert_params: float, layout: Layout, domains: dict[str, CommDomain],
-    *, slowest: MicrobatchTime, num_microbatches: int,
+    dense_params: float,
+    expert_params: float,
+    layout: Layout,
+    domains: dict[str, CommDomain],
+    *,
+    slowest: MicrobatchTime,
+    num_microbatches: int,
 ) -> float:
     """Exposed data-parallel synchronisation of one step.
 
@@ -113,7 +118,10 @@ def dp_exposed_time(
 
 
 def estimate_step(
-    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout,
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
     domains: dict[str, CommDomain],
 ) -> StepCost:
     """Predicted step time, breakdown and per-stage memory of ``layout``.
@@ -123,7 +131,9 @@ def estimate_step(
     """
     m = workload.global_batch // (layout.dp * layout.mbs)
     stages = representative_stages(layout.pp)
-    times = [microbatch_time(model, acc, workload, layout, stage=s, domains=domains) for s in stages]
+    times = [
+        microbatch_time(model, acc, workload, layout, stage=s, domains=domains) for s in stages
+    ]
     slowest = max(times, key=lambda t: t.total)
     breakdown = {
         "compute": m * (slowest.forward_s + slowest.backward_s),
@@ -135,18 +145,24 @@ def estimate_step(
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     sends = 2 * (m * layout.vpp + layout.pp - 1) if layout.pp > 1 else 0
     breakdown["pp_comm"] = sends * p2p_time(act_message / layout.tp, domains["pp"])
-    dense, expert = max((stage_params_per_gpu(model, layout, s, workload.seq_len) for s in stages),
-                        key=sum)
-    breakdown["dp_comm"] = dp_exposed_time(dense, expert, layout, domains, slowest=slowest,
-                                           num_microbatches=m)
+    dense, expert = max(
+        (stage_params_per_gpu(model, layout, s, workload.seq_len) for s in stages), key=sum
+    )
+    breakdown["dp_comm"] = dp_exposed_time(
+        dense, expert, layout, domains, slowest=slowest, num_microbatches=m
+    )
     dp = layout.dp * layout.cp
     edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
     shard = dense / dp + expert / edp if layout.zero >= 1 else dense + expert
-    breakdown["optimizer"] = OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (
-        acc.hbm_bytes_per_s * acc.efficiency.hbm)
+    breakdown["optimizer"] = (
+        OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
+    )
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
     return StepCost(
-        step_time_s=sum(breakdown.values()), breakdown_s=breakdown, stages=stages,
+        step_time_s=sum(breakdown.values()),
+        breakdown_s=breakdown,
+        stages=stages,
         stage_memory=[stage_memory(model, workload, layout, s, m) for s in stages],
-        model_flops_per_step=flops, num_microbatches=m,
+        model_flops_per_step=flops,
+        num_microbatches=m,
     )

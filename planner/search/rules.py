@@ -62,17 +62,17 @@ def layout_violations(
         )
     if layout.pp > model.num_layers:
         out.append(("divisibility", f"pp ({layout.pp}) exceeds the {model.num_layers} layers"))
-    if layout.vpp > 1:
-        if layout.pp == 1:
-            out.append(("divisibility", "vpp > 1 needs pp > 1"))
-        elif model.num_layers % (layout.pp * layout.vpp):
-            out.append(
-                (
-                    "divisibility",
-                    f"pp x vpp ({layout.pp * layout.vpp}) must divide the "
-                    f"{model.num_layers} layers",
-                )
+    if layout.vpp > 1 and layout.pp == 1:
+        out.append(("divisibility", "vpp > 1 needs pp > 1"))
+    elif layout.pp * layout.vpp > model.num_layers:
+        # Uneven splits are allowed (Megatron-LM --decoder-first/last-pipeline-num-layers,
+        # --account-for-embedding/loss-in-pipeline-split); every model chunk needs a layer.
+        out.append(
+            (
+                "divisibility",
+                f"pp x vpp ({layout.pp * layout.vpp}) exceeds the {model.num_layers} layers",
             )
+        )
     if workload.seq_len % (2 * layout.cp) and layout.cp > 1:
         out.append(
             ("divisibility", f"2 x cp ({2 * layout.cp}) must divide seq-len {workload.seq_len}")

@@ -12,7 +12,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
-from planner.units import GB, GBIT, TFLOP, US
+from planner.units import GB, GBIT, TFLOP, US, MiB
 
 Fraction = float
 
@@ -48,12 +48,19 @@ class AcceleratorSpec(FrozenSpec):
 
     name: str
     """Catalog name, lower case (``h100_sxm``)."""
+    family: str
+    """Architecture family (ampere, hopper, blackwell, cdna3, ...): accelerators of one family
+    share the calibration fitted on any of them (``topologies/calibration/<family>.yaml``)."""
     vendor: str
     """Vendor name (NVIDIA, AMD, Google)."""
     description: str = ""
     """Free text: SKU, memory type, form factor."""
     hbm_GB: PositiveFloat
     """Device memory usable by the runtime (GB = 1e9 bytes)."""
+    hbm_total_MiB: PositiveInt | None = None
+    """Device memory as the driver reports it (nvidia-smi ``memory.total``, MiB = 2**20 bytes);
+    vendors' "80 GB" parts hold 80 GiB, so this is what allocation limits use. None = use
+    ``hbm_GB``."""
     hbm_bandwidth_GB_per_s: PositiveFloat
     """Device memory bandwidth (GB/s = 1e9 bytes/s)."""
     peak_TFLOP_per_s: dict[NumberFormat, PositiveFloat]
@@ -65,6 +72,9 @@ class AcceleratorSpec(FrozenSpec):
     """Achievable fractions of the peaks (calibrated data)."""
     sources: dict[str, str]
     """Where each number came from: keys name the field (``hbm_GB``, ``peak_TFLOP_per_s``, ...)."""
+    calibration: CalibrationRecord | None = None
+    """The calibration overlay applied to ``efficiency`` (None = catalog priors only); set by the
+    catalog loader, not written in the accelerator YAML."""
 
     @model_validator(mode="after")
     def _has_bf16_and_sources(self) -> AcceleratorSpec:
@@ -86,9 +96,16 @@ class AcceleratorSpec(FrozenSpec):
         return self.hbm_bandwidth_GB_per_s * GB
 
     @property
+    def total_memory_bytes(self) -> float:
+        """Device memory the driver exposes (bytes): ``hbm_total_MiB`` when known, else hbm_GB."""
+        if self.hbm_total_MiB is not None:
+            return self.hbm_total_MiB * MiB
+        return self.hbm_GB * GB
+
+    @property
     def usable_memory_bytes(self) -> float:
         """Memory left for tensors after the runtime reserve (bytes)."""
-        return (self.hbm_GB - self.efficiency.memory_reserve_GB) * GB
+        return self.total_memory_bytes - self.efficiency.memory_reserve_GB * GB
 
     def supports(self, fmt: NumberFormat) -> bool:
         """Whether the tensor cores run this format natively."""
@@ -226,3 +243,49 @@ class SystemSpec(FrozenSpec):
             if not self.sources.get(key):
                 raise ValueError(f"sources.{key} is missing: every number needs a source")
         return self
+
+
+class ResidualSummary(FrozenSpec):
+    """Prediction errors (predicted / measured - 1) over a set of validation rows."""
+
+    count: int = Field(ge=0)
+    """Rows."""
+    median_abs: float = Field(ge=0)
+    """Median of |error| (fraction, 0.1 = 10%)."""
+    max_abs: float = Field(ge=0)
+    """Largest |error| (fraction)."""
+    bias: float
+    """Mean signed error (fraction; > 0 = optimistic)."""
+
+
+class EfficiencyFit(FrozenSpec):
+    """Fitted efficiency factors; a field left None keeps the catalog prior."""
+
+    gemm: dict[NumberFormat, float] | None = None
+    """Large-GEMM fraction of dense peak per format."""
+    attention: float | None = Field(default=None, gt=0, le=1)
+    """Flash-attention fraction of the bf16 peak."""
+    hbm: float | None = Field(default=None, gt=0, le=1)
+    """Streaming-kernel fraction of HBM bandwidth."""
+    kernel_overhead_us: float | None = Field(default=None, ge=0, le=100)
+    """Fixed per-kernel time (us)."""
+
+
+class CalibrationRecord(FrozenSpec):
+    """A calibration overlay (``topologies/calibration/<family>.yaml``): efficiency factors fitted
+    against published runs, applied to every accelerator of the family."""
+
+    family: str
+    """Accelerator family the fit applies to."""
+    fitted_on: list[str]
+    """Accelerators whose validation rows were used."""
+    date: str
+    """When the fit was made (ISO date)."""
+    method: str
+    """How: data set, loss, optimiser."""
+    rows: list[str]
+    """Validation row ids used."""
+    efficiency: EfficiencyFit
+    """The fitted factors."""
+    residuals: dict[str, ResidualSummary]
+    """Errors after the fit: 'all', and per regime ('dense', 'moe')."""

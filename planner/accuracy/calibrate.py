@@ -1,0 +1,214 @@
+"""Fit the accelerator efficiency factors against the validation set (``layout calibrate --fit``).
+
+A few physically meaningful factors per accelerator family (large-GEMM efficiency per format,
+flash-attention efficiency, HBM streaming efficiency, per-kernel fixed time) are fitted to the
+family's published runs by minimising the mean squared log error of tokens/s/GPU, with a weak
+pull towards the catalog priors, by coordinate descent over bounded grids (deterministic, no
+extra dependency). Each row's layout is resolved once with the priors (search pins what the
+source states) and then held fixed, so the fit only moves the efficiency factors. The result is
+an overlay, ``topologies/calibration/<family>.yaml``, with the date, the rows used and the
+residuals after the fit; the catalog loader lays it over every accelerator of the family.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from planner.accuracy.rows import Case, is_moe, precision_of, stated_layout, to_model_spec
+from planner.accuracy.run import LAYOUT_FIELDS
+from planner.catalog import load_cluster
+from planner.catalog.store import load_accelerator_prior
+from planner.errors import InfeasibleError, SpecError
+from planner.search import engine
+from planner.search.evaluate import score
+from planner.specs.base import FrozenSpec
+from planner.specs.cluster import ClusterSpec
+from planner.specs.formats import NumberFormat
+from planner.specs.hardware import (
+    AcceleratorEfficiency,
+    CalibrationRecord,
+    EfficiencyFit,
+    ResidualSummary,
+)
+from planner.specs.layout import Layout
+from planner.specs.model import ModelSpec
+from planner.specs.solver_config import SolverConfig
+from planner.specs.workload import TrainWorkload
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "gemm": (0.35, 0.85),
+    "attention": (0.30, 0.85),
+    "hbm": (0.50, 0.95),
+    "kernel_overhead_us": (0.0, 40.0),
+}
+"""Physically plausible ranges: a GEMM above ~0.85 of dense peak is suspect (issue #4); HBM
+streams reach 0.85-0.92 (hardware.md section 12); kernel launch + tail is tens of us at most."""
+GRID_POINTS = 41
+"""Values tried per factor per coordinate-descent pass."""
+PASSES = 4
+"""Coordinate-descent passes over the factors."""
+PRIOR_WEIGHT = 0.02
+"""Weight of the squared relative distance to the catalog prior in the loss."""
+
+
+class PreparedCase(FrozenSpec):
+    """A validation case with its layout resolved and held fixed during the fit."""
+
+    id: str
+    """Row id."""
+    kind: str
+    """dense or moe."""
+    model: ModelSpec
+    """The row's architecture."""
+    cluster: ClusterSpec
+    """The row's cluster (priors)."""
+    workload: TrainWorkload
+    """Sequence length, global batch, precision."""
+    layout: Layout
+    """Resolved layout."""
+    measured: float
+    """Measured tokens/s/GPU."""
+
+
+def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
+    """Resolve each case's layout with the catalog priors; skip cases the planner cannot run."""
+    out = []
+    for case in cases:
+        row = case.row
+        try:
+            model, cluster = to_model_spec(row), load_cluster(row.cluster)
+            prior = load_accelerator_prior(cluster.accelerator.name)
+            cluster = cluster.model_copy(update={"accelerator": prior})
+            workload = TrainWorkload(
+                seq_len=row.workload.seq_len,
+                global_batch=row.workload.global_batch,
+                precision=precision_of(row),
+            )
+            stated = stated_layout(row)
+            if all(k in stated for k in LAYOUT_FIELDS):
+                layout = Layout.model_validate({**stated, "precision": workload.precision})
+            else:
+                config = SolverConfig(solver="exhaustive", top=1)
+                layout = engine.search(
+                    model, cluster, workload, fix=stated, config=config
+                ).best.layout
+        except (SpecError, InfeasibleError):
+            continue
+        out.append(
+            PreparedCase(
+                id=case.id,
+                kind="moe" if is_moe(row) else "dense",
+                model=model,
+                cluster=cluster,
+                workload=workload,
+                layout=layout,
+                measured=case.measured_tokens_per_s_per_gpu,
+            )
+        )
+    return out
+
+
+def predict(case: PreparedCase, efficiency: AcceleratorEfficiency) -> float:
+    """Tokens/s/GPU of ``case`` with ``efficiency`` in place of the accelerator's factors."""
+    acc = case.cluster.accelerator.model_copy(update={"efficiency": efficiency})
+    cluster = case.cluster.model_copy(update={"accelerator": acc})
+    cost = score(case.model, cluster, case.workload, case.layout)
+    return case.workload.tokens_per_step / cost.step_time_s / case.layout.num_gpus
+
+
+def _loss(
+    cases: Sequence[PreparedCase], eff: AcceleratorEfficiency, prior: AcceleratorEfficiency
+) -> float:
+    errors = [math.log(predict(c, eff) / c.measured) ** 2 for c in cases]
+    pull = sum(((a - b) / b) ** 2 for a, b in zip(_vector(eff), _vector(prior), strict=True) if b)
+    return statistics.fmean(errors) + PRIOR_WEIGHT * pull
+
+
+def _vector(eff: AcceleratorEfficiency) -> list[float]:
+    return [*eff.gemm.values(), eff.attention, eff.hbm, eff.kernel_overhead_us + 1.0]
+
+
+def _with(eff: AcceleratorEfficiency, name: str, value: float) -> AcceleratorEfficiency:
+    if name.startswith("gemm."):
+        gemm = {**eff.gemm, NumberFormat(name.split(".", 1)[1]): value}
+        return eff.model_copy(update={"gemm": gemm})
+    return eff.model_copy(update={name: value})
+
+
+def fit_efficiency(
+    cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
+) -> AcceleratorEfficiency:
+    """Coordinate descent over bounded grids of every factor the cases exercise."""
+    formats = sorted({c.layout.precision for c in cases}, key=str)
+    names = [f"gemm.{f}" for f in formats] + ["attention", "hbm", "kernel_overhead_us"]
+    if NumberFormat.BF16 not in prior.gemm:
+        prior = prior.model_copy(update={"gemm": {**prior.gemm, NumberFormat.BF16: 0.7}})
+    eff = prior.model_copy(
+        update={
+            "gemm": {
+                **prior.gemm,
+                **{f: prior.gemm.get(f, prior.gemm[NumberFormat.BF16]) for f in formats},
+            }
+        }
+    )
+    best = _loss(cases, eff, prior)
+    for _ in range(PASSES):
+        for name in names:
+            low, high = BOUNDS[name.split(".")[0]]
+            for i in range(GRID_POINTS):
+                trial = _with(eff, name, low + (high - low) * i / (GRID_POINTS - 1))
+                value = _loss(cases, trial, prior)
+                if value < best - 1e-12:
+                    best, eff = value, trial
+    return eff
+
+
+def residuals(
+    cases: Sequence[PreparedCase], eff: AcceleratorEfficiency
+) -> dict[str, ResidualSummary]:
+    """Error summaries after the fit: all rows, and per regime."""
+    errors = {c.id: (c.kind, predict(c, eff) / c.measured - 1.0) for c in cases}
+    out = {"all": _summary([e for _, e in errors.values()])}
+    for kind in ("dense", "moe"):
+        subset = [e for k, e in errors.values() if k == kind]
+        if subset:
+            out[kind] = _summary(subset)
+    return out
+
+
+def _summary(errors: list[float]) -> ResidualSummary:
+    return ResidualSummary(
+        count=len(errors),
+        median_abs=statistics.median(abs(e) for e in errors),
+        max_abs=max(abs(e) for e in errors),
+        bias=statistics.fmean(errors),
+    )
+
+
+def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> CalibrationRecord:
+    """Fit one family's factors and package them as an overlay record."""
+    accelerator = cases[0].cluster.accelerator
+    prior = accelerator.efficiency
+    eff = fit_efficiency(cases, prior)
+    formats = {c.layout.precision for c in cases}
+    fit = EfficiencyFit(
+        gemm={f: round(v, 4) for f, v in eff.gemm.items() if f in formats},
+        attention=round(eff.attention, 4),
+        hbm=round(eff.hbm, 4),
+        kernel_overhead_us=round(eff.kernel_overhead_us, 3),
+    )
+    return CalibrationRecord(
+        family=accelerator.family,
+        fitted_on=sorted({c.cluster.accelerator.name for c in cases}),
+        date=date,
+        rows=[c.id for c in cases],
+        method=(
+            f"least squares on log(tokens/s/GPU) over tests/validation/training.yaml rows, "
+            f"prior pull {PRIOR_WEIGHT}, coordinate descent ({PASSES} passes x {GRID_POINTS} "
+            f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
+        ),
+        efficiency=fit,
+        residuals=residuals(cases, eff),
+    )

@@ -1,0 +1,184 @@
+"""Text and Markdown renderings of a ValidationReport: pure functions of the report.
+
+The Markdown (``docs/accuracy.md``) carries no wall times and dates only from the data, so that
+regenerating it from the same code and data reproduces it byte for byte.
+"""
+
+from __future__ import annotations
+
+from planner.accuracy.run import RowResult, Summary, ValidationReport
+
+COMMAND = "layout validate --markdown docs/accuracy.md"
+"""The command that regenerates docs/accuracy.md."""
+_HEADERS = ("id", "model", "cluster", "prec", "layout", "predicted", "measured", "error")
+_LAYOUT_ORDER = ("tp", "pp", "vpp", "dp", "cp", "ep", "mbs", "recompute", "zero")
+
+
+def layout_short(result: RowResult) -> str:
+    """Layout of a row, ``*`` marking fields the source did not state (chosen by search).
+
+    vpp, cp and ep are shown only when above 1.
+    """
+    values = (
+        dict(result.stated)
+        if result.layout is None
+        else {k: getattr(result.layout, k) for k in _LAYOUT_ORDER}
+    )
+    parts = []
+    for key in _LAYOUT_ORDER:
+        value = values.get(key)
+        if value is None or (key in ("vpp", "cp", "ep") and value == 1):
+            continue
+        if key == "recompute":
+            text = str(value)
+        elif key in ("mbs", "zero"):
+            text = f"{key}{value}"
+        else:
+            text = f"{key.upper()}{value}"
+        parts.append(text + ("" if key in result.stated else "*"))
+    return " ".join(parts)
+
+
+def _tokens(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _pct(value: float | None, *, signed: bool = True) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:+.1f}%" if signed else f"{100 * value:.1f}%"
+
+
+def row_cells(result: RowResult) -> list[str]:
+    """The table cells of one row."""
+    if result.status == "ok":
+        error = _pct(result.error) + ("" if result.fits in (True, None) else " !")
+    else:
+        error = "n/a"
+    return [
+        result.id,
+        result.model,
+        result.cluster,
+        result.precision,
+        layout_short(result),
+        _tokens(result.predicted_tokens_per_s_per_gpu),
+        _tokens(result.measured_tokens_per_s_per_gpu),
+        error,
+    ]
+
+
+def summary_cells(summary: Summary) -> list[str]:
+    """The table cells of one summary."""
+    worst = f" ({summary.worst})" if summary.worst else ""
+    return [
+        summary.group,
+        str(summary.rows),
+        str(summary.evaluated),
+        str(summary.not_evaluated),
+        _pct(summary.median_abs_error, signed=False),
+        _pct(summary.max_abs_error, signed=False) + worst,
+        _pct(summary.bias),
+    ]
+
+
+_SUMMARY_HEADERS = ("group", "rows", "evaluated", "not eval.", "median |err|", "max |err|", "bias")
+
+
+def _aligned(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str] | tuple[str, ...]) -> str:
+        out = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def _notes(report: ValidationReport) -> list[tuple[str, str]]:
+    notes = [(r.id, f"not evaluated: {r.reason}") for r in report.rows if r.status != "ok"]
+    notes += [
+        (r.id, f"predicted not to fit (the real run did): {r.fit_note}")
+        for r in report.rows
+        if r.status == "ok" and r.fits is False
+    ]
+    return notes
+
+
+def validation_text(report: ValidationReport) -> str:
+    """The terminal answer of ``layout validate``."""
+    lines = [
+        f"validation set: {report.data} (data as of {report.data_date}); "
+        f"tokens/s/GPU predicted vs measured, error = predicted/measured - 1",
+        "",
+        *_aligned(_HEADERS, [row_cells(r) for r in report.rows], {5, 6, 7}),
+        "* = not stated by the source, chosen by search;  ! = planner predicts it does not fit",
+        "",
+        *_aligned(
+            _SUMMARY_HEADERS,
+            [summary_cells(s) for s in (report.overall, *report.families)],
+            {1, 2, 3, 4, 5, 6},
+        ),
+    ]
+    notes = _notes(report)
+    if notes:
+        lines += ["", *(f"{rid}: {text}" for rid, text in notes)]
+    overall = report.overall
+    lines += [
+        "",
+        f"{overall.evaluated} of {overall.rows} rows evaluated "
+        f"({overall.not_evaluated} not evaluated) in {report.total_time_s:.1f} s",
+    ]
+    return "\n".join(lines)
+
+
+def _md_row(cells: list[str] | tuple[str, ...]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _md_table(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
+    rule = ["---:" if i in right else "---" for i in range(len(headers))]
+    return [_md_row(headers), _md_row(rule), *(_md_row(r) for r in rows)]
+
+
+def validation_markdown(report: ValidationReport) -> str:
+    """``docs/accuracy.md``: the same table and summaries, deterministic for given code and data."""
+    lines = [
+        "# Accuracy: predicted vs published training throughput",
+        "",
+        f"Generated by `{COMMAND}` from `{report.data}` (sources dated up to "
+        f"{report.data_date}; every row names its source, see `tests/validation/README.md`). "
+        "Do not edit by hand.",
+        "",
+        "What is compared: tokens/s per GPU, the planner's prediction against the published "
+        "measurement (MFU is not compared: sources count FLOPs differently). "
+        "Error = predicted / measured - 1; positive means the planner is optimistic. "
+        "Layout fields the source states are pinned; the rest (`*`) are chosen by "
+        "`layout search`. Rows the planner rejects are listed with the reason and left out "
+        "of the statistics.",
+        "",
+        "## Summary",
+        "",
+        *_md_table(
+            _SUMMARY_HEADERS,
+            [summary_cells(s) for s in (report.overall, *report.families)],
+            {1, 2, 3, 4, 5, 6},
+        ),
+        "",
+        "## Rows",
+        "",
+        *_md_table(_HEADERS, [row_cells(r) for r in report.rows], {5, 6, 7}),
+        "",
+        "`*` not stated by the source, chosen by search; `!` the planner predicts the layout "
+        "does not fit memory (the real run did).",
+    ]
+    notes = _notes(report)
+    if notes:
+        lines += ["", "## Notes", "", *(f"- **{rid}**: {text}" for rid, text in notes)]
+    return "\n".join(lines) + "\n"
