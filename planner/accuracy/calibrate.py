@@ -16,7 +16,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from planner.accuracy.rows import Case, is_moe, precision_of, stated_layout, to_model_spec
+from planner.accuracy.rows import Case, is_moe, stated_layout, to_model_spec, workload_of
 from planner.accuracy.run import LAYOUT_FIELDS
 from planner.catalog import load_cluster
 from planner.catalog.store import load_accelerator_prior
@@ -81,11 +81,7 @@ def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
             model, cluster = to_model_spec(row), load_cluster(row.cluster)
             prior = load_accelerator_prior(cluster.accelerator.name)
             cluster = cluster.model_copy(update={"accelerator": prior})
-            workload = TrainWorkload(
-                seq_len=row.workload.seq_len,
-                global_batch=row.workload.global_batch,
-                precision=precision_of(row),
-            )
+            workload = workload_of(row)
             stated = stated_layout(row)
             if all(k in stated for k in LAYOUT_FIELDS):
                 layout = Layout.model_validate({**stated, "precision": workload.precision})

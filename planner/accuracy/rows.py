@@ -18,6 +18,7 @@ from planner.catalog.io import read_text, validate_spec
 from planner.errors import SpecError
 from planner.specs.formats import NumberFormat
 from planner.specs.model import MLASpec, ModelSpec, MoESpec
+from planner.specs.workload import TrainWorkload
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPO_DATA_DIR = _PACKAGE_DIR.parent / "tests" / "validation"
@@ -312,6 +313,24 @@ def to_model_spec(row: TrainingRow) -> ModelSpec:
         fields["sliding_window"] = arch.sliding_window
         fields["num_sliding_window_layers"] = arch.sliding_window_layers
     return validate_spec(ModelSpec, fields, where=f"row {row.id} model")
+
+
+UNFUSED_ATTENTION_SOURCES: tuple[str, ...] = ("SC'21", "Reducing Activation Recomputation")
+"""Runs that predate fused (flash) attention in Megatron-LM: SC'21 (2021) and Korthikanti et
+al. (May 2022) used the unfused softmax path, whose stored scores are the 5 a s^2 b term that
+selective recomputation was designed to remove. FlashAttention (Dao et al., arXiv 2205.14135)
+reached Megatron-LM in 2023."""
+
+
+def workload_of(row: TrainingRow) -> TrainWorkload:
+    """The planner workload of a row: sequence length, global batch, precision, attention kind."""
+    flash = not any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
+    return TrainWorkload(
+        seq_len=row.workload.seq_len,
+        global_batch=row.workload.global_batch,
+        precision=precision_of(row),
+        flash_attention=flash,
+    )
 
 
 def precision_of(row: TrainingRow) -> NumberFormat:

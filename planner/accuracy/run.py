@@ -23,10 +23,10 @@ from planner.accuracy.rows import (
     expand_cases,
     is_moe,
     load_rows,
-    precision_of,
     stated_layout,
     to_model_spec,
     training_file,
+    workload_of,
 )
 from planner.catalog import load_cluster
 from planner.catalog.store import suggest
@@ -36,7 +36,6 @@ from planner.specs.base import FrozenSpec
 from planner.specs.layout import Layout
 from planner.specs.result import Plan
 from planner.specs.solver_config import SolverConfig
-from planner.specs.workload import TrainWorkload
 
 REPORT_SCHEMA_VERSION = "1.0"
 """Version of the ValidationReport JSON shape (minor bumps are additive)."""
@@ -213,11 +212,7 @@ def _predict(
     row = case.row
     model = to_model_spec(row)
     cluster = load_cluster(row.cluster)
-    workload = TrainWorkload(
-        seq_len=row.workload.seq_len,
-        global_batch=row.workload.global_batch,
-        precision=precision_of(row),
-    )
+    workload = workload_of(row)
     if method == "search":
         result = engine.search(model, cluster, workload, fix=stated, config=_SEARCH_CONFIG)
         return result.best, ""

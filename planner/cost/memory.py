@@ -146,6 +146,13 @@ def activation_bytes_per_token(values: float, gemm_inputs: float, fmt: NumberFor
     return ACTIVATION_BYTES * values - (ACTIVATION_BYTES - bytes_per_value(fmt)) * gemm_inputs
 
 
+def score_activation_values_per_token(model: ModelSpec, seq_len: int) -> float:
+    """Values per token of the stored score path when attention is not fused: softmax output
+    N T, and with dropout its 1-byte mask (N T / 2 values) and output N T (Korthikanti et al.
+    2022, section 4.1: 5 a s^2 b bytes per layer with dropout)."""
+    return model.num_attention_heads * seq_len * (2.5 if model.dropout else 1.0)
+
+
 def activation_bytes_per_layer(
     model: ModelSpec, layout: Layout, seq_len: int, *, layer_index: int
 ) -> float:

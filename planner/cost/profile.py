@@ -15,7 +15,11 @@ from planner.cost.compute import (
     is_sliding_layer,
     linear_flops_per_token,
 )
-from planner.cost.memory import layer_activation_values_per_token, layer_gemm_input_values_per_token
+from planner.cost.memory import (
+    layer_activation_values_per_token,
+    layer_gemm_input_values_per_token,
+    score_activation_values_per_token,
+)
 from planner.cost.params import layer_dense_and_expert_params
 from planner.specs.base import FrozenSpec
 from planner.specs.model import ModelSpec
@@ -34,6 +38,8 @@ class LayerTable(FrozenSpec):
     """Routed-expert parameters (split over ep x etp)."""
     activation_values: list[float]
     """Activation values stored per token (flash attention, no recompute, unsharded)."""
+    score_values: list[float]
+    """Values per token of the stored score path (used when attention is not fused)."""
     gemm_input_values: list[float]
     """Of the activation values, those that are linear-layer inputs (stored low-precision)."""
     moe_layers: list[float]
@@ -67,6 +73,7 @@ def layer_table(model: ModelSpec, seq_len: int) -> LayerTable:
         activation_values=_prefix(
             [layer_activation_values_per_token(model, i, seq_len) for i in layers]
         ),
+        score_values=_prefix([score_activation_values_per_token(model, seq_len) for _ in layers]),
         gemm_input_values=_prefix([layer_gemm_input_values_per_token(model, i) for i in layers]),
         moe_layers=_prefix([1.0 if moe and i >= moe.first_dense_layers else 0.0 for i in layers]),
     )

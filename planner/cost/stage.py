@@ -111,11 +111,14 @@ def microbatch_compute(
     moe_t, moe_in = _layer_linear_time(model, tokens, True, degrees, rates) if num_moe else (0, 0)
     linear = num_dense * dense_t + num_moe * moe_t
     bf16 = NumberFormat.BF16
-    attention = matmul_time(
-        tokens * table.total("attention_flops", layers) / layout.tp,
-        peak_flop_per_s=acc.peak_flop_per_s(bf16),
-        efficiency=acc.efficiency.attention,
-    )
+    if workload.flash_attention:
+        attention = matmul_time(
+            tokens * table.total("attention_flops", layers) / layout.tp,
+            peak_flop_per_s=acc.peak_flop_per_s(bf16),
+            efficiency=acc.efficiency.attention,
+        )
+    else:
+        attention = unfused_attention_time(model, acc, workload, layout, len(layers))
     streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
     streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
     if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
@@ -135,6 +138,29 @@ def microbatch_compute(
     elif layout.recompute is Recompute.SELECTIVE:
         backward += attention
     return forward, backward, attention
+
+
+def unfused_attention_time(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout, num_layers: int
+) -> float:
+    """Forward time of unfused attention on one GPU: batched score and context GEMMs over the full
+    T x T square (the causal mask is applied, not skipped) at the bf16 GEMM efficiency, and the
+    scale-mask-softmax (+ dropout) pass over the N T scores of every token through HBM: read and
+    write 2 bytes each, plus with dropout a 1-byte mask and a 2-byte output (Megatron-LM's
+    ``FusedScaleMaskSoftmax`` path, Shoeybi et al. 2019)."""
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    heads = model.num_attention_heads / layout.tp
+    if model.mla is not None:
+        head_dims = model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim + model.mla.v_head_dim
+    else:
+        head_dims = 2 * model.head_dim
+    bf16 = NumberFormat.BF16
+    flops = 2.0 * tokens * heads * head_dims * workload.seq_len * num_layers
+    gemms = matmul_time(
+        flops, peak_flop_per_s=acc.peak_flop_per_s(bf16), efficiency=acc.gemm_efficiency(bf16)
+    )
+    score_bytes = (4.0 + (5.0 if model.dropout else 0.0)) * tokens * heads * workload.seq_len
+    return gemms + score_bytes * num_layers / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
 
 
 def tp_comm_per_microbatch(
@@ -302,6 +328,8 @@ def stage_memory(
             table.total("gemm_input_values", layers),
             layout.precision,
         )
+        if not workload.flash_attention and layout.recompute is Recompute.NONE:
+            per_token += ACTIVATION_BYTES * table.total("score_values", layers)
     per_microbatch = tokens * per_token / layout.tp
     activations = per_microbatch * microbatches_in_flight(
         layout.pp, layout.vpp, num_microbatches, stage

@@ -23,6 +23,10 @@ class TrainWorkload(FrozenSpec):
     """Format of the GEMM inputs of the transformer's linear layers (attention runs in bf16;
     master weights and optimizer state stay fp32)."""
 
+    flash_attention: bool = True
+    """Fused (flash) attention: scores are neither stored nor written to HBM. False models the
+    unfused path of 2021-22 Megatron (batched score GEMMs over the full square, softmax and
+    dropout through HBM, scores stored: Korthikanti et al.'s 5 a s^2 b term)."""
     expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)
     """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
     NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
