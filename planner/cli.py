@@ -132,6 +132,25 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--rows", metavar="ID,ID", help="only these rows (S1,N4; K1 = K1 + variants)"
     )
+    calibrate = sub.add_parser(
+        "calibrate", help="fit the efficiency factors to the validation set (--fit)"
+    )
+    calibrate.add_argument(
+        "--fit",
+        action="store_true",
+        required=True,
+        help="fit per accelerator family against the published runs",
+    )
+    calibrate.add_argument(
+        "--family",
+        action="append",
+        default=[],
+        help="only this family (hopper, blackwell, ampere); repeatable",
+    )
+    calibrate.add_argument(
+        "--write", action="store_true", help="write topologies/calibration/<family>.yaml overlays"
+    )
+    calibrate.add_argument("--json", action="store_true", help="print JSON on stdout")
     return parser
 
 
@@ -147,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "clusters": _cmd_clusters,
         "show": _cmd_show,
         "validate": _cmd_validate,
+        "calibrate": _cmd_calibrate,
     }
     try:
         return handlers[args.command](args)
@@ -250,6 +270,31 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
         sys.stderr.write(f"layout validate: wrote {target}\n")
     print(report.model_dump_json(indent=2) if args.json else validation_text(report))
+    return 0
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import datetime
+    import json
+
+    from planner.accuracy.calibrate import overlay_yaml, run_calibration
+    from planner.accuracy.rows import expand_cases, load_rows, training_file
+    from planner.catalog import catalog_root
+    from planner.report.calibration import calibration_text
+
+    cases = expand_cases(load_rows(training_file()))
+    fits = run_calibration(cases, date=datetime.date.today().isoformat(), families=args.family)
+    if args.write:
+        folder = catalog_root() / "topologies" / "calibration"
+        folder.mkdir(parents=True, exist_ok=True)
+        for fit in fits:
+            target = folder / f"{fit.record.family}.yaml"
+            target.write_text(overlay_yaml(fit.record), encoding="utf-8")
+            sys.stderr.write(f"layout calibrate: wrote {target}\n")
+    if args.json:
+        print(json.dumps([f.model_dump(mode="json") for f in fits], indent=2))
+    else:
+        print(calibration_text(fits))
     return 0
 
 

@@ -2,8 +2,9 @@
 
 A few physically meaningful factors per accelerator family (large-GEMM efficiency per format,
 flash-attention efficiency, HBM streaming efficiency, per-kernel fixed time) are fitted to the
-family's published runs by minimising the mean squared log error of tokens/s/GPU, with a weak
-pull towards the catalog priors, by coordinate descent over bounded grids (deterministic, no
+family's published runs by minimising the mean absolute log error of tokens/s/GPU (robust: one
+row with a mechanism the model lacks cannot drag every factor), with a weak pull towards the
+catalog priors, by coordinate descent over bounded grids (deterministic, no
 extra dependency). Each row's layout is resolved once with the priors (search pins what the
 source states) and then held fixed, so the fit only moves the efficiency factors. The result is
 an overlay, ``topologies/calibration/<family>.yaml``, with the date, the rows used and the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 
 from planner.accuracy.rows import Case, is_moe, stated_layout, to_model_spec, workload_of
@@ -49,7 +51,9 @@ GRID_POINTS = 41
 """Values tried per factor per coordinate-descent pass."""
 PASSES = 4
 """Coordinate-descent passes over the factors."""
-PRIOR_WEIGHT = 0.02
+MIN_ROWS_PER_FORMAT = 3
+"""A format's GEMM efficiency is fitted only from at least this many rows; else the prior stays."""
+PRIOR_WEIGHT = 0.05
 """Weight of the squared relative distance to the catalog prior in the loss."""
 
 
@@ -117,7 +121,7 @@ def predict(case: PreparedCase, efficiency: AcceleratorEfficiency) -> float:
 def _loss(
     cases: Sequence[PreparedCase], eff: AcceleratorEfficiency, prior: AcceleratorEfficiency
 ) -> float:
-    errors = [math.log(predict(c, eff) / c.measured) ** 2 for c in cases]
+    errors = [abs(math.log(predict(c, eff) / c.measured)) for c in cases]
     pull = sum(((a - b) / b) ** 2 for a, b in zip(_vector(eff), _vector(prior), strict=True) if b)
     return statistics.fmean(errors) + PRIOR_WEIGHT * pull
 
@@ -137,7 +141,8 @@ def fit_efficiency(
     cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
 ) -> AcceleratorEfficiency:
     """Coordinate descent over bounded grids of every factor the cases exercise."""
-    formats = sorted({c.layout.precision for c in cases}, key=str)
+    counts = Counter(c.layout.precision for c in cases)
+    formats = sorted((f for f, n in counts.items() if n >= MIN_ROWS_PER_FORMAT), key=str)
     names = [f"gemm.{f}" for f in formats] + ["attention", "hbm", "kernel_overhead_us"]
     if NumberFormat.BF16 not in prior.gemm:
         prior = prior.model_copy(update={"gemm": {**prior.gemm, NumberFormat.BF16: 0.7}})
@@ -188,7 +193,9 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
     accelerator = cases[0].cluster.accelerator
     prior = accelerator.efficiency
     eff = fit_efficiency(cases, prior)
-    formats = {c.layout.precision for c in cases}
+    formats = {
+        f for f, n in Counter(c.layout.precision for c in cases).items() if n >= MIN_ROWS_PER_FORMAT
+    }
     fit = EfficiencyFit(
         gemm={f: round(v, 4) for f, v in eff.gemm.items() if f in formats},
         attention=round(eff.attention, 4),
@@ -201,10 +208,55 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
         date=date,
         rows=[c.id for c in cases],
         method=(
-            f"least squares on log(tokens/s/GPU) over tests/validation/training.yaml rows, "
+            f"mean absolute log error of tokens/s/GPU over tests/validation/training.yaml rows, "
             f"prior pull {PRIOR_WEIGHT}, coordinate descent ({PASSES} passes x {GRID_POINTS} "
             f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
         ),
         efficiency=fit,
         residuals=residuals(cases, eff),
     )
+
+
+class FamilyFit(FrozenSpec):
+    """One family's calibration: the overlay, and the errors with the catalog priors."""
+
+    record: CalibrationRecord
+    """The fitted overlay."""
+    before: dict[str, ResidualSummary]
+    """Errors of the same rows with the catalog priors."""
+
+
+def run_calibration(
+    cases: Sequence[Case], *, date: str, families: Sequence[str] = ()
+) -> list[FamilyFit]:
+    """Fit every family that has validation rows (or only ``families``)."""
+    grouped: dict[str, list[PreparedCase]] = {}
+    for case in prepare(cases):
+        grouped.setdefault(case.cluster.accelerator.family, []).append(case)
+    unknown = set(families) - set(grouped)
+    if unknown:
+        raise SpecError(
+            f"no validation rows for family '{sorted(unknown)[0]}'; families with rows: "
+            f"{', '.join(sorted(grouped))}"
+        )
+    out = []
+    for family in sorted(families or grouped):
+        rows = grouped[family]
+        before = residuals(rows, rows[0].cluster.accelerator.efficiency)
+        out.append(FamilyFit(record=calibrate_family(rows, date=date), before=before))
+    return out
+
+
+def overlay_yaml(record: CalibrationRecord) -> str:
+    """The overlay file's text: a header saying what it is, then the record."""
+    import yaml
+
+    header = (
+        f"# Calibration overlay for the {record.family} family, written by "
+        f"`layout calibrate --fit --write` on {record.date}.\n"
+        "# Efficiency factors fitted against tests/validation/training.yaml; the catalog "
+        "loader lays them over the priors\n# of every accelerator whose `family` is "
+        f"{record.family}. Regenerate rather than edit by hand.\n"
+    )
+    body = yaml.safe_dump(record.model_dump(mode="json"), sort_keys=False, width=100)
+    return header + body
