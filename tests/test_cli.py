@@ -54,6 +54,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     "clusters": {"-h", "--help", "--json"},
     "show": {"-h", "--help", "--json"} | EDIT_FLAGS,
     "validate": {"-h", "--help", "--json", "--markdown", "--rows"},
+    "calibrate": {"-h", "--help", "--fit", "--family", "--write", "--json"},
 }
 
 

@@ -17,6 +17,10 @@ _TERM_ORDER = (
 )
 
 
+def _band(plan: Plan) -> str:
+    return "" if plan.uncertainty_pct is None else f" (±{plan.uncertainty_pct:.0f}%)"
+
+
 def plan_lines(plan: Plan) -> list[str]:
     """The headline, memory and time breakdown of one plan."""
     mem = plan.memory
@@ -24,7 +28,8 @@ def plan_lines(plan: Plan) -> list[str]:
         f"cluster : {plan.cluster_description}",
         f"model   : {plan.model}",
         f"layout  : {plan.layout.short()}  ({plan.num_gpus} GPUs)",
-        f"step    : {format_seconds(plan.step_time_s)}   tokens/s/GPU {plan.tokens_per_s_per_gpu:,.0f}"
+        f"step    : {format_seconds(plan.step_time_s)}{_band(plan)}"
+        f"   tokens/s/GPU {plan.tokens_per_s_per_gpu:,.0f}"
         f"   model TFLOP/s/GPU {plan.model_tflops_per_gpu:,.0f}   MFU {100 * plan.mfu:.1f}%",
         f"memory  : {mem.peak_gib:.1f} / {mem.capacity_gib:.1f} GiB usable "
         f"(stage {mem.binding_stage}: weights {mem.weights_gib:.1f}, grads {mem.grads_gib:.1f}, "

@@ -14,7 +14,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.comm import Tier
 from planner.specs.layout import Layout
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -93,6 +93,10 @@ class Plan(FrozenSpec):
     dp_comm, optimizer); they sum to step_time_s."""
     placement: dict[str, PlacementEntry]
     """Per parallel dimension: where its groups land."""
+    uncertainty_pct: float | None = None
+    """Typical error of this prediction: the median |predicted/measured - 1| of the validation
+    rows of the closest regime (accelerator family x dense/MoE), in percent; None when the
+    family has no validated runs (see ``warnings``)."""
     warnings: list[str] = Field(default_factory=list)
     """What the prediction does not know (outside validated regimes, ignored settings)."""
     why_not: str | None = None

@@ -77,7 +77,9 @@ def _shift(rows: IntArray, weight: np.ndarray, shift: int) -> Flows:
     return rows.reshape(-1), np.roll(rows, -shift, axis=1).reshape(-1), np.repeat(weight, n)
 
 
-def _axis_rings(rows: IntArray, weight: np.ndarray, axes: tuple[tuple[int, int, int], ...]) -> Flows:
+def _axis_rings(
+    rows: IntArray, weight: np.ndarray, axes: tuple[tuple[int, int, int], ...]
+) -> Flows:
     """A bidirectional ring along each axis of a box, 1/(2 x axes) of the weight each way."""
     n = rows.shape[1]
     extents = [extent for _, extent, _ in axes]
@@ -143,7 +145,7 @@ def _crossing_ring(fabric: Fabric, groups: IntArray, stride: int) -> Flows:
         if block < 2:
             continue
         chosen = size[firsts] == block
-        rows = groups[firsts[0][chosen, None], firsts[1][chosen, None] + np.arange(block)]
+        rows = groups[firsts[0][chosen][:, None], firsts[1][chosen][:, None] + np.arange(block)]
         inner = np.full(len(rows), (block - 1) / block)
         parts.append(domain_flows(fabric, rows, inner, stride))
     return _concat(parts)

@@ -130,9 +130,12 @@ def _nic_edges(graph: nx.Graph, fabric: Fabric, ranks: range) -> None:
         graph.add_edge(accelerator(r), nic, **out)
 
 
-def _switch_edge(graph: nx.Graph, lower: str, upper: str, bytes_per_s: float, fabric: Fabric) -> None:
-    graph.add_edge(lower, upper, **{BANDWIDTH: bytes_per_s, LATENCY: fabric.out_latency_s,
-                                    TIER: SCALE_OUT})
+def _switch_edge(
+    graph: nx.Graph, lower: str, upper: str, bytes_per_s: float, fabric: Fabric
+) -> None:
+    graph.add_edge(
+        lower, upper, **{BANDWIDTH: bytes_per_s, LATENCY: fabric.out_latency_s, TIER: SCALE_OUT}
+    )
 
 
 def rail_fat_tree_graph(fabric: Fabric) -> nx.Graph:
@@ -154,8 +157,9 @@ def rail_fat_tree_graph(fabric: Fabric) -> nx.Graph:
             _switch_edge(graph, f"nic{nic}", leaf, fabric.nic_bytes_per_s / planes, fabric)
             if fabric.has_spine:
                 graph.add_node(f"spine{plane}", **{KIND: "spine"})
-                _switch_edge(graph, leaf, f"spine{plane}", fabric.leaf_up_bytes_per_s / planes,
-                             fabric)
+                _switch_edge(
+                    graph, leaf, f"spine{plane}", fabric.leaf_up_bytes_per_s / planes, fabric
+                )
     return graph
 
 
@@ -180,8 +184,9 @@ def tor_fat_tree_graph(fabric: Fabric) -> nx.Graph:
                 _switch_edge(graph, tor, pod, fabric.tor_up_bytes_per_s / planes, fabric)
             if fabric.has_spine:
                 graph.add_node(f"spine{plane}", **{KIND: "spine"})
-                _switch_edge(graph, pod, f"spine{plane}", fabric.pod_up_bytes_per_s / planes,
-                             fabric)
+                _switch_edge(
+                    graph, pod, f"spine{plane}", fabric.pod_up_bytes_per_s / planes, fabric
+                )
     return graph
 
 

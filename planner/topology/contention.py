@@ -1,0 +1,205 @@
+"""Fast path: route one dimension's flows over the wiring arithmetic and find its bottleneck.
+
+A flow inside a scale-up domain takes the domain's only shortest path (switch port in and out, the
+direct mesh link, or the torus links in dimension order, a wrap-around tie split in half). A flow
+between domains goes NIC -> leaf (-> spine -> leaf) -> NIC (rail-optimized) or NIC -> ToR -> pod
+(-> spine -> pod) -> ToR -> NIC; the ``planes`` copies each carry 1/planes of it over 1/planes of
+the capacity, which leaves every ratio unchanged. The per-rank bus bandwidth is
+
+    W = min over edges e of capacity_e / load_e,   load_e = sum of the weights crossing e,
+
+the weighted form of "per-flow bandwidth = min over its path of capacity / flows on the edge".
+:mod:`planner.topology.oracle` computes the same on the networkx graph; tests check they agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.specs.comm import CommDomain
+from planner.topology.flows import Flows, family_flows, window
+from planner.topology.structure import Fabric, IntArray, describe_rate
+
+PORT_NAMES = {
+    "nvswitch": "NVSwitch port",
+    "nvlink_rack": "NVLink switch port",
+    "mesh": "mesh link",
+    "torus": "ICI link",
+}
+"""Words for the scale-up edge of each SystemSpec.kind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bottleneck:
+    """The busiest edge of one edge class."""
+
+    bytes_per_s: float
+    """Per-rank bus bandwidth the class allows: capacity / load of its busiest edge."""
+    load: float
+    """Weighted flows on that edge."""
+    tier: str
+    """scale_up or scale_out."""
+    link: str
+    """The edge class in words."""
+
+
+def _busiest(keys: IntArray, weights: np.ndarray) -> float:
+    """Largest total weight on any one key."""
+    if len(keys) == 0:
+        return 0.0
+    _, inverse = np.unique(keys, return_inverse=True)
+    return float(np.bincount(inverse, weights=weights).max())
+
+
+def _class(name: str, tier: str, capacity: float, keys: IntArray, w: np.ndarray) -> Bottleneck:
+    load = _busiest(keys, w)
+    return Bottleneck(capacity / load if load else float("inf"), load, tier, name)
+
+
+def torus_link_keys(
+    fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray
+) -> tuple[IntArray, np.ndarray]:
+    """Directed ICI links (key = rank x 2 dims + 2 axis + direction) of dimension-order routes,
+    splitting a wrap-around tie (distance = extent / 2) evenly over both directions."""
+    shape, dims = fabric.slice_shape, len(fabric.slice_shape)
+    base = src - src % fabric.per_domain
+    cur, goal = fabric.coords(src), fabric.coords(dst)
+    place = np.cumprod((1, *shape[:-1]))
+    keys, weights = [], []
+    for axis, extent in enumerate(shape):
+        delta = goal[:, axis] - cur[:, axis]
+        if fabric.wrap[axis]:
+            delta %= extent
+            options = [(1, delta, np.where(2 * delta < extent, 1.0, 0.0)),
+                       (-1, extent - delta, np.where(2 * delta > extent, 1.0, 0.0))]
+            tie = 2 * delta == extent
+            options[0][2][tie] = options[1][2][tie] = 0.5
+        else:
+            options = [(1, delta, (delta > 0) * 1.0), (-1, -delta, (delta < 0) * 1.0)]
+        for direction, hops, share in options:
+            active = (share > 0) & (hops > 0)
+            pos = cur[active].copy()
+            for step in range(int(hops[active].max(initial=0))):
+                going = hops[active] > step
+                rank = base[active] + pos @ place
+                keys.append((rank * dims + axis) * 2 + (direction > 0))
+                weights.append(np.where(going, w[active] * share[active], 0.0))
+                pos[:, axis] = (pos[:, axis] + direction) % extent
+        cur[:, axis] = goal[:, axis]
+    if not keys:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(keys), np.concatenate(weights)
+
+
+def scale_up_bottlenecks(fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray) -> list[
+    Bottleneck
+]:
+    """Bottlenecks of flows that stay inside their domain."""
+    cap, name = fabric.link_bytes_per_s, PORT_NAMES[fabric.kind]
+    if len(src) == 0:
+        return []
+    if fabric.kind == "mesh":
+        return [_class(name, "scale_up", cap, src * fabric.num_accelerators + dst, w)]
+    if fabric.kind == "torus":
+        keys, weights = torus_link_keys(fabric, src, dst, w)
+        return [_class(name, "scale_up", cap, keys, weights)]
+    return [
+        _class(name + " (out)", "scale_up", cap, src, w),
+        _class(name + " (in)", "scale_up", cap, dst, w),
+    ]
+
+
+def scale_out_bottlenecks(fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray) -> list[
+    Bottleneck
+]:
+    """Bottlenecks of flows between domains (NICs, leaf or ToR/pod up-links)."""
+    if len(src) == 0:
+        return []
+    nic = f"{fabric.fabric_kind} NIC"
+    out = [
+        _class(nic + " (out)", "scale_out", fabric.nic_bytes_per_s, fabric.nic(src), w),
+        _class(nic + " (in)", "scale_out", fabric.nic_bytes_per_s, fabric.nic(dst), w),
+    ]
+    if fabric.rail_optimized:
+        up = fabric.leaf(src) != fabric.leaf(dst)
+        cap = fabric.leaf_up_bytes_per_s
+        out += [
+            _class("rail leaf up-link to spine", "scale_out", cap, fabric.leaf(src[up]), w[up]),
+            _class("spine down-link to rail leaf", "scale_out", cap, fabric.leaf(dst[up]), w[up]),
+        ]
+        return out
+    cap = fabric.tor_up_bytes_per_s
+    out += [
+        _class("ToR up-link", "scale_out", cap, fabric.node(src), w),
+        _class("ToR down-link", "scale_out", cap, fabric.node(dst), w),
+    ]
+    up = fabric.unit(src) != fabric.unit(dst)
+    cap = fabric.pod_up_bytes_per_s
+    out += [
+        _class("pod up-link to spine", "scale_out", cap, fabric.unit(src[up]), w[up]),
+        _class("spine down-link to pod", "scale_out", cap, fabric.unit(dst[up]), w[up]),
+    ]
+    return out
+
+
+def route_bottlenecks(fabric: Fabric, flows: Flows) -> list[Bottleneck]:
+    """Every edge class's bottleneck for a set of concurrent flows."""
+    src, dst, w = flows
+    inside = fabric.domain(src) == fabric.domain(dst)
+    return scale_up_bottlenecks(fabric, src[inside], dst[inside], w[inside]) + (
+        scale_out_bottlenecks(fabric, src[~inside], dst[~inside], w[~inside])
+    )
+
+
+def local_domain() -> CommDomain:
+    """A group of one rank: no communication."""
+    return CommDomain(
+        size=1, bandwidth_bytes_per_s=1.0, latency_s=0.0, efficiency=1.0, tier="local",
+        description="no communication",
+    )
+
+
+def to_comm_domain(fabric: Fabric, size: int, bottlenecks: list[Bottleneck]) -> CommDomain:
+    """The CommDomain of a family: the edge class with the least effective bandwidth binds."""
+    eta = {"scale_up": fabric.up_efficiency, "scale_out": fabric.out_efficiency}
+    alpha = {"scale_up": fabric.up_latency_s, "scale_out": fabric.out_latency_s}
+    used = [b for b in bottlenecks if b.load > 0]
+    if not used:
+        return local_domain().model_copy(update={"size": size})
+    worst = min(used, key=lambda b: b.bytes_per_s * eta[b.tier])
+    tiers = {b.tier for b in used}
+    tier = "scale_out" if "scale_out" in tiers else "scale_up"
+    taper = ""
+    if "spine" in worst.link and fabric.oversubscription > 1:
+        taper = f", {fabric.oversubscription:g}:1 taper"
+    return CommDomain(
+        size=size,
+        bandwidth_bytes_per_s=worst.bytes_per_s,
+        latency_s=max(alpha[t] for t in tiers),
+        efficiency=eta[worst.tier],
+        tier=tier,
+        description=(
+            f"{describe_rate(worst.bytes_per_s)} per rank, bound by {worst.link}"
+            f" (load {worst.load:.3g} of a rank's traffic{taper})"
+        ),
+    )
+
+
+def family_domain(fabric: Fabric, size: int, stride: int, pattern: str, num_ranks: int) -> CommDomain:
+    """CommDomain of the groups of ``size`` ranks ``stride`` apart among ``num_ranks`` ranks.
+
+    >>> from planner.catalog import load_cluster
+    >>> from planner.topology.structure import fabric_of
+    >>> board = fabric_of(load_cluster("hgx_h100x8"))
+    >>> family_domain(board, 8, 1, "ring", 8).bandwidth_bytes_per_s
+    450000000000.0
+    """
+    if size == 1:
+        return local_domain()
+    num_ranks = min(num_ranks, fabric.num_accelerators)
+    size_seen = min(size, max(2, num_ranks // stride))
+    ranks = window(fabric, size_seen, stride, num_ranks)
+    flows = family_flows(fabric, size_seen, stride, pattern, ranks)
+    return to_comm_domain(fabric, size, route_bottlenecks(fabric, flows))
