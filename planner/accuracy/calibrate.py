@@ -44,6 +44,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "attention": (0.30, 0.85),
     "hbm": (0.50, 0.95),
     "kernel_overhead_us": (0.0, 40.0),
+    "expert_gemm": (0.2, 1.0),
 }
 """Physically plausible ranges: a GEMM above ~0.85 of dense peak is suspect (issue #4); HBM
 streams reach 0.85-0.92 (hardware.md section 12); kernel launch + tail is tens of us at most."""
@@ -127,7 +128,13 @@ def _loss(
 
 
 def _vector(eff: AcceleratorEfficiency) -> list[float]:
-    return [*eff.gemm.values(), eff.attention, eff.hbm, eff.kernel_overhead_us + 1.0]
+    return [
+        *eff.gemm.values(),
+        eff.attention,
+        eff.hbm,
+        eff.kernel_overhead_us + 1.0,
+        eff.expert_gemm,
+    ]
 
 
 def _with(eff: AcceleratorEfficiency, name: str, value: float) -> AcceleratorEfficiency:
@@ -144,6 +151,8 @@ def fit_efficiency(
     counts = Counter(c.layout.precision for c in cases)
     formats = sorted((f for f, n in counts.items() if n >= MIN_ROWS_PER_FORMAT), key=str)
     names = [f"gemm.{f}" for f in formats] + ["attention", "hbm", "kernel_overhead_us"]
+    if sum(c.kind == "moe" for c in cases) >= MIN_ROWS_PER_FORMAT:
+        names.append("expert_gemm")
     if NumberFormat.BF16 not in prior.gemm:
         prior = prior.model_copy(update={"gemm": {**prior.gemm, NumberFormat.BF16: 0.7}})
     eff = prior.model_copy(
@@ -201,6 +210,7 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
         attention=round(eff.attention, 4),
         hbm=round(eff.hbm, 4),
         kernel_overhead_us=round(eff.kernel_overhead_us, 3),
+        expert_gemm=round(eff.expert_gemm, 4) if any(c.kind == "moe" for c in cases) else None,
     )
     return CalibrationRecord(
         family=accelerator.family,

@@ -79,3 +79,20 @@ def p2p_time(message_bytes: float, domain: CommDomain) -> float:
     if domain.size == 1:
         return 0.0
     return message_bytes / domain.effective_bytes_per_s + domain.latency_s
+
+
+def routed_copies_crossing_domains(top_k: int, num_domains: int) -> float:
+    """Copies of one token that leave its scale-up domain when its top-k experts are spread
+    uniformly over ``num_domains`` domains and copies bound for one domain travel once (then fan
+    out over NVLink; DeepSeek-V3 arXiv 2412.19437 section 3.2.2, DeepEP):
+    Z (1 - ((Z - 1)/Z)^k) (Z - 1)/Z, the JAX scaling book's ragged all-to-all factor.
+
+    >>> routed_copies_crossing_domains(8, 1)
+    0.0
+    >>> round(routed_copies_crossing_domains(8, 4), 3)
+    2.7
+    """
+    z = num_domains
+    if z <= 1:
+        return 0.0
+    return z * (1.0 - ((z - 1) / z) ** top_k) * (z - 1) / z

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from planner.cost.comm import all_gather_time, all_to_all_time, p2p_time, reduce_scatter_time
+from planner.cost.comm import (
+    all_gather_time,
+    all_to_all_time,
+    p2p_time,
+    reduce_scatter_time,
+    routed_copies_crossing_domains,
+)
 from planner.cost.compute import logits_flops_per_token, matmul_time
 from planner.cost.gemm import elementwise_bytes_per_token, gemm_time, layer_gemms
 from planner.cost.memory import (
@@ -59,17 +65,17 @@ def _layer_linear_time(
     tokens: float,
     moe_layer: bool,
     degrees: tuple[int, int, int],
-    rates: tuple[float, float, float, float, float],
+    rates: tuple[float, float, float, float, float, float],
 ) -> tuple[float, float]:
     """(GEMM seconds, GEMM input values per token) of one layer's forward on one GPU."""
     tp, ep, etp = degrees
-    peak, efficiency, bpv, hbm, overhead = rates
+    peak, efficiency, bpv, hbm, overhead, expert_gemm = rates
     gemms = layer_gemms(model, tokens, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
     time = sum(
         gemm_time(
             g,
             peak_flop_per_s=peak,
-            efficiency=efficiency,
+            efficiency=efficiency * (expert_gemm if g.name.startswith("expert_") else 1.0),
             bytes_per_value=bpv,
             hbm_bytes_per_s=hbm,
             kernel_overhead_s=overhead,
@@ -103,6 +109,7 @@ def microbatch_compute(
         bytes_per_value(fmt),
         hbm,
         acc.efficiency.kernel_overhead_us * 1e-6,
+        acc.efficiency.expert_gemm,
     )
     degrees = (layout.tp, layout.ep, layout.etp)
     dense_t, dense_in = (
@@ -216,17 +223,25 @@ def ep_comm_per_microbatch(
     num_moe_layers: float,
     ep: CommDomain,
 ) -> float:
-    """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, each moving the
-    top-k routed copies of the rank's tokens (B T k D bf16 values), scaled by the expert load
-    imbalance (the busiest rank sets the pace)."""
+    """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, scaled by the
+    expert load imbalance (the busiest rank sets the pace).
+
+    Inside one scale-up domain each rank sends the (ep - 1)/ep remote share of its top-k routed
+    copies (B T k D bf16 values). A group that spans Z domains is bound by the NIC, which carries
+    only the copies bound for other domains, each once per destination domain
+    (:func:`routed_copies_crossing_domains`).
+    """
     moe = model.moe
     if moe is None or ep.size == 1:
         return 0.0
     tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
-    local = (
-        ACTIVATION_BYTES * tokens * moe.top_k * model.hidden_size * workload.expert_load_imbalance
-    )
-    return 4 * all_to_all_time(local, ep) * num_moe_layers
+    per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * workload.expert_load_imbalance
+    if ep.num_domains > 1:
+        crossing = per_copy * routed_copies_crossing_domains(moe.top_k, ep.num_domains)
+        one_way = crossing / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s
+    else:
+        one_way = all_to_all_time(per_copy * moe.top_k, ep)
+    return 4 * one_way * num_moe_layers
 
 
 def microbatch_time(

@@ -172,6 +172,7 @@ def memory_detail(
     return (
         f"{layout.short()} needs {total / GiB:.1f} GiB per GPU (weights {weights / GiB:.1f}, "
         f"grads + optimizer {states / GiB:.1f}, activations {activations / GiB:.1f}) but "
-        f"{acc.name} has {capacity / GiB:.1f} GiB usable ({acc.hbm_GB:g} GB minus "
-        f"{acc.efficiency.memory_reserve_GB:g} GB reserve): over by {(total - capacity) / GiB:.1f} GiB"
+        f"{acc.name} has {capacity / GiB:.1f} GiB usable ({acc.total_memory_bytes / GiB:.1f} GiB "
+        f"({acc.hbm_GB:g} GB part) minus {acc.efficiency.memory_reserve_GB:g} GB runtime reserve): "
+        f"over by {(total - capacity) / GiB:.1f} GiB"
     )

@@ -28,6 +28,8 @@ class CommDomain(FrozenSpec):
     """Fraction of W a collective's bus bandwidth reaches (0-1]."""
     tier: Tier
     """Highest tier the group crosses: local (n = 1), scale_up (NVLink/ICI), scale_out (NIC)."""
+    num_domains: int = Field(default=1, ge=1)
+    """Scale-up domains (NVLink domains, racks, slices) one group spans (1 = stays inside one)."""
     description: str = ""
     """Human-readable: which link, e.g. 'NVLink 450 GB/s' or 'NIC 50 GB/s, 2:1 spine'."""
 

@@ -27,6 +27,9 @@ class AcceleratorEfficiency(FrozenSpec):
     """Fraction of the bf16 dense peak reached by fused (flash) attention kernels (0-1]."""
     hbm: float = Field(gt=0, le=1)
     """Fraction of the HBM bandwidth reached by streaming (memory-bound) kernels (0-1]."""
+    expert_gemm: float = Field(gt=0, le=1)
+    """Efficiency of grouped (MoE expert) GEMMs relative to a dense GEMM of the same total size:
+    many small per-expert problems in one launch, ragged token counts, permuted inputs (0-1]."""
     kernel_overhead_us: float = Field(ge=0, le=100)
     """Fixed time of one GPU kernel beyond its roofline: launch latency and the partial last wave
     of thread blocks (microseconds). Makes small GEMMs (after TP/EP sharding) reach a lower
@@ -269,6 +272,8 @@ class EfficiencyFit(FrozenSpec):
     """Streaming-kernel fraction of HBM bandwidth."""
     kernel_overhead_us: float | None = Field(default=None, ge=0, le=100)
     """Fixed per-kernel time (us)."""
+    expert_gemm: float | None = Field(default=None, gt=0, le=1)
+    """Grouped expert GEMM efficiency relative to dense GEMMs."""
 
 
 class CalibrationRecord(FrozenSpec):
