@@ -35,6 +35,20 @@ def positive_int(text: str) -> int:
     return int(value)
 
 
+def batch_tokens(text: str) -> int:
+    """Tokens per step; K/M/G suffixes are binary as batch sizes are quoted in ML papers
+    (Llama 3's "16M tokens" = 2,048 sequences x 8,192 = 16,777,216)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text, flags=re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number of tokens")
+    value = (
+        int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
+    )
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number of tokens")
+    return value
+
+
 def positive_float(text: str) -> float:
     """A finite number > 0."""
     try:
@@ -75,7 +89,11 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
     )
     batch = p.add_mutually_exclusive_group()
     batch.add_argument("--global-batch", type=positive_int, help="sequences per step (default 512)")
-    batch.add_argument("--global-batch-tokens", type=positive_int, help="tokens per step, e.g. 16M")
+    batch.add_argument(
+        "--global-batch-tokens",
+        type=batch_tokens,
+        help="tokens per step; K/M/G are binary: 16M = 2048 x 8192",
+    )
     p.add_argument(
         "--precision", default="bf16", help="bf16 | fp8 | mxfp8 | nvfp4 | mxfp4 (default bf16)"
     )

@@ -1,0 +1,83 @@
+"""End-to-end CLI wall time of representative searches (run by hand; not a timed test).
+
+    python benchmarks/bench_search.py
+
+Each case runs the installed ``layout`` command in a fresh process (imports included), three
+times, and reports the best and median wall time with the candidate count.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+CASES: list[list[str]] = [
+    ["--help"],
+    ["search", "--model", "70B", "--cluster", "hgx_b200x16"],
+    ["search", "--model", "70B", "--cluster", "hgx_h100x64"],
+    [
+        "search",
+        "--model",
+        "405B",
+        "--cluster",
+        "hgx_h100x16384",
+        "--seq-len",
+        "8192",
+        "--global-batch-tokens",
+        "16M",
+    ],
+    [
+        "search",
+        "--model",
+        "671B",
+        "--cluster",
+        "hgx_h800x2048",
+        "--seq-len",
+        "4096",
+        "--global-batch",
+        "4096",
+        "--precision",
+        "fp8",
+    ],
+]
+REPEATS = 3
+
+
+def run(argv: list[str]) -> tuple[float, dict[str, object]]:
+    """Wall seconds of one ``layout`` run, and its JSON when it printed some."""
+    exe = shutil.which("layout") or sys.exit("install the project first: pip install -e .")
+    json_flag = ["--json"] if argv[0] == "search" else []
+    start = time.perf_counter()
+    done = subprocess.run([exe, *argv, *json_flag], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    data = json.loads(done.stdout) if json_flag and done.returncode == 0 else {}
+    return wall, data
+
+
+def main() -> None:
+    """Print one line per case."""
+    for argv in CASES:
+        walls, data = [], {}
+        for _ in range(REPEATS):
+            wall, data = run(argv)
+            walls.append(wall)
+        extra = ""
+        if data:
+            best = data["best"]
+            extra = (
+                f"  candidates {data['num_candidates']:>6}  search {data['search_time_s']:.2f} s"
+                f"  -> {best['layout']['tp']}/{best['layout']['pp']}/{best['layout']['dp']}"
+                f" (tp/pp/dp)"
+            )
+        print(
+            f"{' '.join(argv)[:80]:<80} best {min(walls):5.2f} s  median "
+            f"{statistics.median(walls):5.2f} s{extra}"
+        )
+
+
+if __name__ == "__main__":
+    main()
