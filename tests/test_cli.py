@@ -52,7 +52,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | {"--tp", "--pp", "--vpp", "--dp", "--cp", "--ep", "--etp", "--mbs", "--recompute", "--zero"},
     "models": {"-h", "--help", "--json"},
     "clusters": {"-h", "--help", "--json"},
-    "show": {"-h", "--help", "--json"} | EDIT_FLAGS,
+    "show": {"-h", "--help", "--json", "--graphml"} | EDIT_FLAGS,
     "validate": {"-h", "--help", "--json", "--markdown", "--rows"},
     "calibrate": {"-h", "--help", "--fit", "--family", "--write", "--json"},
 }
@@ -195,9 +195,10 @@ def test_search_json_contract(fixture: str, request: pytest.FixtureRequest) -> N
         assert alt["step_time_s"] >= best["step_time_s"]
 
 
-def test_70b_on_16_h100_does_not_fit() -> None:
-    """Weights + grads + Adam state of 70B (~1.1 TB) exceed 16 x 80 GB: exit 1, not a plan."""
-    code, _, err = run_main(["search", "--model", "70B", "--cluster", "hgx_h100x16", "--json"])
+def test_70b_on_8_h100_does_not_fit() -> None:
+    """Weights + fp32 grads + Adam state of 70B (~1.3 TB, even fully sharded) exceed 8 x 80 GB:
+    exit 1, not a plan."""
+    code, _, err = run_main(["search", "--model", "70B", "--cluster", "hgx_h100x8", "--json"])
     line = assert_one_line_error(code, err, 1)
     assert "over by" in line and "GiB" in line
 

@@ -8,6 +8,8 @@ the forward (input and weight gradients): training = 3x forward = "6 N per token
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from planner.cost.params import layer_params
 from planner.specs.model import ModelSpec
 
@@ -77,6 +79,7 @@ def logits_flops_per_token(model: ModelSpec) -> float:
     return 2.0 * model.vocab_size * model.hidden_size
 
 
+@lru_cache(maxsize=64)
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
     """Training model FLOPs per token (forward + backward, no recompute): 3 x forward of every
     block (linear + causal attention) and the logits. This is the MFU numerator."""

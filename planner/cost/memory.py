@@ -12,6 +12,7 @@ gated FFNs, MoE and flash attention (derivation in :func:`activation_bytes_per_l
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from planner.specs.formats import NumberFormat, bits_per_value, bytes_per_value, element_bits
 from planner.specs.layout import Layout, Recompute
@@ -32,7 +33,12 @@ LOGIT_BYTES = 4.0
 def stage_layers(model: ModelSpec, pp: int, stage: int) -> range:
     """Layer indices on pipeline stage ``stage`` of ``pp`` (contiguous, as even as possible;
     the remainder goes to the middle stages, which hold neither embedding nor logits)."""
-    base, extra = divmod(model.num_layers, pp)
+    return _stage_layers(model.num_layers, pp, stage)
+
+
+@lru_cache(maxsize=4096)
+def _stage_layers(num_layers: int, pp: int, stage: int) -> range:
+    base, extra = divmod(num_layers, pp)
     counts = [base] * pp
     middle = list(range(1, pp - 1)) or list(range(pp))
     for i in range(extra):

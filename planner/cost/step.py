@@ -30,7 +30,7 @@ from planner.cost.stage import (
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
 from planner.specs.hardware import AcceleratorSpec
-from planner.specs.layout import Layout
+from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
 
@@ -40,7 +40,15 @@ OPTIMIZER_STEP_BYTES_PER_PARAM = 30.0
 """Adam step traffic per parameter: read fp32 master, m, v, grad (16 B), write master, m, v (12 B)
 and the bf16 weight (2 B)."""
 
-__all__ = ["OVERLAP_POLICY", "StageMemory", "StepCost", "estimate_step", "representative_stages"]
+__all__ = [
+    "OVERLAP_POLICY",
+    "StageMemory",
+    "StepCost",
+    "estimate_memory",
+    "estimate_step",
+    "representative_stages",
+    "step_time_lower_bound",
+]
 
 
 class StepCost(FrozenSpec):
@@ -117,12 +125,23 @@ def dp_exposed_time(
     return exposed + max(0.0, gather - slowest.forward_s)
 
 
+def estimate_memory(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout
+) -> tuple[list[int], list[StageMemory]]:
+    """(stages, memory of one GPU of each) for the stages that bound the peak."""
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    stages = representative_stages(layout.pp)
+    return stages, [stage_memory(model, workload, layout, s, m) for s in stages]
+
+
 def estimate_step(
     model: ModelSpec,
     acc: AcceleratorSpec,
     workload: TrainWorkload,
     layout: Layout,
     domains: dict[str, CommDomain],
+    *,
+    memory: tuple[list[int], list[StageMemory]] | None = None,
 ) -> StepCost:
     """Predicted step time, breakdown and per-stage memory of ``layout``.
 
@@ -158,11 +177,38 @@ def estimate_step(
         OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     )
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
+    stages, memories = memory or estimate_memory(model, workload, layout)
     return StepCost(
         step_time_s=sum(breakdown.values()),
         breakdown_s=breakdown,
         stages=stages,
-        stage_memory=[stage_memory(model, workload, layout, s, m) for s in stages],
+        stage_memory=memories,
         model_flops_per_step=flops,
         num_microbatches=m,
     )
+
+
+def step_time_lower_bound(
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    domains: dict[str, CommDomain],
+) -> float:
+    """A lower bound on the step time of every layout that shares ``layout``'s parallel degrees
+    and precision, whatever its micro-batch size (up to ``layout.mbs``), interleaving,
+    recomputation or ZeRO stage.
+
+    Per sequence, the critical-path time of one micro-batch (compute, TP, CP and EP
+    communication) does not grow with the micro-batch size (per-kernel and per-collective fixed
+    costs are amortised, GEMM rooflines only improve) and only grows with recomputation; the
+    bubble, pipeline sends, exposed DP time and the optimizer are non-negative. So
+    global_batch / dp x (slowest stage's micro-batch time at recompute none) / mbs bounds it.
+    """
+    plain = layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1})
+    stages = representative_stages(layout.pp)
+    slowest = max(
+        microbatch_time(model, acc, workload, plain, stage=s, domains=domains).total
+        for s in stages
+    )
+    return workload.global_batch / layout.dp * slowest / layout.mbs

@@ -10,26 +10,41 @@ from planner.search.evaluate import evaluate, fits, score, to_plan
 from planner.search.exhaustive import exhaustive_ranking
 from planner.search.explain import infeasible_message, why_not
 from planner.search.rules import check_workload, layout_violations
-from planner.search.space import Candidate, build_candidates, memory_detail
+from planner.search.space import STRUCTURE_FIELDS, Candidate, build_candidates, memory_detail
 from planner.search.table import to_quanta
 from planner.search.validate import validate_plan
 from planner.specs.cluster import ClusterSpec
+from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan, SearchResult, SolverInfo
 from planner.specs.solver_config import TIME_QUANTUM_S, SolverConfig
 from planner.specs.workload import TrainWorkload
 
-DIMENSIONS: tuple[str, ...] = ("tp", "pp", "vpp", "dp", "ep", "mbs", "recompute", "zero")
+DIMENSIONS: tuple[str, ...] = (
+    "tp",
+    "cp",
+    "pp",
+    "vpp",
+    "dp",
+    "ep",
+    "etp",
+    "mbs",
+    "recompute",
+    "zero",
+    "precision",
+)
 """Layout fields the CP-SAT model carries as one-hot dimension variables."""
-STRUCTURE: tuple[str, ...] = ("tp", "pp", "dp", "ep")
+STRUCTURE: tuple[str, ...] = STRUCTURE_FIELDS
 """Fields that tell runners-up apart (each alternative has different parallel degrees)."""
 _RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+_PRECISION_CODES = {str(f): i for i, f in enumerate(NumberFormat)}
 
 
 def _row(layout: Layout) -> dict[str, int]:
-    row = {d: getattr(layout, d) for d in DIMENSIONS if d != "recompute"}
+    row = {d: getattr(layout, d) for d in DIMENSIONS if d not in ("recompute", "precision")}
     row["recompute"] = _RECOMPUTE_CODES[str(layout.recompute)]
+    row["precision"] = _PRECISION_CODES[str(layout.precision)]
     return row
 
 
@@ -86,7 +101,8 @@ def search(
     start = time.perf_counter()
     config = config or SolverConfig()
     check_workload(model, cluster, workload)
-    candidates = build_candidates(model, cluster, workload, dict(fix or {}))
+    prune = 0 if config.solver == "exhaustive" else config.top
+    candidates = build_candidates(model, cluster, workload, dict(fix or {}), prune_top=prune)
     feasible = candidates.feasible
     if not feasible:
         raise InfeasibleError(

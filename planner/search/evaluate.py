@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.cost.step import StepCost, estimate_step
+from planner.cost.step import StageMemory, StepCost, estimate_step
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
@@ -14,12 +14,16 @@ from planner.units import TFLOP, GiB
 
 
 def score(
-    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    memory: tuple[list[int], list[StageMemory]] | None = None,
 ) -> StepCost:
     """The cost model's StepCost for ``layout`` on ``cluster``."""
-    return estimate_step(
-        model, cluster.accelerator, workload, layout, comm_domains(cluster, layout)
-    )
+    domains = comm_domains(cluster, layout)
+    return estimate_step(model, cluster.accelerator, workload, layout, domains, memory=memory)
 
 
 def fits(cost: StepCost, cluster: ClusterSpec) -> bool:

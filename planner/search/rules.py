@@ -30,11 +30,19 @@ def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorklo
 
 
 def layout_violations(
-    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    num_gpus: int | None = None,
 ) -> list[tuple[str, str]]:
-    """Every (reason code, detail) the layout breaks, memory excluded (that needs the cost model)."""
+    """Every (reason code, detail) the layout breaks, memory excluded (that needs the cost model).
+
+    ``num_gpus``: the accelerators the layout must occupy (default: the whole cluster).
+    """
     out: list[tuple[str, str]] = []
-    n = cluster.num_accelerators
+    n = num_gpus or cluster.num_accelerators
     if layout.num_gpus != n:
         out.append(
             (
