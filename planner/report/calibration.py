@@ -25,7 +25,7 @@ def calibration_text(fits: Sequence[FamilyFit]) -> str:
         lines.append(f"{rec.family} (fitted on {', '.join(rec.fitted_on)}, {len(rec.rows)} rows)")
         lines.append(
             f"  gemm: {gemm}; attention {eff.attention}; hbm {eff.hbm}; "
-            f"kernel overhead {eff.kernel_overhead_us} us"
+            f"kernel overhead {eff.kernel_overhead_us} us; expert gemm {eff.expert_gemm}"
         )
         for regime, after in rec.residuals.items():
             before = fit.before.get(regime)
