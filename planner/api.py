@@ -11,6 +11,7 @@ from planner.catalog import load_model as _load_model
 from planner.catalog.io import validate_spec
 from planner.search import engine
 from planner.specs.cluster import ClusterEdits, ClusterSpec
+from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan, SearchResult
@@ -50,13 +51,30 @@ def search(
     fix: dict[str, object] | None = None,
     top: int | None = None,
     config: SolverConfig | None = None,
+    bounds: dict[str, tuple[int | None, int | None]] | None = None,
+    precisions: list[str] | None = None,
+    gpus: int | None = None,
 ) -> SearchResult:
-    """Best training layout and runners-up (raises InfeasibleError / SpecError)."""
+    """Best training layout and runners-up (raises InfeasibleError / SpecError).
+
+    ``fix`` pins layout fields ({"tp": 8}); ``bounds`` limits them ({"pp": (None, 16)});
+    ``precisions`` lets the search pick the format (["bf16", "fp8"]); ``gpus`` caps the
+    accelerators used; ``config`` sets the objective (time, cost, energy), a step-time target
+    (fewest GPUs that meet it), the solver and its time limit.
+    """
     config = config or SolverConfig()
     if top is not None:
         config = config.model_copy(update={"top": top})
+    formats = [NumberFormat(p) for p in precisions] if precisions else None
     return engine.search(
-        load_model(model), load_cluster(cluster), _workload(workload), fix=fix, config=config
+        load_model(model),
+        load_cluster(cluster),
+        _workload(workload),
+        fix=fix,
+        config=config,
+        bounds=bounds,
+        precisions=formats,
+        gpus=gpus,
     )
 
 

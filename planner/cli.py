@@ -98,6 +98,11 @@ def _add_workload(p: argparse.ArgumentParser) -> None:
         "--precision", default="bf16", help="bf16 | fp8 | mxfp8 | nvfp4 | mxfp4 (default bf16)"
     )
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="calibration overlay for the cluster's accelerator (layout calibrate --measure)",
+    )
     _add_cluster_edits(p)
 
 
@@ -121,6 +126,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--time-limit", type=positive_float, default=10.0, help="solver limit, s (default 10)"
     )
     search.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
+    search.add_argument(
+        "--max",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="upper bound on a layout degree (tp, pp, vpp, dp, cp, ep, mbs); repeatable",
+    )
+    search.add_argument(
+        "--min",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="lower bound on a layout degree; repeatable",
+    )
+    search.add_argument(
+        "--gpus",
+        type=positive_int,
+        help="use at most this many accelerators (fewer may win on cost)",
+    )
+    search.add_argument(
+        "--objective",
+        choices=("time", "cost", "energy"),
+        default="time",
+        help="minimise step time (default), $ per token or joules per token",
+    )
+    search.add_argument(
+        "--target-step-time",
+        type=positive_float,
+        metavar="SECONDS",
+        help="find the fewest GPUs whose best layout meets this step time",
+    )
     estimate = sub.add_parser("estimate", help="score one given layout")
     _add_workload(estimate)
     for dim in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs"):
@@ -141,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="describe a cluster")
     show.add_argument("cluster", help="<system>x<N> or YAML")
     show.add_argument("--json", action="store_true")
+    show.add_argument("--graphml", metavar="FILE", help="also write the cluster graph as GraphML")
     _add_cluster_edits(show)
     validate = sub.add_parser(
         "validate", help="predicted vs measured throughput on the bundled validation set"
@@ -151,13 +188,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--rows", metavar="ID,ID", help="only these rows (S1,N4; K1 = K1 + variants)"
     )
     calibrate = sub.add_parser(
-        "calibrate", help="fit the efficiency factors to the validation set (--fit)"
+        "calibrate",
+        help="fit the efficiency factors to the validation set (--fit) or measure them (--measure)",
     )
-    calibrate.add_argument(
+    how = calibrate.add_mutually_exclusive_group(required=True)
+    how.add_argument(
         "--fit",
         action="store_true",
-        required=True,
         help="fit per accelerator family against the published runs",
+    )
+    how.add_argument(
+        "--measure",
+        action="store_true",
+        help="measure this machine's GPU(s) with PyTorch (pip install 'layout[calibrate]')",
     )
     calibrate.add_argument(
         "--family",
@@ -169,6 +212,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--write", action="store_true", help="write topologies/calibration/<family>.yaml overlays"
     )
     calibrate.add_argument("--json", action="store_true", help="print JSON on stdout")
+    calibrate.add_argument(
+        "--out", metavar="FILE", help="--measure: overlay to write (default <accelerator>-measured.yaml)"
+    )
+    calibrate.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="--measure: run the whole pipeline on the CPU with tiny shapes (not a calibration)",
+    )
+    calibrate.add_argument(
+        "--accelerator",
+        help="--measure: catalog accelerator whose peaks to divide by (default: detected; "
+        "h100_sxm for --dry-run)",
+    )
     return parser
 
 
@@ -213,13 +269,27 @@ def _cmd_search(args: argparse.Namespace) -> int:
     from planner.report.text import search_text
     from planner.specs.solver_config import SolverConfig
 
-    config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=min(args.top, 50))
+    config = SolverConfig(
+        solver=args.solver,
+        time_limit_s=args.time_limit,
+        top=min(args.top, 50),
+        objective=args.objective,
+        target_step_time_s=args.target_step_time,
+    )
+    workload = _workload(args)
+    precisions = None
+    if args.precision.lower() == "auto":
+        precisions = _auto_precisions(args)
+        workload["precision"] = precisions[0]
     result = search(
         model=args.model,
         cluster=_cluster(args),
-        workload=_workload(args),
+        workload=workload,
         fix=_parse_fix(args.fix),
         config=config,
+        bounds=_parse_bounds(args.min, args.max),
+        precisions=precisions,
+        gpus=args.gpus,
     )
     print(result.model_dump_json(indent=2) if args.json else search_text(result))
     return 0
@@ -264,7 +334,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from planner.api import load_cluster
     from planner.report.catalog import cluster_summary
 
-    print(cluster_summary(load_cluster(args.cluster, edits=_edits(args)), as_json=args.json))
+    cluster = load_cluster(args.cluster, edits=_edits(args))
+    print(cluster_summary(cluster, as_json=args.json))
+    if args.graphml:
+        from planner.topology.graph import graphml_lines
+
+        with open(args.graphml, "w", encoding="utf-8") as out:
+            out.writelines(line + "\n" for line in graphml_lines(cluster))
     return 0
 
 
@@ -337,7 +413,9 @@ def _cluster(args: argparse.Namespace) -> object:
 def _workload(args: argparse.Namespace) -> dict[str, object]:
     from planner.errors import SpecError
 
-    workload: dict[str, object] = {"seq_len": args.seq_len, "precision": _precision(args.precision)}
+    auto = args.command == "search" and args.precision.lower() == "auto"
+    precision = "bf16" if auto else _precision(args.precision)
+    workload: dict[str, object] = {"seq_len": args.seq_len, "precision": precision}
     if args.global_batch_tokens is not None:
         if args.global_batch_tokens % args.seq_len:
             raise SpecError(
@@ -348,6 +426,37 @@ def _workload(args: argparse.Namespace) -> dict[str, object]:
     elif args.global_batch is not None:
         workload["global_batch"] = args.global_batch
     return workload
+
+
+def _auto_precisions(args: argparse.Namespace) -> list[str]:
+    """--precision auto: bf16 and the 8-bit training formats the accelerator runs (FP4 training
+    is opt-in: ask for nvfp4 or mxfp4 by name)."""
+    acc = _cluster(args).accelerator  # type: ignore[attr-defined]
+    return [f for f in ("bf16", "fp8", "mxfp8") if acc.supports(f)]
+
+
+def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | None, int | None]]:
+    from planner.errors import SpecError
+
+    allowed = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "mbs", "zero")
+    bounds: dict[str, list[int | None]] = {}
+    for flag, items, side in (("--min", mins, 0), ("--max", maxs, 1)):
+        for item in items:
+            key, sep, value = item.partition("=")
+            key = key.strip().lower()
+            if not sep or key not in allowed:
+                raise SpecError(
+                    f"{flag} '{item}' must be KEY=VALUE with KEY one of {', '.join(allowed)}"
+                )
+            try:
+                number = positive_int(value) if key != "zero" else int(value)
+            except (argparse.ArgumentTypeError, ValueError):
+                raise SpecError(f"{flag} {key}={value}: must be a whole number") from None
+            bounds.setdefault(key, [None, None])[side] = number
+    for key, (low, high) in bounds.items():
+        if low is not None and high is not None and low > high:
+            raise SpecError(f"--min {key}={low} exceeds --max {key}={high}")
+    return {k: (v[0], v[1]) for k, v in bounds.items()}
 
 
 def _precision(text: str) -> str:

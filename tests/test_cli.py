@@ -46,7 +46,10 @@ EDIT_FLAGS = {
     "--no-rail-optimized", "--domain-size", "--price-per-gpu-hour",
 }  # fmt: skip
 FROZEN_FLAGS: dict[str, set[str]] = {
-    "search": WORKLOAD_FLAGS | EDIT_FLAGS | {"--fix", "--top", "--time-limit", "--solver"},
+    "search": WORKLOAD_FLAGS
+    | EDIT_FLAGS
+    | {"--fix", "--top", "--time-limit", "--solver", "--max", "--min", "--gpus", "--objective"}
+    | {"--target-step-time"},
     "estimate": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | {"--tp", "--pp", "--vpp", "--dp", "--cp", "--ep", "--etp", "--mbs", "--recompute", "--zero"},

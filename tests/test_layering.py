@@ -16,6 +16,7 @@ LAYERS = {
     "search": 4,
     "report": 5,
     "accuracy": 5,
+    "measure": 5,
     "api": 6,
     "cli": 6,
     "__main__": 6,

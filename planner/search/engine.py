@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import time
 
+from planner.catalog.clusters import domain_split
 from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.cpsat import LayoutSolver
 from planner.search.evaluate import evaluate, fits, score, to_plan
 from planner.search.exhaustive import exhaustive_ranking
 from planner.search.explain import infeasible_message, why_not
 from planner.search.rules import check_workload, layout_violations
-from planner.search.space import STRUCTURE_FIELDS, Candidate, build_candidates, memory_detail
+from planner.search.space import (
+    STRUCTURE_FIELDS,
+    Candidate,
+    SpaceRequest,
+    build_candidates,
+    memory_detail,
+    merge_candidate_sets,
+    objective_value,
+)
 from planner.search.table import to_quanta
 from planner.search.validate import validate_plan
 from planner.specs.cluster import ClusterSpec
@@ -86,6 +95,58 @@ def _rank_exhaustive(
     )
 
 
+def gpu_counts(cluster: ClusterSpec, gpus: int | None, *, fewest: bool) -> list[int]:
+    """GPU counts the search may use: the cluster's (or ``gpus``) and, when asked for the fewest
+    GPUs (--target-step-time) or given a cap (--gpus), the smaller legal sub-clusters on a
+    1-1.5-2-3-4-6-8 ladder of scale-up units, so the count itself is a decision."""
+    cap = gpus or cluster.num_accelerators
+    if cap > cluster.num_accelerators:
+        raise SpecError(
+            f"--gpus {cap} exceeds the {cluster.num_accelerators} accelerators of {cluster.name}"
+        )
+    if domain_split(cluster.system, cap) is None:
+        raise SpecError(
+            f"--gpus {cap} is not a legal size of {cluster.system.name} "
+            f"(whole {cluster.system.unit_size}-accelerator units per domain)"
+        )
+    if not (fewest or gpus):
+        return [cap]
+    unit = cluster.system.unit_size
+    ladder = {unit * m * 2**k for k in range(40) for m in (2, 3) if unit * m * 2**k <= 2 * cap}
+    ladder |= {unit, cap}
+    return sorted(n for n in ladder if n <= cap and domain_split(cluster.system, n) is not None)
+
+
+def sub_cluster(cluster: ClusterSpec, num_gpus: int) -> ClusterSpec:
+    """The first ``num_gpus`` accelerators of ``cluster``, spread by the same rule."""
+    if num_gpus == cluster.num_accelerators:
+        return cluster
+    split = domain_split(cluster.system, num_gpus)
+    if split is None:
+        raise InternalError(f"{num_gpus} is not a legal size of {cluster.system.name}")
+    return cluster.model_copy(
+        update={
+            "num_accelerators": num_gpus,
+            "num_domains": split[0],
+            "accelerators_per_domain": split[1],
+        }
+    )
+
+
+def _objective_costs(candidates: list[Candidate], config: SolverConfig) -> list[int]:
+    """Integer objective per candidate (the single float -> int boundary is to_quanta)."""
+    if config.target_step_time_s is not None:
+        steps = to_quanta([c.cost.step_time_s for c in candidates])
+        scale = max(steps) + 1
+        return [c.layout.num_gpus * scale + q for c, q in zip(candidates, steps, strict=True)]
+    return to_quanta(
+        [
+            objective_value(config.objective, c.layout.num_gpus, c.cost.step_time_s)
+            for c in candidates
+        ]
+    )
+
+
 def search(
     model: ModelSpec,
     cluster: ClusterSpec,
@@ -93,29 +154,44 @@ def search(
     *,
     fix: dict[str, object] | None = None,
     config: SolverConfig | None = None,
+    bounds: dict[str, tuple[int | None, int | None]] | None = None,
+    precisions: list[NumberFormat] | None = None,
+    gpus: int | None = None,
 ) -> SearchResult:
     """Best layout and runners-up of ``model`` on ``cluster`` for ``workload``.
 
-    Raises InfeasibleError (naming the binding limit) when no layout fits, SpecError on bad input.
+    ``fix`` pins fields, ``bounds`` limits them (--min/--max), ``precisions`` lets the search
+    choose the format (--precision auto), ``gpus`` caps the accelerators used (fewer may win on
+    cost). Raises InfeasibleError (naming the binding limit) when no layout fits, SpecError on
+    bad input.
     """
     start = time.perf_counter()
     config = config or SolverConfig()
-    check_workload(model, cluster, workload)
+    for fmt in precisions or [workload.precision]:
+        check_workload(model, cluster, workload.model_copy(update={"precision": fmt}))
+    request = SpaceRequest(
+        fix=dict(fix or {}),
+        bounds=dict(bounds or {}),
+        precisions=list(precisions or []),
+        objective=config.objective,
+        max_step_s=config.target_step_time_s,
+    )
+    fewest = config.target_step_time_s is not None
     prune = 0 if config.solver == "exhaustive" else config.top
-    candidates = build_candidates(model, cluster, workload, dict(fix or {}), prune_top=prune)
-    feasible = candidates.feasible
+    sets = [
+        build_candidates(model, sub_cluster(cluster, n), workload, request, prune_top=prune)
+        for n in gpu_counts(cluster, gpus, fewest=fewest)
+    ]
+    feasible = [c for cs in sets for c in cs.feasible]
+    candidates = merge_candidate_sets(sets)
     if not feasible:
         raise InfeasibleError(
             infeasible_message(candidates, model=model.name, cluster=cluster.name)
         )
-    costs = to_quanta([c.cost.step_time_s for c in feasible])
+    costs = _objective_costs(feasible, config)
     rank = _rank_exhaustive if config.solver == "exhaustive" else _rank_cpsat
     chosen, info = rank(feasible, costs, config)
-    plans = [
-        to_plan(model, cluster, workload, feasible[i].layout, feasible[i].cost) for i in chosen
-    ]
-    for plan in plans:
-        validate_plan(plan, model, cluster, workload)
+    plans = [_plan(model, feasible[i], workload) for i in chosen]
     best = plans[0]
     alternatives = [p.model_copy(update={"why_not": why_not(p, best)}) for p in plans[1:]]
     return SearchResult(
@@ -127,6 +203,14 @@ def search(
         rejections=candidates.rejection_counts,
         solver=info,
     )
+
+
+def _plan(model: ModelSpec, candidate: Candidate, workload: TrainWorkload) -> Plan:
+    """The validated plan of one chosen candidate."""
+    workload = workload.model_copy(update={"precision": candidate.layout.precision})
+    plan = to_plan(model, candidate.cluster, workload, candidate.layout, candidate.cost)
+    validate_plan(plan, model, candidate.cluster, workload)
+    return plan
 
 
 def estimate(

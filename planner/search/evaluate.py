@@ -10,7 +10,7 @@ from planner.specs.model import ModelSpec
 from planner.specs.result import MemoryBreakdown, Plan
 from planner.specs.workload import TrainWorkload
 from planner.topology import comm_domains, placement
-from planner.units import TFLOP, GiB
+from planner.units import HOUR_S, TFLOP, GiB
 
 
 def score(
@@ -103,6 +103,13 @@ def to_plan(
         tokens_per_s_per_gpu=tokens_per_s / layout.num_gpus,
         model_tflops_per_gpu=model_flops_per_gpu / TFLOP,
         mfu=model_flops_per_gpu / acc.peak_flop_per_s(NumberFormat.BF16),  # DESIGN.md section 8
+        usd_per_million_tokens=layout.num_gpus
+        * step
+        * cluster.price_per_gpu_hour_usd
+        / HOUR_S
+        / workload.tokens_per_step
+        * 1e6,
+        joules_per_token=layout.num_gpus * acc.tdp_W * step / workload.tokens_per_step,
         fits=fits(cost, cluster),
         memory=memory_breakdown(cost, cluster),
         breakdown_s=dict(cost.breakdown_s),

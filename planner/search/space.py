@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
+from pydantic import Field
+
 from planner.cost.step import StepCost, estimate_memory, step_time_lower_bound
 from planner.errors import SpecError
 from planner.search.evaluate import score
@@ -42,6 +44,8 @@ MEMORY_LADDER: tuple[tuple[Recompute, int], ...] = (
 recompute only adds compute, so once a rung fits the stronger recomputes of that stage are
 dominated and skipped. ZeRO-0 is dominated by ZeRO-1 whenever dp x cp > 1 (the distributed
 optimizer moves 6 instead of 8 bytes per parameter and holds less), and identical at dp x cp = 1."""
+Bounds = dict[str, tuple[int | None, int | None]]
+"""Layout field -> (lowest, highest) allowed value, from --min / --max."""
 PRUNE_SLACK = 1e-9
 """Relative margin on the branch-and-bound test (guards float rounding)."""
 STRUCTURE_FIELDS: tuple[str, ...] = ("tp", "cp", "pp", "dp", "ep", "etp", "precision")
@@ -69,6 +73,8 @@ class Candidate(FrozenSpec):
     """The layout."""
     cost: StepCost
     """Its cost-model answer."""
+    cluster: ClusterSpec
+    """The (sub-)cluster it runs on: the whole cluster, or the first ``num_gpus`` of it."""
 
     @property
     def structure(self) -> tuple[object, ...]:
@@ -140,18 +146,28 @@ def _pinned(fields: dict[str, object], fix: dict[str, object]) -> bool:
     return all(str(fields[k]) == str(v) for k, v in fix.items() if k in fields)
 
 
+def _within(fields: dict[str, object], bounds: Bounds) -> bool:
+    """Whether every bounded numeric field lies in its [low, high] (--min / --max)."""
+    for key, value in fields.items():
+        low, high = bounds.get(key, (None, None))
+        number = int(value)  # type: ignore[call-overload]
+        if (low is not None and number < low) or (high is not None and number > high):
+            return False
+    return True
+
+
 def enumerate_structures(
     model: ModelSpec,
     cluster: ClusterSpec,
     workload: TrainWorkload,
     fix: dict[str, object],
     *,
-    gpu_counts: list[int],
     precisions: list[NumberFormat],
+    bounds: Bounds,
 ) -> list[dict[str, object]]:
     """Parallel degrees and precision (the structure) of every candidate, pins applied."""
     out = []
-    for n in gpu_counts:
+    for n in [cluster.num_accelerators]:
         for tp, cp, pp, dp in _degree_choices(model, cluster, workload, n):
             for ep in _ep_choices(model, dp * cp * tp):
                 etps = [1] if model.moe is None or tp == 1 else [1, tp]
@@ -165,13 +181,10 @@ def enumerate_structures(
                         "etp": etp,
                         "precision": precision,
                     }
-                    if _pinned(fields, fix):
+                    numeric = {k: v for k, v in fields.items() if k != "precision"}
+                    if _pinned(fields, fix) and _within(numeric, bounds):
                         out.append(fields)
     return out
-
-
-def _structure_key(fields: dict[str, object]) -> tuple[object, ...]:
-    return tuple(str(fields[k]) for k in STRUCTURE_FIELDS)
 
 
 def _lower_bound(
@@ -192,7 +205,8 @@ def _lower_bound(
 class _Collector:
     """Accumulates scored candidates and rejections while the structures are visited."""
 
-    def __init__(self, cluster: ClusterSpec) -> None:
+    def __init__(self, cluster: ClusterSpec, request: SpaceRequest) -> None:
+        self.request = request
         self.feasible: list[Candidate] = []
         self.rejected: list[tuple[float, Rejection]] = []
         self.counts: Counter[str] = Counter()
@@ -208,18 +222,40 @@ class _Collector:
         self.counts[reason] += 1
         self.rejected.append((excess, Rejection(layout=layout, reason=reason, detail=detail)))
 
+    def accept(self, layout: Layout, cost: StepCost, cluster: ClusterSpec) -> None:
+        limit = self.request.max_step_s
+        if limit is not None and cost.step_time_s > limit:
+            detail = (
+                f"{layout.short()} takes {cost.step_time_s:.3g} s per step, above the "
+                f"{limit:.3g} s target"
+            )
+            self.reject(layout, "target", detail, float("inf"))
+            return
+        self.feasible.append(Candidate(layout=layout, cost=cost, cluster=cluster))
+        key = tuple(str(getattr(layout, k)) for k in STRUCTURE_FIELDS)
+        value = objective_value(self.request.objective, layout.num_gpus, cost.step_time_s)
+        self.best_by_structure[key] = min(self.best_by_structure.get(key, float("inf")), value)
+
 
 def _visit_structure(
     model: ModelSpec,
     cluster: ClusterSpec,
     workload: TrainWorkload,
     fields: dict[str, object],
-    fix: dict[str, object],
+    request: SpaceRequest,
     out: _Collector,
 ) -> None:
     """Score every (vpp, mbs) of one structure, climbing the memory ladder until a rung fits."""
-    ladder = [(r, z) for r, z in MEMORY_LADDER if _pinned({"recompute": r, "zero": z}, fix)]
-    for vpp, mbs in _inner_choices(workload, int(fields["pp"]), int(fields["cp"]), fix):  # type: ignore[call-overload]
+    fix, bounds = request.fix, request.bounds
+    ladder = [
+        (r, z)
+        for r, z in MEMORY_LADDER
+        if _pinned({"recompute": r, "zero": z}, fix) and _within({"zero": z}, bounds)
+    ]
+    pp, cp = int(fields["pp"]), int(fields["cp"])  # type: ignore[call-overload]
+    for vpp, mbs in _inner_choices(workload, pp, cp, fix):
+        if not _within({"vpp": vpp, "mbs": mbs}, bounds):
+            continue
         fitted_zero: set[int] = set()
         for recompute, zero in ladder:
             if zero in fitted_zero:
@@ -237,44 +273,55 @@ def _visit_structure(
             memory = estimate_memory(model, workload, layout)
             mem = max(memory[1], key=lambda s: s.total)
             if mem.total > out.capacity:
+                states = mem.grads + mem.optimizer
                 detail = memory_detail(
-                    layout,
-                    mem.total,
-                    mem.weights,
-                    mem.grads + mem.optimizer,
-                    mem.activations,
-                    out.capacity,
-                    cluster,
+                    layout, mem.total, mem.weights, states, mem.activations, out.capacity, cluster
                 )
                 out.reject(layout, "memory", detail, mem.total - out.capacity)
                 continue
             fitted_zero.add(zero)
-            cost = score(model, cluster, workload, layout, memory=memory)
-            out.feasible.append(Candidate(layout=layout, cost=cost))
-            key = _structure_key(fields)
-            best = out.best_by_structure.get(key, float("inf"))
-            out.best_by_structure[key] = min(best, cost.step_time_s)
+            out.accept(layout, score(model, cluster, workload, layout, memory=memory), cluster)
+
+
+class SpaceRequest(FrozenSpec):
+    """What the user allows: pins, bounds, precisions, the objective and a step-time target."""
+
+    fix: dict[str, object] = Field(default_factory=dict)
+    """Pinned layout fields (--fix)."""
+    bounds: dict[str, tuple[int | None, int | None]] = Field(default_factory=dict)
+    """Field -> (lowest, highest) (--min / --max)."""
+    precisions: list[NumberFormat] = Field(default_factory=list)
+    """Precisions to try (empty = the workload's)."""
+    objective: str = "time"
+    """time, cost or energy (cost and energy rank by GPU-seconds per token)."""
+    max_step_s: float | None = None
+    """Candidates slower than this are rejected (--target-step-time)."""
+
+
+def objective_value(objective: str, num_gpus: int, step_time_s: float) -> float:
+    """Value to minimise: seconds per step, or GPU-seconds per step (cost, energy: per token the
+    price and TDP are constant factors on one cluster)."""
+    return step_time_s if objective == "time" else num_gpus * step_time_s
 
 
 def build_candidates(
     model: ModelSpec,
     cluster: ClusterSpec,
     workload: TrainWorkload,
-    fix: dict[str, object],
+    request: SpaceRequest | None = None,
     *,
-    gpu_counts: list[int] | None = None,
-    precisions: list[NumberFormat] | None = None,
     prune_top: int = 0,
 ) -> CandidateSet:
     """Enumerate, check the rules, score, and split into feasible candidates and rejections.
 
-    For each structure (parallel degrees, precision, GPU count) and (vpp, mbs) the memory ladder
-    is climbed until a rung fits (MEMORY_LADDER). With ``prune_top`` = k > 0, structures are
-    visited in order of a valid step-time lower bound and the visit stops once the bound reaches
+    For each structure (parallel degrees, precision) and (vpp, mbs) the memory ladder is climbed
+    until a rung fits (MEMORY_LADDER). With ``prune_top`` = k > 0, structures are visited in
+    order of a valid lower bound of the objective and the visit stops once the bound reaches
     the k-th best structure found (branch and bound: the best k structures are exactly those of
     the full enumeration). ``prune_top`` = 0 scores everything (the exhaustive reference).
     """
-    unknown = set(fix) - set(PINNABLE)
+    request = request or SpaceRequest()
+    unknown = set(request.fix) - set(PINNABLE)
     if unknown:
         raise SpecError(
             f"cannot pin '{sorted(unknown)[0]}'; pinnable fields: {', '.join(PINNABLE)}"
@@ -283,30 +330,51 @@ def build_candidates(
         model,
         cluster,
         workload,
-        fix,
-        gpu_counts=gpu_counts or [cluster.num_accelerators],
-        precisions=precisions or [workload.precision],
+        request.fix,
+        bounds=request.bounds,
+        precisions=request.precisions or [workload.precision],
     )
-    out = _Collector(cluster)
+    out = _Collector(cluster, request)
+    order = structures
+    limits: list[float] = []
     if prune_top:
-        bounds = [
-            (_lower_bound(model, cluster, workload, f, fix), i) for i, f in enumerate(structures)
-        ]
-        order = [structures[i] for _, i in sorted(bounds)]
-        limits = sorted(bounds)
-    else:
-        order, limits = structures, []
+        keyed = []
+        for i, fields in enumerate(structures):
+            floor = _lower_bound(model, cluster, workload, fields, request.fix)
+            if request.max_step_s is not None and floor > request.max_step_s:
+                out.counts["target"] += 1
+                continue
+            keyed.append((objective_value(request.objective, cluster.num_accelerators, floor), i))
+        keyed.sort()
+        order = [structures[i] for _, i in keyed]
+        limits = [v for v, _ in keyed]
     for position, fields in enumerate(order):
-        if prune_top and limits[position][0] >= out.kth_best(prune_top) * (1 + PRUNE_SLACK):
+        if prune_top and limits[position] >= out.kth_best(prune_top) * (1 + PRUNE_SLACK):
             out.counts["bounded"] += len(order) - position
             break
-        _visit_structure(model, cluster, workload, fields, fix, out)
+        _visit_structure(model, cluster, workload, fields, request, out)
     out.rejected.sort(key=lambda item: item[0])
     return CandidateSet(
         feasible=out.feasible,
         num_enumerated=out.enumerated + out.counts.get("bounded", 0),
         rejections=[r for _, r in out.rejected[:20]],
         rejection_counts=dict(out.counts),
+    )
+
+
+def merge_candidate_sets(sets: list[CandidateSet]) -> CandidateSet:
+    """One CandidateSet from several (one per GPU count)."""
+    counts: Counter[str] = Counter()
+    for cs in sets:
+        counts.update(cs.rejection_counts)
+    rejections = sorted(
+        (r for cs in sets for r in cs.rejections), key=lambda r: 0 if r.reason == "memory" else 1
+    )
+    return CandidateSet(
+        feasible=[c for cs in sets for c in cs.feasible],
+        num_enumerated=sum(cs.num_enumerated for cs in sets),
+        rejections=rejections[:20],
+        rejection_counts=dict(counts),
     )
 
 

@@ -16,6 +16,10 @@ from planner.units import GB, GBIT, TFLOP, US, MiB
 
 Fraction = float
 
+LinkKind = Literal["scale_up", "scale_out"]
+"""The two link tiers a collective can be bottlenecked on: the system's scale-up link, or the
+scale-out fabric."""
+
 
 class AcceleratorEfficiency(FrozenSpec):
     """Achievable fractions of the spec-sheet peaks: the calibrated, per-accelerator factors."""
@@ -274,11 +278,142 @@ class EfficiencyFit(FrozenSpec):
     """Fixed per-kernel time (us)."""
     expert_gemm: float | None = Field(default=None, gt=0, le=1)
     """Grouped expert GEMM efficiency relative to dense GEMMs."""
+    link_efficiency: dict[LinkKind, float] | None = None
+    """Collective bus bandwidth over the link's line rate, per link kind (0-1]: the ``efficiency``
+    of the system's ``scale_up`` link or of the ``scale_out`` fabric. Written by measured overlays
+    (``layout calibrate --measure``); ``--calibration`` applies it to the cluster's links."""
+
+    @model_validator(mode="after")
+    def _links_in_range(self) -> EfficiencyFit:
+        for kind, value in (self.link_efficiency or {}).items():
+            if not 0.0 < value <= 1.0:
+                raise ValueError(
+                    f"efficiency.link_efficiency.{kind} must be in (0, 1], got {value}"
+                )
+        return self
+
+
+class GemmMeasurement(FrozenSpec):
+    """One measured GEMM: (m x k) @ (k x n) with inputs in ``format``, forward, one kernel."""
+
+    format: NumberFormat
+    """Input format (bf16; fp8 = E4M3 inputs through ``torch._scaled_mm``, bf16 output)."""
+    m: PositiveInt
+    """Rows of the input."""
+    k: PositiveInt
+    """Reduction dimension."""
+    n: PositiveInt
+    """Output columns."""
+    time_us: PositiveFloat
+    """Time of one call (microseconds; best of the timed repeats)."""
+    TFLOP_per_s: PositiveFloat
+    """Achieved throughput: 2 m k n / time (TFLOP/s)."""
+
+
+class AttentionMeasurement(FrozenSpec):
+    """One measured causal ``scaled_dot_product_attention`` forward (bf16)."""
+
+    batch: PositiveInt
+    """Sequences."""
+    heads: PositiveInt
+    """Attention heads (queries = keys = values)."""
+    seq_len: PositiveInt
+    """Tokens per sequence."""
+    head_dim: PositiveInt
+    """Head dimension (queries, keys and values)."""
+    time_us: PositiveFloat
+    """Time of one call (microseconds)."""
+    TFLOP_per_s: PositiveFloat
+    """Achieved throughput with the planner's causal FLOP count
+    (``planner.cost.compute.attention_core_flops_per_token``) (TFLOP/s)."""
+
+
+class CopyMeasurement(FrozenSpec):
+    """One measured device-to-device copy of a large buffer (the HBM bandwidth probe)."""
+
+    buffer_bytes: PositiveInt
+    """Size of the copied buffer (bytes); the copy reads and writes it once each."""
+    time_us: PositiveFloat
+    """Time of one copy (microseconds)."""
+    GB_per_s: PositiveFloat
+    """Achieved bandwidth: 2 x buffer_bytes / time (GB/s = 1e9 bytes/s)."""
+
+
+class CollectiveMeasurement(FrozenSpec):
+    """One measured collective over ``ranks`` local accelerators (nccl-tests conventions)."""
+
+    op: Literal["all_reduce", "all_gather", "all_to_all"]
+    """The collective."""
+    link: LinkKind = "scale_up"
+    """The link kind the ranks talk over (one node: scale_up)."""
+    ranks: int = Field(ge=2)
+    """Ranks in the group."""
+    message_bytes: PositiveInt
+    """Buffer size S: all-reduce the buffer, all-gather the gathered output, all-to-all each
+    rank's send buffer (bytes)."""
+    time_us: PositiveFloat
+    """Time of one call, slowest rank (microseconds)."""
+    bus_GB_per_s: PositiveFloat
+    """Bus bandwidth: S / time x 2(n-1)/n for all-reduce, x (n-1)/n for all-gather and
+    all-to-all (NVIDIA/nccl-tests doc/PERFORMANCE.md) (GB/s)."""
+
+
+class MeasurementRecord(FrozenSpec):
+    """The ``measurements`` block of a measured overlay: what ``layout calibrate --measure`` saw
+    on the local machine, and on what. The overlay's factors are fitted from these values."""
+
+    date: str
+    """When the measurements were taken (ISO 8601 date-time, UTC)."""
+    device_name: str
+    """The device as the runtime names it (``torch.cuda.get_device_name``; 'cpu' for a dry run)."""
+    device_count: PositiveInt
+    """Devices visible to the run."""
+    backend: Literal["cuda", "rocm", "cpu"]
+    """The torch device backend measured (cpu only for ``--dry-run``)."""
+    dry_run: bool = False
+    """True when the CPU stood in for the accelerator (tiny shapes; the factors are not real)."""
+    accelerator: str
+    """Catalog accelerator whose peaks and HBM bandwidth the efficiencies are fractions of."""
+    system: str | None = None
+    """Catalog system whose link bandwidth the link efficiencies are fractions of."""
+    driver_version: str | None = None
+    """GPU driver version (``nvidia-smi``), when known."""
+    cuda_version: str | None = None
+    """CUDA (or HIP) runtime version torch was built with, when any."""
+    torch_version: str
+    """PyTorch version."""
+    duration_s: float = Field(ge=0)
+    """Wall time of the measurements (s)."""
+    gemm: list[GemmMeasurement] = Field(default_factory=list)
+    """GEMM grid."""
+    attention: list[AttentionMeasurement] = Field(default_factory=list)
+    """Causal attention grid."""
+    hbm: list[CopyMeasurement] = Field(default_factory=list)
+    """Large copies."""
+    collectives: list[CollectiveMeasurement] = Field(default_factory=list)
+    """Collectives over message sizes (empty with one device)."""
+    link_latency_us: dict[LinkKind, float] = Field(default_factory=dict)
+    """Fitted per-step collective latency per link kind (microseconds); informational."""
+    skipped: list[str] = Field(default_factory=list)
+    """What was not measured, and why (one device, no fp8 support, time budget)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MeasurementRecord:
+        if self.backend == "cpu" and not self.dry_run:
+            raise ValueError("a cpu measurement must be marked dry_run: true")
+        for kind, value in self.link_latency_us.items():
+            if not 0.0 <= value <= 1e6:
+                raise ValueError(f"link_latency_us.{kind} must be in [0, 1e6], got {value}")
+        if not (self.gemm or self.attention or self.hbm or self.collectives):
+            raise ValueError("measurements hold no measurement")
+        return self
 
 
 class CalibrationRecord(FrozenSpec):
     """A calibration overlay (``topologies/calibration/<family>.yaml``): efficiency factors fitted
-    against published runs, applied to every accelerator of the family."""
+    against published runs, applied to every accelerator of the family. A measured overlay
+    (``layout calibrate --measure``, docs/calibration.md) has the same form plus a
+    ``measurements`` block, and is applied with ``--calibration FILE``."""
 
     family: str
     """Accelerator family the fit applies to."""
@@ -293,4 +428,17 @@ class CalibrationRecord(FrozenSpec):
     efficiency: EfficiencyFit
     """The fitted factors."""
     residuals: dict[str, ResidualSummary]
-    """Errors after the fit: 'all', and per regime ('dense', 'moe')."""
+    """Errors after the fit: 'all', and per regime ('dense', 'moe'); a measured overlay's are
+    those of the fitted kernel model against its measurements ('all', 'gemm', 'attention',
+    'hbm', 'collectives')."""
+    measurements: MeasurementRecord | None = None
+    """The local measurements a measured overlay was fitted on (None for fits to published runs)."""
+
+    @model_validator(mode="after")
+    def _measured_on_fitted(self) -> CalibrationRecord:
+        if self.measurements is not None and self.measurements.accelerator not in self.fitted_on:
+            raise ValueError(
+                f"measurements.accelerator '{self.measurements.accelerator}' must be listed in "
+                "fitted_on"
+            )
+        return self

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import Tier
+from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 
 SCHEMA_VERSION = "1.1"
@@ -84,6 +85,10 @@ class Plan(FrozenSpec):
     """Model FLOPs (6 N_active per token + attention, no recompute) per second per GPU (TFLOP/s)."""
     mfu: NonNegativeFloat
     """Model FLOPs utilisation: model FLOP/s over the BF16 dense peak."""
+    usd_per_million_tokens: NonNegativeFloat = 0.0
+    """Price of a million training tokens: GPUs x step time x price per GPU-hour / tokens."""
+    joules_per_token: NonNegativeFloat = 0.0
+    """Energy per token at the accelerators' TDP: GPUs x TDP x step time / tokens (J)."""
     fits: bool
     """Peak memory fits the capacity."""
     memory: MemoryBreakdown
@@ -147,4 +152,177 @@ class SearchResult(FrozenSpec):
     rejections: dict[str, int]
     """Rejected layouts counted by reason code."""
     solver: SolverInfo
+    """Solver status."""
+
+
+class ServeLayout(FrozenSpec):
+    """How a serving deployment is split: identical replicas of tp x pp GPUs each.
+
+    Inside a replica, dense weights are split over tp (Megatron column/row parallel), layers over
+    pp, routed experts over ep (ep divides tp; each expert is further split over tp / ep), and
+    the attention of different sequences over ``attention_dp`` ranks of tp / attention_dp GPUs
+    each (DeepSeek / SGLang / TensorRT-LLM "attention DP", which avoids replicating an MLA or
+    small-GQA KV cache over tp).
+    """
+
+    tp: PositiveInt = 1
+    """Tensor-parallel degree of a replica (1 = off)."""
+    pp: PositiveInt = 1
+    """Pipeline stages of a replica (1 = off)."""
+    ep: PositiveInt = 1
+    """Expert-parallel degree inside the tp group (1 = experts tensor-split over tp)."""
+    attention_dp: PositiveInt = 1
+    """Attention data-parallel ranks inside the tp group (1 = attention tensor-parallel)."""
+    replicas: PositiveInt = 1
+    """Independent model replicas (data parallel)."""
+    precision: NumberFormat = NumberFormat.BF16
+    """Format of the stored linear-layer weights."""
+    kv_precision: NumberFormat = NumberFormat.BF16
+    """Format of the KV cache."""
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """GPUs of one replica (tp x pp)."""
+        return self.tp * self.pp
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs of the deployment (tp x pp x replicas)."""
+        return self.gpus_per_replica * self.replicas
+
+    @property
+    def attention_tp(self) -> int:
+        """GPUs that split one sequence's attention (tp / attention_dp)."""
+        return max(1, self.tp // self.attention_dp)
+
+    def short(self) -> str:
+        """Compact form, e.g. ``TP2 PP1 x4 replicas fp8 kv-fp8``."""
+        parts = [f"TP{self.tp}", f"PP{self.pp}"]
+        if self.ep > 1:
+            parts.append(f"EP{self.ep}")
+        if self.attention_dp > 1:
+            parts.append(f"ADP{self.attention_dp}")
+        return " ".join(parts) + f" x{self.replicas} {self.precision} kv-{self.kv_precision}"
+
+
+class ServeMemory(FrozenSpec):
+    """Memory of one GPU of a serving replica (GiB = 2**30 bytes)."""
+
+    hbm_gib: NonNegativeFloat
+    """Total device memory (GiB)."""
+    capacity_gib: NonNegativeFloat
+    """Memory available to tensors: HBM minus the runtime reserve (GiB)."""
+    weights_gib: NonNegativeFloat
+    """Weights held by the GPU (binding pipeline stage) (GiB)."""
+    workspace_gib: NonNegativeFloat
+    """Activation workspace of one forward step of max_batch_tokens tokens (GiB)."""
+    kv_cache_gib: NonNegativeFloat
+    """KV-cache pool: the free memory times the KV-cache fraction (GiB)."""
+
+
+class ServePlan(FrozenSpec):
+    """One serving layout scored by the cost model (DESIGN.md section 8)."""
+
+    schema_version: str = SCHEMA_VERSION
+    """Version of this JSON shape."""
+    mode: Literal["serve"] = "serve"
+    """Serving plan."""
+    model: str
+    """Model catalog name."""
+    cluster: str
+    """Cluster as given."""
+    cluster_description: str
+    """What the cluster name resolved to."""
+    num_gpus: int
+    """Accelerators the deployment uses (tp x pp x replicas)."""
+    layout: ServeLayout
+    """The serving layout."""
+    compute_precision: NumberFormat
+    """Format the GEMMs run in."""
+    weights_gib_per_gpu: NonNegativeFloat
+    """Weights held by one GPU (GiB)."""
+    kv_bytes_per_token: NonNegativeFloat
+    """KV-cache bytes of one token of context over the whole model (sliding-window layers
+    averaged over the context)."""
+    kv_bytes_per_token_per_gpu: NonNegativeFloat
+    """KV-cache bytes one GPU stores per token of a sequence it serves (after TP/PP split and
+    replication when tp exceeds the KV heads)."""
+    kv_replication: float
+    """Copies of each KV value across the attention-TP group (1 = no duplication)."""
+    kv_cache_tokens: NonNegativeInt
+    """Tokens of context the KV cache of one replica holds."""
+    max_concurrent_sequences: NonNegativeInt
+    """Sequences of full context length one replica holds at once."""
+    concurrency: NonNegativeInt
+    """Sequences decoded together per replica in this plan (the largest the KV cache and the
+    latency targets allow, or the requested concurrency)."""
+    concurrency_limit: str
+    """What bounds ``concurrency``: kv_cache, tpot, ttft, requested, offered_load or
+    max_batch_tokens."""
+    decode_step_s: NonNegativeFloat
+    """Time per output token of a sequence at this concurrency (s)."""
+    decode_tokens_per_s_per_sequence: NonNegativeFloat
+    """Output tokens/s one sequence sees (1 / decode_step_s)."""
+    batch1_ceiling_tokens_per_s: NonNegativeFloat
+    """Bandwidth ceiling at batch 1: HBM bandwidth / weight bytes read per token, over the
+    pipeline (no overheads)."""
+    ttft_s: NonNegativeFloat
+    """Time to first token of one prompt, joining the running batch (no queueing) (s)."""
+    prefill_s: NonNegativeFloat
+    """Prefill of one prompt on an idle replica (s)."""
+    throughput_tokens_per_s: NonNegativeFloat
+    """Output tokens/s of the whole deployment."""
+    throughput_tokens_per_s_per_gpu: NonNegativeFloat
+    """Output tokens/s per GPU."""
+    fits: bool
+    """Weights, workspace and at least one full-context sequence fit every GPU."""
+    memory: ServeMemory
+    """Memory per GPU."""
+    breakdown_s: dict[str, float]
+    """Decode step by term (linear, attention, tp_comm, ep_comm, pp_comm, overhead), seconds per
+    output token; they sum to decode_step_s."""
+    placement: dict[str, PlacementEntry]
+    """Per parallel dimension: where its groups land."""
+    uncertainty_pct: float | None = None
+    """Median |error| of the serving validation rows of this accelerator family (percent);
+    None when none are validated."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the prediction does not know."""
+    why_not: str | None = None
+    """For an alternative: why it loses to the best plan."""
+
+
+class ServeSolverInfo(FrozenSpec):
+    """How the serving search's solver ended."""
+
+    name: Literal["cp-sat", "exhaustive"]
+    """Solver used."""
+    status: str
+    """OPTIMAL, FEASIBLE, INFEASIBLE or UNKNOWN."""
+    objective: str
+    """What was optimised, in words (e.g. 'max throughput_tokens_per_s_per_gpu')."""
+    objective_value: float
+    """The best plan's objective value in the unit named by ``objective``."""
+
+
+class ServeSearchResult(FrozenSpec):
+    """The answer of ``layout search --mode serve``."""
+
+    schema_version: str = SCHEMA_VERSION
+    """Version of this JSON shape."""
+    mode: Literal["serve"] = "serve"
+    """Serving search."""
+    best: ServePlan
+    """The best plan."""
+    alternatives: list[ServePlan]
+    """Runners-up, best first, each with ``why_not``."""
+    search_time_s: NonNegativeFloat
+    """Wall time of the search (s)."""
+    num_candidates: int
+    """Layouts enumerated."""
+    num_feasible: int
+    """Layouts that fit and meet the targets."""
+    rejections: dict[str, int]
+    """Rejected layouts counted by reason code."""
+    solver: ServeSolverInfo
     """Solver status."""

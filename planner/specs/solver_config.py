@@ -26,3 +26,9 @@ class SolverConfig(FrozenSpec):
     """CP-SAT random seed."""
     top: int = Field(default=5, ge=1, le=50)
     """Plans to return: the best and top - 1 runners-up with distinct parallel degrees."""
+    objective: Literal["time", "cost", "energy"] = "time"
+    """Minimise step time (default), dollars per token, or joules per token. On one cluster
+    cost and energy both rank by GPU-seconds per token (price and TDP are per GPU); they differ
+    in the figures reported."""
+    target_step_time_s: float | None = Field(default=None, gt=0)
+    """Find the fewest GPUs whose best layout meets this step time (s); None = off."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
@@ -38,7 +38,8 @@ class TrainWorkload(FrozenSpec):
 
 
 class ServeWorkload(FrozenSpec):
-    """A serving deployment (its cost model arrives with serving mode)."""
+    """A serving deployment: request shape, formats, latency targets and the search objective
+    (cost model: :mod:`planner.cost.serving`)."""
 
     mode: Literal["serve"] = "serve"
     """Serving."""
@@ -52,3 +53,39 @@ class ServeWorkload(FrozenSpec):
     """Weight format."""
     kv_precision: NumberFormat = NumberFormat.BF16
     """KV-cache format."""
+    compute_precision: NumberFormat | None = None
+    """Format of the GEMM inputs (activations); None = the weight format when the tensor cores
+    run it, else bf16 (weight-only quantisation, e.g. FP8 weights on A100)."""
+    concurrency: PositiveInt | None = None
+    """Fixed batch: sequences decoded together per replica; None = the largest that fits the KV
+    cache and the latency targets."""
+    tpot_ms: PositiveFloat | None = None
+    """Target time per output token (decode step latency, ms); None = no target."""
+    ttft_ms: PositiveFloat | None = None
+    """Target time to first token (ms, without queueing); None = no target."""
+    objective: Literal["throughput", "latency"] = "throughput"
+    """What the search optimises: output tokens/s per GPU (throughput) or the time per output
+    token at the requested concurrency (latency). ``target_tokens_per_s`` overrides both."""
+    target_tokens_per_s: PositiveFloat | None = None
+    """Aggregate output tokens/s the deployment must sustain: the search then picks the fewest
+    GPUs (replicas of the best layout) that reach it; None = use the whole cluster."""
+    kv_cache_fraction: float = Field(default=0.9, gt=0, le=1)
+    """Fraction of the memory left after weights, activation workspace and the runtime reserve
+    that the KV cache may take (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``, default 0.9;
+    NVIDIA's published tables use 0.95)."""
+    max_batch_tokens: PositiveInt = 8192
+    """Tokens one forward step may carry (prefill chunk + decodes): sizes the activation
+    workspace (TensorRT-LLM ``max_num_tokens``, default 8192)."""
+    qps: PositiveFloat | None = None
+    """Offered request rate (requests/s per replica) for an online estimate; None = saturated
+    (the batch is as large as the limits allow)."""
+
+    @model_validator(mode="after")
+    def _request_fits_context(self) -> ServeWorkload:
+        if self.prompt_len + self.output_len > self.context:
+            raise ValueError(
+                f"prompt_len + output_len ({self.prompt_len} + {self.output_len}) exceeds "
+                f"context ({self.context})"
+            )
+        return self
+

@@ -1,0 +1,332 @@
+"""What-if sweeps: re-plan the best layout for each combination of cluster and workload knobs.
+
+One scenario function, :func:`run_scenario`, takes a picklable :class:`ScenarioRequest` and
+returns a :class:`~planner.specs.scenarios.Scenario`; the same function runs in this process,
+over local cores (``concurrent.futures.ProcessPoolExecutor``) or on a Ray cluster (the optional
+``ray`` extra). Results always come back in the cartesian order of the varies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from planner.catalog import accelerator_names, build_cluster, load_system, system_names
+from planner.catalog.io import validate_spec
+from planner.catalog.store import suggest
+from planner.errors import InfeasibleError, SpecError, one_line
+from planner.search import engine
+from planner.search.migrate import bottleneck, economics
+from planner.specs.base import FrozenSpec
+from planner.specs.cluster import ClusterEdits, ClusterSpec
+from planner.specs.formats import TRAINING_FORMATS
+from planner.specs.model import ModelSpec
+from planner.specs.scenarios import KnobValue, RunLength, Scenario, WhatIfResult
+from planner.specs.solver_config import SolverConfig
+from planner.specs.workload import TrainWorkload
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` after each scenario finishes."""
+
+EDIT_KNOBS: tuple[str, ...] = (
+    "nic_gbps",
+    "nics_per_gpu",
+    "oversubscription",
+    "rail_optimized",
+    "domain_size",
+    "price_per_gpu_hour",
+)
+"""Knobs that are cluster edits (ClusterEdits fields)."""
+CLUSTER_KNOBS: tuple[str, ...] = ("system", "accelerator", "gpus")
+"""Knobs that change which cluster is built."""
+WORKLOAD_KNOBS: tuple[str, ...] = ("precision", "seq_len", "global_batch")
+"""Knobs that change the training step."""
+KNOBS: tuple[str, ...] = EDIT_KNOBS + CLUSTER_KNOBS + WORKLOAD_KNOBS
+_ALIASES = {
+    "gpu_count": "gpus",
+    "num_gpus": "gpus",
+    "nic_gbit": "nic_gbps",
+    "price": "price_per_gpu_hour",
+}
+_FLOAT_KNOBS = ("nic_gbps", "nics_per_gpu", "oversubscription", "price_per_gpu_hour")
+_INT_KNOBS = ("domain_size", "gpus", "seq_len", "global_batch")
+_TRUE, _FALSE = ("true", "yes", "on", "1", "rail"), ("false", "no", "off", "0", "tor")
+
+
+class ClusterBase(FrozenSpec):
+    """The base cluster of a sweep, in the terms the catalog builds clusters from."""
+
+    name: str
+    """Name as resolved (kept when neither system nor GPU count varies)."""
+    system: str
+    """Catalog system name."""
+    num_accelerators: PositiveInt
+    """Accelerators in the base cluster."""
+    shape: tuple[int, ...] | None = None
+    """TPU slice shape of the base cluster (None for GPU systems)."""
+    edits: ClusterEdits = Field(default_factory=ClusterEdits)
+    """What-if edits already applied to the base cluster."""
+
+    @classmethod
+    def of(cls, cluster: ClusterSpec) -> ClusterBase:
+        """The base of a resolved cluster."""
+        return cls(
+            name=cluster.name,
+            system=cluster.system.name,
+            num_accelerators=cluster.num_accelerators,
+            shape=cluster.slice_shape,
+            edits=validate_spec(ClusterEdits, cluster.edits, where="cluster edits"),
+        )
+
+
+class ScenarioRequest(FrozenSpec):
+    """Everything one scenario needs (picklable, so it can cross process and Ray boundaries)."""
+
+    model: ModelSpec
+    """The model."""
+    base: ClusterBase
+    """The base cluster."""
+    workload: TrainWorkload
+    """The base training step."""
+    vary: dict[str, KnobValue]
+    """This scenario's knob values."""
+    fix: dict[str, object] = Field(default_factory=dict)
+    """Layout fields pinned in the search."""
+    config: SolverConfig = Field(default_factory=SolverConfig)
+    """Solver settings."""
+    run: RunLength | None = None
+    """Token or step count for time-to-train figures."""
+
+
+class WhatIfOptions(FrozenSpec):
+    """How a sweep runs."""
+
+    fix: dict[str, object] = Field(default_factory=dict)
+    """Layout fields pinned in every search (``--fix``)."""
+    config: SolverConfig = Field(default_factory=lambda: SolverConfig(top=1))
+    """Solver settings of each search (only the best plan is kept)."""
+    run: RunLength | None = None
+    """Token or step count for time-to-train figures."""
+    workers: PositiveInt = 1
+    """Local processes (1 = run in this process)."""
+    engine: Literal["process", "ray"] = "process"
+    """process: local cores; ray: an existing Ray cluster (``RAY_ADDRESS``) or a local one."""
+
+
+def _number(knob: str, text: str) -> KnobValue:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(f"--vary {knob}: '{text}' is not a number") from None
+    if knob in _INT_KNOBS:
+        if value != int(value) or value < 1:
+            raise SpecError(f"--vary {knob}: '{text}' must be a positive whole number")
+        return int(value)
+    if not value > 0 or value == float("inf"):
+        raise SpecError(f"--vary {knob}: '{text}' must be a finite number > 0")
+    if knob == "oversubscription" and value < 1:
+        raise SpecError(f"--vary oversubscription: '{text}' must be >= 1 (1 = non-blocking)")
+    return int(value) if value == int(value) else value
+
+
+def _name(knob: str, text: str, choices: list[str]) -> str:
+    if text not in choices:
+        raise SpecError(f"--vary {knob}: unknown {knob} '{text}'{suggest(text, choices)}")
+    return text
+
+
+def parse_value(knob: str, text: object) -> KnobValue:
+    """One knob value from text (or a Python value from the API), validated."""
+    if isinstance(text, bool | int | float) and knob != "rail_optimized":
+        text = str(text)
+    if knob == "rail_optimized":
+        word = str(text).strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise SpecError(f"--vary rail_optimized: '{text}' must be true or false")
+        return word in _TRUE
+    raw = str(text).strip()
+    if knob in _FLOAT_KNOBS or knob in _INT_KNOBS:
+        return _number(knob, raw)
+    if knob == "system":
+        return _name(knob, raw, system_names())
+    if knob == "accelerator":
+        return _name(knob, raw, accelerator_names())
+    return _name(knob, raw.lower(), [str(f) for f in TRAINING_FORMATS])
+
+
+def parse_vary(text: str) -> tuple[str, list[KnobValue]]:
+    """``KEY=V1,V2,...`` -> (knob, values); SpecError naming the knobs on a bad key.
+
+    >>> parse_vary("nic_gbps=200,400")
+    ('nic_gbps', [200, 400])
+    """
+    key, sep, values = text.partition("=")
+    knob = key.strip().lower().replace("-", "_")
+    knob = _ALIASES.get(knob, knob)
+    if not sep or knob not in KNOBS:
+        raise SpecError(
+            f"--vary '{text}' must be KEY=V1,V2,... with KEY one of {', '.join(KNOBS)}"
+            + (suggest(knob, list(KNOBS)) if sep else "")
+        )
+    items = [v for v in values.split(",") if v.strip()]
+    if not items:
+        raise SpecError(f"--vary {knob}: give at least one value")
+    return knob, [parse_value(knob, v) for v in items]
+
+
+def check_knobs(knobs: dict[str, list[KnobValue]]) -> None:
+    """SpecError when the knobs conflict."""
+    if "system" in knobs and "accelerator" in knobs:
+        raise SpecError("--vary system and --vary accelerator both pick the system: vary one")
+    if not knobs:
+        raise SpecError("give at least one --vary KEY=V1,V2,...")
+
+
+def system_for_accelerator(accelerator: str, base_system: str) -> str:
+    """The catalog system built from ``accelerator``, preferring the base system's kind and
+    vendor prefix (``b200`` from ``hgx_h100`` -> ``hgx_b200``)."""
+    base = load_system(base_system)
+    prefix = base_system.split("_")[0]
+    candidates = [s for s in system_names() if load_system(s).accelerator == accelerator]
+    if not candidates:
+        raise SpecError(f"no catalog system is built from accelerator '{accelerator}'")
+    return min(
+        candidates,
+        key=lambda s: (load_system(s).kind != base.kind, not s.startswith(prefix + "_"), s),
+    )
+
+
+def scenario_cluster(base: ClusterBase, vary: dict[str, KnobValue]) -> ClusterSpec:
+    """The base cluster with this scenario's knobs applied (SpecError when not legal)."""
+    updates = {k: v for k, v in vary.items() if k in EDIT_KNOBS}
+    edits = validate_spec(
+        ClusterEdits, {**base.edits.model_dump(exclude_none=True), **updates}, where="--vary"
+    )
+    system = str(vary.get("system", base.system))
+    if "accelerator" in vary:
+        system = system_for_accelerator(str(vary["accelerator"]), base.system)
+    num = int(vary.get("gpus", base.num_accelerators))
+    if system == base.system and num == base.num_accelerators:
+        return build_cluster(system, num, name=base.name, edits=edits, shape=base.shape)
+    return build_cluster(system, num, name=f"{system}x{num}", edits=edits)
+
+
+def run_scenario(request: ScenarioRequest) -> Scenario:
+    """Re-plan one scenario. Infeasibility and illegal knob values are data, not exceptions."""
+    vary = request.vary
+    try:
+        cluster = scenario_cluster(request.base, vary)
+        updates = {k: v for k, v in vary.items() if k in WORKLOAD_KNOBS}
+        workload = validate_spec(
+            TrainWorkload, {**request.workload.model_dump(), **updates}, where="--vary"
+        )
+        result = engine.search(
+            request.model, cluster, workload, fix=dict(request.fix), config=request.config
+        )
+    except InfeasibleError as exc:
+        return Scenario(vary=vary, status="infeasible", error=one_line(str(exc)))
+    except SpecError as exc:
+        return Scenario(vary=vary, status="invalid", error=one_line(str(exc)))
+    plan = result.best
+    return Scenario(
+        vary=vary,
+        status="ok",
+        plan=plan,
+        economics=economics(plan, cluster, request.run),
+        bottleneck=bottleneck(plan),
+    )
+
+
+def _run_local(
+    requests: Sequence[ScenarioRequest], workers: int, progress: ProgressCallback
+) -> list[Scenario]:
+    if workers <= 1 or len(requests) <= 1:
+        out = []
+        for done, request in enumerate(requests, start=1):
+            out.append(run_scenario(request))
+            progress(done, len(requests))
+        return out
+    results: list[Scenario | None] = [None] * len(requests)
+    # The platform's default start method; under spawn/forkserver a calling script needs the
+    # usual `if __name__ == "__main__":` guard (the `layout` entry point has it).
+    with ProcessPoolExecutor(max_workers=min(workers, len(requests))) as pool:
+        futures = {pool.submit(run_scenario, r): i for i, r in enumerate(requests)}
+        for done, future in enumerate(as_completed(futures), start=1):
+            results[futures[future]] = future.result()
+            progress(done, len(requests))
+    return [r for r in results if r is not None]
+
+
+def _run_ray(requests: Sequence[ScenarioRequest], progress: ProgressCallback) -> list[Scenario]:
+    try:
+        import ray
+    except ImportError:
+        raise SpecError(
+            "--engine ray needs the optional extra: pip install 'layout[ray]'"
+        ) from None
+    if not ray.is_initialized():
+        ray.init()  # joins the cluster named by RAY_ADDRESS, else starts a local one
+    remote = ray.remote(run_scenario)
+    refs = [remote.remote(r) for r in requests]
+    index = {ref: i for i, ref in enumerate(refs)}
+    results: list[Scenario | None] = [None] * len(requests)
+    pending, done = list(refs), 0
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        for ref in ready:
+            results[index[ref]] = ray.get(ref)
+            done += 1
+            progress(done, len(requests))
+    return [r for r in results if r is not None]
+
+
+def _no_progress(done: int, total: int) -> None:
+    """Default progress callback: nothing."""
+
+
+def whatif(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    *,
+    knobs: dict[str, list[KnobValue]],
+    options: WhatIfOptions | None = None,
+    progress: ProgressCallback | None = None,
+) -> WhatIfResult:
+    """Re-plan ``model`` for every combination of ``knobs`` (the last knob varies fastest)."""
+    options = options or WhatIfOptions()
+    check_knobs(knobs)
+    start = time.perf_counter()
+    base = ClusterBase.of(cluster)
+    names = list(knobs)
+    requests = [
+        ScenarioRequest(
+            model=model,
+            base=base,
+            workload=workload,
+            vary=dict(zip(names, combo, strict=True)),
+            fix=options.fix,
+            config=options.config,
+            run=options.run,
+        )
+        for combo in itertools.product(*(knobs[n] for n in names))
+    ]
+    report = progress or _no_progress
+    if options.engine == "ray":
+        scenarios = _run_ray(requests, report)
+    else:
+        scenarios = _run_local(requests, options.workers, report)
+    return WhatIfResult(
+        model=model.name,
+        cluster=cluster.name,
+        cluster_description=cluster.describe(),
+        workload=workload,
+        knobs=knobs,
+        scenarios=scenarios,
+        elapsed_s=time.perf_counter() - start,
+    )
