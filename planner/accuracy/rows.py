@@ -322,14 +322,22 @@ selective recomputation was designed to remove. FlashAttention (Dao et al., arXi
 reached Megatron-LM in 2023."""
 
 
+NVIDIA_PERF_RECIPE_SOURCES: tuple[str, ...] = ("NeMo", "Megatron-Bridge", "dgxc-benchmarking")
+"""Rows measured with NVIDIA's performance recipes, which reduce gradients in bf16
+(``recipe.trainer.plugins.grad_reduce_in_fp32 = False`` in NeMo scripts/performance,
+``cfg.ddp.grad_reduce_in_fp32 = False`` in Megatron-Bridge's performance configs)."""
+
+
 def workload_of(row: TrainingRow) -> TrainWorkload:
     """The planner workload of a row: sequence length, global batch, precision, attention kind."""
     flash = not any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
+    perf_recipe = any(marker in row.source for marker in NVIDIA_PERF_RECIPE_SOURCES)
     return TrainWorkload(
         seq_len=row.workload.seq_len,
         global_batch=row.workload.global_batch,
         precision=precision_of(row),
         flash_attention=flash,
+        grad_reduce_dtype="bf16" if perf_recipe else "fp32",
     )
 
 

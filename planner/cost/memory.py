@@ -22,9 +22,12 @@ ACTIVATION_BYTES = 2.0
 """Activations are stored in bf16 (2 bytes per value)."""
 OPTIMIZER_BYTES_PER_PARAM = 12.0
 """Adam with fp32 master weights: 4 (master) + 4 (first moment) + 4 (second moment)."""
-GRAD_BYTES = 4.0
-"""Gradients are accumulated and reduced in fp32 (Megatron-LM forces
-``accumulate_allreduce_grads_in_fp32`` for bf16 training; dist_optimizer.md: 6 + 12/d bytes)."""
+GRAD_BYTES = {"fp32": 4.0, "bf16": 2.0}
+"""Bytes per gradient by reduction dtype. Megatron-LM docs/source/api-guide/dist_optimizer.md:
+bf16 params + fp32 grads = 6 + 12/d bytes per parameter; bf16 grads = 4 + 16/d (the fp32 main
+gradient moves into the sharded optimizer state)."""
+SHARDED_MAIN_GRAD_BYTES = {"fp32": 0.0, "bf16": 4.0}
+"""fp32 main-gradient shard the distributed optimizer keeps when gradients reduce in bf16."""
 LOGIT_BYTES = 4.0
 """Logits are held in fp32 for the vocab-parallel cross entropy (Megatron-LM
 ``theoretical_memory_usage.py``: 4 s b V / t on the last stage)."""

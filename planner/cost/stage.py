@@ -18,6 +18,7 @@ from planner.cost.memory import (
     ACTIVATION_BYTES,
     GRAD_BYTES,
     OPTIMIZER_BYTES_PER_PARAM,
+    SHARDED_MAIN_GRAD_BYTES,
     activation_bytes_per_layer,
     activation_bytes_per_token,
     logits_bytes,
@@ -358,7 +359,9 @@ def stage_memory(
         activations += logits_bytes(model, layout, workload.seq_len)
     return StageMemory(
         weights=weights,
-        grads=sharded(GRAD_BYTES, 2),
-        optimizer=sharded(OPTIMIZER_BYTES_PER_PARAM, 1),
+        grads=sharded(GRAD_BYTES[workload.grad_reduce_dtype], 2),
+        optimizer=sharded(
+            OPTIMIZER_BYTES_PER_PARAM + SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype], 1
+        ),
         activations=activations,
     )

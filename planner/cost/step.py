@@ -98,25 +98,28 @@ def dp_exposed_time(
     *,
     slowest: MicrobatchTime,
     num_microbatches: int,
+    grad_dtype: str = "fp32",
 ) -> float:
     """Exposed data-parallel synchronisation of one step.
 
     Dense gradients reduce over dp x cp, expert gradients over the expert-data-parallel group.
-    ZeRO >= 1: reduce-scatter of fp32 gradients + all-gather of bf16 parameters; ZeRO-0: all-reduce.
+    ZeRO >= 1: reduce-scatter of the gradients (``grad_dtype``) + all-gather of bf16 parameters;
+    ZeRO-0: all-reduce.
     The reduction overlaps the last micro-batch's backward, the gather the first one's forward;
     ZeRO-3 gathers bf16 parameters in every micro-batch's forward and backward.
     """
+    grad_bytes = GRAD_BYTES[grad_dtype]
     dp = domains.get("dp_cp", domains["dp"])
     edp = domains.get("edp", dp)
     if dp.size == 1 and edp.size == 1:
         return 0.0
     if layout.zero >= 1:
-        reduce = reduce_scatter_time(GRAD_BYTES * dense_params, dp)
-        reduce += reduce_scatter_time(GRAD_BYTES * expert_params, edp)
+        reduce = reduce_scatter_time(grad_bytes * dense_params, dp)
+        reduce += reduce_scatter_time(grad_bytes * expert_params, edp)
         gather = all_gather_time(2.0 * dense_params, dp) + all_gather_time(2.0 * expert_params, edp)
     else:
-        reduce = ring_all_reduce_time(GRAD_BYTES * dense_params, dp)
-        reduce += ring_all_reduce_time(GRAD_BYTES * expert_params, edp)
+        reduce = ring_all_reduce_time(grad_bytes * dense_params, dp)
+        reduce += ring_all_reduce_time(grad_bytes * expert_params, edp)
         gather = 0.0
     exposed = max(0.0, reduce - slowest.backward_s)
     if layout.zero >= 3:
@@ -168,7 +171,13 @@ def estimate_step(
         (stage_params_per_gpu(model, layout, s, workload.seq_len) for s in stages), key=sum
     )
     breakdown["dp_comm"] = dp_exposed_time(
-        dense, expert, layout, domains, slowest=slowest, num_microbatches=m
+        dense,
+        expert,
+        layout,
+        domains,
+        slowest=slowest,
+        num_microbatches=m,
+        grad_dtype=workload.grad_reduce_dtype,
     )
     dp = layout.dp * layout.cp
     edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
@@ -208,7 +217,6 @@ def step_time_lower_bound(
     plain = layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1})
     stages = representative_stages(layout.pp)
     slowest = max(
-        microbatch_time(model, acc, workload, plain, stage=s, domains=domains).total
-        for s in stages
+        microbatch_time(model, acc, workload, plain, stage=s, domains=domains).total for s in stages
     )
     return workload.global_batch / layout.dp * slowest / layout.mbs

@@ -23,6 +23,10 @@ class TrainWorkload(FrozenSpec):
     """Format of the GEMM inputs of the transformer's linear layers (attention runs in bf16;
     master weights and optimizer state stay fp32)."""
 
+    grad_reduce_dtype: Literal["fp32", "bf16"] = "fp32"
+    """Gradient buffer and reduction dtype. fp32 is Megatron-LM's default for bf16 training
+    (6 + 12/d bytes per parameter with the distributed optimizer); NVIDIA's performance recipes
+    reduce in bf16 (``grad_reduce_in_fp32 = False``: 4 + 16/d, fp32 main grads kept as shards)."""
     flash_attention: bool = True
     """Fused (flash) attention: scores are neither stored nor written to HBM. False models the
     unfused path of 2021-22 Megatron (batched score GEMMs over the full square, softmax and
@@ -88,4 +92,3 @@ class ServeWorkload(FrozenSpec):
                 f"context ({self.context})"
             )
         return self
-

@@ -1,0 +1,351 @@
+"""Serving time terms: one forward pass of a pipeline stage that decodes a batch and prefills
+prompts at once (in-flight batching), and the per-token latency, TTFT and throughput built on it.
+
+Per layer on one GPU (serving-formulas.md 6c-6d; each kernel is its own roofline, kernels do not
+overlap, Williams et al. 2009):
+
+    t_layer = sum_gemm max(2 m k n / (P eta_gemm), b (m k + k n + m n) / (W_hbm eta_hbm)) + t_kernel
+            + max(KV bytes read / (W_hbm eta_hbm), attention FLOPs / (P_bf16 eta_attn)) + t_kernel
+            + TP all-reduce (2 per layer; alpha-beta over the group's CommDomain)
+            + EP dispatch + combine (MoE layers) + n_other t_kernel
+
+GEMM shapes come from :mod:`planner.cost.gemm` (Megatron column/row split). A token's latency is
+pp stage passes (pp micro-batches in flight keep every stage busy), so TPOT = pp x t_stage and a
+replica emits B / TPOT tokens/s. Efficiencies, bandwidths and the per-kernel cost are the
+accelerator's catalog data; nothing here is a hardware number.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.cost.comm import all_gather_time, all_to_all_time, p2p_time, ring_all_reduce_time
+from planner.cost.compute import attention_core_flops_per_token, is_sliding_layer
+from planner.cost.gemm import GemmShape, attention_gemms, ffn_gemms, gemm_time
+from planner.cost.serving import (
+    HIGH_PRECISION_BYTES,
+    cached_tokens,
+    kv_bytes_per_token_per_layer,
+    kv_heads_per_gpu,
+    layers_per_stage,
+)
+from planner.specs.base import FrozenSpec
+from planner.specs.comm import CommDomain
+from planner.specs.formats import NumberFormat, bytes_per_value
+from planner.specs.hardware import AcceleratorSpec
+from planner.specs.model import ModelSpec
+from planner.specs.result import ServeLayout
+from planner.specs.workload import ServeWorkload
+from planner.units import US
+
+OTHER_KERNELS_PER_LAYER = 5
+"""Kernels of a decode layer besides its GEMMs and attention: two RMSNorm (+ residual add),
+rotary embedding + KV-cache append, and the gated activation (the unfused kernels of a vLLM /
+TensorRT-LLM Llama layer; fused variants are absorbed by the calibrated kernel_overhead_us)."""
+ACTIVATION_BYTES = HIGH_PRECISION_BYTES
+"""Bytes per value of activations on the wire (all-reduce, all-to-all, send/recv): 16-bit."""
+
+
+class ServeSetup(FrozenSpec):
+    """Everything a serving pass needs: the model, the GPU, the layout and its links."""
+
+    model: ModelSpec
+    """The model."""
+    accelerator: AcceleratorSpec
+    """The GPU (efficiencies from its catalog entry and calibration)."""
+    layout: ServeLayout
+    """The replica's split."""
+    compute_format: NumberFormat
+    """Format the GEMMs run in."""
+    attention_comm: CommDomain
+    """The attention-TP group (tp / attention_dp ranks)."""
+    tp_comm: CommDomain
+    """The tp group (FFN all-reduce, or all-gather + reduce-scatter with attention DP)."""
+    ep_comm: CommDomain
+    """The expert-parallel group (dispatch / combine all-to-all)."""
+    pp_comm: CommDomain
+    """Stage-to-stage sends."""
+
+
+class PassLoad(FrozenSpec):
+    """What one pass of a stage carries, per replica micro-batch."""
+
+    decode_sequences: float
+    """Sequences producing one token each in this pass."""
+    context: float
+    """Mean tokens of context of a decoding sequence."""
+    prefill_tokens: float = 0.0
+    """Prompt tokens prefilled in the same pass."""
+    prompt_len: int = 1
+    """Length of the prompts being prefilled (sets their causal attention span)."""
+    prompt_on_one_rank: bool = False
+    """The prefill tokens are one prompt, all on one attention-DP rank (TTFT); False = spread."""
+
+    def per_rank(self, attention_dp: int) -> tuple[float, float]:
+        """(decoding sequences, prefill tokens) on the busiest attention-DP rank: a share of
+        the sequences but at least one while any decode, the whole prompt when on one rank.
+
+        >>> PassLoad(decode_sequences=3, context=8).per_rank(4)
+        (1.0, 0.0)
+        """
+        decode = max(self.decode_sequences / attention_dp, min(self.decode_sequences, 1.0))
+        prefill = (
+            self.prefill_tokens if self.prompt_on_one_rank else self.prefill_tokens / attention_dp
+        )
+        return decode, prefill
+
+
+class PassTime(FrozenSpec):
+    """Seconds by term; ``total_s`` is their sum."""
+
+    linear_s: float = 0.0
+    """GEMMs (weights streamed or FLOPs, whichever binds), lm_head included."""
+    attention_s: float = 0.0
+    """Attention kernels (KV read at decode, FLOPs at prefill)."""
+    tp_comm_s: float = 0.0
+    """Tensor-parallel all-reduces (attention and FFN)."""
+    ep_comm_s: float = 0.0
+    """Expert dispatch and combine."""
+    pp_comm_s: float = 0.0
+    """Sends to the next stage."""
+    overhead_s: float = 0.0
+    """Fixed cost of the non-GEMM kernels."""
+
+    @property
+    def total_s(self) -> float:
+        """Sum of the terms (s)."""
+        return sum(self.as_dict().values())
+
+    def as_dict(self) -> dict[str, float]:
+        """Terms keyed as in ServePlan.breakdown_s."""
+        return {
+            "linear": self.linear_s,
+            "attention": self.attention_s,
+            "tp_comm": self.tp_comm_s,
+            "ep_comm": self.ep_comm_s,
+            "pp_comm": self.pp_comm_s,
+            "overhead": self.overhead_s,
+        }
+
+    def scaled(self, factor: float) -> PassTime:
+        """Every term times ``factor`` (pp passes per token)."""
+        return PassTime(**{f"{k}_s": v * factor for k, v in self.as_dict().items()})
+
+
+def expected_experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
+    """Experts that receive at least one of ``tokens`` tokens under uniform top-k routing:
+    E (1 - (1 - k/E)^tokens). At batch 1 a MoE layer streams only k experts' weights.
+
+    >>> expected_experts_touched(8, 2, 1)
+    2.0
+    >>> round(expected_experts_touched(256, 8, 1000), 1)
+    256.0
+    """
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+
+
+def _moe_gemms(model: ModelSpec, tokens: float, layout: ServeLayout) -> list[GemmShape]:
+    """Router, the local experts that receive tokens (each split over tp / ep) and shared
+    experts (split over tp), for ``tokens`` tokens in the tp group."""
+    moe = model.moe
+    assert moe is not None
+    touched = expected_experts_touched(moe.num_experts, moe.top_k, tokens)
+    local = touched / layout.ep
+    per_expert = tokens * moe.top_k / touched if touched else 0.0
+    width = moe.expert_ffn_hidden_size * layout.ep / layout.tp
+    gemms = [GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)]
+    gemms += ffn_gemms(model, per_expert, width, prefix="expert_", count=local)
+    if moe.num_shared_experts:
+        shared = moe.num_shared_experts * (
+            moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        )
+        gemms += ffn_gemms(model, tokens, shared / layout.tp, prefix="shared_", count=1)
+    return gemms
+
+
+def _gemms_time(setup: ServeSetup, gemms: list[GemmShape], weight_format: NumberFormat) -> float:
+    acc = setup.accelerator
+    eff = acc.efficiency
+    total = 0.0
+    for g in gemms:
+        expert = g.name.startswith("expert_")
+        total += gemm_time(
+            g,
+            peak_flop_per_s=acc.peak_flop_per_s(setup.compute_format),
+            efficiency=acc.gemm_efficiency(setup.compute_format)
+            * (eff.expert_gemm if expert else 1.0),
+            bytes_per_value=bytes_per_value(weight_format),
+            hbm_bytes_per_s=acc.hbm_bytes_per_s * eff.hbm,
+            kernel_overhead_s=eff.kernel_overhead_us * US,
+        )
+    return total
+
+
+def _decode_attention_dims(model: ModelSpec) -> tuple[int, int]:
+    """(score dim, value dim) a decode query multiplies per cached token: H, H; MLA in its
+    absorbed form works in the latent: r_kv + r_rope, r_kv (DeepSeek FlashMLA)."""
+    if model.mla is not None:
+        rank = model.mla.kv_lora_rank
+        return rank + model.mla.qk_rope_head_dim, rank
+    return model.head_dim, model.head_dim
+
+
+def attention_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> float:
+    """One layer's attention on one GPU: decode reads each sequence's cache (bytes = sequences
+    x cached tokens x bytes per token-layer x heads per GPU / K) or is bound by its FLOPs
+    2 (N / tp_attn)(H_qk + H_v) T; prefill costs its causal FLOPs; plus one kernel."""
+    model, acc, lay = setup.model, setup.accelerator, setup.layout
+    eff = acc.efficiency
+    sequences, prefill = load.per_rank(lay.attention_dp)
+    if sequences <= 0 and prefill <= 0:
+        return 0.0
+    span = cached_tokens(model, layer_index, math.ceil(load.context))
+    heads = 1 if model.mla is not None else model.num_kv_heads
+    share = kv_heads_per_gpu(model, lay.attention_tp) / heads
+    kv_bytes = sequences * span * kv_bytes_per_token_per_layer(model, lay.kv_precision) * share
+    qk, v = _decode_attention_dims(model)
+    flop_rate = acc.peak_flop_per_s(NumberFormat.BF16) * eff.attention
+    decode_flops = sequences * 2.0 * model.num_attention_heads / lay.attention_tp * (qk + v) * span
+    sliding = is_sliding_layer(model, layer_index)
+    per_prompt_token = attention_core_flops_per_token(model, load.prompt_len, sliding=sliding)
+    prefill_flops = prefill * per_prompt_token / lay.attention_tp
+    memory = kv_bytes / (acc.hbm_bytes_per_s * eff.hbm)
+    return (
+        max(memory, decode_flops / flop_rate)
+        + prefill_flops / flop_rate
+        + eff.kernel_overhead_us * US
+    )
+
+
+def _comm_times(
+    setup: ServeSetup, tokens_attn: float, tokens_ffn: float, *, moe_layer: bool
+) -> tuple[float, float]:
+    """(TP, EP) communication of one layer: the attention output all-reduce over the
+    attention-TP group; the FFN's all-reduce over tp (all-gather + reduce-scatter with attention
+    DP), or for MoE layers with ep > 1 the dispatch + combine all-to-all of k copies per token."""
+    model, lay = setup.model, setup.layout
+    row = model.hidden_size * ACTIVATION_BYTES
+    tp = ring_all_reduce_time(tokens_attn * row, setup.attention_comm)
+    ep = 0.0
+    if moe_layer and model.moe is not None and lay.ep > 1:
+        copies = tokens_ffn / lay.ep * model.moe.top_k
+        ep = 2.0 * all_to_all_time(copies * row, setup.ep_comm)
+        if lay.tp > lay.ep:
+            tp += ring_all_reduce_time(tokens_ffn * row, setup.tp_comm)
+    elif lay.attention_dp > 1:
+        tp += 2.0 * all_gather_time(tokens_ffn * row, setup.tp_comm)
+    else:
+        tp += ring_all_reduce_time(tokens_ffn * row, setup.tp_comm)
+    return tp, ep
+
+
+def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
+    """One block of the stage on one GPU for ``load``: attention on the busiest attention-DP
+    rank's tokens, the FFN on every token of the tp group (gathered)."""
+    model, lay = setup.model, setup.layout
+    tokens_attn = sum(load.per_rank(lay.attention_dp))
+    tokens_ffn = load.decode_sequences + load.prefill_tokens
+    moe_layer = model.moe is not None and layer_index >= model.moe.first_dense_layers
+    gemms = attention_gemms(model, tokens_attn, lay.attention_tp)
+    if moe_layer:
+        gemms += _moe_gemms(model, tokens_ffn, lay)
+    else:
+        gemms += ffn_gemms(model, tokens_ffn, model.ffn_hidden_size / lay.tp, prefix="", count=1)
+    tp, ep = _comm_times(setup, tokens_attn, tokens_ffn, moe_layer=moe_layer)
+    return PassTime(
+        linear_s=_gemms_time(setup, gemms, lay.precision),
+        attention_s=attention_time(setup, layer_index, load),
+        tp_comm_s=tp,
+        ep_comm_s=ep,
+        overhead_s=OTHER_KERNELS_PER_LAYER * setup.accelerator.efficiency.kernel_overhead_us * US,
+    )
+
+
+def _layer_kind(model: ModelSpec, index: int) -> tuple[bool, bool]:
+    moe = model.moe is not None and index >= model.moe.first_dense_layers
+    return moe, is_sliding_layer(model, index)
+
+
+def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
+    """One pass of the fullest stage: its ceil(L/pp) blocks (identical kinds computed once),
+    the lm_head for the sequences that emit a token (16-bit, vocab split over tp) and the send
+    to the next stage."""
+    model, lay = setup.model, setup.layout
+    kinds: dict[tuple[bool, bool], tuple[int, int]] = {}
+    for i in range(layers_per_stage(model, lay.pp)):
+        first, count = kinds.get(_layer_kind(model, i), (i, 0))
+        kinds[_layer_kind(model, i)] = (first, count + 1)
+    terms = dict.fromkeys(PassTime().as_dict(), 0.0)
+    for first, count in kinds.values():
+        for key, value in layer_time(setup, first, load).as_dict().items():
+            terms[key] += count * value
+    emitting = load.decode_sequences + load.prefill_tokens / max(load.prompt_len, 1)
+    head = GemmShape(
+        name="lm_head", m=emitting, k=model.hidden_size, n=model.vocab_size / lay.tp, count=1
+    )
+    terms["linear"] += _gemms_time(setup, [head], NumberFormat.BF16)
+    activations = (load.decode_sequences + load.prefill_tokens) * model.hidden_size
+    terms["pp_comm"] += p2p_time(activations * ACTIVATION_BYTES, setup.pp_comm)
+    return PassTime(**{f"{k}_s": v for k, v in terms.items()})
+
+
+def decode_token_time(setup: ServeSetup, *, concurrency: float, load: PassLoad) -> PassTime:
+    """Time per output token (TPOT) of a replica decoding ``concurrency`` sequences: pp passes of
+    micro-batches of concurrency / pp sequences (``load`` gives the context and the prefill
+    tokens per pass). Replica throughput = concurrency / TPOT."""
+    pp = setup.layout.pp
+    sequences = max(concurrency / pp, min(concurrency, 1.0))
+    micro = load.model_copy(update={"decode_sequences": sequences})
+    return stage_pass_time(setup, micro).scaled(pp)
+
+
+def ttft_time(setup: ServeSetup, *, running: PassLoad, prompt_len: int, chunk_tokens: int) -> float:
+    """Time to first token of one prompt joining a replica that decodes ``running`` per pass:
+    the prompt is cut into ceil(ISL / chunk) chunks that ride (chunks + pp - 1) stage passes
+    (TensorRT-LLM / vLLM chunked prefill). Queueing is not modelled.
+
+    TTFT grows with the running batch: each pass also streams the weights and the running KV.
+    """
+    chunks = math.ceil(prompt_len / chunk_tokens)
+    load = running.model_copy(
+        update={
+            "prefill_tokens": prompt_len / chunks,
+            "prompt_len": prompt_len,
+            "prompt_on_one_rank": True,
+        }
+    )
+    return (chunks + setup.layout.pp - 1) * stage_pass_time(setup, load).total_s
+
+
+def wave_time(setup: ServeSetup, workload: ServeWorkload, batch: int) -> float:
+    """One wave of ``batch`` identical requests started together: their prompts prefilled
+    (chunks of max_batch_tokens, pp passes each), then output_len decode steps at the mean
+    context with no prompts mixed in (s)."""
+    if batch <= 0:
+        return 0.0
+    lay = setup.layout
+    tokens = batch * workload.prompt_len
+    chunks = math.ceil(tokens / workload.max_batch_tokens)
+    prompts = PassLoad(
+        decode_sequences=0,
+        context=1,
+        prefill_tokens=tokens / chunks,
+        prompt_len=workload.prompt_len,
+    )
+    prefill = (chunks + lay.pp - 1) * stage_pass_time(setup, prompts).total_s
+    decoding = PassLoad(
+        decode_sequences=batch / lay.pp, context=workload.prompt_len + workload.output_len / 2
+    )
+    step = decode_token_time(setup, concurrency=batch, load=decoding).total_s
+    return prefill + workload.output_len * step
+
+
+def uniform_requests_throughput(
+    setup: ServeSetup, workload: ServeWorkload, batch: int, num_requests: int
+) -> float:
+    """Output tokens/s of a replica serving ``num_requests`` identical requests issued at once
+    (trtllm-bench's synthetic uniform ISL/OSL): they run in waves of ``batch`` that start and
+    finish together, the last wave holding the remainder."""
+    full, rest = divmod(num_requests, batch)
+    total = full * wave_time(setup, workload, batch) + wave_time(setup, workload, rest)
+    return num_requests * workload.output_len / total
