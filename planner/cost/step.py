@@ -106,7 +106,9 @@ def dp_exposed_time(
     ZeRO >= 1: reduce-scatter of the gradients (``grad_dtype``) + all-gather of bf16 parameters;
     ZeRO-0: all-reduce.
     The reduction overlaps the last micro-batch's backward, the gather the first one's forward;
-    ZeRO-3 gathers bf16 parameters in every micro-batch's forward and backward.
+    ZeRO-2/3 reduce-scatter every micro-batch's gradients (sharded gradients cannot accumulate
+    locally), and ZeRO-3 gathers bf16 parameters in every micro-batch's forward and backward
+    (Rajbhandari et al. 2020, section 5; PyTorch FSDP).
     """
     grad_bytes = GRAD_BYTES[grad_dtype]
     dp = domains.get("dp_cp", domains["dp"])
@@ -121,11 +123,16 @@ def dp_exposed_time(
         reduce = ring_all_reduce_time(grad_bytes * dense_params, dp)
         reduce += ring_all_reduce_time(grad_bytes * expert_params, edp)
         gather = 0.0
-    exposed = max(0.0, reduce - slowest.backward_s)
-    if layout.zero >= 3:
-        per_microbatch = 2.0 * gather - slowest.forward_s - slowest.backward_s
-        return exposed + num_microbatches * max(0.0, per_microbatch)
-    return exposed + max(0.0, gather - slowest.forward_s)
+    if layout.zero >= 2:
+        # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
+        # its gradients (and ZeRO-3 re-gathers the parameters for every forward and backward).
+        gathers = 2.0 * gather if layout.zero >= 3 else 0.0
+        per_microbatch = (
+            reduce + gathers - slowest.backward_s - (slowest.forward_s if layout.zero >= 3 else 0.0)
+        )
+        first_gather = 0.0 if layout.zero >= 3 else max(0.0, gather - slowest.forward_s)
+        return num_microbatches * max(0.0, per_microbatch) + first_gather
+    return max(0.0, reduce - slowest.backward_s) + max(0.0, gather - slowest.forward_s)
 
 
 def estimate_memory(
