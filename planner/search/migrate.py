@@ -116,7 +116,7 @@ def bottleneck(plan: Plan) -> Bottleneck | None:
 
 
 def signed_seconds(delta_s: float) -> str:
-    """A time difference with its sign, e.g. '-0.60 s' or '+12.0 ms'.
+    """A time difference with its sign, e.g. '-600 ms' or '+1.20 s'.
 
     >>> signed_seconds(-0.6)
     '-600 ms'

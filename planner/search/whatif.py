@@ -25,6 +25,7 @@ from planner.search.migrate import bottleneck, economics
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterEdits, ClusterSpec
 from planner.specs.formats import TRAINING_FORMATS
+from planner.specs.hardware import AcceleratorSpec
 from planner.specs.model import ModelSpec
 from planner.specs.scenarios import KnobValue, RunLength, Scenario, WhatIfResult
 from planner.specs.solver_config import SolverConfig
@@ -71,6 +72,9 @@ class ClusterBase(FrozenSpec):
     """TPU slice shape of the base cluster (None for GPU systems)."""
     edits: ClusterEdits = Field(default_factory=ClusterEdits)
     """What-if edits already applied to the base cluster."""
+    accelerator: AcceleratorSpec | None = None
+    """The base cluster's accelerator as resolved (with any ``--calibration`` overlay); kept in
+    every scenario whose system uses the same accelerator."""
 
     @classmethod
     def of(cls, cluster: ClusterSpec) -> ClusterBase:
@@ -81,6 +85,7 @@ class ClusterBase(FrozenSpec):
             num_accelerators=cluster.num_accelerators,
             shape=cluster.slice_shape,
             edits=validate_spec(ClusterEdits, cluster.edits, where="cluster edits"),
+            accelerator=cluster.accelerator,
         )
 
 
@@ -212,8 +217,12 @@ def scenario_cluster(base: ClusterBase, vary: dict[str, KnobValue]) -> ClusterSp
         system = system_for_accelerator(str(vary["accelerator"]), base.system)
     num = int(vary.get("gpus", base.num_accelerators))
     if system == base.system and num == base.num_accelerators:
-        return build_cluster(system, num, name=base.name, edits=edits, shape=base.shape)
-    return build_cluster(system, num, name=f"{system}x{num}", edits=edits)
+        cluster = build_cluster(system, num, name=base.name, edits=edits, shape=base.shape)
+    else:
+        cluster = build_cluster(system, num, name=f"{system}x{num}", edits=edits)
+    if base.accelerator is not None and cluster.accelerator.name == base.accelerator.name:
+        cluster = cluster.model_copy(update={"accelerator": base.accelerator})
+    return cluster
 
 
 def run_scenario(request: ScenarioRequest) -> Scenario:

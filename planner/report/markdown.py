@@ -1,0 +1,315 @@
+"""Markdown and terminal text for migrations and what-if sweeps: pure functions of the result
+models (MigrateResult, WhatIfResult) -> text. The helpers here (labels, summary sentence, knob
+effects) are shared with the HTML report so that both say the same thing."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from planner.specs.result import Plan
+from planner.specs.scenarios import (
+    Bottleneck,
+    Economics,
+    KnobValue,
+    MigrateResult,
+    Scenario,
+    WhatIfResult,
+)
+from planner.units import format_seconds
+
+TERM_ORDER: tuple[str, ...] = (
+    "compute",
+    "tp_comm",
+    "cp_comm",
+    "ep_comm",
+    "pp_bubble",
+    "pp_comm",
+    "dp_comm",
+    "optimizer",
+)
+TERM_LABELS: dict[str, str] = {
+    "compute": "compute",
+    "tp_comm": "TP comm",
+    "cp_comm": "CP comm",
+    "ep_comm": "EP all-to-all",
+    "pp_bubble": "PP bubble",
+    "pp_comm": "PP sends",
+    "dp_comm": "DP comm",
+    "optimizer": "optimizer",
+}
+DEGREE_COLUMNS: tuple[str, ...] = ("TP", "PP", "VPP", "DP", "CP", "EP", "mbs", "recompute", "ZeRO")
+
+
+def knob_text(value: KnobValue) -> str:
+    """A knob value as a user types it.
+
+    >>> knob_text(400.0), knob_text(True), knob_text("fp8")
+    ('400', 'true', 'fp8')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def scenario_label(scenario: Scenario) -> str:
+    """``nic_gbps=400, oversubscription=2``."""
+    return ", ".join(f"{k}={knob_text(v)}" for k, v in scenario.vary.items())
+
+
+def degree_row(plan: Plan) -> list[int | str]:
+    """The layout fields of DEGREE_COLUMNS, in order."""
+    lay = plan.layout
+    return [lay.tp, lay.pp, lay.vpp, lay.dp, lay.cp, lay.ep, lay.mbs, str(lay.recompute), lay.zero]
+
+
+def money(usd: float) -> str:
+    """Dollars with sensible precision.
+
+    >>> money(3.456), money(12_345_678)
+    ('$3.46', '$12,345,678')
+    """
+    return f"${usd:,.2f}" if usd < 1000 else f"${usd:,.0f}"
+
+
+def bottleneck_text(neck: Bottleneck | None) -> str:
+    """``DP comm 575 ms over 25.0 GB/s per rank, bound by ...`` or 'none exposed'."""
+    if neck is None:
+        return "no communication exposed"
+    return (
+        f"{TERM_LABELS.get(neck.term, neck.term)} {format_seconds(neck.exposed_s)} over {neck.link}"
+    )
+
+
+def _ok(result: WhatIfResult) -> list[Scenario]:
+    return [s for s in result.scenarios if s.plan is not None]
+
+
+def knob_effects(result: WhatIfResult) -> dict[str, float]:
+    """Per knob: the largest relative step-time spread it causes with the other knobs held
+    fixed (0.25 = the slowest value is 25% slower than the fastest)."""
+    effects: dict[str, float] = {}
+    for knob in result.knobs:
+        groups: dict[tuple[tuple[str, str], ...], list[float]] = defaultdict(list)
+        for s in _ok(result):
+            key = tuple((k, knob_text(v)) for k, v in s.vary.items() if k != knob)
+            groups[key].append(s.plan.step_time_s)  # type: ignore[union-attr]
+        spreads = [max(t) / min(t) - 1.0 for t in groups.values() if len(t) > 1 and min(t) > 0]
+        effects[knob] = max(spreads, default=0.0)
+    return effects
+
+
+def _effect_text(knob: str, spread: float) -> str:
+    if spread < 0.005:
+        return f"{knob} leaves the step time unchanged (under 0.5%)"
+    return f"{knob} moves the step time by up to {100 * spread:.0f}%"
+
+
+def summary_sentence(result: WhatIfResult) -> str:
+    """One paragraph: fastest and slowest scenario, what each knob moves, the usual bottleneck."""
+    ok = _ok(result)
+    head = f"{len(result.scenarios)} scenarios of {result.model} on {result.cluster}"
+    if not ok:
+        return f"{head}: no scenario has a feasible plan."
+    fast = min(ok, key=lambda s: s.plan.step_time_s)  # type: ignore[union-attr]
+    slow = max(ok, key=lambda s: s.plan.step_time_s)  # type: ignore[union-attr]
+    fp, sp = fast.plan, slow.plan
+    assert fp is not None and sp is not None and fast.economics is not None
+    text = (
+        f"{head}: the fastest is {scenario_label(fast)}, {fp.layout.short()} at "
+        f"{format_seconds(fp.step_time_s)} per step ({fp.tokens_per_s:,.0f} tokens/s, "
+        f"{money(fast.economics.usd_per_million_tokens)} per million tokens)"
+    )
+    if slow is not fast:
+        text += (
+            f"; the slowest is {scenario_label(slow)} at {format_seconds(sp.step_time_s)} "
+            f"({sp.step_time_s / fp.step_time_s:.2f}x)"
+        )
+    effects = sorted(knob_effects(result).items(), key=lambda kv: -kv[1])
+    text += ". " + "; ".join(_effect_text(knob, spread) for knob, spread in effects)
+    necks = Counter(TERM_LABELS.get(s.bottleneck.term, "") for s in ok if s.bottleneck)
+    if necks:
+        name, count = necks.most_common(1)[0]
+        text += f". The slowest exposed link is most often {name} ({count} of {len(ok)})"
+    missing = len(result.scenarios) - len(ok)
+    if missing:
+        text += f". {missing} scenario(s) have no feasible plan"
+    return text + "."
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def scenario_rows(result: WhatIfResult) -> list[list[str]]:
+    """Scenario table rows: label, layout, step time, tokens/s, $/M tokens, J/token, bottleneck."""
+    rows = []
+    for s in result.scenarios:
+        if s.plan is None or s.economics is None:
+            rows.append([scenario_label(s), f"{s.status}: {s.error or ''}", "", "", "", "", ""])
+            continue
+        rows.append(
+            [
+                scenario_label(s),
+                s.plan.layout.short(),
+                format_seconds(s.plan.step_time_s),
+                f"{s.plan.tokens_per_s:,.0f}",
+                money(s.economics.usd_per_million_tokens),
+                f"{s.economics.joules_per_token:.3g}",
+                bottleneck_text(s.bottleneck),
+            ]
+        )
+    return rows
+
+
+SCENARIO_HEADER = ["scenario", "layout", "step", "tokens/s", "$/M tokens", "J/token", "bottleneck"]
+
+
+def _seconds_or_dash(seconds: float) -> str:
+    return format_seconds(seconds) if seconds > 0 else "-"
+
+
+def breakdown_rows(result: WhatIfResult) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the exposed time per term; terms that are zero everywhere are left out."""
+    terms = [
+        t for t in TERM_ORDER if any(s.plan and s.plan.breakdown_s.get(t) for s in result.scenarios)
+    ]
+    rows = [
+        [scenario_label(s)]
+        + [_seconds_or_dash(s.plan.breakdown_s.get(t, 0.0)) if s.plan else "" for t in terms]
+        for s in result.scenarios
+    ]
+    return ["scenario", *(TERM_LABELS[t] for t in terms)], rows
+
+
+def run_rows(result: WhatIfResult) -> list[list[str]]:
+    """Time-to-train rows (empty when no token or step count was given)."""
+    rows = []
+    for s in result.scenarios:
+        run = s.economics.run if s.economics else None
+        if run is not None:
+            rows.append(
+                [
+                    scenario_label(s),
+                    f"{run.steps:,}",
+                    f"{run.wall_clock_days:,.1f}",
+                    f"{run.gpu_hours:,.0f}",
+                    money(run.cost_usd),
+                    f"{run.energy_MWh:,.0f}",
+                ]
+            )
+    return rows
+
+
+RUN_HEADER = ["scenario", "steps", "days", "GPU-hours", "cost", "MWh at TDP"]
+
+
+def whatif_markdown(result: WhatIfResult) -> str:
+    """The what-if report in Markdown (for a pull request): the same content as the HTML."""
+    wl = result.workload
+    lines = [
+        f"# What-if: {result.model} on {result.cluster}",
+        "",
+        summary_sentence(result),
+        "",
+        f"Base cluster: {result.cluster_description}. Workload: seq-len {wl.seq_len}, global batch "
+        f"{wl.global_batch}, {wl.precision}. Cost at the catalog price per GPU-hour; energy with "
+        "every accelerator at TDP (an upper bound).",
+        "",
+        "## Scenarios",
+        "",
+        *_table(SCENARIO_HEADER, scenario_rows(result)),
+        "",
+        "## Where the time goes (exposed seconds per step)",
+        "",
+        *_table(*breakdown_rows(result)),
+        "",
+        "## Layout per scenario",
+        "",
+        *_table(
+            ["scenario", *DEGREE_COLUMNS],
+            [
+                [scenario_label(s)] + [str(v) for v in degree_row(s.plan)]
+                if s.plan
+                else [scenario_label(s)] + [""] * len(DEGREE_COLUMNS)
+                for s in result.scenarios
+            ],
+        ),
+    ]
+    runs = run_rows(result)
+    if runs:
+        lines += ["", "## Time to train", "", *_table(RUN_HEADER, runs)]
+    return "\n".join(lines) + "\n"
+
+
+def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [
+        fmt.format(*r) for r in rows
+    ]
+
+
+def whatif_text(result: WhatIfResult) -> str:
+    """The terminal answer of ``layout whatif``."""
+    lines = [f"cluster : {result.cluster_description}", "", summary_sentence(result), ""]
+    lines += _aligned(SCENARIO_HEADER, scenario_rows(result))
+    runs = run_rows(result)
+    if runs:
+        lines += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
+    return "\n".join(lines)
+
+
+def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str, str]]:
+    rows = [
+        ("$ / GPU-hour", money(before.price_per_gpu_hour_usd), money(after.price_per_gpu_hour_usd)),
+        ("$ / M tokens", money(before.usd_per_million_tokens), money(after.usd_per_million_tokens)),
+        ("J / token at TDP", f"{before.joules_per_token:.3g}", f"{after.joules_per_token:.3g}"),
+    ]
+    if before.run is not None and after.run is not None:
+        b, a = before.run, after.run
+        rows += [
+            ("time to train", f"{b.wall_clock_days:,.1f} days", f"{a.wall_clock_days:,.1f} days"),
+            ("GPU-hours", f"{b.gpu_hours:,.0f}", f"{a.gpu_hours:,.0f}"),
+            ("cost", money(b.cost_usd), money(a.cost_usd)),
+            ("energy at TDP", f"{b.energy_MWh:,.1f} MWh", f"{a.energy_MWh:,.1f} MWh"),
+        ]
+    return rows
+
+
+def migrate_text(result: MigrateResult) -> str:
+    """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
+    before, after = result.from_plan, result.to_plan
+    mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
+    rows = [
+        ("layout", before.layout.short(), after.layout.short()),
+        ("step", format_seconds(before.step_time_s), format_seconds(after.step_time_s)),
+        (
+            "tokens/s/GPU",
+            f"{before.tokens_per_s_per_gpu:,.0f}",
+            f"{after.tokens_per_s_per_gpu:,.0f}",
+        ),
+        ("MFU", f"{100 * before.mfu:.1f}%", f"{100 * after.mfu:.1f}%"),
+        ("memory peak", mem(before), mem(after)),
+        *_economics_rows(result.from_economics, result.to_economics),
+    ]
+    width = max(len(r[1]) for r in rows) + 2
+    lines = [
+        f"model   : {result.model} (seq-len {result.workload.seq_len}, global batch "
+        f"{result.workload.global_batch}, {result.workload.precision})",
+        f"from    : {before.cluster_description}",
+        f"to      : {after.cluster_description}",
+        "",
+        f"{'':<17}{'from':<{width}}to",
+        *(f"{name:<17}{a:<{width}}{b}" for name, a, b in rows),
+        "",
+        f"speed-up: {result.speedup:.2f}x tokens/s",
+        "changes :" if result.changes else "changes : none (the same layout is best on both)",
+        *(f"  {c.reason}" for c in result.changes),
+        f"old layout on new: {result.old_layout_note}",
+    ]
+    lines += [f"warning : {w}" for w in dict.fromkeys(before.warnings + after.warnings)]
+    return "\n".join(lines)
