@@ -83,7 +83,9 @@ def serve_violations(
     if layout.num_gpus > n:
         out.append(("degrees", f"tp x pp x replicas = {layout.num_gpus} exceeds the {n} GPUs"))
     if layout.tp % layout.attention_dp:
-        out.append(("divisibility", f"attention_dp ({layout.attention_dp}) must divide tp ({layout.tp})"))
+        out.append(
+            ("divisibility", f"attention_dp ({layout.attention_dp}) must divide tp ({layout.tp})")
+        )
     atp = layout.attention_tp
     if model.num_attention_heads % atp:
         out.append(
@@ -95,13 +97,20 @@ def serve_violations(
         )
     k = model.num_kv_heads
     if model.mla is None and k % atp and atp % k:
-        out.append(("divisibility", f"tp / attention_dp ({atp}) and the {k} KV heads must divide one another"))
+        out.append(
+            (
+                "divisibility",
+                f"tp / attention_dp ({atp}) and the {k} KV heads must divide one another",
+            )
+        )
     if layout.pp > model.num_layers:
         out.append(("divisibility", f"pp ({layout.pp}) exceeds the {model.num_layers} layers"))
     if model.moe is None and layout.ep > 1:
         out.append(("divisibility", f"ep > 1 but model '{model.name}' has no experts"))
     if layout.tp % layout.ep or (model.moe is not None and model.moe.num_experts % layout.ep):
-        out.append(("divisibility", f"ep ({layout.ep}) must divide tp ({layout.tp}) and the experts"))
+        out.append(
+            ("divisibility", f"ep ({layout.ep}) must divide tp ({layout.tp}) and the experts")
+        )
     return out
 
 
@@ -151,7 +160,9 @@ def memory_cost(
     workspace = workspace_bytes_per_gpu(model, workload.max_batch_tokens, layout)
     capacity = cluster.accelerator.usable_memory_bytes
     pool = free_kv_bytes(capacity, weights, workspace, workload.kv_cache_fraction)
-    per_sequence = kv_bytes_per_sequence_per_gpu(model, layout.kv_precision, workload.context, layout)
+    per_sequence = kv_bytes_per_sequence_per_gpu(
+        model, layout.kv_precision, workload.context, layout
+    )
     tokens = kv_cache_tokens(pool, per_sequence / workload.context)
     return ServeMemoryCost(
         weights=weights,
@@ -180,8 +191,9 @@ class OperatingPoint(FrozenSpec):
 def steady_load(workload: ServeWorkload, concurrency: float, pp: int) -> PassLoad:
     """What one stage pass carries in steady state: concurrency / pp decoding sequences at the
     mean context ISL + OSL/2, and the prompts of the requests that replace finished ones
-    (ISL / OSL prompt tokens per decoded token)."""
-    micro = concurrency / pp
+    (ISL / OSL prompt tokens per decoded token). Fewer sequences than stages fill only
+    some stages: a micro-batch holds at least one sequence."""
+    micro = max(concurrency / pp, min(concurrency, 1.0))
     return PassLoad(
         decode_sequences=micro,
         context=workload.prompt_len + workload.output_len / 2,
@@ -200,7 +212,10 @@ def ttft_at(setup: ServeSetup, workload: ServeWorkload, concurrency: float) -> f
     """Time to first token of a prompt joining ``concurrency`` running sequences (s)."""
     running = steady_load(workload, concurrency, setup.layout.pp)
     return ttft_time(
-        setup, running=running, prompt_len=workload.prompt_len, chunk_tokens=workload.max_batch_tokens
+        setup,
+        running=running,
+        prompt_len=workload.prompt_len,
+        chunk_tokens=workload.max_batch_tokens,
     )
 
 
@@ -219,16 +234,22 @@ def largest_batch(upper: int, ok: Callable[[int], bool]) -> int:
     return low
 
 
-def _online_concurrency(setup: ServeSetup, workload: ServeWorkload, qps: float, upper: int) -> float:
+def _online_concurrency(
+    setup: ServeSetup, workload: ServeWorkload, qps: float, upper: int
+) -> float:
     """Little's law: C = qps x (TTFT + OSL x TPOT(C)), iterated from C = 1."""
     c = 1.0
     for _ in range(ONLINE_ITERATIONS):
-        busy = ttft_at(setup, workload, c) + workload.output_len * tpot_at(setup, workload, c).total_s
+        busy = (
+            ttft_at(setup, workload, c) + workload.output_len * tpot_at(setup, workload, c).total_s
+        )
         c = min(float(upper), max(1.0, qps * busy))
     return c
 
 
-def operating_point(setup: ServeSetup, workload: ServeWorkload, max_sequences: int) -> OperatingPoint | tuple[str, str]:
+def operating_point(
+    setup: ServeSetup, workload: ServeWorkload, max_sequences: int
+) -> OperatingPoint | tuple[str, str]:
     """The concurrency this layout runs at, or (reason code, detail) when no batch meets the
     limits."""
     pp = setup.layout.pp
@@ -296,7 +317,9 @@ def serve_placement(cluster: ClusterSpec, layout: ServeLayout) -> dict[str, Plac
     return out
 
 
-def memory_detail(layout: ServeLayout, mem: ServeMemoryCost, cluster: ClusterSpec, context: int) -> tuple[str, str]:
+def memory_detail(
+    layout: ServeLayout, mem: ServeMemoryCost, cluster: ClusterSpec, context: int
+) -> tuple[str, str]:
     """(reason code, sentence) for a layout whose weights or first sequence do not fit."""
     acc = cluster.accelerator
     need = mem.weights + mem.workspace
@@ -313,7 +336,11 @@ def memory_detail(layout: ServeLayout, mem: ServeMemoryCost, cluster: ClusterSpe
 
 
 def to_serve_plan(
-    setup: ServeSetup, cluster: ClusterSpec, workload: ServeWorkload, mem: ServeMemoryCost, point: OperatingPoint
+    setup: ServeSetup,
+    cluster: ClusterSpec,
+    workload: ServeWorkload,
+    mem: ServeMemoryCost,
+    point: OperatingPoint,
 ) -> ServePlan:
     """Wrap the cost terms into the user-facing ServePlan."""
     model, layout, acc = setup.model, setup.layout, cluster.accelerator
@@ -321,7 +348,9 @@ def to_serve_plan(
     per_replica = point.concurrency / tpot
     read = weight_bytes_read_per_token(model, layout.precision, layout)
     idle = PassLoad(decode_sequences=0, context=1, prefill_tokens=0)
-    prefill = ttft_time(setup, running=idle, prompt_len=workload.prompt_len, chunk_tokens=workload.max_batch_tokens)
+    prefill = ttft_time(
+        setup, running=idle, prompt_len=workload.prompt_len, chunk_tokens=workload.max_batch_tokens
+    )
     warnings = []
     if layout.precision in (NumberFormat.NVFP4, NumberFormat.MXFP4):
         warnings.append(f"{layout.precision} serving is validated on one published run only")

@@ -1,0 +1,385 @@
+"""Serving accuracy: planner predictions against published serving runs
+(``tests/validation/serving.yaml``), row by row.
+
+Each row states its model, GPUs, layout and formats; the planner scores exactly that layout
+(``estimate --mode serve``) in the row's mode:
+
+- ``max_throughput`` (trtllm-bench offline): concurrency = what the KV cache holds;
+  compared: output tokens/s of the TP group.
+- ``static_batch``: a fixed batch prefilled at once then decoded to the end;
+  compared: output tokens/s per GPU.
+- ``online`` at a request rate: concurrency from Little's law; compared: mean inter-token
+  latency (ITL); TTFT is reported too. At QPS inf the run is saturated and compared like
+  max_throughput.
+
+A ``kv: null`` row (dtype not stated) is scored with the KV format of the checkpoint recipe the
+row names: NVIDIA ModelOpt's quantised checkpoints (8-bit or 4-bit weights) store an FP8 KV cache
+(``examples/llm_ptq/hf_ptq.py --kv_cache_qformat`` defaults to fp8); 16-bit weights keep a
+16-bit cache. Error = predicted / measured - 1.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field
+
+from planner.accuracy.rows import (
+    REPO_DATA_DIR,
+    WHEEL_DATA_DIR,
+    RowModel,
+    TrainingRow,
+    data_date,
+    to_model_spec,
+)
+from planner.accuracy.run import Summary, summarize
+from planner.catalog import load_cluster
+from planner.catalog.io import read_text, validate_spec
+from planner.catalog.store import suggest
+from planner.cost.serving_time import uniform_requests_throughput
+from planner.errors import InfeasibleError, SpecError, one_line
+from planner.search.serving import memory_cost, operating_point, serve_setup
+from planner.specs.base import FrozenSpec
+from planner.specs.cluster import ClusterSpec
+from planner.specs.formats import NumberFormat, bits_per_value
+from planner.specs.model import ModelSpec
+from planner.specs.result import ServeLayout
+from planner.specs.workload import ServeWorkload
+from planner.units import MS
+
+SERVING_SCHEMA_VERSION = "1.0"
+"""Version of the ServingValidationReport JSON shape."""
+DEFAULT_KV_FRACTION = 0.95
+"""kv_cache_free_gpu_mem_fraction of NVIDIA's published TensorRT-LLM tables (validation
+README: 'usually 0.95')."""
+
+
+class PrecisionRow(RowModel):
+    """``precision``; null = not stated."""
+
+    weights: str
+    """Weight format."""
+    kv: str | None = None
+    """KV-cache format."""
+    compute: str | None = None
+    """GEMM format."""
+
+
+class ServeLayoutRow(RowModel):
+    """``layout``."""
+
+    tp: int = 1
+    """Tensor parallel."""
+    pp: int = 1
+    """Pipeline stages."""
+    ep: int = 1
+    """Expert parallel."""
+    replicas: int = 1
+    """Model replicas."""
+
+
+class ServeWorkloadRow(RowModel):
+    """``workload``."""
+
+    prompt_len: int
+    """Input tokens per request."""
+    output_len: int
+    """Output tokens per request."""
+    mode: Literal["max_throughput", "static_batch", "online"]
+    """How the run was driven."""
+    batch: int | None = None
+    """Static batch size."""
+    qps: float | None = None
+    """Offered request rate (inf = all at once)."""
+    num_requests: int | None = None
+    """Requests in the run (benchmarks issue them at once)."""
+
+
+class ServeMeasuredRow(RowModel):
+    """``measured``."""
+
+    output_tokens_per_s: float | None = None
+    """Output tokens/s of the TP group."""
+    output_tokens_per_s_per_gpu: float | None = None
+    """Output tokens/s per GPU."""
+    ttft_ms: float | None = None
+    """Mean time to first token (ms)."""
+    itl_ms: float | None = None
+    """Mean inter-token latency (ms)."""
+
+
+class ServingRow(RowModel):
+    """One published serving run."""
+
+    id: str
+    """Row id (``V1``)."""
+    source: str
+    """Where the numbers come from."""
+    model: dict[str, object]
+    """``{name, arch}`` as in the training rows."""
+    cluster: str
+    """Planner cluster name."""
+    precision: PrecisionRow
+    """Formats."""
+    layout: ServeLayoutRow
+    """Layout."""
+    workload: ServeWorkloadRow
+    """Workload."""
+    measured: ServeMeasuredRow
+    """Results."""
+
+
+class ServingRowResult(FrozenSpec):
+    """One serving row, predicted and measured."""
+
+    id: str
+    """Row id."""
+    model: str
+    """Model name as the source labels it."""
+    cluster: str
+    """Planner cluster name."""
+    accelerator: str
+    """Accelerator catalog name."""
+    precision: str
+    """Weights / KV formats used for the prediction (``fp8/kv-fp8``)."""
+    layout: str
+    """Layout scored."""
+    mode: str
+    """max_throughput, static_batch or online."""
+    metric: str
+    """What is compared: output_tokens_per_s, output_tokens_per_s_per_gpu or itl_ms."""
+    status: Literal["ok", "not_evaluated"]
+    """``ok`` or ``not_evaluated`` (see reason)."""
+    reason: str | None = None
+    """Why the planner could not evaluate the row."""
+    predicted: float | None = None
+    """Planner's value of ``metric``."""
+    measured: float
+    """Published value of ``metric``."""
+    error: float | None = None
+    """predicted / measured - 1."""
+    concurrency: int | None = None
+    """Sequences per replica the prediction ran at."""
+    predicted_ttft_ms: float | None = None
+    """Planner's TTFT (online rows; no queueing)."""
+    measured_ttft_ms: float | None = None
+    """Published mean TTFT."""
+    ttft_error: float | None = None
+    """TTFT predicted / measured - 1."""
+
+
+class ServingValidationReport(FrozenSpec):
+    """The serving part of ``layout validate``."""
+
+    schema_version: str = SERVING_SCHEMA_VERSION
+    """Version of this JSON shape."""
+    data: str
+    """Validation file scored."""
+    data_date: str
+    """Newest date the file's sources cite."""
+    rows: list[ServingRowResult]
+    """Per row, file order."""
+    overall: Summary
+    """Statistics of the compared metric over every evaluated row."""
+    families: list[Summary]
+    """Per accelerator."""
+    ttft: Summary
+    """Statistics of TTFT over the rows that publish it (secondary; queueing not modelled)."""
+    total_time_s: float = Field(default=0.0)
+    """Wall time (s)."""
+
+
+def serving_file() -> Path:
+    """The bundled serving validation file (wheel layout first, then the source checkout)."""
+    for folder in (WHEEL_DATA_DIR, REPO_DATA_DIR):
+        if (folder / "serving.yaml").is_file():
+            return folder / "serving.yaml"
+    raise SpecError("the serving validation set (tests/validation/serving.yaml) is not installed")
+
+
+def load_serving_rows(path: Path) -> list[ServingRow]:
+    """Rows of a serving validation file, in file order."""
+    try:
+        data = yaml.safe_load(read_text(path))
+    except yaml.YAMLError as exc:
+        raise SpecError(f"cannot parse '{path}': {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, list):
+        raise SpecError(f"'{path}' must hold a list of rows")
+    return [validate_spec(ServingRow, r, where=f"{path.name} row {i}") for i, r in enumerate(data)]
+
+
+def kv_format_of(row: ServingRow) -> NumberFormat:
+    """The KV format to score: as stated, else FP8 for quantised checkpoints (see module doc)."""
+    if row.precision.kv is not None:
+        return NumberFormat(row.precision.kv.lower())
+    weights = NumberFormat(row.precision.weights.lower())
+    return NumberFormat.FP8 if bits_per_value(weights) <= 8 else weights
+
+
+def serve_workload_of(row: ServingRow) -> ServeWorkload:
+    """The planner workload of a row (context = prompt + output, the engines' max_seq_len)."""
+    w = row.workload
+    qps = None if w.qps is None or math.isinf(w.qps) else w.qps
+    compute = row.precision.compute
+    return ServeWorkload(
+        context=w.prompt_len + w.output_len,
+        prompt_len=w.prompt_len,
+        output_len=w.output_len,
+        precision=NumberFormat(row.precision.weights.lower()),
+        kv_precision=kv_format_of(row),
+        compute_precision=NumberFormat(compute.lower()) if compute else None,
+        concurrency=w.batch if w.mode == "static_batch" else None,
+        kv_cache_fraction=DEFAULT_KV_FRACTION,
+        qps=qps / row.layout.replicas if qps else None,
+    )
+
+
+def _model_of(row: ServingRow) -> ModelSpec:
+    """The row's ModelSpec, through the training rows' converter (same arch schema)."""
+    seq = row.workload.prompt_len + row.workload.output_len
+    training = validate_spec(
+        TrainingRow,
+        {
+            "id": row.id,
+            "source": row.source,
+            "model": row.model,
+            "hardware": {"accelerator": "serving", "count": 1},
+            "cluster": row.cluster,
+            "precision": "bf16",
+            "layout": {},
+            "workload": {"seq_len": seq, "global_batch": 1},
+            "measured": {},
+        },
+        where=f"row {row.id}",
+    )
+    return to_model_spec(training)
+
+
+def _metric(row: ServingRow) -> tuple[str, float]:
+    m, w = row.measured, row.workload
+    if w.mode == "online" and w.qps is not None and not math.isinf(w.qps) and m.itl_ms:
+        return "itl_ms", m.itl_ms
+    if m.output_tokens_per_s is not None:
+        return "output_tokens_per_s", m.output_tokens_per_s
+    if m.output_tokens_per_s_per_gpu is not None:
+        return "output_tokens_per_s_per_gpu", m.output_tokens_per_s_per_gpu
+    raise SpecError(f"row {row.id}: no comparable measurement")
+
+
+def predict_row(row: ServingRow) -> ServingRowResult:
+    """Score one row; a SpecError or InfeasibleError becomes a not-evaluated row."""
+    metric, measured = _metric(row)
+    workload = serve_workload_of(row)
+    lay = row.layout
+    layout = ServeLayout(
+        tp=lay.tp,
+        pp=lay.pp,
+        ep=lay.ep,
+        replicas=lay.replicas,
+        precision=workload.precision,
+        kv_precision=workload.kv_precision,
+    )
+    base = {
+        "id": row.id,
+        "model": str(row.model.get("name", "?")),
+        "cluster": row.cluster,
+        "accelerator": "?",
+        "precision": f"{layout.precision}/kv-{layout.kv_precision}",
+        "layout": layout.short(),
+        "mode": row.workload.mode,
+        "metric": metric,
+        "measured": measured,
+        "measured_ttft_ms": row.measured.ttft_ms,
+    }
+    try:
+        cluster = load_cluster(row.cluster)
+        base["accelerator"] = cluster.accelerator.name
+        predicted, concurrency, ttft_ms = _predict(row, workload, layout, cluster)
+    except (SpecError, InfeasibleError) as exc:
+        return ServingRowResult(**base, status="not_evaluated", reason=one_line(str(exc)))
+    ttft_error = None
+    if ttft_ms is not None and row.measured.ttft_ms:
+        ttft_error = ttft_ms / row.measured.ttft_ms - 1.0
+    return ServingRowResult(
+        **base,
+        status="ok",
+        predicted=predicted,
+        error=predicted / measured - 1.0,
+        concurrency=concurrency,
+        predicted_ttft_ms=ttft_ms,
+        ttft_error=ttft_error,
+    )
+
+
+def _predict(
+    row: ServingRow, workload: ServeWorkload, layout: ServeLayout, cluster: ClusterSpec
+) -> tuple[float, int, float | None]:
+    """(predicted metric, concurrency, TTFT in ms or None) of one row."""
+    model = _model_of(row)
+    mem = memory_cost(model, cluster, workload, layout)
+    setup = serve_setup(model, cluster, workload, layout)
+    point = operating_point(setup, workload, mem.sequences)
+    if isinstance(point, tuple):
+        raise InfeasibleError(point[1])
+    tpot = point.tpot.total_s
+    w = row.workload
+    if w.mode == "static_batch" or (w.mode == "max_throughput" and w.num_requests):
+        requests = w.num_requests if w.mode == "max_throughput" else point.concurrency
+        rate = uniform_requests_throughput(setup, workload, point.concurrency, requests or 1)
+        metric, _ = _metric(row)
+        per = layout.num_gpus if metric == "output_tokens_per_s_per_gpu" else 1
+        return rate * layout.replicas / per, point.concurrency, None
+    ttft_ms = point.ttft_s / MS if row.measured.ttft_ms and workload.qps else None
+    group = point.concurrency / tpot * layout.replicas
+    metric, _ = _metric(row)
+    if metric == "itl_ms":
+        return tpot / MS, point.concurrency, ttft_ms
+    if metric == "output_tokens_per_s_per_gpu":
+        return group / layout.num_gpus, point.concurrency, ttft_ms
+    return group, point.concurrency, ttft_ms
+
+
+def run_serving_validation(
+    path: Path | None = None, *, ids: list[str] | None = None
+) -> ServingValidationReport:
+    """Score every row (or those named by ``ids``) of a serving validation file."""
+    start = time.perf_counter()
+    path = path or serving_file()
+    rows = load_serving_rows(path)
+    if ids:
+        known = [r.id for r in rows]
+        for wanted in ids:
+            if wanted not in known:
+                raise SpecError(
+                    f"unknown serving validation row '{wanted}'{suggest(wanted, known)}"
+                )
+        rows = [r for r in rows if r.id in ids]
+    results = [predict_row(r) for r in rows]
+    groups: dict[str, list[ServingRowResult]] = {}
+    for r in results:
+        groups.setdefault(r.accelerator, []).append(r)
+    ttft_rows = [
+        r.model_copy(
+            update={
+                "error": r.ttft_error,
+                "status": "ok" if r.ttft_error is not None else "not_evaluated",
+            }
+        )
+        for r in results
+        if r.measured_ttft_ms
+    ]
+    return ServingValidationReport(
+        data="tests/validation/serving.yaml"
+        if path.resolve() == serving_file().resolve()
+        else str(path),
+        data_date=data_date(path),
+        rows=results,
+        overall=summarize("all", results),  # type: ignore[arg-type]
+        families=[summarize(acc, groups[acc]) for acc in sorted(groups)],  # type: ignore[arg-type]
+        ttft=summarize("ttft", ttft_rows),  # type: ignore[arg-type]
+        total_time_s=time.perf_counter() - start,
+    )

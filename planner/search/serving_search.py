@@ -1,0 +1,315 @@
+"""Serving search: enumerate replica layouts (TP, PP, EP, attention DP, replicas), score each at
+its operating point, and let CP-SAT choose (the same :class:`LayoutSolver` as training).
+
+LayoutSolver minimises an integer cost over prepared rows. The serving objectives map onto it as:
+
+- ``throughput`` (maximise output tokens/s per GPU): cost = -round(1000 x tokens/s/GPU), i.e. the
+  negated throughput in milli-tokens/s (negation keeps the order exact; the sign is undone when
+  the objective is reported);
+- ``latency`` (minimise the time per output token): cost = TPOT in microseconds;
+- ``target_tokens_per_s`` (fewest GPUs that sustain the load): cost = GPUs x 10^9 - round(1000 x
+  tokens/s/GPU), i.e. GPUs first, throughput per GPU as the tie-break.
+
+Runners-up are found by re-solving with the winners excluded, and each gets a why-not.
+"""
+
+from __future__ import annotations
+
+import time
+
+from planner.errors import InfeasibleError, InternalError, SpecError
+from planner.search.cpsat import LayoutSolver
+from planner.search.exhaustive import exhaustive_ranking
+from planner.search.serving import (
+    OperatingPoint,
+    check_serve_workload,
+    memory_cost,
+    memory_detail,
+    operating_point,
+    replicas_for,
+    serve_setup,
+    serve_violations,
+    to_serve_plan,
+)
+from planner.search.space import divisors
+from planner.search.table import to_quanta
+from planner.specs.cluster import ClusterSpec
+from planner.specs.model import ModelSpec
+from planner.specs.result import ServeLayout, ServePlan, ServeSearchResult, ServeSolverInfo
+from planner.specs.solver_config import SolverConfig
+from planner.specs.workload import ServeWorkload
+from planner.units import format_seconds
+
+DIMENSIONS: tuple[str, ...] = ("tp", "pp", "ep", "attention_dp", "replicas")
+"""Layout fields carried as CP-SAT dimension variables (each candidate differs in at least one)."""
+SERVE_PINNABLE: dict[str, str] = {
+    "tp": "tp",
+    "pp": "pp",
+    "ep": "ep",
+    "dp": "replicas",
+    "replicas": "replicas",
+    "attention_dp": "attention_dp",
+}
+"""``--fix`` keys accepted in serve mode and the ServeLayout field each pins (dp = replicas)."""
+GPU_WEIGHT = 10**9
+"""Scale that puts the GPU count ahead of throughput in the fewest-GPUs cost."""
+
+
+def _attention_dp_choices(model: ModelSpec, tp: int) -> list[int]:
+    """Attention DP is offered for MLA and MoE models (where engines implement it)."""
+    if model.mla is None and model.moe is None:
+        return [1]
+    return divisors(tp)
+
+
+def _ep_choices(model: ModelSpec, tp: int) -> list[int]:
+    if model.moe is None:
+        return [1]
+    return [d for d in divisors(tp) if model.moe.num_experts % d == 0]
+
+
+def enumerate_serve_layouts(
+    model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload, fix: dict[str, int]
+) -> list[ServeLayout]:
+    """Every (tp, pp, ep, attention_dp) whose replica size divides the cluster, with as many
+    replicas as fit (rules not yet applied); pinned fields take only their pinned value."""
+    n = cluster.num_accelerators
+
+    def allowed(name: str, values: list[int]) -> list[int]:
+        return [fix[name]] if name in fix else values
+
+    out: list[ServeLayout] = []
+    for tp in allowed("tp", divisors(n)):
+        for pp in allowed("pp", [d for d in divisors(max(1, n // tp)) if d <= model.num_layers]):
+            for ep in allowed("ep", _ep_choices(model, tp)):
+                for adp in allowed("attention_dp", _attention_dp_choices(model, tp)):
+                    out.append(
+                        ServeLayout(
+                            tp=tp,
+                            pp=pp,
+                            ep=ep,
+                            attention_dp=adp,
+                            replicas=fix.get("replicas", max(1, n // (tp * pp))),
+                            precision=workload.precision,
+                            kv_precision=workload.kv_precision,
+                        )
+                    )
+    return out
+
+
+class _Scored:
+    """A feasible layout at its operating point (plain holder, internal to the search)."""
+
+    def __init__(self, plan: ServePlan, point: OperatingPoint) -> None:
+        self.plan = plan
+        self.point = point
+
+
+def _score(
+    model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload, layout: ServeLayout
+) -> _Scored | tuple[str, str]:
+    """Plan of one layout, or (reason code, detail) when it cannot serve the workload."""
+    violations = serve_violations(model, cluster, layout)
+    if violations:
+        return violations[0]
+    mem = memory_cost(model, cluster, workload, layout)
+    if mem.sequences < 1:
+        return memory_detail(layout, mem, cluster, workload.context)
+    setup = serve_setup(model, cluster, workload, layout)
+    point = operating_point(setup, workload, mem.sequences)
+    if isinstance(point, tuple):
+        return point
+    plan = to_serve_plan(setup, cluster, workload, mem, point)
+    if workload.target_tokens_per_s is not None:
+        per_replica = plan.throughput_tokens_per_s / layout.replicas
+        needed = replicas_for(per_replica, workload.target_tokens_per_s)
+        if needed > layout.replicas:
+            return "target", (
+                f"{layout.short()}: {needed} replicas ({needed * layout.gpus_per_replica} GPUs) "
+                f"needed for {workload.target_tokens_per_s:,.0f} tokens/s, "
+                f"{layout.replicas} fit on {cluster.num_accelerators} GPUs"
+            )
+        layout = layout.model_copy(update={"replicas": needed})
+        plan = to_serve_plan(
+            serve_setup(model, cluster, workload, layout), cluster, workload, mem, point
+        )
+    return _Scored(plan, point)
+
+
+def objective_cost(plan: ServePlan, workload: ServeWorkload) -> int:
+    """The integer cost LayoutSolver minimises for this plan (see the module docstring)."""
+    throughput = round(1000 * plan.throughput_tokens_per_s_per_gpu)
+    if workload.target_tokens_per_s is not None:
+        return plan.num_gpus * GPU_WEIGHT - throughput
+    if workload.objective == "latency":
+        return to_quanta([plan.decode_step_s])[0]
+    return -throughput
+
+
+def objective_words(workload: ServeWorkload) -> str:
+    """The objective, in words."""
+    if workload.target_tokens_per_s is not None:
+        return f"min GPUs for {workload.target_tokens_per_s:,.0f} tokens/s"
+    if workload.objective == "latency":
+        return "min decode_step_s (time per output token)"
+    return "max throughput_tokens_per_s_per_gpu"
+
+
+def objective_value(plan: ServePlan, workload: ServeWorkload) -> float:
+    """The best plan's objective in the unit :func:`objective_words` names."""
+    if workload.target_tokens_per_s is not None:
+        return float(plan.num_gpus)
+    if workload.objective == "latency":
+        return plan.decode_step_s
+    return plan.throughput_tokens_per_s_per_gpu
+
+
+def _rank(costs: list[int], plans: list[ServePlan], config: SolverConfig) -> tuple[list[int], str]:
+    rows = [{d: getattr(p.layout, d) for d in DIMENSIONS} for p in plans]
+    top = min(config.top, len(plans))
+    if config.solver == "exhaustive":
+        structures = [tuple(r.values()) for r in rows]
+        return exhaustive_ranking(costs, structures, top), "OPTIMAL"
+    solver = LayoutSolver(costs, rows, list(DIMENSIONS), config)
+    first = solver.solve()
+    if first.index < 0:
+        raise InternalError(f"CP-SAT ended {first.status} on a non-empty candidate set")
+    chosen = [first.index]
+    while len(chosen) < top:
+        solver.exclude_structure(chosen[-1])
+        nxt = solver.solve()
+        if nxt.index < 0:
+            break
+        chosen.append(nxt.index)
+    return chosen, first.status
+
+
+def _dim_name(dim: str) -> str:
+    return dim.upper() if dim in ("tp", "pp", "ep") else dim
+
+
+def why_not_serve(alt: ServePlan, best: ServePlan, workload: ServeWorkload) -> str:
+    """One sentence: how the runner-up compares on the objective, and why."""
+    changes = [
+        f"{_dim_name(d)} {getattr(alt.layout, d)} (vs {getattr(best.layout, d)})"
+        for d in DIMENSIONS
+        if getattr(alt.layout, d) != getattr(best.layout, d)
+    ]
+    head = ", ".join(changes) or "same degrees"
+    if workload.target_tokens_per_s is not None and alt.num_gpus != best.num_gpus:
+        lead = f"{alt.num_gpus} GPUs (vs {best.num_gpus})"
+    elif workload.objective == "latency" and workload.target_tokens_per_s is None:
+        lead = f"{format_seconds(alt.decode_step_s)} per token (vs {format_seconds(best.decode_step_s)})"
+    else:
+        ratio = alt.throughput_tokens_per_s_per_gpu / best.throughput_tokens_per_s_per_gpu - 1
+        lead = f"{alt.throughput_tokens_per_s_per_gpu:,.0f} tokens/s/GPU ({100 * ratio:+.0f}%)"
+    diffs = sorted(
+        ((alt.breakdown_s[k] - best.breakdown_s.get(k, 0.0), k) for k in alt.breakdown_s),
+        reverse=True,
+    )
+    worse = [f"{k} +{format_seconds(d)}" for d, k in diffs if d > 1e-6][:2]
+    step = f"; step {format_seconds(alt.decode_step_s)}" + (
+        f" ({', '.join(worse)})" if worse else ""
+    )
+    return (
+        f"{head}: {lead}; {alt.concurrency} sequences per replica "
+        f"(vs {best.concurrency}, limited by {alt.concurrency_limit}){step}"
+    )
+
+
+def serve_search(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: ServeWorkload,
+    *,
+    fix: dict[str, object] | None = None,
+    config: SolverConfig | None = None,
+) -> ServeSearchResult:
+    """Best serving layout and runners-up. InfeasibleError names the binding limit."""
+    start = time.perf_counter()
+    config = config or SolverConfig()
+    check_serve_workload(model, cluster, workload)
+    pins = _serve_pins(fix or {})
+    layouts = enumerate_serve_layouts(model, cluster, workload, pins)
+    scored: list[_Scored] = []
+    rejected: list[tuple[str, str]] = []
+    for layout in layouts:
+        outcome = _score(model, cluster, workload, layout)
+        (scored.append(outcome) if isinstance(outcome, _Scored) else rejected.append(outcome))
+    counts: dict[str, int] = {}
+    for reason, _ in rejected:
+        counts[reason] = counts.get(reason, 0) + 1
+    if not scored:
+        raise InfeasibleError(_infeasible_message(model, cluster, rejected, counts))
+    plans = [s.plan for s in scored]
+    costs = [objective_cost(p, workload) for p in plans]
+    chosen, status = _rank(costs, plans, config)
+    best = plans[chosen[0]]
+    alternatives = [
+        plans[i].model_copy(update={"why_not": why_not_serve(plans[i], best, workload)})
+        for i in chosen[1:]
+    ]
+    return ServeSearchResult(
+        best=best,
+        alternatives=alternatives,
+        search_time_s=time.perf_counter() - start,
+        num_candidates=len(layouts),
+        num_feasible=len(scored),
+        rejections=counts,
+        solver=ServeSolverInfo(
+            name=config.solver,
+            status=status,
+            objective=objective_words(workload),
+            objective_value=objective_value(best, workload),
+        ),
+    )
+
+
+_REASON_ORDER = ("target", "tpot", "ttft", "kv_cache", "memory", "degrees", "divisibility")
+"""The closest-to-feasible reasons first: the binding limit a user can act on."""
+
+
+def _infeasible_message(
+    model: ModelSpec, cluster: ClusterSpec, rejected: list[tuple[str, str]], counts: dict[str, int]
+) -> str:
+    if not rejected:
+        return f"no serving layout of '{model.name}' on {cluster.name} to consider"
+    closest = min(
+        rejected, key=lambda r: _REASON_ORDER.index(r[0]) if r[0] in _REASON_ORDER else 99
+    )
+    histogram = ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return (
+        f"nothing serves '{model.name}' on {cluster.name}: binding limit {closest[0]}: "
+        f"{closest[1]} [{sum(counts.values())} layouts rejected: {histogram}]"
+    )
+
+
+def _serve_pins(fix: dict[str, object]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, value in fix.items():
+        if key not in SERVE_PINNABLE:
+            raise SpecError(
+                f"cannot pin '{key}' in serve mode; pinnable: {', '.join(SERVE_PINNABLE)}"
+            )
+        if not isinstance(value, int) or value < 1:
+            raise SpecError(f"--fix {key}={value}: must be a positive whole number")
+        out[SERVE_PINNABLE[key]] = value
+    return out
+
+
+def serve_estimate(
+    model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload, layout: ServeLayout
+) -> ServePlan:
+    """Score one given serving layout. SpecError when it breaks a rule; InfeasibleError when it
+    cannot hold its weights or one sequence, or misses a target at batch 1."""
+    check_serve_workload(model, cluster, workload)
+    layout = layout.model_copy(
+        update={"precision": workload.precision, "kv_precision": workload.kv_precision}
+    )
+    violations = serve_violations(model, cluster, layout)
+    if violations:
+        raise SpecError("; ".join(detail for _, detail in violations))
+    outcome = _score(model, cluster, workload, layout)
+    if not isinstance(outcome, _Scored):
+        raise InfeasibleError(f"{outcome[0]}: {outcome[1]}")
+    return outcome.plan
