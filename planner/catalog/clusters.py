@@ -13,10 +13,17 @@ import re
 from pathlib import Path
 
 from planner.catalog.io import load_mapping, validate_spec
-from planner.catalog.store import load_accelerator, load_system, suggest, system_names
+from planner.catalog.store import (
+    apply_calibration,
+    load_accelerator,
+    load_calibration_file,
+    load_system,
+    suggest,
+    system_names,
+)
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterEdits, ClusterFile, ClusterSpec
-from planner.specs.hardware import FabricSpec, SystemSpec
+from planner.specs.hardware import CalibrationRecord, FabricSpec, SystemSpec
 
 _SHAPE_RE = re.compile(r"^(?P<system>.+)_(?P<shape>\d+(?:x\d+){1,2})$")
 MAX_ACCELERATORS = 1_048_576
@@ -212,6 +219,53 @@ def load_cluster(
     if n == 0:
         raise SpecError(f"cluster '{text}' has 0 accelerators; N must be at least 1")
     return build_cluster(system, n, name=text, edits=edits, shape=shape)
+
+
+def apply_cluster_calibration(
+    cluster: ClusterSpec, overlay: CalibrationRecord | str | Path
+) -> ClusterSpec:
+    """``cluster`` with a calibration overlay (a record or its file, ``--calibration FILE``) laid
+    over its accelerator's factors, and the overlay's fitted link efficiencies, if any, over the
+    system's scale-up link and the scale-out fabric.
+
+    The overlay must be for the accelerator's family. When the accelerator already carries its
+    family's fit to published runs, that fit's end-to-end residuals ('all', 'dense', 'moe': the
+    planner's error band) are kept beside the overlay's own kernel residuals.
+    """
+    record = overlay if isinstance(overlay, CalibrationRecord) else load_calibration_file(overlay)
+    acc = cluster.accelerator
+    if record.family != acc.family:
+        raise SpecError(
+            f"calibration overlay is for the {record.family} family (fitted on "
+            f"{', '.join(record.fitted_on)}); cluster '{cluster.name}' has {acc.name} ({acc.family})"
+        )
+    if acc.calibration is not None and record.measurements is not None:
+        residuals = {**record.residuals, **acc.calibration.residuals}
+        record = validate_spec(
+            CalibrationRecord,
+            {**record.model_dump(), "residuals": residuals},
+            where="calibration overlay",
+        )
+    links = record.efficiency.link_efficiency or {}
+    system, fabric = cluster.system, cluster.fabric
+    if "scale_up" in links:
+        up = {**system.scale_up.model_dump(), "efficiency": links["scale_up"]}
+        system = validate_spec(
+            SystemSpec, {**system.model_dump(), "scale_up": up}, where="calibration overlay"
+        )
+    if "scale_out" in links:
+        fabric = validate_spec(
+            FabricSpec,
+            {**fabric.model_dump(), "efficiency": links["scale_out"]},
+            where="calibration overlay",
+        )
+    data = {
+        **cluster.model_dump(),
+        "accelerator": apply_calibration(acc, record),
+        "system": system,
+        "fabric": fabric,
+    }
+    return validate_spec(ClusterSpec, data, where="calibration overlay")
 
 
 def _fake_system(domain_size: int, unit_size: int) -> SystemSpec:

@@ -106,6 +106,13 @@ def load_calibration(family: str) -> CalibrationRecord | None:
     return validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
 
 
+def load_calibration_file(path: str | Path) -> CalibrationRecord:
+    """A calibration overlay from a file the user names (``--calibration my-h100.yaml``), e.g. a
+    measured overlay written by ``layout calibrate --measure`` (docs/calibration.md)."""
+    path = Path(path)
+    return validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
+
+
 def apply_calibration(spec: AcceleratorSpec, record: CalibrationRecord | None) -> AcceleratorSpec:
     """``spec`` with the fitted efficiency factors of ``record`` laid over its priors."""
     if record is None:

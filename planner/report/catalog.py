@@ -14,6 +14,7 @@ from planner.catalog import (
 )
 from planner.cost.params import active_params, total_params
 from planner.specs.cluster import ClusterSpec
+from planner.topology.metrics import topology_summary
 from planner.units import GB
 
 
@@ -114,7 +115,10 @@ def cluster_summary(cluster: ClusterSpec, *, as_json: bool) -> str:
         "total_hbm_TB": cluster.num_accelerators * acc.hbm_GB / 1e3,
         "price_per_gpu_hour_usd": cluster.price_per_gpu_hour_usd,
         "edits": cluster.edits,
+        "topology": topology_summary(cluster),
     }
     if as_json:
         return json.dumps(data, indent=2)
-    return "\n".join(f"{k:<36} {v}" for k, v in data.items())
+    topology = data.pop("topology")
+    lines = [f"{k:<36} {v}" for k, v in data.items()]
+    return "\n".join([*lines, *(f"{'topology.' + k:<36} {v}" for k, v in topology.items())])

@@ -10,6 +10,7 @@ the capacity, which leaves every ratio unchanged. The per-rank bus bandwidth is
 
 the weighted form of "per-flow bandwidth = min over its path of capacity / flows on the edge".
 :mod:`planner.topology.oracle` computes the same on the networkx graph; tests check they agree.
+All-to-all loads are counted rather than listed (:mod:`planner.topology.alltoall`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.specs.comm import CommDomain
-from planner.topology.flows import Flows, family_flows, window
+from planner.topology.flows import ALL_TO_ALL, Flows, family_flows, group_matrix, window
 from planner.topology.structure import Fabric, IntArray, describe_rate
 
 PORT_NAMES = {
@@ -46,11 +47,10 @@ class Bottleneck:
 
 
 def _busiest(keys: IntArray, weights: np.ndarray) -> float:
-    """Largest total weight on any one key."""
+    """Largest total weight on any one key (keys are small non-negative edge indices)."""
     if len(keys) == 0:
         return 0.0
-    _, inverse = np.unique(keys, return_inverse=True)
-    return float(np.bincount(inverse, weights=weights).max())
+    return float(np.bincount(keys, weights=weights).max())
 
 
 def _class(name: str, tier: str, capacity: float, keys: IntArray, w: np.ndarray) -> Bottleneck:
@@ -72,8 +72,10 @@ def torus_link_keys(
         delta = goal[:, axis] - cur[:, axis]
         if fabric.wrap[axis]:
             delta %= extent
-            options = [(1, delta, np.where(2 * delta < extent, 1.0, 0.0)),
-                       (-1, extent - delta, np.where(2 * delta > extent, 1.0, 0.0))]
+            options = [
+                (1, delta, np.where(2 * delta < extent, 1.0, 0.0)),
+                (-1, extent - delta, np.where(2 * delta > extent, 1.0, 0.0)),
+            ]
             tie = 2 * delta == extent
             options[0][2][tie] = options[1][2][tie] = 0.5
         else:
@@ -93,15 +95,15 @@ def torus_link_keys(
     return np.concatenate(keys), np.concatenate(weights)
 
 
-def scale_up_bottlenecks(fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray) -> list[
-    Bottleneck
-]:
+def scale_up_bottlenecks(
+    fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray
+) -> list[Bottleneck]:
     """Bottlenecks of flows that stay inside their domain."""
     cap, name = fabric.link_bytes_per_s, PORT_NAMES[fabric.kind]
     if len(src) == 0:
         return []
     if fabric.kind == "mesh":
-        return [_class(name, "scale_up", cap, src * fabric.num_accelerators + dst, w)]
+        return [_class(name, "scale_up", cap, src * fabric.per_domain + dst % fabric.per_domain, w)]
     if fabric.kind == "torus":
         keys, weights = torus_link_keys(fabric, src, dst, w)
         return [_class(name, "scale_up", cap, keys, weights)]
@@ -111,9 +113,9 @@ def scale_up_bottlenecks(fabric: Fabric, src: IntArray, dst: IntArray, w: np.nda
     ]
 
 
-def scale_out_bottlenecks(fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray) -> list[
-    Bottleneck
-]:
+def scale_out_bottlenecks(
+    fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray
+) -> list[Bottleneck]:
     """Bottlenecks of flows between domains (NICs, leaf or ToR/pod up-links)."""
     if len(src) == 0:
         return []
@@ -156,9 +158,26 @@ def route_bottlenecks(fabric: Fabric, flows: Flows) -> list[Bottleneck]:
 def local_domain() -> CommDomain:
     """A group of one rank: no communication."""
     return CommDomain(
-        size=1, bandwidth_bytes_per_s=1.0, latency_s=0.0, efficiency=1.0, tier="local",
+        size=1,
+        bandwidth_bytes_per_s=1.0,
+        latency_s=0.0,
+        efficiency=1.0,
+        tier="local",
         description="no communication",
     )
+
+
+def _sharing(load: float) -> str:
+    """How busy the bottleneck edge is, in words.
+
+    >>> print(_sharing(32.0), "/", _sharing(1.0), "/", _sharing(0.125))
+    32 ranks share it / one rank's traffic / it carries 0.125 of a rank's traffic
+    """
+    if abs(load - 1) < 1e-9:
+        return "one rank's traffic"
+    if load > 1:
+        return f"{load:.3g} ranks share it"
+    return f"it carries {load:.3g} of a rank's traffic"
 
 
 def to_comm_domain(fabric: Fabric, size: int, bottlenecks: list[Bottleneck]) -> CommDomain:
@@ -180,14 +199,14 @@ def to_comm_domain(fabric: Fabric, size: int, bottlenecks: list[Bottleneck]) -> 
         latency_s=max(alpha[t] for t in tiers),
         efficiency=eta[worst.tier],
         tier=tier,
-        description=(
-            f"{describe_rate(worst.bytes_per_s)} per rank, bound by {worst.link}"
-            f" (load {worst.load:.3g} of a rank's traffic{taper})"
-        ),
+        description=f"{describe_rate(worst.bytes_per_s)} per rank, bound by {worst.link} "
+        f"({_sharing(worst.load)}{taper})",
     )
 
 
-def family_domain(fabric: Fabric, size: int, stride: int, pattern: str, num_ranks: int) -> CommDomain:
+def family_domain(
+    fabric: Fabric, size: int, stride: int, pattern: str, num_ranks: int
+) -> CommDomain:
     """CommDomain of the groups of ``size`` ranks ``stride`` apart among ``num_ranks`` ranks.
 
     >>> from planner.catalog import load_cluster
@@ -201,5 +220,10 @@ def family_domain(fabric: Fabric, size: int, stride: int, pattern: str, num_rank
     num_ranks = min(num_ranks, fabric.num_accelerators)
     size_seen = min(size, max(2, num_ranks // stride))
     ranks = window(fabric, size_seen, stride, num_ranks)
+    if pattern == ALL_TO_ALL:
+        from planner.topology.alltoall import all_to_all_bottlenecks
+
+        groups = group_matrix(ranks, size_seen, stride)
+        return to_comm_domain(fabric, size, all_to_all_bottlenecks(fabric, groups, stride))
     flows = family_flows(fabric, size_seen, stride, pattern, ranks)
     return to_comm_domain(fabric, size, route_bottlenecks(fabric, flows))

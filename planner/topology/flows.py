@@ -102,7 +102,7 @@ def _axis_rings(
 def domain_flows(fabric: Fabric, rows: IntArray, weight: np.ndarray, stride: int) -> Flows:
     """Ring-collective flows of groups (rows of equal length) that each sit in one domain."""
     n = rows.shape[1]
-    if n == 1:
+    if n == 1 or len(rows) == 0:
         return _concat([])
     if fabric.kind == "mesh":
         return _pairs(rows, weight / (n - 1))

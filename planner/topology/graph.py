@@ -13,9 +13,11 @@ Nothing here is read by the cost model: :mod:`planner.topology.oracle` turns a g
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import networkx as nx
 
+from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
 from planner.topology.structure import Fabric, fabric_of
 
@@ -240,3 +242,21 @@ def with_bandwidth(graph: nx.Graph, links: list[tuple[str, str]], scale: float) 
     for u, v in links:
         out.edges[u, v][BANDWIDTH] *= scale
     return out
+
+
+GRAPHML_MAX_ACCELERATORS = 32_768
+"""Largest cluster whose graph ``layout show --graphml`` materialises (memory and time)."""
+
+
+def graphml_lines(cluster: ClusterSpec) -> Iterator[str]:
+    """GraphML text of the cluster graph, line by line (the CLI writes it to a file).
+
+    Attribute names are the module constants (:data:`BANDWIDTH` in bytes/s, :data:`LATENCY` in s).
+    """
+    if cluster.num_accelerators > GRAPHML_MAX_ACCELERATORS:
+        raise SpecError(
+            f"--graphml: {cluster.num_accelerators:,} accelerators is above the "
+            f"{GRAPHML_MAX_ACCELERATORS:,} whose graph is written; use a smaller cluster "
+            f"(the symmetric summary of 'layout show' covers any size)"
+        )
+    return nx.generate_graphml(cluster_graph(cluster))

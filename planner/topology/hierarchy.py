@@ -1,14 +1,19 @@
-"""What each parallel group sees of the cluster, from the two-tier hierarchy (scale-up domain,
-scale-out fabric), as plain :class:`CommDomain` values.
+"""What each parallel group sees of the cluster, as plain :class:`CommDomain` values.
 
 Ranks are ordered as Megatron-LM orders them (``RankGenerator``, order ``tp-cp-ep-dp-pp``): TP
-innermost, then CP, DP, and PP outermost. A group of size n whose members are ``stride`` ranks
-apart spans ``stride * n`` consecutive ranks; it stays inside one scale-up domain when that span
-fits in (and divides) the domain, and otherwise crosses the scale-out fabric, where each rank
-injects through its own NIC(s) (rail-optimized: the same local GPU index of every server shares a
-rail, so a cross-server group is one leaf hop away inside a scalable unit). A group that spans
-more servers than one scalable unit crosses the spine and gets the NIC bandwidth divided by the
-oversubscription ratio, since every rank of the unit sends across the taper at once.
+innermost, then CP, DP, and PP outermost; EP groups are carved from the innermost ranks of the
+data-parallel dimension (expert-data-parallel), so an EP group has stride tp x cp. A dimension of
+size n and stride s forms the groups ``{b, b + s, ..., b + (n-1) s}``.
+
+For each dimension every group runs its collective at once (ring for TP/CP/DP, all-to-all for EP,
+send/recv for PP, see :mod:`planner.topology.flows`), the flows are routed over the cluster's
+wiring and the busiest edge sets the per-rank bandwidth (:mod:`planner.topology.contention`), so
+sharing is real: when every DP ring of a scalable unit leaves through a 2:1 spine, each gets half.
+
+This is the search's hot path, so answers are cached: per cluster (by identity), per dimension
+shape ``(size, stride, pattern, ranks)`` and per layout. A family is evaluated on one period of
+its groups and of the wiring (at most ``lcm(n s, wiring period)`` ranks, not the whole cluster),
+so a 100,000-accelerator cluster costs milliseconds per new shape and microseconds per repeat.
 """
 
 from __future__ import annotations
@@ -17,10 +22,23 @@ from planner.specs.cluster import ClusterSpec
 from planner.specs.comm import CommDomain
 from planner.specs.layout import Layout
 from planner.specs.result import PlacementEntry
+from planner.topology.contention import family_domain
+from planner.topology.flows import ALL_TO_ALL, P2P, RING
+from planner.topology.structure import Fabric, fabric_of
 from planner.units import GB
 
 RANK_ORDER: tuple[str, ...] = ("tp", "cp", "dp", "pp")
 """Parallel dimensions from innermost (adjacent ranks) to outermost."""
+PATTERN = {"tp": RING, "cp": RING, "dp": RING, "pp": P2P, "ep": ALL_TO_ALL}
+"""Communication pattern of each dimension's groups."""
+MAX_CACHED = 200_000
+"""Entries kept per cache before it is cleared (bounds memory in long sessions)."""
+
+_CLUSTERS: dict[int, tuple[ClusterSpec, int]] = {}
+_FABRIC_IDS: dict[Fabric, int] = {}
+_FABRICS: list[Fabric] = []
+_FAMILIES: dict[tuple[int, int, int, str, int], CommDomain] = {}
+_LAYOUTS: dict[tuple[int, int, int, int, int, int], dict[str, CommDomain]] = {}
 
 
 def dimension_strides(layout: Layout) -> dict[str, tuple[int, int]]:
@@ -38,98 +56,89 @@ def dimension_strides(layout: Layout) -> dict[str, tuple[int, int]]:
     return out
 
 
-def scale_up_domain(cluster: ClusterSpec, size: int) -> CommDomain:
-    """A group of ``size`` ranks inside one scale-up domain.
+def families(layout: Layout) -> dict[str, tuple[int, int, str]]:
+    """(size, stride, pattern) of every dimension, EP included.
 
-    NVSwitch / NVLink rack: every rank injects its full NVLink bandwidth (non-blocking switch).
-    Switchless mesh (MI300X): a rank reaches each peer over one of ``num_links`` links, so a
-    group of n uses n-1 of them (hardware.md section 4 trap). Torus (TPU ICI): a ring along a
-    wrapped axis sends both ways, 2 links per rank (JAX scaling book, "sharding").
+    >>> families(Layout(tp=8, dp=4, ep=4))["ep"]
+    (4, 8, 'all_to_all')
     """
-    system = cluster.system
-    link = system.scale_up
-    bandwidth = link.bytes_per_s
-    if system.kind == "mesh":
-        bandwidth = link.bytes_per_s * min(size - 1, link.num_links) / link.num_links
-    elif system.kind == "torus":
-        bandwidth = link.bytes_per_s * 2
-    return CommDomain(
-        size=size,
-        bandwidth_bytes_per_s=bandwidth,
-        latency_s=link.latency_s,
-        efficiency=link.efficiency,
-        tier="scale_up",
-        description=f"{system.kind} {bandwidth / GB:.0f} GB/s",
-    )
+    out = {dim: (n, s, PATTERN[dim]) for dim, (n, s) in dimension_strides(layout).items()}
+    out["ep"] = (layout.ep, layout.tp * layout.cp, PATTERN["ep"])
+    return out
 
 
-def scale_out_domain(cluster: ClusterSpec, size: int, span_ranks: int) -> CommDomain:
-    """A group of ``size`` ranks spread over ``span_ranks`` consecutive ranks across domains.
+def _fabric_id(cluster: ClusterSpec) -> int:
+    """Small integer naming the cluster's wiring; the cluster object is kept so ids stay unique."""
+    entry = _CLUSTERS.get(id(cluster))
+    if entry is not None and entry[0] is cluster:
+        return entry[1]
+    fabric = fabric_of(cluster)
+    if fabric not in _FABRIC_IDS:
+        _FABRIC_IDS[fabric] = len(_FABRICS)
+        _FABRICS.append(fabric)
+    if len(_CLUSTERS) > 1024:
+        _CLUSTERS.clear()
+    _CLUSTERS[id(cluster)] = (cluster, _FABRIC_IDS[fabric])
+    return _FABRIC_IDS[fabric]
 
-    Per-rank bandwidth is the accelerator's NIC bandwidth, divided by the oversubscription when
-    the span exceeds one scalable unit (the spine taper is shared by every rank of the unit).
+
+def _family(fabric_id: int, size: int, stride: int, pattern: str, num_ranks: int) -> CommDomain:
+    key = (fabric_id, size, stride, pattern, num_ranks)
+    found = _FAMILIES.get(key)
+    if found is None:
+        if len(_FAMILIES) > MAX_CACHED:
+            _FAMILIES.clear()
+        found = family_domain(_FABRICS[fabric_id], size, stride, pattern, num_ranks)
+        _FAMILIES[key] = found
+    return found
+
+
+def group_domain(
+    cluster: ClusterSpec,
+    size: int,
+    stride: int,
+    *,
+    pattern: str = RING,
+    num_ranks: int = 0,
+) -> CommDomain:
+    """The CommDomain of the groups of ``size`` ranks ``stride`` apart, all communicating at
+    once among the first ``num_ranks`` ranks (0 = the whole cluster).
+
+    >>> from planner.catalog import load_cluster
+    >>> group_domain(load_cluster("hgx_h100x64"), 8, 8).tier
+    'scale_out'
     """
-    fabric = cluster.fabric
-    bandwidth = fabric.bytes_per_s_per_accelerator
-    per_node = min(cluster.system.accelerators_per_node, cluster.accelerators_per_domain)
-    unit_ranks = fabric.scalable_unit_nodes * per_node
-    crosses_spine = span_ranks > unit_ranks
-    note = ""
-    if crosses_spine and fabric.oversubscription > 1:
-        bandwidth /= fabric.oversubscription
-        note = f", {fabric.oversubscription:g}:1 spine"
-    return CommDomain(
-        size=size,
-        bandwidth_bytes_per_s=bandwidth,
-        latency_s=fabric.latency_s,
-        efficiency=fabric.efficiency,
-        tier="scale_out",
-        description=f"{fabric.kind} {bandwidth / GB:.1f} GB/s per rank{note}",
-    )
-
-
-def group_domain(cluster: ClusterSpec, size: int, stride: int) -> CommDomain:
-    """The CommDomain of one group of ``size`` ranks, ``stride`` apart."""
-    if size == 1:
-        return CommDomain(
-            size=1,
-            bandwidth_bytes_per_s=1.0,
-            latency_s=0.0,
-            efficiency=1.0,
-            tier="local",
-            description="no communication",
-        )
-    span = stride * (size - 1) + 1
-    per_domain = cluster.accelerators_per_domain
-    if stride * size <= per_domain and per_domain % (stride * size) == 0:
-        return scale_up_domain(cluster, size)
-    return scale_out_domain(cluster, size, span)
+    ranks = num_ranks or cluster.num_accelerators
+    return _family(_fabric_id(cluster), size, stride, pattern, ranks)
 
 
 def comm_domains(cluster: ClusterSpec, layout: Layout) -> dict[str, CommDomain]:
-    """CommDomain of every parallel dimension of ``layout`` on ``cluster``.
+    """CommDomain of every parallel dimension of ``layout`` on ``cluster`` (cached).
 
-    EP groups are carved from the innermost ranks of the data-parallel dimension (Megatron's
-    expert-data-parallel layout), so an EP group has stride tp x cp.
+    >>> from planner.catalog import load_cluster
+    >>> comm_domains(load_cluster("hgx_h100x16"), Layout(tp=8, dp=2))["tp"].tier
+    'scale_up'
     """
-    out = {
-        dim: group_domain(cluster, size, stride)
-        for dim, (size, stride) in dimension_strides(layout).items()
-    }
-    out["ep"] = group_domain(cluster, layout.ep, layout.tp * layout.cp)
-    # Gradient reduction groups: dense parameters over dp x cp (cp sits just inside dp), routed
-    # experts over the expert-data-parallel ranks (dp x cp x tp / (ep x etp), outside the EP group).
-    out["dp_cp"] = group_domain(cluster, layout.dp * layout.cp, layout.tp)
-    edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
-    out["edp"] = group_domain(cluster, edp, layout.ep * layout.etp)
-    return out
+    fabric_id = _fabric_id(cluster)
+    key = (fabric_id, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep)
+    found = _LAYOUTS.get(key)
+    if found is None:
+        if len(_LAYOUTS) > MAX_CACHED:
+            _LAYOUTS.clear()
+        ranks = layout.num_gpus
+        found = {
+            dim: _family(fabric_id, size, stride, pattern, ranks)
+            for dim, (size, stride, pattern) in families(layout).items()
+        }
+        _LAYOUTS[key] = found
+    return dict(found)
 
 
 def placement(cluster: ClusterSpec, layout: Layout) -> dict[str, PlacementEntry]:
     """Where each dimension's groups land: tier, bottleneck link and the first group's ranks."""
     domains = comm_domains(cluster, layout)
     out: dict[str, PlacementEntry] = {}
-    for dim, (size, stride) in dimension_strides(layout).items():
+    for dim, (size, stride, _) in families(layout).items():
         dom = domains[dim]
         out[dim] = PlacementEntry(
             size=size,
@@ -141,3 +150,29 @@ def placement(cluster: ClusterSpec, layout: Layout) -> dict[str, PlacementEntry]
             example_group=[i * stride for i in range(min(size, 16))],
         )
     return out
+
+
+def rank_table(cluster: ClusterSpec, layout: Layout) -> list[dict[str, int]]:
+    """One row per rank: node, local index, domain, and per dimension the group index and the
+    rank's position in it (for ``--placement`` and launchers).
+
+    >>> from planner.catalog import load_cluster
+    >>> row = rank_table(load_cluster("hgx_h100x16"), Layout(tp=4, dp=4))[5]
+    >>> row["node"], row["local"], row["tp_group"], row["tp_index"], row["dp_group"]
+    (0, 5, 1, 1, 1)
+    """
+    fabric = fabric_of(cluster)
+    shapes = families(layout)
+    rows = []
+    for rank in range(layout.num_gpus):
+        row = {
+            "rank": rank,
+            "node": rank // fabric.per_node,
+            "local": rank % fabric.per_node,
+            "domain": rank // fabric.per_domain,
+        }
+        for dim, (size, stride, _) in shapes.items():
+            row[f"{dim}_group"] = rank % stride + stride * (rank // (stride * size))
+            row[f"{dim}_index"] = rank // stride % size
+        rows.append(row)
+    return rows
