@@ -5,6 +5,11 @@ Public API (imported lazily so that ``layout --help`` stays instant)::
     import planner
     result = planner.search(model="70B", cluster="hgx_b200x16")
     print(result.best.layout, result.best.step_time_s)
+    print(planner.export(result, format="megatron").text)   # or bridge, torchtitan, deepspeed, ...
+    ranks = planner.placement(result)                        # node, GPU and groups of every rank
+
+``estimate``, ``migrate``, ``whatif``, ``load_model`` and ``load_cluster`` complete it (README
+"Python API"; the JSON shapes: ``layout schema``).
 """
 
 from __future__ import annotations
@@ -12,11 +17,21 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "estimate", "load_cluster", "load_model", "search"]
+__all__ = [
+    "__version__",
+    "estimate",
+    "export",
+    "load_cluster",
+    "load_model",
+    "migrate",
+    "placement",
+    "search",
+    "whatif",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("estimate", "load_cluster", "load_model", "search"):
+    if name in __all__ and name != "__version__":
         from planner import api
 
         return getattr(api, name)

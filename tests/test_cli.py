@@ -39,25 +39,42 @@ PLAN_KEYS = {
 
 WORKLOAD_FLAGS = {
     "-h", "--help", "--model", "--cluster", "--seq-len", "--global-batch", "--global-batch-tokens",
-    "--precision", "--json",
+    "--precision", "--json", "--calibration",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",
     "--no-rail-optimized", "--domain-size", "--price-per-gpu-hour",
 }  # fmt: skip
+SERVE_FLAGS = {
+    "--mode", "--context", "--prompt-len", "--output-len", "--concurrency", "--kv-precision",
+    "--compute-precision", "--tpot-ms", "--ttft-ms", "--target-tokens-per-s", "--kv-cache-fraction",
+}  # fmt: skip
 FROZEN_FLAGS: dict[str, set[str]] = {
     "search": WORKLOAD_FLAGS
     | EDIT_FLAGS
+    | SERVE_FLAGS
     | {"--fix", "--top", "--time-limit", "--solver", "--max", "--min", "--gpus", "--objective"}
-    | {"--target-step-time"},
+    | {"--target-step-time", "--placement"},
     "estimate": WORKLOAD_FLAGS
     | EDIT_FLAGS
+    | SERVE_FLAGS
+    | {"--attention-dp", "--placement"}
     | {"--tp", "--pp", "--vpp", "--dp", "--cp", "--ep", "--etp", "--mbs", "--recompute", "--zero"},
     "models": {"-h", "--help", "--json"},
     "clusters": {"-h", "--help", "--json"},
     "show": {"-h", "--help", "--json", "--graphml"} | EDIT_FLAGS,
-    "validate": {"-h", "--help", "--json", "--markdown", "--rows"},
-    "calibrate": {"-h", "--help", "--fit", "--family", "--write", "--json"},
+    "validate": {"-h", "--help", "--json", "--markdown", "--rows", "--serving"},
+    "calibrate": {"-h", "--help", "--fit", "--family", "--write", "--json"}
+    | {"--measure", "--out", "--dry-run", "--accelerator"},
+    "migrate": (WORKLOAD_FLAGS - {"--cluster", "--calibration"})
+    | {"--from", "--to", "--layout", "--fix", "--price", "--tokens", "--steps"},
+    "whatif": WORKLOAD_FLAGS
+    | EDIT_FLAGS
+    | {"--vary", "--fix", "--report", "--workers", "--engine", "--progress", "--tokens", "--steps"},
+    "export": WORKLOAD_FLAGS
+    | EDIT_FLAGS
+    | {"--format", "--plan", "--fix", "--time-limit", "--solver", "--placement"},
+    "schema": {"-h", "--help", "--kind"},
 }
 
 

@@ -1,0 +1,133 @@
+"""Megatron-Bridge (NeMo) recipe overrides for a plan: Hydra-style ``key=value`` on the
+``ConfigContainer`` (``scripts/training/run_recipe.py --recipe NAME key=value ...``).
+
+Names checked against NVIDIA-NeMo/Megatron-Bridge tag ``v0.6.0`` (commit 51885cf): the
+``ConfigContainer`` sections ``model`` (GPTModelProvider, i.e. Megatron-Core's TransformerConfig
+at the pinned submodule cd4afff), ``train``, ``dataset``, ``ddp``, ``optimizer``, ``dist``,
+``checkpoint``, and the registered ``mixed_precision`` recipe names; the list is
+``tests/data/framework_args/bridge.txt``.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from planner.report.export.job import (
+    ExportJob,
+    ExportResult,
+    comment_block,
+    pipeline_split,
+    split_note,
+)
+from planner.report.export.megatron import pipeline_layout
+from planner.specs.layout import Recompute
+
+FRAMEWORK = "Megatron-Bridge run_recipe.py ConfigContainer overrides"
+VERSION = "v0.6.0 (51885cf)"
+
+_MIXED_PRECISION = {
+    "bf16": "bf16_mixed",
+    "fp16": "fp16_mixed",
+    "fp8": "bf16_with_fp8_current_scaling_mixed",
+    "mxfp8": "bf16_with_mxfp8_mixed",
+    "nvfp4": "bf16_with_nvfp4_mixed",
+}
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _parallel(job: ExportJob) -> list[str]:
+    layout = job.train[0].layout
+    out = [
+        f"model.tensor_model_parallel_size={layout.tp}",
+        f"model.pipeline_model_parallel_size={layout.pp}",
+        f"model.context_parallel_size={layout.cp}",
+        f"model.sequence_parallel={_bool(layout.tp > 1)}",
+    ]
+    if job.model.moe is not None:
+        out.append(f"model.expert_model_parallel_size={layout.ep}")
+        out.append(f"model.expert_tensor_parallel_size={layout.etp}")
+    kind, counts = pipeline_split(job) if layout.pp > 1 else ("even", [])
+    vpp = str(layout.vpp) if layout.vpp > 1 and kind == "even" else "null"
+    out.append(f"model.virtual_pipeline_model_parallel_size={vpp}")
+    if kind == "first_last":
+        split_note(job, counts)
+        out.append(f"model.num_layers_in_first_pipeline_stage={counts[0]}")
+        out.append(f"model.num_layers_in_last_pipeline_stage={counts[-1]}")
+    elif kind == "custom":
+        split_note(job, counts)
+        out.append(f"model.pipeline_model_parallel_layout='{pipeline_layout(counts)}'")
+    return out
+
+
+def _batch_and_memory(job: ExportJob) -> list[str]:
+    layout, workload = job.train[0].layout, job.train[1]
+    out = [
+        f"train.micro_batch_size={layout.mbs}",
+        f"train.global_batch_size={workload.global_batch}",
+        f"dataset.seq_length={workload.seq_len}",
+        f"model.seq_length={workload.seq_len}",
+    ]
+    granularity = "null" if layout.recompute is Recompute.NONE else str(layout.recompute)
+    out.append(f"model.recompute_granularity={granularity}")
+    if layout.recompute is Recompute.FULL:
+        out += ["model.recompute_method=uniform", "model.recompute_num_layers=1"]
+    distributed = _bool(layout.zero >= 1)
+    out += [
+        f"ddp.use_distributed_optimizer={distributed}",
+        f"optimizer.use_distributed_optimizer={distributed}",
+    ]
+    if layout.zero >= 2:
+        strategy = "optim_grads" if layout.zero == 2 else "optim_grads_params"
+        out += [
+            "ddp.use_megatron_fsdp=true",
+            "dist.use_megatron_fsdp=true",
+            f"ddp.data_parallel_sharding_strategy={strategy}",
+            "checkpoint.ckpt_format=fsdp_dtensor",
+        ]
+        job.note(f"ZeRO-{layout.zero} is Megatron-FSDP ({strategy})")
+    return out
+
+
+def _precision(job: ExportJob) -> list[str]:
+    precision = str(job.train[0].layout.precision)
+    if precision not in _MIXED_PRECISION:
+        nearest = "nvfp4" if precision == "mxfp4" else "bf16"
+        job.note(
+            f"Megatron-Bridge has no {precision} mixed-precision recipe: nearest is "
+            f"{_MIXED_PRECISION[nearest]}"
+        )
+        precision = nearest
+    return [f"mixed_precision={_MIXED_PRECISION[precision]}"]
+
+
+def bridge_overrides(job: ExportJob) -> list[str]:
+    """The overrides, in order (notes go to ``job.notes``)."""
+    return _parallel(job) + _batch_and_memory(job) + _precision(job)
+
+
+def render(job: ExportJob) -> ExportResult:
+    """A bash array ``BRIDGE_OVERRIDES=( ... )``, one override per line."""
+    overrides = bridge_overrides(job)
+    plan = job.train[0]
+    header = [
+        f"{FRAMEWORK}; names checked against NVIDIA-NeMo/Megatron-Bridge {VERSION}",
+        f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} GPUs)",
+        "use with the model's recipe, e.g.: torchrun ... scripts/training/run_recipe.py "
+        '--recipe <model>_pretrain_config "${BRIDGE_OVERRIDES[@]}"',
+        "the recipe sets the architecture; these set the layout, batch and precision",
+        *(f"note: {note}" for note in job.notes),
+    ]
+    lines = [*comment_block(header), "BRIDGE_OVERRIDES=("]
+    lines += [f"  {shlex.quote(item)}" for item in overrides]
+    lines.append(")")
+    return ExportResult(
+        format="bridge",
+        framework=FRAMEWORK,
+        framework_version=VERSION,
+        text="\n".join(lines) + "\n",
+        args=overrides,
+        notes=list(job.notes),
+    )

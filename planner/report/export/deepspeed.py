@@ -1,0 +1,80 @@
+"""DeepSpeed JSON config for a plan: ZeRO stage, micro-batch, gradient accumulation, batch,
+precision, and AutoTP's tensor-parallel size.
+
+Keys checked against deepspeedai/DeepSpeed tag ``v0.19.5`` (commit cf44300):
+``deepspeed/runtime/constants.py``, ``runtime/zero/config.py``, ``runtime/precision_config.py``
+and ``runtime/tensor_parallel/config.py``; the list is ``tests/data/framework_args/deepspeed.txt``.
+JSON has no comments, so the notes travel in :attr:`ExportResult.notes` (stderr on the CLI).
+"""
+
+from __future__ import annotations
+
+import json
+
+from planner.report.export.job import ExportJob, ExportResult
+from planner.specs.layout import Recompute
+
+FRAMEWORK = "DeepSpeed config JSON"
+VERSION = "v0.19.5 (cf44300)"
+
+
+def deepspeed_config(job: ExportJob) -> dict[str, object]:
+    """The config dict (notes go to ``job.notes``)."""
+    layout, workload = job.train[0].layout, job.train[1]
+    stage = layout.zero
+    if layout.pp > 1 and stage > 1:
+        job.note(f"DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only: ZeRO-{stage} -> 1")
+        stage = 1
+    config: dict[str, object] = {
+        "train_batch_size": workload.global_batch,
+        "train_micro_batch_size_per_gpu": layout.mbs,
+        "gradient_accumulation_steps": job.num_microbatches,
+        "zero_optimization": {"stage": stage},
+    }
+    if str(layout.precision) == "fp16":
+        config["fp16"] = {"enabled": True}
+    else:
+        config["bf16"] = {"enabled": True}
+    if str(layout.precision) not in ("bf16", "fp16"):
+        job.note(
+            f"precision {layout.precision}: DeepSpeed's config has no switch for it (use "
+            "Transformer Engine in the model); bf16 is set"
+        )
+    if layout.tp > 1:
+        config["tensor_parallel"] = {"autotp_size": layout.tp}
+        job.note(f"tp={layout.tp} uses DeepSpeed AutoTP training (tensor_parallel.autotp_size)")
+    _code_level_notes(job)
+    return config
+
+
+def _code_level_notes(job: ExportJob) -> None:
+    layout = job.train[0].layout
+    if layout.pp > 1:
+        job.note(
+            f"pp={layout.pp} is set in code: deepspeed.pipe.PipelineModule(num_stages="
+            f"{layout.pp}); train_batch_size counts the dp={layout.dp} replicas only"
+        )
+    if layout.vpp > 1:
+        job.note(f"vpp={layout.vpp}: DeepSpeed's pipeline has no interleaved schedule")
+    if layout.cp > 1:
+        job.note(f"cp={layout.cp}: use DeepSpeed-Ulysses sequence parallelism in the model code")
+    if layout.ep > 1:
+        job.note(f"ep={layout.ep}: set ep_size in deepspeed.moe.layer.MoE in the model code")
+    if layout.recompute is not Recompute.NONE:
+        job.note(
+            f"recompute {layout.recompute}: wrap the layers with "
+            "deepspeed.checkpointing.checkpoint in the model code"
+        )
+
+
+def render(job: ExportJob) -> ExportResult:
+    """The config as indented JSON; notes only in the result (JSON has no comments)."""
+    config = deepspeed_config(job)
+    return ExportResult(
+        format="deepspeed",
+        framework=FRAMEWORK,
+        framework_version=VERSION,
+        text=json.dumps(config, indent=2) + "\n",
+        args=[],
+        notes=list(job.notes),
+    )

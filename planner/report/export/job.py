@@ -1,0 +1,253 @@
+"""What every export needs: the plan, the specs it was made for, and the shared arithmetic.
+
+An :class:`ExportJob` is a scored plan plus the model, cluster and workload it was scored on
+(a saved plan JSON does not carry the workload, so :func:`load_plan_file` and the CLI rebuild it
+from ``--seq-len`` and the plan's tokens per step). Each format module turns a job into an
+:class:`ExportResult`: the file or command text, the argument list, and the notes that say what
+the framework cannot express and which setting was chosen instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from planner.errors import SpecError
+from planner.specs.base import FrozenSpec
+from planner.specs.cluster import ClusterSpec
+from planner.specs.model import ModelSpec
+from planner.specs.result import SCHEMA_VERSION, Plan, SearchResult, ServePlan, ServeSearchResult
+from planner.specs.workload import ServeWorkload, TrainWorkload
+
+EXPORT_SCHEMA_VERSION = "1.0"
+"""Version of the ``layout export --json`` shape (major.minor; minor bumps are additive)."""
+
+_HF_URL = re.compile(r"https?://huggingface\.co/([\w.-]+/[\w.-]+)")
+
+
+class ExportResult(FrozenSpec):
+    """One plan rendered for one framework (``layout export --json``)."""
+
+    schema_version: str = EXPORT_SCHEMA_VERSION
+    """Version of this JSON shape (major.minor; minor bumps are additive)."""
+    format: str
+    """Export format (megatron, bridge, torchtitan, deepspeed, vllm, sglang)."""
+    framework: str
+    """The framework and entry point the output is for."""
+    framework_version: str
+    """Release or commit whose argument parser / config schema the names were checked against."""
+    text: str
+    """The output as written to stdout: a shell fragment, TOML, JSON or a command line."""
+    args: list[str]
+    """The arguments alone, in order (command-line formats and overrides); [] for config files."""
+    notes: list[str]
+    """What the framework cannot express and the nearest setting chosen; also in ``text`` as
+    comments where the format has comments."""
+
+
+@dataclass
+class ExportJob:
+    """A plan and what it was made for."""
+
+    plan: Plan | ServePlan
+    model: ModelSpec
+    cluster: ClusterSpec
+    workload: TrainWorkload | ServeWorkload
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, message: str) -> None:
+        """Record what the framework cannot express (once)."""
+        if message not in self.notes:
+            self.notes.append(message)
+
+    @property
+    def gpus_per_node(self) -> int:
+        """Accelerators one host runs (torchrun's --nproc-per-node)."""
+        system = self.cluster.system
+        return min(system.accelerators_per_node, self.cluster.accelerators_per_domain)
+
+    @property
+    def num_nodes(self) -> int:
+        """Hosts the plan uses."""
+        return -(-self.plan.num_gpus // self.gpus_per_node)
+
+    @property
+    def train(self) -> tuple[Plan, TrainWorkload]:
+        """The training plan and workload (SpecError for a serving plan)."""
+        if isinstance(self.plan, Plan) and isinstance(self.workload, TrainWorkload):
+            return self.plan, self.workload
+        raise SpecError("this export format needs a training plan, not a serving plan")
+
+    @property
+    def num_microbatches(self) -> int:
+        """Micro-batches per data-parallel replica per step (gradient-accumulation steps)."""
+        plan, workload = self.train
+        return workload.global_batch // (plan.layout.mbs * plan.layout.dp)
+
+    @property
+    def hf_model_id(self) -> str | None:
+        """``org/name`` when the model's source is a Hugging Face URL, else None."""
+        match = _HF_URL.match(self.model.source.strip())
+        return match.group(1) if match else None
+
+
+def check_batch(job: ExportJob) -> None:
+    """A training plan's global batch must split into whole micro-batches on every replica."""
+    if not isinstance(job.plan, Plan) or not isinstance(job.workload, TrainWorkload):
+        return
+    layout, batch = job.plan.layout, job.workload.global_batch
+    if batch % (layout.mbs * layout.dp):
+        raise SpecError(
+            f"global batch ({batch}) is not a multiple of mbs x dp "
+            f"({layout.mbs} x {layout.dp}); export needs whole micro-batches"
+        )
+
+
+def workload_for_plan(
+    plan: Plan, *, seq_len: int, global_batch: int | None = None
+) -> TrainWorkload:
+    """The training workload a saved plan was scored on: its tokens per step (tokens/s x step
+    time) divided by ``seq_len`` must be a whole number of sequences (and equal
+    ``global_batch`` when given)."""
+    tokens = plan.tokens_per_s * plan.step_time_s
+    sequences = round(tokens / seq_len)
+    if sequences < 1 or abs(sequences * seq_len - tokens) > 1e-6 * tokens:
+        raise SpecError(
+            f"the plan processes {tokens:,.0f} tokens per step, not a whole number of "
+            f"{seq_len}-token sequences; pass the --seq-len the plan was made with"
+        )
+    if global_batch is not None and global_batch != sequences:
+        raise SpecError(
+            f"--global-batch {global_batch} x --seq-len {seq_len} does not match the plan's "
+            f"{tokens:,.0f} tokens per step ({sequences} sequences)"
+        )
+    return TrainWorkload(seq_len=seq_len, global_batch=sequences, precision=plan.layout.precision)
+
+
+def load_plan_file(path: str | Path) -> Plan | ServePlan:
+    """The best plan of a saved ``search --json`` or an ``estimate --json`` file (training or
+    serving).
+
+    A newer major ``schema_version`` is refused; a newer minor one is read, ignoring the fields
+    this version does not know (minor bumps only add fields).
+    """
+    target = Path(path)
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"cannot read plan '{target}': {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"plan '{target}' is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not ({"best", "layout"} & set(data)):
+        raise SpecError(f"'{target}' is not a saved 'layout search --json' or 'estimate --json'")
+    version = str(data.get("schema_version", ""))
+    major, supported = version.split(".")[0], SCHEMA_VERSION.split(".")[0]
+    if not major.isdigit() or int(major) > int(supported):
+        raise SpecError(
+            f"plan '{target}' has schema_version '{version}'; this layout reads "
+            f"{supported}.x: upgrade layout to read it"
+        )
+    serve = data.get("mode") == "serve"
+    kinds: dict[tuple[bool, bool], type[BaseModel]] = {
+        (False, False): Plan,
+        (False, True): SearchResult,
+        (True, False): ServePlan,
+        (True, True): ServeSearchResult,
+    }
+    kind = kinds[(serve, "best" in data)]
+    try:
+        parsed = kind.model_validate(known_fields(kind, data))
+    except ValueError as exc:
+        raise SpecError(f"plan '{target}' is not a valid plan: {_first_error(exc)}") from None
+    best = getattr(parsed, "best", parsed)
+    assert isinstance(best, Plan | ServePlan)
+    return best
+
+
+def known_fields(model: type[BaseModel], data: Any) -> Any:
+    """``data`` without the keys ``model`` (and its nested models) does not declare."""
+    if not isinstance(data, dict):
+        return data
+    out = {}
+    for name, info in model.model_fields.items():
+        if name in data:
+            out[name] = _known_value(info.annotation, data[name])
+    return out
+
+
+def _known_value(annotation: Any, value: Any) -> Any:
+    inner = _model_in(annotation)
+    if inner is None:
+        return value
+    if isinstance(value, list):
+        return [known_fields(inner, item) for item in value]
+    if isinstance(value, dict) and "dict[" in str(annotation):
+        return {key: known_fields(inner, item) for key, item in value.items()}
+    return known_fields(inner, value)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``Model``, ``list[Model]``, ``dict[str, Model]`` or
+    ``Model | None``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{where}: {first.get('msg', '')}"
+    return str(exc).splitlines()[0]
+
+
+def comment_block(lines: list[str], prefix: str = "# ") -> list[str]:
+    """Lines as comments, one note per line."""
+    return [f"{prefix}{line}".rstrip() for line in lines]
+
+
+def layer_counts(model: ModelSpec, num_chunks: int) -> list[int]:
+    """Transformer layers per pipeline chunk in layer order, as the planner splits them:
+    as even as possible, the remainder on the middle chunks (which hold neither the embedding
+    nor the logits); see :func:`planner.cost.memory.stage_layers`.
+
+    >>> from planner.catalog import load_model
+    >>> layer_counts(load_model("405B"), 16)
+    [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7]
+    """
+    from planner.cost.memory import stage_layers
+
+    return [len(stage_layers(model, num_chunks, i)) for i in range(num_chunks)]
+
+
+def pipeline_split(job: ExportJob) -> tuple[str, list[int]]:
+    """How the plan's layers fall on pipeline chunks (pp x vpp, layer order): ``even``,
+    ``first_last`` (only the first and last stage differ, vpp = 1) or ``custom``."""
+    layout = job.train[0].layout
+    counts = layer_counts(job.model, layout.pp * layout.vpp)
+    if len(set(counts)) == 1:
+        return "even", counts
+    if layout.vpp == 1 and len(set(counts[1:-1])) <= 1:
+        return "first_last", counts
+    return "custom", counts
+
+
+def split_note(job: ExportJob, counts: list[int]) -> None:
+    """Say that the layers do not split evenly and how they are placed."""
+    layout = job.train[0].layout
+    job.note(
+        f"{job.model.num_layers} layers do not split evenly over pp x vpp = "
+        f"{layout.pp * layout.vpp} chunks; set to the planner's split {counts} "
+        "(remainder on the middle stages)"
+    )

@@ -1,0 +1,263 @@
+"""Megatron-LM ``pretrain_gpt.py`` arguments for a plan.
+
+Names checked against NVIDIA/Megatron-LM tag ``core_v0.19.0`` (commit 5be9626):
+``megatron/training/arguments.py`` and the config dataclasses it turns into flags
+(``TransformerConfig``, ``TrainingConfig``, ...); the list is
+``tests/data/framework_args/megatron.txt``. Megatron's default rank order ``tp-cp-ep-dp-pp`` is the
+planner's (TP innermost, PP outermost), so the placement file's ranks are Megatron's ranks.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from planner.report.export.job import (
+    ExportJob,
+    ExportResult,
+    comment_block,
+    pipeline_split,
+    split_note,
+)
+from planner.specs.layout import Recompute
+from planner.specs.model import ModelSpec
+
+FRAMEWORK = "Megatron-LM pretrain_gpt.py"
+VERSION = "core_v0.19.0 (5be9626)"
+
+Group = tuple[str, list[str]]
+
+_PRECISION: dict[str, list[str]] = {
+    "bf16": ["--bf16"],
+    "fp16": ["--fp16"],
+    "fp8": ["--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"],
+    "mxfp8": ["--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
+    "nvfp4": ["--bf16", "--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"],
+}
+
+
+def pipeline_layout(counts: list[int]) -> str:
+    """Megatron's ``--pipeline-model-parallel-layout`` string for these layers per chunk
+    (``E`` embedding, ``t`` transformer layer, ``L`` loss; chunks in layer order, ``|`` apart).
+
+    >>> pipeline_layout([7, 8, 7])
+    'Et*7|t*8|t*7L'
+    """
+    last = len(counts) - 1
+    chunks = [
+        ("E" if i == 0 else "") + (f"t*{n}" if n else "") + ("L" if i == last else "")
+        for i, n in enumerate(counts)
+    ]
+    return "|".join(chunks)
+
+
+def _parallel(job: ExportJob) -> Group:
+    layout, model = job.train[0].layout, job.model
+    args = [
+        "--tensor-model-parallel-size", str(layout.tp),
+        "--pipeline-model-parallel-size", str(layout.pp),
+    ]  # fmt: skip
+    if layout.tp > 1:
+        args.append("--sequence-parallel")
+    if layout.cp > 1:
+        args += ["--context-parallel-size", str(layout.cp)]
+    if model.moe is not None:
+        args += ["--expert-model-parallel-size", str(layout.ep)]
+        args += ["--expert-tensor-parallel-size", str(layout.etp)]
+    elif layout.ep > 1:
+        job.note(f"ep={layout.ep} ignored: {model.name} has no experts")
+    if layout.pp > 1:
+        args += _split(job)
+    return "parallelism (rank order tp-cp-ep-dp-pp, Megatron's default)", args
+
+
+def _split(job: ExportJob) -> list[str]:
+    kind, counts = pipeline_split(job)
+    if kind == "even":
+        vpp = job.train[0].layout.vpp
+        return ["--num-virtual-stages-per-pipeline-rank", str(vpp)] if vpp > 1 else []
+    split_note(job, counts)
+    if kind == "first_last":
+        return [
+            "--decoder-first-pipeline-num-layers", str(counts[0]),
+            "--decoder-last-pipeline-num-layers", str(counts[-1]),
+        ]  # fmt: skip
+    return ["--pipeline-model-parallel-layout", pipeline_layout(counts)]
+
+
+def _batch(job: ExportJob) -> Group:
+    layout, workload = job.train[0].layout, job.train[1]
+    args = [
+        "--micro-batch-size", str(layout.mbs),
+        "--global-batch-size", str(workload.global_batch),
+        "--seq-length", str(workload.seq_len),
+        "--max-position-embeddings", str(max(job.model.max_context, workload.seq_len)),
+    ]  # fmt: skip
+    return f"batch: {job.num_microbatches} micro-batches per replica per step", args
+
+
+def _memory(job: ExportJob) -> Group:
+    layout = job.train[0].layout
+    args: list[str] = []
+    if layout.recompute is Recompute.SELECTIVE:
+        args += ["--recompute-granularity", "selective"]
+    elif layout.recompute is Recompute.FULL:
+        args += ["--recompute-granularity", "full", "--recompute-method", "uniform"]
+        args += ["--recompute-num-layers", "1"]
+    if layout.zero >= 1:
+        args.append("--use-distributed-optimizer")
+    if layout.zero >= 2:
+        strategy = "optim_grads" if layout.zero == 2 else "optim_grads_params"
+        args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", strategy]
+        args += ["--ckpt-format", "fsdp_dtensor"]
+        job.note(
+            f"ZeRO-{layout.zero} is Megatron-FSDP ({strategy}); it needs the fsdp_dtensor "
+            "checkpoint format and CUDA_DEVICE_MAX_CONNECTIONS unset or > 1"
+        )
+    precision = str(layout.precision)
+    if precision not in _PRECISION:
+        nearest = "nvfp4" if precision == "mxfp4" else "bf16"
+        job.note(
+            f"Megatron-LM has no {precision} training recipe: nearest is {nearest} "
+            f"({' '.join(_PRECISION[nearest])})"
+        )
+        precision = nearest
+    args += _PRECISION[precision]
+    return f"recompute {layout.recompute}, ZeRO-{layout.zero}, {layout.precision}", args
+
+
+def _architecture(job: ExportJob) -> Group:
+    model = job.model
+    args = [
+        "--num-layers", str(model.num_layers),
+        "--hidden-size", str(model.hidden_size),
+        "--num-attention-heads", str(model.num_attention_heads),
+        "--kv-channels", str(model.head_dim),
+        "--normalization", "RMSNorm" if model.norm == "rmsnorm" else "LayerNorm",
+        "--position-embedding-type", "rope" if model.position_embedding == "rope" else "learned_absolute",
+        "--attention-dropout", "0.1" if model.dropout else "0.0",
+        "--hidden-dropout", "0.1" if model.dropout else "0.0",
+    ]  # fmt: skip
+    if model.ffn_hidden_size:
+        args += ["--ffn-hidden-size", str(model.ffn_hidden_size)]
+    if model.mla is None and model.num_kv_heads < model.num_attention_heads:
+        args += ["--group-query-attention", "--num-query-groups", str(model.num_kv_heads)]
+    if not model.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if model.qk_norm:
+        args.append("--qk-layernorm")
+    args += _activation_and_bias(job)
+    args += _mla(model) + _moe(model)
+    unexpressed = [
+        ("sliding-window attention", model.num_sliding_window_layers > 0),
+        ("attention sinks", model.attention_sinks),
+        ("a router bias", model.moe is not None and model.moe.router_bias),
+    ]
+    for what, present in unexpressed:
+        if present:
+            job.note(f"{model.name} uses {what}: not set here (model-specific flags)")
+    return f"model: {model.name} ({model.source})", args
+
+
+def _activation_and_bias(job: ExportJob) -> list[str]:
+    model = job.model
+    args: list[str] = []
+    if model.ffn_activation in ("swiglu", "swiglu_oai"):
+        args.append("--swiglu")
+    elif model.ffn_activation == "relu2":
+        args.append("--squared-relu")
+    elif model.ffn_activation != "gelu":
+        job.note(f"FFN activation {model.ffn_activation}: no pretrain_gpt.py flag")
+    if not (model.attention_bias or model.attention_output_bias or model.mlp_bias):
+        args.append("--disable-bias-linear")
+    elif model.attention_bias and not (model.attention_output_bias or model.mlp_bias):
+        args += ["--disable-bias-linear", "--add-qkv-bias"]
+    return args
+
+
+def _mla(model: ModelSpec) -> list[str]:
+    if model.mla is None:
+        return []
+    mla = model.mla
+    args = ["--multi-latent-attention", "--kv-lora-rank", str(mla.kv_lora_rank)]
+    if mla.q_lora_rank:
+        args += ["--q-lora-rank", str(mla.q_lora_rank)]
+    args += ["--qk-head-dim", str(mla.qk_nope_head_dim)]
+    args += ["--qk-pos-emb-head-dim", str(mla.qk_rope_head_dim)]
+    return [*args, "--v-head-dim", str(mla.v_head_dim)]
+
+
+def _moe(model: ModelSpec) -> list[str]:
+    if model.moe is None:
+        return []
+    moe = model.moe
+    args = [
+        "--num-experts", str(moe.num_experts),
+        "--moe-router-topk", str(moe.top_k),
+        "--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size),
+    ]  # fmt: skip
+    if moe.num_shared_experts:
+        width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        args += ["--moe-shared-expert-intermediate-size", str(moe.num_shared_experts * width)]
+    if moe.first_dense_layers:
+        dense, sparse = moe.first_dense_layers, model.num_layers - moe.first_dense_layers
+        args += ["--moe-layer-freq", f"([0]*{dense}+[1]*{sparse})"]
+    return args
+
+
+def _smoke_run(job: ExportJob) -> Group:
+    args = [
+        "--mock-data",
+        "--tokenizer-type", "NullTokenizer",
+        "--vocab-size", str(job.model.vocab_size),
+        "--train-iters", "100",
+        "--lr", "1.0e-4",
+    ]  # fmt: skip
+    return "data: synthetic tokens; use --data-path and a real tokenizer for training", args
+
+
+def megatron_groups(job: ExportJob) -> list[Group]:
+    """The arguments in commented groups: parallelism, batch, memory, model, data."""
+    groups = [_parallel(job), _batch(job), _memory(job), _architecture(job), _smoke_run(job)]
+    return [(title, args) for title, args in groups if args]
+
+
+def megatron_args(job: ExportJob) -> list[str]:
+    """The ``pretrain_gpt.py`` argument list, in order (notes go to ``job.notes``)."""
+    return [arg for _, args in megatron_groups(job) for arg in args]
+
+
+def render(job: ExportJob) -> ExportResult:
+    """A bash array ``MEGATRON_ARGS=( ... )`` with a comment per group and the notes."""
+    groups = megatron_groups(job)
+    plan = job.train[0]
+    header = [
+        f"{FRAMEWORK} arguments; names checked against NVIDIA/Megatron-LM {VERSION}",
+        f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} "
+        f"({plan.num_gpus} GPUs = {job.num_nodes} node(s) x {job.gpus_per_node})",
+        'run: torchrun --nnodes ... --nproc-per-node ... pretrain_gpt.py "${MEGATRON_ARGS[@]}"',
+        *(f"note: {note}" for note in job.notes),
+    ]
+    lines = [*comment_block(header), "MEGATRON_ARGS=("]
+    for title, args in groups:
+        lines.append(f"  # {title}")
+        lines += [f"  {line}" for line in _pairs(args)]
+    lines.append(")")
+    return ExportResult(
+        format="megatron",
+        framework=FRAMEWORK,
+        framework_version=VERSION,
+        text="\n".join(lines) + "\n",
+        args=[arg for _, args in groups for arg in args],
+        notes=list(job.notes),
+    )
+
+
+def _pairs(args: list[str]) -> list[str]:
+    """One flag per line, with its value when it has one."""
+    lines: list[str] = []
+    for arg in args:
+        if arg.startswith("--") or not lines:
+            lines.append(shlex.quote(arg))
+        else:
+            lines[-1] += " " + shlex.quote(arg)
+    return lines

@@ -1,0 +1,19 @@
+# Megatron-Bridge run_recipe.py ConfigContainer overrides; names checked against NVIDIA-NeMo/Megatron-Bridge v0.6.0 (51885cf)
+# plan: llama3.1-70b on hgx_b200x16: TP4 PP2 VPP2 DP2 mbs1 selective zero1 bf16 (16 GPUs)
+# use with the model's recipe, e.g.: torchrun ... scripts/training/run_recipe.py --recipe <model>_pretrain_config "${BRIDGE_OVERRIDES[@]}"
+# the recipe sets the architecture; these set the layout, batch and precision
+BRIDGE_OVERRIDES=(
+  model.tensor_model_parallel_size=4
+  model.pipeline_model_parallel_size=2
+  model.context_parallel_size=1
+  model.sequence_parallel=true
+  model.virtual_pipeline_model_parallel_size=2
+  train.micro_batch_size=1
+  train.global_batch_size=512
+  dataset.seq_length=8192
+  model.seq_length=8192
+  model.recompute_granularity=selective
+  ddp.use_distributed_optimizer=true
+  optimizer.use_distributed_optimizer=true
+  mixed_precision=bf16_mixed
+)

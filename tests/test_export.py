@@ -1,0 +1,525 @@
+"""``layout export``: every name each format emits exists in that framework's recorded argument
+list (tests/data/framework_args/, with the version checked), the outputs parse (TOML, JSON,
+argument lists), the values say what the plan says, and one golden file per format pins the text.
+Also the rank placement files and the NVLink-domain check.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shlex
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import planner
+from planner.api import serve_estimate
+from planner.cli import EXPORT_FORMATS
+from planner.errors import InternalError, SpecError
+from planner.report.export import FORMATS, ExportJob, export, load_plan_file, make_job
+from planner.report.export.job import layer_counts
+from planner.report.placement_file import (
+    check_domains,
+    hostfile,
+    placement_csv,
+    placement_files,
+    placement_records,
+)
+from planner.specs.result import Plan
+from tests.test_cli import run_main
+
+DATA = Path(__file__).parent / "data" / "framework_args"
+GOLDEN = Path(__file__).parent / "golden" / "export"
+GOLDEN_SUFFIX = {
+    "megatron": "sh",
+    "bridge": "sh",
+    "torchtitan": "toml",
+    "deepspeed": "json",
+    "vllm": "sh",
+    "sglang": "sh",
+}
+
+# --- the recorded names ---------------------------------------------------------------------
+
+
+def framework_names(fmt: str) -> dict[str, set[str] | None]:
+    """Name -> allowed values (None = any value) from tests/data/framework_args/<fmt>.txt."""
+    names: dict[str, set[str] | None] = {}
+    for raw in (DATA / f"{fmt}.txt").read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, values = line.partition(" = ")
+        names[name.strip()] = set(values.split()) if values else None
+    return names
+
+
+def test_every_format_has_a_name_list_with_its_version() -> None:
+    assert set(FORMATS) == set(EXPORT_FORMATS) == set(GOLDEN_SUFFIX)
+    for fmt in FORMATS:
+        header = (DATA / f"{fmt}.txt").read_text(encoding="utf-8")
+        assert re.search(r"# source: .*(tag|commit) \S+", header), fmt
+        assert framework_names(fmt), fmt
+
+
+# --- parsers: the output as the framework would read it -------------------------------------
+
+
+def _bash_array(text: str, name: str) -> list[str]:
+    match = re.search(rf"^{name}=\($(.*?)^\)$", text, flags=re.MULTILINE | re.DOTALL)
+    assert match, f"no {name}=( ... ) in the output"
+    return shlex.split(match.group(1), comments=True)
+
+
+def _flag_pairs(tokens: list[str]) -> list[tuple[str, str | None]]:
+    """(flag, value or None) for an argparse-style token list."""
+    pairs: list[tuple[str, str | None]] = []
+    for token in tokens:
+        if token.startswith("--"):
+            pairs.append((token, None))
+        else:
+            assert pairs, f"value {token!r} before any flag"
+            pairs[-1] = (pairs[-1][0], token)
+    return pairs
+
+
+def _flatten(table: dict[str, object], prefix: str = "") -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out += _flatten(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def _command(text: str, program: list[str]) -> list[tuple[str, str | None]]:
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(lines) == 1, lines
+    argv = shlex.split(lines[0])
+    assert argv[: len(program)] == program
+    rest = argv[len(program) :]
+    if program[:2] == ["vllm", "serve"]:
+        rest = rest[1:]  # the model is positional
+    return _flag_pairs(rest)
+
+
+def parse(fmt: str, text: str) -> list[tuple[str, object]]:
+    """(name, value) of everything the output sets, as the framework would read it."""
+    if fmt == "megatron":
+        return _flag_pairs(_bash_array(text, "MEGATRON_ARGS"))  # type: ignore[return-value]
+    if fmt == "bridge":
+        items = _bash_array(text, "BRIDGE_OVERRIDES")
+        return [tuple(item.split("=", 1)) for item in items]  # type: ignore[misc]
+    if fmt == "torchtitan":
+        return _flatten(tomllib.loads(text))
+    if fmt == "deepspeed":
+        return _flatten(json.loads(text))
+    if fmt == "vllm":
+        return _command(text, ["vllm", "serve"])  # type: ignore[return-value]
+    return _command(text, ["python", "-m", "sglang.launch_server"])  # type: ignore[return-value]
+
+
+def check_names(fmt: str, text: str) -> dict[str, object]:
+    """Every emitted name exists in the framework's list, values in its closed sets."""
+    known = framework_names(fmt)
+    parsed = parse(fmt, text)
+    for name, value in parsed:
+        assert name in known, f"{fmt}: '{name}' is not in {fmt}.txt"
+        allowed = known[name]
+        if allowed is not None and isinstance(value, str | int) and not isinstance(value, bool):
+            assert str(value).strip("'") in allowed, f"{fmt}: {name}={value} not in {allowed}"
+    names = [name for name, _ in parsed]
+    assert len(names) == len(set(names)), f"{fmt}: a name is set twice: {names}"
+    return dict(parsed)
+
+
+# --- plans ----------------------------------------------------------------------------------
+
+PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
+    # id: (model, cluster, layout)
+    "70b_tp4_pp2_vpp2": ("70B", "hgx_b200x16", {"tp": 4, "pp": 2, "vpp": 2, "recompute": "selective"}),
+    "405b_uneven_first_last": ("405B", "hgx_b200x128", {"tp": 8, "pp": 16, "zero": 3}),
+    "70b_uneven_custom": ("70B", "hgx_b200x48", {"tp": 8, "pp": 6, "recompute": "full"}),
+    "mixtral_ep8_zero3": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8, "zero": 3, "mbs": 2}),
+    "deepseek_mla_moe": ("671B", "gb200_nvl72x128", {"pp": 8, "ep": 16, "zero": 0}),
+    "70b_cp2_zero2": ("70B", "hgx_b200x16", {"tp": 4, "cp": 2, "zero": 2}),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, Plan]:
+    return {
+        key: planner.estimate(model=model, cluster=cluster, layout=layout)
+        for key, (model, cluster, layout) in PLANS.items()
+    }
+
+
+def _job(plans: dict[str, Plan], key: str, precision: str | None = None) -> ExportJob:
+    plan = plans[key]
+    if precision is not None:
+        layout = plan.layout.model_copy(update={"precision": precision})
+        plan = plan.model_copy(update={"layout": layout})
+    return make_job(plan)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@pytest.mark.parametrize("key", sorted(PLANS))
+def test_every_emitted_name_exists(fmt: str, key: str, plans: dict[str, Plan]) -> None:
+    result = export(_job(plans, key), fmt)
+    check_names(fmt, result.text)
+    assert result.format == fmt
+    assert result.framework_version in (DATA / f"{fmt}.txt").read_text(encoding="utf-8") or (
+        result.framework_version.split()[0] in (DATA / f"{fmt}.txt").read_text(encoding="utf-8")
+    )
+
+
+@pytest.mark.parametrize("precision", ["fp8", "mxfp8", "nvfp4", "mxfp4"])
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_low_precision_names_exist(fmt: str, precision: str, plans: dict[str, Plan]) -> None:
+    result = export(_job(plans, "70b_tp4_pp2_vpp2", precision), fmt)
+    check_names(fmt, result.text)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_golden(fmt: str, plans: dict[str, Plan], golden: Callable[[Path, str], None]) -> None:
+    result = export(_job(plans, "70b_tp4_pp2_vpp2"), fmt)
+    golden(GOLDEN / f"70b_hgx_b200x16_tp4_pp2_vpp2.{fmt}.{GOLDEN_SUFFIX[fmt]}", result.text)
+
+
+# --- what the values say ----------------------------------------------------------------------
+
+
+def test_megatron_values(plans: dict[str, Plan]) -> None:
+    args = check_names("megatron", export(_job(plans, "70b_tp4_pp2_vpp2"), "megatron").text)
+    assert args["--tensor-model-parallel-size"] == "4"
+    assert args["--pipeline-model-parallel-size"] == "2"
+    assert args["--num-virtual-stages-per-pipeline-rank"] == "2"
+    assert "--sequence-parallel" in args
+    assert args["--micro-batch-size"] == "1" and args["--global-batch-size"] == "512"
+    assert args["--recompute-granularity"] == "selective"
+    assert "--use-distributed-optimizer" in args and "--use-megatron-fsdp" not in args
+    assert args["--num-query-groups"] == "8" and args["--vocab-size"] == "128256"
+
+
+def test_megatron_uneven_first_last(plans: dict[str, Plan]) -> None:
+    result = export(_job(plans, "405b_uneven_first_last"), "megatron")
+    args = check_names("megatron", result.text)
+    assert (
+        args["--decoder-first-pipeline-num-layers"],
+        args["--decoder-last-pipeline-num-layers"],
+    ) == ("7", "7")
+    assert any("do not split evenly" in note for note in result.notes)
+    assert "# note: 126 layers do not split evenly" in result.text
+    assert args["--data-parallel-sharding-strategy"] == "optim_grads_params"
+    assert args["--ckpt-format"] == "fsdp_dtensor"
+
+
+def _megatron_layout_counts(layout: str) -> list[int]:
+    """Transformer layers per chunk of a --pipeline-model-parallel-layout string."""
+    expanded = re.sub(r"(.)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), layout)
+    return [chunk.count("t") for chunk in expanded.split("|")]
+
+
+def test_megatron_custom_layout_matches_the_planner(plans: dict[str, Plan]) -> None:
+    job = _job(plans, "70b_uneven_custom")
+    args = check_names("megatron", export(job, "megatron").text)
+    counts = _megatron_layout_counts(str(args["--pipeline-model-parallel-layout"]))
+    assert counts == layer_counts(job.model, 6) == [13, 14, 14, 13, 13, 13]
+    assert str(args["--pipeline-model-parallel-layout"]).startswith("E")
+    assert str(args["--pipeline-model-parallel-layout"]).endswith("L")
+    assert args["--recompute-granularity"] == "full" and args["--recompute-method"] == "uniform"
+
+
+def test_megatron_moe_and_mla(plans: dict[str, Plan]) -> None:
+    args = check_names("megatron", export(_job(plans, "deepseek_mla_moe"), "megatron").text)
+    assert args["--num-experts"] == "256" and args["--expert-model-parallel-size"] == "16"
+    assert "--multi-latent-attention" in args and args["--kv-lora-rank"] == "512"
+    assert args["--moe-layer-freq"] == "([0]*3+[1]*58)"
+    assert "--use-distributed-optimizer" not in args
+
+
+def test_bridge_values(plans: dict[str, Plan]) -> None:
+    text = export(_job(plans, "405b_uneven_first_last"), "bridge").text
+    values = check_names("bridge", text)
+    assert values["model.num_layers_in_first_pipeline_stage"] == "7"
+    assert values["model.virtual_pipeline_model_parallel_size"] == "null"
+    assert values["ddp.use_megatron_fsdp"] == "true" and values["dist.use_megatron_fsdp"] == "true"
+    custom = check_names("bridge", export(_job(plans, "70b_uneven_custom"), "bridge").text)
+    layout = str(custom["model.pipeline_model_parallel_layout"]).strip("'")
+    assert _megatron_layout_counts(layout) == [13, 14, 14, 13, 13, 13]
+
+
+def test_torchtitan_values(plans: dict[str, Plan]) -> None:
+    for key, plan in plans.items():
+        job = make_job(plan)
+        table = tomllib.loads(export(job, "torchtitan").text)
+        par, train = table["parallelism"], table["training"]
+        degrees = par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"]
+        degrees *= par["tensor_parallel_degree"] * par["pipeline_parallel_degree"]
+        assert degrees * par["context_parallel_degree"] == plan.num_gpus, key
+        dp = par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"]
+        assert train["global_batch_size"] % (train["local_batch_size"] * dp) == 0, key
+        if "module_fqns_per_model_part" in par:
+            parts = par["module_fqns_per_model_part"]
+            layers = [name for part in parts for name in part if name.startswith("layers.")]
+            assert layers == [f"layers.{i}" for i in range(job.model.num_layers)], key
+            assert parts[0][0] == "tok_embeddings" and parts[-1][-1] == "output", key
+
+
+def test_torchtitan_names_its_release(plans: dict[str, Plan]) -> None:
+    text = export(_job(plans, "70b_tp4_pp2_vpp2"), "torchtitan").text
+    assert "v0.2.2" in text and "TOML" in text
+    assert tomllib.loads(text)["parallelism"]["pipeline_parallel_schedule"] == "Interleaved1F1B"
+
+
+def test_deepspeed_batch_arithmetic_and_nearest_zero(plans: dict[str, Plan]) -> None:
+    for key, plan in plans.items():
+        config = json.loads(export(make_job(plan), "deepspeed").text)
+        per_step = config["train_micro_batch_size_per_gpu"] * config["gradient_accumulation_steps"]
+        assert per_step * plan.layout.dp == config["train_batch_size"], key
+    result = export(_job(plans, "405b_uneven_first_last"), "deepspeed")
+    assert json.loads(result.text)["zero_optimization"]["stage"] == 1  # pipeline engine: < 2
+    assert any("ZeRO-3 -> 1" in note for note in result.notes)
+
+
+def test_serving_exports_from_a_serving_plan() -> None:
+    plan = serve_estimate(
+        model="70B", cluster="hgx_b200x16", layout={"tp": 4, "replicas": 4}, workload={}
+    )
+    job = make_job(plan)
+    vllm = check_names("vllm", export(job, "vllm").text)
+    assert vllm["--tensor-parallel-size"] == "4" and vllm["--pipeline-parallel-size"] == "1"
+    assert vllm["--max-model-len"] == "8192"
+    sglang = check_names("sglang", export(job, "sglang").text)
+    assert sglang["--tp-size"] == "4" and sglang["--context-length"] == "8192"
+    assert "best effort" not in export(job, "vllm").text
+    with pytest.raises(SpecError, match="needs a training plan"):
+        export(job, "megatron")
+
+
+def test_serving_from_a_training_plan_says_best_effort(plans: dict[str, Plan]) -> None:
+    result = export(_job(plans, "70b_tp4_pp2_vpp2"), "vllm")
+    assert "best effort" in result.text
+    assert result.args[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]
+
+
+# --- saved plans and the CLI ----------------------------------------------------------------
+
+
+def _saved(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_load_plan_file_versions(tmp_path: Path, plans: dict[str, Plan]) -> None:
+    data = json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json())
+    newer_minor = {**data, "schema_version": "1.99", "added_later": 1}
+    newer_minor["memory"] = {**data["memory"], "added_later_too": 2}
+    assert load_plan_file(_saved(tmp_path, newer_minor)).layout.tp == 4
+    with pytest.raises(SpecError, match=r"schema_version '2\.0'"):
+        load_plan_file(_saved(tmp_path, {**data, "schema_version": "2.0"}))
+
+
+def test_cli_export_from_search_and_from_plan(tmp_path: Path) -> None:
+    code, out, err = run_main(["search", "--model", "70B", "--cluster", "hgx_b200x16", "--json"])
+    assert code == 0, err
+    saved = _saved(tmp_path, json.loads(out))
+    for fmt in FORMATS:
+        code, text, err = run_main(["export", "--format", fmt, "--plan", str(saved)])
+        assert code == 0, err
+        assert "warning" not in err, err
+        check_names(fmt, text)
+    code, text, err = run_main(
+        ["export", "--format", "deepspeed", "--model", "70B", "--cluster", "hgx_b200x16"]
+    )
+    assert code == 0, err
+    assert json.loads(text)["train_batch_size"] == 512
+
+
+def test_cli_export_refuses_a_newer_major_in_one_line(tmp_path: Path) -> None:
+    saved = _saved(tmp_path, {"schema_version": "2.0", "layout": {}})
+    code, _, err = run_main(["export", "--format", "megatron", "--plan", str(saved)])
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "schema_version '2.0'" in err
+
+
+def test_cli_export_warns_when_seq_len_does_not_reproduce(
+    tmp_path: Path, plans: dict[str, Plan]
+) -> None:
+    saved = _saved(tmp_path, json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json()))
+    code, _, err = run_main(
+        ["export", "--format", "megatron", "--plan", str(saved), "--seq-len", "4096"]
+    )
+    assert code == 0
+    assert "warning: re-scoring the plan with --seq-len 4096" in err
+
+
+def test_cli_export_needs_a_plan_or_a_model() -> None:
+    code, _, err = run_main(["export", "--format", "vllm"])
+    assert code == 2 and "needs --plan FILE" in err
+
+
+# --- rank placement -------------------------------------------------------------------------
+
+
+def test_placement_records_follow_torchrun_and_megatron_order(plans: dict[str, Plan]) -> None:
+    plan = plans["70b_tp4_pp2_vpp2"]
+    records = placement_records(plan, planner.load_cluster("hgx_b200x16"))
+    assert [r.rank for r in records] == list(range(16))
+    assert all(r.node == r.rank // 8 and r.gpu == r.local_rank == r.rank % 8 for r in records)
+    assert [r.tp_index for r in records[:4]] == [0, 1, 2, 3]  # TP innermost
+    assert {r.pp_index for r in records[:8]} == {0} and {r.pp_index for r in records[8:]} == {1}
+    assert all(r.dp_index == (r.rank // 4) % 2 for r in records)
+    lines = check_domains(plan, records)
+    assert lines[0] == "tp: 4 of 4 group(s) inside one scale-up domain"
+
+
+def test_nvlink_check_catches_a_group_that_leaves_its_domain(plans: dict[str, Plan]) -> None:
+    plan = planner.estimate(model="70B", cluster="hgx_b200x16", layout={"tp": 8, "pp": 2})
+    assert plan.placement["tp"].within_domain
+    check_domains(plan, placement_records(plan, planner.load_cluster("hgx_b200x16")))
+    # the same plan laid on 4-GPU NVLink domains: its TP groups of 8 leave their domain
+    small = planner.load_cluster("hgx_b200x16", edits={"domain_size": 4})
+    with pytest.raises(InternalError, match="tp groups inside one scale-up domain"):
+        check_domains(plan, placement_records(plan, small))
+    entry = plan.placement["tp"].model_copy(update={"within_domain": False})
+    unclaimed = plan.model_copy(update={"placement": {**plan.placement, "tp": entry}})
+    assert check_domains(unclaimed, placement_records(plan, small))[0].startswith("tp: 0 of 2")
+
+
+def test_nvlink_check_on_nvl72_and_ep(plans: dict[str, Plan]) -> None:
+    moe = plans["mixtral_ep8_zero3"]
+    records = placement_records(moe, planner.load_cluster("hgx_h100x16"))
+    ep_lines = [line for line in check_domains(moe, records) if line.startswith("ep:")]
+    assert ep_lines == ["ep: 0 of 2 group(s) inside one scale-up domain"]  # stride tp = 2
+    assert not moe.placement["ep"].within_domain
+    inner = planner.estimate(model="mixtral-8x7b", cluster="hgx_h100x16", layout={"ep": 8})
+    assert inner.placement["ep"].within_domain
+    inner_records = placement_records(inner, planner.load_cluster("hgx_h100x16"))
+    assert "ep: 2 of 2 group(s) inside one scale-up domain" in check_domains(inner, inner_records)
+    rack = planner.estimate(model="70B", cluster="gb200_nvl72x128", layout={"tp": 8, "pp": 2})
+    rack_records = placement_records(rack, planner.load_cluster("gb200_nvl72x128"))
+    assert rack.placement["tp"].within_domain
+    assert check_domains(rack, rack_records)[0].startswith("tp: 16 of 16")
+    assert rack_records[-1].node == 31 and rack_records[-1].gpu == 3  # 4-GPU trays
+    assert {r.domain for r in rack_records} == {0, 1}
+
+
+def test_placement_files_csv_jsonl_and_hostfile(tmp_path: Path, plans: dict[str, Plan]) -> None:
+    plan, cluster = plans["70b_tp4_pp2_vpp2"], planner.load_cluster("hgx_b200x16")
+    files = placement_files(tmp_path / "ranks.csv", plan, cluster)
+    assert set(files) == {tmp_path / "ranks.csv", tmp_path / "ranks.hostfile"}
+    rows = list(csv.DictReader(io.StringIO(files[tmp_path / "ranks.csv"])))
+    assert len(rows) == 16 and rows[5]["host"] == "node0" and rows[12]["gpu"] == "4"
+    jsonl = placement_files(tmp_path / "ranks.jsonl", plan, cluster)[tmp_path / "ranks.jsonl"]
+    assert [json.loads(line)["rank"] for line in jsonl.splitlines()] == list(range(16))
+    host = hostfile(plan, placement_records(plan, cluster))
+    assert host.splitlines()[-2:] == ["node0 slots=8", "node1 slots=8"]
+    assert "# node1: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in host
+    assert placement_csv(placement_records(plan, cluster)).count("\n") == 17
+
+
+@pytest.mark.parametrize("command", ["estimate", "export"])
+def test_cli_placement_flag(command: str, tmp_path: Path) -> None:
+    target = tmp_path / "placement.csv"
+    argv = [command, "--model", "70B", "--cluster", "hgx_b200x16", "--placement", str(target)]
+    argv += ["--tp", "8", "--pp", "2"] if command == "estimate" else ["--format", "megatron"]
+    code, _, err = run_main(argv)
+    assert code == 0, err
+    assert f"wrote {target}" in err
+    assert target.read_text().count("\n") == 17
+    assert (tmp_path / "placement.hostfile").exists()
+
+
+# --- examples/: run each as a user would and check what it prints ---------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _run_example(*argv: str, env: dict[str, str] | None = None) -> str:
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, *argv] if argv[0].endswith(".py") else ["bash", *argv]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_example_launch_torchrun_prints_a_runnable_command() -> None:
+    out = _run_example(str(EXAMPLES / "launch_torchrun.py"))
+    assert out.startswith("# llama3.1-70b on hgx_b200x16:")
+    commands = [shlex.split(line) for line in out.splitlines() if not line.startswith("#")]
+    assert len(commands) == 2  # two 8-GPU boards
+    torchrun = framework_names("torchrun")
+    for node, argv in enumerate(commands):
+        start = argv.index("torchrun")
+        script = argv.index("pretrain_gpt.py")
+        pairs = dict(_flag_pairs(argv[start + 1 : script]))
+        assert set(pairs) <= set(torchrun)
+        assert pairs["--nnodes"] == "2" and pairs["--nproc-per-node"] == "8"
+        assert pairs["--node-rank"] == str(node) and pairs["--master-addr"] == "node0"
+        megatron = framework_names("megatron")
+        assert {flag for flag, _ in _flag_pairs(argv[script + 1 :])} <= set(megatron)
+        assert "--tensor-model-parallel-size" in argv and "--global-batch-size" in argv
+
+
+def test_example_make_sbatch_is_valid_bash_with_the_plan(tmp_path: Path) -> None:
+    import subprocess
+
+    script = _run_example(str(EXAMPLES / "make_sbatch.py"), "--partition", "gpu")
+    path = tmp_path / "train.sbatch"
+    path.write_text(script)
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
+    directives = dict(
+        line.removeprefix("#SBATCH ").split("=", 1)
+        for line in script.splitlines()
+        if line.startswith("#SBATCH ") and "=" in line
+    )
+    assert directives["--nodes"] == "2" and directives["--gpus-per-node"] == "8"
+    assert directives["--partition"] == "gpu"
+    check_names("megatron", script)
+    assert "srun bash -c" in script and '"${MEGATRON_ARGS[@]}"' in script
+
+
+def test_example_serve_vllm_prints_one_command_per_replica() -> None:
+    out = _run_example(str(EXAMPLES / "serve_vllm.py"), "--model", "8B", "--cluster", "hgx_h100x8")
+    lines = out.splitlines()
+    commands = [shlex.split(line) for line in lines if not line.startswith("#")]
+    replicas = int(re.search(r" x(\d+) ", lines[0]).group(1))  # type: ignore[union-attr]
+    assert len(commands) == replicas
+    devices = [argv[0].removeprefix("CUDA_VISIBLE_DEVICES=") for argv in commands]
+    used = [gpu for group in devices for gpu in group.split(",")]
+    assert len(used) == len(set(used)) <= 8  # replicas on one node never share a GPU
+    vllm = framework_names("vllm")
+    for argv in commands:
+        assert argv[1:3] == ["vllm", "serve"]
+        assert {flag for flag, _ in _flag_pairs(argv[4:])} <= set(vllm)
+
+
+def test_example_export_plan_sh(tmp_path: Path) -> None:
+    import shutil
+    import sys
+
+    layout = Path(sys.executable).with_name("layout")
+    executable = str(layout) if layout.exists() else shutil.which("layout")
+    assert executable, "the layout executable is not installed"
+    out = tmp_path / "out"
+    _run_example(
+        str(EXAMPLES / "export_plan.sh"), "8B", "hgx_h100x8", str(out), env={"LAYOUT": executable}
+    )
+    for fmt, suffix in GOLDEN_SUFFIX.items():
+        name = "torchtitan.toml" if fmt == "torchtitan" else f"{fmt}.{suffix}"
+        check_names(fmt, (out / name).read_text())
+    assert (out / "ranks.csv").read_text().count("\n") == 9
+    assert (out / "ranks.hostfile").read_text().splitlines()[-1] == "node0 slots=8"
