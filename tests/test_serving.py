@@ -162,7 +162,8 @@ def test_h100_fp8_70b_leaves_almost_no_cache(llama70b) -> None:  # type: ignore[
 @pytest.mark.parametrize("context", [2048, 4096, 8192, 32768])
 def test_h100_fp8_70b_planner_chooses_tp2(llama70b, context: int) -> None:  # type: ignore[no-untyped-def]
     """DESIGN.md section 4: FP8 on H100 fits one GPU, but 2 in practice. At 2k context TP2 and
-    TP1 x PP2 tie (both hold ~230 sequences; within a few %); from 4k on TP2 wins outright."""
+    TP1 x PP2 are close (both hold ~230 sequences; within 10% with the fitted factors); from
+    4k on TP2 wins outright."""
     workload = ServeWorkload(precision="fp8", kv_precision="fp8", context=context)
     result = engine_serve_search(llama70b, load_cluster("hgx_h100x2"), workload)
     best = result.best
@@ -170,7 +171,7 @@ def test_h100_fp8_70b_planner_chooses_tp2(llama70b, context: int) -> None:  # ty
     plans = [best, *result.alternatives]
     tp2 = next(p for p in plans if p.layout.tp == 2)
     single = next(p for p in plans if p.layout.gpus_per_replica == 1)
-    assert tp2.throughput_tokens_per_s_per_gpu >= 0.95 * best.throughput_tokens_per_s_per_gpu
+    assert tp2.throughput_tokens_per_s_per_gpu >= 0.90 * best.throughput_tokens_per_s_per_gpu
     assert single.throughput_tokens_per_s_per_gpu < best.throughput_tokens_per_s_per_gpu / 3
     if context >= 4096:
         assert best.layout.tp == 2

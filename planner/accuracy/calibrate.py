@@ -45,6 +45,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "hbm": (0.50, 0.95),
     "kernel_overhead_us": (0.0, 40.0),
     "expert_gemm": (0.2, 1.0),
+    "overlap_contention": (0.0, 0.6),
 }
 """Physically plausible ranges: a GEMM above ~0.85 of dense peak is suspect (issue #4); HBM
 streams reach 0.85-0.92 (hardware.md section 12); kernel launch + tail is tens of us at most."""
@@ -150,7 +151,8 @@ def fit_efficiency(
     """Coordinate descent over bounded grids of every factor the cases exercise."""
     counts = Counter(c.layout.precision for c in cases)
     formats = sorted((f for f, n in counts.items() if n >= MIN_ROWS_PER_FORMAT), key=str)
-    names = [f"gemm.{f}" for f in formats] + ["attention", "hbm", "kernel_overhead_us"]
+    names = [f"gemm.{f}" for f in formats]
+    names += ["attention", "hbm", "kernel_overhead_us", "overlap_contention"]
     if sum(c.kind == "moe" for c in cases) >= MIN_ROWS_PER_FORMAT:
         names.append("expert_gemm")
     if NumberFormat.BF16 not in prior.gemm:
@@ -211,6 +213,7 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
         hbm=round(eff.hbm, 4),
         kernel_overhead_us=round(eff.kernel_overhead_us, 3),
         expert_gemm=round(eff.expert_gemm, 4) if any(c.kind == "moe" for c in cases) else None,
+        overlap_contention=round(eff.overlap_contention, 4),
     )
     return CalibrationRecord(
         family=accelerator.family,

@@ -337,6 +337,9 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
         global_batch=row.workload.global_batch,
         precision=precision_of(row),
         flash_attention=flash,
+        # TP-communication overlap (userbuffers) arrived with Transformer Engine in 2023, like
+        # fused attention: the same pre-2023 sources ran without it.
+        tp_comm_overlap=flash,
         grad_reduce_dtype="bf16" if perf_recipe else "fp32",
     )
 

@@ -89,8 +89,9 @@ def _layer_linear_time(
 
 def microbatch_compute(
     model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout, stage: int
-) -> tuple[float, float, float]:
-    """(forward, backward, attention-core forward) seconds of one micro-batch on ``stage``.
+) -> tuple[float, float, float, float]:
+    """(forward, backward, attention-core forward, linear-GEMM forward) seconds of one
+    micro-batch on ``stage``.
 
     GEMMs: :mod:`planner.cost.gemm` at the precision's peak; attention cores (flash attention) at
     the bf16 peak x attention efficiency; memory-bound kernels at HBM bandwidth x eta_hbm, with the
@@ -145,7 +146,7 @@ def microbatch_compute(
         backward += linear + attention + memory_bound
     elif layout.recompute is Recompute.SELECTIVE:
         backward += attention
-    return forward, backward, attention
+    return forward, backward, attention, linear
 
 
 def unfused_attention_time(
@@ -171,20 +172,47 @@ def unfused_attention_time(
     return gemms + score_bytes * num_layers / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
 
 
+def overlapped_exposed_time(comm_s: float, compute_s: float, contention: float) -> float:
+    """Time a communication adds when it runs concurrently with ``compute_s`` of work: the part
+    that outlasts the compute, plus the slowdown of the overlapped part (communication kernels
+    take SMs and HBM bandwidth from the compute they hide behind; ``contention`` is that fraction,
+    an accelerator efficiency factor).
+
+    >>> overlapped_exposed_time(1.0, 3.0, 0.0)
+    0.0
+    >>> overlapped_exposed_time(3.0, 1.0, 0.5)
+    2.5
+    """
+    return max(0.0, comm_s - compute_s) + contention * min(comm_s, compute_s)
+
+
 def tp_comm_per_microbatch(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout, num_layers: int, tp: CommDomain
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    num_layers: int,
+    tp: CommDomain,
+    *,
+    linear_s: float,
+    contention: float,
 ) -> float:
-    """TP collectives of one micro-batch: with sequence parallelism, per layer 2 all-gathers and
-    2 reduce-scatters of the (B T D) bf16 activation forward and the same backward (Korthikanti et
-    al. 2022, section 4.2.2; the same bytes as 2 + 2 all-reduces without SP); full recompute
-    repeats the forward ones. Exposed: no overlap with GEMMs is assumed."""
+    """Exposed TP collectives of one micro-batch: with sequence parallelism, per layer 2
+    all-gathers and 2 reduce-scatters of the (B T D) bf16 activation forward and the same
+    backward (Korthikanti et al. 2022, section 4.2.2; the same bytes as 2 + 2 all-reduces without
+    SP); full recompute repeats the forward ones. With ``workload.tp_comm_overlap`` (Megatron-LM
+    --tp-comm-overlap, userbuffers) each collective is pipelined with the GEMM that consumes or
+    produces it, so it hides behind the layer's linear GEMM time (forward ``linear_s``, x3 with
+    backward) up to the contention; otherwise it is fully exposed."""
     if tp.size == 1:
         return 0.0
     message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     per_layer = 4 * all_gather_time(message, tp) + 4 * reduce_scatter_time(message, tp)
     if layout.recompute is Recompute.FULL:
         per_layer *= 1.5
-    return per_layer * num_layers
+    comm = per_layer * num_layers
+    if not workload.tp_comm_overlap:
+        return comm
+    return overlapped_exposed_time(comm, 3.0 * linear_s, contention)
 
 
 def cp_comm_per_microbatch(
@@ -195,6 +223,7 @@ def cp_comm_per_microbatch(
     *,
     cp: CommDomain,
     attention_forward_s: float,
+    contention: float = 0.0,
 ) -> float:
     """Ring-attention K/V exchange (Megatron-LM context parallelism, p2p ring): per layer cp - 1
     sends of the local K and V forward, and of K, V and their gradients backward, overlapped with
@@ -213,7 +242,8 @@ def cp_comm_per_microbatch(
     forward = (cp.size - 1) * p2p_time(chunk, cp)
     backward = 2 * forward
     attention_per_layer = attention_forward_s / max(num_layers, 1)
-    exposed = max(0.0, forward - attention_per_layer) + max(0.0, backward - 2 * attention_per_layer)
+    exposed = overlapped_exposed_time(forward, attention_per_layer, contention)
+    exposed += overlapped_exposed_time(backward, 2 * attention_per_layer, contention)
     return exposed * num_layers
 
 
@@ -255,7 +285,8 @@ def microbatch_time(
     domains: dict[str, CommDomain],
 ) -> MicrobatchTime:
     """Everything on the critical path of one micro-batch on ``stage``."""
-    forward, backward, attention = microbatch_compute(model, acc, workload, layout, stage)
+    forward, backward, attention, linear = microbatch_compute(model, acc, workload, layout, stage)
+    contention = acc.efficiency.overlap_contention
     layers = stage_layers(model, layout.pp, stage)
     num_moe = layer_table(model, workload.seq_len).total("moe_layers", layers)
     if model.moe is not None and workload.expert_load_imbalance > 1.0:
@@ -265,9 +296,23 @@ def microbatch_time(
     return MicrobatchTime(
         forward_s=forward,
         backward_s=backward,
-        tp_comm_s=tp_comm_per_microbatch(model, workload, layout, len(layers), domains["tp"]),
+        tp_comm_s=tp_comm_per_microbatch(
+            model,
+            workload,
+            layout,
+            len(layers),
+            domains["tp"],
+            linear_s=linear,
+            contention=contention,
+        ),
         cp_comm_s=cp_comm_per_microbatch(
-            model, workload, layout, len(layers), cp=domains["cp"], attention_forward_s=attention
+            model,
+            workload,
+            layout,
+            len(layers),
+            cp=domains["cp"],
+            attention_forward_s=attention,
+            contention=contention,
         ),
         ep_comm_s=ep_comm_per_microbatch(model, workload, layout, num_moe, domains["ep"]),
     )

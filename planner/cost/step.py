@@ -1,14 +1,15 @@
 """One training step: combine the per-stage micro-batch times, the pipeline schedule, the data-
 parallel synchronisation and the optimizer into a step time; and the per-stage memory.
 
-Overlap policy (named, explicit; ``OVERLAP_POLICY`` below):
-- TP and EP collectives sit on the critical path of every micro-batch (exposed); the CP K/V ring
-  overlaps with attention and only its excess is exposed.
+Overlap policy (named, explicit; ``OVERLAP_POLICY`` below). Overlapped communication is never
+free: beyond the part that outlasts its compute, the accelerator's ``overlap_contention`` fraction
+of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_time`).
+- TP collectives hide behind the layer's GEMMs when ``tp_comm_overlap`` is on, else are exposed;
+  EP all-to-all is exposed; the CP K/V ring hides behind attention.
 - DP gradient reduce-scatter (all-reduce at ZeRO-0) overlaps with the backward pass of the last
   micro-batch, and the ZeRO parameter all-gather with the forward of the first one
-  (Megatron-LM ``--overlap-grad-reduce`` / ``--overlap-param-gather``); only the excess is exposed.
-  ZeRO-3 gathers parameters for every micro-batch (forward and backward) and is exposed beyond
-  the micro-batch's compute.
+  (Megatron-LM ``--overlap-grad-reduce`` / ``--overlap-param-gather``); ZeRO-2/3 reduce every
+  micro-batch, ZeRO-3 gathers parameters for every forward and backward.
 - Pipeline sends are exposed: 2 per micro-batch per virtual stage, plus the fill.
 The step time is the sum of the exposed terms (``breakdown_s``).
 """
@@ -24,6 +25,7 @@ from planner.cost.stage import (
     MicrobatchTime,
     StageMemory,
     microbatch_time,
+    overlapped_exposed_time,
     stage_memory,
     stage_params_per_gpu,
 )
@@ -34,7 +36,10 @@ from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
 
-OVERLAP_POLICY = "exposed-tp-ep; cp-behind-attention; dp-behind-one-microbatch; pp-sends-exposed"
+OVERLAP_POLICY = (
+    "tp-behind-gemms-if-enabled; ep-exposed; cp-behind-attention; dp-behind-one-microbatch; "
+    "pp-sends-exposed; overlap-contention"
+)
 """Name of the overlap policy this module implements (reported with every estimate)."""
 OPTIMIZER_STEP_BYTES_PER_PARAM = 30.0
 """Adam step traffic per parameter: read fp32 master, m, v, grad (16 B), write master, m, v (12 B)
@@ -99,6 +104,7 @@ def dp_exposed_time(
     slowest: MicrobatchTime,
     num_microbatches: int,
     grad_dtype: str = "fp32",
+    contention: float = 0.0,
 ) -> float:
     """Exposed data-parallel synchronisation of one step.
 
@@ -127,12 +133,15 @@ def dp_exposed_time(
         # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
         # its gradients (and ZeRO-3 re-gathers the parameters for every forward and backward).
         gathers = 2.0 * gather if layout.zero >= 3 else 0.0
-        per_microbatch = (
-            reduce + gathers - slowest.backward_s - (slowest.forward_s if layout.zero >= 3 else 0.0)
-        )
-        first_gather = 0.0 if layout.zero >= 3 else max(0.0, gather - slowest.forward_s)
-        return num_microbatches * max(0.0, per_microbatch) + first_gather
-    return max(0.0, reduce - slowest.backward_s) + max(0.0, gather - slowest.forward_s)
+        compute = slowest.backward_s + (slowest.forward_s if layout.zero >= 3 else 0.0)
+        per_microbatch = overlapped_exposed_time(reduce + gathers, compute, contention)
+        first_gather = 0.0
+        if layout.zero < 3:
+            first_gather = overlapped_exposed_time(gather, slowest.forward_s, contention)
+        return num_microbatches * per_microbatch + first_gather
+    return overlapped_exposed_time(reduce, slowest.backward_s, contention) + (
+        overlapped_exposed_time(gather, slowest.forward_s, contention)
+    )
 
 
 def estimate_memory(
@@ -185,6 +194,7 @@ def estimate_step(
         slowest=slowest,
         num_microbatches=m,
         grad_dtype=workload.grad_reduce_dtype,
+        contention=acc.efficiency.overlap_contention,
     )
     dp = layout.dp * layout.cp
     edp = max(1, dp * layout.tp // (layout.ep * layout.etp))

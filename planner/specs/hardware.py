@@ -34,6 +34,9 @@ class AcceleratorEfficiency(FrozenSpec):
     expert_gemm: float = Field(gt=0, le=1)
     """Efficiency of grouped (MoE expert) GEMMs relative to a dense GEMM of the same total size:
     many small per-expert problems in one launch, ragged token counts, permuted inputs (0-1]."""
+    overlap_contention: float = Field(ge=0, le=1)
+    """Fraction of a communication's overlapped time that still slows the compute it hides
+    behind (NCCL kernels occupy SMs and HBM bandwidth): 0 = free overlap, 1 = no overlap."""
     kernel_overhead_us: float = Field(ge=0, le=100)
     """Fixed time of one GPU kernel beyond its roofline: launch latency and the partial last wave
     of thread blocks (microseconds). Makes small GEMMs (after TP/EP sharding) reach a lower
@@ -278,6 +281,8 @@ class EfficiencyFit(FrozenSpec):
     """Fixed per-kernel time (us)."""
     expert_gemm: float | None = Field(default=None, gt=0, le=1)
     """Grouped expert GEMM efficiency relative to dense GEMMs."""
+    overlap_contention: float | None = Field(default=None, ge=0, le=1)
+    """Slowdown fraction of overlapped communication."""
     link_efficiency: dict[LinkKind, float] | None = None
     """Collective bus bandwidth over the link's line rate, per link kind (0-1]: the ``efficiency``
     of the system's ``scale_up`` link or of the ``scale_out`` fabric. Written by measured overlays

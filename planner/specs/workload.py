@@ -27,6 +27,9 @@ class TrainWorkload(FrozenSpec):
     """Gradient buffer and reduction dtype. fp32 is Megatron-LM's default for bf16 training
     (6 + 12/d bytes per parameter with the distributed optimizer); NVIDIA's performance recipes
     reduce in bf16 (``grad_reduce_in_fp32 = False``: 4 + 16/d, fp32 main grads kept as shards)."""
+    tp_comm_overlap: bool = True
+    """Tensor-parallel collectives are pipelined with their GEMMs (Megatron-LM --tp-comm-overlap,
+    on in NVIDIA's H100/B200 recipes); False leaves them on the critical path."""
     flash_attention: bool = True
     """Fused (flash) attention: scores are neither stored nor written to HBM. False models the
     unfused path of 2021-22 Megatron (batched score GEMMs over the full square, softmax and

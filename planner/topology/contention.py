@@ -204,6 +204,20 @@ def to_comm_domain(fabric: Fabric, size: int, bottlenecks: list[Bottleneck]) -> 
     )
 
 
+def domains_spanned(fabric: Fabric, size: int, stride: int) -> int:
+    """Scale-up domains one group of ``size`` ranks ``stride`` apart touches.
+
+    >>> from planner.catalog import load_cluster
+    >>> from planner.topology.structure import fabric_of
+    >>> domains_spanned(fabric_of(load_cluster("hgx_h100x64")), 32, 1)
+    4
+    """
+    per_domain = fabric.per_domain
+    if stride >= per_domain:
+        return size
+    return max(1, min(size, -(-stride * size // per_domain)))
+
+
 def family_domain(
     fabric: Fabric, size: int, stride: int, pattern: str, num_ranks: int
 ) -> CommDomain:
@@ -224,6 +238,9 @@ def family_domain(
         from planner.topology.alltoall import all_to_all_bottlenecks
 
         groups = group_matrix(ranks, size_seen, stride)
-        return to_comm_domain(fabric, size, all_to_all_bottlenecks(fabric, groups, stride))
+        if groups.size == 0:
+            return local_domain().model_copy(update={"size": size})
+        found = to_comm_domain(fabric, size, all_to_all_bottlenecks(fabric, groups, stride))
+        return found.model_copy(update={"num_domains": domains_spanned(fabric, size, stride)})
     flows = family_flows(fabric, size_seen, stride, pattern, ranks)
     return to_comm_domain(fabric, size, route_bottlenecks(fabric, flows))

@@ -38,7 +38,7 @@ _CLUSTERS: dict[int, tuple[ClusterSpec, int]] = {}
 _FABRIC_IDS: dict[Fabric, int] = {}
 _FABRICS: list[Fabric] = []
 _FAMILIES: dict[tuple[int, int, int, str, int], CommDomain] = {}
-_LAYOUTS: dict[tuple[int, int, int, int, int, int], dict[str, CommDomain]] = {}
+_LAYOUTS: dict[tuple[int, ...], dict[str, CommDomain]] = {}
 
 
 def dimension_strides(layout: Layout) -> dict[str, tuple[int, int]]:
@@ -57,14 +57,33 @@ def dimension_strides(layout: Layout) -> dict[str, tuple[int, int]]:
 
 
 def families(layout: Layout) -> dict[str, tuple[int, int, str]]:
-    """(size, stride, pattern) of every dimension, EP included.
+    """(size, stride, pattern) of every dimension, EP included (EP groups are ``etp`` apart:
+    Megatron-Core's MoE parallel folding, see :func:`gradient_families`).
 
     >>> families(Layout(tp=8, dp=4, ep=4))["ep"]
-    (4, 8, 'all_to_all')
+    (4, 1, 'all_to_all')
     """
     out = {dim: (n, s, PATTERN[dim]) for dim, (n, s) in dimension_strides(layout).items()}
-    out["ep"] = (layout.ep, layout.tp * layout.cp, PATTERN["ep"])
+    out["ep"] = (layout.ep, layout.etp, PATTERN["ep"])
     return out
+
+
+def gradient_families(layout: Layout) -> dict[str, tuple[int, int, str]]:
+    """(size, stride, pattern) of the gradient-reduction groups: dense parameters over dp x cp
+    (cp sits just inside dp), routed experts over the expert-data-parallel ranks.
+
+    Experts follow Megatron-Core's MoE parallel folding (Liu et al. 2025, arXiv 2504.14960): the
+    expert ranks are ordered etp, ep, edp, so an EP group is ``etp`` apart and the
+    expert-data-parallel group (dp x cp x tp / (ep x etp) ranks) is ``etp x ep`` apart.
+
+    >>> gradient_families(Layout(tp=2, dp=8, ep=4))["edp"]
+    (4, 4, 'ring')
+    """
+    edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
+    return {
+        "dp_cp": (layout.dp * layout.cp, layout.tp, RING),
+        "edp": (edp, layout.ep * layout.etp, RING),
+    }
 
 
 def _fabric_id(cluster: ClusterSpec) -> int:
@@ -120,15 +139,16 @@ def comm_domains(cluster: ClusterSpec, layout: Layout) -> dict[str, CommDomain]:
     'scale_up'
     """
     fabric_id = _fabric_id(cluster)
-    key = (fabric_id, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep)
+    key = (fabric_id, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.etp)
     found = _LAYOUTS.get(key)
     if found is None:
         if len(_LAYOUTS) > MAX_CACHED:
             _LAYOUTS.clear()
         ranks = layout.num_gpus
+        shapes = {**families(layout), **gradient_families(layout)}
         found = {
             dim: _family(fabric_id, size, stride, pattern, ranks)
-            for dim, (size, stride, pattern) in families(layout).items()
+            for dim, (size, stride, pattern) in shapes.items()
         }
         _LAYOUTS[key] = found
     return dict(found)
