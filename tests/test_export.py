@@ -398,8 +398,9 @@ def test_nvlink_check_on_nvl72_and_ep(plans: dict[str, Plan]) -> None:
     moe = plans["mixtral_ep8_zero3"]
     records = placement_records(moe, planner.load_cluster("hgx_h100x16"))
     ep_lines = [line for line in check_domains(moe, records) if line.startswith("ep:")]
-    assert ep_lines == ["ep: 0 of 2 group(s) inside one scale-up domain"]  # stride tp = 2
-    assert not moe.placement["ep"].within_domain
+    # Megatron-Core MoE parallel folding: EP groups are etp (= 1) apart, so EP8 fills a board
+    assert ep_lines == ["ep: 2 of 2 group(s) inside one scale-up domain"]
+    assert moe.placement["ep"].within_domain
     inner = planner.estimate(model="mixtral-8x7b", cluster="hgx_h100x16", layout={"ep": 8})
     assert inner.placement["ep"].within_domain
     inner_records = placement_records(inner, planner.load_cluster("hgx_h100x16"))
