@@ -3,8 +3,9 @@
 Data (fully prepared by :mod:`planner.search.space` and :mod:`planner.search.table`): one row per
 feasible candidate with its integer step time and the value of each layout dimension.
 Variables: one Boolean per candidate, one Boolean per value of each dimension.
-Constraints: exactly one candidate; exactly one value per dimension; a chosen candidate implies
-its dimension values (so pins and exclusions are stated on dimensions, not rows).
+Constraints: exactly one candidate; each dimension value's Boolean equals the sum of the picks
+that have it (so exactly one value per dimension, and pins and exclusions are stated on
+dimensions, not rows).
 Objective: minimise the integer step time. Runners-up are found by re-solving with the winners'
 parallel degrees excluded. Section order follows the OR-Tools samples.
 """
@@ -73,9 +74,14 @@ class LayoutSolver:
             self._model.add_exactly_one(list(values.values()))
 
     def _add_dimension_links(self) -> None:
+        """value_var[d][v] == sum of the picks whose dimension d equals v (one linear equality
+        per dimension value; with exactly one pick, exactly one value per dimension is true)."""
+        members: dict[tuple[str, int], list[cp_model.IntVar]] = {}
         for i, row in enumerate(self._dims):
             for name, value in row.items():
-                self._model.add_implication(self._pick[i], self._value_vars[name][value])
+                members.setdefault((name, value), []).append(self._pick[i])
+        for (name, value), picks in members.items():
+            self._model.add(self._value_vars[name][value] == sum(picks))
 
     def _add_objective(self) -> None:
         self._model.minimize(sum(c * x for c, x in zip(self._costs, self._pick, strict=True)))
@@ -91,6 +97,9 @@ class LayoutSolver:
         solver.parameters.max_time_in_seconds = self._config.time_limit_s
         solver.parameters.num_workers = self._config.num_workers
         solver.parameters.random_seed = self._config.seed
+        # The model is an exactly-one choice with a linear objective: presolve's probing costs
+        # seconds at thousands of rows and finds nothing the LP bound does not.
+        solver.parameters.cp_model_presolve = False
         status = solver.solve(self._model)
         name = _STATUS.get(status, "UNKNOWN")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
