@@ -328,6 +328,15 @@ NVIDIA_PERF_RECIPE_SOURCES: tuple[str, ...] = ("NeMo", "Megatron-Bridge", "dgxc-
 ``cfg.ddp.grad_reduce_in_fp32 = False`` in Megatron-Bridge's performance configs)."""
 
 
+def uses_deepep(row: TrainingRow) -> bool:
+    """NVIDIA's DeepSeek-V3 performance recipes dispatch MoE tokens with DeepEP on H100 and with
+    the all-to-all dispatcher on Blackwell (NeMo scripts/performance/llm/pretrain_deepseek_v3.py:
+    "For H100 we use deepEP and for Blackwell, because deepEP is not supported yet, we use
+    all-to-all dispatcher"; Megatron-Bridge applies DeepEP on compute capability 8.x/9.x only)."""
+    arch = row.model.arch
+    return arch.attention == "mla" and row.hardware.family == "h100"
+
+
 def workload_of(row: TrainingRow) -> TrainWorkload:
     """The planner workload of a row: sequence length, global batch, precision, attention kind."""
     flash = not any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
@@ -341,6 +350,7 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
         # fused attention: the same pre-2023 sources ran without it.
         tp_comm_overlap=flash,
         grad_reduce_dtype="bf16" if perf_recipe else "fp32",
+        moe_dispatch_dedup=uses_deepep(row),
     )
 
 

@@ -257,17 +257,18 @@ def ep_comm_per_microbatch(
     """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, scaled by the
     expert load imbalance (the busiest rank sets the pace).
 
-    Inside one scale-up domain each rank sends the (ep - 1)/ep remote share of its top-k routed
-    copies (B T k D bf16 values). A group that spans Z domains is bound by the NIC, which carries
-    only the copies bound for other domains, each once per destination domain
-    (:func:`routed_copies_crossing_domains`).
+    Each rank sends the (ep - 1)/ep remote share of its top-k routed copies (B T k D bf16
+    values) over the group's bottleneck link (NCCL all-to-all, Megatron's alltoall dispatcher).
+    With ``workload.moe_dispatch_dedup`` (DeepEP-style dispatch) a group that spans Z domains
+    sends only the copies bound for other domains over the NIC, each once per destination domain
+    (:func:`routed_copies_crossing_domains`), and fans them out over NVLink.
     """
     moe = model.moe
     if moe is None or ep.size == 1:
         return 0.0
     tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
     per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * workload.expert_load_imbalance
-    if ep.num_domains > 1:
+    if ep.num_domains > 1 and workload.moe_dispatch_dedup:
         crossing = per_copy * routed_copies_crossing_domains(moe.top_k, ep.num_domains)
         one_way = crossing / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s
     else:

@@ -34,6 +34,9 @@ class TrainWorkload(FrozenSpec):
     """Fused (flash) attention: scores are neither stored nor written to HBM. False models the
     unfused path of 2021-22 Megatron (batched score GEMMs over the full square, softmax and
     dropout through HBM, scores stored: Korthikanti et al.'s 5 a s^2 b term)."""
+    moe_dispatch_dedup: bool = False
+    """MoE only: token copies bound for one remote scale-up domain cross the NIC once and fan out
+    over NVLink (DeepEP, Megatron's flex dispatcher); False = plain NCCL all-to-all."""
     expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)
     """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
     NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
