@@ -167,23 +167,23 @@ def enumerate_structures(
 ) -> list[dict[str, object]]:
     """Parallel degrees and precision (the structure) of every candidate, pins applied."""
     out = []
-    for n in [cluster.num_accelerators]:
-        for tp, cp, pp, dp in _degree_choices(model, cluster, workload, n):
-            for ep in _ep_choices(model, dp * cp * tp):
-                etps = [1] if model.moe is None or tp == 1 else [1, tp]
-                for etp, precision in itertools.product(etps, precisions):
-                    fields: dict[str, object] = {
-                        "tp": tp,
-                        "cp": cp,
-                        "pp": pp,
-                        "dp": dp,
-                        "ep": ep,
-                        "etp": etp,
-                        "precision": precision,
-                    }
-                    numeric = {k: v for k, v in fields.items() if k != "precision"}
-                    if _pinned(fields, fix) and _within(numeric, bounds):
-                        out.append(fields)
+    n = cluster.num_accelerators
+    for tp, cp, pp, dp in _degree_choices(model, cluster, workload, n):
+        for ep in _ep_choices(model, dp * cp * tp):
+            etps = [1] if model.moe is None or tp == 1 else [1, tp]
+            for etp, precision in itertools.product(etps, precisions):
+                fields: dict[str, object] = {
+                    "tp": tp,
+                    "cp": cp,
+                    "pp": pp,
+                    "dp": dp,
+                    "ep": ep,
+                    "etp": etp,
+                    "precision": precision,
+                }
+                numeric = {k: v for k, v in fields.items() if k != "precision"}
+                if _pinned(fields, fix) and _within(numeric, bounds):
+                    out.append(fields)
     return out
 
 
