@@ -105,13 +105,25 @@ def estimate(
     if isinstance(layout, dict):
         fields = dict(layout)
         if "dp" not in fields:
-            per_replica = 1
-            for dim in ("tp", "pp", "cp"):
-                per_replica *= int(fields.get(dim, 1))  # type: ignore[call-overload]
-            fields["dp"] = max(1, spec_cluster.num_accelerators // per_replica)
+            fields["dp"] = max(1, spec_cluster.num_accelerators // _per_replica(fields, "layout"))
         fields.setdefault("precision", spec_workload.precision)
         layout = validate_spec(Layout, fields, where="layout")
     return engine.estimate(spec_model, spec_cluster, spec_workload, layout)
+
+
+def _per_replica(fields: dict[str, object], where: str) -> int:
+    """tp x pp x cp of a layout given as a dict, to default dp (the Layout check that follows
+    rejects values that are not positive whole numbers); SpecError when one is not a number."""
+    out = 1
+    for dim in ("tp", "pp", "cp"):
+        value = fields.get(dim, 1)
+        try:
+            out *= max(1, int(value))  # type: ignore[call-overload]
+        except (TypeError, ValueError, OverflowError):
+            raise SpecError(
+                f"{where}: {dim}: must be a positive whole number (got {str(value)[:60]!r})"
+            ) from None
+    return out
 
 
 def not_fitting_reason(
@@ -134,10 +146,8 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
         return layout
     fields = dict(layout) if isinstance(layout, dict) else load_mapping(Path(layout))
     if "dp" not in fields:
-        per_replica = 1
-        for dim in ("tp", "pp", "cp"):
-            per_replica *= int(fields.get(dim, 1))  # type: ignore[call-overload]
-        fields["dp"] = max(1, cluster.num_accelerators // per_replica)
+        where = "layout" if isinstance(layout, dict) else f"layout {layout}"
+        fields["dp"] = max(1, cluster.num_accelerators // _per_replica(fields, where))
     fields.setdefault("precision", workload.precision)
     return validate_spec(
         Layout, fields, where=f"layout {layout}" if not isinstance(layout, dict) else "layout"
@@ -187,6 +197,12 @@ def migrate(
         raise SpecError(
             f"--price {unknown[0]}: names neither cluster ({source.name}, {target.name}) "
             "nor their systems"
+        )
+    same = source.describe() == target.describe()
+    if same and layout is None and source.price_per_gpu_hour_usd == target.price_per_gpu_hour_usd:
+        raise SpecError(
+            f"--from and --to are the same cluster ('{source.name}' = '{target.name}'): name "
+            "another --to, or pass --layout FILE to compare the layout in use with the best"
         )
     spec_workload = _workload(workload)
     options = MigrateOptions(

@@ -29,7 +29,11 @@ def positive_int(text: str) -> int:
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBGT]?)\s*", text, flags=re.IGNORECASE)
     if not match:
         raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
-    value = float(match.group(1)) * _SUFFIX[match.group(2).upper()]
+    digits, scale = match.group(1), _SUFFIX[match.group(2).upper()]
+    if digits.isdigit():  # exact: float() would round 10**30 to 1000000000000000019884624838656
+        value: float = int(digits) * scale
+    else:
+        value = float(digits) * scale
     if value != int(value) or value < 1:
         raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
     return int(value)
@@ -57,6 +61,18 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be a finite number > 0")
+    return value
+
+
+MAX_TIME_LIMIT_S = 3600.0
+"""Largest --time-limit (SolverConfig.time_limit_s)."""
+
+
+def time_limit(text: str) -> float:
+    """Seconds for one solve: a finite number > 0 and at most an hour."""
+    value = positive_float(text)
+    if value > MAX_TIME_LIMIT_S:
+        raise argparse.ArgumentTypeError(f"'{text}' s exceeds the {MAX_TIME_LIMIT_S:g} s limit")
     return value
 
 
@@ -130,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--top", type=positive_int, default=5, help="plans to show (default 5)")
     search.add_argument(
-        "--time-limit", type=positive_float, default=10.0, help="solver limit, s (default 10)"
+        "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
     )
     search.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
     search.add_argument(
@@ -452,8 +468,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.graphml:
         from planner.topology.graph import graphml_lines
 
-        with open(args.graphml, "w", encoding="utf-8") as out:
-            out.writelines(line + "\n" for line in graphml_lines(cluster))
+        _write_text(args.graphml, "".join(line + "\n" for line in graphml_lines(cluster)))
     return 0
 
 
@@ -657,6 +672,8 @@ def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | Non
                 number = positive_int(value) if key != "zero" else int(value)
             except (argparse.ArgumentTypeError, ValueError):
                 raise SpecError(f"{flag} {key}={value}: must be a whole number") from None
+            if key == "zero" and number not in (0, 1, 2, 3):
+                raise SpecError(f"{flag} zero={value}: must be 0, 1, 2 or 3")
             bounds.setdefault(key, [None, None])[side] = number
     for key, (low, high) in bounds.items():
         if low is not None and high is not None and low > high:
@@ -693,6 +710,9 @@ def _parse_fix(items: list[str]) -> dict[str, object]:
             if value not in ("none", "selective", "full"):
                 raise SpecError(f"--fix recompute={value}: must be none, selective or full")
             out[key] = value
+            continue
+        if key == "precision":
+            out[key] = _precision(value)
             continue
         try:
             number = positive_int(value) if key != "zero" else int(value)
@@ -793,7 +813,19 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
         _write_text(target, render(result))
         sys.stderr.write(f"layout whatif: wrote {target}\n")
     print(result.model_dump_json(indent=2) if args.json else whatif_text(result))
-    return 0 if any(s.plan is not None for s in result.scenarios) else 1
+    if any(s.plan is not None for s in result.scenarios):
+        return 0
+    # No plan at all: one line naming the first scenario's reason; 2 when every scenario is
+    # bad input (an illegal knob value), else 1 (nothing fits).
+    first = result.scenarios[0]
+    vary = ",".join(
+        f"{k}={v}" if len(str(v)) <= 20 else f"{k}={float(v):.6g}"  # type: ignore[arg-type]
+        for k, v in first.vary.items()
+    )
+    invalid = all(s.status == "invalid" for s in result.scenarios)
+    word = "error: no scenario is valid" if invalid else "no scenario has a plan"
+    sys.stderr.write(f"layout whatif: {word}; {vary}: {first.error}\n")
+    return 2 if invalid else 1
 
 
 def _progress_bar(done: int, total: int) -> None:
@@ -876,7 +908,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         "--fix", action="append", default=[], metavar="KEY=VALUE", help="pin a layout field"
     )
     export.add_argument(
-        "--time-limit", type=positive_float, default=10.0, help="solver limit, s (default 10)"
+        "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
     )
     export.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
     _add_placement(export)

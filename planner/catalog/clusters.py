@@ -191,6 +191,11 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
         rest = name[len(system) + 1 :]
         if name.startswith(system + "x") and rest.isdigit():
             return system, int(rest), None
+    if name in systems:
+        size = load_system(name).domain_size  # one full scale-up domain
+        raise SpecError(
+            f"cluster '{name}' names a system but not its size: add x<N>, e.g. '{name}x{size}'"
+        )
     count = name.rpartition("x")[2]
     hint = suggest(name, [f"{s}x{count}" for s in systems] if count.isdigit() else systems)
     raise SpecError(
@@ -206,6 +211,8 @@ def load_cluster(
     if isinstance(name_or_path, ClusterSpec):
         return name_or_path
     text = str(name_or_path)
+    if not text.strip():
+        raise SpecError("the cluster name is empty (form: <system>x<N>, e.g. hgx_b200x16)")
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml") or path.exists():
         spec = validate_spec(ClusterFile, load_mapping(path), where=str(path))

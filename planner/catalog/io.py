@@ -23,6 +23,8 @@ def read_text(path: Path) -> str:
         raise SpecError(f"file '{path}' does not exist")
     if path.is_dir():
         raise SpecError(f"'{path}' is a directory, not a file")
+    if not path.is_file():  # a FIFO or device would block or never end
+        raise SpecError(f"'{path}' is not a regular file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise SpecError(f"file '{path}' is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
@@ -45,6 +47,8 @@ def load_mapping(path: Path) -> dict[str, object]:
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError(f"cannot parse '{path}': {first}") from None
+    except RecursionError:
+        raise SpecError(f"cannot parse '{path}': nested too deeply to be a spec") from None
     if not isinstance(data, dict):
         raise SpecError(f"'{path}' must hold a mapping at the top level, got {type(data).__name__}")
     return data

@@ -143,6 +143,8 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
     if isinstance(name_or_path, ModelSpec):
         return name_or_path
     text = str(name_or_path)
+    if not text.strip():
+        raise SpecError("the model name is empty ('layout models' lists them)")
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
         data = load_mapping(path)

@@ -69,8 +69,21 @@ def search_text(result: SearchResult) -> str:
         f"search  : {result.num_candidates} layouts, {result.num_feasible} feasible"
         + (f", rejected: {rejected}" if rejected else "")
         + f"; {result.solver.name} {result.solver.status} in {result.search_time_s:.2f} s"
+        + _gap(result.solver.status, result.solver.objective, result.solver.best_bound)
     )
     return "\n".join(lines)
+
+
+def _gap(status: str, objective: float, bound: float) -> str:
+    """' (time limit hit: ...)' with the optimality gap when the solver did not prove optimality.
+
+    >>> _gap("FEASIBLE", 2.0, 1.5)
+    ' (time limit hit: best found 2 s, proven bound 1.5 s, gap 25.0%)'
+    """
+    if status == "OPTIMAL":
+        return ""
+    gap = 100.0 * (objective - bound) / objective if objective else 0.0
+    return f" (time limit hit: best found {objective:.6g} s, proven bound {bound:.6g} s, gap {gap:.1f}%)"
 
 
 def estimate_text(plan: Plan) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
-from planner.catalog.clusters import domain_split
+from planner.catalog.clusters import build_cluster, domain_split
 from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.cpsat import LayoutSolver
 from planner.search.evaluate import evaluate, fits, score, to_plan
 from planner.search.exhaustive import exhaustive_ranking
-from planner.search.explain import infeasible_message, why_not
+from planner.search.explain import infeasible_message, no_candidates_message, why_not
 from planner.search.rules import check_workload, layout_violations
 from planner.search.space import (
     STRUCTURE_FIELDS,
@@ -104,33 +104,50 @@ def gpu_counts(cluster: ClusterSpec, gpus: int | None, *, fewest: bool) -> list[
         raise SpecError(
             f"--gpus {cap} exceeds the {cluster.num_accelerators} accelerators of {cluster.name}"
         )
-    if domain_split(cluster.system, cap) is None:
+    if _split(cluster, cap) is None:
         raise SpecError(
             f"--gpus {cap} is not a legal size of {cluster.system.name} "
-            f"(whole {cluster.system.unit_size}-accelerator units per domain)"
+            f"(whole {cluster.system.unit_size}-accelerator units per domain"
+            + (", legal slice shapes)" if cluster.system.torus is not None else ")")
         )
     if not (fewest or gpus):
         return [cap]
     unit = cluster.system.unit_size
     ladder = {unit * m * 2**k for k in range(40) for m in (2, 3) if unit * m * 2**k <= 2 * cap}
     ladder |= {unit, cap}
-    return sorted(n for n in ladder if n <= cap and domain_split(cluster.system, n) is not None)
+    return sorted(n for n in ladder if n <= cap and _split(cluster, n) is not None)
+
+
+def _split(cluster: ClusterSpec, num_gpus: int) -> dict[str, object] | None:
+    """How ``num_gpus`` accelerators of ``cluster`` are spread (the ClusterSpec fields), or None
+    when that count is not a legal size: whole units per domain, and for TPUs a legal slice
+    shape (a sub-cluster must not keep the full cluster's torus shape)."""
+    if num_gpus == cluster.num_accelerators:
+        return {}
+    if cluster.system.torus is None:
+        split = domain_split(cluster.system, num_gpus)
+        if split is None:
+            return None
+        return {"num_domains": split[0], "accelerators_per_domain": split[1]}
+    try:
+        shaped = build_cluster(cluster.system.name, num_gpus, name=cluster.name)
+    except SpecError:
+        return None
+    return {
+        "num_domains": shaped.num_domains,
+        "accelerators_per_domain": shaped.accelerators_per_domain,
+        "slice_shape": shaped.slice_shape,
+    }
 
 
 def sub_cluster(cluster: ClusterSpec, num_gpus: int) -> ClusterSpec:
     """The first ``num_gpus`` accelerators of ``cluster``, spread by the same rule."""
     if num_gpus == cluster.num_accelerators:
         return cluster
-    split = domain_split(cluster.system, num_gpus)
+    split = _split(cluster, num_gpus)
     if split is None:
         raise InternalError(f"{num_gpus} is not a legal size of {cluster.system.name}")
-    return cluster.model_copy(
-        update={
-            "num_accelerators": num_gpus,
-            "num_domains": split[0],
-            "accelerators_per_domain": split[1],
-        }
-    )
+    return cluster.model_copy(update={"num_accelerators": num_gpus, **split})
 
 
 def _objective_costs(candidates: list[Candidate], config: SolverConfig) -> list[int]:
@@ -185,6 +202,23 @@ def search(
     feasible = [c for cs in sets for c in cs.feasible]
     candidates = merge_candidate_sets(sets)
     if not feasible:
+        if candidates.num_enumerated == 0 and not candidates.rejection_counts and (fix or bounds):
+            raise SpecError(
+                no_candidates_message(
+                    model,
+                    cluster,
+                    workload,
+                    fix or {},
+                    bounds or {},
+                    [str(f) for f in precisions or [workload.precision]],
+                )
+            )
+        if not candidates.rejections and candidates.rejection_counts.get("target"):
+            raise InfeasibleError(
+                f"no layout of '{model.name}' on {cluster.name} can meet the "
+                f"{config.target_step_time_s:.3g} s step-time target: the step-time lower bound "
+                f"of every layout ({candidates.rejection_counts['target']}) exceeds it"
+            )
         raise InfeasibleError(
             infeasible_message(candidates, model=model.name, cluster=cluster.name)
         )

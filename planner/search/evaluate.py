@@ -66,8 +66,14 @@ def trust(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> tuple[float
             f"no published runs validate {acc.family} accelerators ({acc.name}): "
             "efficiency factors are uncalibrated catalog priors"
         )
+    elif not record.residuals:  # e.g. a hand-written overlay without residuals
+        warnings.append(
+            f"the {acc.family} calibration overlay has no residuals: the error band is unknown"
+        )
     else:
-        summary = record.residuals.get(regime) or record.residuals["all"]
+        summary = record.residuals.get(regime) or record.residuals.get("all")
+        if summary is None:  # only the other regime: its band is still the best guide
+            summary = next(iter(record.residuals.values()))
         uncertainty = 100.0 * summary.median_abs
         if summary.count < MIN_REGIME_ROWS or regime not in record.residuals:
             warnings.append(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from planner.search.space import CandidateSet
+from planner.search.space import CP_MIN_TOKENS_PER_RANK, CandidateSet
+from planner.specs.cluster import ClusterSpec
+from planner.specs.model import ModelSpec
 from planner.specs.result import Plan
+from planner.specs.workload import TrainWorkload
 from planner.units import format_seconds
 
 TERM_WORDS: dict[str, str] = {
@@ -66,4 +69,72 @@ def infeasible_message(candidates: CandidateSet, *, model: str, cluster: str) ->
     return (
         f"nothing fits '{model}' on {cluster}: closest {closest.detail}{hint} "
         f"[{candidates.num_enumerated} layouts rejected: {counts}]"
+    )
+
+
+def _pin_rules(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, fix: dict[str, object]
+) -> list[str]:
+    """The rules the pinned values break on their own (each a sentence naming the values)."""
+    n, out = cluster.num_accelerators, []
+    degrees = {k: int(v) for k, v in fix.items() if k in ("tp", "cp", "pp", "dp", "ep", "etp")}  # type: ignore[call-overload]
+    for dim in ("tp", "cp", "pp", "dp"):
+        if dim in degrees and n % degrees[dim]:
+            out.append(f"{dim} ({degrees[dim]}) must divide the {n} accelerators")
+    product = 1
+    for dim in ("tp", "cp", "pp", "dp"):
+        product *= degrees.get(dim, 1)
+    if not out and n % product:
+        out.append(f"the pinned degrees multiply to {product}, which does not divide {n}")
+    tp = degrees.get("tp", 1)
+    heads, what = (model.num_kv_heads, "num_kv_heads") if model.mla is None else (
+        model.num_attention_heads, "num_attention_heads")  # fmt: skip
+    if heads % tp:
+        out.append(f"tp ({tp}) must divide {what} ({heads}) of model '{model.name}'")
+    if tp > cluster.accelerators_per_domain:
+        out.append(
+            f"tp ({tp}) exceeds the {cluster.accelerators_per_domain} accelerators of one "
+            "scale-up domain"
+        )
+    if degrees.get("pp", 1) > model.num_layers:
+        out.append(f"pp ({degrees['pp']}) exceeds the {model.num_layers} layers")
+    cp = degrees.get("cp", 1)
+    if cp > 1 and workload.seq_len // cp < CP_MIN_TOKENS_PER_RANK:
+        out.append(
+            f"cp ({cp}) leaves fewer than {CP_MIN_TOKENS_PER_RANK} of the {workload.seq_len} "
+            "tokens of a sequence per rank"
+        )
+    for dim in ("ep", "etp"):
+        if degrees.get(dim, 1) > 1 and model.moe is None:
+            out.append(f"{dim} ({degrees[dim]}) > 1 but model '{model.name}' has no experts")
+    if model.moe is not None and model.moe.num_experts % degrees.get("ep", 1):
+        out.append(f"ep ({degrees['ep']}) must divide the {model.moe.num_experts} experts")
+    return out
+
+
+def no_candidates_message(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    fix: dict[str, object],
+    bounds: dict[str, tuple[int | None, int | None]],
+    precisions: list[str],
+) -> str:
+    """Why --fix / --min / --max left no layout to consider at all (a bad-input message);
+    ``precisions``: the formats searched."""
+    given = [f"--fix {k}={v}" for k, v in fix.items()]
+    for key, (low, high) in bounds.items():
+        given += [f"--min {key}={low}"] if low is not None else []
+        given += [f"--max {key}={high}"] if high is not None else []
+    rules = _pin_rules(model, cluster, workload, fix)
+    if "precision" in fix and str(fix["precision"]) not in precisions:
+        rules.append(
+            f"the precision searched is {' or '.join(precisions)} (--precision), "
+            f"not {fix['precision']}"
+        )
+    reason = "; ".join(rules) or "no combination of the remaining degrees is legal"
+    verb = "leaves" if len(given) == 1 else "leave"
+    return (
+        f"{' '.join(given)} {verb} no layout of '{model.name}' on {cluster.name} "
+        f"({cluster.num_accelerators} accelerators) to consider: {reason}"
     )

@@ -12,9 +12,17 @@ from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
 
+MAX_GLOBAL_BATCH = 2**24
+"""Largest global batch the planner accepts (sequences): 16.8M, 8,000x Llama 3's 2,048."""
+
 
 def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload) -> None:
     """Raise SpecError when the workload itself cannot run (not a layout problem)."""
+    if workload.global_batch > MAX_GLOBAL_BATCH:
+        raise SpecError(
+            f"global batch {workload.global_batch} sequences exceeds the {MAX_GLOBAL_BATCH:,} "
+            "the planner accepts"
+        )
     acc = cluster.accelerator
     if not acc.supports(workload.precision):
         formats = ", ".join(sorted(str(f) for f in acc.peak_TFLOP_per_s))

@@ -59,18 +59,18 @@ class ClusterSpec(FrozenSpec):
 class ClusterEdits(FrozenSpec):
     """What-if edits of a catalog system (CLI flags ``--nic-gbps`` ...); None = keep."""
 
-    nic_gbps: PositiveFloat | None = None
-    """NIC line rate (Gb/s)."""
-    nics_per_gpu: PositiveFloat | None = None
-    """Scale-out NICs per accelerator."""
-    oversubscription: float | None = Field(default=None, ge=1.0)
+    nic_gbps: float | None = Field(default=None, ge=1.0, le=100_000.0)
+    """NIC line rate (Gb/s; 1 Gb/s to 100 Tb/s)."""
+    nics_per_gpu: float | None = Field(default=None, ge=0.01, le=64.0)
+    """Scale-out NICs per accelerator (fractions: one NIC shared by several accelerators)."""
+    oversubscription: float | None = Field(default=None, ge=1.0, le=1000.0)
     """Spine taper above a scalable unit (1 = non-blocking)."""
     rail_optimized: bool | None = None
     """Rail-optimized wiring (True) or top-of-rack (False)."""
-    domain_size: PositiveInt | None = None
+    domain_size: PositiveInt | None = Field(default=None, le=2**20)
     """Accelerators per scale-up domain (e.g. an NVL36 or NVL144 what-if)."""
-    price_per_gpu_hour: PositiveFloat | None = None
-    """Price of one accelerator-hour (USD)."""
+    price_per_gpu_hour: PositiveFloat | None = Field(default=None, le=10_000.0)
+    """Price of one accelerator-hour (USD; at most 10,000)."""
 
     def as_dict(self) -> dict[str, str]:
         """The edits that are set, as text (for the plan's record)."""

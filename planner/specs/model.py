@@ -63,6 +63,31 @@ class PublishedCounts(FrozenSpec):
     """Where the published counts come from."""
 
 
+SIZE_LIMITS: dict[str, int] = {
+    "hidden_size": 2**20,
+    "num_layers": 2**14,
+    "num_attention_heads": 2**14,
+    "num_kv_heads": 2**14,
+    "head_dim": 2**14,
+    "ffn_hidden_size": 2**24,
+    "vocab_size": 2**24,
+    "max_context": 2**30,
+    "sliding_window": 2**30,
+    "moe.num_experts": 2**16,
+    "moe.top_k": 2**16,
+    "moe.expert_ffn_hidden_size": 2**24,
+    "moe.num_shared_experts": 2**10,
+    "moe.shared_expert_ffn_hidden_size": 2**24,
+    "mla.q_lora_rank": 2**20,
+    "mla.kv_lora_rank": 2**20,
+    "mla.qk_rope_head_dim": 2**14,
+    "mla.qk_nope_head_dim": 2**14,
+    "mla.v_head_dim": 2**14,
+}
+"""Largest value of each size the planner accepts: 100x beyond any published model, and small
+enough that the cost model's float arithmetic stays finite."""
+
+
 class ModelSpec(FrozenSpec):
     """A decoder-only transformer. Parameter counts are computed, never typed in."""
 
@@ -121,6 +146,17 @@ class ModelSpec(FrozenSpec):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
+        for key, limit in SIZE_LIMITS.items():
+            part, _, field = key.rpartition(".")
+            owner = getattr(self, part) if part else self
+            value = getattr(owner, field) if owner is not None else None
+            if value is not None and value > limit:
+                shown = (
+                    str(value)
+                    if len(str(value)) <= 20
+                    else f"{str(value)[:6]}...e{len(str(value)) - 1}"
+                )
+                raise ValueError(f"{key} ({shown}) exceeds the {limit:,} the planner accepts")
         if self.mla is None and self.num_attention_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_kv_heads ({self.num_kv_heads}) must divide "

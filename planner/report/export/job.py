@@ -10,6 +10,7 @@ the framework cannot express and which setting was chosen instead.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from planner.catalog.io import read_text
 from planner.errors import SpecError
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
@@ -115,6 +117,11 @@ def workload_for_plan(
     time) divided by ``seq_len`` must be a whole number of sequences (and equal
     ``global_batch`` when given)."""
     tokens = plan.tokens_per_s * plan.step_time_s
+    if not math.isfinite(tokens):  # a hand-edited plan: tokens/s x step time overflows
+        raise SpecError(
+            f"the plan's tokens/s ({plan.tokens_per_s:.3g}) x step time ({plan.step_time_s:.3g} s) "
+            "is not a finite number of tokens"
+        )
     sequences = round(tokens / seq_len)
     if sequences < 1 or abs(sequences * seq_len - tokens) > 1e-6 * tokens:
         raise SpecError(
@@ -137,12 +144,13 @@ def load_plan_file(path: str | Path) -> Plan | ServePlan:
     this version does not know (minor bumps only add fields).
     """
     target = Path(path)
+    text = read_text(target)  # size limit, UTF-8, a regular file (not a directory or FIFO)
     try:
-        data = json.loads(target.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(f"cannot read plan '{target}': {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise SpecError(f"plan '{target}' is not JSON: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"plan '{target}' is not a plan: its JSON is nested too deeply") from None
     if not isinstance(data, dict) or not ({"best", "layout"} & set(data)):
         raise SpecError(f"'{target}' is not a saved 'layout search --json' or 'estimate --json'")
     version = str(data.get("schema_version", ""))

@@ -1,0 +1,423 @@
+"""Hostile input (issue 9; DESIGN.md section 8): every input gets a plan or one clear line.
+
+One table of cases, each asserting the exit code (2 bad input, 1 nothing fits), exactly one line
+on stderr naming the offending value and the rule, and no traceback. These are beyond the bad
+inputs of tests/test_cli.py (not repeated here). Most run ``planner.cli.main`` in-process; a few
+run the installed ``layout`` executable. Files are written under ``tmp_path``; YAML with Python
+tags would touch a marker file if it were ever executed.
+
+Also here: the solver's time limit (a tiny one still returns a plan and its gap) and a smoke run
+at scale (131,072 GPUs, a 2T-parameter MoE; measured in benchmarks/bench_scale.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from planner.search.cpsat import MAX_OBJECTIVE_SUM, LayoutSolver
+from planner.specs.solver_config import SolverConfig
+from tests.test_cli import assert_one_line_error, run_exe, run_main
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA_8B = (ROOT / "models" / "llama3.1-8b.yaml").read_text(encoding="utf-8")
+HOPPER = (ROOT / "topologies" / "calibration" / "hopper.yaml").read_text(encoding="utf-8")
+HF_LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
+MARKER = "pwned"
+EVIL = f'a: !!python/object/apply:os.system ["touch {{tmp}}/{MARKER}"]\n'
+"""A Python-object tag: a safe loader refuses it, an unsafe one would create the marker."""
+DEEP = "a: " + "[" * 50_000 + "]" * 50_000 + "\n"
+"""Nesting deeper than the parsers' recursion limit."""
+OK_CLUSTER = "name: mine\nsystem: hgx_h100\nnum_accelerators: 16\n"
+
+
+def _huge(path: Path) -> None:
+    """A 17 MiB text file (over the 16 MiB limit), written in one call."""
+    path.write_bytes(b"key: value\n" * (17 * 2**20 // 11 + 1))
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+Content = str | bytes | Callable[[Path], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input: argv ({tmp} = the test's tmp_path), files to create, expected result."""
+
+    id: str
+    argv: list[str]
+    code: int
+    expect: tuple[str, ...]
+    """Substrings of the stderr line (case-insensitive): the offending value and the rule."""
+    files: dict[str, Content] = field(default_factory=dict)
+    quiet: bool = True
+    """Nothing on stdout (False: whatif prints its sweep table, show its summary, first)."""
+
+
+S8 = ["search", "--model", "8B", "--cluster", "hgx_h100x8"]
+SERVE = ["search", "--mode", "serve", "--model", "8B", "--cluster", "hgx_h100x8"]
+E8 = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8"]
+W8 = ["whatif", "--model", "8B", "--cluster", "hgx_h100x8"]
+M8 = ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to", "hgx_b200x8"]
+EXPORT = ["export", "--format", "megatron", "--plan"]
+
+CASES: list[Case] = [
+    # --- names: misspelled or incomplete, with a suggestion -------------------------------
+    Case("bare-system", ["search", "--model", "8B", "--cluster", "hgx_h100"], 2,
+         ("'hgx_h100'", "add x<N>", "hgx_h100x8")),
+    Case("empty-model", ["search", "--model", "", "--cluster", "hgx_h100x8"], 2,
+         ("model name is empty",)),
+    Case("empty-cluster", ["search", "--model", "8B", "--cluster", " "], 2,
+         ("cluster name is empty",)),
+    Case("estimate-model-typo", ["estimate", "--model", "mixtrl-8x7b", "--cluster", "hgx_h100x8"],
+         2, ("'mixtrl-8x7b'", "did you mean 'mixtral-8x7b'?")),
+    Case("migrate-from-typo", ["migrate", "--model", "8B", "--from", "hgx_h10x8", "--to",
+                               "hgx_b200x8"], 2, ("'hgx_h10x8'", "did you mean 'hgx_h100x8'?")),
+    Case("migrate-to-typo", ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to",
+                             "hgx_b20x8"], 2, ("'hgx_b20x8'", "did you mean 'hgx_b200x8'?")),
+    Case("serve-kv-precision-typo", [*SERVE, "--kv-precision", "fp9"], 2,
+         ("'fp9'", "did you mean 'fp8'?")),
+    Case("whatif-system-typo", [*W8, "--vary", "system=hgx_h10"], 2,
+         ("'hgx_h10'", "did you mean 'hgx_h100'?")),
+    Case("whatif-precision-typo", [*W8, "--vary", "precision=fp9"], 2,
+         ("'fp9'", "did you mean 'fp8'?")),
+    Case("whatif-knob-typo", [*W8, "--vary", "nic_gbp=100,200"], 2,
+         ("nic_gbp", "did you mean 'nic_gbps'?")),
+    Case("fix-precision-conflict", [*S8, "--fix", "precision=fp8"], 2,
+         ("--fix precision=fp8", "precision searched is bf16")),
+    # --- numbers: zero, negative, fractional, NaN, inf, absurd ----------------------------
+    Case("seq-len-inf", [*S8, "--seq-len", "inf"], 2, ("--seq-len", "'inf'", "positive whole")),
+    Case("seq-len-1e9", [*S8, "--seq-len", str(10**9)], 2,
+         ("seq-len 1000000000", "exceeds the 131072-token context")),
+    Case("global-batch-zero", [*S8, "--global-batch", "0"], 2, ("--global-batch", "'0'")),
+    Case("global-batch-absurd", [*S8, "--global-batch", str(10**30)], 2,
+         (str(10**30), "exceeds the 16,777,216")),
+    Case("batch-tokens-absurd", [*S8, "--global-batch-tokens", "99999999999999999999G"], 2,
+         ("global batch", "exceeds the 16,777,216")),
+    Case("nic-zero", [*S8, "--nic-gbps", "0"], 2, ("--nic-gbps", "'0'", "> 0")),
+    Case("nic-negative", [*S8, "--nic-gbps", "-400"], 2, ("--nic-gbps", "'-400'")),
+    Case("nic-absurd", [*S8, "--nic-gbps", "1e308"], 2, ("nic_gbps", "100000", "1e+308")),
+    Case("nic-tiny", [*S8, "--nic-gbps", "1e-300"], 2, ("nic_gbps", "greater than or equal to 1")),
+    Case("nics-per-gpu-absurd", [*S8, "--nics-per-gpu", "1e12"], 2, ("nics_per_gpu", "64")),
+    Case("oversubscription-absurd", [*S8, "--oversubscription", "1e12"], 2,
+         ("oversubscription", "1000")),
+    Case("domain-size-zero", [*S8, "--domain-size", "0"], 2, ("--domain-size", "'0'")),
+    Case("domain-size-3", [*S8, "--domain-size", "3"], 2, ("3-GPU units", "nearest valid: 6 and 9")),
+    Case("price-absurd", [*S8, "--price-per-gpu-hour", "1e308"], 2,
+         ("price_per_gpu_hour", "10000")),
+    Case("top-zero", [*S8, "--top", "0"], 2, ("--top", "'0'")),
+    Case("time-limit-zero", [*S8, "--time-limit", "0"], 2, ("--time-limit", "'0'", "> 0")),
+    Case("time-limit-nan", [*S8, "--time-limit", "nan"], 2, ("--time-limit", "'nan'")),
+    Case("time-limit-absurd", [*S8, "--time-limit", "1e12"], 2,
+         ("--time-limit", "'1e12'", "3600 s limit")),
+    Case("gpus-zero", [*S8, "--gpus", "0"], 2, ("--gpus", "'0'")),
+    Case("gpus-over-cluster", [*S8, "--gpus", "16"], 2, ("--gpus 16", "exceeds the 8")),
+    Case("target-step-negative", [*S8, "--target-step-time", "-1"], 2,
+         ("--target-step-time", "'-1'")),
+    Case("target-step-unreachable", [*S8, "--target-step-time", "1e-9"], 1,
+         ("1e-09 s step-time target", "lower bound")),
+    Case("fix-tp-zero", [*S8, "--fix", "tp=0"], 2, ("--fix tp=0", "positive whole number")),
+    Case("fix-recompute", [*S8, "--fix", "recompute=some"], 2,
+         ("recompute=some", "none, selective or full")),
+    Case("max-zero-9", [*S8, "--max", "zero=9"], 2, ("--max zero=9", "0, 1, 2 or 3")),
+    Case("min-over-max", [*S8, "--min", "tp=8", "--max", "tp=2"], 2,
+         ("--min tp=8", "exceeds --max tp=2")),
+    Case("gpus-1e12", ["search", "--model", "8B", "--cluster", "hgx_h100x1000000000000"], 2,
+         ("1000000000000", "between 1 and 1,048,576")),
+    Case("gpus-0", ["search", "--model", "8B", "--cluster", "hgx_h100x0"], 2,
+         ("0 accelerators", "at least 1")),
+    Case("serve-context-zero", [*SERVE, "--context", "0"], 2, ("--context", "'0'")),
+    Case("serve-context-too-long", [*SERVE, "--context", "10000000"], 2,
+         ("context 10000000", "131072-token context")),
+    Case("serve-concurrency-negative", [*SERVE, "--concurrency", "-3"], 2,
+         ("--concurrency", "'-3'")),
+    Case("serve-tpot-nan", [*SERVE, "--tpot-ms", "nan"], 2, ("--tpot-ms", "'nan'")),
+    Case("serve-kv-fraction", [*SERVE, "--kv-cache-fraction", "2"], 2,
+         ("kv_cache_fraction", "less than or equal to 1")),
+    Case("serve-target-zero", [*SERVE, "--target-tokens-per-s", "0"], 2,
+         ("--target-tokens-per-s", "'0'")),
+    Case("serve-time-limit-absurd", [*SERVE, "--time-limit", "1e12"], 2, ("3600 s limit",)),
+    Case("serve-prompt-over-context", [*SERVE, "--prompt-len", "9000", "--context", "8192"], 2,
+         ("9000", "exceeds context (8192)")),
+    Case("serve-tpot-unreachable", [*SERVE, "--tpot-ms", "0.001"], 1,
+         ("tpot", "exceeds --tpot-ms 0.001")),
+    Case("estimate-tp-zero", [*E8, "--tp", "0"], 2, ("--tp", "'0'")),
+    Case("estimate-global-batch-1", [*E8, "--global-batch", "1"], 2,
+         ("dp x mbs (8x1 = 8)", "global batch (1 sequences)")),
+    Case("migrate-tokens-nan", [*M8, "--tokens", "nan"], 2, ("--tokens", "'nan'")),
+    Case("migrate-steps-zero", [*M8, "--steps", "0"], 2, ("--steps", "'0'")),
+    Case("migrate-price-nan", [*M8, "--price", "hgx_b200=nan"], 2, ("hgx_b200=nan",)),
+    Case("migrate-seq-len-1e9", [*M8, "--seq-len", str(10**9)], 2, ("seq-len 1000000000",)),
+    Case("migrate-global-batch-0", [*M8, "--global-batch", "0"], 2, ("--global-batch", "'0'")),
+    Case("whatif-nic-zero", [*W8, "--vary", "nic_gbps=0"], 2, ("nic_gbps", "'0'", "> 0")),
+    Case("whatif-gpus-fraction", [*W8, "--vary", "gpus=1.5"], 2, ("gpus", "'1.5'", "whole")),
+    Case("whatif-workers-zero", [*W8, "--vary", "nic_gbps=400", "--workers", "0"], 2,
+         ("--workers", "'0'")),
+    Case("whatif-price-absurd", [*W8, "--vary", "price_per_gpu_hour=1e308"], 2,
+         ("price_per_gpu_hour=1e+308", "10000"), quiet=False),
+    # --- clusters that do not fill whole scale-up units -----------------------------------
+    Case("nvl72-partial-tray", ["search", "--model", "8B", "--cluster", "gb200_nvl72x70"], 2,
+         ("70 accelerators", "4-GPU units", "nearest valid: 68 and 72")),
+    Case("hgx-below-unit", ["search", "--model", "8B", "--cluster", "hgx_h100x3"], 2,
+         ("3 accelerators", "8-GPU units", "nearest valid: 2 and 4")),
+    Case("tpu-illegal-slice", ["search", "--model", "8B", "--cluster", "tpu_v5p_3x3x3"], 2,
+         ("3x3x3", "not legal")),
+    Case("whatif-gpus-12", [*W8, "--vary", "gpus=12"], 2,
+         ("gpus=12", "12 accelerators", "nearest valid: 8 and 16"), quiet=False),
+    # --- layouts: degrees vs GPU count, heads, KV heads, experts, layers, batch ------------
+    Case("fix-tp3", [*S8, "--fix", "tp=3"], 2,
+         ("--fix tp=3", "tp (3) must divide the 8 accelerators", "num_kv_heads (8)")),
+    Case("fix-dp3", [*S8, "--fix", "dp=3"], 2, ("--fix dp=3", "dp (3) must divide the 8")),
+    Case("fix-pp64", [*S8, "--fix", "pp=64"], 2, ("pp (64)", "exceeds the 32 layers")),
+    Case("fix-ep-dense", [*S8, "--fix", "ep=2"], 2, ("ep (2)", "has no experts")),
+    Case("min-tp16", [*S8, "--min", "tp=16"], 2, ("--min tp=16", "no layout")),
+    Case("estimate-mha-heads", ["estimate", "--model", "gpt3-175b", "--cluster", "hgx_h100x64",
+                                "--seq-len", "2048", "--tp", "64"], 2,
+         ("tp (64)", "num_kv_heads (96)")),
+    Case("estimate-mla-heads", ["estimate", "--model", "deepseek-v3", "--cluster", "hgx_h100x256",
+                                "--seq-len", "4096", "--tp", "256"], 2,
+         ("tp (256)", "num_attention_heads (128)")),
+    Case("estimate-experts", ["estimate", "--model", "mixtral-8x7b", "--cluster", "hgx_h100x16",
+                              "--ep", "16"], 2, ("ep (16)", "the 8 experts")),
+    Case("estimate-layers", [*E8, "--pp", "8", "--vpp", "8"], 2, ("pp x vpp (64)", "32 layers")),
+    Case("estimate-batch", [*E8, "--mbs", "3"], 2,
+         ("dp x mbs (8x3 = 24)", "global batch (512 sequences)")),
+    Case("estimate-cp-seq", [*E8, "--cp", "8", "--seq-len", "12"], 2,
+         ("2 x cp (16)", "seq-len 12")),
+    Case("estimate-vpp-no-pp", [*E8, "--vpp", "2"], 2, ("vpp > 1", "pp > 1")),
+    # --- formats the hardware does not run ---------------------------------------------
+    Case("fp8-on-a100-estimate", ["estimate", "--model", "8B", "--cluster", "hgx_a100x8",
+                                  "--precision", "fp8"], 2, ("'fp8'", "a100_80gb")),
+    Case("fp8-on-a100-migrate", ["migrate", "--model", "8B", "--from", "hgx_a100x8", "--to",
+                                 "hgx_h100x8", "--precision", "fp8"], 2, ("'fp8'", "a100_80gb")),
+    Case("nvfp4-train-on-h100", [*S8, "--precision", "nvfp4"], 2, ("'nvfp4'", "h100_sxm")),
+    Case("mxfp4-train-on-h100", [*E8, "--precision", "mxfp4"], 2, ("'mxfp4'", "h100_sxm")),
+    # --- files: malformed, unsafe, unknown keys, empty, directory, huge, binary, deep ------
+    Case("cluster-yaml-malformed", ["search", "--model", "8B", "--cluster", "{tmp}/c.yaml"], 2,
+         ("cannot parse", "c.yaml"), {"c.yaml": "system: hgx_h100\nnum_accelerators: [\n"}),
+    Case("cluster-yaml-unknown-key", ["search", "--model", "8B", "--cluster", "{tmp}/c.yaml"], 2,
+         ("bogus", "unknown key"), {"c.yaml": OK_CLUSTER + "bogus: 1\n"}),
+    Case("cluster-yaml-python-tag", ["search", "--model", "8B", "--cluster", "{tmp}/c.yaml"], 2,
+         ("cannot parse", "python/object/apply"), {"c.yaml": EVIL}),
+    Case("cluster-yaml-empty", ["show", "{tmp}/c.yaml"], 2, ("c.yaml", "is empty"),
+         {"c.yaml": "  \n"}),
+    Case("cluster-directory", ["search", "--model", "8B", "--cluster", "{tmp}/d.yaml"], 2,
+         ("d.yaml", "is a directory"), {"d.yaml": lambda p: p.mkdir()}),
+    Case("model-yaml-huge", ["search", "--model", "{tmp}/m.yaml", "--cluster", "hgx_h100x8"], 2,
+         ("m.yaml", "the limit is 16,777,216"), {"m.yaml": _huge}),
+    Case("model-yaml-deep", ["search", "--model", "{tmp}/m.yaml", "--cluster", "hgx_h100x8"], 2,
+         ("m.yaml", "nested too deeply"), {"m.yaml": DEEP}),
+    Case("model-json-deep", ["search", "--model", "{tmp}/m.json", "--cluster", "hgx_h100x8"], 2,
+         ("m.json", "nested too deeply"), {"m.json": '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"}),
+    Case("model-yaml-alias-bomb", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                   "hgx_h100x8"], 2, ("m.yaml", "name: field required"),
+         {"m.yaml": "a: &a [1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                    "c: &c [*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c]\n"}),
+    Case("model-yaml-nan", ["search", "--model", "{tmp}/m.yaml", "--cluster", "hgx_h100x8"], 2,
+         ("hidden_size", "finite number"),
+         {"m.yaml": LLAMA_8B.replace("hidden_size: 4096", "hidden_size: .nan")}),
+    Case("hf-hidden-absurd", ["search", "--model", "{tmp}/config.json", "--cluster",
+                              "hgx_h100x8"], 2, ("hidden_size", "exceeds the 1,048,576"),
+         {"config.json": json.dumps({**HF_LLAMA, "hidden_size": 10**400})}),
+    Case("hf-layers-absurd", ["search", "--model", "{tmp}/config.json", "--cluster",
+                              "hgx_h100x8"], 2, ("num_layers", "exceeds the 16,384"),
+         {"config.json": json.dumps({**HF_LLAMA, "num_hidden_layers": 10**18})}),
+    # (an unknown model_type, an empty, malformed or non-UTF-8 model file and a directory as
+    # --model are in tests/test_cli.py)
+    Case("hf-string-size", ["search", "--model", "{tmp}/config.json", "--cluster", "hgx_h100x8"],
+         2, ("hidden_size", "'big'", "integer"),
+         {"config.json": json.dumps({**HF_LLAMA, "hidden_size": "big"})}),
+    Case("calibration-malformed", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("cannot parse", "cal.yaml"), {"cal.yaml": "family: hopper\nefficiency: {gemm: [\n"}),
+    Case("calibration-unknown-key", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("bogus", "unknown key"), {"cal.yaml": HOPPER + "bogus: 1\n"}),
+    Case("calibration-python-tag", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("cannot parse", "python/object/apply"), {"cal.yaml": EVIL}),
+    Case("calibration-non-utf8", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("cal.yaml", "not UTF-8"), {"cal.yaml": b"family: hopper\n\xff\xfe\n"}),
+    Case("plan-malformed", [*EXPORT, "{tmp}/p.json"], 2, ("p.json", "is not JSON"),
+         {"p.json": '{"best": '}),
+    Case("plan-newer-schema", [*EXPORT, "{tmp}/p.json"], 2,
+         ("schema_version '2.0'", "upgrade layout"),
+         {"p.json": json.dumps({"schema_version": "2.0", "best": {}})}),
+    Case("plan-empty", [*EXPORT, "{tmp}/p.json"], 2, ("p.json", "is empty"), {"p.json": ""}),
+    Case("plan-directory", [*EXPORT, "{tmp}/p.json"], 2, ("p.json", "is a directory"),
+         {"p.json": lambda p: p.mkdir()}),
+    Case("plan-huge", [*EXPORT, "{tmp}/p.json"], 2, ("p.json", "the limit is"), {"p.json": _huge}),
+    Case("plan-non-utf8", [*EXPORT, "{tmp}/p.json"], 2, ("p.json", "not UTF-8"),
+         {"p.json": b'{"best": "\xff"}'}),
+    Case("plan-deep", [*EXPORT, "{tmp}/p.json"], 2, ("p.json", "nested too deeply"),
+         {"p.json": "[" * 50_000 + "]" * 50_000}),
+    Case("plan-not-a-plan", [*EXPORT, "{tmp}/p.json"], 2, ("p.json", "not a saved"),
+         {"p.json": "[1, 2]"}),
+    Case("layout-file-string", [*M8, "--layout", "{tmp}/l.yaml"], 2,
+         ("tp", "'abc'", "positive whole number"), {"l.yaml": "tp: abc\n"}),
+    Case("layout-file-unknown-key", [*M8, "--layout", "{tmp}/l.yaml"], 2,
+         ("bogus", "unknown key"), {"l.yaml": "tp: 8\nbogus: 1\n"}),
+    Case("layout-file-python-tag", [*M8, "--layout", "{tmp}/l.yaml"], 2,
+         ("cannot parse", "python/object/apply"), {"l.yaml": EVIL}),
+    Case("graphml-unwritable", ["show", "hgx_h100x8", "--graphml", "{tmp}/no/such/dir/g.xml"], 2,
+         ("cannot write", "g.xml"), quiet=False),
+    # --- whatif and migrate ----------------------------------------------------------------
+    Case("whatif-unknown-knob", [*W8, "--vary", "colour=red"], 2, ("colour=red", "key one of")),
+    Case("whatif-empty-values", [*W8, "--vary", "nic_gbps=,,"], 2,
+         ("nic_gbps", "at least one value")),
+    Case("whatif-seq-too-long", [*W8, "--vary", "seq_len=200000"], 2,
+         ("seq_len=200000", "131072-token context"), quiet=False),
+    Case("whatif-nothing-fits", ["whatif", "--model", "405B", "--cluster", "hgx_h100x8", "--vary",
+                                 "nic_gbps=400"], 1, ("no scenario has a plan", "over by")),
+    Case("whatif-system-and-accelerator", [*W8, "--vary", "system=hgx_b200", "--vary",
+                                           "accelerator=b200"], 2, ("system", "accelerator")),
+    Case("migrate-identical", ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to",
+                               "hgx_h100x8"], 2, ("same cluster", "'hgx_h100x8'")),
+    Case("migrate-unknown-cluster", ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to",
+                                     "dgx_z900x8"], 2, ("unknown cluster 'dgx_z900x8'",)),
+    Case("export-nothing", ["export", "--format", "megatron"], 2, ("--plan file", "--model")),
+]  # fmt: skip
+
+
+def _materialise(case: Case, tmp: Path) -> list[str]:
+    for name, content in case.files.items():
+        path = tmp / name
+        if callable(content):
+            content(path)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content.replace("{tmp}", str(tmp)), encoding="utf-8")
+    return [a.replace("{tmp}", str(tmp)) for a in case.argv]
+
+
+def test_table_has_at_least_40_distinct_cases() -> None:
+    assert len(CASES) >= 40
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert len({(tuple(c.argv), tuple(c.files.items())) for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_hostile_input(case: Case, tmp_path: Path) -> None:
+    argv = _materialise(case, tmp_path)
+    code, out, err = run_main(argv)
+    line = assert_one_line_error(code, err, case.code).lower()
+    for text in case.expect:
+        assert text.lower() in line, f"{text!r} not in {line!r}"
+    if case.code == 2 and case.quiet:
+        assert out == ""  # bad input prints no half-made result
+    assert not (tmp_path / MARKER).exists()  # nothing in a YAML file ever ran
+
+
+EXE_CASES = [
+    c
+    for c in CASES
+    if c.id in ("cluster-yaml-python-tag", "price-absurd", "plan-newer-schema", "whatif-gpus-12")
+]
+
+
+@pytest.mark.parametrize("case", EXE_CASES, ids=lambda c: c.id)
+def test_hostile_input_through_the_executable(case: Case, tmp_path: Path) -> None:
+    argv = _materialise(case, tmp_path)
+    proc = run_exe(argv)
+    line = assert_one_line_error(proc.returncode, proc.stderr, case.code).lower()
+    assert all(text.lower() in line for text in case.expect), line
+    assert not (tmp_path / MARKER).exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    """Reading a FIFO blocks for ever: the executable (with a timeout as the guard) refuses it."""
+    _fifo(tmp_path / "cal.yaml")
+    _fifo(tmp_path / "p.json")
+    for argv in (
+        [*S8, "--calibration", str(tmp_path / "cal.yaml")],
+        [*EXPORT, str(tmp_path / "p.json")],
+    ):
+        proc = run_exe(argv)
+        assert "not a regular file" in assert_one_line_error(proc.returncode, proc.stderr, 2)
+
+
+# --- the solver's time limit -------------------------------------------------------------
+
+
+def test_tiny_time_limit_returns_a_plan_and_its_gap() -> None:
+    """A 1 ms limit: the search still answers quickly, with the solver's status and bound."""
+    start = time.perf_counter()
+    argv = ["search", "--model", "70B", "--cluster", "hgx_h100x64", "--time-limit", "0.001"]
+    code, out, err = run_main([*argv, "--json"])
+    assert time.perf_counter() - start < 60
+    assert code == 0, err
+    data = json.loads(out)
+    solver, best = data["solver"], data["best"]
+    assert solver["status"] in ("OPTIMAL", "FEASIBLE")
+    assert 0 <= solver["best_bound"] <= solver["objective"] + 1e-9
+    assert solver["objective"] == pytest.approx(best["step_time_s"], abs=2e-6)
+    code, out, _ = run_main(argv)
+    assert code == 0
+    if solver["status"] == "FEASIBLE":
+        assert "time limit hit" in out and "gap" in out
+
+
+def test_tiny_time_limit_serving() -> None:
+    code, out, err = run_main([*SERVE, "--time-limit", "0.001", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["best"]["fits"] is True
+
+
+def test_solver_falls_back_to_the_best_row_when_the_limit_hits_first() -> None:
+    """At a time limit too short for any solution CP-SAT says UNKNOWN: the solver then returns the
+    cheapest row the exclusions allow, FEASIBLE, with a bound no higher than it."""
+    costs = [(7 * i) % 101 + 5 for i in range(3000)]
+    rows = [{"tp": i % 7, "pp": i % 11, "dp": i % 13} for i in range(3000)]
+    solver = LayoutSolver(costs, rows, ["tp", "pp", "dp"], SolverConfig(time_limit_s=1e-9))
+    first = solver.solve()
+    assert first.index >= 0 and costs[first.index] == min(costs)
+    assert first.status in ("OPTIMAL", "FEASIBLE")
+    assert first.best_bound_s <= first.objective_s
+    solver.exclude_structure(first.index)
+    second = solver.solve()
+    assert second.index >= 0 and rows[second.index] != rows[first.index]
+    assert costs[second.index] >= costs[first.index]
+
+
+def test_objectives_beyond_64_bits_are_ranked_without_cp_sat() -> None:
+    costs = [MAX_OBJECTIVE_SUM, MAX_OBJECTIVE_SUM // 2, 2**70]
+    rows = [{"tp": 1}, {"tp": 2}, {"tp": 4}]
+    outcome = LayoutSolver(costs, rows, ["tp"], SolverConfig()).solve()
+    assert outcome.index == 1 and outcome.status == "OPTIMAL"
+
+
+# --- scale: 131,072 GPUs and a 2-trillion-parameter MoE (timed in benchmarks/) -------------
+
+
+def test_scale_smoke_2t_moe_on_131072_gpus() -> None:
+    """Completes with a plan; the guards are generous (bench_scale.py measures ~7 s, ~200 MiB)."""
+    start = time.perf_counter()
+    argv = ["search", "--model", "synthetic-moe-2t", "--cluster", "hgx_h100x131072"]
+    argv += ["--seq-len", "4096", "--global-batch", "16384", "--precision", "fp8", "--json"]
+    code, out, err = run_main(argv)
+    elapsed = time.perf_counter() - start
+    assert code == 0, err
+    best = json.loads(out)["best"]
+    assert best["num_gpus"] == 131072 and best["fits"] is True
+    assert elapsed < 180
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert peak_kib * (1024 if sys.platform != "darwin" else 1) < 8 * 2**30
