@@ -14,6 +14,7 @@ from planner.search.rules import check_workload, layout_violations
 from planner.search.space import (
     STRUCTURE_FIELDS,
     Candidate,
+    CandidateSet,
     SpaceRequest,
     build_candidates,
     memory_detail,
@@ -150,6 +151,45 @@ def sub_cluster(cluster: ClusterSpec, num_gpus: int) -> ClusterSpec:
     return cluster.model_copy(update={"num_accelerators": num_gpus, **split})
 
 
+def _candidate_sets(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    request: SpaceRequest,
+    *,
+    counts: list[int],
+    prune: int,
+    fewest: bool,
+    top: int,
+) -> list[CandidateSet]:
+    """One candidate set per GPU count. Pruned searches share their incumbents across counts:
+    largest count first for time, cost and energy (more GPUs rarely lose on time, so its plans
+    bound the rest); with a step-time target, fewest first, stopping once ``top`` structures
+    meet the target (a larger count can never need fewer GPUs)."""
+    incumbents: dict[tuple[object, ...], float] | None = {} if prune else None
+    order = sorted(counts) if fewest else sorted(counts, reverse=True)
+    sets = []
+    for n in order:
+        if (
+            fewest
+            and prune
+            and sets
+            and len({c.structure for s in sets for c in s.feasible}) >= top
+        ):
+            break
+        sets.append(
+            build_candidates(
+                model,
+                sub_cluster(cluster, n),
+                workload,
+                request,
+                prune_top=prune,
+                incumbents=None if fewest else incumbents,
+            )
+        )
+    return sets
+
+
 def _objective_costs(candidates: list[Candidate], config: SolverConfig) -> list[int]:
     """Integer objective per candidate (the single float -> int boundary is to_quanta)."""
     if config.target_step_time_s is not None:
@@ -195,10 +235,16 @@ def search(
     )
     fewest = config.target_step_time_s is not None
     prune = 0 if config.solver == "exhaustive" else config.top
-    sets = [
-        build_candidates(model, sub_cluster(cluster, n), workload, request, prune_top=prune)
-        for n in gpu_counts(cluster, gpus, fewest=fewest)
-    ]
+    sets = _candidate_sets(
+        model,
+        cluster,
+        workload,
+        request,
+        counts=gpu_counts(cluster, gpus, fewest=fewest),
+        prune=prune,
+        fewest=fewest,
+        top=config.top,
+    )
     feasible = [c for cs in sets for c in cs.feasible]
     candidates = merge_candidate_sets(sets)
     if not feasible:

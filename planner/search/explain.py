@@ -62,6 +62,13 @@ def infeasible_message(candidates: CandidateSet, *, model: str, cluster: str) ->
     )
     if not candidates.rejections:
         return f"no layout of '{model}' on {cluster} to consider"
+    slow = [r for r in candidates.rejections if r.reason == "target" and r.excess is not None]
+    if slow:
+        fastest = min(slow, key=lambda r: r.excess or 0.0)
+        return (
+            f"no layout of '{model}' on {cluster} meets the step-time target: the fastest that "
+            f"fits, {fastest.detail} [{candidates.num_enumerated} layouts rejected: {counts}]"
+        )
     closest = candidates.rejections[0]
     hint = ""
     if closest.reason == "memory":

@@ -220,7 +220,9 @@ class _Collector:
 
     def reject(self, layout: Layout, reason: str, detail: str, excess: float) -> None:
         self.counts[reason] += 1
-        self.rejected.append((excess, Rejection(layout=layout, reason=reason, detail=detail)))
+        finite = excess if excess != float("inf") else None
+        rejection = Rejection(layout=layout, reason=reason, detail=detail, excess=finite)
+        self.rejected.append((excess, rejection))
 
     def accept(self, layout: Layout, cost: StepCost, cluster: ClusterSpec) -> None:
         limit = self.request.max_step_s
@@ -229,10 +231,10 @@ class _Collector:
                 f"{layout.short()} takes {cost.step_time_s:.3g} s per step, above the "
                 f"{limit:.3g} s target"
             )
-            self.reject(layout, "target", detail, float("inf"))
+            self.reject(layout, "target", detail, cost.step_time_s - limit)
             return
         self.feasible.append(Candidate(layout=layout, cost=cost, cluster=cluster))
-        key = tuple(str(getattr(layout, k)) for k in STRUCTURE_FIELDS)
+        key = (layout.num_gpus, *(str(getattr(layout, k)) for k in STRUCTURE_FIELDS))
         value = objective_value(self.request.objective, layout.num_gpus, cost.step_time_s)
         self.best_by_structure[key] = min(self.best_by_structure.get(key, float("inf")), value)
 
@@ -311,8 +313,12 @@ def build_candidates(
     request: SpaceRequest | None = None,
     *,
     prune_top: int = 0,
+    incumbents: dict[tuple[object, ...], float] | None = None,
 ) -> CandidateSet:
     """Enumerate, check the rules, score, and split into feasible candidates and rejections.
+
+    ``incumbents`` (structure -> best objective) is shared between calls for several GPU counts,
+    so a bound found on one count prunes the others.
 
     For each structure (parallel degrees, precision) and (vpp, mbs) the memory ladder is climbed
     until a rung fits (MEMORY_LADDER). With ``prune_top`` = k > 0, structures are visited in
@@ -335,6 +341,8 @@ def build_candidates(
         precisions=request.precisions or [workload.precision],
     )
     out = _Collector(cluster, request)
+    if incumbents is not None:
+        out.best_by_structure = incumbents
     order = structures
     limits: list[float] = []
     if prune_top:
@@ -368,7 +376,8 @@ def merge_candidate_sets(sets: list[CandidateSet]) -> CandidateSet:
     for cs in sets:
         counts.update(cs.rejection_counts)
     rejections = sorted(
-        (r for cs in sets for r in cs.rejections), key=lambda r: 0 if r.reason == "memory" else 1
+        (r for cs in sets for r in cs.rejections),
+        key=lambda r: (r.reason not in ("memory", "target"), r.reason, r.excess or 0.0),
     )
     return CandidateSet(
         feasible=[c for cs in sets for c in cs.feasible],

@@ -117,6 +117,9 @@ class Rejection(FrozenSpec):
     """Reason code (``memory``, ``divisibility``, ``batch``, ``placement``, ``pin``)."""
     detail: str
     """The rule and the values, in words."""
+    excess: float | None = None
+    """How far over its limit, in the limit's unit (bytes for memory, seconds for a step-time
+    target); None for rules that are simply broken."""
 
 
 class SolverInfo(FrozenSpec):
