@@ -1,0 +1,426 @@
+"""The subcommands of ``layout``: each parses its flags, calls the library and prints.
+
+Heavy modules are imported inside the functions so that ``layout --help`` stays instant."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable
+
+from planner.cli.options import (
+    _auto_precisions,
+    _check_train_flags,
+    _cluster,
+    _edits,
+    _parse_bounds,
+    _parse_fix,
+    _parse_prices,
+    _serve_workload,
+    _workload,
+    _write_placement,
+    _write_text,
+)
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    if args.mode == "serve":
+        return _cmd_serve(args)
+    _check_train_flags(args)
+    from planner.api import search
+    from planner.report.text import search_text
+    from planner.specs.solver_config import SolverConfig
+
+    config = SolverConfig(
+        solver=args.solver,
+        time_limit_s=args.time_limit,
+        top=min(args.top, 50),
+        objective=args.objective,
+        target_step_time_s=args.target_step_time,
+    )
+    workload = _workload(args)
+    precisions = None
+    if args.precision.lower() == "auto":
+        precisions = _auto_precisions(args)
+        workload["precision"] = precisions[0]
+    result = search(
+        model=args.model,
+        cluster=_cluster(args),
+        workload=workload,
+        fix=_parse_fix(args.fix),
+        config=config,
+        bounds=_parse_bounds(args.min, args.max),
+        precisions=precisions,
+        gpus=args.gpus,
+    )
+    print(result.model_dump_json(indent=2) if args.json else search_text(result))
+    _write_placement(args, result.best)
+    return 0
+
+
+def _cmd_estimate(args: argparse.Namespace) -> int:
+    if args.mode == "serve":
+        return _cmd_serve(args)
+    _check_train_flags(args)
+    from planner.api import estimate, not_fitting_reason
+    from planner.report.text import estimate_text
+
+    layout = {
+        k: getattr(args, k)
+        for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "recompute", "zero")
+    }
+    if args.dp is not None:
+        layout["dp"] = args.dp
+    cluster, workload = _cluster(args), _workload(args)
+    plan = estimate(model=args.model, cluster=cluster, workload=workload, layout=layout)
+    print(plan.model_dump_json(indent=2) if args.json else estimate_text(plan))
+    _write_placement(args, plan)
+    if not plan.fits:
+        sys.stderr.write(
+            f"layout estimate: does not fit: {not_fitting_reason(plan, args.model, cluster, workload)}\n"
+        )
+        return 1
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """``search`` / ``estimate`` with ``--mode serve``."""
+    from planner.api import serve_estimate, serve_search
+    from planner.errors import SpecError
+    from planner.report.serving import serve_estimate_text, serve_search_text
+    from planner.specs.solver_config import SolverConfig
+
+    cluster, workload = _cluster(args), _serve_workload(args)
+    if args.command == "estimate":
+        layout = {"tp": args.tp, "pp": args.pp, "ep": args.ep, "attention_dp": args.attention_dp}
+        if args.dp is not None:
+            layout["replicas"] = args.dp
+        plan = serve_estimate(model=args.model, cluster=cluster, workload=workload, layout=layout)
+        print(plan.model_dump_json(indent=2) if args.json else serve_estimate_text(plan))
+        return 0
+    unused = [f for f in ("min", "max", "gpus", "target_step_time") if getattr(args, f)]
+    if unused:
+        raise SpecError(f"--{unused[0].replace('_', '-')} does not apply to --mode serve")
+    config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=min(args.top, 50))
+    fix = _parse_fix(args.fix)
+    result = serve_search(
+        model=args.model, cluster=cluster, workload=workload, fix=fix, config=config
+    )
+    print(result.model_dump_json(indent=2) if args.json else serve_search_text(result))
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from planner.report.catalog import models_listing
+
+    print(models_listing(as_json=args.json))
+    return 0
+
+
+def _cmd_clusters(args: argparse.Namespace) -> int:
+    from planner.report.catalog import systems_listing
+
+    print(systems_listing(as_json=args.json))
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from planner.api import load_cluster
+    from planner.report.catalog import cluster_summary
+
+    cluster = load_cluster(args.cluster, edits=_edits(args))
+    print(cluster_summary(cluster, as_json=args.json))
+    if args.graphml:
+        from planner.topology.graph import graphml_lines
+
+        _write_text(args.graphml, "".join(line + "\n" for line in graphml_lines(cluster)))
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    """A report, not a gate: exit 0 however large the errors (2 only for bad input)."""
+    from pathlib import Path
+
+    from planner.accuracy.render import validation_markdown, validation_text
+    from planner.accuracy.run import run_validation
+    from planner.errors import SpecError
+
+    ids = [i.strip() for i in (args.rows or "").split(",") if i.strip()]
+    if args.rows is not None and not ids:
+        raise SpecError("--rows needs at least one row id, e.g. --rows S1,N4")
+    serving, ids = _serving_validation(args, ids)
+    if serving is not None and ids is None:  # serving rows only
+        return 0
+    report = run_validation(ids=ids or None)
+    if args.markdown:
+        target = Path(args.markdown)
+        try:
+            target.write_text(validation_markdown(report), encoding="utf-8")
+        except OSError as exc:
+            raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+        sys.stderr.write(f"layout validate: wrote {target}\n")
+        if serving is not None and not args.rows:
+            _write_serving_markdown(serving, target.with_name(f"{target.stem}-serving.md"))
+    if serving is None:
+        print(report.model_dump_json(indent=2) if args.json else validation_text(report))
+    elif args.json:
+        import json
+
+        data = {**report.model_dump(mode="json"), "serving": serving.model_dump(mode="json")}
+        print(json.dumps(data, indent=2))
+    else:
+        from planner.accuracy.serving_render import serving_validation_text
+
+        print(validation_text(report) + "\n\n" + serving_validation_text(serving))
+    return 0
+
+
+def _serving_validation(
+    args: argparse.Namespace, ids: list[str]
+) -> tuple[object, list[str] | None]:
+    """Run the serving rows asked for: (report or None, training ids left; None = none left).
+    ``--serving`` or serving-only ``--rows`` print here; otherwise the caller adds the report."""
+    from pathlib import Path
+
+    from planner.accuracy.serving import load_serving_rows, run_serving_validation, serving_file
+    from planner.accuracy.serving_render import serving_validation_text
+
+    known = {r.id for r in load_serving_rows(serving_file())}
+    serving_ids = [i for i in ids if i in known]
+    training_ids = [i for i in ids if i not in known]
+    if ids and not serving_ids and not args.serving:
+        return None, training_ids
+    if args.serving and training_ids:
+        return run_serving_validation(ids=training_ids), None  # raises: unknown serving row
+    report = run_serving_validation(ids=serving_ids or None)
+    if not args.serving and (not ids or training_ids):
+        return report, training_ids
+    if args.markdown:
+        _write_serving_markdown(report, Path(args.markdown))
+    print(report.model_dump_json(indent=2) if args.json else serving_validation_text(report))
+    return report, None
+
+
+def _write_serving_markdown(report: object, target: object) -> None:
+    from planner.accuracy.serving_render import serving_validation_markdown
+    from planner.errors import SpecError
+
+    try:
+        target.write_text(serving_validation_markdown(report), encoding="utf-8")  # type: ignore[attr-defined]
+    except OSError as exc:
+        raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+    sys.stderr.write(f"layout validate: wrote {target}\n")
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import datetime
+    import json
+
+    from planner.errors import SpecError
+
+    mode, other = ("--measure", "--fit") if args.measure else ("--fit", "--measure")
+    only = {"--measure": ("out", "dry_run", "accelerator"), "--fit": ("family", "write")}
+    for key in only[other]:
+        if getattr(args, key):
+            raise SpecError(f"--{key.replace('_', '-')} goes with {other}, not {mode}")
+    if args.measure:
+        return _cmd_measure(args)
+
+    from planner.accuracy.calibrate import overlay_yaml, run_calibration
+    from planner.accuracy.rows import expand_cases, load_rows, training_file
+    from planner.catalog import catalog_root
+    from planner.report.calibration import calibration_text
+
+    cases = expand_cases(load_rows(training_file()))
+    fits = run_calibration(cases, date=datetime.date.today().isoformat(), families=args.family)
+    if args.write:
+        folder = catalog_root() / "topologies" / "calibration"
+        folder.mkdir(parents=True, exist_ok=True)
+        for fit in fits:
+            target = folder / f"{fit.record.family}.yaml"
+            target.write_text(overlay_yaml(fit.record), encoding="utf-8")
+            sys.stderr.write(f"layout calibrate: wrote {target}\n")
+    if args.json:
+        print(json.dumps([f.model_dump(mode="json") for f in fits], indent=2))
+    else:
+        print(calibration_text(fits))
+    return 0
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    """``calibrate --measure``: one line and exit 2 without PyTorch or a GPU (unless --dry-run)."""
+    import json
+    from pathlib import Path
+
+    from planner.errors import SpecError
+    from planner.measure.fit import overlay_yaml
+    from planner.measure.render import measured_text
+    from planner.measure.run import measure
+
+    fit = measure(accelerator=args.accelerator, dry_run=args.dry_run)
+    record = fit.record
+    target = Path(args.out or f"{record.fitted_on[0]}-measured.yaml")
+    try:
+        target.write_text(overlay_yaml(record), encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+    sys.stderr.write(f"layout calibrate: wrote {target}\n")
+    if args.json:
+        print(json.dumps({"out": str(target), **fit.model_dump(mode="json")}, indent=2))
+    else:
+        print(measured_text(fit, out=str(target)))
+    return 0
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from planner.api import migrate
+    from planner.report.markdown import migrate_text
+
+    result = migrate(
+        model=args.model,
+        from_cluster=args.source,
+        to_cluster=args.target,
+        workload=_workload(args),
+        layout=args.layout,
+        fix=_parse_fix(args.fix),
+        prices=_parse_prices(args.price),
+        tokens=args.tokens,
+        steps=args.steps,
+    )
+    print(result.model_dump_json(indent=2, by_alias=True) if args.json else migrate_text(result))
+    return 0
+
+
+def _cmd_whatif(args: argparse.Namespace) -> int:
+    from planner.api import whatif
+    from planner.report.markdown import whatif_text
+
+    renderers = [(target, _report_renderer(target)) for target in args.report]
+    result = whatif(
+        model=args.model,
+        cluster=_cluster(args),  # type: ignore[arg-type]
+        workload=_workload(args),
+        vary=args.vary,
+        fix=_parse_fix(args.fix),
+        workers=args.workers,
+        engine=args.engine,
+        tokens=args.tokens,
+        steps=args.steps,
+        progress=_progress_bar if args.progress or sys.stderr.isatty() else None,
+    )
+    for target, render in renderers:
+        _write_text(target, render(result))
+        sys.stderr.write(f"layout whatif: wrote {target}\n")
+    print(result.model_dump_json(indent=2) if args.json else whatif_text(result))
+    if any(s.plan is not None for s in result.scenarios):
+        return 0
+    # No plan at all: one line naming the first scenario's reason; 2 when every scenario is
+    # bad input (an illegal knob value), else 1 (nothing fits).
+    first = result.scenarios[0]
+    vary = ",".join(
+        f"{k}={v}" if len(str(v)) <= 20 else f"{k}={float(v):.6g}"  # type: ignore[arg-type]
+        for k, v in first.vary.items()
+    )
+    invalid = all(s.status == "invalid" for s in result.scenarios)
+    word = "error: no scenario is valid" if invalid else "no scenario has a plan"
+    sys.stderr.write(f"layout whatif: {word}; {vary}: {first.error}\n")
+    return 2 if invalid else 1
+
+
+def _progress_bar(done: int, total: int) -> None:
+    """A one-line progress bar on stderr, redrawn in place."""
+    width = 30
+    filled = width * done // max(1, total)
+    sys.stderr.write(f"\rwhatif [{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios")
+    sys.stderr.write("\n" if done >= total else "")
+    sys.stderr.flush()
+
+
+def _report_renderer(target: str) -> Callable[..., str]:
+    from planner.errors import SpecError
+    from planner.report.html import whatif_html
+    from planner.report.markdown import whatif_markdown
+
+    suffix = os.path.splitext(target)[1].lower()
+    if suffix in (".html", ".htm"):
+        return whatif_html
+    if suffix in (".md", ".markdown"):
+        return whatif_markdown
+    raise SpecError(f"--report '{target}': the file name must end in .html or .md")
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    """The export on stdout (its JSON envelope with --json), notes on stderr."""
+    from planner.report.export import export
+
+    job = _export_job(args)
+    if args.plan:
+        _check_saved_plan(job)
+    result = export(job, args.format)  # type: ignore[arg-type]
+    print(result.model_dump_json(indent=2) if args.json else result.text.rstrip("\n"))
+    for note in result.notes:
+        sys.stderr.write(f"layout export: note: {note}\n")
+    _write_placement(args, job.plan)  # type: ignore[attr-defined]
+    return 0
+
+
+def _export_job(args: argparse.Namespace) -> object:
+    """The plan to export: loaded from --plan, or the best of a search with the given flags."""
+    from planner.api import load_model, search
+    from planner.errors import SpecError
+    from planner.report.export import load_plan_file, make_job, workload_for_plan
+    from planner.specs.solver_config import SolverConfig
+    from planner.specs.workload import ServeWorkload, TrainWorkload
+
+    if args.plan:
+        plan = load_plan_file(args.plan)
+        args.cluster = args.cluster or plan.cluster
+        batch = _workload(args).get("global_batch")
+        workload = (
+            ServeWorkload(context=args.seq_len)
+            if plan.mode == "serve"
+            else workload_for_plan(plan, seq_len=args.seq_len, global_batch=batch)  # type: ignore[arg-type]
+        )
+        model = load_model(args.model or plan.model)
+        return make_job(plan, model=model, cluster=_cluster(args), workload=workload)  # type: ignore[arg-type]
+    if not (args.model and args.cluster):
+        raise SpecError("export needs --plan FILE, or --model and --cluster to search")
+    model, cluster, workload = load_model(args.model), _cluster(args), _workload(args)
+    config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
+    fix = _parse_fix(args.fix)
+    result = search(model=model, cluster=cluster, workload=workload, fix=fix, config=config)  # type: ignore[arg-type]
+    train = TrainWorkload(**workload)  # type: ignore[arg-type]
+    return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
+
+
+def _check_saved_plan(job: object) -> None:
+    """A saved plan does not record its workload or cluster edits: re-score it and warn when
+    --seq-len / --global-batch or the cluster flags do not reproduce it."""
+    from planner.api import estimate
+    from planner.specs.result import Plan
+
+    plan, cluster = job.plan, job.cluster  # type: ignore[attr-defined]
+    if not isinstance(plan, Plan):
+        return
+    if cluster.describe() != plan.cluster_description:
+        sys.stderr.write(
+            f"layout export: warning: the plan was made on '{plan.cluster_description}'; "
+            "pass the same --cluster and cluster-edit flags\n"
+        )
+        return
+    again = estimate(model=job.model, cluster=cluster, layout=plan.layout, workload=job.workload)  # type: ignore[attr-defined]
+    if not math.isclose(again.step_time_s, plan.step_time_s, rel_tol=1e-6):
+        sys.stderr.write(
+            f"layout export: warning: re-scoring the plan with --seq-len {job.workload.seq_len} "  # type: ignore[attr-defined]
+            f"gives {again.step_time_s:.4g} s per step, not {plan.step_time_s:.4g} s: pass the "
+            "--seq-len the plan was made with (or it predates this version's cost model)\n"
+        )
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from planner.report.schema import schema_text
+
+    print(schema_text(args.kind), end="")
+    return 0

@@ -1,0 +1,377 @@
+"""Argument types, shared flag groups and parsing helpers of the ``layout`` CLI."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from typing import NoReturn
+
+EXIT_BAD_INPUT = 2
+
+
+_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1, with an optional K/M/B/T suffix (``16M`` = 16,000,000)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBGT]?)\s*", text, flags=re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
+    digits, scale = match.group(1), _SUFFIX[match.group(2).upper()]
+    if digits.isdigit():  # exact: float() would round 10**30 to 1000000000000000019884624838656
+        value: float = int(digits) * scale
+    else:
+        value = float(digits) * scale
+    if value != int(value) or value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
+    return int(value)
+
+
+def batch_tokens(text: str) -> int:
+    """Tokens per step; K/M/G suffixes are binary as batch sizes are quoted in ML papers
+    (Llama 3's "16M tokens" = 2,048 sequences x 8,192 = 16,777,216)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text, flags=re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number of tokens")
+    value = (
+        int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
+    )
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number of tokens")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a finite number > 0")
+    return value
+
+
+MAX_TIME_LIMIT_S = 3600.0
+"""Largest --time-limit (SolverConfig.time_limit_s)."""
+
+
+def time_limit(text: str) -> float:
+    """Seconds for one solve: a finite number > 0 and at most an hour."""
+    value = positive_float(text)
+    if value > MAX_TIME_LIMIT_S:
+        raise argparse.ArgumentTypeError(f"'{text}' s exceeds the {MAX_TIME_LIMIT_S:g} s limit")
+    return value
+
+
+def _add_cluster_edits(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster edits (what-if knobs)")
+    g.add_argument("--nic-gbps", type=positive_float, help="NIC line rate, Gb/s")
+    g.add_argument("--nics-per-gpu", type=positive_float, help="scale-out NICs per accelerator")
+    g.add_argument(
+        "--oversubscription", type=positive_float, help="spine taper, e.g. 2 for 2:1 (>= 1)"
+    )
+    g.add_argument(
+        "--rail-optimized",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rail-optimized (default from the system) or top-of-rack wiring",
+    )
+    g.add_argument("--domain-size", type=positive_int, help="accelerators per scale-up domain")
+    g.add_argument("--price-per-gpu-hour", type=positive_float, help="USD per accelerator-hour")
+
+
+def _add_workload(
+    p: argparse.ArgumentParser, *, cluster: bool = True, required: bool = True
+) -> None:
+    p.add_argument(
+        "--model", required=required, help="catalog name, alias (70B), YAML or HF config.json"
+    )
+    if cluster:  # migrate names two clusters instead (--from, --to)
+        p.add_argument(
+            "--cluster", required=required, help="<system>x<N> (hgx_b200x16), TPU slice, or YAML"
+        )
+    p.add_argument(
+        "--seq-len", type=positive_int, default=8192, help="tokens per sequence (default 8192)"
+    )
+    batch = p.add_mutually_exclusive_group()
+    batch.add_argument("--global-batch", type=positive_int, help="sequences per step (default 512)")
+    batch.add_argument(
+        "--global-batch-tokens",
+        type=batch_tokens,
+        help="tokens per step; K/M/G are binary: 16M = 2048 x 8192",
+    )
+    p.add_argument(
+        "--precision", default="bf16", help="bf16 | fp8 | mxfp8 | nvfp4 | mxfp4 (default bf16)"
+    )
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    if not cluster:
+        return
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="calibration overlay for the cluster's accelerator (layout calibrate --measure)",
+    )
+    _add_cluster_edits(p)
+
+
+def _add_serve(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("serving (--mode serve)")
+    g.add_argument("--mode", choices=("train", "serve"), default="train", help="default train")
+    g.add_argument("--context", type=positive_int, help="KV tokens per sequence (default: "
+                   "prompt + output when given, else 8192)")  # fmt: skip
+    g.add_argument("--prompt-len", type=positive_int, help="prompt tokens (default 1024)")
+    g.add_argument("--output-len", type=positive_int, help="output tokens (default 1024)")
+    g.add_argument("--concurrency", type=positive_int, help="sequences per replica (default: max)")
+    g.add_argument("--kv-precision", help="KV-cache format (default bf16)")
+    g.add_argument("--compute-precision", help="GEMM format (default: the weights' if native)")
+    g.add_argument("--tpot-ms", type=positive_float, help="time per output token target, ms")
+    g.add_argument("--ttft-ms", type=positive_float, help="time to first token target, ms")
+    g.add_argument("--target-tokens-per-s", type=positive_float, help="fewest GPUs for this load")
+    g.add_argument("--kv-cache-fraction", type=positive_float,
+                   help="share of free memory for KV (default 0.9)")  # fmt: skip
+
+
+def _add_run_length(p: argparse.ArgumentParser) -> None:
+    run = p.add_mutually_exclusive_group()
+    run.add_argument(
+        "--tokens", type=positive_int, help="time to train this many tokens (15T = 15e12)"
+    )
+    run.add_argument("--steps", type=positive_int, help="time to train this many steps")
+
+
+def _add_placement(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--placement",
+        metavar="FILE",
+        help="write the rank placement: FILE (.csv, else JSON lines) and FILE.hostfile",
+    )
+
+
+def _edits(args: argparse.Namespace) -> dict[str, object]:
+    keys = (
+        "nic_gbps",
+        "nics_per_gpu",
+        "oversubscription",
+        "rail_optimized",
+        "domain_size",
+        "price_per_gpu_hour",
+    )
+    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+
+
+def _cluster(args: argparse.Namespace) -> object:
+    from planner.api import load_cluster
+
+    cluster = load_cluster(args.cluster, edits=_edits(args))
+    if getattr(args, "calibration", None):
+        from planner.catalog import apply_cluster_calibration
+
+        cluster = apply_cluster_calibration(cluster, args.calibration)
+    return cluster
+
+
+def _workload(args: argparse.Namespace) -> dict[str, object]:
+    from planner.errors import SpecError
+
+    auto = args.command == "search" and args.precision.lower() == "auto"
+    precision = "bf16" if auto else _precision(args.precision)
+    workload: dict[str, object] = {"seq_len": args.seq_len, "precision": precision}
+    if args.global_batch_tokens is not None:
+        if args.global_batch_tokens % args.seq_len:
+            raise SpecError(
+                f"--global-batch-tokens {args.global_batch_tokens} is not a whole number "
+                f"of {args.seq_len}-token sequences"
+            )
+        workload["global_batch"] = args.global_batch_tokens // args.seq_len
+    elif args.global_batch is not None:
+        workload["global_batch"] = args.global_batch
+    return workload
+
+
+def _auto_precisions(args: argparse.Namespace) -> list[str]:
+    """--precision auto: bf16 and the 8-bit training formats the accelerator runs (FP4 training
+    is opt-in: ask for nvfp4 or mxfp4 by name)."""
+    acc = _cluster(args).accelerator  # type: ignore[attr-defined]
+    return [f for f in ("bf16", "fp8", "mxfp8") if acc.supports(f)]
+
+
+def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | None, int | None]]:
+    from planner.errors import SpecError
+
+    allowed = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "mbs", "zero")
+    bounds: dict[str, list[int | None]] = {}
+    for flag, items, side in (("--min", mins, 0), ("--max", maxs, 1)):
+        for item in items:
+            key, sep, value = item.partition("=")
+            key = key.strip().lower()
+            if not sep or key not in allowed:
+                raise SpecError(
+                    f"{flag} '{item}' must be KEY=VALUE with KEY one of {', '.join(allowed)}"
+                )
+            try:
+                number = positive_int(value) if key != "zero" else int(value)
+            except (argparse.ArgumentTypeError, ValueError):
+                raise SpecError(f"{flag} {key}={value}: must be a whole number") from None
+            if key == "zero" and number not in (0, 1, 2, 3):
+                raise SpecError(f"{flag} zero={value}: must be 0, 1, 2 or 3")
+            bounds.setdefault(key, [None, None])[side] = number
+    for key, (low, high) in bounds.items():
+        if low is not None and high is not None and low > high:
+            raise SpecError(f"--min {key}={low} exceeds --max {key}={high}")
+    return {k: (v[0], v[1]) for k, v in bounds.items()}
+
+
+def _precision(text: str) -> str:
+    from planner.catalog.store import suggest
+    from planner.errors import SpecError
+    from planner.specs.formats import TRAINING_FORMATS
+
+    names = [str(f) for f in TRAINING_FORMATS]
+    if text.lower() not in names:
+        raise SpecError(
+            f"unknown training precision '{text}'{suggest(text, names)} (one of: {', '.join(names)})"
+        )
+    return text.lower()
+
+
+def _parse_fix(items: list[str]) -> dict[str, object]:
+    from planner.errors import SpecError
+    from planner.search.space import PINNABLE
+
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in PINNABLE:
+            raise SpecError(
+                f"--fix '{item}' must be KEY=VALUE with KEY one of {', '.join(PINNABLE)}"
+            )
+        if key == "recompute":
+            if value not in ("none", "selective", "full"):
+                raise SpecError(f"--fix recompute={value}: must be none, selective or full")
+            out[key] = value
+            continue
+        if key == "precision":
+            out[key] = _precision(value)
+            continue
+        try:
+            number = positive_int(value) if key != "zero" else int(value)
+        except (argparse.ArgumentTypeError, ValueError):
+            raise SpecError(f"--fix {key}={value}: must be a positive whole number") from None
+        if key == "zero" and number not in (0, 1, 2, 3):
+            raise SpecError(f"--fix zero={value}: must be 0, 1, 2 or 3")
+        out[key] = number
+    return out
+
+
+def _parse_prices(items: list[str]) -> dict[str, float]:
+    from planner.errors import SpecError
+
+    prices: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            prices[name.strip()] = positive_float(value.strip().lstrip("$").removesuffix("/h"))
+        except argparse.ArgumentTypeError:
+            sep = ""
+        if not sep or not name.strip():
+            raise SpecError(f"--price '{item}' must be CLUSTER=USD_PER_GPU_HOUR, e.g. hgx_b200=4.5")
+    return prices
+
+
+def _check_train_flags(args: argparse.Namespace) -> None:
+    """Serving flags without --mode serve are a mistake, not something to ignore."""
+    from planner.errors import SpecError
+
+    serve_only = ("context", "prompt_len", "output_len", "concurrency", "kv_precision")
+    serve_only += ("compute_precision", "tpot_ms", "ttft_ms", "target_tokens_per_s")
+    given = [k for k in (*serve_only, "kv_cache_fraction") if getattr(args, k) is not None]
+    if getattr(args, "objective", None) == "latency":
+        given.insert(0, "objective latency")
+    if getattr(args, "attention_dp", 1) != 1:
+        given.append("attention_dp")
+    if given:
+        raise SpecError(f"--{given[0].replace('_', '-')} needs --mode serve")
+
+
+def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
+    from planner.catalog.store import suggest
+    from planner.errors import SpecError
+    from planner.specs.formats import NumberFormat
+
+    names = [str(f) for f in NumberFormat]
+    formats = ("precision", "kv_precision", "compute_precision")
+    for key, text in ((k, getattr(args, k)) for k in formats if getattr(args, k)):
+        if text.lower() not in names:
+            flag = "--" + key.replace("_", "-")
+            raise SpecError(f"unknown {flag} '{text}'{suggest(text, names)} ({', '.join(names)})")
+    flags = ("prompt_len", "output_len", "concurrency", "tpot_ms", "ttft_ms")
+    flags += ("target_tokens_per_s", "kv_cache_fraction", "context")
+    out: dict[str, object] = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
+    out.update({k: getattr(args, k).lower() for k in formats if getattr(args, k)})
+    if args.context is None and (args.prompt_len or args.output_len):
+        out["context"] = (args.prompt_len or 1024) + (args.output_len or 1024)
+    if getattr(args, "objective", "time") == "latency":
+        out["objective"] = "latency"
+    return out
+
+
+def _write_text(target: str, text: str) -> None:
+    from planner.errors import SpecError
+
+    try:
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+
+
+def _write_placement(args: argparse.Namespace, plan: object) -> None:
+    """--placement FILE: the per-rank table and the hostfile, after the NVLink-domain check."""
+    if not getattr(args, "placement", None):
+        return
+    from planner.errors import SpecError
+    from planner.report.placement_file import placement_files
+    from planner.specs.result import Plan
+
+    if not isinstance(plan, Plan):
+        raise SpecError("--placement needs a training plan")
+    args.cluster = args.cluster or plan.cluster
+    files = placement_files(args.placement, plan, _cluster(args))  # type: ignore[arg-type]
+    for target, text in files.items():
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+        sys.stderr.write(f"layout {args.command}: wrote {target}\n")
+
+
+EXPORT_FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "vllm", "sglang")
+"""``layout export --format`` choices (planner.report.export.FORMATS, checked by a test)."""
+
+
+SCHEMA_KINDS = (
+    "all",
+    "search",
+    "plan",
+    "serve-search",
+    "serve-plan",
+    "migrate",
+    "whatif",
+    "validate",
+    "validate-serving",
+    "export",
+    "placement",
+)
+"""``layout schema --kind`` choices (planner.report.schema.OUTPUTS, checked by a test)."""
