@@ -31,9 +31,9 @@ from planner.specs.formats import NumberFormat
 from planner.specs.model import ModelSpec
 from planner.specs.result import PlacementEntry, ServeLayout, ServeMemory, ServePlan
 from planner.specs.workload import ServeWorkload
-from planner.topology import group_domain
+from planner.topology import group_domain, placement_entry
 from planner.topology.flows import ALL_TO_ALL, P2P
-from planner.units import GB, MS, GiB
+from planner.units import MS, GiB
 
 ONLINE_ITERATIONS = 30
 """Fixed-point iterations of Little's law for an offered request rate."""
@@ -302,19 +302,14 @@ def serve_placement(cluster: ClusterSpec, layout: ServeLayout) -> dict[str, Plac
         "attention_dp": (layout.attention_dp, layout.attention_tp, "ring"),
         "replicas": (layout.replicas, layout.gpus_per_replica, "ring"),
     }
-    out: dict[str, PlacementEntry] = {}
-    for dim, (size, stride, pattern) in shapes.items():
-        dom = group_domain(cluster, size, stride, pattern=pattern, num_ranks=layout.num_gpus)
-        out[dim] = PlacementEntry(
-            size=size,
-            stride=stride,
-            tier=dom.tier,
-            within_domain=dom.tier != "scale_out",
-            link=dom.description,
-            bandwidth_GB_per_s=0.0 if dom.tier == "local" else dom.bandwidth_bytes_per_s / GB,
-            example_group=[i * stride for i in range(min(size, 16))],
+    return {
+        dim: placement_entry(
+            group_domain(cluster, size, stride, pattern=pattern, num_ranks=layout.num_gpus),
+            size,
+            stride,
         )
-    return out
+        for dim, (size, stride, pattern) in shapes.items()
+    }
 
 
 def memory_detail(

@@ -11,7 +11,15 @@ from planner.topology.hierarchy import (
     dimension_strides,
     group_domain,
     placement,
+    placement_entry,
     rank_table,
 )
 
-__all__ = ["comm_domains", "dimension_strides", "group_domain", "placement", "rank_table"]
+__all__ = [
+    "comm_domains",
+    "dimension_strides",
+    "group_domain",
+    "placement",
+    "placement_entry",
+    "rank_table",
+]

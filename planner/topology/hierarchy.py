@@ -154,22 +154,26 @@ def comm_domains(cluster: ClusterSpec, layout: Layout) -> dict[str, CommDomain]:
     return dict(found)
 
 
+def placement_entry(domain: CommDomain, size: int, stride: int) -> PlacementEntry:
+    """The PlacementEntry of groups of ``size`` ranks ``stride`` apart that see ``domain``."""
+    return PlacementEntry(
+        size=size,
+        stride=stride,
+        tier=domain.tier,
+        within_domain=domain.tier != "scale_out",
+        link=domain.description,
+        bandwidth_GB_per_s=0.0 if domain.tier == "local" else domain.bandwidth_bytes_per_s / GB,
+        example_group=[i * stride for i in range(min(size, 16))],
+    )
+
+
 def placement(cluster: ClusterSpec, layout: Layout) -> dict[str, PlacementEntry]:
     """Where each dimension's groups land: tier, bottleneck link and the first group's ranks."""
     domains = comm_domains(cluster, layout)
-    out: dict[str, PlacementEntry] = {}
-    for dim, (size, stride, _) in families(layout).items():
-        dom = domains[dim]
-        out[dim] = PlacementEntry(
-            size=size,
-            stride=stride,
-            tier=dom.tier,
-            within_domain=dom.tier != "scale_out",
-            link=dom.description,
-            bandwidth_GB_per_s=0.0 if dom.tier == "local" else dom.bandwidth_bytes_per_s / GB,
-            example_group=[i * stride for i in range(min(size, 16))],
-        )
-    return out
+    return {
+        dim: placement_entry(domains[dim], size, stride)
+        for dim, (size, stride, _) in families(layout).items()
+    }
 
 
 def rank_table(cluster: ClusterSpec, layout: Layout) -> list[dict[str, int]]:
