@@ -88,7 +88,8 @@ def summary_cells(summary: Summary) -> list[str]:
 _SUMMARY_HEADERS = ("group", "rows", "evaluated", "not eval.", "median |err|", "max |err|", "bias")
 
 
-def _aligned(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
+def aligned_table(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
+    """A plain-text table with the columns in ``right`` right-aligned."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
     def line(cells: list[str] | tuple[str, ...]) -> str:
@@ -117,10 +118,10 @@ def validation_text(report: ValidationReport) -> str:
         f"validation set: {report.data} (data as of {report.data_date}); "
         f"tokens/s/GPU predicted vs measured, error = predicted/measured - 1",
         "",
-        *_aligned(_HEADERS, [row_cells(r) for r in report.rows], {5, 6, 7}),
+        *aligned_table(_HEADERS, [row_cells(r) for r in report.rows], {5, 6, 7}),
         "* = not stated by the source, chosen by search;  ! = planner predicts it does not fit",
         "",
-        *_aligned(
+        *aligned_table(
             _SUMMARY_HEADERS,
             [summary_cells(s) for s in (report.overall, *report.families)],
             {1, 2, 3, 4, 5, 6},
@@ -138,13 +139,15 @@ def validation_text(report: ValidationReport) -> str:
     return "\n".join(lines)
 
 
-def _md_row(cells: list[str] | tuple[str, ...]) -> str:
+def markdown_row(cells: list[str] | tuple[str, ...]) -> str:
+    """One Markdown table row (pipes in cells escaped)."""
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
-def _md_table(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
+def markdown_table(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
+    """A Markdown table with the columns in ``right`` right-aligned."""
     rule = ["---:" if i in right else "---" for i in range(len(headers))]
-    return [_md_row(headers), _md_row(rule), *(_md_row(r) for r in rows)]
+    return [markdown_row(headers), markdown_row(rule), *(markdown_row(r) for r in rows)]
 
 
 def validation_markdown(report: ValidationReport) -> str:
@@ -165,7 +168,7 @@ def validation_markdown(report: ValidationReport) -> str:
         "",
         "## Summary",
         "",
-        *_md_table(
+        *markdown_table(
             _SUMMARY_HEADERS,
             [summary_cells(s) for s in (report.overall, *report.families)],
             {1, 2, 3, 4, 5, 6},
@@ -173,7 +176,7 @@ def validation_markdown(report: ValidationReport) -> str:
         "",
         "## Rows",
         "",
-        *_md_table(_HEADERS, [row_cells(r) for r in report.rows], {5, 6, 7}),
+        *markdown_table(_HEADERS, [row_cells(r) for r in report.rows], {5, 6, 7}),
         "",
         "`*` not stated by the source, chosen by search; `!` the planner predicts the layout "
         "does not fit memory (the real run did).",

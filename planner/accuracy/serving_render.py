@@ -6,7 +6,7 @@ same code and data reproduces it byte for byte.
 
 from __future__ import annotations
 
-from planner.accuracy.render import summary_cells
+from planner.accuracy.render import aligned_table, markdown_table, summary_cells
 from planner.accuracy.serving import ServingRowResult, ServingValidationReport
 
 SERVING_COMMAND = "layout validate --markdown docs/accuracy.md"
@@ -43,19 +43,6 @@ def row_cells(result: ServingRowResult) -> list[str]:
     ]
 
 
-def _aligned(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: list[str] | tuple[str, ...]) -> str:
-        out = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(out).rstrip()
-
-    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-
-
 def _summaries(report: ServingValidationReport) -> list[list[str]]:
     return [summary_cells(s) for s in (report.overall, *report.families, report.ttft)]  # type: ignore[arg-type]
 
@@ -80,9 +67,9 @@ def serving_validation_text(report: ServingValidationReport) -> str:
         f"serving validation set: {report.data} (data as of {report.data_date}); "
         "error = predicted/measured - 1",
         "",
-        *_aligned(_HEADERS, [row_cells(r) for r in report.rows], _RIGHT),
+        *aligned_table(_HEADERS, [row_cells(r) for r in report.rows], _RIGHT),
         "",
-        *_aligned(_SUMMARY_HEADERS, _summaries(report), {1, 2, 3, 4, 5, 6}),
+        *aligned_table(_SUMMARY_HEADERS, _summaries(report), {1, 2, 3, 4, 5, 6}),
     ]
     notes = _notes(report)
     if notes:
@@ -94,15 +81,6 @@ def serving_validation_text(report: ServingValidationReport) -> str:
         f"{report.total_time_s:.1f} s",
     ]
     return "\n".join(lines)
-
-
-def _md_row(cells: list[str] | tuple[str, ...]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-
-def _md_table(headers: tuple[str, ...], rows: list[list[str]], right: set[int]) -> list[str]:
-    rule = ["---:" if i in right else "---" for i in range(len(headers))]
-    return [_md_row(headers), _md_row(rule), *(_md_row(r) for r in rows)]
 
 
 def serving_validation_markdown(report: ServingValidationReport) -> str:
@@ -125,11 +103,11 @@ def serving_validation_markdown(report: ServingValidationReport) -> str:
         "",
         "## Summary",
         "",
-        *_md_table(_SUMMARY_HEADERS, _summaries(report), {1, 2, 3, 4, 5, 6}),
+        *markdown_table(_SUMMARY_HEADERS, _summaries(report), {1, 2, 3, 4, 5, 6}),
         "",
         "## Rows",
         "",
-        *_md_table(_HEADERS, [row_cells(r) for r in report.rows], _RIGHT),
+        *markdown_table(_HEADERS, [row_cells(r) for r in report.rows], _RIGHT),
     ]
     notes = _notes(report)
     if notes:
