@@ -21,6 +21,8 @@ GBIT = 1e9 / 8  # bytes in one gigabit
 US = 1e-6
 MS = 1e-3
 HOUR_S = 3600.0
+DAY_S = 86_400.0
+MWH_J = 3.6e9  # joules in one megawatt-hour
 BITS_PER_BYTE = 8
 
 

@@ -22,8 +22,8 @@ import math
 from planner.cost.comm import all_gather_time, all_to_all_time, p2p_time, ring_all_reduce_time
 from planner.cost.compute import attention_core_flops_per_token, is_sliding_layer
 from planner.cost.gemm import GemmShape, attention_gemms, ffn_gemms, gemm_time
+from planner.cost.memory import ACTIVATION_BYTES
 from planner.cost.serving import (
-    HIGH_PRECISION_BYTES,
     cached_tokens,
     kv_bytes_per_token_per_layer,
     kv_heads_per_gpu,
@@ -42,8 +42,6 @@ OTHER_KERNELS_PER_LAYER = 5
 """Kernels of a decode layer besides its GEMMs and attention: two RMSNorm (+ residual add),
 rotary embedding + KV-cache append, and the gated activation (the unfused kernels of a vLLM /
 TensorRT-LLM Llama layer; fused variants are absorbed by the calibrated kernel_overhead_us)."""
-ACTIVATION_BYTES = HIGH_PRECISION_BYTES
-"""Bytes per value of activations on the wire (all-reduce, all-to-all, send/recv): 16-bit."""
 
 
 class ServeSetup(FrozenSpec):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from planner.report.text import breakdown_line
+from planner.search.explain import rejection_histogram
 from planner.specs.result import ServePlan, ServeSearchResult
 from planner.units import KiB, format_seconds
 
@@ -41,7 +43,7 @@ def serve_plan_lines(plan: ServePlan) -> list[str]:
     for key in _TERMS:
         value = plan.breakdown_s.get(key, 0.0)
         if value > 0:
-            lines.append(f"  {key:<10} {format_seconds(value):>10}  {100 * value / total:5.1f}%")
+            lines.append(breakdown_line(key, value, total))
     for dim, entry in plan.placement.items():
         if entry.size > 1 and dim != "replicas":
             where = "inside one domain" if entry.within_domain else "across domains"
@@ -59,9 +61,7 @@ def serve_search_text(result: ServeSearchResult) -> str:
         lines.append("runners-up:")
         for i, alt in enumerate(result.alternatives, start=2):
             lines.append(f"  {i}. {alt.layout.short():<30} {alt.why_not}")
-    rejected = ", ".join(
-        f"{v} {k}" for k, v in sorted(result.rejections.items(), key=lambda kv: -kv[1])
-    )
+    rejected = rejection_histogram(result.rejections)
     lines.append(
         f"search     : {result.num_candidates} layouts, {result.num_feasible} feasible"
         + (f", rejected: {rejected}" if rejected else "")

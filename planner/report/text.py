@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+from planner.report.markdown import TERM_ORDER
+from planner.search.explain import rejection_histogram
 from planner.specs.result import Plan, SearchResult
 from planner.units import format_seconds
 
-_TERM_ORDER = (
-    "compute",
-    "tp_comm",
-    "cp_comm",
-    "ep_comm",
-    "pp_bubble",
-    "pp_comm",
-    "dp_comm",
-    "optimizer",
-)
+
+def breakdown_line(term: str, seconds: float, total_s: float) -> str:
+    """One row of a time breakdown: term, seconds with a unit, share of the total.
+
+    >>> breakdown_line("compute", 0.5, 1.0)
+    '  compute        500 ms   50.0%'
+    """
+    return f"  {term:<10} {format_seconds(seconds):>10}  {100 * seconds / total_s:5.1f}%"
 
 
 def _band(plan: Plan) -> str:
@@ -38,10 +38,10 @@ def plan_lines(plan: Plan) -> list[str]:
         "time per step (exposed):",
     ]
     total = plan.step_time_s or 1.0
-    for key in _TERM_ORDER:
+    for key in TERM_ORDER:
         value = plan.breakdown_s.get(key, 0.0)
         if value > 0:
-            lines.append(f"  {key:<10} {format_seconds(value):>10}  {100 * value / total:5.1f}%")
+            lines.append(breakdown_line(key, value, total))
     lines.append("placement:")
     for dim, entry in plan.placement.items():
         if entry.size > 1:
@@ -62,9 +62,7 @@ def search_text(result: SearchResult) -> str:
             lines.append(
                 f"  {i}. {alt.layout.short():<42} {format_seconds(alt.step_time_s):>9}  {alt.why_not}"
             )
-    rejected = ", ".join(
-        f"{v} {k}" for k, v in sorted(result.rejections.items(), key=lambda kv: -kv[1])
-    )
+    rejected = rejection_histogram(result.rejections)
     lines.append(
         f"search  : {result.num_candidates} layouts, {result.num_feasible} feasible"
         + (f", rejected: {rejected}" if rejected else "")

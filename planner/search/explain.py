@@ -55,11 +55,18 @@ def why_not(alt: Plan, best: Plan) -> str:
     )
 
 
+def rejection_histogram(counts: dict[str, int]) -> str:
+    """Rejected layouts by reason, most frequent first: '902 memory, 280 divisibility'.
+
+    >>> rejection_histogram({"batch": 2, "memory": 5})
+    '5 memory, 2 batch'
+    """
+    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def infeasible_message(candidates: CandidateSet, *, model: str, cluster: str) -> str:
     """Why nothing fits: the closest layout's binding limit, and the rejection histogram."""
-    counts = ", ".join(
-        f"{v} {k}" for k, v in sorted(candidates.rejection_counts.items(), key=lambda kv: -kv[1])
-    )
+    counts = rejection_histogram(candidates.rejection_counts)
     if not candidates.rejections:
         return f"no layout of '{model}' on {cluster} to consider"
     slow = [r for r in candidates.rejections if r.reason == "target" and r.excess is not None]

@@ -27,10 +27,8 @@ from planner.specs.scenarios import (
 )
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
-from planner.units import HOUR_S, format_seconds
+from planner.units import DAY_S, HOUR_S, MWH_J, format_seconds
 
-SECONDS_PER_DAY = 86_400.0
-JOULES_PER_MWH = 3.6e9
 COMM_TERMS: tuple[str, ...] = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
 """Breakdown keys that are communication (the bubble is idle time, not traffic)."""
 CHANGE_FIELDS: tuple[str, ...] = ("tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "recompute", "zero")
@@ -85,10 +83,10 @@ def economics(plan: Plan, cluster: ClusterSpec, run: RunLength | None = None) ->
         training = TrainingRun(
             tokens=steps * tokens_per_step,
             steps=steps,
-            wall_clock_days=wall_s / SECONDS_PER_DAY,
+            wall_clock_days=wall_s / DAY_S,
             gpu_hours=gpu_hours,
             cost_usd=gpu_hours * price,
-            energy_MWh=tdp * plan.num_gpus * wall_s / JOULES_PER_MWH,
+            energy_MWh=tdp * plan.num_gpus * wall_s / MWH_J,
         )
     return Economics(
         price_per_gpu_hour_usd=price,

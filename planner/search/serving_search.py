@@ -20,6 +20,7 @@ import time
 from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.cpsat import LayoutSolver
 from planner.search.exhaustive import exhaustive_ranking
+from planner.search.explain import rejection_histogram
 from planner.search.serving import (
     OperatingPoint,
     check_serve_workload,
@@ -277,7 +278,7 @@ def _infeasible_message(
     closest = min(
         rejected, key=lambda r: _REASON_ORDER.index(r[0]) if r[0] in _REASON_ORDER else 99
     )
-    histogram = ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    histogram = rejection_histogram(counts)
     return (
         f"nothing serves '{model.name}' on {cluster.name}: binding limit {closest[0]}: "
         f"{closest[1]} [{sum(counts.values())} layouts rejected: {histogram}]"
