@@ -121,7 +121,14 @@ def apply_calibration(spec: AcceleratorSpec, record: CalibrationRecord | None) -
     eff = spec.efficiency.model_dump()
     if fit.gemm is not None:
         eff["gemm"] = {**eff["gemm"], **fit.gemm}
-    for key in ("attention", "hbm", "kernel_overhead_us", "expert_gemm", "overlap_contention"):
+    for key in (
+        "attention",
+        "hbm",
+        "kernel_overhead_us",
+        "expert_gemm",
+        "overlap_contention",
+        "moe_sync_overhead_us",
+    ):
         value = getattr(fit, key)
         if value is not None:
             eff[key] = value

@@ -142,6 +142,56 @@ def layer_gemm_input_values_per_token(model: ModelSpec, layer_index: int) -> flo
     return values
 
 
+def selective_recompute_saved_values(
+    model: ModelSpec, modules: tuple[str, ...], *, moe_layer: bool
+) -> tuple[float, float]:
+    """(values, of which GEMM inputs) per token that selective recomputation of ``modules``
+    drops from one layer's stored activations (unsharded; Megatron-LM ``--recompute-modules``
+    checkpoints the module's input, which the layer stores anyway, and discards its internals).
+
+    - ``layernorm``: the norm outputs: the attention input D, and the FFN input D on a dense
+      layer (routed experts keep their own permuted copies of it).
+    - ``moe_act``: each routed copy's activation output, the down-projection input (k F).
+    - ``mla_up_proj``: MLA's up-projected queries, keys and values (rebuilt from the latents).
+    - ``mlp``: a dense layer's FFN internals (2F or 3F gated; not the expert layers).
+    - ``shared_experts``: the shared experts' internals.
+    - ``core_attn``: nothing with fused attention (the score path is never stored).
+
+    >>> from planner.cost.params import _tiny
+    >>> selective_recompute_saved_values(_tiny(), ("layernorm",), moe_layer=False)
+    (128.0, 128.0)
+    """
+    d = model.hidden_size
+    values = inputs = 0.0
+    moe = model.moe
+    is_moe = moe_layer and moe is not None
+    if "layernorm" in modules:
+        values += d if is_moe else 2.0 * d
+        inputs += d if is_moe else 2.0 * d
+    if "moe_act" in modules and is_moe:
+        values += moe.top_k * moe.expert_ffn_hidden_size  # type: ignore[union-attr]
+        inputs += moe.top_k * moe.expert_ffn_hidden_size  # type: ignore[union-attr]
+    if "mla_up_proj" in modules and model.mla is not None:
+        mla = model.mla
+        q_dim = model.num_attention_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+        kv_dim = (
+            model.num_attention_heads
+            * (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
+            / 2
+        )
+        values += q_dim + 2.0 * kv_dim
+    if "mlp" in modules and not is_moe:
+        width = model.ffn_hidden_size
+        values += 3.0 * width if model.gated_ffn else 2.0 * width
+        inputs += width
+    if "shared_experts" in modules and is_moe and moe.num_shared_experts:  # type: ignore[union-attr]
+        width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size  # type: ignore[union-attr]
+        per_expert = 3.0 * width if model.gated_ffn else 2.0 * width
+        values += moe.num_shared_experts * per_expert  # type: ignore[union-attr]
+        inputs += moe.num_shared_experts * width  # type: ignore[union-attr]
+    return values, inputs
+
+
 def activation_bytes_per_token(values: float, gemm_inputs: float, fmt: NumberFormat) -> float:
     """Bytes of ``values`` stored activations of which ``gemm_inputs`` are kept in ``fmt``.
 

@@ -22,6 +22,7 @@ from planner.cost.memory import (
     activation_bytes_per_layer,
     activation_bytes_per_token,
     logits_bytes,
+    selective_recompute_saved_values,
     stage_layers,
     weight_bytes,
 )
@@ -53,11 +54,14 @@ class MicrobatchTime(FrozenSpec):
     """Exposed context-parallel K/V exchange."""
     ep_comm_s: float
     """Exposed expert-parallel all-to-all."""
+    moe_sync_s: float = 0.0
+    """Host synchronisation of the MoE token dispatcher (:func:`moe_sync_time`)."""
 
     @property
     def total(self) -> float:
         """Sum of the terms (s)."""
-        return self.forward_s + self.backward_s + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s
+        comm = self.tp_comm_s + self.cp_comm_s + self.ep_comm_s
+        return self.forward_s + self.backward_s + comm + self.moe_sync_s
 
 
 @lru_cache(maxsize=4096)
@@ -67,11 +71,15 @@ def _layer_linear_time(
     moe_layer: bool,
     degrees: tuple[int, int, int],
     rates: tuple[float, float, float, float, float, float],
+    names: frozenset[str] | None = None,
 ) -> tuple[float, float]:
-    """(GEMM seconds, GEMM input values per token) of one layer's forward on one GPU."""
+    """(GEMM seconds, GEMM input values per token) of one layer's forward on one GPU; only the
+    GEMMs called ``names`` when given."""
     tp, ep, etp = degrees
     peak, efficiency, bpv, hbm, overhead, expert_gemm = rates
     gemms = layer_gemms(model, tokens, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
+    if names is not None:
+        gemms = [g for g in gemms if g.name in names]
     time = sum(
         gemm_time(
             g,
@@ -85,6 +93,52 @@ def _layer_linear_time(
     )
     inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
     return time, inputs
+
+
+RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
+    "mla_up_proj": frozenset({"q_up", "kv_up"}),
+    "mlp": frozenset({"up", "down"}),
+    "shared_experts": frozenset({"shared_up", "shared_down"}),
+}
+"""GEMMs (:func:`planner.cost.gemm.layer_gemms` names) each recompute module re-runs."""
+
+
+def selective_recompute_time(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    *,
+    tokens: float,
+    num_dense: int,
+    num_moe: float,
+    degrees: tuple[int, int, int],
+    rates: tuple[float, float, float, float, float, float],
+    attention_s: float,
+) -> float:
+    """Backward seconds selective recomputation adds to one micro-batch on one GPU: the forward
+    of each module in ``workload.recompute_modules`` once more (Megatron-LM
+    ``--recompute-modules``): the attention core (``core_attn``, Korthikanti et al. 2022 section
+    5), the GEMMs of ``mla_up_proj`` / ``mlp`` (dense layers) / ``shared_experts``, and the
+    memory-bound kernels of ``layernorm`` (two norms: read + write D, bf16) and ``moe_act``
+    (each routed copy's activation: read 2F write F gated, read F write F plain) at HBM
+    bandwidth x eta_hbm. ``tp`` shards all of it."""
+    modules = workload.recompute_modules
+    hbm = rates[3]
+    tp = degrees[0]
+    time = attention_s if "core_attn" in modules else 0.0
+    for module, names in RECOMPUTED_GEMMS.items():
+        if module not in modules:
+            continue
+        if num_dense:
+            time += num_dense * _layer_linear_time(model, tokens, False, degrees, rates, names)[0]
+        if num_moe:
+            time += num_moe * _layer_linear_time(model, tokens, True, degrees, rates, names)[0]
+    streamed = 0.0
+    if "layernorm" in modules:
+        streamed += (num_dense + num_moe) * 2 * 2 * ACTIVATION_BYTES * model.hidden_size
+    if "moe_act" in modules and model.moe is not None:
+        act = (3.0 if model.gated_ffn else 2.0) * ACTIVATION_BYTES
+        streamed += num_moe * model.moe.top_k * act * model.moe.expert_ffn_hidden_size
+    return time + tokens * streamed / tp / hbm
 
 
 def microbatch_compute(
@@ -145,7 +199,16 @@ def microbatch_compute(
     if layout.recompute is Recompute.FULL:
         backward += linear + attention + memory_bound
     elif layout.recompute is Recompute.SELECTIVE:
-        backward += attention
+        backward += selective_recompute_time(
+            model,
+            workload,
+            tokens=tokens,
+            num_dense=num_dense,
+            num_moe=num_moe,
+            degrees=degrees,
+            rates=rates,
+            attention_s=attention,
+        )
     return forward, backward, attention, linear
 
 
@@ -276,6 +339,39 @@ def ep_comm_per_microbatch(
     return 4 * one_way * num_moe_layers
 
 
+def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers: float) -> float:
+    """Host-synchronisation time of one micro-batch's MoE layers: the accelerator's fitted
+    ``moe_sync_overhead_us`` per MoE layer (forward + backward) when the dispatcher reads the
+    per-expert token counts on the host (``workload.moe_host_sync``; Megatron-LM's dropless
+    all-to-all and flex dispatchers do, to size the all-to-all and the grouped GEMM's per-expert
+    splits, unless the preprocessing is captured in a CUDA graph).
+
+    >>> from planner.catalog import load_accelerator
+    >>> moe_sync_time(load_accelerator("h100_sxm"), TrainWorkload(moe_host_sync=False), 12)
+    0.0
+    """
+    if not workload.moe_host_sync or num_moe_layers == 0:
+        return 0.0
+    return num_moe_layers * acc.efficiency.moe_sync_overhead_us * 1e-6
+
+
+def ep_exposed_per_microbatch(
+    comm_s: float, *, compute_s: float, workload: TrainWorkload, contention: float
+) -> float:
+    """Exposed part of a micro-batch's EP all-to-all: all of it, or with
+    ``workload.ep_comm_overlap`` what outlasts the other micro-batch's forward and backward
+    compute it runs under, plus the contention fraction of the overlapped time
+    (:func:`overlapped_exposed_time`).
+
+    >>> w = TrainWorkload(ep_comm_overlap=True)
+    >>> ep_exposed_per_microbatch(1.0, compute_s=3.0, workload=w, contention=0.1)
+    0.1
+    """
+    if not workload.ep_comm_overlap:
+        return comm_s
+    return overlapped_exposed_time(comm_s, compute_s, contention)
+
+
 def microbatch_time(
     model: ModelSpec,
     acc: AcceleratorSpec,
@@ -315,7 +411,13 @@ def microbatch_time(
             attention_forward_s=attention,
             contention=contention,
         ),
-        ep_comm_s=ep_comm_per_microbatch(model, workload, layout, num_moe, domains["ep"]),
+        ep_comm_s=ep_exposed_per_microbatch(
+            ep_comm_per_microbatch(model, workload, layout, num_moe, domains["ep"]),
+            compute_s=forward + backward,
+            workload=workload,
+            contention=contention,
+        ),
+        moe_sync_s=moe_sync_time(acc, workload, num_moe),
     )
 
 
@@ -361,6 +463,18 @@ def stage_params_per_gpu(
     return dense / layout.tp, expert / (layout.ep * layout.etp)
 
 
+def _selective_saved_bytes(
+    model: ModelSpec, modules: tuple[str, ...], fmt: NumberFormat, num_moe: float, num_dense: float
+) -> float:
+    """Stored bytes per token selective recomputation removes from a stage."""
+    saved = 0.0
+    for count, moe_layer in ((num_moe, True), (num_dense, False)):
+        if count:
+            values, inputs = selective_recompute_saved_values(model, modules, moe_layer=moe_layer)
+            saved += count * activation_bytes_per_token(values, inputs, fmt)
+    return saved
+
+
 def stage_memory(
     model: ModelSpec, workload: TrainWorkload, layout: Layout, stage: int, num_microbatches: int
 ) -> StageMemory:
@@ -390,8 +504,16 @@ def stage_memory(
             table.total("gemm_input_values", layers),
             layout.precision,
         )
-        if not workload.flash_attention and layout.recompute is Recompute.NONE:
+        scores_recomputed = (
+            layout.recompute is Recompute.SELECTIVE and "core_attn" in workload.recompute_modules
+        )
+        if not workload.flash_attention and not scores_recomputed:
             per_token += ACTIVATION_BYTES * table.total("score_values", layers)
+        if layout.recompute is Recompute.SELECTIVE:
+            num_moe = table.total("moe_layers", layers)
+            per_token -= _selective_saved_bytes(
+                model, workload.recompute_modules, layout.precision, num_moe, len(layers) - num_moe
+            )
     per_microbatch = tokens * per_token / layout.tp
     activations = per_microbatch * microbatches_in_flight(
         layout.pp, layout.vpp, num_microbatches, stage

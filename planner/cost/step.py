@@ -178,6 +178,7 @@ def estimate_step(
         "tp_comm": m * slowest.tp_comm_s,
         "cp_comm": m * slowest.cp_comm_s,
         "ep_comm": m * slowest.ep_comm_s,
+        "moe_sync": m * slowest.moe_sync_s,
         "pp_bubble": (layout.pp - 1) / layout.vpp * slowest.total,
     }
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size

@@ -25,6 +25,7 @@ TERM_COLORS: dict[str, str] = {
     "tp_comm": "#dd8452",
     "cp_comm": "#937860",
     "ep_comm": "#da8bc3",
+    "moe_sync": "#ccb974",
     "pp_bubble": "#c44e52",
     "pp_comm": "#8172b3",
     "dp_comm": "#55a868",

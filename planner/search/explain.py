@@ -14,6 +14,7 @@ TERM_WORDS: dict[str, str] = {
     "tp_comm": "TP communication",
     "cp_comm": "CP communication",
     "ep_comm": "EP all-to-all",
+    "moe_sync": "MoE dispatcher host sync",
     "pp_bubble": "pipeline bubble",
     "pp_comm": "pipeline sends",
     "dp_comm": "exposed DP communication",

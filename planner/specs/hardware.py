@@ -41,6 +41,11 @@ class AcceleratorEfficiency(FrozenSpec):
     """Fixed time of one GPU kernel beyond its roofline: launch latency and the partial last wave
     of thread blocks (microseconds). Makes small GEMMs (after TP/EP sharding) reach a lower
     fraction of peak: t = max(FLOPs / (P eta), bytes / W) + t_kernel."""
+    moe_sync_overhead_us: float = Field(default=0.0, ge=0, le=20000)
+    """Host-side time per MoE layer per micro-batch (forward + backward) when the dropless token
+    dispatcher synchronises with the host (microseconds): it copies the per-expert token counts
+    to the CPU to size the all-to-all and the grouped GEMM, so the launch queue drains and the
+    layer's remaining kernel launches are exposed. 0 = not calibrated."""
     memory_reserve_GB: float = Field(ge=0)
     """Memory per accelerator not available to tensors: CUDA/driver context, communicator
     buffers, allocator fragmentation (GB, 1e9 bytes)."""
@@ -283,6 +288,8 @@ class EfficiencyFit(FrozenSpec):
     """Grouped expert GEMM efficiency relative to dense GEMMs."""
     overlap_contention: float | None = Field(default=None, ge=0, le=1)
     """Slowdown fraction of overlapped communication."""
+    moe_sync_overhead_us: float | None = Field(default=None, ge=0, le=20000)
+    """Host-synchronisation time per MoE layer per micro-batch (us)."""
     link_efficiency: dict[LinkKind, float] | None = None
     """Collective bus bandwidth over the link's line rate, per link kind (0-1]: the ``efficiency``
     of the system's ``scale_up`` link or of the ``scale_out`` fabric. Written by measured overlays

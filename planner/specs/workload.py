@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
+
+RecomputeModule = Literal[
+    "core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "shared_experts"
+]
+"""Parts of a layer that selective recomputation can recompute (Megatron-LM
+``--recompute-modules``; its ``moe`` module, which re-runs the token dispatch, is not modelled)."""
 
 
 class TrainWorkload(FrozenSpec):
@@ -37,9 +43,31 @@ class TrainWorkload(FrozenSpec):
     moe_dispatch_dedup: bool = False
     """MoE only: token copies bound for one remote scale-up domain cross the NIC once and fan out
     over NVLink (DeepEP, Megatron's flex dispatcher); False = plain NCCL all-to-all."""
+    ep_comm_overlap: bool = False
+    """MoE only: the expert-parallel all-to-all of one micro-batch runs while another
+    micro-batch computes (Megatron-LM ``--overlap-moe-expert-parallel-comm`` with
+    ``--delay-wgrad-compute``; the forward of one and the backward of another are interleaved,
+    as in DeepSeek-V3's DualPipe, arXiv 2412.19437 section 3.2.1); False = exposed."""
+    moe_host_sync: bool = True
+    """MoE only: the dropless token dispatcher synchronises with the host once per MoE layer
+    per micro-batch (Megatron's all-to-all and flex dispatchers read the per-expert token counts
+    on the CPU); False when that preprocessing is captured in a CUDA graph or padded to a fixed
+    capacity. Costs the accelerator's ``moe_sync_overhead_us``."""
+    recompute_modules: tuple[RecomputeModule, ...] = ("core_attn",)
+    """What a layout with selective recomputation recomputes in the backward pass (Megatron-LM
+    ``--recompute-modules``; its default is the attention core, Korthikanti et al. 2022)."""
     expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)
     """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
     NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
+
+    @field_validator("recompute_modules")
+    @classmethod
+    def _modules_once(cls, modules: tuple[str, ...]) -> tuple[str, ...]:
+        if not modules:
+            raise ValueError("selective recomputation needs at least one module")
+        if len(set(modules)) != len(modules):
+            raise ValueError(f"recompute module listed twice in {list(modules)}")
+        return modules
 
     @property
     def tokens_per_step(self) -> int:

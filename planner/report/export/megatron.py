@@ -63,6 +63,8 @@ def _parallel(job: ExportJob) -> Group:
     if model.moe is not None:
         args += ["--expert-model-parallel-size", str(layout.ep)]
         args += ["--expert-tensor-parallel-size", str(layout.etp)]
+        if job.train[1].ep_comm_overlap:
+            args += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
     elif layout.ep > 1:
         job.note(f"ep={layout.ep} ignored: {model.name} has no experts")
     if layout.pp > 1:
@@ -96,10 +98,12 @@ def _batch(job: ExportJob) -> Group:
 
 
 def _memory(job: ExportJob) -> Group:
-    layout = job.train[0].layout
+    layout, workload = job.train[0].layout, job.train[1]
     args: list[str] = []
     if layout.recompute is Recompute.SELECTIVE:
         args += ["--recompute-granularity", "selective"]
+        if workload.recompute_modules != ("core_attn",):
+            args += ["--recompute-modules", *workload.recompute_modules]
     elif layout.recompute is Recompute.FULL:
         args += ["--recompute-granularity", "full", "--recompute-method", "uniform"]
         args += ["--recompute-num-layers", "1"]
