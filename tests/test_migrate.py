@@ -120,12 +120,6 @@ def test_gpt_oss_direction_pipeline_shrinks(gpt_oss: tuple[MigrateResult, float]
     assert result.speedup > 1.5 and measured > 1.5
 
 
-@pytest.mark.xfail(
-    reason="the H100 side is over-predicted by ~60% (validation row N15: gpt-oss-120b on H100 is "
-    "the model's worst row; the mechanism is not modelled), so the predicted B200/H100 ratio "
-    "comes out ~1.6x against 2.33x measured; the B200 side (N16) is within 7%",
-    strict=False,
-)
 def test_gpt_oss_speedup_within_tolerance(gpt_oss: tuple[MigrateResult, float]) -> None:
     result, measured = gpt_oss
     assert result.speedup == pytest.approx(measured, rel=TOLERANCE)

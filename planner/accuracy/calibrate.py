@@ -46,6 +46,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "kernel_overhead_us": (0.0, 40.0),
     "expert_gemm": (0.2, 1.0),
     "overlap_contention": (0.1, 0.6),
+    "moe_sync_overhead_us": (0.0, 8000.0),
 }
 """Physically plausible ranges: a GEMM above ~0.85 of dense peak is suspect (issue #4); HBM
 streams reach 0.85-0.92 (hardware.md section 12); kernel launch + tail is tens of us at most;
@@ -146,16 +147,26 @@ def _with(eff: AcceleratorEfficiency, name: str, value: float) -> AcceleratorEff
     return eff.model_copy(update={name: value})
 
 
-def fit_efficiency(
-    cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
-) -> AcceleratorEfficiency:
-    """Coordinate descent over bounded grids of every factor the cases exercise."""
+def fitted_names(cases: Sequence[PreparedCase]) -> list[str]:
+    """The factors the cases exercise enough to fit (GEMM formats with enough rows, the expert
+    factors with enough MoE rows)."""
     counts = Counter(c.layout.precision for c in cases)
     formats = sorted((f for f, n in counts.items() if n >= MIN_ROWS_PER_FORMAT), key=str)
     names = [f"gemm.{f}" for f in formats]
     names += ["attention", "hbm", "kernel_overhead_us", "overlap_contention"]
     if sum(c.kind == "moe" for c in cases) >= MIN_ROWS_PER_FORMAT:
         names.append("expert_gemm")
+    if sum(c.kind == "moe" and c.workload.moe_host_sync for c in cases) >= MIN_ROWS_PER_FORMAT:
+        names.append("moe_sync_overhead_us")
+    return names
+
+
+def fit_efficiency(
+    cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
+) -> AcceleratorEfficiency:
+    """Coordinate descent over bounded grids of every factor the cases exercise."""
+    names = fitted_names(cases)
+    formats = [NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")]
     if NumberFormat.BF16 not in prior.gemm:
         prior = prior.model_copy(update={"gemm": {**prior.gemm, NumberFormat.BF16: 0.7}})
     eff = prior.model_copy(
@@ -230,6 +241,11 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
         kernel_overhead_us=round(eff.kernel_overhead_us, 3),
         expert_gemm=round(eff.expert_gemm, 4) if any(c.kind == "moe" for c in cases) else None,
         overlap_contention=round(eff.overlap_contention, 4),
+        moe_sync_overhead_us=(
+            round(eff.moe_sync_overhead_us, 1)
+            if "moe_sync_overhead_us" in fitted_names(cases)
+            else None
+        ),
     )
     return CalibrationRecord(
         family=accelerator.family,

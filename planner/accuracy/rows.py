@@ -18,7 +18,7 @@ from planner.catalog.io import read_text, validate_spec
 from planner.errors import SpecError
 from planner.specs.formats import NumberFormat
 from planner.specs.model import MLASpec, ModelSpec, MoESpec
-from planner.specs.workload import TrainWorkload
+from planner.specs.workload import RecomputeModule, TrainWorkload
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPO_DATA_DIR = _PACKAGE_DIR.parent / "tests" / "validation"
@@ -184,6 +184,34 @@ class VariantRow(RowModel):
     """Its result."""
 
 
+class RecipeRow(RowModel):
+    """Framework settings of a row read from the recipe its source ran
+    (``tests/validation/recipes.yaml``); ``None`` = not recorded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    source: str
+    """The recipe: repository, tag, file and config name."""
+    vpp: PositiveInt | None = None
+    """Virtual stages (the recipe's None = 1)."""
+    mbs: PositiveInt | None = None
+    """Micro-batch size."""
+    recompute: Literal["none", "selective", "full"] | None = None
+    """Recompute granularity."""
+    recompute_modules: tuple[RecomputeModule, ...] | None = None
+    """Megatron ``--recompute-modules`` with selective granularity."""
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] | None = None
+    """MoE token dispatcher: NCCL all-to-all, or a deduplicating one (DeepEP, HybridEP)."""
+    ep_comm_overlap: bool | None = None
+    """``overlap_moe_expert_parallel_comm``."""
+    tp_comm_overlap: bool | None = None
+    """TP-communication overlap (userbuffers)."""
+    cuda_graph_scope: list[str] | None = None
+    """CUDA-graph capture scope (Megatron ``cuda_graph_scope``; ``full_layer`` = NeMo's
+    ``enable_cuda_graphs``, the whole transformer layer): with the MoE preprocessing captured
+    the dispatcher does not synchronise with the host."""
+
+
 class TrainingRow(RowModel):
     """One published pre-training run."""
 
@@ -209,6 +237,8 @@ class TrainingRow(RowModel):
     """Measured throughput."""
     variants: list[VariantRow] = Field(default_factory=list)
     """Same run with one setting changed."""
+    recipe: RecipeRow | None = None
+    """Framework settings from ``recipes.yaml`` beside the rows (not a key of the row file)."""
 
 
 class Case(RowModel):
@@ -247,7 +277,31 @@ def load_rows(path: Path) -> list[TrainingRow]:
     ids = [r.id for r in rows]
     if len(set(ids)) != len(ids):
         raise SpecError(f"'{path}' has duplicate row ids")
-    return rows
+    recipes = load_recipes(path.with_name(RECIPES_FILE))
+    unknown = sorted(set(recipes) - set(ids))
+    if unknown:
+        raise SpecError(f"{RECIPES_FILE} names rows that '{path.name}' lacks: {unknown}")
+    return [r.model_copy(update={"recipe": recipes.get(r.id)}) for r in rows]
+
+
+RECIPES_FILE = "recipes.yaml"
+"""Framework settings per row id, beside the rows file (optional)."""
+
+
+def load_recipes(path: Path) -> dict[str, RecipeRow]:
+    """Row id -> recipe settings from ``path``; empty when the file does not exist."""
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(read_text(path))
+    except yaml.YAMLError as exc:
+        raise SpecError(f"cannot parse '{path}': {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"'{path}' must map row ids to recipe settings")
+    return {
+        str(key): validate_spec(RecipeRow, value, where=f"{path.name} {key}")
+        for key, value in data.items()
+    }
 
 
 def data_date(path: Path) -> str:
@@ -328,30 +382,35 @@ NVIDIA_PERF_RECIPE_SOURCES: tuple[str, ...] = ("NeMo", "Megatron-Bridge", "dgxc-
 ``cfg.ddp.grad_reduce_in_fp32 = False`` in Megatron-Bridge's performance configs)."""
 
 
-def uses_deepep(row: TrainingRow) -> bool:
-    """NVIDIA's DeepSeek-V3 performance recipes dispatch MoE tokens with DeepEP on H100 and with
-    the all-to-all dispatcher on Blackwell (NeMo scripts/performance/llm/pretrain_deepseek_v3.py:
-    "For H100 we use deepEP and for Blackwell, because deepEP is not supported yet, we use
-    all-to-all dispatcher"; Megatron-Bridge applies DeepEP on compute capability 8.x/9.x only)."""
-    arch = row.model.arch
-    return arch.attention == "mla" and row.hardware.family == "h100"
-
-
 def workload_of(row: TrainingRow) -> TrainWorkload:
-    """The planner workload of a row: sequence length, global batch, precision, attention kind."""
+    """The planner workload of a row: sequence length, global batch, precision, attention kind,
+    and the framework settings its recipe records (``recipes.yaml``)."""
     flash = not any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
     perf_recipe = any(marker in row.source for marker in NVIDIA_PERF_RECIPE_SOURCES)
-    return TrainWorkload(
-        seq_len=row.workload.seq_len,
-        global_batch=row.workload.global_batch,
-        precision=precision_of(row),
-        flash_attention=flash,
+    fields: dict[str, object] = {
+        "seq_len": row.workload.seq_len,
+        "global_batch": row.workload.global_batch,
+        "precision": precision_of(row),
+        "flash_attention": flash,
         # TP-communication overlap (userbuffers) arrived with Transformer Engine in 2023, like
         # fused attention: the same pre-2023 sources ran without it.
-        tp_comm_overlap=flash,
-        grad_reduce_dtype="bf16" if perf_recipe else "fp32",
-        moe_dispatch_dedup=uses_deepep(row),
-    )
+        "tp_comm_overlap": flash,
+        "grad_reduce_dtype": "bf16" if perf_recipe else "fp32",
+    }
+    recipe = row.recipe
+    if recipe is not None:
+        if recipe.moe_dispatcher is not None:
+            fields["moe_dispatch_dedup"] = recipe.moe_dispatcher != "alltoall"
+        if recipe.ep_comm_overlap is not None:
+            fields["ep_comm_overlap"] = recipe.ep_comm_overlap
+        if recipe.tp_comm_overlap is not None:
+            fields["tp_comm_overlap"] = recipe.tp_comm_overlap
+        if recipe.recompute_modules is not None:
+            fields["recompute_modules"] = recipe.recompute_modules
+        if recipe.cuda_graph_scope is not None:
+            captured = {"moe_preprocess", "full_layer"} & set(recipe.cuda_graph_scope)
+            fields["moe_host_sync"] = not captured
+    return TrainWorkload.model_validate(fields)
 
 
 def precision_of(row: TrainingRow) -> NumberFormat:
@@ -372,6 +431,11 @@ def stated_layout(row: TrainingRow) -> dict[str, object]:
     }
     if lay.fsdp:
         out["zero"] = 3
+    if row.recipe is not None:
+        for key in ("vpp", "mbs", "recompute"):
+            value = getattr(row.recipe, key)
+            if value is not None:
+                out.setdefault(key, value)
     return out
 
 
