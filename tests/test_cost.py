@@ -114,3 +114,30 @@ def test_step_breakdown_sums_and_tokens_add_up() -> None:
     assert sum(plan.breakdown_s.values()) == pytest.approx(plan.step_time_s, rel=1e-12)
     assert plan.tokens_per_s_per_gpu * plan.step_time_s * 8 == pytest.approx(64 * 4096)
     assert 0 < plan.mfu < 1
+
+
+def test_dp_last_bucket_is_exposed_by_hand() -> None:
+    """One reduction per step: the gradients of the last bucket (here the 1e8-parameter
+    embedding, larger than a 40M bucket) are ready only when the backward ends, so their
+    reduce-scatter is exposed in full and the next forward waits for their all-gather; the rest
+    hides behind the backward / forward (contention 0). Ring costs with 8 ranks on 100 GB/s,
+    no latency: reduce-scatter of B bytes = B x 7/8 / 1e11 s."""
+    from planner.cost.stage import MicrobatchTime
+    from planner.cost.step import dp_exposed_time, dp_tail_params
+    from planner.specs.comm import CommDomain
+
+    dp = CommDomain(
+        size=8, bandwidth_bytes_per_s=1e11, latency_s=0.0, efficiency=1.0, tier="scale_out"
+    )
+    slow = MicrobatchTime(forward_s=1.0, backward_s=2.0, tp_comm_s=0, cp_comm_s=0, ep_comm_s=0)
+    layout = Layout(dp=8, zero=1)
+    exposed = dp_exposed_time(
+        1e9, 0.0, layout, {"dp": dp}, slowest=slow, num_microbatches=4, grad_dtype="fp32",
+        tail_params=1e8,
+    )  # fmt: skip
+    tail_reduce = 4 * 1e8 * 7 / 8 / 1e11  # fp32 gradients
+    tail_gather = 2 * 1e8 * 7 / 8 / 1e11  # bf16 parameters
+    assert exposed == pytest.approx(tail_reduce + tail_gather)
+    model = load_model("8B")  # vocab 128256 x 4096 = 525M > 40M bucket
+    assert dp_tail_params(model, Layout(tp=2, dp=8)) == 128256 * 4096 / 2
+    assert dp_tail_params(model, Layout(tp=1, dp=128, cp=1)) == 128256 * 4096

@@ -105,6 +105,7 @@ def dp_exposed_time(
     num_microbatches: int,
     grad_dtype: str = "fp32",
     contention: float = 0.0,
+    tail_params: float = 0.0,
 ) -> float:
     """Exposed data-parallel synchronisation of one step.
 
@@ -115,6 +116,11 @@ def dp_exposed_time(
     ZeRO-2/3 reduce-scatter every micro-batch's gradients (sharded gradients cannot accumulate
     locally), and ZeRO-3 gathers bf16 parameters in every micro-batch's forward and backward
     (Rajbhandari et al. 2020, section 5; PyTorch FSDP).
+    With one reduction per step, gradients reduce in buckets as the backward produces them; the
+    last bucket (``tail_params``: :func:`dp_tail_params`) is ready only when the backward ends,
+    so its reduce-scatter is exposed, and the next forward waits for the first bucket's
+    all-gather (Li et al., "PyTorch Distributed", VLDB 2020, section 3.2.3; Megatron-LM
+    ``--overlap-grad-reduce`` / ``--overlap-param-gather`` buckets).
     """
     grad_bytes = GRAD_BYTES[grad_dtype]
     dp = domains.get("dp_cp", domains["dp"])
@@ -139,9 +145,40 @@ def dp_exposed_time(
         if layout.zero < 3:
             first_gather = overlapped_exposed_time(gather, slowest.forward_s, contention)
         return num_microbatches * per_microbatch + first_gather
-    return overlapped_exposed_time(reduce, slowest.backward_s, contention) + (
-        overlapped_exposed_time(gather, slowest.forward_s, contention)
+    tail = min(tail_params, dense_params)
+    tail_reduce = (
+        reduce_scatter_time(grad_bytes * tail, dp)
+        if layout.zero >= 1
+        else ring_all_reduce_time(grad_bytes * tail, dp)
     )
+    tail_gather = all_gather_time(2.0 * tail, dp) if layout.zero >= 1 else 0.0
+    exposed = tail_reduce + overlapped_exposed_time(
+        max(0.0, reduce - tail_reduce), slowest.backward_s, contention
+    )
+    return (
+        exposed
+        + tail_gather
+        + overlapped_exposed_time(max(0.0, gather - tail_gather), slowest.forward_s, contention)
+    )
+
+
+DDP_BUCKET_PARAMS = 40e6
+"""Megatron-LM's gradient bucket: max(40M, 1M x dp) parameters when the reduction overlaps
+the backward (megatron/training/training.py, ``get_model``: ``ddp_config.bucket_size``)."""
+
+
+def dp_tail_params(model: ModelSpec, layout: Layout) -> float:
+    """Parameters per GPU in the bucket that reduces after the backward ends: a full bucket
+    (max(40M, 1M x dp x cp) parameters), or the input embedding (the first parameters, so the
+    last gradients) when it is larger, for it is never split across buckets.
+
+    >>> from planner.cost.params import _tiny
+    >>> dp_tail_params(_tiny(), Layout(dp=8))
+    40000000.0
+    """
+    bucket = max(DDP_BUCKET_PARAMS, 1e6 * layout.dp * layout.cp)
+    embedding = model.vocab_size * model.hidden_size / layout.tp
+    return max(bucket, embedding)
 
 
 def estimate_memory(
@@ -196,6 +233,7 @@ def estimate_step(
         num_microbatches=m,
         grad_dtype=workload.grad_reduce_dtype,
         contention=acc.efficiency.overlap_contention,
+        tail_params=dp_tail_params(model, layout),
     )
     dp = layout.dp * layout.cp
     edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
