@@ -137,6 +137,7 @@ def _vector(eff: AcceleratorEfficiency) -> list[float]:
         eff.hbm,
         eff.kernel_overhead_us + 1.0,
         eff.expert_gemm,
+        eff.moe_sync_overhead_us + 1.0,
     ]
 
 
@@ -164,7 +165,9 @@ def fitted_names(cases: Sequence[PreparedCase]) -> list[str]:
 def fit_efficiency(
     cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
 ) -> AcceleratorEfficiency:
-    """Coordinate descent over bounded grids of every factor the cases exercise."""
+    """Coordinate descent over bounded grids of every factor the cases exercise. Formats with
+    too few rows follow the fitted ones (:func:`_all_formats`) during the fit as in the overlay,
+    so a row in such a format is scored with the efficiency it will be predicted with."""
     names = fitted_names(cases)
     formats = [NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")]
     if NumberFormat.BF16 not in prior.gemm:
@@ -177,16 +180,21 @@ def fit_efficiency(
             }
         }
     )
-    best = _loss(cases, eff, prior)
+    fitted = set(formats)
+
+    def consistent(e: AcceleratorEfficiency) -> AcceleratorEfficiency:
+        return e.model_copy(update={"gemm": _all_formats(e, prior, fitted, digits=12)})
+
+    best = _loss(cases, consistent(eff), prior)
     for _ in range(PASSES):
         for name in names:
             low, high = BOUNDS[name.split(".")[0]]
             for i in range(GRID_POINTS):
                 trial = _with(eff, name, low + (high - low) * i / (GRID_POINTS - 1))
-                value = _loss(cases, trial, prior)
+                value = _loss(cases, consistent(trial), prior)
                 if value < best - 1e-12:
                     best, eff = value, trial
-    return eff
+    return consistent(eff)
 
 
 def residuals(
@@ -212,7 +220,10 @@ def _summary(errors: list[float]) -> ResidualSummary:
 
 
 def _all_formats(
-    eff: AcceleratorEfficiency, prior: AcceleratorEfficiency, fitted: set[NumberFormat]
+    eff: AcceleratorEfficiency,
+    prior: AcceleratorEfficiency,
+    fitted: set[NumberFormat],
+    digits: int = 4,
 ) -> dict[NumberFormat, float]:
     """Fitted GEMM efficiencies, and for the formats without enough rows their prior scaled by
     the median fitted/prior ratio of the fitted ones (the software stack that lowers one format's
@@ -222,7 +233,7 @@ def _all_formats(
     scale = ratios[len(ratios) // 2] if ratios else 1.0
     out = {}
     for fmt, value in prior.gemm.items():
-        out[fmt] = round(eff.gemm[fmt] if fmt in fitted else value * scale, 4)
+        out[fmt] = round(eff.gemm[fmt] if fmt in fitted else value * scale, digits)
     return out
 
 
