@@ -135,16 +135,6 @@ def dp_exposed_time(
         reduce = ring_all_reduce_time(grad_bytes * dense_params, dp)
         reduce += ring_all_reduce_time(grad_bytes * expert_params, edp)
         gather = 0.0
-    if layout.zero >= 2:
-        # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
-        # its gradients (and ZeRO-3 re-gathers the parameters for every forward and backward).
-        gathers = 2.0 * gather if layout.zero >= 3 else 0.0
-        compute = slowest.backward_s + (slowest.forward_s if layout.zero >= 3 else 0.0)
-        per_microbatch = overlapped_exposed_time(reduce + gathers, compute, contention)
-        first_gather = 0.0
-        if layout.zero < 3:
-            first_gather = overlapped_exposed_time(gather, slowest.forward_s, contention)
-        return num_microbatches * per_microbatch + first_gather
     tail = min(tail_params, dense_params)
     tail_reduce = (
         reduce_scatter_time(grad_bytes * tail, dp)
@@ -152,6 +142,21 @@ def dp_exposed_time(
         else ring_all_reduce_time(grad_bytes * tail, dp)
     )
     tail_gather = all_gather_time(2.0 * tail, dp) if layout.zero >= 1 else 0.0
+    if layout.zero >= 2:
+        # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
+        # its gradients, the last bucket after the backward ends (and ZeRO-3 re-gathers the
+        # parameters for every forward and backward, prefetching them behind the compute).
+        gathers = 2.0 * gather if layout.zero >= 3 else 0.0
+        compute = slowest.backward_s + (slowest.forward_s if layout.zero >= 3 else 0.0)
+        per_microbatch = tail_reduce + overlapped_exposed_time(
+            max(0.0, reduce - tail_reduce) + gathers, compute, contention
+        )
+        first_gather = tail_gather
+        if layout.zero < 3:
+            first_gather += overlapped_exposed_time(
+                max(0.0, gather - tail_gather), slowest.forward_s, contention
+            )
+        return num_microbatches * per_microbatch + first_gather
     exposed = tail_reduce + overlapped_exposed_time(
         max(0.0, reduce - tail_reduce), slowest.backward_s, contention
     )
