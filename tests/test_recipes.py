@@ -213,3 +213,54 @@ def test_megatron_export_carries_the_settings() -> None:
     text = export(make_job(plan, workload=workload), "megatron").text
     assert "--recompute-modules layernorm moe_act" in text
     assert "--overlap-moe-expert-parallel-comm" in text and "--delay-wgrad-compute" in text
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from planner.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_framework_flags_reach_the_cost_model() -> None:
+    import json
+
+    base = ["estimate", "--model", "gpt-oss-120b", "--cluster", "hgx_h100x64", "--seq-len",
+            "4096", "--global-batch", "1280", "--pp", "4", "--ep", "8", "--json"]  # fmt: skip
+    code, out, err = _run(base)
+    assert code == 0, err
+    plain = json.loads(out)
+    code, out, err = _run([*base, "--moe-cuda-graphs", "--ep-overlap", "--grad-reduce", "bf16"])
+    assert code == 0, err
+    tuned = json.loads(out)
+    assert plain["breakdown_s"]["moe_sync"] > 0 and tuned["breakdown_s"]["moe_sync"] == 0
+    assert tuned["breakdown_s"]["ep_comm"] < plain["breakdown_s"]["ep_comm"]
+
+
+def test_cli_bad_recompute_module_is_one_line() -> None:
+    code, _, err = _run(
+        ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--recompute-modules", "attn"]
+    )
+    assert code == 2 and len(err.splitlines()) == 1 and "core_attn" in err
+    assert "Traceback" not in err
+
+
+def test_cli_export_emits_recompute_modules() -> None:
+    code, out, err = _run(
+        ["export", "--format", "megatron", "--model", "gpt-oss-120b", "--cluster",
+         "hgx_b200x64", "--seq-len", "4096", "--global-batch", "1280", "--fix", "recompute=selective",
+         "--recompute-modules", "layernorm,moe_act"]
+    )  # fmt: skip
+    assert code == 0, err
+    assert "--recompute-modules layernorm moe_act" in out

@@ -115,6 +115,7 @@ def _add_workload(
         "--precision", default="bf16", help="bf16 | fp8 | mxfp8 | nvfp4 | mxfp4 (default bf16)"
     )
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    _add_framework(p)
     if not cluster:
         return
     p.add_argument(
@@ -123,6 +124,69 @@ def _add_workload(
         help="calibration overlay for the cluster's accelerator (layout calibrate --measure)",
     )
     _add_cluster_edits(p)
+
+
+def _add_framework(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("framework settings (training; Megatron-LM names)")
+    g.add_argument(
+        "--recompute-modules",
+        metavar="M,M",
+        help="what selective recompute recomputes: core_attn (default), layernorm, moe_act, "
+        "mla_up_proj, mlp, shared_experts",
+    )
+    g.add_argument(
+        "--moe-dispatcher",
+        choices=("alltoall", "deepep", "hybridep"),
+        help="MoE token dispatch: NCCL all-to-all (default) or deduplicating (DeepEP, HybridEP)",
+    )
+    g.add_argument(
+        "--ep-overlap",
+        action="store_true",
+        help="overlap the EP all-to-all with another micro-batch (--overlap-moe-expert-parallel-comm)",
+    )
+    g.add_argument(
+        "--moe-cuda-graphs",
+        action="store_true",
+        help="MoE router/preprocessing captured in CUDA graphs: no per-layer host sync",
+    )
+    g.add_argument(
+        "--grad-reduce",
+        choices=("fp32", "bf16"),
+        help="gradient reduction dtype (default fp32; NVIDIA's recipes use bf16)",
+    )
+    g.add_argument(
+        "--no-tp-overlap",
+        action="store_true",
+        help="TP collectives not pipelined with their GEMMs (no --tp-comm-overlap)",
+    )
+
+
+def _framework(args: argparse.Namespace) -> dict[str, object]:
+    """TrainWorkload fields from the framework-settings flags (only those given)."""
+    from planner.errors import SpecError
+    from planner.specs.workload import RECOMPUTE_MODULES
+
+    out: dict[str, object] = {}
+    if getattr(args, "recompute_modules", None):
+        modules = tuple(m.strip() for m in args.recompute_modules.split(",") if m.strip())
+        unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
+        if unknown or not modules:
+            raise SpecError(
+                f"--recompute-modules '{args.recompute_modules}': each must be one of "
+                f"{', '.join(RECOMPUTE_MODULES)}"
+            )
+        out["recompute_modules"] = modules
+    if getattr(args, "moe_dispatcher", None):
+        out["moe_dispatch_dedup"] = args.moe_dispatcher != "alltoall"
+    if getattr(args, "ep_overlap", False):
+        out["ep_comm_overlap"] = True
+    if getattr(args, "moe_cuda_graphs", False):
+        out["moe_host_sync"] = False
+    if getattr(args, "grad_reduce", None):
+        out["grad_reduce_dtype"] = args.grad_reduce
+    if getattr(args, "no_tp_overlap", False):
+        out["tp_comm_overlap"] = False
+    return out
 
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
@@ -196,6 +260,7 @@ def _workload(args: argparse.Namespace) -> dict[str, object]:
         workload["global_batch"] = args.global_batch_tokens // args.seq_len
     elif args.global_batch is not None:
         workload["global_batch"] = args.global_batch
+    workload.update(_framework(args))
     return workload
 
 

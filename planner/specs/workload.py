@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
@@ -14,6 +14,8 @@ RecomputeModule = Literal[
 ]
 """Parts of a layer that selective recomputation can recompute (Megatron-LM
 ``--recompute-modules``; its ``moe`` module, which re-runs the token dispatch, is not modelled)."""
+RECOMPUTE_MODULES: tuple[str, ...] = get_args(RecomputeModule)
+"""The names of :data:`RecomputeModule`, in order."""
 
 
 class TrainWorkload(FrozenSpec):
