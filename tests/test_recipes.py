@@ -170,7 +170,7 @@ def test_every_recipe_cites_its_source() -> None:
     recipes = load_recipes(training_file().with_name("recipes.yaml"))
     assert {"N12", "N13", "N15", "N16", "N18", "N19", "N20", "N21"} <= set(recipes)
     for recipe in recipes.values():
-        assert "Megatron-Bridge" in recipe.source or "NeMo" in recipe.source
+        assert any(repo in recipe.source for repo in ("Megatron-Bridge", "NeMo", "Megatron-LM"))
 
 
 def test_recipe_for_an_unknown_row_is_an_error(tmp_path: Path) -> None:
@@ -264,3 +264,22 @@ def test_cli_export_emits_recompute_modules() -> None:
     )  # fmt: skip
     assert code == 0, err
     assert "--recompute-modules layernorm moe_act" in out
+
+
+def test_cross_entropy_traffic_by_hand() -> None:
+    """The loss on the last stage streams the [tokens, V / tp] logits: 1.7B GPT (V 131072),
+    4 x 4096 tokens, tp 1, unfused = 42 + 18 bytes per logit."""
+    from planner.cost.compute import CROSS_ENTROPY_BYTES_PER_LOGIT, cross_entropy_time
+
+    assert sum(CROSS_ENTROPY_BYTES_PER_LOGIT["unfused"]) == 60
+    assert sum(CROSS_ENTROPY_BYTES_PER_LOGIT["native"]) == 40
+    assert sum(CROSS_ENTROPY_BYTES_PER_LOGIT["te"]) == 6
+    forward, backward = cross_entropy_time(16384, 131072, "unfused", 2.5e12)
+    assert forward + backward == pytest.approx(60 * 16384 * 131072 / 2.5e12)  # ~52 ms
+
+
+def test_cross_entropy_of_the_rows(rows: dict[str, object]) -> None:
+    assert workload_of(rows["S1"]).cross_entropy == "unfused"  # type: ignore[arg-type]  # 2021
+    assert workload_of(rows["M1"]).cross_entropy == "unfused"  # type: ignore[arg-type]  # [U]
+    assert workload_of(rows["N15"]).cross_entropy == "native"  # type: ignore[arg-type]
+    assert workload_of(rows["N4"]).cross_entropy == "te"  # type: ignore[arg-type]

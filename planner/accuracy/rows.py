@@ -206,6 +206,8 @@ class RecipeRow(RowModel):
     """``overlap_moe_expert_parallel_comm``."""
     tp_comm_overlap: bool | None = None
     """TP-communication overlap (userbuffers)."""
+    cross_entropy: Literal["unfused", "native", "te"] | None = None
+    """Loss implementation (``TrainWorkload.cross_entropy``)."""
     cuda_graph_scope: list[str] | None = None
     """CUDA-graph capture scope (Megatron ``cuda_graph_scope``; ``full_layer`` = NeMo's
     ``enable_cuda_graphs``, the whole transformer layer): with the MoE preprocessing captured
@@ -397,6 +399,9 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
         "tp_comm_overlap": flash,
         "grad_reduce_dtype": "bf16" if perf_recipe else "fp32",
     }
+    if not flash:
+        # Megatron's fused cross entropy (2024-06) came after these runs too.
+        fields["cross_entropy"] = "unfused"
     recipe = row.recipe
     if recipe is not None:
         if recipe.moe_dispatcher is not None:
@@ -407,6 +412,8 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
             fields["tp_comm_overlap"] = recipe.tp_comm_overlap
         if recipe.recompute_modules is not None:
             fields["recompute_modules"] = recipe.recompute_modules
+        if recipe.cross_entropy is not None:
+            fields["cross_entropy"] = recipe.cross_entropy
         if recipe.cuda_graph_scope is not None:
             captured = {"moe_preprocess", "full_layer"} & set(recipe.cuda_graph_scope)
             fields["moe_host_sync"] = not captured

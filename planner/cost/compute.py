@@ -79,6 +79,40 @@ def logits_flops_per_token(model: ModelSpec) -> float:
     return 2.0 * model.vocab_size * model.hidden_size
 
 
+CROSS_ENTROPY_BYTES_PER_LOGIT: dict[str, tuple[float, float]] = {
+    "unfused": (42.0, 18.0),
+    "native": (30.0, 10.0),
+    "te": (2.0, 4.0),
+}
+"""(forward, backward) HBM bytes per logit (per token per vocabulary entry on this GPU) of the
+loss, by implementation (Megatron-LM ``megatron/core/tensor_parallel/cross_entropy.py`` and
+``fusions/fused_cross_entropy.py``, counted pass by pass; bf16 logits of 2 bytes, fp32 copies of
+4; every Megatron path transposes the [s, b, V] logits to [b, s, V] and back, 4 bytes each way).
+- ``unfused`` (``VocabParallelCrossEntropy``): ``.float()`` 2 + 4, max 4, subtract in place
+  4 + 4, exp in place 4 + 4, sum 4, divide in place 4 + 4, transpose 4 = 42; backward: scale the
+  saved softmax in place 4 + 4, cast to bf16 4 + 2, transpose 4 = 18.
+- ``native`` (``--cross-entropy-loss-fusion``, the same steps in jit-fused groups): cast + max
+  2 + 4, subtract + exp 4 + 4, sum 4, divide 4 + 4, transpose 4 = 30; backward: one fused
+  kernel 4 + 2, transpose 4 = 10.
+- ``te`` (``--cross-entropy-fusion-impl te``: one online-softmax kernel on the bf16 logits):
+  read 2 forward; read 2 and write the bf16 gradient 2 backward."""
+
+
+def cross_entropy_time(
+    tokens: float, vocab_per_gpu: float, impl: str, hbm_bytes_per_s: float
+) -> tuple[float, float]:
+    """(forward, backward) seconds of the loss over ``tokens`` tokens and ``vocab_per_gpu``
+    vocabulary entries (V / tp): memory-bound, bytes per logit x logits / bandwidth
+    (:data:`CROSS_ENTROPY_BYTES_PER_LOGIT`).
+
+    >>> cross_entropy_time(1000, 1000, "te", 1e9)
+    (0.002, 0.004)
+    """
+    forward, backward = CROSS_ENTROPY_BYTES_PER_LOGIT[impl]
+    logits = tokens * vocab_per_gpu
+    return forward * logits / hbm_bytes_per_s, backward * logits / hbm_bytes_per_s
+
+
 @lru_cache(maxsize=64)
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
     """Training model FLOPs per token (forward + backward, no recompute): 3 x forward of every

@@ -12,7 +12,7 @@ from planner.cost.comm import (
     reduce_scatter_time,
     routed_copies_crossing_domains,
 )
-from planner.cost.compute import logits_flops_per_token, matmul_time
+from planner.cost.compute import cross_entropy_time, logits_flops_per_token, matmul_time
 from planner.cost.gemm import elementwise_bytes_per_token, gemm_time, layer_gemms
 from planner.cost.memory import (
     ACTIVATION_BYTES,
@@ -187,15 +187,19 @@ def microbatch_compute(
     if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
         streamed += CAST_BYTES_PER_VALUE * (num_dense * dense_in + num_moe * moe_in)
     memory_bound = tokens * streamed / layout.tp / hbm
-    logits = 0.0
+    logits = loss_forward = loss_backward = 0.0
     if stage == layout.pp - 1:
         logits = matmul_time(
             tokens * logits_flops_per_token(model) / layout.tp,
             peak_flop_per_s=acc.peak_flop_per_s(bf16),
             efficiency=acc.gemm_efficiency(bf16),
         )
+        loss_forward, loss_backward = cross_entropy_time(
+            tokens, model.vocab_size / layout.tp, workload.cross_entropy, hbm
+        )
     forward = linear + attention + memory_bound + logits
-    backward = 2.0 * forward
+    backward = 2.0 * forward + loss_backward
+    forward += loss_forward
     if layout.recompute is Recompute.FULL:
         backward += linear + attention + memory_bound
     elif layout.recompute is Recompute.SELECTIVE:

@@ -50,6 +50,12 @@ class TrainWorkload(FrozenSpec):
     micro-batch computes (Megatron-LM ``--overlap-moe-expert-parallel-comm`` with
     ``--delay-wgrad-compute``; the forward of one and the backward of another are interleaved,
     as in DeepSeek-V3's DualPipe, arXiv 2412.19437 section 3.2.1); False = exposed."""
+    cross_entropy: Literal["unfused", "native", "te"] = "te"
+    """Loss implementation, which sets its HBM traffic over the [tokens, V / tp] logits:
+    Megatron-LM's plain vocab-parallel cross entropy (``unfused``, fp32 copies and in-place
+    passes), ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl native`` (jit-
+    fused groups of the same passes) or ``te`` (one kernel on the bf16 logits; Megatron-Bridge's
+    recipes)."""
     moe_host_sync: bool = True
     """MoE only: the dropless token dispatcher synchronises with the host once per MoE layer
     per micro-batch (Megatron's all-to-all and flex dispatchers read the per-expert token counts
