@@ -426,3 +426,20 @@ def test_docs_accuracy_serving_md_is_generated(serving_report) -> None:  # type:
         GOLDEN.write_text(generated, encoding="utf-8")
     assert GOLDEN.exists(), "docs/accuracy-serving.md is missing: run layout validate --markdown"
     assert GOLDEN.read_text(encoding="utf-8") == generated, "docs/accuracy-serving.md is stale"
+
+
+def test_serving_plans_carry_the_band_of_their_family() -> None:
+    """DESIGN.md section 9: the band is the median |error| of the family's serving validation
+    rows, kept beside the training residuals by `layout calibrate --fit`."""
+    workload = {"precision": "fp8", "kv_precision": "fp8"}
+    hopper = serve_search(model="70B", cluster="hgx_h200x8", workload=workload).best
+    record = load_cluster("hgx_h200x8").accelerator.calibration
+    assert record is not None and record.residuals["serving"].count >= 10
+    assert hopper.uncertainty_pct == pytest.approx(100 * record.residuals["serving"].median_abs)
+    assert not any("serving run" in w for w in hopper.warnings)
+    blackwell = serve_search(model="70B", cluster="hgx_b200x8", workload=workload).best
+    assert blackwell.uncertainty_pct is not None
+    assert any("rough guide" in w for w in blackwell.warnings)  # one B200 serving row
+    amd = serve_search(model="70B", cluster="mi300xx8", workload=workload).best
+    assert amd.uncertainty_pct is None
+    assert any("no published serving runs" in w for w in amd.warnings)

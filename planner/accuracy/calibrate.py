@@ -269,8 +269,30 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
             f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
         ),
         efficiency=fit,
-        residuals=residuals(cases, eff),
+        residuals={**residuals(cases, eff), **serving_residuals(accelerator.family, eff)},
     )
+
+
+def serving_residuals(family: str, eff: AcceleratorEfficiency) -> dict[str, ResidualSummary]:
+    """``{"serving": summary}`` of the bundled serving rows on ``family`` predicted with
+    ``eff`` (serving uses the same factors; its rows are scored, not fitted); empty if none."""
+    from planner.accuracy.serving import load_serving_rows, predict_row, serving_file
+
+    try:
+        rows = load_serving_rows(serving_file())
+    except SpecError:
+        return {}
+    errors = []
+    for row in rows:
+        try:
+            if load_cluster(row.cluster).accelerator.family != family:
+                continue
+        except SpecError:
+            continue
+        result = predict_row(row, eff)
+        if result.status == "ok" and result.error is not None:
+            errors.append(result.error)
+    return {"serving": _summary(errors)} if errors else {}
 
 
 class FamilyFit(FrozenSpec):

@@ -46,6 +46,7 @@ from planner.search.serving import memory_cost, operating_point, serve_setup
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat, bits_per_value
+from planner.specs.hardware import AcceleratorEfficiency
 from planner.specs.model import ModelSpec
 from planner.specs.result import ServeLayout
 from planner.specs.workload import ServeWorkload
@@ -270,8 +271,11 @@ def _metric(row: ServingRow) -> tuple[str, float]:
     raise SpecError(f"row {row.id}: no comparable measurement")
 
 
-def predict_row(row: ServingRow) -> ServingRowResult:
-    """Score one row; a SpecError or InfeasibleError becomes a not-evaluated row."""
+def predict_row(
+    row: ServingRow, efficiency: AcceleratorEfficiency | None = None
+) -> ServingRowResult:
+    """Score one row; a SpecError or InfeasibleError becomes a not-evaluated row.
+    ``efficiency`` replaces the accelerator's factors (the calibration scores a fit with it)."""
     metric, measured = _metric(row)
     workload = serve_workload_of(row)
     lay = row.layout
@@ -297,6 +301,9 @@ def predict_row(row: ServingRow) -> ServingRowResult:
     }
     try:
         cluster = load_cluster(row.cluster)
+        if efficiency is not None:
+            acc = cluster.accelerator.model_copy(update={"efficiency": efficiency})
+            cluster = cluster.model_copy(update={"accelerator": acc})
         base["accelerator"] = cluster.accelerator.name
         predicted, concurrency, ttft_ms = _predict(row, workload, layout, cluster)
     except (SpecError, InfeasibleError) as exc:

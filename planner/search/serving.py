@@ -28,6 +28,7 @@ from planner.errors import SpecError
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
+from planner.specs.hardware import AcceleratorSpec
 from planner.specs.model import ModelSpec
 from planner.specs.result import PlacementEntry, ServeLayout, ServeMemory, ServePlan
 from planner.specs.workload import ServeWorkload
@@ -346,7 +347,7 @@ def to_serve_plan(
     prefill = ttft_time(
         setup, running=idle, prompt_len=workload.prompt_len, chunk_tokens=workload.max_batch_tokens
     )
-    warnings = []
+    uncertainty, warnings = serve_trust(acc)
     if layout.precision in (NumberFormat.NVFP4, NumberFormat.MXFP4):
         warnings.append(f"{layout.precision} serving is validated on one published run only")
     return ServePlan(
@@ -381,8 +382,29 @@ def to_serve_plan(
         ),
         breakdown_s=point.tpot.as_dict(),
         placement=serve_placement(cluster, layout),
+        uncertainty_pct=uncertainty,
         warnings=warnings,
     )
+
+
+MIN_SERVING_ROWS = 5
+"""Fewer validated serving runs than this on a family earns a warning."""
+
+
+def serve_trust(acc: AcceleratorSpec) -> tuple[float | None, list[str]]:
+    """(typical error in %, warnings) from the serving residuals the family's calibration keeps
+    (median |error| of its serving validation rows; DESIGN.md section 9)."""
+    record = acc.calibration
+    summary = None if record is None else record.residuals.get("serving")
+    if summary is None:
+        return None, [f"no published serving runs validate {acc.family} accelerators"]
+    warnings = []
+    if summary.count < MIN_SERVING_ROWS:
+        warnings.append(
+            f"only {summary.count} validated serving run(s) on {acc.family}; "
+            "the band is a rough guide"
+        )
+    return 100.0 * summary.median_abs, warnings
 
 
 def replicas_for(per_replica_tokens_per_s: float, target: float) -> int:
