@@ -11,10 +11,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
-from planner.catalog.io import read_text, validate_spec
+from planner.catalog.io import load_list, load_mapping, read_text, validate_spec
 from planner.errors import SpecError
 from planner.specs.formats import NumberFormat
 from planner.specs.model import MLASpec, ModelSpec, MoESpec
@@ -266,12 +265,7 @@ def training_file() -> Path:
 
 def load_rows(path: Path) -> list[TrainingRow]:
     """The rows of a training validation file, in file order."""
-    try:
-        data = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as exc:
-        raise SpecError(f"cannot parse '{path}': {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, list):
-        raise SpecError(f"'{path}' must hold a list of rows")
+    data = load_list(path)
     rows = [
         validate_spec(TrainingRow, item, where=f"{path.name} row {i}")
         for i, item in enumerate(data)
@@ -294,12 +288,7 @@ def load_recipes(path: Path) -> dict[str, RecipeRow]:
     """Row id -> recipe settings from ``path``; empty when the file does not exist."""
     if not path.is_file():
         return {}
-    try:
-        data = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as exc:
-        raise SpecError(f"cannot parse '{path}': {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"'{path}' must map row ids to recipe settings")
+    data = load_mapping(path)
     return {
         str(key): validate_spec(RecipeRow, value, where=f"{path.name} {key}")
         for key, value in data.items()
@@ -404,16 +393,11 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
         fields["cross_entropy"] = "unfused"
     recipe = row.recipe
     if recipe is not None:
+        for name in ("ep_comm_overlap", "tp_comm_overlap", "recompute_modules", "cross_entropy"):
+            if getattr(recipe, name) is not None:
+                fields[name] = getattr(recipe, name)
         if recipe.moe_dispatcher is not None:
             fields["moe_dispatch_dedup"] = recipe.moe_dispatcher != "alltoall"
-        if recipe.ep_comm_overlap is not None:
-            fields["ep_comm_overlap"] = recipe.ep_comm_overlap
-        if recipe.tp_comm_overlap is not None:
-            fields["tp_comm_overlap"] = recipe.tp_comm_overlap
-        if recipe.recompute_modules is not None:
-            fields["recompute_modules"] = recipe.recompute_modules
-        if recipe.cross_entropy is not None:
-            fields["cross_entropy"] = recipe.cross_entropy
         if recipe.cuda_graph_scope is not None:
             captured = {"moe_preprocess", "full_layer"} & set(recipe.cuda_graph_scope)
             fields["moe_host_sync"] = not captured

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field
 
 from planner.accuracy.rows import (
@@ -38,7 +37,7 @@ from planner.accuracy.rows import (
 )
 from planner.accuracy.run import Summary, summarize
 from planner.catalog import load_cluster
-from planner.catalog.io import read_text, validate_spec
+from planner.catalog.io import load_list, validate_spec
 from planner.catalog.store import suggest
 from planner.cost.serving_time import uniform_requests_throughput
 from planner.errors import InfeasibleError, SpecError, one_line
@@ -204,12 +203,7 @@ def serving_file() -> Path:
 
 def load_serving_rows(path: Path) -> list[ServingRow]:
     """Rows of a serving validation file, in file order."""
-    try:
-        data = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as exc:
-        raise SpecError(f"cannot parse '{path}': {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, list):
-        raise SpecError(f"'{path}' must hold a list of rows")
+    data = load_list(path)
     return [validate_spec(ServingRow, r, where=f"{path.name} row {i}") for i, r in enumerate(data)]
 
 

@@ -39,18 +39,31 @@ def read_text(path: Path) -> str:
     return text
 
 
-def load_mapping(path: Path) -> dict[str, object]:
-    """Parse a YAML or JSON file whose top level must be a mapping (YAML: safe loader only)."""
+def _parse(path: Path) -> object:
+    """Parse a YAML (safe loader only) or JSON file; every failure is one SpecError line."""
     text = read_text(path)
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError(f"cannot parse '{path}': {first}") from None
     except RecursionError:
         raise SpecError(f"cannot parse '{path}': nested too deeply to be a spec") from None
+
+
+def load_mapping(path: Path) -> dict[str, object]:
+    """Parse a YAML or JSON file whose top level must be a mapping."""
+    data = _parse(path)
     if not isinstance(data, dict):
         raise SpecError(f"'{path}' must hold a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def load_list(path: Path) -> list[object]:
+    """Parse a YAML or JSON file whose top level must be a list (of rows)."""
+    data = _parse(path)
+    if not isinstance(data, list):
+        raise SpecError(f"'{path}' must hold a list of rows, got {type(data).__name__}")
     return data
 
 
