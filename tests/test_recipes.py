@@ -283,3 +283,14 @@ def test_cross_entropy_of_the_rows(rows: dict[str, object]) -> None:
     assert workload_of(rows["M1"]).cross_entropy == "unfused"  # type: ignore[arg-type]  # [U]
     assert workload_of(rows["N15"]).cross_entropy == "native"  # type: ignore[arg-type]
     assert workload_of(rows["N4"]).cross_entropy == "te"  # type: ignore[arg-type]
+
+
+def test_settings_a_layout_does_not_use_are_said() -> None:
+    workload = TrainWorkload(recompute_modules=("layernorm",), ep_comm_overlap=True)
+    plan = planner.estimate(
+        model="70B", cluster="hgx_b200x16", layout={"tp": 4, "pp": 2}, workload=workload
+    )
+    assert any("apply to selective recomputation" in w for w in plan.warnings)
+    assert any("has no experts" in w for w in plan.warnings)
+    quiet = planner.estimate(model="70B", cluster="hgx_b200x16", layout={"tp": 4, "pp": 2})
+    assert not any("recompute modules" in w or "no experts" in w for w in quiet.warnings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from planner.cost.step import StageMemory, StepCost, estimate_step
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
-from planner.specs.layout import Layout
+from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.result import MemoryBreakdown, Plan
 from planner.specs.workload import TrainWorkload
@@ -89,6 +89,22 @@ def trust(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> tuple[float
     return uncertainty, warnings
 
 
+def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> list[str]:
+    """Framework settings the user gave that this layout or model does not use (said, not
+    silently dropped)."""
+    out = []
+    if workload.recompute_modules != ("core_attn",) and layout.recompute is not Recompute.SELECTIVE:
+        out.append(
+            f"recompute modules {','.join(workload.recompute_modules)} apply to selective "
+            f"recomputation; this layout uses {layout.recompute}"
+        )
+    if model.moe is None and (
+        workload.ep_comm_overlap or workload.moe_dispatch_dedup or not workload.moe_host_sync
+    ):
+        out.append(f"the MoE dispatch settings have no effect: {model.name} has no experts")
+    return out
+
+
 def to_plan(
     model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout, cost: StepCost
 ) -> Plan:
@@ -98,6 +114,7 @@ def to_plan(
     tokens_per_s = workload.tokens_per_step / step
     model_flops_per_gpu = cost.model_flops_per_step / step / layout.num_gpus
     uncertainty, warnings = trust(model, cluster, layout)
+    warnings += unused_settings(model, workload, layout)
     return Plan(
         model=model.name,
         cluster=cluster.name,
