@@ -23,13 +23,9 @@ from planner.accuracy.rows import (
 )
 from planner.accuracy.run import run_validation
 from planner.catalog import load_accelerator, load_cluster
+from planner.cost.expert import ep_exposed_per_microbatch, moe_sync_time
 from planner.cost.memory import ACTIVATION_BYTES, selective_recompute_saved_values
-from planner.cost.stage import (
-    ep_exposed_per_microbatch,
-    microbatch_compute,
-    moe_sync_time,
-    stage_memory,
-)
+from planner.cost.stage import microbatch_compute, stage_memory
 from planner.errors import SpecError
 from planner.report.export import export, make_job
 from planner.specs.layout import Layout, Recompute

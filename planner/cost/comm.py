@@ -96,3 +96,17 @@ def routed_copies_crossing_domains(top_k: int, num_domains: int) -> float:
     if z <= 1:
         return 0.0
     return z * (1.0 - ((z - 1) / z) ** top_k) * (z - 1) / z
+
+
+def overlapped_exposed_time(comm_s: float, compute_s: float, contention: float) -> float:
+    """Time a communication adds when it runs concurrently with ``compute_s`` of work: the part
+    that outlasts the compute, plus the slowdown of the overlapped part (communication kernels
+    take SMs and HBM bandwidth from the compute they hide behind; ``contention`` is that fraction,
+    an accelerator efficiency factor).
+
+    >>> overlapped_exposed_time(1.0, 3.0, 0.0)
+    0.0
+    >>> overlapped_exposed_time(3.0, 1.0, 0.5)
+    2.5
+    """
+    return max(0.0, comm_s - compute_s) + contention * min(comm_s, compute_s)

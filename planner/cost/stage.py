@@ -7,12 +7,12 @@ from functools import lru_cache
 
 from planner.cost.comm import (
     all_gather_time,
-    all_to_all_time,
+    overlapped_exposed_time,
     p2p_time,
     reduce_scatter_time,
-    routed_copies_crossing_domains,
 )
 from planner.cost.compute import cross_entropy_time, logits_flops_per_token, matmul_time
+from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatch, moe_sync_time
 from planner.cost.gemm import elementwise_bytes_per_token, gemm_time, layer_gemms
 from planner.cost.memory import (
     ACTIVATION_BYTES,
@@ -149,8 +149,10 @@ def microbatch_compute(
 
     GEMMs: :mod:`planner.cost.gemm` at the precision's peak; attention cores (flash attention) at
     the bf16 peak x attention efficiency; memory-bound kernels at HBM bandwidth x eta_hbm, with the
-    casts of low-precision inputs; backward = 2 x forward (input and weight gradients); full
-    recompute adds a forward, selective the attention cores (Korthikanti et al. 2022, section 5).
+    casts of low-precision inputs; backward = 2 x forward (input and weight gradients); the last
+    stage adds the logits GEMM and the loss's passes over the logits
+    (:func:`planner.cost.compute.cross_entropy_time`); full recompute adds a forward, selective
+    the modules ``workload.recompute_modules`` names (:func:`selective_recompute_time`).
     """
     tokens = layout.mbs * workload.seq_len / layout.cp
     fmt = layout.precision
@@ -239,20 +241,6 @@ def unfused_attention_time(
     return gemms + score_bytes * num_layers / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
 
 
-def overlapped_exposed_time(comm_s: float, compute_s: float, contention: float) -> float:
-    """Time a communication adds when it runs concurrently with ``compute_s`` of work: the part
-    that outlasts the compute, plus the slowdown of the overlapped part (communication kernels
-    take SMs and HBM bandwidth from the compute they hide behind; ``contention`` is that fraction,
-    an accelerator efficiency factor).
-
-    >>> overlapped_exposed_time(1.0, 3.0, 0.0)
-    0.0
-    >>> overlapped_exposed_time(3.0, 1.0, 0.5)
-    2.5
-    """
-    return max(0.0, comm_s - compute_s) + contention * min(comm_s, compute_s)
-
-
 def tp_comm_per_microbatch(
     model: ModelSpec,
     workload: TrainWorkload,
@@ -312,68 +300,6 @@ def cp_comm_per_microbatch(
     exposed = overlapped_exposed_time(forward, attention_per_layer, contention)
     exposed += overlapped_exposed_time(backward, 2 * attention_per_layer, contention)
     return exposed * num_layers
-
-
-def ep_comm_per_microbatch(
-    model: ModelSpec,
-    workload: TrainWorkload,
-    layout: Layout,
-    num_moe_layers: float,
-    ep: CommDomain,
-) -> float:
-    """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, scaled by the
-    expert load imbalance (the busiest rank sets the pace).
-
-    Each rank sends the (ep - 1)/ep remote share of its top-k routed copies (B T k D bf16
-    values) over the group's bottleneck link (NCCL all-to-all, Megatron's alltoall dispatcher).
-    With ``workload.moe_dispatch_dedup`` (DeepEP-style dispatch) a group that spans Z domains
-    sends only the copies bound for other domains over the NIC, each once per destination domain
-    (:func:`routed_copies_crossing_domains`), and fans them out over NVLink.
-    """
-    moe = model.moe
-    if moe is None or ep.size == 1:
-        return 0.0
-    tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
-    per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * workload.expert_load_imbalance
-    if ep.num_domains > 1 and workload.moe_dispatch_dedup:
-        crossing = per_copy * routed_copies_crossing_domains(moe.top_k, ep.num_domains)
-        one_way = crossing / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s
-    else:
-        one_way = all_to_all_time(per_copy * moe.top_k, ep)
-    return 4 * one_way * num_moe_layers
-
-
-def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers: float) -> float:
-    """Host-synchronisation time of one micro-batch's MoE layers: the accelerator's fitted
-    ``moe_sync_overhead_us`` per MoE layer (forward + backward) when the dispatcher reads the
-    per-expert token counts on the host (``workload.moe_host_sync``; Megatron-LM's dropless
-    all-to-all and flex dispatchers do, to size the all-to-all and the grouped GEMM's per-expert
-    splits, unless the preprocessing is captured in a CUDA graph).
-
-    >>> from planner.catalog import load_accelerator
-    >>> moe_sync_time(load_accelerator("h100_sxm"), TrainWorkload(moe_host_sync=False), 12)
-    0.0
-    """
-    if not workload.moe_host_sync or num_moe_layers == 0:
-        return 0.0
-    return num_moe_layers * acc.efficiency.moe_sync_overhead_us * 1e-6
-
-
-def ep_exposed_per_microbatch(
-    comm_s: float, *, compute_s: float, workload: TrainWorkload, contention: float
-) -> float:
-    """Exposed part of a micro-batch's EP all-to-all: all of it, or with
-    ``workload.ep_comm_overlap`` what outlasts the other micro-batch's forward and backward
-    compute it runs under, plus the contention fraction of the overlapped time
-    (:func:`overlapped_exposed_time`).
-
-    >>> w = TrainWorkload(ep_comm_overlap=True)
-    >>> ep_exposed_per_microbatch(1.0, compute_s=3.0, workload=w, contention=0.1)
-    0.1
-    """
-    if not workload.ep_comm_overlap:
-        return comm_s
-    return overlapped_exposed_time(comm_s, compute_s, contention)
 
 
 def microbatch_time(

@@ -5,7 +5,9 @@ Overlap policy (named, explicit; ``OVERLAP_POLICY`` below). Overlapped communica
 free: beyond the part that outlasts its compute, the accelerator's ``overlap_contention`` fraction
 of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_time`).
 - TP collectives hide behind the layer's GEMMs when ``tp_comm_overlap`` is on, else are exposed;
-  EP all-to-all is exposed; the CP K/V ring hides behind attention.
+  EP all-to-all is exposed unless ``ep_comm_overlap`` hides it behind another micro-batch's
+  compute; the CP K/V ring hides behind attention; the MoE dispatcher's host sync is exposed.
+- DP: the last gradient bucket's reduction and the first bucket's gather are exposed.
 - DP gradient reduce-scatter (all-reduce at ZeRO-0) overlaps with the backward pass of the last
   micro-batch, and the ZeRO parameter all-gather with the forward of the first one
   (Megatron-LM ``--overlap-grad-reduce`` / ``--overlap-param-gather``); ZeRO-2/3 reduce every
@@ -18,14 +20,19 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from planner.cost.comm import all_gather_time, p2p_time, reduce_scatter_time, ring_all_reduce_time
+from planner.cost.comm import (
+    all_gather_time,
+    overlapped_exposed_time,
+    p2p_time,
+    reduce_scatter_time,
+    ring_all_reduce_time,
+)
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES
 from planner.cost.stage import (
     MicrobatchTime,
     StageMemory,
     microbatch_time,
-    overlapped_exposed_time,
     stage_memory,
     stage_params_per_gpu,
 )
@@ -37,8 +44,8 @@ from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
 
 OVERLAP_POLICY = (
-    "tp-behind-gemms-if-enabled; ep-exposed; cp-behind-attention; dp-behind-one-microbatch; "
-    "pp-sends-exposed; overlap-contention"
+    "tp-behind-gemms-if-enabled; ep-exposed-or-behind-other-microbatch; cp-behind-attention; "
+    "dp-behind-one-microbatch-but-last-bucket; pp-sends-exposed; overlap-contention"
 )
 """Name of the overlap policy this module implements (reported with every estimate)."""
 OPTIMIZER_STEP_BYTES_PER_PARAM = 30.0

@@ -1,0 +1,78 @@
+"""Expert parallelism: the all-to-all that dispatches routed tokens and combines them, its
+overlap with another micro-batch's compute, and the dispatcher's host synchronisation."""
+
+from __future__ import annotations
+
+from planner.cost.comm import (
+    all_to_all_time,
+    overlapped_exposed_time,
+    routed_copies_crossing_domains,
+)
+from planner.cost.memory import ACTIVATION_BYTES
+from planner.specs.comm import CommDomain
+from planner.specs.hardware import AcceleratorSpec
+from planner.specs.layout import Layout
+from planner.specs.model import ModelSpec
+from planner.specs.workload import TrainWorkload
+
+
+def ep_comm_per_microbatch(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    num_moe_layers: float,
+    ep: CommDomain,
+) -> float:
+    """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, scaled by the
+    expert load imbalance (the busiest rank sets the pace).
+
+    Each rank sends the (ep - 1)/ep remote share of its top-k routed copies (B T k D bf16
+    values) over the group's bottleneck link (NCCL all-to-all, Megatron's alltoall dispatcher).
+    With ``workload.moe_dispatch_dedup`` (DeepEP-style dispatch) a group that spans Z domains
+    sends only the copies bound for other domains over the NIC, each once per destination domain
+    (:func:`routed_copies_crossing_domains`), and fans them out over NVLink.
+    """
+    moe = model.moe
+    if moe is None or ep.size == 1:
+        return 0.0
+    tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
+    per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * workload.expert_load_imbalance
+    if ep.num_domains > 1 and workload.moe_dispatch_dedup:
+        crossing = per_copy * routed_copies_crossing_domains(moe.top_k, ep.num_domains)
+        one_way = crossing / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s
+    else:
+        one_way = all_to_all_time(per_copy * moe.top_k, ep)
+    return 4 * one_way * num_moe_layers
+
+
+def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers: float) -> float:
+    """Host-synchronisation time of one micro-batch's MoE layers: the accelerator's fitted
+    ``moe_sync_overhead_us`` per MoE layer (forward + backward) when the dispatcher reads the
+    per-expert token counts on the host (``workload.moe_host_sync``; Megatron-LM's dropless
+    all-to-all and flex dispatchers do, to size the all-to-all and the grouped GEMM's per-expert
+    splits, unless the preprocessing is captured in a CUDA graph).
+
+    >>> from planner.catalog import load_accelerator
+    >>> moe_sync_time(load_accelerator("h100_sxm"), TrainWorkload(moe_host_sync=False), 12)
+    0.0
+    """
+    if not workload.moe_host_sync or num_moe_layers == 0:
+        return 0.0
+    return num_moe_layers * acc.efficiency.moe_sync_overhead_us * 1e-6
+
+
+def ep_exposed_per_microbatch(
+    comm_s: float, *, compute_s: float, workload: TrainWorkload, contention: float
+) -> float:
+    """Exposed part of a micro-batch's EP all-to-all: all of it, or with
+    ``workload.ep_comm_overlap`` what outlasts the other micro-batch's forward and backward
+    compute it runs under, plus the contention fraction of the overlapped time
+    (:func:`overlapped_exposed_time`).
+
+    >>> w = TrainWorkload(ep_comm_overlap=True)
+    >>> ep_exposed_per_microbatch(1.0, compute_s=3.0, workload=w, contention=0.1)
+    0.1
+    """
+    if not workload.ep_comm_overlap:
+        return comm_s
+    return overlapped_exposed_time(comm_s, compute_s, contention)
