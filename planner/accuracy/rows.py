@@ -274,9 +274,8 @@ def load_rows(path: Path) -> list[TrainingRow]:
     if len(set(ids)) != len(ids):
         raise SpecError(f"'{path}' has duplicate row ids")
     recipes = load_recipes(path.with_name(RECIPES_FILE))
-    unknown = sorted(set(recipes) - set(ids))
-    if unknown:
-        raise SpecError(f"{RECIPES_FILE} names rows that '{path.name}' lacks: {unknown}")
+    # An entry for a row this file lacks is ignored: the rows file may be a newer or older copy
+    # of the shared set (tests check the bundled pair matches).
     return [r.model_copy(update={"recipe": recipes.get(r.id)}) for r in rows]
 
 
