@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import planner
 from planner.catalog import load_cluster, load_model
 from planner.cost.comm import ring_all_reduce_time
 from planner.cost.memory import activation_bytes_per_layer
@@ -141,3 +142,24 @@ def test_dp_last_bucket_is_exposed_by_hand() -> None:
     model = load_model("8B")  # vocab 128256 x 4096 = 525M > 40M bucket
     assert dp_tail_params(model, Layout(tp=2, dp=8)) == 128256 * 4096 / 2
     assert dp_tail_params(model, Layout(tp=1, dp=128, cp=1)) == 128256 * 4096
+
+
+def test_heaviest_moe_stage_is_checked_after_leading_dense_layers() -> None:
+    """DeepSeek-V3 (3 dense layers, then 58 MoE layers) on 32 stages: stage 1 holds only dense
+    layers 1-2, stage 2 the first two MoE layers (2 x 256 experts of 3 x 7168 x 2048 = 22.5B
+    parameters at EP 1). Memory and time must see stage 2, not only stages 0, 1 and the last."""
+    from planner.cost.step import estimate_memory, representative_stages
+    from planner.specs.workload import TrainWorkload
+
+    model = load_model("671B")
+    assert representative_stages(32, model, 4096) == [0, 1, 2, 31]
+    assert representative_stages(32) == [0, 1, 31]  # without the model: uniform layers
+    workload = TrainWorkload(seq_len=4096, global_batch=8192)
+    stages, memory = estimate_memory(model, workload, Layout(tp=2, pp=32, dp=32, zero=1))
+    by_stage = dict(zip(stages, memory, strict=True))
+    assert by_stage[2].weights > 10 * by_stage[1].weights
+    plan = planner.estimate(
+        model="671B", cluster="hgx_h800x2048", layout={"tp": 2, "pp": 32, "dp": 32},
+        workload={"seq_len": 4096, "global_batch": 8192, "precision": "fp8"},
+    )  # fmt: skip
+    assert not plan.fits and plan.memory.binding_stage == 2

@@ -18,6 +18,8 @@ The step time is the sum of the exposed terms (``breakdown_s``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pydantic import Field
 
 from planner.cost.comm import (
@@ -28,7 +30,8 @@ from planner.cost.comm import (
     ring_all_reduce_time,
 )
 from planner.cost.compute import model_flops_per_token
-from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES
+from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, stage_layers
+from planner.cost.profile import layer_table
 from planner.cost.stage import (
     MicrobatchTime,
     StageMemory,
@@ -91,15 +94,33 @@ class StepCost(FrozenSpec):
         return max(self.stage_memory, key=lambda s: s.total)
 
 
-def representative_stages(pp: int) -> list[int]:
+def representative_stages(pp: int, model: ModelSpec | None = None, seq_len: int = 0) -> list[int]:
     """Stages that bound time and memory: the first (embedding, most micro-batches in flight),
-    the second (the first middle stage: most layers, pp - 1 in flight) and the last (logits).
-    Later middle stages have no more layers and fewer micro-batches in flight.
+    the second (the first middle stage: pp - 1 in flight), the last (logits), and, for a model
+    whose layers differ in size (leading dense layers before the MoE ones), every middle stage
+    up to the first that holds the most parameters: later middle stages have no more layers,
+    no more parameters and fewer micro-batches in flight, so none of them can be the peak.
 
     >>> representative_stages(1), representative_stages(2), representative_stages(8)
     ([0], [0, 1], [0, 1, 7])
     """
-    return sorted({0, min(1, pp - 1), pp - 1})
+    stages = {0, min(1, pp - 1), pp - 1}
+    if model is not None and pp > 3:
+        heaviest = _first_heaviest_middle_stage(model, pp, seq_len)
+        stages.update(range(1, heaviest + 1))
+    return sorted(stages)
+
+
+@lru_cache(maxsize=4096)
+def _first_heaviest_middle_stage(model: ModelSpec, pp: int, seq_len: int) -> int:
+    table = layer_table(model, seq_len)
+    weights = []
+    for stage in range(1, pp - 1):
+        layers = stage_layers(model, pp, stage)
+        weights.append(
+            (table.total("dense_params", layers) + table.total("expert_params", layers), -stage)
+        )
+    return -max(weights)[1]
 
 
 def dp_exposed_time(
@@ -198,7 +219,7 @@ def estimate_memory(
 ) -> tuple[list[int], list[StageMemory]]:
     """(stages, memory of one GPU of each) for the stages that bound the peak."""
     m = workload.global_batch // (layout.dp * layout.mbs)
-    stages = representative_stages(layout.pp)
+    stages = representative_stages(layout.pp, model, workload.seq_len)
     return stages, [stage_memory(model, workload, layout, s, m) for s in stages]
 
 
@@ -217,7 +238,7 @@ def estimate_step(
     being the bubble (Narayanan et al. SC'21, arXiv 2104.04473, section 2.2).
     """
     m = workload.global_batch // (layout.dp * layout.mbs)
-    stages = representative_stages(layout.pp)
+    stages = representative_stages(layout.pp, model, workload.seq_len)
     times = [
         microbatch_time(model, acc, workload, layout, stage=s, domains=domains) for s in stages
     ]
@@ -283,7 +304,7 @@ def step_time_lower_bound(
     global_batch / dp x (slowest stage's micro-batch time at recompute none) / mbs bounds it.
     """
     plain = layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1})
-    stages = representative_stages(layout.pp)
+    stages = representative_stages(layout.pp, model, workload.seq_len)
     slowest = max(
         microbatch_time(model, acc, workload, plain, stage=s, domains=domains).total for s in stages
     )

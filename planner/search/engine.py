@@ -58,10 +58,28 @@ def _row(layout: Layout) -> dict[str, int]:
     return row
 
 
+def dominant_rows(candidates: list[Candidate], costs: list[int]) -> list[int]:
+    """Per structure (parallel degrees, precision, GPU count) the cheapest row, the first on a
+    tie, in candidate order: no other row of a structure can be the optimum or a runner-up, since
+    runners-up differ in structure (DESIGN.md section 7: prune what is dominated)."""
+    best: dict[tuple[object, ...], int] = {}
+    for i, c in enumerate(candidates):
+        key = (c.layout.num_gpus, *c.structure)
+        if key not in best or costs[i] < costs[best[key]]:
+            best[key] = i
+    return sorted(best.values())
+
+
 def _rank_cpsat(
     candidates: list[Candidate], costs: list[int], config: SolverConfig
 ) -> tuple[list[int], SolverInfo]:
-    solver = LayoutSolver(costs, [_row(c.layout) for c in candidates], list(STRUCTURE), config)
+    keep = dominant_rows(candidates, costs)
+    solver = LayoutSolver(
+        [costs[i] for i in keep],
+        [_row(candidates[i].layout) for i in keep],
+        list(STRUCTURE),
+        config,
+    )
     first = solver.solve()
     if first.index < 0:
         raise InternalError(f"CP-SAT ended {first.status} on a non-empty candidate set")
@@ -72,6 +90,7 @@ def _rank_cpsat(
         if nxt.index < 0:
             break
         chosen.append(nxt.index)
+    chosen = [keep[i] for i in chosen]
     info = SolverInfo(
         name="cp-sat",
         status=first.status,
