@@ -200,18 +200,20 @@ DDP_BUCKET_PARAMS = 40e6
 the backward (megatron/training/training.py, ``get_model``: ``ddp_config.bucket_size``)."""
 
 
-def dp_tail_params(model: ModelSpec, layout: Layout) -> float:
-    """Parameters per GPU in the bucket that reduces after the backward ends: a full bucket
-    (max(40M, 1M x dp x cp) parameters), or the input embedding (the first parameters, so the
-    last gradients) when it is larger, for it is never split across buckets.
+def dp_tail_params(model: ModelSpec, layout: Layout, stage: int = 0) -> float:
+    """Parameters per GPU in the bucket that reduces after ``stage``'s backward ends: a full
+    bucket (max(40M, 1M x dp x cp) parameters), or on the first stage the input embedding (the
+    first parameters, so the last gradients) when it is larger, for it is never split across
+    buckets.
 
     >>> from planner.cost.params import _tiny
     >>> dp_tail_params(_tiny(), Layout(dp=8))
     40000000.0
     """
     bucket = max(DDP_BUCKET_PARAMS, 1e6 * layout.dp * layout.cp)
-    embedding = model.vocab_size * model.hidden_size / layout.tp
-    return max(bucket, embedding)
+    if stage != 0:
+        return bucket
+    return max(bucket, model.vocab_size * model.hidden_size / layout.tp)
 
 
 def estimate_memory(
@@ -254,20 +256,21 @@ def estimate_step(
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     sends = 2 * (m * layout.vpp + layout.pp - 1) if layout.pp > 1 else 0
     breakdown["pp_comm"] = sends * p2p_time(act_message / layout.tp, domains["pp"])
-    dense, expert = max(
-        (stage_params_per_gpu(model, layout, s, workload.seq_len) for s in stages), key=sum
+    params = {s: stage_params_per_gpu(model, layout, s, workload.seq_len) for s in stages}
+    breakdown["dp_comm"] = max(
+        dp_exposed_time(
+            *params[s],
+            layout,
+            domains,
+            slowest=slowest,
+            num_microbatches=m,
+            grad_dtype=workload.grad_reduce_dtype,
+            contention=acc.efficiency.overlap_contention,
+            tail_params=dp_tail_params(model, layout, stage=s),
+        )
+        for s in stages
     )
-    breakdown["dp_comm"] = dp_exposed_time(
-        dense,
-        expert,
-        layout,
-        domains,
-        slowest=slowest,
-        num_microbatches=m,
-        grad_dtype=workload.grad_reduce_dtype,
-        contention=acc.efficiency.overlap_contention,
-        tail_params=dp_tail_params(model, layout),
-    )
+    dense, expert = max(params.values(), key=sum)
     dp = layout.dp * layout.cp
     edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
     shard = dense / dp + expert / edp if layout.zero >= 1 else dense + expert
