@@ -443,3 +443,18 @@ def test_serving_plans_carry_the_band_of_their_family() -> None:
     amd = serve_search(model="70B", cluster="mi300xx8", workload=workload).best
     assert amd.uncertainty_pct is None
     assert any("no published serving runs" in w for w in amd.warnings)
+
+
+def test_serving_weights_take_the_heaviest_stage() -> None:
+    """DeepSeek-V3's three leading dense layers make the first stage the lightest: the fullest
+    stage at PP 2 is the last 31 blocks (all MoE), not the first 31."""
+    from planner.cost.serving import _layer_weight_bytes, weight_bytes_per_gpu
+
+    model = load_model("671B")
+    layout = ServeLayout(tp=4, pp=2, precision="fp8")
+    first = sum(_layer_weight_bytes(model, i, layout, 1.0) for i in range(31))
+    last = sum(_layer_weight_bytes(model, i, layout, 1.0) for i in range(30, 61))
+    assert last > first
+    per_gpu = weight_bytes_per_gpu(model, NumberFormat.FP8, layout)
+    vocab_and_norms = per_gpu - last  # fp8 is one byte per value: bpv 1.0 above
+    assert 0 < vocab_and_norms < 2e9

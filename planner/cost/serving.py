@@ -186,9 +186,10 @@ def weight_bytes(model: ModelSpec, weight_format: NumberFormat) -> float:
 def weight_bytes_per_gpu(
     model: ModelSpec, weight_format: NumberFormat, layout: ServeLayout
 ) -> float:
-    """Weights on one GPU of the fullest stage: its ceil(L/pp) blocks plus the vocabulary
-    (embedding and lm_head, vocab-parallel over tp; both on one GPU when pp = 1, one of them
-    on the first and last stage otherwise).
+    """Weights on one GPU of the fullest stage: the heaviest ceil(L/pp) consecutive blocks
+    (MoE layers after leading dense ones weigh more) plus the vocabulary (embedding and
+    lm_head, vocab-parallel over tp; both on one GPU when pp = 1, one of them on the first and
+    last stage otherwise).
 
     >>> from planner.cost.params import _tiny
     >>> weight_bytes_per_gpu(_tiny(), NumberFormat.BF16, ServeLayout(tp=1))
@@ -196,7 +197,10 @@ def weight_bytes_per_gpu(
     """
     bpv = bytes_per_value(weight_format)
     per_stage = layers_per_stage(model, layout.pp)
-    blocks = sum(_layer_weight_bytes(model, i, layout, bpv) for i in range(per_stage))
+    sizes = [_layer_weight_bytes(model, i, layout, bpv) for i in range(model.num_layers)]
+    blocks = max(
+        sum(sizes[start : start + per_stage]) for start in range(model.num_layers - per_stage + 1)
+    )
     vocab = embedding_params(model) / layout.tp
     if layout.pp > 1 and not model.tied_embeddings:
         vocab /= 2
