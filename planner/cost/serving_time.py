@@ -265,18 +265,26 @@ def _layer_kind(model: ModelSpec, index: int) -> tuple[bool, bool]:
 
 
 def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
-    """One pass of the fullest stage: its ceil(L/pp) blocks (identical kinds computed once),
-    the lm_head for the sequences that emit a token (16-bit, vocab split over tp) and the send
-    to the next stage."""
+    """One pass of the fullest stage: the slowest ceil(L/pp) consecutive blocks (each layer kind,
+    dense or MoE, full or sliding attention, is computed once; MoE layers after leading dense
+    ones make the later stages slower), the lm_head for the sequences that emit a token (16-bit,
+    vocab split over tp) and the send to the next stage."""
     model, lay = setup.model, setup.layout
-    kinds: dict[tuple[bool, bool], tuple[int, int]] = {}
-    for i in range(layers_per_stage(model, lay.pp)):
-        first, count = kinds.get(_layer_kind(model, i), (i, 0))
-        kinds[_layer_kind(model, i)] = (first, count + 1)
+    kinds = [_layer_kind(model, i) for i in range(model.num_layers)]
+    first_of: dict[tuple[bool, bool], int] = {}
+    for i, kind in enumerate(kinds):
+        first_of.setdefault(kind, i)
+    per_kind = {kind: layer_time(setup, i, load).as_dict() for kind, i in first_of.items()}
+    totals = [sum(per_kind[kind].values()) for kind in kinds]
+    per_stage = layers_per_stage(model, lay.pp)
+    start = max(
+        range(model.num_layers - per_stage + 1),
+        key=lambda i: (sum(totals[i : i + per_stage]), -i),
+    )
     terms = dict.fromkeys(PassTime().as_dict(), 0.0)
-    for first, count in kinds.values():
-        for key, value in layer_time(setup, first, load).as_dict().items():
-            terms[key] += count * value
+    for kind in kinds[start : start + per_stage]:
+        for key, value in per_kind[kind].items():
+            terms[key] += value
     emitting = load.decode_sequences + load.prefill_tokens / max(load.prompt_len, 1)
     head = GemmShape(
         name="lm_head", m=emitting, k=model.hidden_size, n=model.vocab_size / lay.tp, count=1
