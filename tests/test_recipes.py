@@ -295,3 +295,20 @@ def test_settings_a_layout_does_not_use_are_said() -> None:
     assert any("has no experts" in w for w in plan.warnings)
     quiet = planner.estimate(model="70B", cluster="hgx_b200x16", layout={"tp": 4, "pp": 2})
     assert not any("recompute modules" in w or "no experts" in w for w in quiet.warnings)
+
+
+def test_full_recompute_repeats_the_forward_all_to_all() -> None:
+    from planner.catalog import load_model
+    from planner.cost.expert import ep_comm_per_microbatch
+    from planner.specs.comm import CommDomain
+
+    model = load_model("mixtral-8x7b")
+    ep = CommDomain(
+        size=8, bandwidth_bytes_per_s=4e11, latency_s=0.0, efficiency=1.0, tier="scale_up"
+    )
+    workload = TrainWorkload(seq_len=4096)
+    plain = ep_comm_per_microbatch(model, workload, Layout(ep=8, dp=8), 32, ep)
+    full = ep_comm_per_microbatch(model, workload, Layout(ep=8, dp=8, recompute="full"), 32, ep)
+    # 2 bf16 bytes x 4096 tokens x D 4096 x top-2, 7/8 of it leaves the GPU, 4 passes x 32 layers
+    assert plain == pytest.approx(4 * 32 * 2 * 4096 * 4096 * 2 * 7 / 8 / 4e11)
+    assert full == pytest.approx(1.5 * plain)

@@ -11,7 +11,7 @@ from planner.cost.comm import (
 from planner.cost.memory import ACTIVATION_BYTES
 from planner.specs.comm import CommDomain
 from planner.specs.hardware import AcceleratorSpec
-from planner.specs.layout import Layout
+from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
 
@@ -23,8 +23,9 @@ def ep_comm_per_microbatch(
     num_moe_layers: float,
     ep: CommDomain,
 ) -> float:
-    """EP all-to-all: dispatch and combine, forward and backward, per MoE layer, scaled by the
-    expert load imbalance (the busiest rank sets the pace).
+    """EP all-to-all: dispatch and combine, forward and backward (and the recomputed forward
+    under full recomputation), per MoE layer, scaled by the expert load imbalance (the busiest
+    rank sets the pace).
 
     Each rank sends the (ep - 1)/ep remote share of its top-k routed copies (B T k D bf16
     values) over the group's bottleneck link (NCCL all-to-all, Megatron's alltoall dispatcher).
@@ -42,7 +43,9 @@ def ep_comm_per_microbatch(
         one_way = crossing / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s
     else:
         one_way = all_to_all_time(per_copy * moe.top_k, ep)
-    return 4 * one_way * num_moe_layers
+    # dispatch + combine forward and backward; full recomputation runs the forward pair again
+    passes = 6 if layout.recompute is Recompute.FULL else 4
+    return passes * one_way * num_moe_layers
 
 
 def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers: float) -> float:
