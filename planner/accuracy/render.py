@@ -166,6 +166,13 @@ def validation_markdown(report: ValidationReport) -> str:
         "`layout search`. Rows the planner rejects are listed with the reason and left out "
         "of the statistics.",
         "",
+        "Framework settings the tables leave out (MoE dispatcher, EP overlap, recompute modules, "
+        "CUDA-graph scope, loss implementation, an unstated virtual pipeline) come from the "
+        "recipe each run used, `tests/validation/recipes.yaml`, which cites it. The efficiency "
+        "factors are fitted on these rows (`layout calibrate --fit`), so these errors are "
+        "in-sample; `python benchmarks/cross_validate.py` gives out-of-sample ones (leave one "
+        "source out) and `python benchmarks/heldout_gb200.py` a check on GB200 runs no fit saw.",
+        "",
         "## Summary",
         "",
         *markdown_table(
