@@ -82,6 +82,15 @@ M8 = ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to", "hgx_b200x8"]
 EXPORT = ["export", "--format", "megatron", "--plan"]
 
 CASES: list[Case] = [
+    # --- framework settings ---------------------------------------------------------------
+    Case("recompute-modules-empty", [*E8, "--recompute-modules", ""], 2,
+         ("--recompute-modules ''", "core_attn")),
+    Case("recompute-modules-unknown", [*S8, "--recompute-modules", "attention"], 2,
+         ("'attention'", "mla_up_proj")),
+    Case("recompute-modules-twice", [*E8, "--recompute-modules", "mlp,mlp"], 2,
+         ("listed twice", "mlp")),
+    Case("moe-dispatcher-unknown", [*E8, "--moe-dispatcher", "nccl"], 2,
+         ("'nccl'", "deepep")),
     # --- names: misspelled or incomplete, with a suggestion -------------------------------
     Case("bare-system", ["search", "--model", "8B", "--cluster", "hgx_h100"], 2,
          ("'hgx_h100'", "add x<N>", "hgx_h100x8")),

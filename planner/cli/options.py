@@ -167,7 +167,7 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
     from planner.specs.workload import RECOMPUTE_MODULES
 
     out: dict[str, object] = {}
-    if getattr(args, "recompute_modules", None):
+    if getattr(args, "recompute_modules", None) is not None:
         modules = tuple(m.strip() for m in args.recompute_modules.split(",") if m.strip())
         unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
         if unknown or not modules:
