@@ -312,3 +312,33 @@ def test_full_recompute_repeats_the_forward_all_to_all() -> None:
     # 2 bf16 bytes x 4096 tokens x D 4096 x top-2, 7/8 of it leaves the GPU, 4 passes x 32 layers
     assert plain == pytest.approx(4 * 32 * 2 * 4096 * 4096 * 2 * 7 / 8 / 4e11)
     assert full == pytest.approx(1.5 * plain)
+
+
+def test_block_recompute_of_some_layers() -> None:
+    """Megatron --recompute-method block --recompute-num-layers 5 on Llama-3 8B (32 layers, as
+    validation row N1 runs it): 5 of 32 layers re-run their forward and keep only their input;
+    the other 27 keep everything."""
+    from planner.catalog import load_accelerator, load_model
+    from planner.cost.memory import ACTIVATION_BYTES as A
+    from planner.cost.memory import logits_bytes
+    from planner.cost.stage import recomputed_fraction
+
+    model, acc = load_model("8B"), load_accelerator("h100_sxm")
+    full, block = TrainWorkload(seq_len=8192), TrainWorkload(seq_len=8192, recompute_num_layers=5)
+    none_layout = Layout(dp=8, zero=3)
+    full_layout = none_layout.model_copy(update={"recompute": Recompute.FULL})
+    assert recomputed_fraction(block, full_layout, 32) == 5 / 32
+    assert recomputed_fraction(block, full_layout.model_copy(update={"vpp": 8}), 32) == 1.0
+    _, b0, *_ = microbatch_compute(model, acc, full, none_layout, 0)
+    _, b_full, *_ = microbatch_compute(model, acc, full, full_layout, 0)
+    _, b_block, *_ = microbatch_compute(model, acc, block, full_layout, 0)
+    assert b_block - b0 == pytest.approx((b_full - b0) * 5 / 32)
+    m_none = stage_memory(model, full, none_layout, 0, 16).activations
+    m_full = stage_memory(model, full, full_layout, 0, 16).activations
+    m_block = stage_memory(model, block, full_layout, 0, 16).activations
+    logits = logits_bytes(model, none_layout, 8192)  # the only stage is also the last
+    inputs_only = A * 8192 * 4096 * 32  # one stored input per layer, 8192 tokens
+    working = m_full - inputs_only - logits  # the one layer being recomputed
+    assert m_block - working - logits == pytest.approx(
+        inputs_only * 5 / 32 + (m_none - logits) * 27 / 32, rel=1e-9
+    )

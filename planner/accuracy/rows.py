@@ -150,6 +150,8 @@ class LayoutRow(RowModel):
     """ZeRO stage."""
     fsdp: bool | None = None
     """Fully sharded data parallel (= ZeRO 3)."""
+    recompute_num_layers: PositiveInt | None = None
+    """With full recomputation: layers recomputed per pipeline chunk (Megatron block method)."""
     sequence_parallel: bool | None = None
     """Megatron sequence parallelism (ignored: the planner always uses it with tp > 1)."""
 
@@ -390,6 +392,8 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
     if not flash:
         # Megatron's fused cross entropy (2024-06) came after these runs too.
         fields["cross_entropy"] = "unfused"
+    if row.layout.recompute_num_layers is not None:
+        fields["recompute_num_layers"] = row.layout.recompute_num_layers
     recipe = row.recipe
     if recipe is not None:
         for name in ("ep_comm_overlap", "tp_comm_overlap", "recompute_modules", "cross_entropy"):

@@ -135,6 +135,12 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "mla_up_proj, mlp, shared_experts",
     )
     g.add_argument(
+        "--recompute-num-layers",
+        type=positive_int,
+        metavar="N",
+        help="with full recompute: only the first N layers of each pipeline chunk (block method)",
+    )
+    g.add_argument(
         "--moe-dispatcher",
         choices=("alltoall", "deepep", "hybridep"),
         help="MoE token dispatch: NCCL all-to-all (default) or deduplicating (DeepEP, HybridEP)",
@@ -176,6 +182,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
                 f"{', '.join(RECOMPUTE_MODULES)}"
             )
         out["recompute_modules"] = modules
+    if getattr(args, "recompute_num_layers", None) is not None:
+        out["recompute_num_layers"] = args.recompute_num_layers
     if getattr(args, "moe_dispatcher", None):
         out["moe_dispatch_dedup"] = args.moe_dispatcher != "alltoall"
     if getattr(args, "ep_overlap", False):

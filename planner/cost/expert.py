@@ -44,8 +44,11 @@ def ep_comm_per_microbatch(
     else:
         one_way = all_to_all_time(per_copy * moe.top_k, ep)
     # dispatch + combine forward and backward; full recomputation runs the forward pair again
-    passes = 6 if layout.recompute is Recompute.FULL else 4
-    return passes * one_way * num_moe_layers
+    # (on the share of layers it recomputes)
+    recomputed = 1.0 if layout.recompute is Recompute.FULL else 0.0
+    if recomputed and workload.recompute_num_layers is not None and num_moe_layers:
+        recomputed = min(1.0, workload.recompute_num_layers * layout.vpp / num_moe_layers)
+    return (4 + 2 * recomputed) * one_way * num_moe_layers
 
 
 def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers: float) -> float:

@@ -103,6 +103,21 @@ RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
 """GEMMs (:func:`planner.cost.gemm.layer_gemms` names) each recompute module re-runs."""
 
 
+def recomputed_fraction(workload: TrainWorkload, layout: Layout, num_layers: int) -> float:
+    """Share of a stage's ``num_layers`` layers that full recomputation re-runs: all of them, or
+    with ``workload.recompute_num_layers`` = N (Megatron's block method) the first N of each of
+    the stage's vpp chunks; 0 without full recomputation.
+
+    >>> recomputed_fraction(TrainWorkload(recompute_num_layers=5), Layout(recompute="full"), 32)
+    0.15625
+    """
+    if layout.recompute is not Recompute.FULL or num_layers == 0:
+        return 0.0
+    if workload.recompute_num_layers is None:
+        return 1.0
+    return min(1.0, workload.recompute_num_layers * layout.vpp / num_layers)
+
+
 def selective_recompute_time(
     model: ModelSpec,
     workload: TrainWorkload,
@@ -203,7 +218,9 @@ def microbatch_compute(
     backward = 2.0 * forward + loss_backward
     forward += loss_forward
     if layout.recompute is Recompute.FULL:
-        backward += linear + attention + memory_bound
+        backward += recomputed_fraction(workload, layout, len(layers)) * (
+            linear + attention + memory_bound
+        )
     elif layout.recompute is Recompute.SELECTIVE:
         backward += selective_recompute_time(
             model,
@@ -262,8 +279,7 @@ def tp_comm_per_microbatch(
         return 0.0
     message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     per_layer = 4 * all_gather_time(message, tp) + 4 * reduce_scatter_time(message, tp)
-    if layout.recompute is Recompute.FULL:
-        per_layer *= 1.5
+    per_layer *= 1.0 + 0.5 * recomputed_fraction(workload, layout, num_layers)
     comm = per_layer * num_layers
     if not workload.tp_comm_overlap:
         return comm
@@ -426,10 +442,11 @@ def stage_memory(
     layers = stage_layers(model, layout.pp, stage)
     tokens = layout.mbs * workload.seq_len / layout.cp
     table = layer_table(model, workload.seq_len)
-    if layout.recompute is Recompute.FULL:
-        per_token = ACTIVATION_BYTES * model.hidden_size * len(layers)
-    else:
-        per_token = activation_bytes_per_token(
+    recomputed = recomputed_fraction(workload, layout, len(layers))
+    kept = 1.0 - recomputed  # share of layers that keep their activations
+    per_token = ACTIVATION_BYTES * model.hidden_size * len(layers) * recomputed
+    if kept > 0.0:
+        per_token += kept * activation_bytes_per_token(
             table.total("activation_values", layers),
             table.total("gemm_input_values", layers),
             layout.precision,
@@ -438,7 +455,7 @@ def stage_memory(
             layout.recompute is Recompute.SELECTIVE and "core_attn" in workload.recompute_modules
         )
         if not workload.flash_attention and not scores_recomputed:
-            per_token += ACTIVATION_BYTES * table.total("score_values", layers)
+            per_token += kept * ACTIVATION_BYTES * table.total("score_values", layers)
         if layout.recompute is Recompute.SELECTIVE:
             num_moe = table.total("moe_layers", layers)
             per_token -= _selective_saved_bytes(

@@ -98,6 +98,11 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
             f"recompute modules {','.join(workload.recompute_modules)} apply to selective "
             f"recomputation; this layout uses {layout.recompute}"
         )
+    if workload.recompute_num_layers is not None and layout.recompute is not Recompute.FULL:
+        out.append(
+            f"recompute-num-layers {workload.recompute_num_layers} applies to full "
+            f"recomputation; this layout uses {layout.recompute}"
+        )
     if model.moe is None and (
         workload.ep_comm_overlap or workload.moe_dispatch_dedup or not workload.moe_host_sync
     ):

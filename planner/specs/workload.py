@@ -56,6 +56,10 @@ class TrainWorkload(FrozenSpec):
     passes), ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl native`` (jit-
     fused groups of the same passes) or ``te`` (one kernel on the bf16 logits; Megatron-Bridge's
     recipes)."""
+    recompute_num_layers: PositiveInt | None = None
+    """With full recomputation, how many layers of each pipeline chunk are recomputed (Megatron
+    ``--recompute-method block --recompute-num-layers N``: the first N of each virtual stage;
+    the others keep their activations). None = every layer (``uniform``, 1)."""
     moe_host_sync: bool = True
     """MoE only: the dropless token dispatcher synchronises with the host once per MoE layer
     per micro-batch (Megatron's all-to-all and flex dispatchers read the per-expert token counts

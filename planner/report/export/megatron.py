@@ -104,6 +104,9 @@ def _memory(job: ExportJob) -> Group:
         args += ["--recompute-granularity", "selective"]
         if workload.recompute_modules != ("core_attn",):
             args += ["--recompute-modules", *workload.recompute_modules]
+    elif layout.recompute is Recompute.FULL and workload.recompute_num_layers is not None:
+        args += ["--recompute-granularity", "full", "--recompute-method", "block"]
+        args += ["--recompute-num-layers", str(workload.recompute_num_layers)]
     elif layout.recompute is Recompute.FULL:
         args += ["--recompute-granularity", "full", "--recompute-method", "uniform"]
         args += ["--recompute-num-layers", "1"]
