@@ -42,7 +42,7 @@ WORKLOAD_FLAGS = {
     "--precision", "--json", "--calibration",
     # framework settings (additive, after the first release of the contract)
     "--recompute-modules", "--recompute-num-layers", "--moe-dispatcher", "--ep-overlap", "--moe-cuda-graphs",
-    "--grad-reduce", "--no-tp-overlap",
+    "--grad-reduce", "--no-tp-overlap", "--no-sequence-parallel",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

@@ -342,3 +342,25 @@ def test_block_recompute_of_some_layers() -> None:
     assert m_block - working - logits == pytest.approx(
         inputs_only * 5 / 32 + (m_none - logits) * 27 / 32, rel=1e-9
     )
+
+
+def test_tp_without_sequence_parallelism_replicates_the_norm_activations() -> None:
+    """Korthikanti et al. 2022 eq. 2 vs eq. 4: without SP, 10 s b h bytes per layer stay whole
+    on each of the t ranks (no dropout here: the 4 h norm inputs and outputs, 8 s b h bytes)."""
+    from planner.catalog import load_model
+
+    model = load_model("70B")  # 80 layers, h 8192, no dropout
+    layout = Layout(tp=8, pp=1, dp=2)
+    sp = TrainWorkload(seq_len=4096, global_batch=64)
+    no_sp = sp.model_copy(update={"sequence_parallel": False})
+    extra = (
+        stage_memory(model, no_sp, layout, 0, 32).activations
+        - stage_memory(model, sp, layout, 0, 32).activations
+    )
+    assert extra == pytest.approx(4096 * 2 * 4 * 8192 * 80 * (1 - 1 / 8))
+    full = layout.model_copy(update={"recompute": Recompute.FULL})
+    extra_full = (
+        stage_memory(model, no_sp, full, 0, 32).activations
+        - stage_memory(model, sp, full, 0, 32).activations
+    )
+    assert extra_full == pytest.approx(4096 * 2 * 8192 * 80 * (1 - 1 / 8))  # the layer inputs

@@ -153,7 +153,7 @@ class LayoutRow(RowModel):
     recompute_num_layers: PositiveInt | None = None
     """With full recomputation: layers recomputed per pipeline chunk (Megatron block method)."""
     sequence_parallel: bool | None = None
-    """Megatron sequence parallelism (ignored: the planner always uses it with tp > 1)."""
+    """Megatron sequence parallelism (TrainWorkload.sequence_parallel; None = on)."""
 
 
 class WorkloadRow(RowModel):
@@ -392,6 +392,8 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
     if not flash:
         # Megatron's fused cross entropy (2024-06) came after these runs too.
         fields["cross_entropy"] = "unfused"
+    if row.layout.sequence_parallel is False:
+        fields["sequence_parallel"] = False
     if row.layout.recompute_num_layers is not None:
         fields["recompute_num_layers"] = row.layout.recompute_num_layers
     recipe = row.recipe

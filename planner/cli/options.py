@@ -161,6 +161,11 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         help="gradient reduction dtype (default fp32; NVIDIA's recipes use bf16)",
     )
     g.add_argument(
+        "--no-sequence-parallel",
+        action="store_true",
+        help="TP without sequence parallelism: norms and their activations replicated per rank",
+    )
+    g.add_argument(
         "--no-tp-overlap",
         action="store_true",
         help="TP collectives not pipelined with their GEMMs (no --tp-comm-overlap)",
@@ -192,6 +197,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["moe_host_sync"] = False
     if getattr(args, "grad_reduce", None):
         out["grad_reduce_dtype"] = args.grad_reduce
+    if getattr(args, "no_sequence_parallel", False):
+        out["sequence_parallel"] = False
     if getattr(args, "no_tp_overlap", False):
         out["tp_comm_overlap"] = False
     return out

@@ -133,6 +133,11 @@ def gemm_time(
     return gemm.count * (max(compute, memory) + kernel_overhead_s)
 
 
+NORM_RESIDUAL_BYTES_PER_HIDDEN = 20.0
+"""Of :func:`elementwise_bytes_per_token`, the two norms (8 D) and two residual adds (12 D): the
+kernels sequence parallelism splits over TP ranks and plain TP repeats on every rank."""
+
+
 def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     """HBM bytes per token moved forward by one layer's memory-bound kernels (bf16 values).
 
@@ -145,7 +150,7 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     d = model.hidden_size
     q = model.num_attention_heads * model.head_dim
     kv = model.num_kv_heads * model.head_dim
-    bytes_ = 8.0 * d + 12.0 * d + 4.0 * (q + kv)
+    bytes_ = NORM_RESIDUAL_BYTES_PER_HIDDEN * d + 4.0 * (q + kv)
     moe = model.moe
     if moe_layer and moe is not None:
         width = moe.top_k * moe.expert_ffn_hidden_size

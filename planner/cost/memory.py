@@ -192,6 +192,19 @@ def selective_recompute_saved_values(
     return values, inputs
 
 
+def replicated_values_without_sp(model: ModelSpec) -> float:
+    """Values per token per layer that tensor parallelism without sequence parallelism keeps
+    whole on every rank: the two norm inputs, the two norm outputs (the inputs of the column-
+    parallel QKV and FFN-up GEMMs) and, with dropout, the two 1-byte dropout masks; Korthikanti
+    et al. 2022 eq. 2: the 10 s b h bytes of sbh(10 + 24/t + 5as/(ht)).
+
+    >>> from planner.cost.params import _tiny
+    >>> replicated_values_without_sp(_tiny())  # 4 x 64
+    256.0
+    """
+    return 4.0 * model.hidden_size + (model.hidden_size if model.dropout else 0.0)
+
+
 def activation_bytes_per_token(values: float, gemm_inputs: float, fmt: NumberFormat) -> float:
     """Bytes of ``values`` stored activations of which ``gemm_inputs`` are kept in ``fmt``.
 

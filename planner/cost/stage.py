@@ -13,7 +13,12 @@ from planner.cost.comm import (
 )
 from planner.cost.compute import cross_entropy_time, logits_flops_per_token, matmul_time
 from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatch, moe_sync_time
-from planner.cost.gemm import elementwise_bytes_per_token, gemm_time, layer_gemms
+from planner.cost.gemm import (
+    NORM_RESIDUAL_BYTES_PER_HIDDEN,
+    elementwise_bytes_per_token,
+    gemm_time,
+    layer_gemms,
+)
 from planner.cost.memory import (
     ACTIVATION_BYTES,
     GRAD_BYTES,
@@ -22,6 +27,7 @@ from planner.cost.memory import (
     activation_bytes_per_layer,
     activation_bytes_per_token,
     logits_bytes,
+    replicated_values_without_sp,
     selective_recompute_saved_values,
     stage_layers,
     weight_bytes,
@@ -204,6 +210,10 @@ def microbatch_compute(
     if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
         streamed += CAST_BYTES_PER_VALUE * (num_dense * dense_in + num_moe * moe_in)
     memory_bound = tokens * streamed / layout.tp / hbm
+    if not workload.sequence_parallel and layout.tp > 1:
+        # norms and residual adds run on every TP rank's full sequence
+        repeated = NORM_RESIDUAL_BYTES_PER_HIDDEN * model.hidden_size * len(layers)
+        memory_bound += tokens * repeated * (1.0 - 1.0 / layout.tp) / hbm
     logits = loss_forward = loss_backward = 0.0
     if stage == layout.pp - 1:
         logits = matmul_time(
@@ -270,9 +280,10 @@ def tp_comm_per_microbatch(
 ) -> float:
     """Exposed TP collectives of one micro-batch: with sequence parallelism, per layer 2
     all-gathers and 2 reduce-scatters of the (B T D) bf16 activation forward and the same
-    backward (Korthikanti et al. 2022, section 4.2.2; the same bytes as 2 + 2 all-reduces without
-    SP); full recompute repeats the forward ones. With ``workload.tp_comm_overlap`` (Megatron-LM
-    --tp-comm-overlap, userbuffers) each collective is pipelined with the GEMM that consumes or
+    backward (Korthikanti et al. 2022, section 4.2.2; the same bytes as the 2 + 2 all-reduces
+    without SP, ``workload.sequence_parallel`` False); full recompute repeats the forward ones.
+    With ``workload.tp_comm_overlap`` (Megatron-LM --tp-comm-overlap, userbuffers, which needs
+    sequence parallelism) each collective is pipelined with the GEMM that consumes or
     produces it, so it hides behind the layer's linear GEMM time (forward ``linear_s``, x3 with
     backward) up to the contention; otherwise it is fully exposed."""
     if tp.size == 1:
@@ -281,8 +292,8 @@ def tp_comm_per_microbatch(
     per_layer = 4 * all_gather_time(message, tp) + 4 * reduce_scatter_time(message, tp)
     per_layer *= 1.0 + 0.5 * recomputed_fraction(workload, layout, num_layers)
     comm = per_layer * num_layers
-    if not workload.tp_comm_overlap:
-        return comm
+    if not (workload.tp_comm_overlap and workload.sequence_parallel):
+        return comm  # Megatron's TP-communication overlap needs sequence parallelism
     return overlapped_exposed_time(comm, 3.0 * linear_s, contention)
 
 
@@ -462,6 +473,12 @@ def stage_memory(
                 model, workload.recompute_modules, layout.precision, num_moe, len(layers) - num_moe
             )
     per_microbatch = tokens * per_token / layout.tp
+    if not workload.sequence_parallel and layout.tp > 1:
+        # what plain TP keeps whole on every rank: the layer inputs that full recomputation
+        # stores, and the norm inputs/outputs and dropout masks of the layers that keep theirs
+        whole = ACTIVATION_BYTES * model.hidden_size * recomputed
+        whole += kept * ACTIVATION_BYTES * replicated_values_without_sp(model)
+        per_microbatch += tokens * whole * len(layers) * (1.0 - 1.0 / layout.tp)
     activations = per_microbatch * microbatches_in_flight(
         layout.pp, layout.vpp, num_microbatches, stage
     )

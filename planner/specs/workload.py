@@ -35,6 +35,10 @@ class TrainWorkload(FrozenSpec):
     """Gradient buffer and reduction dtype. fp32 is Megatron-LM's default for bf16 training
     (6 + 12/d bytes per parameter with the distributed optimizer); NVIDIA's performance recipes
     reduce in bf16 (``grad_reduce_in_fp32 = False``: 4 + 16/d, fp32 main grads kept as shards)."""
+    sequence_parallel: bool = True
+    """With tp > 1, the norms, dropouts and residual adds run on T / tp tokens per GPU and their
+    activations are sharded (Megatron --sequence-parallel, Korthikanti et al. 2022 section 4.2.2);
+    False replicates them on every TP rank (sbh(10 + 24/t) instead of 34 sbh / t bytes)."""
     tp_comm_overlap: bool = True
     """Tensor-parallel collectives are pipelined with their GEMMs (Megatron-LM --tp-comm-overlap,
     on in NVIDIA's H100/B200 recipes); False leaves them on the critical path."""

@@ -44,7 +44,7 @@ def _parallel(job: ExportJob) -> list[str]:
         f"model.tensor_model_parallel_size={layout.tp}",
         f"model.pipeline_model_parallel_size={layout.pp}",
         f"model.context_parallel_size={layout.cp}",
-        f"model.sequence_parallel={_bool(layout.tp > 1)}",
+        f"model.sequence_parallel={_bool(layout.tp > 1 and job.train[1].sequence_parallel)}",
     ]
     if job.model.moe is not None:
         out.append(f"model.expert_model_parallel_size={layout.ep}")

@@ -56,7 +56,7 @@ def _parallel(job: ExportJob) -> Group:
         "--tensor-model-parallel-size", str(layout.tp),
         "--pipeline-model-parallel-size", str(layout.pp),
     ]  # fmt: skip
-    if layout.tp > 1:
+    if layout.tp > 1 and job.train[1].sequence_parallel:
         args.append("--sequence-parallel")
     if layout.cp > 1:
         args += ["--context-parallel-size", str(layout.cp)]
