@@ -45,7 +45,7 @@ _FIELD_TERMS: dict[str, tuple[str, ...]] = {
     "cp": ("cp_comm",),
     "ep": ("ep_comm",),
     "dp": ("dp_comm",),
-    "mbs": ("pp_bubble",),
+    "mbs": ("pp_bubble", "moe_sync"),
     "zero": ("dp_comm", "optimizer"),
     "recompute": (),
 }
