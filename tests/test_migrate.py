@@ -134,7 +134,7 @@ def test_gpt_oss_speedup_within_tolerance(gpt_oss: tuple[MigrateResult, float]) 
 def test_every_change_is_one_line_with_numbers(gpt_oss: tuple[MigrateResult, float]) -> None:
     result, _ = gpt_oss
     before, after = result.from_plan.layout, result.to_plan.layout
-    changed = [f for f in ("tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "recompute", "zero")
+    changed = [f for f in ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "mbs", "recompute", "zero")
                if getattr(before, f) != getattr(after, f)]  # fmt: skip
     assert [c.field for c in result.changes] == changed
     for change in result.changes:

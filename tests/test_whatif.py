@@ -261,3 +261,28 @@ def test_cli_nothing_feasible_is_exit_1() -> None:
     )
     assert code == 1
     assert "no feasible plan" in out or "infeasible" in out
+
+
+def test_framework_knobs_change_the_moe_prediction() -> None:
+    from planner.search.whatif import framework_updates
+
+    assert parse_vary("moe_dispatcher=deepep,AllToAll") == (
+        "moe_dispatcher",
+        ["deepep", "alltoall"],
+    )
+    assert parse_vary("ep-overlap=true,off") == ("ep_overlap", [True, False])
+    with pytest.raises(SpecError, match="moe_dispatcher"):
+        parse_vary("moe_dispatcher=nccl")
+    assert framework_updates({"ep_overlap": True, "moe_dispatcher": "alltoall"}) == {
+        "ep_comm_overlap": True,
+        "moe_dispatch_dedup": False,
+    }
+    code, out, err = run_main(
+        ["whatif", "--model", "mixtral-8x7b", "--cluster", "hgx_h100x16", "--seq-len", "4096",
+         "--global-batch", "256", "--vary", "moe_cuda_graphs=false,true", "--fix", "ep=8",
+         "--json"]
+    )  # fmt: skip
+    assert code == 0, err
+    plans = [s["plan"] for s in json.loads(out)["scenarios"]]
+    assert plans[0]["breakdown_s"]["moe_sync"] > 0 and plans[1]["breakdown_s"]["moe_sync"] == 0
+    assert plans[1]["step_time_s"] < plans[0]["step_time_s"]

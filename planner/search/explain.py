@@ -20,7 +20,19 @@ TERM_WORDS: dict[str, str] = {
     "dp_comm": "exposed DP communication",
     "optimizer": "optimizer step",
 }
-_DIMS: tuple[str, ...] = ("tp", "pp", "vpp", "dp", "ep", "mbs", "recompute", "zero")
+_DIMS: tuple[str, ...] = (
+    "tp",
+    "pp",
+    "vpp",
+    "dp",
+    "cp",
+    "ep",
+    "etp",
+    "mbs",
+    "recompute",
+    "zero",
+    "precision",
+)
 
 
 def layout_changes(alt: Plan, best: Plan) -> str:
@@ -30,7 +42,7 @@ def layout_changes(alt: Plan, best: Plan) -> str:
         a, b = getattr(alt.layout, dim), getattr(best.layout, dim)
         if a != b:
             parts.append(
-                f"{dim.upper() if dim in ('tp', 'pp', 'vpp', 'dp', 'ep') else dim} {a} (vs {b})"
+                f"{dim.upper() if dim in ('tp', 'pp', 'vpp', 'dp', 'cp', 'ep', 'etp') else dim} {a} (vs {b})"
             )
     return ", ".join(parts) or "same degrees"
 

@@ -31,12 +31,24 @@ from planner.units import DAY_S, HOUR_S, MWH_J, format_seconds
 
 COMM_TERMS: tuple[str, ...] = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
 """Breakdown keys that are communication (the bubble is idle time, not traffic)."""
-CHANGE_FIELDS: tuple[str, ...] = ("tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "recompute", "zero")
+CHANGE_FIELDS: tuple[str, ...] = (
+    "tp",
+    "pp",
+    "vpp",
+    "cp",
+    "ep",
+    "etp",
+    "dp",
+    "mbs",
+    "recompute",
+    "zero",
+)
 _SPLIT_WHAT: dict[str, tuple[str, str]] = {
     "tp": ("each layer's weights", "fit"),
     "pp": ("the layer stack", "fits"),
     "cp": ("each sequence", "fits"),
     "ep": ("the experts", "fit"),
+    "etp": ("each expert's weights", "fit"),
 }
 _FIELD_TERMS: dict[str, tuple[str, ...]] = {
     "tp": ("tp_comm",),
@@ -44,6 +56,7 @@ _FIELD_TERMS: dict[str, tuple[str, ...]] = {
     "vpp": ("pp_bubble", "pp_comm"),
     "cp": ("cp_comm",),
     "ep": ("ep_comm",),
+    "etp": ("ep_comm",),
     "dp": ("dp_comm",),
     "mbs": ("pp_bubble", "moe_sync"),
     "zero": ("dp_comm", "optimizer"),

@@ -47,7 +47,11 @@ CLUSTER_KNOBS: tuple[str, ...] = ("system", "accelerator", "gpus")
 """Knobs that change which cluster is built."""
 WORKLOAD_KNOBS: tuple[str, ...] = ("precision", "seq_len", "global_batch")
 """Knobs that change the training step."""
-KNOBS: tuple[str, ...] = EDIT_KNOBS + CLUSTER_KNOBS + WORKLOAD_KNOBS
+FRAMEWORK_KNOBS: tuple[str, ...] = ("ep_overlap", "moe_dispatcher", "moe_cuda_graphs")
+"""Knobs that change how the framework runs MoE layers (the flags of the same names)."""
+KNOBS: tuple[str, ...] = EDIT_KNOBS + CLUSTER_KNOBS + WORKLOAD_KNOBS + FRAMEWORK_KNOBS
+_BOOL_KNOBS = ("rail_optimized", "ep_overlap", "moe_cuda_graphs")
+MOE_DISPATCHERS: tuple[str, ...] = ("alltoall", "deepep", "hybridep")
 _ALIASES = {
     "gpu_count": "gpus",
     "num_gpus": "gpus",
@@ -147,13 +151,15 @@ def _name(knob: str, text: str, choices: list[str]) -> str:
 
 def parse_value(knob: str, text: object) -> KnobValue:
     """One knob value from text (or a Python value from the API), validated."""
-    if isinstance(text, bool | int | float) and knob != "rail_optimized":
+    if isinstance(text, bool | int | float) and knob not in _BOOL_KNOBS:
         text = str(text)
-    if knob == "rail_optimized":
+    if knob in _BOOL_KNOBS:
         word = str(text).strip().lower()
         if word not in _TRUE + _FALSE:
-            raise SpecError(f"--vary rail_optimized: '{text}' must be true or false")
+            raise SpecError(f"--vary {knob}: '{text}' must be true or false")
         return word in _TRUE
+    if knob == "moe_dispatcher":
+        return _name(knob, str(text).strip().lower(), list(MOE_DISPATCHERS))
     raw = str(text).strip()
     if knob in _FLOAT_KNOBS or knob in _INT_KNOBS:
         return _number(knob, raw)
@@ -225,12 +231,29 @@ def scenario_cluster(base: ClusterBase, vary: dict[str, KnobValue]) -> ClusterSp
     return cluster
 
 
+def framework_updates(vary: dict[str, KnobValue]) -> dict[str, object]:
+    """TrainWorkload fields set by the framework knobs of a scenario.
+
+    >>> framework_updates({"moe_dispatcher": "deepep", "moe_cuda_graphs": True})
+    {'moe_dispatch_dedup': True, 'moe_host_sync': False}
+    """
+    out: dict[str, object] = {}
+    if "ep_overlap" in vary:
+        out["ep_comm_overlap"] = bool(vary["ep_overlap"])
+    if "moe_dispatcher" in vary:
+        out["moe_dispatch_dedup"] = vary["moe_dispatcher"] != "alltoall"
+    if "moe_cuda_graphs" in vary:
+        out["moe_host_sync"] = not vary["moe_cuda_graphs"]
+    return out
+
+
 def run_scenario(request: ScenarioRequest) -> Scenario:
     """Re-plan one scenario. Infeasibility and illegal knob values are data, not exceptions."""
     vary = request.vary
     try:
         cluster = scenario_cluster(request.base, vary)
         updates = {k: v for k, v in vary.items() if k in WORKLOAD_KNOBS}
+        updates.update(framework_updates(vary))
         workload = validate_spec(
             TrainWorkload, {**request.workload.model_dump(), **updates}, where="--vary"
         )

@@ -61,5 +61,7 @@ class Layout(FrozenSpec):
             parts.append(f"CP{self.cp}")
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
+        if self.etp > 1:
+            parts.append(f"ETP{self.etp}")
         parts += [f"mbs{self.mbs}", str(self.recompute), f"zero{self.zero}", str(self.precision)]
         return " ".join(parts)
