@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.search.space import CP_MIN_TOKENS_PER_RANK, CandidateSet
+from planner.search.space import CP_MIN_TOKENS_PER_RANK, PINNABLE, CandidateSet
 from planner.specs.cluster import ClusterSpec
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan
@@ -20,19 +20,8 @@ TERM_WORDS: dict[str, str] = {
     "dp_comm": "exposed DP communication",
     "optimizer": "optimizer step",
 }
-_DIMS: tuple[str, ...] = (
-    "tp",
-    "pp",
-    "vpp",
-    "dp",
-    "cp",
-    "ep",
-    "etp",
-    "mbs",
-    "recompute",
-    "zero",
-    "precision",
-)
+_DIMS: tuple[str, ...] = PINNABLE
+"""Every layout field a user can pin, in display order."""
 
 
 def layout_changes(alt: Plan, best: Plan) -> str:
