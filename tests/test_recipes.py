@@ -364,3 +364,27 @@ def test_tp_without_sequence_parallelism_replicates_the_norm_activations() -> No
         - stage_memory(model, sp, full, 0, 32).activations
     )
     assert extra_full == pytest.approx(4096 * 2 * 8192 * 80 * (1 - 1 / 8))  # the layer inputs
+
+
+def test_moe_recompute_module_frees_the_expert_block_and_dispatches_again(oss: object) -> None:
+    from planner.cost.expert import ep_comm_per_microbatch
+    from planner.specs.comm import CommDomain
+
+    values, _ = selective_recompute_saved_values(oss, ("moe",), moe_layer=True)  # type: ignore[arg-type]
+    # 4 routed copies of (input D + gated up 2F + activation F), D = F = 2880; no shared experts
+    assert values == 4 * (2880 + 3 * 2880)
+    both, _ = selective_recompute_saved_values(oss, ("moe", "moe_act"), moe_layer=True)  # type: ignore[arg-type]
+    assert both == values  # moe_act's share is part of the block, not counted twice
+    ep = CommDomain(
+        size=8, bandwidth_bytes_per_s=4e11, latency_s=0.0, efficiency=1.0, tier="scale_up"
+    )
+    layout = Layout(ep=8, dp=8, recompute="selective")
+    plain = ep_comm_per_microbatch(oss, TrainWorkload(seq_len=4096), layout, 36, ep)  # type: ignore[arg-type]
+    moe = ep_comm_per_microbatch(
+        oss,
+        TrainWorkload(seq_len=4096, recompute_modules=("moe",)),
+        layout,
+        36,
+        ep,  # type: ignore[arg-type]
+    )
+    assert moe == pytest.approx(1.5 * plain)

@@ -132,7 +132,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "--recompute-modules",
         metavar="M,M",
         help="what selective recompute recomputes: core_attn (default), layernorm, moe_act, "
-        "mla_up_proj, mlp, shared_experts",
+        "mla_up_proj, mlp, shared_experts, moe",
     )
     g.add_argument(
         "--recompute-num-layers",

@@ -24,8 +24,8 @@ def ep_comm_per_microbatch(
     ep: CommDomain,
 ) -> float:
     """EP all-to-all: dispatch and combine, forward and backward (and the recomputed forward
-    under full recomputation), per MoE layer, scaled by the expert load imbalance (the busiest
-    rank sets the pace).
+    under full recomputation or the ``moe`` recompute module), per MoE layer, scaled by the
+    expert load imbalance (the busiest rank sets the pace).
 
     Each rank sends the (ep - 1)/ep remote share of its top-k routed copies (B T k D bf16
     values) over the group's bottleneck link (NCCL all-to-all, Megatron's alltoall dispatcher).
@@ -48,6 +48,8 @@ def ep_comm_per_microbatch(
     recomputed = 1.0 if layout.recompute is Recompute.FULL else 0.0
     if recomputed and workload.recompute_num_layers is not None and num_moe_layers:
         recomputed = min(1.0, workload.recompute_num_layers * layout.vpp / num_moe_layers)
+    if layout.recompute is Recompute.SELECTIVE and "moe" in workload.recompute_modules:
+        recomputed = 1.0  # the recomputed MoE block dispatches and combines again
     return (4 + 2 * recomputed) * one_way * num_moe_layers
 
 

@@ -155,6 +155,9 @@ def selective_recompute_saved_values(
     - ``mla_up_proj``: MLA's up-projected queries, keys and values (rebuilt from the latents).
     - ``mlp``: a dense layer's FFN internals (2F or 3F gated; not the expert layers).
     - ``shared_experts``: the shared experts' internals.
+    - ``moe``: the whole MoE block after its input: every routed copy's and shared expert's
+      values (the dispatch runs again), which includes what ``moe_act`` and ``shared_experts``
+      would drop.
     - ``core_attn``: nothing with fused attention (the score path is never stored).
 
     >>> from planner.cost.params import _tiny
@@ -168,7 +171,14 @@ def selective_recompute_saved_values(
     if "layernorm" in modules:
         values += d if is_moe else 2.0 * d
         inputs += d if is_moe else 2.0 * d
-    if "moe_act" in modules and is_moe:
+    whole_moe = "moe" in modules and is_moe
+    if whole_moe:
+        shared = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size  # type: ignore[union-attr]
+        values += moe.top_k * ffn_activation_values(model, moe.expert_ffn_hidden_size)  # type: ignore[union-attr]
+        values += moe.num_shared_experts * ffn_activation_values(model, shared)  # type: ignore[union-attr]
+        inputs += moe.top_k * (model.hidden_size + moe.expert_ffn_hidden_size)  # type: ignore[union-attr]
+        inputs += moe.num_shared_experts * (model.hidden_size + shared)  # type: ignore[union-attr]
+    if "moe_act" in modules and is_moe and not whole_moe:
         values += moe.top_k * moe.expert_ffn_hidden_size  # type: ignore[union-attr]
         inputs += moe.top_k * moe.expert_ffn_hidden_size  # type: ignore[union-attr]
     if "mla_up_proj" in modules and model.mla is not None:
@@ -184,7 +194,7 @@ def selective_recompute_saved_values(
         width = model.ffn_hidden_size
         values += 3.0 * width if model.gated_ffn else 2.0 * width
         inputs += width
-    if "shared_experts" in modules and is_moe and moe.num_shared_experts:  # type: ignore[union-attr]
+    if "shared_experts" in modules and is_moe and not whole_moe and moe.num_shared_experts:  # type: ignore[union-attr]
         width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size  # type: ignore[union-attr]
         per_expert = 3.0 * width if model.gated_ffn else 2.0 * width
         values += moe.num_shared_experts * per_expert  # type: ignore[union-attr]

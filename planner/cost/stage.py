@@ -105,6 +105,7 @@ RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
     "mla_up_proj": frozenset({"q_up", "kv_up"}),
     "mlp": frozenset({"up", "down"}),
     "shared_experts": frozenset({"shared_up", "shared_down"}),
+    "moe": frozenset({"router", "expert_up", "expert_down", "shared_up", "shared_down"}),
 }
 """GEMMs (:func:`planner.cost.gemm.layer_gemms` names) each recompute module re-runs."""
 
@@ -141,13 +142,15 @@ def selective_recompute_time(
     5), the GEMMs of ``mla_up_proj`` / ``mlp`` (dense layers) / ``shared_experts``, and the
     memory-bound kernels of ``layernorm`` (two norms: read + write D, bf16) and ``moe_act``
     (each routed copy's activation: read 2F write F gated, read F write F plain) at HBM
-    bandwidth x eta_hbm. ``tp`` shards all of it."""
+    bandwidth x eta_hbm; ``moe`` re-runs the router, the experts, their activation and the
+    permutation (its all-to-all is in :func:`planner.cost.expert.ep_comm_per_microbatch`).
+    ``tp`` shards all of it."""
     modules = workload.recompute_modules
     hbm = rates[3]
     tp = degrees[0]
     time = attention_s if "core_attn" in modules else 0.0
     for module, names in RECOMPUTED_GEMMS.items():
-        if module not in modules:
+        if module not in modules or (module == "shared_experts" and "moe" in modules):
             continue
         if num_dense:
             time += num_dense * _layer_linear_time(model, tokens, False, degrees, rates, names)[0]
@@ -156,9 +159,11 @@ def selective_recompute_time(
     streamed = 0.0
     if "layernorm" in modules:
         streamed += (num_dense + num_moe) * 2 * 2 * ACTIVATION_BYTES * model.hidden_size
-    if "moe_act" in modules and model.moe is not None:
+    if ("moe_act" in modules or "moe" in modules) and model.moe is not None:
         act = (3.0 if model.gated_ffn else 2.0) * ACTIVATION_BYTES
         streamed += num_moe * model.moe.top_k * act * model.moe.expert_ffn_hidden_size
+    if "moe" in modules and model.moe is not None:  # permute and unpermute again
+        streamed += num_moe * 4.0 * model.hidden_size * model.moe.top_k
     return time + tokens * streamed / tp / hbm
 
 

@@ -10,10 +10,10 @@ from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
 
 RecomputeModule = Literal[
-    "core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "shared_experts"
+    "core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "shared_experts", "moe"
 ]
 """Parts of a layer that selective recomputation can recompute (Megatron-LM
-``--recompute-modules``; its ``moe`` module, which re-runs the token dispatch, is not modelled)."""
+``--recompute-modules``)."""
 RECOMPUTE_MODULES: tuple[str, ...] = get_args(RecomputeModule)
 """The names of :data:`RecomputeModule`, in order."""
 
