@@ -195,6 +195,8 @@ class RecipeRow(RowModel):
     """The recipe: repository, tag, file and config name."""
     vpp: PositiveInt | None = None
     """Virtual stages (the recipe's None = 1)."""
+    etp: PositiveInt | None = None
+    """Expert tensor parallelism (``expert_tensor_parallel_size``)."""
     mbs: PositiveInt | None = None
     """Micro-batch size."""
     recompute: Literal["none", "selective", "full"] | None = None
@@ -428,7 +430,7 @@ def stated_layout(row: TrainingRow) -> dict[str, object]:
     if lay.fsdp:
         out["zero"] = 3
     if row.recipe is not None:
-        for key in ("vpp", "mbs", "recompute"):
+        for key in ("vpp", "etp", "mbs", "recompute"):
             value = getattr(row.recipe, key)
             if value is not None:
                 out.setdefault(key, value)
