@@ -53,7 +53,7 @@ def _notes(report: ServingValidationReport) -> list[tuple[str, str]]:
         (
             r.id,
             f"TTFT predicted {r.predicted_ttft_ms:.0f} ms vs measured {r.measured_ttft_ms:.0f} ms "
-            "(queueing and the serving front end are not modelled)",
+            "(queueing behind other requests and the serving front end are not modelled)",
         )
         for r in report.rows
         if r.predicted_ttft_ms is not None and r.measured_ttft_ms

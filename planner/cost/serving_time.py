@@ -307,8 +307,10 @@ def decode_token_time(setup: ServeSetup, *, concurrency: float, load: PassLoad) 
 
 def ttft_time(setup: ServeSetup, *, running: PassLoad, prompt_len: int, chunk_tokens: int) -> float:
     """Time to first token of one prompt joining a replica that decodes ``running`` per pass:
-    the prompt is cut into ceil(ISL / chunk) chunks that ride (chunks + pp - 1) stage passes
-    (TensorRT-LLM / vLLM chunked prefill). Queueing is not modelled.
+    it waits for the iteration in progress to end (schedulers admit requests at iteration
+    boundaries, Yu et al., "Orca", OSDI'22; a random arrival waits half an iteration on average),
+    then the prompt is cut into ceil(ISL / chunk) chunks that ride (chunks + pp - 1) stage passes
+    (TensorRT-LLM / vLLM chunked prefill). Queueing behind other requests is not modelled.
 
     TTFT grows with the running batch: each pass also streams the weights and the running KV.
     """
@@ -320,7 +322,10 @@ def ttft_time(setup: ServeSetup, *, running: PassLoad, prompt_len: int, chunk_to
             "prompt_on_one_rank": True,
         }
     )
-    return (chunks + setup.layout.pp - 1) * stage_pass_time(setup, load).total_s
+    wait = 0.0
+    if running.decode_sequences > 0:
+        wait = 0.5 * stage_pass_time(setup, running).total_s
+    return wait + (chunks + setup.layout.pp - 1) * stage_pass_time(setup, load).total_s
 
 
 def wave_time(setup: ServeSetup, workload: ServeWorkload, batch: int) -> float:
