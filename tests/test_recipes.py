@@ -388,3 +388,31 @@ def test_moe_recompute_module_frees_the_expert_block_and_dispatches_again(oss: o
         ep,  # type: ignore[arg-type]
     )
     assert moe == pytest.approx(1.5 * plain)
+
+
+def test_exports_name_the_dispatcher_the_cost_model_assumed() -> None:
+    """Megatron's default dispatcher is allgather and its experts run one GEMM each unless
+    grouped; the planner models the all-to-all (or a deduplicating one) and grouped GEMMs, so
+    the exports must say so."""
+    plain = TrainWorkload(seq_len=4096, global_batch=256)
+    dedup = plain.model_copy(update={"moe_dispatch_dedup": True, "ep_comm_overlap": True})
+    plan = planner.estimate(
+        model="mixtral-8x7b", cluster="hgx_h100x16", layout={"ep": 8, "dp": 16}, workload=plain
+    )
+    text = export(make_job(plan, workload=plain), "megatron").text
+    assert "--moe-token-dispatcher-type alltoall" in text and "--moe-grouped-gemm" in text
+    deep = export(make_job(plan, workload=dedup), "megatron")
+    assert "--moe-token-dispatcher-type flex" in deep.text
+    assert "--moe-flex-dispatcher-backend deepep" in deep.text
+    bridge = export(make_job(plan, workload=dedup), "bridge").text
+    assert "model.moe_token_dispatcher_type=flex" in bridge
+    assert "comm_overlap.overlap_moe_expert_parallel_comm=true" in bridge
+    modules = plain.model_copy(update={"recompute_modules": ("layernorm", "moe_act")})
+    selective = planner.estimate(
+        model="mixtral-8x7b", cluster="hgx_h100x16",
+        layout={"ep": 8, "dp": 16, "recompute": "selective"}, workload=modules,
+    )  # fmt: skip
+    assert (
+        "model.recompute_modules=[layernorm,moe_act]"
+        in export(make_job(selective, workload=modules), "bridge").text
+    )

@@ -47,8 +47,25 @@ def _parallel(job: ExportJob) -> list[str]:
         f"model.sequence_parallel={_bool(layout.tp > 1 and job.train[1].sequence_parallel)}",
     ]
     if job.model.moe is not None:
+        workload = job.train[1]
         out.append(f"model.expert_model_parallel_size={layout.ep}")
         out.append(f"model.expert_tensor_parallel_size={layout.etp}")
+        out.append("model.moe_grouped_gemm=true")
+        if workload.moe_dispatch_dedup:
+            out += [
+                "model.moe_token_dispatcher_type=flex",
+                "model.moe_flex_dispatcher_backend=deepep",
+            ]
+            job.note(
+                "deduplicated dispatch exported as DeepEP; HybridEP (hybridep) is modelled alike"
+            )
+        else:
+            out.append("model.moe_token_dispatcher_type=alltoall")
+        if workload.ep_comm_overlap:
+            out += [
+                "comm_overlap.overlap_moe_expert_parallel_comm=true",
+                "comm_overlap.delay_wgrad_compute=true",
+            ]
     kind, counts = pipeline_split(job) if layout.pp > 1 else ("even", [])
     vpp = str(layout.vpp) if layout.vpp > 1 and kind == "even" else "null"
     out.append(f"model.virtual_pipeline_model_parallel_size={vpp}")
@@ -72,7 +89,14 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
     ]
     granularity = "null" if layout.recompute is Recompute.NONE else str(layout.recompute)
     out.append(f"model.recompute_granularity={granularity}")
-    if layout.recompute is Recompute.FULL:
+    if layout.recompute is Recompute.SELECTIVE and workload.recompute_modules != ("core_attn",):
+        out.append(f"model.recompute_modules=[{','.join(workload.recompute_modules)}]")
+    if layout.recompute is Recompute.FULL and workload.recompute_num_layers is not None:
+        out += [
+            "model.recompute_method=block",
+            f"model.recompute_num_layers={workload.recompute_num_layers}",
+        ]
+    elif layout.recompute is Recompute.FULL:
         out += ["model.recompute_method=uniform", "model.recompute_num_layers=1"]
     distributed = _bool(layout.zero >= 1)
     out += [

@@ -63,7 +63,21 @@ def _parallel(job: ExportJob) -> Group:
     if model.moe is not None:
         args += ["--expert-model-parallel-size", str(layout.ep)]
         args += ["--expert-tensor-parallel-size", str(layout.etp)]
-        if job.train[1].ep_comm_overlap:
+        workload = job.train[1]
+        args.append("--moe-grouped-gemm")
+        if workload.moe_dispatch_dedup:
+            args += [
+                "--moe-token-dispatcher-type",
+                "flex",
+                "--moe-flex-dispatcher-backend",
+                "deepep",
+            ]
+            job.note(
+                "deduplicated dispatch exported as DeepEP; HybridEP (hybridep) is modelled alike"
+            )
+        else:
+            args += ["--moe-token-dispatcher-type", "alltoall"]
+        if workload.ep_comm_overlap:
             args += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
     elif layout.ep > 1:
         job.note(f"ep={layout.ep} ignored: {model.name} has no experts")
