@@ -416,3 +416,10 @@ def test_exports_name_the_dispatcher_the_cost_model_assumed() -> None:
         "model.recompute_modules=[layernorm,moe_act]"
         in export(make_job(selective, workload=modules), "bridge").text
     )
+
+
+def test_cli_dispatcher_choices_are_the_specs() -> None:
+    from planner.cli.options import MOE_DISPATCHER_CHOICES
+    from planner.specs.workload import MOE_DISPATCHERS
+
+    assert MOE_DISPATCHER_CHOICES == MOE_DISPATCHERS

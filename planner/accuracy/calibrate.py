@@ -202,21 +202,12 @@ def residuals(
 ) -> dict[str, ResidualSummary]:
     """Error summaries after the fit: all rows, and per regime."""
     errors = {c.id: (c.kind, predict(c, eff) / c.measured - 1.0) for c in cases}
-    out = {"all": _summary([e for _, e in errors.values()])}
+    out = {"all": ResidualSummary.of([e for _, e in errors.values()])}
     for kind in ("dense", "moe"):
         subset = [e for k, e in errors.values() if k == kind]
         if subset:
-            out[kind] = _summary(subset)
+            out[kind] = ResidualSummary.of(subset)
     return out
-
-
-def _summary(errors: list[float]) -> ResidualSummary:
-    return ResidualSummary(
-        count=len(errors),
-        median_abs=statistics.median(abs(e) for e in errors),
-        max_abs=max(abs(e) for e in errors),
-        bias=statistics.fmean(errors),
-    )
 
 
 def _all_formats(
@@ -242,9 +233,8 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
     accelerator = cases[0].cluster.accelerator
     prior = accelerator.efficiency
     eff = fit_efficiency(cases, prior)
-    formats = {
-        f for f, n in Counter(c.layout.precision for c in cases).items() if n >= MIN_ROWS_PER_FORMAT
-    }
+    names = fitted_names(cases)
+    formats = {NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")}
     fit = EfficiencyFit(
         gemm=_all_formats(eff, prior, formats),
         attention=round(eff.attention, 4),
@@ -253,9 +243,7 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
         expert_gemm=round(eff.expert_gemm, 4) if any(c.kind == "moe" for c in cases) else None,
         overlap_contention=round(eff.overlap_contention, 4),
         moe_sync_overhead_us=(
-            round(eff.moe_sync_overhead_us, 1)
-            if "moe_sync_overhead_us" in fitted_names(cases)
-            else None
+            round(eff.moe_sync_overhead_us, 1) if "moe_sync_overhead_us" in names else None
         ),
     )
     return CalibrationRecord(
@@ -292,7 +280,7 @@ def serving_residuals(family: str, eff: AcceleratorEfficiency) -> dict[str, Resi
         result = predict_row(row, eff)
         if result.status == "ok" and result.error is not None:
             errors.append(result.error)
-    return {"serving": _summary(errors)} if errors else {}
+    return {"serving": ResidualSummary.of(errors)} if errors else {}
 
 
 class FamilyFit(FrozenSpec):

@@ -17,7 +17,7 @@ from planner.catalog.io import load_list, load_mapping, read_text, validate_spec
 from planner.errors import SpecError
 from planner.specs.formats import NumberFormat
 from planner.specs.model import MLASpec, ModelSpec, MoESpec
-from planner.specs.workload import RecomputeModule, TrainWorkload
+from planner.specs.workload import RecomputeModule, TrainWorkload, moe_framework_fields
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPO_DATA_DIR = _PACKAGE_DIR.parent / "tests" / "validation"
@@ -400,14 +400,17 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
         fields["recompute_num_layers"] = row.layout.recompute_num_layers
     recipe = row.recipe
     if recipe is not None:
-        for name in ("ep_comm_overlap", "tp_comm_overlap", "recompute_modules", "cross_entropy"):
+        for name in ("tp_comm_overlap", "recompute_modules", "cross_entropy"):
             if getattr(recipe, name) is not None:
                 fields[name] = getattr(recipe, name)
-        if recipe.moe_dispatcher is not None:
-            fields["moe_dispatch_dedup"] = recipe.moe_dispatcher != "alltoall"
+        graphs = None
         if recipe.cuda_graph_scope is not None:
-            captured = {"moe_preprocess", "full_layer"} & set(recipe.cuda_graph_scope)
-            fields["moe_host_sync"] = not captured
+            graphs = bool({"moe_preprocess", "full_layer"} & set(recipe.cuda_graph_scope))
+        fields |= moe_framework_fields(
+            moe_dispatcher=recipe.moe_dispatcher,
+            ep_overlap=recipe.ep_comm_overlap,
+            moe_cuda_graphs=graphs,
+        )
     return TrainWorkload.model_validate(fields)
 
 

@@ -142,7 +142,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--moe-dispatcher",
-        choices=("alltoall", "deepep", "hybridep"),
+        choices=MOE_DISPATCHER_CHOICES,
         help="MoE token dispatch: NCCL all-to-all (default) or deduplicating (DeepEP, HybridEP)",
     )
     g.add_argument(
@@ -175,7 +175,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
 def _framework(args: argparse.Namespace) -> dict[str, object]:
     """TrainWorkload fields from the framework-settings flags (only those given)."""
     from planner.errors import SpecError
-    from planner.specs.workload import RECOMPUTE_MODULES
+    from planner.specs.workload import RECOMPUTE_MODULES, moe_framework_fields
 
     out: dict[str, object] = {}
     if getattr(args, "recompute_modules", None) is not None:
@@ -189,12 +189,13 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["recompute_modules"] = modules
     if getattr(args, "recompute_num_layers", None) is not None:
         out["recompute_num_layers"] = args.recompute_num_layers
-    if getattr(args, "moe_dispatcher", None):
-        out["moe_dispatch_dedup"] = args.moe_dispatcher != "alltoall"
-    if getattr(args, "ep_overlap", False):
-        out["ep_comm_overlap"] = True
-    if getattr(args, "moe_cuda_graphs", False):
-        out["moe_host_sync"] = False
+    out.update(
+        moe_framework_fields(
+            moe_dispatcher=getattr(args, "moe_dispatcher", None),
+            ep_overlap=True if getattr(args, "ep_overlap", False) else None,
+            moe_cuda_graphs=True if getattr(args, "moe_cuda_graphs", False) else None,
+        )
+    )
     if getattr(args, "grad_reduce", None):
         out["grad_reduce_dtype"] = args.grad_reduce
     if getattr(args, "no_sequence_parallel", False):
@@ -238,15 +239,9 @@ def _add_placement(p: argparse.ArgumentParser) -> None:
 
 
 def _edits(args: argparse.Namespace) -> dict[str, object]:
-    keys = (
-        "nic_gbps",
-        "nics_per_gpu",
-        "oversubscription",
-        "rail_optimized",
-        "domain_size",
-        "price_per_gpu_hour",
-    )
-    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    from planner.specs.cluster import ClusterEdits
+
+    return {k: getattr(args, k) for k in ClusterEdits.model_fields if getattr(args, k) is not None}
 
 
 def _cluster(args: argparse.Namespace) -> object:
@@ -286,6 +281,17 @@ def _auto_precisions(args: argparse.Namespace) -> list[str]:
     return [f for f in ("bf16", "fp8", "mxfp8") if acc.supports(f)]
 
 
+def _key_value(flag: str, item: str, allowed: tuple[str, ...]) -> tuple[str, str]:
+    """``KEY=VALUE`` of a repeatable flag, KEY lower-cased and one of ``allowed``."""
+    from planner.errors import SpecError
+
+    key, sep, value = item.partition("=")
+    key = key.strip().lower()
+    if not sep or key not in allowed:
+        raise SpecError(f"{flag} '{item}' must be KEY=VALUE with KEY one of {', '.join(allowed)}")
+    return key, value
+
+
 def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | None, int | None]]:
     from planner.errors import SpecError
 
@@ -293,12 +299,7 @@ def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | Non
     bounds: dict[str, list[int | None]] = {}
     for flag, items, side in (("--min", mins, 0), ("--max", maxs, 1)):
         for item in items:
-            key, sep, value = item.partition("=")
-            key = key.strip().lower()
-            if not sep or key not in allowed:
-                raise SpecError(
-                    f"{flag} '{item}' must be KEY=VALUE with KEY one of {', '.join(allowed)}"
-                )
+            key, value = _key_value(flag, item, allowed)
             try:
                 number = positive_int(value) if key != "zero" else int(value)
             except (argparse.ArgumentTypeError, ValueError):
@@ -331,12 +332,7 @@ def _parse_fix(items: list[str]) -> dict[str, object]:
 
     out: dict[str, object] = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip().lower()
-        if not sep or key not in PINNABLE:
-            raise SpecError(
-                f"--fix '{item}' must be KEY=VALUE with KEY one of {', '.join(PINNABLE)}"
-            )
+        key, value = _key_value("--fix", item, PINNABLE)
         if key == "recompute":
             if value not in ("none", "selective", "full"):
                 raise SpecError(f"--fix recompute={value}: must be none, selective or full")
@@ -435,6 +431,11 @@ def _write_placement(args: argparse.Namespace, plan: object) -> None:
         except OSError as exc:
             raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
         sys.stderr.write(f"layout {args.command}: wrote {target}\n")
+
+
+MOE_DISPATCHER_CHOICES = ("alltoall", "deepep", "hybridep")
+"""``--moe-dispatcher`` choices (planner.specs.workload.MOE_DISPATCHERS, checked by a test; kept
+here so that building the parser imports nothing heavy)."""
 
 
 EXPORT_FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "vllm", "sglang")

@@ -8,12 +8,13 @@ from planner.cost.comm import (
     overlapped_exposed_time,
     routed_copies_crossing_domains,
 )
-from planner.cost.memory import ACTIVATION_BYTES
+from planner.cost.memory import ACTIVATION_BYTES, recomputed_fraction
 from planner.specs.comm import CommDomain
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
+from planner.units import US
 
 
 def ep_comm_per_microbatch(
@@ -45,9 +46,7 @@ def ep_comm_per_microbatch(
         one_way = all_to_all_time(per_copy * moe.top_k, ep)
     # dispatch + combine forward and backward; full recomputation runs the forward pair again
     # (on the share of layers it recomputes)
-    recomputed = 1.0 if layout.recompute is Recompute.FULL else 0.0
-    if recomputed and workload.recompute_num_layers is not None and num_moe_layers:
-        recomputed = min(1.0, workload.recompute_num_layers * layout.vpp / num_moe_layers)
+    recomputed = recomputed_fraction(workload, layout, num_moe_layers)
     if layout.recompute is Recompute.SELECTIVE and "moe" in workload.recompute_modules:
         recomputed = 1.0  # the recomputed MoE block dispatches and combines again
     return (4 + 2 * recomputed) * one_way * num_moe_layers
@@ -66,7 +65,7 @@ def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers:
     """
     if not workload.moe_host_sync or num_moe_layers == 0:
         return 0.0
-    return num_moe_layers * acc.efficiency.moe_sync_overhead_us * 1e-6
+    return num_moe_layers * acc.efficiency.moe_sync_overhead_us * US
 
 
 def ep_exposed_per_microbatch(

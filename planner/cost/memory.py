@@ -17,6 +17,7 @@ from functools import lru_cache
 from planner.specs.formats import NumberFormat, bits_per_value, bytes_per_value, element_bits
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
+from planner.specs.workload import TrainWorkload
 
 ACTIVATION_BYTES = 2.0
 """Activations are stored in bf16 (2 bytes per value)."""
@@ -48,6 +49,21 @@ def _stage_layers(num_layers: int, pp: int, stage: int) -> range:
         counts[middle[i % len(middle)]] += 1
     start = sum(counts[:stage])
     return range(start, start + counts[stage])
+
+
+def recomputed_fraction(workload: TrainWorkload, layout: Layout, num_layers: float) -> float:
+    """Share of a stage's ``num_layers`` layers that full recomputation re-runs: all of them, or
+    with ``workload.recompute_num_layers`` = N (Megatron's block method) the first N of each of
+    the stage's vpp chunks; 0 without full recomputation.
+
+    >>> recomputed_fraction(TrainWorkload(recompute_num_layers=5), Layout(recompute="full"), 32)
+    0.15625
+    """
+    if layout.recompute is not Recompute.FULL or num_layers == 0:
+        return 0.0
+    if workload.recompute_num_layers is None:
+        return 1.0
+    return min(1.0, workload.recompute_num_layers * layout.vpp / num_layers)
 
 
 def weight_bytes(params: float, fmt: NumberFormat) -> float:

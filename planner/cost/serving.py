@@ -130,6 +130,16 @@ def kv_replication(model: ModelSpec, attention_tp: int) -> float:
     return attention_tp * kv_heads_per_gpu(model, attention_tp) / heads
 
 
+def heaviest_window(values: list[float], width: int) -> int:
+    """Start of the ``width`` consecutive values with the largest sum (the first on a tie): the
+    fullest pipeline stage when layers differ (MoE layers after leading dense ones).
+
+    >>> heaviest_window([1.0, 1.0, 3.0, 3.0, 3.0], 2)
+    2
+    """
+    return max(range(len(values) - width + 1), key=lambda i: (sum(values[i : i + width]), -i))
+
+
 def layers_per_stage(model: ModelSpec, pp: int) -> int:
     """Layers on the fullest pipeline stage: ceil(L / pp).
 
@@ -198,9 +208,8 @@ def weight_bytes_per_gpu(
     bpv = bytes_per_value(weight_format)
     per_stage = layers_per_stage(model, layout.pp)
     sizes = [_layer_weight_bytes(model, i, layout, bpv) for i in range(model.num_layers)]
-    blocks = max(
-        sum(sizes[start : start + per_stage]) for start in range(model.num_layers - per_stage + 1)
-    )
+    start = heaviest_window(sizes, per_stage)
+    blocks = sum(sizes[start : start + per_stage])
     vocab = embedding_params(model) / layout.tp
     if layout.pp > 1 and not model.tied_embeddings:
         vocab /= 2

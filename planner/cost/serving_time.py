@@ -25,6 +25,7 @@ from planner.cost.gemm import GemmShape, attention_gemms, ffn_gemms, gemm_time
 from planner.cost.memory import ACTIVATION_BYTES
 from planner.cost.serving import (
     cached_tokens,
+    heaviest_window,
     kv_bytes_per_token_per_layer,
     kv_heads_per_gpu,
     layers_per_stage,
@@ -277,10 +278,7 @@ def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
     per_kind = {kind: layer_time(setup, i, load).as_dict() for kind, i in first_of.items()}
     totals = [sum(per_kind[kind].values()) for kind in kinds]
     per_stage = layers_per_stage(model, lay.pp)
-    start = max(
-        range(model.num_layers - per_stage + 1),
-        key=lambda i: (sum(totals[i : i + per_stage]), -i),
-    )
+    start = heaviest_window(totals, per_stage)
     terms = dict.fromkeys(PassTime().as_dict(), 0.0)
     for kind in kinds[start : start + per_stage]:
         for key, value in per_kind[kind].items():

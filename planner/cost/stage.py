@@ -27,6 +27,7 @@ from planner.cost.memory import (
     activation_bytes_per_layer,
     activation_bytes_per_token,
     logits_bytes,
+    recomputed_fraction,
     replicated_values_without_sp,
     selective_recompute_saved_values,
     stage_layers,
@@ -42,6 +43,7 @@ from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
+from planner.units import US
 
 CAST_BYTES_PER_VALUE = 3.0
 """Quantising a bf16 tensor to an 8- or 4-bit format reads 2 bytes and writes about 1 per value."""
@@ -108,21 +110,6 @@ RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
     "moe": frozenset({"router", "expert_up", "expert_down", "shared_up", "shared_down"}),
 }
 """GEMMs (:func:`planner.cost.gemm.layer_gemms` names) each recompute module re-runs."""
-
-
-def recomputed_fraction(workload: TrainWorkload, layout: Layout, num_layers: int) -> float:
-    """Share of a stage's ``num_layers`` layers that full recomputation re-runs: all of them, or
-    with ``workload.recompute_num_layers`` = N (Megatron's block method) the first N of each of
-    the stage's vpp chunks; 0 without full recomputation.
-
-    >>> recomputed_fraction(TrainWorkload(recompute_num_layers=5), Layout(recompute="full"), 32)
-    0.15625
-    """
-    if layout.recompute is not Recompute.FULL or num_layers == 0:
-        return 0.0
-    if workload.recompute_num_layers is None:
-        return 1.0
-    return min(1.0, workload.recompute_num_layers * layout.vpp / num_layers)
 
 
 def selective_recompute_time(
@@ -192,7 +179,7 @@ def microbatch_compute(
         acc.gemm_efficiency(fmt),
         bytes_per_value(fmt),
         hbm,
-        acc.efficiency.kernel_overhead_us * 1e-6,
+        acc.efficiency.kernel_overhead_us * US,
         acc.efficiency.expert_gemm,
     )
     degrees = (layout.tp, layout.ep, layout.etp)

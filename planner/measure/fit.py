@@ -26,7 +26,6 @@ efficiencies, [0, 100] us for the kernel overhead.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -320,16 +319,6 @@ def fit_link(
 # --- residuals and the overlay -----------------------------------------------------------------
 
 
-def summary(errors: Sequence[float]) -> ResidualSummary:
-    """Median / max |error| and bias of relative errors."""
-    return ResidualSummary(
-        count=len(errors),
-        median_abs=statistics.median(abs(e) for e in errors),
-        max_abs=max(abs(e) for e in errors),
-        bias=statistics.fmean(errors),
-    )
-
-
 def kernel_errors(
     meas: MeasurementRecord, acc: AcceleratorSpec, system: SystemSpec | None, factors: Factors
 ) -> dict[str, list[float]]:
@@ -362,7 +351,10 @@ def kernel_errors(
 def residuals(errors: dict[str, list[float]]) -> dict[str, ResidualSummary]:
     """'all' and per-kind summaries of kernel errors."""
     every = [e for v in errors.values() for e in v]
-    return {"all": summary(every), **{k: summary(v) for k, v in errors.items()}}
+    return {
+        "all": ResidualSummary.of(every),
+        **{k: ResidualSummary.of(v) for k, v in errors.items()},
+    }
 
 
 def catalog_factors(acc: AcceleratorSpec, system: SystemSpec | None) -> Factors:

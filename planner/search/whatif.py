@@ -29,19 +29,12 @@ from planner.specs.hardware import AcceleratorSpec
 from planner.specs.model import ModelSpec
 from planner.specs.scenarios import KnobValue, RunLength, Scenario, WhatIfResult
 from planner.specs.solver_config import SolverConfig
-from planner.specs.workload import TrainWorkload
+from planner.specs.workload import MOE_DISPATCHERS, TrainWorkload, moe_framework_fields
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each scenario finishes."""
 
-EDIT_KNOBS: tuple[str, ...] = (
-    "nic_gbps",
-    "nics_per_gpu",
-    "oversubscription",
-    "rail_optimized",
-    "domain_size",
-    "price_per_gpu_hour",
-)
+EDIT_KNOBS: tuple[str, ...] = tuple(ClusterEdits.model_fields)
 """Knobs that are cluster edits (ClusterEdits fields)."""
 CLUSTER_KNOBS: tuple[str, ...] = ("system", "accelerator", "gpus")
 """Knobs that change which cluster is built."""
@@ -51,7 +44,6 @@ FRAMEWORK_KNOBS: tuple[str, ...] = ("ep_overlap", "moe_dispatcher", "moe_cuda_gr
 """Knobs that change how the framework runs MoE layers (the flags of the same names)."""
 KNOBS: tuple[str, ...] = EDIT_KNOBS + CLUSTER_KNOBS + WORKLOAD_KNOBS + FRAMEWORK_KNOBS
 _BOOL_KNOBS = ("rail_optimized", "ep_overlap", "moe_cuda_graphs")
-MOE_DISPATCHERS: tuple[str, ...] = ("alltoall", "deepep", "hybridep")
 _ALIASES = {
     "gpu_count": "gpus",
     "num_gpus": "gpus",
@@ -237,14 +229,11 @@ def framework_updates(vary: dict[str, KnobValue]) -> dict[str, object]:
     >>> framework_updates({"moe_dispatcher": "deepep", "moe_cuda_graphs": True})
     {'moe_dispatch_dedup': True, 'moe_host_sync': False}
     """
-    out: dict[str, object] = {}
-    if "ep_overlap" in vary:
-        out["ep_comm_overlap"] = bool(vary["ep_overlap"])
-    if "moe_dispatcher" in vary:
-        out["moe_dispatch_dedup"] = vary["moe_dispatcher"] != "alltoall"
-    if "moe_cuda_graphs" in vary:
-        out["moe_host_sync"] = not vary["moe_cuda_graphs"]
-    return out
+    return moe_framework_fields(
+        moe_dispatcher=vary.get("moe_dispatcher"),  # type: ignore[arg-type]
+        ep_overlap=vary.get("ep_overlap"),  # type: ignore[arg-type]
+        moe_cuda_graphs=vary.get("moe_cuda_graphs"),  # type: ignore[arg-type]
+    )
 
 
 def run_scenario(request: ScenarioRequest) -> Scenario:

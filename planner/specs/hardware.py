@@ -6,6 +6,8 @@ them once with the constants of :mod:`planner.units`. Marketing figures are SI (
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
@@ -271,6 +273,20 @@ class ResidualSummary(FrozenSpec):
     """Largest |error| (fraction)."""
     bias: float
     """Mean signed error (fraction; > 0 = optimistic)."""
+
+    @classmethod
+    def of(cls, errors: Sequence[float]) -> ResidualSummary:
+        """Count, median |error|, max |error| and mean signed error of ``errors`` (non-empty).
+
+        >>> ResidualSummary.of([0.1, -0.3, 0.2]).median_abs
+        0.2
+        """
+        return cls(
+            count=len(errors),
+            median_abs=statistics.median(abs(e) for e in errors),
+            max_abs=max(abs(e) for e in errors),
+            bias=statistics.fmean(errors),
+        )
 
 
 class EfficiencyFit(FrozenSpec):

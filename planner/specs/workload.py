@@ -18,6 +18,34 @@ RECOMPUTE_MODULES: tuple[str, ...] = get_args(RecomputeModule)
 """The names of :data:`RecomputeModule`, in order."""
 
 
+MOE_DISPATCHERS: tuple[str, ...] = ("alltoall", "deepep", "hybridep")
+"""Megatron's dropless MoE dispatchers by name: the NCCL all-to-all, or a deduplicating one
+(the flex dispatcher's DeepEP and HybridEP backends)."""
+
+
+def moe_framework_fields(
+    *,
+    moe_dispatcher: str | None = None,
+    ep_overlap: bool | None = None,
+    moe_cuda_graphs: bool | None = None,
+) -> dict[str, object]:
+    """TrainWorkload fields for the MoE settings as users and recipes name them (None = not
+    given): the dispatcher, the EP all-to-all overlap, and CUDA graphs around the dispatcher's
+    preprocessing (which remove its host sync).
+
+    >>> moe_framework_fields(moe_dispatcher="deepep", moe_cuda_graphs=True)
+    {'moe_dispatch_dedup': True, 'moe_host_sync': False}
+    """
+    out: dict[str, object] = {}
+    if moe_dispatcher is not None:
+        out["moe_dispatch_dedup"] = moe_dispatcher != "alltoall"
+    if ep_overlap is not None:
+        out["ep_comm_overlap"] = ep_overlap
+    if moe_cuda_graphs is not None:
+        out["moe_host_sync"] = not moe_cuda_graphs
+    return out
+
+
 class TrainWorkload(FrozenSpec):
     """A pre-training (or fine-tuning) step."""
 

@@ -140,17 +140,23 @@ def _switch_edge(
     )
 
 
+def _accelerators_and_nics(fabric: Fabric) -> nx.Graph:
+    """A scale-out graph's first layer: every accelerator and its NIC edges."""
+    graph = nx.Graph()
+    ranks = range(fabric.num_accelerators)
+    _add_accelerators(graph, fabric, ranks)
+    _nic_edges(graph, fabric, ranks)
+    return graph
+
+
 def rail_fat_tree_graph(fabric: Fabric) -> nx.Graph:
     """Rail-optimized two-tier fat tree (NVIDIA DGX SuperPOD): NIC i of every node of a
     scalable unit on rail i's leaf, leaves joined by the spine with up-links of
     ``U x NIC / oversubscription``; ``planes`` copies, each with 1/planes of every NIC.
     Source: hardware.md section 8 (DGX H100 SuperPOD: SU = 32 nodes under 8 rail leaves)."""
-    graph = nx.Graph()
-    ranks = range(fabric.num_accelerators)
-    _add_accelerators(graph, fabric, ranks)
-    _nic_edges(graph, fabric, ranks)
+    graph = _accelerators_and_nics(fabric)
     planes = fabric.planes
-    for nic in range(-(-fabric.num_accelerators // fabric.per_nic)):
+    for nic in range(fabric.num_nics):
         node = nic // fabric.nics_per_node
         unit, rail = node // fabric.unit_nodes, nic % fabric.nics_per_node
         for plane in range(planes):
@@ -170,12 +176,9 @@ def tor_fat_tree_graph(fabric: Fabric) -> nx.Graph:
     node's NICs on its ToR (non-blocking up-links), ToRs of a scalable unit on a pod switch,
     pods joined by the spine with up-links of ``SU NICs / oversubscription``. Source:
     hardware.md section 8 (Llama 3 cluster: full-bisection pods, 1:7 above)."""
-    graph = nx.Graph()
-    ranks = range(fabric.num_accelerators)
-    _add_accelerators(graph, fabric, ranks)
-    _nic_edges(graph, fabric, ranks)
+    graph = _accelerators_and_nics(fabric)
     planes = fabric.planes
-    for nic in range(-(-fabric.num_accelerators // fabric.per_nic)):
+    for nic in range(fabric.num_nics):
         node = nic // fabric.nics_per_node
         for plane in range(planes):
             tor, pod = f"tor{node}.{plane}", f"pod{node // fabric.unit_nodes}.{plane}"

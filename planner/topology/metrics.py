@@ -33,9 +33,7 @@ def node_counts(fabric: Fabric) -> dict[str, int]:
     16
     """
     planes = fabric.planes
-    counts = Counter(
-        accelerator=fabric.num_accelerators, nic=-(-fabric.num_accelerators // fabric.per_nic)
-    )
+    counts = Counter(accelerator=fabric.num_accelerators, nic=fabric.num_nics)
     if fabric.kind in ("nvswitch", "nvlink_rack"):
         counts["switch"] = fabric.num_domains
     if fabric.rail_optimized:
@@ -89,7 +87,7 @@ def fabric_bisection(fabric: Fabric) -> float:
     first = ranks < fabric.num_accelerators / 2
     cost = (np.where(first, 0.0, inf), np.where(first, inf, 0.0))
     bw = fabric.nic_bytes_per_s
-    nics = -(-fabric.num_accelerators // fabric.per_nic)
+    nics = fabric.num_nics
     cost = _level(cost, fabric.nic(ranks), bw, nics)
     nic_rank = np.arange(nics) * fabric.per_nic
     if fabric.rail_optimized:

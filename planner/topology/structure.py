@@ -83,6 +83,11 @@ class Fabric:
         return -(-self.num_accelerators // self.per_node)
 
     @property
+    def num_nics(self) -> int:
+        """NIC nodes (the last may serve fewer accelerators than ``per_nic``)."""
+        return -(-self.num_accelerators // self.per_nic)
+
+    @property
     def nics_per_node(self) -> int:
         """NIC nodes per node = rails per scalable unit."""
         return self.per_node // self.per_nic

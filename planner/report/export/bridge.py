@@ -13,9 +13,11 @@ from __future__ import annotations
 import shlex
 
 from planner.report.export.job import (
+    EP_OVERLAP_FIELDS,
     ExportJob,
     ExportResult,
     comment_block,
+    moe_execution_fields,
     pipeline_split,
     split_note,
 )
@@ -47,25 +49,11 @@ def _parallel(job: ExportJob) -> list[str]:
         f"model.sequence_parallel={_bool(layout.tp > 1 and job.train[1].sequence_parallel)}",
     ]
     if job.model.moe is not None:
-        workload = job.train[1]
         out.append(f"model.expert_model_parallel_size={layout.ep}")
         out.append(f"model.expert_tensor_parallel_size={layout.etp}")
-        out.append("model.moe_grouped_gemm=true")
-        if workload.moe_dispatch_dedup:
-            out += [
-                "model.moe_token_dispatcher_type=flex",
-                "model.moe_flex_dispatcher_backend=deepep",
-            ]
-            job.note(
-                "deduplicated dispatch exported as DeepEP; HybridEP (hybridep) is modelled alike"
-            )
-        else:
-            out.append("model.moe_token_dispatcher_type=alltoall")
-        if workload.ep_comm_overlap:
-            out += [
-                "comm_overlap.overlap_moe_expert_parallel_comm=true",
-                "comm_overlap.delay_wgrad_compute=true",
-            ]
+        out += [f"model.{name}={value}" for name, value in moe_execution_fields(job)]
+        if job.train[1].ep_comm_overlap:
+            out += [f"comm_overlap.{name}={value}" for name, value in EP_OVERLAP_FIELDS]
     kind, counts = pipeline_split(job) if layout.pp > 1 else ("even", [])
     vpp = str(layout.vpp) if layout.vpp > 1 and kind == "even" else "null"
     out.append(f"model.virtual_pipeline_model_parallel_size={vpp}")

@@ -259,3 +259,24 @@ def split_note(job: ExportJob, counts: list[int]) -> None:
         f"{layout.pp * layout.vpp} chunks; set to the planner's split {counts} "
         "(remainder on the middle stages)"
     )
+
+
+EP_OVERLAP_FIELDS: tuple[tuple[str, str], ...] = (
+    ("overlap_moe_expert_parallel_comm", "true"),
+    ("delay_wgrad_compute", "true"),
+)
+"""Megatron ModelParallelConfig fields of the EP all-to-all overlap (``ep_comm_overlap``)."""
+
+
+def moe_execution_fields(job: ExportJob) -> list[tuple[str, str]]:
+    """Megatron TransformerConfig (field, value) pairs for the MoE execution the cost model
+    assumed: grouped expert GEMMs (Megatron's default is one GEMM per expert) and the dispatcher
+    (its default is allgather): the all-to-all, or for deduplicated dispatch the flex dispatcher
+    with DeepEP (notes that HybridEP is modelled alike). ``"true"`` marks a switch."""
+    fields = [("moe_grouped_gemm", "true")]
+    if job.train[1].moe_dispatch_dedup:
+        fields += [("moe_token_dispatcher_type", "flex"), ("moe_flex_dispatcher_backend", "deepep")]
+        job.note("deduplicated dispatch exported as DeepEP; HybridEP (hybridep) is modelled alike")
+    else:
+        fields.append(("moe_token_dispatcher_type", "alltoall"))
+    return fields

@@ -12,9 +12,11 @@ from __future__ import annotations
 import shlex
 
 from planner.report.export.job import (
+    EP_OVERLAP_FIELDS,
     ExportJob,
     ExportResult,
     comment_block,
+    moe_execution_fields,
     pipeline_split,
     split_note,
 )
@@ -63,22 +65,13 @@ def _parallel(job: ExportJob) -> Group:
     if model.moe is not None:
         args += ["--expert-model-parallel-size", str(layout.ep)]
         args += ["--expert-tensor-parallel-size", str(layout.etp)]
-        workload = job.train[1]
-        args.append("--moe-grouped-gemm")
-        if workload.moe_dispatch_dedup:
-            args += [
-                "--moe-token-dispatcher-type",
-                "flex",
-                "--moe-flex-dispatcher-backend",
-                "deepep",
-            ]
-            job.note(
-                "deduplicated dispatch exported as DeepEP; HybridEP (hybridep) is modelled alike"
-            )
-        else:
-            args += ["--moe-token-dispatcher-type", "alltoall"]
-        if workload.ep_comm_overlap:
-            args += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
+        fields = moe_execution_fields(job)
+        if job.train[1].ep_comm_overlap:
+            fields += EP_OVERLAP_FIELDS
+        for name, value in fields:
+            args.append("--" + name.replace("_", "-"))
+            if value != "true":
+                args.append(value)
     elif layout.ep > 1:
         job.note(f"ep={layout.ep} ignored: {model.name} has no experts")
     if layout.pp > 1:
