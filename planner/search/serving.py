@@ -25,6 +25,7 @@ from planner.cost.serving import (
 )
 from planner.cost.serving_time import PassLoad, PassTime, ServeSetup, decode_token_time, ttft_time
 from planner.errors import SpecError
+from planner.search.evaluate import MIN_REGIME_ROWS
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
@@ -387,10 +388,6 @@ def to_serve_plan(
     )
 
 
-MIN_SERVING_ROWS = 5
-"""Fewer validated serving runs than this on a family earns a warning."""
-
-
 def serve_trust(acc: AcceleratorSpec) -> tuple[float | None, list[str]]:
     """(typical error in %, warnings) from the serving residuals the family's calibration keeps
     (median |error| of its serving validation rows; DESIGN.md section 9)."""
@@ -399,7 +396,7 @@ def serve_trust(acc: AcceleratorSpec) -> tuple[float | None, list[str]]:
     if summary is None:
         return None, [f"no published serving runs validate {acc.family} accelerators"]
     warnings = []
-    if summary.count < MIN_SERVING_ROWS:
+    if summary.count < MIN_REGIME_ROWS:
         warnings.append(
             f"only {summary.count} validated serving run(s) on {acc.family}; "
             "the band is a rough guide"
