@@ -163,3 +163,57 @@ def test_heaviest_moe_stage_is_checked_after_leading_dense_layers() -> None:
         workload={"seq_len": 4096, "global_batch": 8192, "precision": "fp8"},
     )  # fmt: skip
     assert not plan.fits and plan.memory.binding_stage == 2
+
+
+def test_attention_is_exponential_bound_only_where_tensor_cores_outrun_the_sfu() -> None:
+    """gpt-oss (head_dim 64: 2 x (64 + 64) = 256 FLOPs per score forward, 6 x 64 + 4 x 64 = 640
+    backward). B200 runs 512 tensor FLOPs per exp: the forward takes 512 / 256 = 2x its matmul
+    time, the backward (640 > 512) none. H100 (256) and B300 (doubled SFU: 256) are not bound,
+    nor are head_dim-128 models on B200 (512 FLOPs per score)."""
+    from planner.catalog import load_accelerator
+    from planner.cost.stage import microbatch_compute
+
+    gpt_oss, llama = load_model("gpt-oss-120b"), load_model("8B")
+    b200, h100, b300 = (load_accelerator(n) for n in ("b200", "h100_sxm", "b300"))
+    assert b200.bf16_flops_per_exp == 512 and h100.bf16_flops_per_exp == 256
+    assert b300.bf16_flops_per_exp == 256
+    workload = TrainWorkload(seq_len=4096, global_batch=64)
+    layout = Layout(ep=8, dp=8)
+    unbound = b200.model_copy(update={"bf16_flops_per_exp": None})
+    bound_attention = microbatch_compute(gpt_oss, b200, workload, layout, 0)[2]
+    free_attention = microbatch_compute(gpt_oss, unbound, workload, layout, 0)[2]
+    assert bound_attention == pytest.approx(2.0 * free_attention)
+    for model, acc in ((gpt_oss, h100), (gpt_oss, b300), (llama, b200)):
+        free = acc.model_copy(update={"bf16_flops_per_exp": None})
+        lay = layout if model.moe else Layout(dp=8)
+        assert microbatch_compute(model, acc, workload, lay, 0)[2] == pytest.approx(
+            microbatch_compute(model, free, workload, lay, 0)[2]
+        )
+
+
+def test_unfused_rope_and_expert_bias_cost_by_hand() -> None:
+    """gpt-oss's YaRN factor sends RoPE down Megatron's unfused path and its expert biases
+    through the per-expert loop: per token and MoE layer 230,400 bytes forward and 221,184
+    backward beyond the fused kernels (see unfused_kernel_bytes_per_token). One micro-batch of
+    4,096 tokens over 36 layers on one B200 at EP 8 (16 local experts): that traffic at the
+    accelerator's HBM rate, plus (2 x 13 RoPE + 16 x 6 + 1 bias) launches per layer at the fixed
+    kernel cost. Models without YaRN or expert biases pay nothing."""
+    from planner.catalog import load_accelerator
+    from planner.cost.gemm import unfused_kernel_bytes_per_token, unfused_kernel_launches
+    from planner.cost.stage import microbatch_compute
+
+    gpt_oss = load_model("gpt-oss-120b")
+    assert unfused_kernel_launches(gpt_oss, moe_layer=True, local_experts=16) == 26 + 97
+    for name in ("8B", "qwen3-30b-a3b", "671B"):
+        model = load_model(name)
+        assert unfused_kernel_bytes_per_token(model, moe_layer=model.moe is not None) == (0, 0)
+    b200 = load_accelerator("b200")
+    workload = TrainWorkload(seq_len=4096, global_batch=64)
+    layout = Layout(ep=8, dp=8)
+    plain = gpt_oss.model_copy(update={"rope_attention_factor": 1.0, "mlp_bias": False})
+    forward, backward, *_ = microbatch_compute(gpt_oss, b200, workload, layout, 0)
+    forward0, backward0, *_ = microbatch_compute(plain, b200, workload, layout, 0)
+    hbm = b200.hbm_bytes_per_s * b200.efficiency.hbm
+    launches = 36 * (26 + 97) * b200.efficiency.kernel_overhead_us * 1e-6 / 2
+    assert forward - forward0 == pytest.approx(36 * 4096 * 230400 / hbm + launches)
+    assert backward - backward0 == pytest.approx(36 * 4096 * 221184 / hbm + launches)

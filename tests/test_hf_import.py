@@ -431,6 +431,17 @@ def test_gpt_oss_mapping() -> None:
     assert model_from_hf_config(bare, name="g") == spec
 
 
+def test_yarn_attention_factor() -> None:
+    """gpt-oss: YaRN factor 32 and no mscale keys -> 0.1 ln 32 + 1 = 1.3466; DeepSeek-V3 gives
+    mscale = mscale_all_dim = 1, so its factors cancel; no rope_scaling -> 1."""
+    assert model_from_hf_config(GPT_OSS_120B, name="g").rope_attention_factor == 1.3466
+    assert model_from_hf_config(DEEPSEEK_V3, name="d").rope_attention_factor == 1.0
+    plain = _without(GPT_OSS_120B, "rope_scaling")
+    assert model_from_hf_config(plain, name="g").rope_attention_factor == 1.0
+    given = {**GPT_OSS_120B, "rope_scaling": {"rope_type": "yarn", "attention_factor": 1.2}}
+    assert model_from_hf_config(given, name="g").rope_attention_factor == 1.2
+
+
 def test_deepseek_mla_without_q_latent() -> None:
     lite = {**DEEPSEEK_V3, "q_lora_rank": None}
     spec = model_from_hf_config(lite, name="d")

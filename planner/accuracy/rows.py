@@ -32,13 +32,14 @@ _TIED_PREFIXES = ("sc21-", "rar-", "gpt3-")
 labelled sizes match untied embeddings, see their notes)."""
 _DROPOUT_PREFIXES = ("sc21-", "rar-")
 """Rows from papers that trained with dropout (SC21, RAR)."""
-_FAMILY_FLAGS: dict[str, dict[str, bool]] = {
+_FAMILY_FLAGS: dict[str, dict[str, bool | float]] = {
     "qwen3-": {"qk_norm": True},
     "gpt-oss-": {
         "attention_bias": True,
         "attention_output_bias": True,
         "mlp_bias": True,
         "attention_sinks": True,
+        "rope_attention_factor": 1.3466,
     },
 }
 """Architecture details the row schema leaves out, per model-name prefix (as in models/*.yaml)."""

@@ -9,6 +9,7 @@ validate) raises :class:`~planner.errors.SpecError` with a one-line message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 from planner.catalog.io import validate_spec
@@ -59,6 +60,8 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise SpecError(f"{name}: {problem}; supported model_type values: {supported}")
     fields = mapper(config)
+    if fields.get("position_embedding", "rope") == "rope":
+        fields["rope_attention_factor"] = _yarn_attention_factor(config, name)
     fields.update(
         name=name,
         family=model_type,
@@ -66,6 +69,43 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
         dropout=_dropout(config),
     )
     return validate_spec(ModelSpec, fields, where=f"{name} (from config.json)")
+
+
+def _yarn_attention_factor(config: Config, name: str) -> float:
+    """YaRN's attention factor from ``rope_scaling`` (1 without YaRN): ``attention_factor`` when
+    given, else m(s, mscale) / m(s, mscale_all_dim) when both are given (DeepSeek-V3: 1), else
+    m(s) = 0.1 ln(s) + 1 for the scaling factor s (Peng et al. 2023, arXiv 2309.00071, eq. 22;
+    Hugging Face ``_compute_yarn_parameters``, Megatron-LM ``_yarn_get_concentration_factor``).
+
+    >>> _yarn_attention_factor({"rope_scaling": {"rope_type": "yarn", "factor": 32.0}}, "m")
+    1.3466
+    >>> _yarn_attention_factor({"rope_scaling": {"type": "yarn", "factor": 40, "mscale": 1.0,
+    ...                                           "mscale_all_dim": 1.0}}, "m")
+    1.0
+    """
+    scaling = config.get("rope_scaling")
+    if scaling is None:
+        return 1.0
+    if not isinstance(scaling, Mapping):
+        raise SpecError(f"{name}: config.json rope_scaling must be an object, got {scaling!r}")
+    if (scaling.get("rope_type") or scaling.get("type")) != "yarn":
+        return 1.0
+    try:
+        if scaling.get("attention_factor") is not None:
+            return float(scaling["attention_factor"])  # type: ignore[arg-type]
+        factor = float(scaling.get("factor", 1.0))  # type: ignore[arg-type]
+        mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
+
+        def m(scale: float = 1.0) -> float:
+            return 1.0 if factor <= 1.0 else 0.1 * scale * math.log(factor) + 1.0
+
+        if mscale is not None and mscale_all_dim is not None:
+            return round(m(float(mscale)) / m(float(mscale_all_dim)), 4)  # type: ignore[arg-type]
+        return round(m(), 4)
+    except (TypeError, ValueError):
+        raise SpecError(
+            f"{name}: config.json rope_scaling has a non-numeric YaRN factor: {dict(scaling)!r}"
+        ) from None
 
 
 # --- typed key access ---------------------------------------------------------------------

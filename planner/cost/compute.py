@@ -29,6 +29,40 @@ def mean_attended_positions(seq_len: int, window: int | None) -> float:
     return (window * (window + 1) / 2 + (seq_len - window) * window) / seq_len
 
 
+def attention_head_dims(model: ModelSpec) -> tuple[int, int]:
+    """(query/key, value) head dims: MLA's own (nope + rope, v_head_dim), else head_dim twice."""
+    if model.mla is not None:
+        return model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim, model.mla.v_head_dim
+    return model.head_dim, model.head_dim
+
+
+def attention_exp_bound_factors(
+    model: ModelSpec, flops_per_exp: float | None
+) -> tuple[float, float]:
+    """(forward, backward) slow-down of flash attention over its tensor-core time when the
+    softmax exponentials, one per score in each pass, outlast the matmuls on the special-function
+    units: ``max(1, R / f)`` with R the accelerator's dense bf16 tensor FLOPs per exp2 result
+    (``flops_per_exp``; 256 on Hopper, 512 on B200, whose tensor cores doubled while its 16
+    MUFU.EX2 per clock per SM did not) and f the matmul FLOPs per score: 2 (H_qk + H_v) forward
+    (Q K^T, P V), 6 H_qk + 4 H_v backward (the recomputed scores, dV, dP, dQ, dK).
+    Source: Zadouri, Hoehnerbach, Shah, Liu, Thakkar and Dao, "FlashAttention-4"
+    (Dao-AILab/flash-attention, assets/fa4_paper.pdf): on B200 the forward pass is bound by the
+    exponential units. None models no bound (accelerators without the figure).
+
+    >>> from planner.catalog import load_model
+    >>> attention_exp_bound_factors(load_model("gpt-oss-120b"), 512.0)  # head_dim 64
+    (2.0, 1.0)
+    >>> attention_exp_bound_factors(load_model("gpt-oss-120b"), 256.0)
+    (1.0, 1.0)
+    """
+    if flops_per_exp is None:
+        return 1.0, 1.0
+    qk, v = attention_head_dims(model)
+    return max(1.0, flops_per_exp / (2.0 * (qk + v))), max(
+        1.0, flops_per_exp / (6.0 * qk + 4.0 * v)
+    )
+
+
 def attention_core_flops_per_token(model: ModelSpec, seq_len: int, *, sliding: bool) -> float:
     """Forward FLOPs per token of the score (Q K^T) and context (A V) matmuls of one layer.
 
@@ -40,11 +74,7 @@ def attention_core_flops_per_token(model: ModelSpec, seq_len: int, *, sliding: b
     >>> attention_core_flops_per_token(_tiny(), 3, sliding=False)  # 2*4*(16+16)*2
     512.0
     """
-    if model.mla is not None:
-        qk_dim = model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim
-        v_dim = model.mla.v_head_dim
-    else:
-        qk_dim = v_dim = model.head_dim
+    qk_dim, v_dim = attention_head_dims(model)
     window = model.sliding_window if sliding else None
     positions = mean_attended_positions(seq_len, window)
     return 2.0 * model.num_attention_heads * (qk_dim + v_dim) * positions

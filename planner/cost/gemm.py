@@ -162,3 +162,61 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
         width = model.ffn_hidden_size
     bytes_ += (6.0 if model.gated_ffn else 4.0) * width
     return bytes_
+
+
+UNFUSED_ROPE_BYTES_PER_VALUE = (24.0, 26.0)
+"""(forward, backward) HBM bytes per rotated bf16 value of Megatron-LM's unfused RoPE
+(``_apply_rotary_pos_emb_bshd``): forward ``neg`` + ``cat`` (rotate half), two ``mul``, one
+``add`` and the closing ``cat`` move 12 values; backward two ``mul``, ``neg``, the chunk's
+``cat``, the gradient ``add`` and the slice's zero-fill and copy move 13. The fused kernel reads
+and writes each value once (4 bytes), which :func:`elementwise_bytes_per_token` already counts."""
+
+EXPERT_BIAS_BYTES_PER_VALUE = (12.0, 12.0)
+"""(forward, backward) HBM bytes per routed output value of Megatron-LM's expert-output bias,
+added by ``TEGroupedMLP._apply_bias`` in an eager loop over the local experts as
+``cat([t + b * p])`` in bf16: forward ``b * p`` (write 2), ``t + .`` (read 4, write 2), ``cat``
+(read 2, write 2); backward the two broadcast gradients ``g * p`` and ``g * b`` (read 2, write
+2 each) and their reductions (read 2 each)."""
+
+EXPERT_BIAS_KERNELS_PER_EXPERT = (2, 4)
+"""(forward, backward) kernels ``_apply_bias`` launches per local expert (see above)."""
+
+UNFUSED_ROPE_KERNELS = (6, 7)
+"""(forward, backward) kernels of the unfused RoPE per rotated tensor (see above)."""
+
+
+def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tuple[float, float]:
+    """(forward, backward) HBM bytes per token that one layer's unfused framework kernels move
+    beyond the fused ones :func:`elementwise_bytes_per_token` counts: RoPE with a YaRN attention
+    factor (Megatron-LM ``apply_rotary_pos_emb`` falls back to the unfused path when
+    ``mscale != 1``) on queries and keys, and the expert-output biases of a biased MoE
+    (``mlp_bias``), applied per routed copy.
+
+    gpt-oss-120b: RoPE on (64 + 8) x 64 = 4,608 values, (24 - 4) and (26 - 8) bytes each; biases
+    on 4 x 2,880 routed values, 12 bytes each way: 92,160 + 138,240 and 82,944 + 138,240.
+
+    >>> from planner.catalog import load_model
+    >>> unfused_kernel_bytes_per_token(load_model("gpt-oss-120b"), moe_layer=True)
+    (230400.0, 221184.0)
+    """
+    forward = backward = 0.0
+    if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
+        rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
+        forward += (UNFUSED_ROPE_BYTES_PER_VALUE[0] - 4.0) * rotated
+        backward += (UNFUSED_ROPE_BYTES_PER_VALUE[1] - 8.0) * rotated
+    if moe_layer and model.moe is not None and model.mlp_bias:
+        routed = model.moe.top_k * model.hidden_size
+        forward += EXPERT_BIAS_BYTES_PER_VALUE[0] * routed
+        backward += EXPERT_BIAS_BYTES_PER_VALUE[1] * routed
+    return forward, backward
+
+
+def unfused_kernel_launches(model: ModelSpec, *, moe_layer: bool, local_experts: float) -> float:
+    """(forward + backward) kernel launches of the unfused kernels of
+    :func:`unfused_kernel_bytes_per_token` in one layer, each paying the fixed per-kernel cost."""
+    launches = 0.0
+    if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
+        launches += 2 * sum(UNFUSED_ROPE_KERNELS)
+    if moe_layer and model.moe is not None and model.mlp_bias:
+        launches += local_experts * sum(EXPERT_BIAS_KERNELS_PER_EXPERT) + 1
+    return launches

@@ -11,13 +11,20 @@ from planner.cost.comm import (
     p2p_time,
     reduce_scatter_time,
 )
-from planner.cost.compute import cross_entropy_time, logits_flops_per_token, matmul_time
+from planner.cost.compute import (
+    attention_exp_bound_factors,
+    cross_entropy_time,
+    logits_flops_per_token,
+    matmul_time,
+)
 from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatch, moe_sync_time
 from planner.cost.gemm import (
     NORM_RESIDUAL_BYTES_PER_HIDDEN,
     elementwise_bytes_per_token,
     gemm_time,
     layer_gemms,
+    unfused_kernel_bytes_per_token,
+    unfused_kernel_launches,
 )
 from planner.cost.memory import (
     ACTIVATION_BYTES,
@@ -190,13 +197,17 @@ def microbatch_compute(
     linear = num_dense * dense_t + num_moe * moe_t
     bf16 = NumberFormat.BF16
     if workload.flash_attention:
-        attention = matmul_time(
+        attention_mma = matmul_time(
             tokens * table.total("attention_flops", layers) / layout.tp,
             peak_flop_per_s=acc.peak_flop_per_s(bf16),
             efficiency=acc.efficiency.attention,
         )
+        exp_forward, exp_backward = attention_exp_bound_factors(model, acc.bf16_flops_per_exp)
+        attention = attention_mma * exp_forward
+        attention_backward = 2.0 * attention_mma * exp_backward
     else:
         attention = unfused_attention_time(model, acc, workload, layout, len(layers))
+        attention_backward = 2.0 * attention
     streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
     streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
     if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
@@ -206,6 +217,9 @@ def microbatch_compute(
         # norms and residual adds run on every TP rank's full sequence
         repeated = NORM_RESIDUAL_BYTES_PER_HIDDEN * model.hidden_size * len(layers)
         memory_bound += tokens * repeated * (1.0 - 1.0 / layout.tp) / hbm
+    unfused_forward, unfused_backward = _unfused_kernel_time(
+        model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates
+    )
     logits = loss_forward = loss_backward = 0.0
     if stage == layout.pp - 1:
         logits = matmul_time(
@@ -217,11 +231,11 @@ def microbatch_compute(
             tokens, model.vocab_size / layout.tp, workload.cross_entropy, hbm
         )
     forward = linear + attention + memory_bound + logits
-    backward = 2.0 * forward + loss_backward
-    forward += loss_forward
+    backward = 2.0 * (forward - attention) + attention_backward + loss_backward + unfused_backward
+    forward += loss_forward + unfused_forward
     if layout.recompute is Recompute.FULL:
         backward += recomputed_fraction(workload, layout, len(layers)) * (
-            linear + attention + memory_bound
+            linear + attention + memory_bound + unfused_forward
         )
     elif layout.recompute is Recompute.SELECTIVE:
         backward += selective_recompute_time(
@@ -235,6 +249,35 @@ def microbatch_compute(
             attention_s=attention,
         )
     return forward, backward, attention, linear
+
+
+def _unfused_kernel_time(
+    model: ModelSpec,
+    *,
+    tokens: float,
+    num_dense: int,
+    num_moe: float,
+    layout: Layout,
+    rates: tuple[float, float, float, float, float, float],
+) -> tuple[float, float]:
+    """(forward, backward) seconds of a micro-batch's unfused framework kernels on one GPU
+    (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`): their HBM traffic at
+    HBM bandwidth x eta_hbm, sharded over tp like the other memory-bound kernels, plus the fixed
+    per-kernel cost of each launch."""
+    hbm, overhead = rates[3], rates[4]
+    local_experts = model.moe.num_experts / layout.ep if model.moe is not None else 0.0
+    forward = backward = launches = 0.0
+    for count, moe_layer in ((num_dense, False), (num_moe, True)):
+        if not count:
+            continue
+        f, b = unfused_kernel_bytes_per_token(model, moe_layer=moe_layer)
+        forward += count * tokens * f / layout.tp / hbm
+        backward += count * tokens * b / layout.tp / hbm
+        launches += count * unfused_kernel_launches(
+            model, moe_layer=moe_layer, local_experts=local_experts
+        )
+    # launches split between the passes in proportion to their traffic (about half each)
+    return forward + launches * overhead / 2, backward + launches * overhead / 2
 
 
 def unfused_attention_time(

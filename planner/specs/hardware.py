@@ -85,6 +85,11 @@ class AcceleratorSpec(FrozenSpec):
     absent is not supported by the hardware."""
     tdp_W: PositiveFloat
     """Thermal design power of one accelerator (W)."""
+    bf16_flops_per_exp: PositiveFloat | None = None
+    """Dense bf16 tensor-core FLOPs per exponential (MUFU.EX2 result), per clock per SM: how
+    many matmul FLOPs per softmax score flash attention needs before the special-function units
+    stop bounding it (:func:`planner.cost.compute.attention_exp_bound_factors`). None: no bound
+    modelled."""
     efficiency: AcceleratorEfficiency
     """Achievable fractions of the peaks (calibrated data)."""
     sources: dict[str, str]

@@ -119,6 +119,11 @@ class ModelSpec(FrozenSpec):
     """Longest sequence the model supports (tokens)."""
     position_embedding: Literal["rope", "learned"] = "rope"
     """Rotary (no parameters) or learned absolute positions (max_context x D parameters)."""
+    rope_attention_factor: PositiveFloat = 1.0
+    """YaRN's attention (concentration) factor that scales the rotary cos/sin, ``0.1 ln(s) + 1``
+    for a context extension s (Peng et al. 2023, arXiv 2309.00071, eq. 22); 1 without YaRN.
+    Megatron-LM's fused RoPE kernel does not take it, so a factor other than 1 runs RoPE unfused
+    (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     """Normalisation; layernorm has a bias vector as well as a scale."""
     attention_bias: bool = False
