@@ -35,7 +35,7 @@ ROWS: list[tuple[str, str, str, dict[str, object], dict[str, object], float]] = 
      "recompute_modules": ("mla_up_proj",)},
      {"tp": 1, "pp": 4, "vpp": 4, "ep": 64, "mbs": 1, "recompute": "selective"}, 4912.0),
     ("GPT-OSS", "gpt-oss-120b", "gb200_nvl72x64", {"seq_len": 4096, "global_batch": 1280,
-     "recompute_modules": ("layernorm", "moe_act"), "cross_entropy": "native"},
+     "recompute_modules": ("layernorm", "moe_act")},
      {"tp": 1, "pp": 1, "ep": 64, "mbs": 4, "recompute": "selective"}, 28672.0),
     ("Q30B", "qwen3-30b-a3b", "gb200_nvl72x8", {"seq_len": 4096, "global_batch": 512},
      {"tp": 1, "pp": 1, "ep": 8, "mbs": 4, "recompute": "none"}, 39936.0),

@@ -214,8 +214,15 @@ class RecipeRow(RowModel):
     """Loss implementation (``TrainWorkload.cross_entropy``)."""
     cuda_graph_scope: list[str] | None = None
     """CUDA-graph capture scope (Megatron ``cuda_graph_scope``; ``full_layer`` = NeMo's
-    ``enable_cuda_graphs``, the whole transformer layer): with the MoE preprocessing captured
-    the dispatcher does not synchronise with the host."""
+    ``enable_cuda_graphs``, the whole transformer layer; ``full_iteration``): only a scope in
+    :data:`FULL_GRAPH_SCOPES` removes the MoE layer's host sync
+    (``TrainWorkload.moe_host_sync``)."""
+
+
+FULL_GRAPH_SCOPES = frozenset({"full_layer", "full_iteration"})
+"""CUDA-graph scopes that capture the whole MoE layer, so its shapes are static and it cannot
+synchronise with the host; attn / moe_router / moe_preprocess leave the dispatch and the
+experts eager, with their sync."""
 
 
 class TrainingRow(RowModel):
@@ -406,7 +413,7 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
                 fields[name] = getattr(recipe, name)
         graphs = None
         if recipe.cuda_graph_scope is not None:
-            graphs = bool({"moe_preprocess", "full_layer"} & set(recipe.cuda_graph_scope))
+            graphs = bool(FULL_GRAPH_SCOPES & set(recipe.cuda_graph_scope))
         fields |= moe_framework_fields(
             moe_dispatcher=recipe.moe_dispatcher,
             ep_overlap=recipe.ep_comm_overlap,

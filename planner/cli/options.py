@@ -153,7 +153,11 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--moe-cuda-graphs",
         action="store_true",
-        help="MoE router/preprocessing captured in CUDA graphs: no per-layer host sync",
+        help=(
+            "MoE layers captured whole in CUDA graphs on capacity-padded shapes, as "
+            "full-iteration graphs do: no per-layer host sync (graphing only the router and "
+            "preprocessing leaves it)"
+        ),
     )
     g.add_argument(
         "--grad-reduce",

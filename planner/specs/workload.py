@@ -30,8 +30,8 @@ def moe_framework_fields(
     moe_cuda_graphs: bool | None = None,
 ) -> dict[str, object]:
     """TrainWorkload fields for the MoE settings as users and recipes name them (None = not
-    given): the dispatcher, the EP all-to-all overlap, and CUDA graphs around the dispatcher's
-    preprocessing (which remove its host sync).
+    given): the dispatcher, the EP all-to-all overlap, and whole-layer CUDA graphs over
+    capacity-padded experts (which remove the per-layer host sync).
 
     >>> moe_framework_fields(moe_dispatcher="deepep", moe_cuda_graphs=True)
     {'moe_dispatch_dedup': True, 'moe_host_sync': False}
@@ -95,8 +95,12 @@ class TrainWorkload(FrozenSpec):
     moe_host_sync: bool = True
     """MoE only: the dropless token dispatcher synchronises with the host once per MoE layer
     per micro-batch (Megatron's all-to-all and flex dispatchers read the per-expert token counts
-    on the CPU); False when that preprocessing is captured in a CUDA graph or padded to a fixed
-    capacity. Costs the accelerator's ``moe_sync_overhead_us``."""
+    on the CPU, and ``TEGroupedMLP`` turns them into a Python list for its GEMM splits); False
+    only when the whole MoE layer runs in a CUDA graph on capacity-padded shapes (full-layer or
+    full-iteration graphs). Capturing just the router and preprocessing (``cuda_graph_scope``
+    moe_router, moe_preprocess) moves the device-to-host copy but keeps the sync before the
+    all-to-all (Megatron-LM ``MoEAlltoAllTokenDispatcher.preprocess``). Costs the
+    accelerator's ``moe_sync_overhead_us``."""
     recompute_modules: tuple[RecomputeModule, ...] = ("core_attn",)
     """What a layout with selective recomputation recomputes in the backward pass (Megatron-LM
     ``--recompute-modules``; its default is the attention core, Korthikanti et al. 2022)."""
