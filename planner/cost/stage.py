@@ -168,8 +168,11 @@ def microbatch_compute(
     micro-batch on ``stage``.
 
     GEMMs: :mod:`planner.cost.gemm` at the precision's peak; attention cores (flash attention) at
-    the bf16 peak x attention efficiency; memory-bound kernels at HBM bandwidth x eta_hbm, with the
-    casts of low-precision inputs; backward = 2 x forward (input and weight gradients); the last
+    the bf16 peak x attention efficiency, slowed where the exponential units bound them
+    (:func:`planner.cost.compute.attention_exp_bound_factors`, each pass on its own); memory-bound
+    kernels at HBM bandwidth x eta_hbm, with the casts of low-precision inputs and the kernels the
+    framework leaves unfused (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`, their own
+    backward traffic); backward = 2 x forward otherwise (input and weight gradients); the last
     stage adds the logits GEMM and the loss's passes over the logits
     (:func:`planner.cost.compute.cross_entropy_time`); full recompute adds a forward, selective
     the modules ``workload.recompute_modules`` names (:func:`selective_recompute_time`).
