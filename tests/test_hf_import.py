@@ -501,3 +501,16 @@ def test_wrong_type_and_invalid_spec_are_one_line_spec_errors() -> None:
         model_from_hf_config({**LLAMA_3_1_70B, "num_key_value_heads": 7}, name="x")
     assert "\n" not in str(info.value)
     assert "num_kv_heads" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("scaling", "message"),
+    [
+        (["yarn"], "rope_scaling must be an object"),
+        ({"rope_type": "yarn", "factor": "big"}, "non-numeric YaRN factor"),
+    ],
+)
+def test_malformed_rope_scaling_is_a_one_line_spec_error(scaling: object, message: str) -> None:
+    with pytest.raises(SpecError, match=message) as info:
+        model_from_hf_config({**GPT_OSS_120B, "rope_scaling": scaling}, name="g")
+    assert "\n" not in str(info.value)
