@@ -20,7 +20,7 @@ What every row shares: all three ``*_llm_pretrain.py`` set ``grad_reduce_in_fp32
 gradient reduction); every config sets ``expert_tensor_parallel_size`` 1 and uses the distributed
 optimizer (ZeRO-1); no config uses ``cuda_graph_impl`` "full_iteration" or a full-layer scope (the
 scopes are [], attn / moe_router / moe_preprocess, or none), so under the validation rows' rule
-(``planner.accuracy.rows.FULL_GRAPH_SCOPES``, which each row's scope is checked against) the MoE
+(``planner.accuracy.rows.moe_layer_graphed``, which each row's scope is checked against) the MoE
 layer keeps its per-layer host sync in every row. ``_set_common_perf_overrides``
 (scripts/performance/utils/overrides.py) sets ``cross_entropy_fusion_impl = "te"`` on every model
 after the recipe, so GPT-OSS's recipe value "native" does not reach these runs: every row uses the
@@ -37,12 +37,9 @@ attention and the router.
 
 from __future__ import annotations
 
-import statistics
+from heldout import Row, predict_rows
 
-import planner
-from planner.accuracy.rows import FULL_GRAPH_SCOPES
-from planner.errors import InfeasibleError, SpecError
-from planner.specs.workload import TrainWorkload
+from planner.accuracy.rows import moe_layer_graphed
 
 FRAMEWORK = {
     "grad_reduce_dtype": "bf16",
@@ -67,7 +64,7 @@ ROUTER = ("moe_router", "moe_preprocess")
 """Qwen3-30B-A3B's scope."""
 QWEN = {**HYBRIDEP, "precision": "mxfp8", "tp_comm_overlap": True}
 
-ROWS: list[tuple[str, str, str, dict[str, object], dict[str, object], float]] = [
+ROWS: list[Row] = [
     # (id, model, cluster, workload (with the config's cuda_graph_scope), layout, measured)
     # DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (= GB300_V1, GBS 4096): hybridep, no a2a
     # overlap, recompute_modules [mla_up_proj], cuda_graph_scope [] (impl none), pp_layout
@@ -136,41 +133,15 @@ ROWS: list[tuple[str, str, str, dict[str, object], dict[str, object], float]] = 
 
 
 def main() -> None:
-    """Predict each row with its published layout (ZeRO-1, the distributed optimizer; expert
-    tensor parallelism 1, as every one of these configs sets ``expert_tensor_parallel_size``).
-    A row the planner cannot evaluate prints its reason and stays out of the statistics."""
-    errors = []
+    """Predict each row (:func:`heldout.predict_rows`), its host sync decided by its CUDA-graph
+    scope as for the validation rows (``planner.accuracy.rows.moe_layer_graphed``)."""
+    rows = []
     for row_id, model, cluster, workload, layout, measured in ROWS:
-        fields = {**FRAMEWORK, **workload}
-        scope = set(fields.pop("cuda_graph_scope"))  # type: ignore[call-overload]
-        # the validation rows' rule (planner.accuracy.rows.workload_of)
-        fields["moe_host_sync"] = not (FULL_GRAPH_SCOPES & scope)
-        spec = TrainWorkload.model_validate(fields)
-        try:
-            plan = planner.search(
-                model=model,
-                cluster=cluster,
-                workload=spec,
-                fix={**layout, "zero": 1, "etp": 1},
-                top=1,
-            ).best
-        except (SpecError, InfeasibleError) as exc:
-            reason = " ".join(str(exc).split())
-            print(f"{row_id:12s} {cluster:16s} not evaluated: {type(exc).__name__}: {reason}")
-            continue
-        error = plan.tokens_per_s_per_gpu / measured - 1.0
-        errors.append(error)
-        print(
-            f"{row_id:12s} {cluster:16s} {plan.layout.short():50s} "
-            f"predicted {plan.tokens_per_s_per_gpu:8,.0f}  measured {measured:8,.0f}  {error:+6.1%}"
-        )
-    if not errors:
-        print("0 held-out rows evaluated")
-        return
-    print(
-        f"{len(errors)} held-out rows: median |err| {statistics.median(map(abs, errors)):.1%}, "
-        f"max {max(map(abs, errors)):.1%}, bias {statistics.fmean(errors):+.1%}"
-    )
+        fields = dict(workload)
+        scope = fields.pop("cuda_graph_scope")
+        fields["moe_host_sync"] = not moe_layer_graphed(scope)  # type: ignore[arg-type]
+        rows.append((row_id, model, cluster, fields, layout, measured))
+    predict_rows(rows, FRAMEWORK, id_width=12, layout_width=50)
 
 
 if __name__ == "__main__":

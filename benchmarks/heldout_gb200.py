@@ -15,10 +15,7 @@ dispatch, ``overlap_moe_expert_parallel_comm``, no host sync), bf16 gradient red
 
 from __future__ import annotations
 
-import statistics
-
-import planner
-from planner.specs.workload import TrainWorkload
+from heldout import Row, predict_rows
 
 FRAMEWORK = {
     "moe_dispatch_dedup": True,
@@ -29,7 +26,7 @@ FRAMEWORK = {
 }
 """What the GB200 MXFP8 recipes set (module docstring)."""
 
-ROWS: list[tuple[str, str, str, dict[str, object], dict[str, object], float]] = [
+ROWS: list[Row] = [
     # (id, model, cluster, workload, layout, measured tokens/s/GPU)
     ("DSV3", "671B", "gb200_nvl72x256", {"seq_len": 4096, "global_batch": 4096,
      "recompute_modules": ("mla_up_proj",)},
@@ -45,24 +42,8 @@ ROWS: list[tuple[str, str, str, dict[str, object], dict[str, object], float]] = 
 
 
 def main() -> None:
-    """Predict each row with its published layout (ZeRO-1, the distributed optimizer; expert
-    tensor parallelism 1, as every one of these configs sets ``expert_tensor_parallel_size``)."""
-    errors = []
-    for row_id, model, cluster, workload, layout, measured in ROWS:
-        spec = TrainWorkload.model_validate({**FRAMEWORK, **workload})
-        plan = planner.search(
-            model=model, cluster=cluster, workload=spec, fix={**layout, "zero": 1, "etp": 1}, top=1
-        ).best
-        error = plan.tokens_per_s_per_gpu / measured - 1.0
-        errors.append(error)
-        print(
-            f"{row_id:8s} {cluster:16s} {plan.layout.short():45s} "
-            f"predicted {plan.tokens_per_s_per_gpu:8,.0f}  measured {measured:8,.0f}  {error:+6.1%}"
-        )
-    print(
-        f"{len(errors)} held-out rows: median |err| {statistics.median(map(abs, errors)):.1%}, "
-        f"max {max(map(abs, errors)):.1%}, bias {statistics.fmean(errors):+.1%}"
-    )
+    """Predict each row (:func:`heldout.predict_rows`)."""
+    predict_rows(ROWS, FRAMEWORK, id_width=8, layout_width=45)
 
 
 if __name__ == "__main__":

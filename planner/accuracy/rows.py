@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
+from planner.catalog.hf import yarn_attention_factor
 from planner.catalog.io import load_list, load_mapping, read_text, validate_spec
 from planner.errors import SpecError
 from planner.specs.formats import NumberFormat
@@ -39,7 +40,7 @@ _FAMILY_FLAGS: dict[str, dict[str, bool | float]] = {
         "attention_output_bias": True,
         "mlp_bias": True,
         "attention_sinks": True,
-        "rope_attention_factor": 1.3466,
+        "rope_attention_factor": yarn_attention_factor(32.0),  # config.json rope_scaling
     },
 }
 """Architecture details the row schema leaves out, per model-name prefix (as in models/*.yaml)."""
@@ -223,6 +224,15 @@ FULL_GRAPH_SCOPES = frozenset({"full_layer", "full_iteration"})
 """CUDA-graph scopes that capture the whole MoE layer, so its shapes are static and it cannot
 synchronise with the host; attn / moe_router / moe_preprocess leave the dispatch and the
 experts eager, with their sync."""
+
+
+def moe_layer_graphed(cuda_graph_scope: list[str] | tuple[str, ...]) -> bool:
+    """Whether a Megatron ``cuda_graph_scope`` captures the whole MoE layer (no host sync).
+
+    >>> moe_layer_graphed(["attn", "moe_router", "moe_preprocess"]), moe_layer_graphed(["full_layer"])
+    (False, True)
+    """
+    return bool(FULL_GRAPH_SCOPES & set(cuda_graph_scope))
 
 
 class TrainingRow(RowModel):
@@ -413,7 +423,7 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
                 fields[name] = getattr(recipe, name)
         graphs = None
         if recipe.cuda_graph_scope is not None:
-            graphs = bool(FULL_GRAPH_SCOPES & set(recipe.cuda_graph_scope))
+            graphs = moe_layer_graphed(recipe.cuda_graph_scope)
         fields |= moe_framework_fields(
             moe_dispatcher=recipe.moe_dispatcher,
             ep_overlap=recipe.ep_comm_overlap,

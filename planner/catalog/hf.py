@@ -71,17 +71,35 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     return validate_spec(ModelSpec, fields, where=f"{name} (from config.json)")
 
 
+def yarn_attention_factor(
+    scale: float, mscale: float | None = None, mscale_all_dim: float | None = None
+) -> float:
+    """YaRN's attention (concentration) factor for a context extension ``scale`` = s, to 4
+    places: m(s, mscale) / m(s, mscale_all_dim) when both are given (DeepSeek-V3: 1), else
+    m(s) with m(s, c) = 0.1 c ln(s) + 1 for s > 1, 1 otherwise (Peng et al. 2023, arXiv
+    2309.00071, eq. 22; Hugging Face ``_compute_yarn_parameters``, Megatron-LM
+    ``_yarn_get_concentration_factor``).
+
+    >>> yarn_attention_factor(32.0)  # gpt-oss
+    1.3466
+    >>> yarn_attention_factor(40.0, 1.0, 1.0)  # DeepSeek-V3
+    1.0
+    """
+
+    def m(c: float = 1.0) -> float:
+        return 1.0 if scale <= 1.0 else 0.1 * c * math.log(scale) + 1.0
+
+    if mscale is not None and mscale_all_dim is not None:
+        return round(m(mscale) / m(mscale_all_dim), 4)
+    return round(m(), 4)
+
+
 def _yarn_attention_factor(config: Config, name: str) -> float:
-    """YaRN's attention factor from ``rope_scaling`` (1 without YaRN): ``attention_factor`` when
-    given, else m(s, mscale) / m(s, mscale_all_dim) when both are given (DeepSeek-V3: 1), else
-    m(s) = 0.1 ln(s) + 1 for the scaling factor s (Peng et al. 2023, arXiv 2309.00071, eq. 22;
-    Hugging Face ``_compute_yarn_parameters``, Megatron-LM ``_yarn_get_concentration_factor``).
+    """:func:`yarn_attention_factor` from ``rope_scaling`` (1 without YaRN; its
+    ``attention_factor`` when the config gives one).
 
     >>> _yarn_attention_factor({"rope_scaling": {"rope_type": "yarn", "factor": 32.0}}, "m")
     1.3466
-    >>> _yarn_attention_factor({"rope_scaling": {"type": "yarn", "factor": 40, "mscale": 1.0,
-    ...                                           "mscale_all_dim": 1.0}}, "m")
-    1.0
     """
     scaling = config.get("rope_scaling")
     if scaling is None:
@@ -93,15 +111,12 @@ def _yarn_attention_factor(config: Config, name: str) -> float:
     try:
         if scaling.get("attention_factor") is not None:
             return float(scaling["attention_factor"])  # type: ignore[arg-type]
-        factor = float(scaling.get("factor", 1.0))  # type: ignore[arg-type]
         mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
-
-        def m(scale: float = 1.0) -> float:
-            return 1.0 if factor <= 1.0 else 0.1 * scale * math.log(factor) + 1.0
-
-        if mscale is not None and mscale_all_dim is not None:
-            return round(m(float(mscale)) / m(float(mscale_all_dim)), 4)  # type: ignore[arg-type]
-        return round(m(), 4)
+        return yarn_attention_factor(
+            float(scaling.get("factor", 1.0)),  # type: ignore[arg-type]
+            None if mscale is None else float(mscale),  # type: ignore[arg-type]
+            None if mscale_all_dim is None else float(mscale_all_dim),  # type: ignore[arg-type]
+        )
     except (TypeError, ValueError):
         raise SpecError(
             f"{name}: config.json rope_scaling has a non-numeric YaRN factor: {dict(scaling)!r}"

@@ -133,6 +133,10 @@ def gemm_time(
     return gemm.count * (max(compute, memory) + kernel_overhead_s)
 
 
+FUSED_ROPE_BYTES_PER_VALUE = 4.0
+"""Forward HBM bytes per rotated bf16 query/key value of a fused RoPE kernel: read and write
+once. Backward moves twice as much, as every memory-bound kernel here."""
+
 NORM_RESIDUAL_BYTES_PER_HIDDEN = 20.0
 """Of :func:`elementwise_bytes_per_token`, the two norms (8 D) and two residual adds (12 D): the
 kernels sequence parallelism splits over TP ranks and plain TP repeats on every rank."""
@@ -150,7 +154,7 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     d = model.hidden_size
     q = model.num_attention_heads * model.head_dim
     kv = model.num_kv_heads * model.head_dim
-    bytes_ = NORM_RESIDUAL_BYTES_PER_HIDDEN * d + 4.0 * (q + kv)
+    bytes_ = NORM_RESIDUAL_BYTES_PER_HIDDEN * d + FUSED_ROPE_BYTES_PER_VALUE * (q + kv)
     moe = model.moe
     if moe_layer and moe is not None:
         width = moe.top_k * moe.expert_ffn_hidden_size
@@ -168,8 +172,9 @@ UNFUSED_ROPE_BYTES_PER_VALUE = (24.0, 26.0)
 """(forward, backward) HBM bytes per rotated bf16 value of Megatron-LM's unfused RoPE
 (``_apply_rotary_pos_emb_bshd``): forward ``neg`` + ``cat`` (rotate half), two ``mul``, one
 ``add`` and the closing ``cat`` move 12 values; backward two ``mul``, ``neg``, the chunk's
-``cat``, the gradient ``add`` and the slice's zero-fill and copy move 13. The fused kernel reads
-and writes each value once (4 bytes), which :func:`elementwise_bytes_per_token` already counts."""
+``cat``, the gradient ``add`` and the slice's zero-fill and copy move 13. Of these,
+:func:`elementwise_bytes_per_token` already counts the fused kernel's
+:data:`FUSED_ROPE_BYTES_PER_VALUE` forward and twice that backward."""
 
 EXPERT_BIAS_BYTES_PER_VALUE = (12.0, 12.0)
 """(forward, backward) HBM bytes per routed output value of Megatron-LM's expert-output bias,
@@ -202,8 +207,8 @@ def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tupl
     forward = backward = 0.0
     if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
         rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
-        forward += (UNFUSED_ROPE_BYTES_PER_VALUE[0] - 4.0) * rotated
-        backward += (UNFUSED_ROPE_BYTES_PER_VALUE[1] - 8.0) * rotated
+        forward += (UNFUSED_ROPE_BYTES_PER_VALUE[0] - FUSED_ROPE_BYTES_PER_VALUE) * rotated
+        backward += (UNFUSED_ROPE_BYTES_PER_VALUE[1] - 2.0 * FUSED_ROPE_BYTES_PER_VALUE) * rotated
     if moe_layer and model.moe is not None and model.mlp_bias:
         routed = model.moe.top_k * model.hidden_size
         forward += EXPERT_BIAS_BYTES_PER_VALUE[0] * routed

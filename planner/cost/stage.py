@@ -279,7 +279,7 @@ def _unfused_kernel_time(
         launches += count * unfused_kernel_launches(
             model, moe_layer=moe_layer, local_experts=local_experts
         )
-    # launches split between the passes in proportion to their traffic (about half each)
+    # the launches' fixed cost split evenly between the two passes
     return forward + launches * overhead / 2, backward + launches * overhead / 2
 
 

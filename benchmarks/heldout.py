@@ -1,0 +1,54 @@
+"""Shared by the held-out benchmarks (``heldout_*.py``): predict published runs the calibration
+has never seen, each with its stated layout, and print predicted vs measured tokens/s/GPU."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+import planner
+from planner.errors import InfeasibleError, SpecError
+from planner.specs.workload import TrainWorkload
+
+Row = tuple[str, str, str, dict[str, object], dict[str, object], float]
+"""(id, model, cluster, workload fields, layout fields, measured tokens/s/GPU)."""
+
+
+def predict_rows(
+    rows: Sequence[Row], framework: dict[str, object], *, id_width: int, layout_width: int
+) -> None:
+    """Predict each row with its published layout (ZeRO-1, the distributed optimizer; expert
+    tensor parallelism 1, as every one of these configs sets ``expert_tensor_parallel_size``)
+    on top of the ``framework`` settings its release shares, and print one line a row and the
+    summary (median |error|, max, signed mean). A row the planner cannot evaluate prints its
+    reason and stays out of the statistics."""
+    errors = []
+    for row_id, model, cluster, workload, layout, measured in rows:
+        spec = TrainWorkload.model_validate({**framework, **workload})
+        try:
+            plan = planner.search(
+                model=model,
+                cluster=cluster,
+                workload=spec,
+                fix={**layout, "zero": 1, "etp": 1},
+                top=1,
+            ).best
+        except (SpecError, InfeasibleError) as exc:
+            reason = " ".join(str(exc).split())
+            print(
+                f"{row_id:{id_width}s} {cluster:16s} not evaluated: {type(exc).__name__}: {reason}"
+            )
+            continue
+        error = plan.tokens_per_s_per_gpu / measured - 1.0
+        errors.append(error)
+        print(
+            f"{row_id:{id_width}s} {cluster:16s} {plan.layout.short():{layout_width}s} "
+            f"predicted {plan.tokens_per_s_per_gpu:8,.0f}  measured {measured:8,.0f}  {error:+6.1%}"
+        )
+    if not errors:
+        print("0 held-out rows evaluated")
+        return
+    print(
+        f"{len(errors)} held-out rows: median |err| {statistics.median(map(abs, errors)):.1%}, "
+        f"max {max(map(abs, errors)):.1%}, bias {statistics.fmean(errors):+.1%}"
+    )
