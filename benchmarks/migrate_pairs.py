@@ -5,9 +5,10 @@
 
 Each pair is the same model, GPU count, global batch and sequence on DGX-H100 and DGX-B200
 (tests/validation/training.yaml): F1 -> F2, GPT-3 175B FP8 on 512 GPUs; N15 -> N16, gpt-oss-120B
-BF16 on 64 GPUs. As in tests/test_migrate.py, the source side runs its published layout (what the
-source leaves unstated is searched) with the distributed optimizer (ZeRO-1), and the B200 side is
-re-planned by the search. Two predictions per pair:
+BF16 on 64 GPUs. As in tests/test_migrate.py (``planner.accuracy.pairs.migrate_published``),
+the source side runs its published layout (what the source leaves unstated is searched) with the
+distributed optimizer (ZeRO-1), and the B200 side is re-planned by the search. Two predictions
+per pair:
 
 - ``shipped``: the calibration overlays in topologies/calibration/, fitted on every validation row
   (the pair's own two rows among them): what a user gets today.
@@ -17,52 +18,18 @@ re-planned by the search. Two predictions per pair:
 
 from __future__ import annotations
 
-import planner
 from planner.accuracy.calibrate import fit_efficiency, prepare
-from planner.accuracy.rows import (
-    TrainingRow,
-    expand_cases,
-    load_rows,
-    stated_layout,
-    training_file,
-    workload_of,
-)
+from planner.accuracy.pairs import PUBLISHED_PAIRS, measured_speedup, migrate_published
+from planner.accuracy.rows import expand_cases, load_rows, training_file
 from planner.catalog import load_cluster
 from planner.specs.cluster import ClusterSpec
+from planner.specs.hardware import AcceleratorEfficiency
 
-PAIRS = (("F1", "F2"), ("N15", "N16"))
-"""(H100 row, B200 row) of each published pair."""
 TOLERANCE = 0.15
 """Issue 7's criterion on the predicted speed-up."""
-NEMO_OPTIMIZER = {"zero": 1}
-"""Megatron's distributed optimizer, which NeMo's benchmark recipes use."""
 
 
-def predicted_speedup(
-    source: TrainingRow, source_cluster: ClusterSpec, target_cluster: ClusterSpec
-) -> tuple[float, str]:
-    """(speed-up, re-planned B200 layout) of ``layout migrate`` from the source's layout."""
-    workload = workload_of(source)
-    in_use = planner.search(
-        model=source.model.name,
-        cluster=source_cluster,
-        workload=workload,
-        fix={**stated_layout(source), **NEMO_OPTIMIZER},
-        top=1,
-    ).best.layout
-    result = planner.migrate(
-        model=source.model.name,
-        from_cluster=source_cluster,
-        to_cluster=target_cluster,
-        workload=workload,
-        layout=in_use,
-        fix=NEMO_OPTIMIZER,
-    )
-    after = result.to_plan.layout
-    return result.speedup, f"TP{after.tp} PP{after.pp} DP{after.dp} EP{after.ep} mbs{after.mbs}"
-
-
-def with_efficiency(cluster: ClusterSpec, fits: dict[str, object]) -> ClusterSpec:
+def with_efficiency(cluster: ClusterSpec, fits: dict[str, AcceleratorEfficiency]) -> ClusterSpec:
     """``cluster`` with its accelerator's factors replaced by its family's entry in ``fits``."""
     acc = cluster.accelerator.model_copy(update={"efficiency": fits[cluster.accelerator.family]})
     return cluster.model_copy(update={"accelerator": acc})
@@ -72,25 +39,27 @@ def main() -> None:
     """Print both predictions of every pair against the measured speed-up."""
     rows = {row.id: row for row in load_rows(training_file())}
     cases = prepare(expand_cases(list(rows.values())))
-    for source_id, target_id in PAIRS:
+    for source_id, target_id in PUBLISHED_PAIRS:
         source, target = rows[source_id], rows[target_id]
-        measured = target.measured.tokens_per_s_per_gpu / source.measured.tokens_per_s_per_gpu  # type: ignore[operator]
+        measured = measured_speedup(source, target)
+        shipped = load_cluster(source.cluster), load_cluster(target.cluster)
         group = source_id[0]
         fits = {}
-        for family in {"hopper", "blackwell"}:
+        for family in {cluster.accelerator.family for cluster in shipped}:
             train = [
                 c for c in cases if c.id[0] != group and c.cluster.accelerator.family == family
             ]
             fits[family] = fit_efficiency(train, train[0].cluster.accelerator.efficiency)
-        shipped = load_cluster(source.cluster), load_cluster(target.cluster)
         held = tuple(with_efficiency(c, fits) for c in shipped)
-        for label, (h100, b200) in (("shipped", shipped), ("held out", held)):
-            speedup, layout = predicted_speedup(source, h100, b200)
-            error = speedup / measured - 1.0
+        for label, (before, after) in (("shipped", shipped), ("held out", held)):
+            result = migrate_published(source, from_cluster=before, to_cluster=after)
+            new = result.to_plan.layout
+            layout = f"TP{new.tp} PP{new.pp} DP{new.dp} EP{new.ep} mbs{new.mbs}"
+            error = result.speedup / measured - 1.0
             verdict = "within" if abs(error) <= TOLERANCE else "outside"
             print(
                 f"{source_id + '->' + target_id:8s} {source.model.name:12s} {label:8s} predicted "
-                f"{speedup:.2f}x ({layout})  measured {measured:.2f}x  {error:+.1%} "
+                f"{result.speedup:.2f}x ({layout})  measured {measured:.2f}x  {error:+.1%} "
                 f"({verdict} {TOLERANCE:.0%})"
             )
 

@@ -18,7 +18,8 @@ import math
 import pytest
 
 import planner
-from planner.accuracy.rows import load_rows, stated_layout, training_file, workload_of
+from planner.accuracy.pairs import measured_speedup, migrate_published
+from planner.accuracy.rows import TrainingRow, load_rows, training_file
 from planner.catalog import load_cluster, load_model
 from planner.cli import main
 from planner.errors import InfeasibleError, SpecError
@@ -29,8 +30,6 @@ from planner.specs.workload import TrainWorkload
 
 TOLERANCE = 0.15
 """Issue 7: the predicted speed-up must be within 15% of the measured one."""
-NEMO_OPTIMIZER = {"zero": 1}
-"""Megatron's distributed optimizer, which NeMo's benchmark recipes use."""
 
 
 def run_main(argv: list[str]) -> tuple[int, str, str]:
@@ -53,32 +52,17 @@ def assert_one_line_error(code: int, err: str, expected_code: int) -> str:
     return lines[0]
 
 
-def _rows() -> dict[str, object]:
+def _rows() -> dict[str, TrainingRow]:
     return {r.id: r for r in load_rows(training_file())}
 
 
 def _published(source_id: str, target_id: str) -> tuple[MigrateResult, float]:
-    rows = _rows()
-    source, target = rows[source_id], rows[target_id]
-    measured = target.measured.tokens_per_s_per_gpu / source.measured.tokens_per_s_per_gpu  # type: ignore[attr-defined]
     # The migration users bring: the layout they run on H100 today (the published one; what the
     # source leaves unstated is filled by the search), re-planned on B200.
-    in_use = planner.search(
-        model=source.model.name,  # type: ignore[attr-defined]
-        cluster=source.cluster,  # type: ignore[attr-defined]
-        workload=workload_of(source),  # type: ignore[arg-type]
-        fix={**stated_layout(source), **NEMO_OPTIMIZER},  # type: ignore[arg-type]
-        top=1,
-    ).best.layout
-    result = planner.migrate(
-        model=source.model.name,  # type: ignore[attr-defined]
-        from_cluster=source.cluster,  # type: ignore[attr-defined]
-        to_cluster=target.cluster,  # type: ignore[attr-defined]
-        workload=workload_of(source),  # type: ignore[arg-type]
-        layout=in_use,
-        fix=NEMO_OPTIMIZER,
-    )
-    return result, measured
+    rows = _rows()
+    source, target = rows[source_id], rows[target_id]
+    result = migrate_published(source, to_cluster=target.cluster)
+    return result, measured_speedup(source, target)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +81,7 @@ def _model_parallel(layout: Layout) -> int:
 
 def test_published_pairs_are_the_ones_the_issue_names() -> None:
     rows = _rows()
-    assert rows["F1"].model.name == "gpt3-175b" and rows["N15"].model.name == "gpt-oss-120b"  # type: ignore[attr-defined]
+    assert rows["F1"].model.name == "gpt3-175b" and rows["N15"].model.name == "gpt-oss-120b"
     assert round(1600 / 866, 2) == 1.85 and round(13568 / 5824, 2) == 2.33
 
 
