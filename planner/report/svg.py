@@ -56,6 +56,11 @@ def _row_label(y: float, label_w: float, label: str) -> str:
     )
 
 
+def _no_plan(y: float, label_w: float) -> str:
+    """The grey 'no plan' marker of a scenario row the search found infeasible."""
+    return f'<text x="{label_w:.1f}" y="{y + ROW / 2 + 4:.1f}" fill="{NO_DATA}">no plan</text>'
+
+
 def bar_chart(
     labels: Sequence[str],
     values: Sequence[float | None],
@@ -78,9 +83,7 @@ def bar_chart(
         y = TOP + i * ROW
         parts.append(_row_label(y, label_w, label))
         if value is None:
-            parts.append(
-                f'<text x="{label_w:.1f}" y="{y + ROW / 2 + 4:.1f}" fill="{NO_DATA}">no plan</text>'
-            )
+            parts.append(_no_plan(y, label_w))
             continue
         w = max(1.0, bar_w * value / peak)
         parts.append(
@@ -124,9 +127,7 @@ def stacked_bar_chart(
         y = top + i * ROW
         parts.append(_row_label(y, label_w, label))
         if all(s[1][i] is None for s in series):
-            parts.append(
-                f'<text x="{label_w:.1f}" y="{y + ROW / 2 + 4:.1f}" fill="{NO_DATA}">no plan</text>'
-            )
+            parts.append(_no_plan(y, label_w))
             continue
         x = label_w
         for name, values, color in series:
@@ -183,9 +184,7 @@ def degree_grid(
         y = top + i * ROW
         parts.append(_row_label(y, label_w, label))
         if row is None:
-            parts.append(
-                f'<text x="{label_w:.1f}" y="{y + ROW / 2 + 4:.1f}" fill="{NO_DATA}">no plan</text>'
-            )
+            parts.append(_no_plan(y, label_w))
             continue
         for j, value in enumerate(row):
             x = label_w + j * cell_w
