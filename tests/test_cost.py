@@ -191,29 +191,57 @@ def test_attention_is_exponential_bound_only_where_tensor_cores_outrun_the_sfu()
         )
 
 
-def test_unfused_rope_and_expert_bias_cost_by_hand() -> None:
-    """gpt-oss's YaRN factor sends RoPE down Megatron's unfused path and its expert biases
-    through the per-expert loop: per token and MoE layer 230,400 bytes forward and 221,184
-    backward beyond the fused kernels (see unfused_kernel_bytes_per_token). One micro-batch of
-    4,096 tokens over 36 layers on one B200 at EP 8 (16 local experts): that traffic at the
-    accelerator's HBM rate, plus (2 x 13 RoPE + 16 x 6 + 1 bias) launches per layer at the fixed
-    kernel cost. Models without YaRN or expert biases pay nothing."""
+def test_unfused_rope_expert_bias_and_clamp_cost_by_hand() -> None:
+    """gpt-oss's YaRN factor sends RoPE down Megatron's unfused path, its expert biases go
+    through the per-expert loop and its clamped SwiGLU clamps both halves before the fused
+    activation: per token and MoE layer 92,160 + 138,240 + 184,320 = 414,720 bytes forward and
+    82,944 + 138,240 + 345,600 = 566,784 backward beyond the fused kernels (see
+    unfused_kernel_bytes_per_token; the clamps move 16 and 30 bytes per routed value, 4 x 2,880
+    of them). One micro-batch of 4,096 tokens over 36 layers on one B200 at EP 8 (16 local
+    experts): that traffic at the accelerator's HBM rate, plus (2 x 13 RoPE + 16 x 6 + 1 bias
+    + 3 + 7 clamp) launches per layer at the fixed kernel cost. Models without YaRN, expert
+    biases or a clamped activation pay nothing."""
     from planner.catalog import load_accelerator
     from planner.cost.gemm import unfused_kernel_bytes_per_token, unfused_kernel_launches
     from planner.cost.stage import microbatch_compute
 
     gpt_oss = load_model("gpt-oss-120b")
-    assert unfused_kernel_launches(gpt_oss, moe_layer=True, local_experts=16) == 26 + 97
+    assert unfused_kernel_bytes_per_token(gpt_oss, moe_layer=True) == (414720, 566784)
+    assert unfused_kernel_launches(gpt_oss, moe_layer=True, local_experts=16) == 26 + 97 + 10
     for name in ("8B", "qwen3-30b-a3b", "671B"):
         model = load_model(name)
         assert unfused_kernel_bytes_per_token(model, moe_layer=model.moe is not None) == (0, 0)
     b200 = load_accelerator("b200")
     workload = TrainWorkload(seq_len=4096, global_batch=64)
     layout = Layout(ep=8, dp=8)
-    plain = gpt_oss.model_copy(update={"rope_attention_factor": 1.0, "mlp_bias": False})
+    plain = gpt_oss.model_copy(
+        update={"rope_attention_factor": 1.0, "mlp_bias": False, "ffn_activation": "swiglu"}
+    )
     forward, backward, *_ = microbatch_compute(gpt_oss, b200, workload, layout, 0)
     forward0, backward0, *_ = microbatch_compute(plain, b200, workload, layout, 0)
     hbm = b200.hbm_bytes_per_s * b200.efficiency.hbm
-    launches = 36 * (26 + 97) * b200.efficiency.kernel_overhead_us * 1e-6 / 2
-    assert forward - forward0 == pytest.approx(36 * 4096 * 230400 / hbm + launches)
-    assert backward - backward0 == pytest.approx(36 * 4096 * 221184 / hbm + launches)
+    launches = 36 * (26 + 97 + 10) * b200.efficiency.kernel_overhead_us * 1e-6 / 2
+    assert forward - forward0 == pytest.approx(36 * 4096 * 414720 / hbm + launches)
+    assert backward - backward0 == pytest.approx(36 * 4096 * 566784 / hbm + launches)
+
+
+def test_recomputed_clamped_activation_repeats_its_clamps() -> None:
+    """Selective recompute of ``moe_act`` re-runs the whole activation, clamps included: for
+    gpt-oss 16 more bytes per routed value (4 x 2,880 per token) than the plain SwiGLU's
+    recompute, per MoE layer, at the HBM rate."""
+    from planner.catalog import load_accelerator
+    from planner.cost.stage import microbatch_compute
+
+    gpt_oss = load_model("gpt-oss-120b")
+    plain = gpt_oss.model_copy(update={"ffn_activation": "swiglu"})
+    b200 = load_accelerator("b200")
+    layout = Layout(ep=8, dp=8, recompute="selective")
+    hbm = b200.hbm_bytes_per_s * b200.efficiency.hbm
+    extra = {}
+    for modules in (("core_attn",), ("moe_act",)):
+        workload = TrainWorkload(seq_len=4096, global_batch=64, recompute_modules=modules)
+        clamped = microbatch_compute(gpt_oss, b200, workload, layout, 0)[1]
+        extra[modules] = clamped - microbatch_compute(plain, b200, workload, layout, 0)[1]
+    assert extra[("moe_act",)] - extra[("core_attn",)] == pytest.approx(
+        36 * 4096 * 16 * 4 * 2880 / hbm
+    )

@@ -33,9 +33,10 @@ _TIED_PREFIXES = ("sc21-", "rar-", "gpt3-")
 labelled sizes match untied embeddings, see their notes)."""
 _DROPOUT_PREFIXES = ("sc21-", "rar-")
 """Rows from papers that trained with dropout (SC21, RAR)."""
-_FAMILY_FLAGS: dict[str, dict[str, bool | float]] = {
+_FAMILY_FLAGS: dict[str, dict[str, bool | float | str]] = {
     "qwen3-": {"qk_norm": True},
     "gpt-oss-": {
+        "ffn_activation": "swiglu_oai",  # config.json swiglu_limit 7.0: clamped SwiGLU
         "attention_bias": True,
         "attention_output_bias": True,
         "mlp_bias": True,

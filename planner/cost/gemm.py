@@ -14,7 +14,7 @@ sharding reach a lower fraction of peak):
 from __future__ import annotations
 
 from planner.specs.base import FrozenSpec
-from planner.specs.model import ModelSpec
+from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
 
 
 class GemmShape(FrozenSpec):
@@ -189,20 +189,36 @@ EXPERT_BIAS_KERNELS_PER_EXPERT = (2, 4)
 UNFUSED_ROPE_KERNELS = (6, 7)
 """(forward, backward) kernels of the unfused RoPE per rotated tensor (see above)."""
 
+CLAMPED_GLU_BYTES_PER_VALUE = (16.0, 30.0)
+"""(forward, backward) HBM bytes per routed output value (one of the F of each half) of the
+clamps Megatron-LM applies before its fused quick-GEGLU (``weighted_bias_quick_geglu_impl`` in
+``megatron/core/fusions/fused_bias_geglu.py``, commit 2edffadb, with
+``activation_func_clamp_value``): forward ``clamp`` of the gate half and of the linear half (read
+2, write 2 bytes each) and the ``cat`` that rejoins them (read 4, write 4); backward PyTorch's
+``clamp_backward``, a ``where`` over a boolean mask (gate half: ``le`` read 2 write 1, ``where``
+read 1 + 2 write 2; linear half: ``ge`` and ``le`` 3 each, ``logical_and_`` 3, ``where`` 5) and
+the chunk's gradient ``cat`` (read 4, write 4). The fused activation itself is
+:func:`elementwise_bytes_per_token`'s."""
+
+CLAMPED_GLU_KERNELS = (3, 7)
+"""(forward, backward) kernels of those clamps (see above)."""
+
 
 def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tuple[float, float]:
     """(forward, backward) HBM bytes per token that one layer's unfused framework kernels move
     beyond the fused ones :func:`elementwise_bytes_per_token` counts: RoPE with a YaRN attention
     factor (Megatron-LM ``apply_rotary_pos_emb`` falls back to the unfused path when
-    ``mscale != 1``) on queries and keys, and the expert-output biases of a biased MoE
-    (``mlp_bias``), applied per routed copy.
+    ``mscale != 1``) on queries and keys, the expert-output biases of a biased MoE
+    (``mlp_bias``), applied per routed copy, and the input clamps of a clamped expert activation
+    (:data:`planner.specs.model.CLAMPED_ACTIVATIONS`, :data:`CLAMPED_GLU_BYTES_PER_VALUE`).
 
     gpt-oss-120b: RoPE on (64 + 8) x 64 = 4,608 values, (24 - 4) and (26 - 8) bytes each; biases
-    on 4 x 2,880 routed values, 12 bytes each way: 92,160 + 138,240 and 82,944 + 138,240.
+    on 4 x 2,880 routed values, 12 bytes each way; clamps on the same 11,520 values, 16 and 30
+    bytes: 92,160 + 138,240 + 184,320 and 82,944 + 138,240 + 345,600.
 
     >>> from planner.catalog import load_model
     >>> unfused_kernel_bytes_per_token(load_model("gpt-oss-120b"), moe_layer=True)
-    (230400.0, 221184.0)
+    (414720.0, 566784.0)
     """
     forward = backward = 0.0
     if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
@@ -213,6 +229,10 @@ def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tupl
         routed = model.moe.top_k * model.hidden_size
         forward += EXPERT_BIAS_BYTES_PER_VALUE[0] * routed
         backward += EXPERT_BIAS_BYTES_PER_VALUE[1] * routed
+    if moe_layer and model.moe is not None and model.ffn_activation in CLAMPED_ACTIVATIONS:
+        routed_ffn = model.moe.top_k * model.moe.expert_ffn_hidden_size
+        forward += CLAMPED_GLU_BYTES_PER_VALUE[0] * routed_ffn
+        backward += CLAMPED_GLU_BYTES_PER_VALUE[1] * routed_ffn
     return forward, backward
 
 
@@ -224,4 +244,6 @@ def unfused_kernel_launches(model: ModelSpec, *, moe_layer: bool, local_experts:
         launches += 2 * sum(UNFUSED_ROPE_KERNELS)
     if moe_layer and model.moe is not None and model.mlp_bias:
         launches += local_experts * sum(EXPERT_BIAS_KERNELS_PER_EXPERT) + 1
+    if moe_layer and model.moe is not None and model.ffn_activation in CLAMPED_ACTIVATIONS:
+        launches += sum(CLAMPED_GLU_KERNELS)
     return launches

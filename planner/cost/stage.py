@@ -19,6 +19,7 @@ from planner.cost.compute import (
 )
 from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatch, moe_sync_time
 from planner.cost.gemm import (
+    CLAMPED_GLU_BYTES_PER_VALUE,
     NORM_RESIDUAL_BYTES_PER_HIDDEN,
     elementwise_bytes_per_token,
     gemm_time,
@@ -48,7 +49,7 @@ from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat, bytes_per_value
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
-from planner.specs.model import ModelSpec
+from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
 from planner.specs.workload import TrainWorkload
 from planner.units import US
 
@@ -135,7 +136,8 @@ def selective_recompute_time(
     ``--recompute-modules``): the attention core (``core_attn``, Korthikanti et al. 2022 section
     5), the GEMMs of ``mla_up_proj`` / ``mlp`` (dense layers) / ``shared_experts``, and the
     memory-bound kernels of ``layernorm`` (two norms: read + write D, bf16) and ``moe_act``
-    (each routed copy's activation: read 2F write F gated, read F write F plain) at HBM
+    (each routed copy's activation: read 2F write F gated, read F write F plain, and a clamped
+    activation's clamps, :data:`planner.cost.gemm.CLAMPED_GLU_BYTES_PER_VALUE` forward) at HBM
     bandwidth x eta_hbm; ``moe`` re-runs the router, the experts, their activation and the
     permutation (its all-to-all is in :func:`planner.cost.expert.ep_comm_per_microbatch`).
     ``tp`` shards all of it."""
@@ -155,6 +157,8 @@ def selective_recompute_time(
         streamed += (num_dense + num_moe) * 2 * 2 * ACTIVATION_BYTES * model.hidden_size
     if ("moe_act" in modules or "moe" in modules) and model.moe is not None:
         act = (3.0 if model.gated_ffn else 2.0) * ACTIVATION_BYTES
+        if model.ffn_activation in CLAMPED_ACTIVATIONS:
+            act += CLAMPED_GLU_BYTES_PER_VALUE[0]
         streamed += num_moe * model.moe.top_k * act * model.moe.expert_ffn_hidden_size
     if "moe" in modules and model.moe is not None:  # permute and unpermute again
         streamed += num_moe * 4.0 * model.hidden_size * model.moe.top_k

@@ -10,6 +10,11 @@ from planner.specs.base import FrozenSpec
 
 FfnActivation = Literal["swiglu", "geglu", "gelu", "relu2", "relu", "swiglu_oai"]
 GATED_ACTIVATIONS: frozenset[str] = frozenset({"swiglu", "geglu", "swiglu_oai"})
+CLAMPED_ACTIVATIONS: frozenset[str] = frozenset({"swiglu_oai"})
+"""Gated activations that clamp their inputs first: gpt-oss's SwiGLU clips the gate half from
+above and the linear half on both sides at ``swiglu_limit`` (7.0) before
+``quick_gelu(gate) * (linear + 1)`` (Hugging Face config.json, model card arXiv 2508.10925).
+Megatron-LM runs the clamps unfused (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`)."""
 
 
 class MLASpec(FrozenSpec):
