@@ -104,13 +104,9 @@ def test_gpt_oss_direction_pipeline_shrinks(gpt_oss: tuple[MigrateResult, float]
     assert result.speedup > 1.5 and measured > 1.5
 
 
-@pytest.mark.xfail(
-    reason="known gap: predicted 2.71x vs 2.33x measured (+16%). N15 (H100 PP4) is within 2%; "
-    "N16 (B200 PP1 mbs4) is predicted 18% fast, as are gpt-oss's other Blackwell runs "
-    "(benchmarks/heldout_*.py), while its Qwen3 and DeepSeek neighbours are not",
-    strict=False,
-)
 def test_gpt_oss_speedup_within_tolerance(gpt_oss: tuple[MigrateResult, float]) -> None:
+    """2.62x predicted vs 2.33x measured (+12%) with the shipped calibration; the clamps of
+    gpt-oss's SwiGLU (planner.cost.gemm.CLAMPED_GLU_BYTES_PER_VALUE) took it from +16%."""
     result, measured = gpt_oss
     assert result.speedup == pytest.approx(measured, rel=TOLERANCE)
 
