@@ -304,12 +304,7 @@ def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | Non
     for flag, items, side in (("--min", mins, 0), ("--max", maxs, 1)):
         for item in items:
             key, value = _key_value(flag, item, allowed)
-            try:
-                number = positive_int(value) if key != "zero" else int(value)
-            except (argparse.ArgumentTypeError, ValueError):
-                raise SpecError(f"{flag} {key}={value}: must be a whole number") from None
-            if key == "zero" and number not in (0, 1, 2, 3):
-                raise SpecError(f"{flag} zero={value}: must be 0, 1, 2 or 3")
+            number = _layout_number(flag, key, value, "a whole number")
             bounds.setdefault(key, [None, None])[side] = number
     for key, (low, high) in bounds.items():
         if low is not None and high is not None and low > high:
@@ -345,14 +340,22 @@ def _parse_fix(items: list[str]) -> dict[str, object]:
         if key == "precision":
             out[key] = _precision(value)
             continue
-        try:
-            number = positive_int(value) if key != "zero" else int(value)
-        except (argparse.ArgumentTypeError, ValueError):
-            raise SpecError(f"--fix {key}={value}: must be a positive whole number") from None
-        if key == "zero" and number not in (0, 1, 2, 3):
-            raise SpecError(f"--fix zero={value}: must be 0, 1, 2 or 3")
-        out[key] = number
+        out[key] = _layout_number("--fix", key, value, "a positive whole number")
     return out
+
+
+def _layout_number(flag: str, key: str, value: str, what: str) -> int:
+    """The integer of ``flag key=value`` for a layout degree (positive) or ZeRO stage (0-3);
+    a one-line SpecError naming the flag otherwise (``what``: the words for a degree)."""
+    from planner.errors import SpecError
+
+    try:
+        number = positive_int(value) if key != "zero" else int(value)
+    except (argparse.ArgumentTypeError, ValueError):
+        raise SpecError(f"{flag} {key}={value}: must be {what}") from None
+    if key == "zero" and number not in (0, 1, 2, 3):
+        raise SpecError(f"{flag} zero={value}: must be 0, 1, 2 or 3")
+    return number
 
 
 def _parse_prices(items: list[str]) -> dict[str, float]:
