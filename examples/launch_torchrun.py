@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from collections import Counter
 
 import planner
+from planner.errors import InfeasibleError, SpecError
 from planner.specs.result import SearchResult
 
 
@@ -64,4 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
+        print(f"launch_torchrun.py: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 
 import planner
 from planner.api import serve_search
+from planner.errors import InfeasibleError, SpecError
 
 
 def replica_commands(
@@ -66,4 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
+        print(f"serve_vllm.py: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -475,6 +475,18 @@ def test_example_launch_torchrun_prints_a_runnable_command() -> None:
         assert "--tensor-model-parallel-size" in argv and "--global-batch-size" in argv
 
 
+def test_example_plan_fleet_move_prints_both_plans_changes_and_the_sweep() -> None:
+    out = _run_example(str(EXAMPLES / "plan_fleet_move.py"), "--model", "8B", "--source",
+                       "hgx_h100x8", "--target", "hgx_b200x8", "--nic-gbps", "200,400")  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0] == "# llama3.1-8b: hgx_h100x8 -> hgx_b200x8"
+    assert lines[1].startswith("hgx_h100x8: TP") and lines[2].startswith("hgx_b200x8: TP")
+    speedup = next(line for line in lines if line.startswith("speed-up "))
+    assert float(speedup.split()[1].rstrip("x")) > 1.0
+    assert [line.split(":")[0] for line in lines[-2:]] == ["nic_gbps=200", "nic_gbps=400"]
+    assert all("per M tokens" in line for line in (lines[1], lines[2], *lines[-2:]))
+
+
 def test_example_make_sbatch_is_valid_bash_with_the_plan(tmp_path: Path) -> None:
     import subprocess
 
