@@ -50,7 +50,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 """Physically plausible ranges: a GEMM above ~0.85 of dense peak is suspect (issue #4); HBM
 streams reach 0.85-0.92 (hardware.md section 12); kernel launch + tail is tens of us at most;
-overlapped NCCL kernels take at least ~10% of the SMs (16 channels of 132 on H100)."""
+overlapped NCCL kernels take at least ~10% of the SMs (16 channels of 132 on H100); the MoE host
+sync exposes at most a layer's eager launches, ~200-300 at ~10-20 us (the accelerator catalogs'
+``moe_sync_overhead_us`` source), so up to ~6 ms, rounded up to 8."""
 GRID_POINTS = 41
 """Values tried per factor per coordinate-descent pass."""
 PASSES = 4

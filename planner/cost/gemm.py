@@ -101,7 +101,7 @@ def layer_gemms(
         count=moe.num_experts / ep,
     )
     if moe.num_shared_experts:
-        width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        width = moe.shared_expert_width
         gemms += ffn_gemms(
             model, tokens, moe.num_shared_experts * width / tp, prefix="shared_", count=1
         )
@@ -137,9 +137,21 @@ FUSED_ROPE_BYTES_PER_VALUE = 4.0
 """Forward HBM bytes per rotated bf16 query/key value of a fused RoPE kernel: read and write
 once. Backward moves twice as much, as every memory-bound kernel here."""
 
-NORM_RESIDUAL_BYTES_PER_HIDDEN = 20.0
+NORM_BYTES_PER_HIDDEN = 8.0
+"""Bytes per hidden unit of a layer's two norms, each reading and writing D bf16 values."""
+
+RESIDUAL_BYTES_PER_HIDDEN = 12.0
+"""Bytes per hidden unit of a layer's two residual adds, each reading 2 D and writing D bf16
+values."""
+
+NORM_RESIDUAL_BYTES_PER_HIDDEN = NORM_BYTES_PER_HIDDEN + RESIDUAL_BYTES_PER_HIDDEN
 """Of :func:`elementwise_bytes_per_token`, the two norms (8 D) and two residual adds (12 D): the
 kernels sequence parallelism splits over TP ranks and plain TP repeats on every rank."""
+
+PERMUTE_BYTES_PER_ROUTED_VALUE = 4.0
+"""HBM bytes per routed value of the MoE token permutation: the permute writes each of a token's
+top-k copies once (2 bytes, bf16) and the unpermute reads it back (2 bytes); the once-per-token
+read and write (4 / top-k bytes) are left out."""
 
 
 def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
@@ -158,10 +170,8 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     moe = model.moe
     if moe_layer and moe is not None:
         width = moe.top_k * moe.expert_ffn_hidden_size
-        width += moe.num_shared_experts * (
-            moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
-        )
-        bytes_ += 4.0 * d * moe.top_k  # permute / unpermute of the routed copies
+        width += moe.num_shared_experts * (moe.shared_expert_width)
+        bytes_ += PERMUTE_BYTES_PER_ROUTED_VALUE * d * moe.top_k
     else:
         width = model.ffn_hidden_size
     bytes_ += (6.0 if model.gated_ffn else 4.0) * width
@@ -185,6 +195,9 @@ added by ``TEGroupedMLP._apply_bias`` in an eager loop over the local experts as
 
 EXPERT_BIAS_KERNELS_PER_EXPERT = (2, 4)
 """(forward, backward) kernels ``_apply_bias`` launches per local expert (see above)."""
+
+EXPERT_BIAS_CAT_KERNELS = 1
+"""The one ``cat`` that joins ``_apply_bias``'s per-expert results (see above)."""
 
 UNFUSED_ROPE_KERNELS = (6, 7)
 """(forward, backward) kernels of the unfused RoPE per rotated tensor (see above)."""
@@ -220,19 +233,11 @@ def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tupl
     >>> unfused_kernel_bytes_per_token(load_model("gpt-oss-120b"), moe_layer=True)
     (414720.0, 566784.0)
     """
+    groups = _unfused_kernel_groups(model, moe_layer=moe_layer, local_experts=0.0)
     forward = backward = 0.0
-    if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
-        rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
-        forward += (UNFUSED_ROPE_BYTES_PER_VALUE[0] - FUSED_ROPE_BYTES_PER_VALUE) * rotated
-        backward += (UNFUSED_ROPE_BYTES_PER_VALUE[1] - 2.0 * FUSED_ROPE_BYTES_PER_VALUE) * rotated
-    if moe_layer and model.moe is not None and model.mlp_bias:
-        routed = model.moe.top_k * model.hidden_size
-        forward += EXPERT_BIAS_BYTES_PER_VALUE[0] * routed
-        backward += EXPERT_BIAS_BYTES_PER_VALUE[1] * routed
-    if moe_layer and model.moe is not None and model.ffn_activation in CLAMPED_ACTIVATIONS:
-        routed_ffn = model.moe.top_k * model.moe.expert_ffn_hidden_size
-        forward += CLAMPED_GLU_BYTES_PER_VALUE[0] * routed_ffn
-        backward += CLAMPED_GLU_BYTES_PER_VALUE[1] * routed_ffn
+    for group_forward, group_backward, _ in groups:
+        forward += group_forward
+        backward += group_backward
     return forward, backward
 
 
@@ -240,10 +245,46 @@ def unfused_kernel_launches(model: ModelSpec, *, moe_layer: bool, local_experts:
     """(forward + backward) kernel launches of the unfused kernels of
     :func:`unfused_kernel_bytes_per_token` in one layer, each paying the fixed per-kernel cost."""
     launches = 0.0
-    if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
-        launches += 2 * sum(UNFUSED_ROPE_KERNELS)
-    if moe_layer and model.moe is not None and model.mlp_bias:
-        launches += local_experts * sum(EXPERT_BIAS_KERNELS_PER_EXPERT) + 1
-    if moe_layer and model.moe is not None and model.ffn_activation in CLAMPED_ACTIVATIONS:
-        launches += sum(CLAMPED_GLU_KERNELS)
+    for _, _, group_launches in _unfused_kernel_groups(
+        model, moe_layer=moe_layer, local_experts=local_experts
+    ):
+        launches += group_launches
     return launches
+
+
+def _unfused_kernel_groups(
+    model: ModelSpec, *, moe_layer: bool, local_experts: float
+) -> list[tuple[float, float, float]]:
+    """(forward bytes per token, backward bytes per token, launches) of each group of unfused
+    kernels one layer runs (:func:`unfused_kernel_bytes_per_token` lists them)."""
+    groups = []
+    if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
+        rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
+        groups.append(
+            (
+                (UNFUSED_ROPE_BYTES_PER_VALUE[0] - FUSED_ROPE_BYTES_PER_VALUE) * rotated,
+                (UNFUSED_ROPE_BYTES_PER_VALUE[1] - 2.0 * FUSED_ROPE_BYTES_PER_VALUE) * rotated,
+                2 * sum(UNFUSED_ROPE_KERNELS),
+            )
+        )
+    if not moe_layer or model.moe is None:
+        return groups
+    if model.mlp_bias:
+        routed = model.moe.top_k * model.hidden_size
+        groups.append(
+            (
+                EXPERT_BIAS_BYTES_PER_VALUE[0] * routed,
+                EXPERT_BIAS_BYTES_PER_VALUE[1] * routed,
+                local_experts * sum(EXPERT_BIAS_KERNELS_PER_EXPERT) + EXPERT_BIAS_CAT_KERNELS,
+            )
+        )
+    if model.ffn_activation in CLAMPED_ACTIVATIONS:
+        routed_ffn = model.moe.top_k * model.moe.expert_ffn_hidden_size
+        groups.append(
+            (
+                CLAMPED_GLU_BYTES_PER_VALUE[0] * routed_ffn,
+                CLAMPED_GLU_BYTES_PER_VALUE[1] * routed_ffn,
+                sum(CLAMPED_GLU_KERNELS),
+            )
+        )
+    return groups

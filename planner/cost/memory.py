@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from planner.cost.compute import attention_head_dims
 from planner.specs.formats import NumberFormat, bits_per_value, bytes_per_value, element_bits
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -79,6 +80,37 @@ def weight_bytes(params: float, fmt: NumberFormat) -> float:
     return params * (2.0 + extra)
 
 
+def attention_value_widths(model: ModelSpec) -> tuple[float, float, float]:
+    """(queries, keys or values, output-projection input) values per token of one attention
+    block: N H, K H each and N H (Korthikanti section 4.1); with MLA, N (H_nope + H_rope) queries,
+    the up-projected keys and values N (H_nope + H_rope + H_v) / 2 each, and N H_v."""
+    qk_dim, v_dim = attention_head_dims(model)
+    heads = model.num_attention_heads
+    if model.mla is not None:
+        return heads * qk_dim, heads * (qk_dim + v_dim) / 2, heads * v_dim
+    return heads * qk_dim, model.num_kv_heads * model.head_dim, heads * v_dim
+
+
+def ffn_internal_values(model: ModelSpec, width: int) -> float:
+    """Values per token inside one FFN of width F beyond its input: fc1 output and activation
+    output, 3 F gated (gate and up, then F) and 2 F plain."""
+    return 3 * width if model.gated_ffn else 2 * width
+
+
+def moe_block_values(model: ModelSpec) -> tuple[float, float]:
+    """(values, of which GEMM inputs) per token one MoE block stores after its input: every
+    routed copy's and shared expert's FFN values (:func:`ffn_activation_values`), and their up-
+    and down-projection inputs (D + F each)."""
+    moe = model.moe
+    if moe is None:
+        return 0.0, 0.0
+    d, routed, shared = model.hidden_size, moe.expert_ffn_hidden_size, moe.shared_expert_width
+    values = moe.top_k * ffn_activation_values(model, routed)
+    values += moe.num_shared_experts * ffn_activation_values(model, shared)
+    inputs = moe.top_k * (d + routed) + moe.num_shared_experts * (d + shared)
+    return values, inputs
+
+
 def attention_activation_values(model: ModelSpec, seq_len: int, *, store_scores: bool) -> float:
     """Values stored per sequence by one attention block (per token x T, not sharded).
 
@@ -87,19 +119,7 @@ def attention_activation_values(model: ModelSpec, seq_len: int, *, store_scores:
     flash attention, no selective recompute): softmax output N T, and with dropout its mask
     N T / 2 and output N T. Flash attention keeps instead the fp32 log-sum-exp (2 N values).
     """
-    if model.mla is not None:
-        q_dim = model.num_attention_heads * (
-            model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim
-        )
-        kv_dim = (
-            model.num_attention_heads
-            * (model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim + model.mla.v_head_dim)
-            / 2
-        )
-        out_dim = model.num_attention_heads * model.mla.v_head_dim
-    else:
-        q_dim = out_dim = model.num_attention_heads * model.head_dim
-        kv_dim = model.num_kv_heads * model.head_dim
+    q_dim, kv_dim, out_dim = attention_value_widths(model)
     per_token = model.hidden_size + q_dim + 2 * kv_dim + out_dim
     if model.dropout:
         per_token += model.hidden_size / 2
@@ -118,7 +138,7 @@ def ffn_activation_values(model: ModelSpec, width: int) -> float:
     19 s b h / 2 bytes at F = 4D. Gated (SwiGLU, Megatron's fused kernel): input D, fc1 output
     2F (gate and up), activation output F.
     """
-    values = model.hidden_size + (3 * width if model.gated_ffn else 2 * width)
+    values = model.hidden_size + ffn_internal_values(model, width)
     if model.dropout:
         values += model.hidden_size / 2
     return values
@@ -131,9 +151,7 @@ def layer_activation_values_per_token(model: ModelSpec, layer_index: int, seq_le
     per_token += attention_activation_values(model, seq_len, store_scores=False) / seq_len
     moe = model.moe
     if moe is not None and layer_index >= moe.first_dense_layers:
-        shared_width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
-        per_token += moe.top_k * ffn_activation_values(model, moe.expert_ffn_hidden_size)
-        per_token += moe.num_shared_experts * ffn_activation_values(model, shared_width)
+        per_token += moe_block_values(model)[0]
     else:
         per_token += ffn_activation_values(model, model.ffn_hidden_size)
     return per_token
@@ -143,16 +161,10 @@ def layer_gemm_input_values_per_token(model: ModelSpec, layer_index: int) -> flo
     """Values per token among the stored activations that are inputs of linear layers (QKV and
     output projections, FFN up and down, per routed copy). Low-precision recipes store these in
     the GEMM's format (Transformer Engine saves the quantised input for the weight gradient)."""
-    if model.mla is not None:
-        out_dim = model.num_attention_heads * model.mla.v_head_dim
-    else:
-        out_dim = model.num_attention_heads * model.head_dim
-    values = float(model.hidden_size + out_dim)
+    values = float(model.hidden_size + attention_value_widths(model)[2])
     moe = model.moe
     if moe is not None and layer_index >= moe.first_dense_layers:
-        shared = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
-        values += moe.top_k * (model.hidden_size + moe.expert_ffn_hidden_size)
-        values += moe.num_shared_experts * (model.hidden_size + shared)
+        values += moe_block_values(model)[1]
     else:
         values += model.hidden_size + model.ffn_hidden_size
     return values
@@ -189,31 +201,22 @@ def selective_recompute_saved_values(
         inputs += d if is_moe else 2.0 * d
     whole_moe = "moe" in modules and is_moe
     if whole_moe:
-        shared = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size  # type: ignore[union-attr]
-        values += moe.top_k * ffn_activation_values(model, moe.expert_ffn_hidden_size)  # type: ignore[union-attr]
-        values += moe.num_shared_experts * ffn_activation_values(model, shared)  # type: ignore[union-attr]
-        inputs += moe.top_k * (model.hidden_size + moe.expert_ffn_hidden_size)  # type: ignore[union-attr]
-        inputs += moe.num_shared_experts * (model.hidden_size + shared)  # type: ignore[union-attr]
+        block_values, block_inputs = moe_block_values(model)
+        values += block_values
+        inputs += block_inputs
     if "moe_act" in modules and is_moe and not whole_moe:
         values += moe.top_k * moe.expert_ffn_hidden_size  # type: ignore[union-attr]
         inputs += moe.top_k * moe.expert_ffn_hidden_size  # type: ignore[union-attr]
     if "mla_up_proj" in modules and model.mla is not None:
-        mla = model.mla
-        q_dim = model.num_attention_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
-        kv_dim = (
-            model.num_attention_heads
-            * (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
-            / 2
-        )
+        q_dim, kv_dim, _ = attention_value_widths(model)
         values += q_dim + 2.0 * kv_dim
     if "mlp" in modules and not is_moe:
         width = model.ffn_hidden_size
-        values += 3.0 * width if model.gated_ffn else 2.0 * width
+        values += ffn_internal_values(model, width)
         inputs += width
     if "shared_experts" in modules and is_moe and not whole_moe and moe.num_shared_experts:  # type: ignore[union-attr]
-        width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size  # type: ignore[union-attr]
-        per_expert = 3.0 * width if model.gated_ffn else 2.0 * width
-        values += moe.num_shared_experts * per_expert  # type: ignore[union-attr]
+        width = moe.shared_expert_width  # type: ignore[union-attr]
+        values += moe.num_shared_experts * ffn_internal_values(model, width)  # type: ignore[union-attr]
         inputs += moe.num_shared_experts * width  # type: ignore[union-attr]
     return values, inputs
 

@@ -93,7 +93,7 @@ def moe_layer_params(model: ModelSpec, *, active: bool) -> int:
     routed = (moe.top_k if active else moe.num_experts) * ffn_params(
         model, moe.expert_ffn_hidden_size
     )
-    shared_width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+    shared_width = moe.shared_expert_width
     shared = moe.num_shared_experts * ffn_params(model, shared_width)
     return router + routed + shared
 
@@ -111,7 +111,7 @@ def layer_dense_and_expert_params(model: ModelSpec, layer_index: int) -> tuple[i
     if moe is None or layer_index < moe.first_dense_layers:
         return dense + ffn_params(model, model.ffn_hidden_size), 0
     router = model.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
-    shared_width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+    shared_width = moe.shared_expert_width
     dense += router + moe.num_shared_experts * ffn_params(model, shared_width)
     return dense, moe.num_experts * ffn_params(model, moe.expert_ffn_hidden_size)
 

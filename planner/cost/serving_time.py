@@ -155,9 +155,7 @@ def _moe_gemms(model: ModelSpec, tokens: float, layout: ServeLayout) -> list[Gem
     gemms = [GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)]
     gemms += ffn_gemms(model, per_expert, width, prefix="expert_", count=local)
     if moe.num_shared_experts:
-        shared = moe.num_shared_experts * (
-            moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
-        )
+        shared = moe.num_shared_experts * (moe.shared_expert_width)
         gemms += ffn_gemms(model, tokens, shared / layout.tp, prefix="shared_", count=1)
     return gemms
 

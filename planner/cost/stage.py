@@ -20,7 +20,9 @@ from planner.cost.compute import (
 from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatch, moe_sync_time
 from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
+    NORM_BYTES_PER_HIDDEN,
     NORM_RESIDUAL_BYTES_PER_HIDDEN,
+    PERMUTE_BYTES_PER_ROUTED_VALUE,
     elementwise_bytes_per_token,
     gemm_time,
     layer_gemms,
@@ -154,14 +156,14 @@ def selective_recompute_time(
             time += num_moe * _layer_linear_time(model, tokens, True, degrees, rates, names)[0]
     streamed = 0.0
     if "layernorm" in modules:
-        streamed += (num_dense + num_moe) * 2 * 2 * ACTIVATION_BYTES * model.hidden_size
+        streamed += (num_dense + num_moe) * NORM_BYTES_PER_HIDDEN * model.hidden_size
     if ("moe_act" in modules or "moe" in modules) and model.moe is not None:
         act = (3.0 if model.gated_ffn else 2.0) * ACTIVATION_BYTES
         if model.ffn_activation in CLAMPED_ACTIVATIONS:
             act += CLAMPED_GLU_BYTES_PER_VALUE[0]
         streamed += num_moe * model.moe.top_k * act * model.moe.expert_ffn_hidden_size
     if "moe" in modules and model.moe is not None:  # permute and unpermute again
-        streamed += num_moe * 4.0 * model.hidden_size * model.moe.top_k
+        streamed += num_moe * PERMUTE_BYTES_PER_ROUTED_VALUE * model.hidden_size * model.moe.top_k
     return time + tokens * streamed / tp / hbm
 
 

@@ -199,6 +199,10 @@ DDP_BUCKET_PARAMS = 40e6
 """Megatron-LM's gradient bucket: max(40M, 1M x dp) parameters when the reduction overlaps
 the backward (megatron/training/training.py, ``get_model``: ``ddp_config.bucket_size``)."""
 
+DDP_BUCKET_PARAMS_PER_RANK = 1e6
+"""The 1M x dp term of that bucket size (same source): larger data-parallel groups get larger
+buckets."""
+
 
 def dp_tail_params(model: ModelSpec, layout: Layout, stage: int = 0) -> float:
     """Parameters per GPU in the bucket that reduces after ``stage``'s backward ends: a full
@@ -210,7 +214,7 @@ def dp_tail_params(model: ModelSpec, layout: Layout, stage: int = 0) -> float:
     >>> dp_tail_params(_tiny(), Layout(dp=8))
     40000000.0
     """
-    bucket = max(DDP_BUCKET_PARAMS, 1e6 * layout.dp * layout.cp)
+    bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_RANK * layout.dp * layout.cp)
     if stage != 0:
         return bucket
     return max(bucket, model.vocab_size * model.hidden_size / layout.tp)

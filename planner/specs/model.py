@@ -50,6 +50,11 @@ class MoESpec(FrozenSpec):
     router_bias: bool = False
     """The router (gate) projection has a bias (gpt-oss)."""
 
+    @property
+    def shared_expert_width(self) -> int:
+        """Intermediate width of one shared expert (the routed width when not given)."""
+        return self.shared_expert_ffn_hidden_size or self.expert_ffn_hidden_size
+
     @model_validator(mode="after")
     def _top_k_le_experts(self) -> MoESpec:
         if self.top_k > self.num_experts:

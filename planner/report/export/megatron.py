@@ -210,7 +210,7 @@ def _moe(model: ModelSpec) -> list[str]:
         "--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size),
     ]  # fmt: skip
     if moe.num_shared_experts:
-        width = moe.shared_expert_ffn_hidden_size or moe.expert_ffn_hidden_size
+        width = moe.shared_expert_width
         args += ["--moe-shared-expert-intermediate-size", str(moe.num_shared_experts * width)]
     if moe.first_dense_layers:
         dense, sparse = moe.first_dense_layers, model.num_layers - moe.first_dense_layers
