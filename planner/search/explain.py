@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.search.rules import ep_experts_rule, pp_layers_rule, tp_heads_rule
 from planner.search.space import CP_MIN_TOKENS_PER_RANK, PINNABLE, CandidateSet
 from planner.specs.cluster import ClusterSpec
 from planner.specs.model import ModelSpec
@@ -103,17 +104,15 @@ def _pin_rules(
     if not out and n % product:
         out.append(f"the pinned degrees multiply to {product}, which does not divide {n}")
     tp = degrees.get("tp", 1)
-    heads, what = (model.num_kv_heads, "num_kv_heads") if model.mla is None else (
-        model.num_attention_heads, "num_attention_heads")  # fmt: skip
-    if heads % tp:
-        out.append(f"tp ({tp}) must divide {what} ({heads}) of model '{model.name}'")
+    if rule := tp_heads_rule(model, tp):
+        out.append(rule)
     if tp > cluster.accelerators_per_domain:
         out.append(
             f"tp ({tp}) exceeds the {cluster.accelerators_per_domain} accelerators of one "
             "scale-up domain"
         )
-    if degrees.get("pp", 1) > model.num_layers:
-        out.append(f"pp ({degrees['pp']}) exceeds the {model.num_layers} layers")
+    if rule := pp_layers_rule(model, degrees.get("pp", 1)):
+        out.append(rule)
     cp = degrees.get("cp", 1)
     if cp > 1 and workload.seq_len // cp < CP_MIN_TOKENS_PER_RANK:
         out.append(
@@ -123,8 +122,8 @@ def _pin_rules(
     for dim in ("ep", "etp"):
         if degrees.get(dim, 1) > 1 and model.moe is None:
             out.append(f"{dim} ({degrees[dim]}) > 1 but model '{model.name}' has no experts")
-    if model.moe is not None and model.moe.num_experts % degrees.get("ep", 1):
-        out.append(f"ep ({degrees['ep']}) must divide the {model.moe.num_experts} experts")
+    if rule := ep_experts_rule(model, degrees.get("ep", 1)):
+        out.append(rule)
     return out
 
 

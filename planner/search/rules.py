@@ -59,25 +59,9 @@ def layout_violations(
                 f"{layout.dp} = {layout.num_gpus} but the cluster has {n} accelerators",
             )
         )
-    if model.mla is None:
-        if model.num_kv_heads % layout.tp:
-            out.append(
-                (
-                    "divisibility",
-                    f"tp ({layout.tp}) must divide num_kv_heads "
-                    f"({model.num_kv_heads}) of model '{model.name}'",
-                )
-            )
-    elif model.num_attention_heads % layout.tp:
-        out.append(
-            (
-                "divisibility",
-                f"tp ({layout.tp}) must divide num_attention_heads "
-                f"({model.num_attention_heads}) of model '{model.name}'",
-            )
-        )
-    if layout.pp > model.num_layers:
-        out.append(("divisibility", f"pp ({layout.pp}) exceeds the {model.num_layers} layers"))
+    for rule in (tp_heads_rule(model, layout.tp), pp_layers_rule(model, layout.pp)):
+        if rule:
+            out.append(("divisibility", rule))
     if layout.vpp > 1 and layout.pp == 1:
         out.append(("divisibility", "vpp > 1 needs pp > 1"))
     elif layout.pp * layout.vpp > model.num_layers:
@@ -95,6 +79,25 @@ def layout_violations(
         )
     out.extend(_batch_and_expert_rules(model, workload, layout))
     return out
+
+
+def tp_heads_rule(model: ModelSpec, tp: int) -> str:
+    """Why ``tp`` cannot split the attention heads ('' if it can): the KV heads, or with MLA the
+    attention heads (its keys and values are per head)."""
+    heads, what = (model.num_kv_heads, "num_kv_heads") if model.mla is None else (
+        model.num_attention_heads, "num_attention_heads")  # fmt: skip
+    return f"tp ({tp}) must divide {what} ({heads}) of model '{model.name}'" if heads % tp else ""
+
+
+def pp_layers_rule(model: ModelSpec, pp: int) -> str:
+    """Why ``pp`` stages cannot each get a layer ('' if they can)."""
+    return f"pp ({pp}) exceeds the {model.num_layers} layers" if pp > model.num_layers else ""
+
+
+def ep_experts_rule(model: ModelSpec, ep: int) -> str:
+    """Why ``ep`` cannot split the routed experts evenly ('' if it can, or without experts)."""
+    experts = model.moe.num_experts if model.moe is not None else 0
+    return f"ep ({ep}) must divide the {experts} experts" if experts and experts % ep else ""
 
 
 def _batch_and_expert_rules(
@@ -121,13 +124,8 @@ def _batch_and_expert_rules(
     if model.moe is None and (layout.ep > 1 or layout.etp > 1):
         out.append(("divisibility", f"ep/etp > 1 but model '{model.name}' has no experts"))
     if model.moe is not None:
-        if model.moe.num_experts % layout.ep:
-            out.append(
-                (
-                    "divisibility",
-                    f"ep ({layout.ep}) must divide the {model.moe.num_experts} experts",
-                )
-            )
+        if rule := ep_experts_rule(model, layout.ep):
+            out.append(("divisibility", rule))
         if (layout.dp * layout.cp * layout.tp) % (layout.ep * layout.etp):
             out.append(("divisibility", "ep x etp must divide dp x cp x tp"))
     return out
