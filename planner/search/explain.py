@@ -5,6 +5,7 @@ from __future__ import annotations
 from planner.search.rules import ep_experts_rule, pp_layers_rule, tp_heads_rule
 from planner.search.space import CP_MIN_TOKENS_PER_RANK, PINNABLE, CandidateSet
 from planner.specs.cluster import ClusterSpec
+from planner.specs.layout import field_label
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
@@ -31,9 +32,7 @@ def layout_changes(alt: Plan, best: Plan) -> str:
     for dim in _DIMS:
         a, b = getattr(alt.layout, dim), getattr(best.layout, dim)
         if a != b:
-            parts.append(
-                f"{dim.upper() if dim in ('tp', 'pp', 'vpp', 'dp', 'cp', 'ep', 'etp') else dim} {a} (vs {b})"
-            )
+            parts.append(f"{field_label(dim)} {a} (vs {b})")
     return ", ".join(parts) or "same degrees"
 
 

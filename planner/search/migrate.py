@@ -14,7 +14,7 @@ from planner.search import engine
 from planner.search.explain import TERM_WORDS
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
-from planner.specs.layout import Layout
+from planner.specs.layout import Layout, field_label
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan
 from planner.specs.scenarios import (
@@ -199,10 +199,6 @@ def _model_parallel(layout: Layout) -> int:
     return layout.tp * layout.pp * layout.cp
 
 
-def _label(field: str) -> str:
-    return field.upper() if field in ("tp", "pp", "vpp", "cp", "ep", "dp") else field
-
-
 def change_reason(
     field: str, before: Plan, after: Plan, *, terms: tuple[str, ...] | None = None
 ) -> str:
@@ -213,7 +209,7 @@ def change_reason(
     old_value, new_value = getattr(before.layout, field), getattr(after.layout, field)
     clause = _memory_clause(field, old_value, new_value, before, after)
     deltas = _term_deltas(_FIELD_TERMS[field] if terms is None else terms, before, after)
-    return f"{_label(field)} {old_value} -> {new_value}: {clause}" + (
+    return f"{field_label(field)} {old_value} -> {new_value}: {clause}" + (
         f"; {deltas}" if deltas else ""
     )
 

@@ -18,6 +18,19 @@ class Recompute(StrEnum):
     FULL = "full"
 
 
+DEGREE_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp")
+"""The parallel-degree fields, which reports name in capitals (``TP 8``, as :meth:`Layout.short`)."""
+
+
+def field_label(field: str) -> str:
+    """How reports name a layout field: ``TP`` for a parallel degree, else the field itself.
+
+    >>> field_label("etp"), field_label("mbs")
+    ('ETP', 'mbs')
+    """
+    return field.upper() if field in DEGREE_FIELDS else field
+
+
 class Layout(FrozenSpec):
     """Parallel degrees and per-GPU settings. GPUs used = tp x pp x cp x dp; EP lives inside
     dp x cp (Megatron's expert-data-parallel = dp x cp x tp / (ep x etp))."""
