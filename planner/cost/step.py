@@ -155,21 +155,21 @@ def dp_exposed_time(
     edp = domains.get("edp", dp)
     if dp.size == 1 and edp.size == 1:
         return 0.0
-    if layout.zero >= 1:
-        reduce = reduce_scatter_time(grad_bytes * dense_params, dp)
-        reduce += reduce_scatter_time(grad_bytes * expert_params, edp)
-        gather = all_gather_time(2.0 * dense_params, dp) + all_gather_time(2.0 * expert_params, edp)
-    else:
-        reduce = ring_all_reduce_time(grad_bytes * dense_params, dp)
-        reduce += ring_all_reduce_time(grad_bytes * expert_params, edp)
-        gather = 0.0
-    tail = min(tail_params, dense_params)
-    tail_reduce = (
-        reduce_scatter_time(grad_bytes * tail, dp)
-        if layout.zero >= 1
-        else ring_all_reduce_time(grad_bytes * tail, dp)
+    reduce_time = reduce_scatter_time if layout.zero >= 1 else ring_all_reduce_time
+    reduce = reduce_time(grad_bytes * dense_params, dp) + reduce_time(
+        grad_bytes * expert_params, edp
     )
+    gather = 0.0
+    if layout.zero >= 1:
+        gather = all_gather_time(2.0 * dense_params, dp) + all_gather_time(2.0 * expert_params, edp)
+    tail = min(tail_params, dense_params)
+    tail_reduce = reduce_time(grad_bytes * tail, dp)
     tail_gather = all_gather_time(2.0 * tail, dp) if layout.zero >= 1 else 0.0
+
+    def bucketed(total: float, last: float, compute: float) -> float:
+        """The last bucket's collective exposed, the rest behind ``compute``."""
+        return last + overlapped_exposed_time(max(0.0, total - last), compute, contention)
+
     if layout.zero >= 2:
         # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
         # its gradients, the last bucket after the backward ends (and ZeRO-3 re-gathers the
@@ -181,13 +181,9 @@ def dp_exposed_time(
         )
         first_gather = tail_gather
         if layout.zero < 3:
-            first_gather += overlapped_exposed_time(
-                max(0.0, gather - tail_gather), slowest.forward_s, contention
-            )
+            first_gather = bucketed(gather, tail_gather, slowest.forward_s)
         return num_microbatches * per_microbatch + first_gather
-    exposed = tail_reduce + overlapped_exposed_time(
-        max(0.0, reduce - tail_reduce), slowest.backward_s, contention
-    )
+    exposed = bucketed(reduce, tail_reduce, slowest.backward_s)
     return (
         exposed
         + tail_gather
