@@ -18,7 +18,13 @@ from planner.catalog.io import load_list, load_mapping, read_text, validate_spec
 from planner.errors import SpecError
 from planner.specs.formats import NumberFormat
 from planner.specs.model import MLASpec, ModelSpec, MoESpec
-from planner.specs.workload import RecomputeModule, TrainWorkload, moe_framework_fields
+from planner.specs.workload import (
+    CrossEntropyImpl,
+    MoeDispatcher,
+    RecomputeModule,
+    TrainWorkload,
+    moe_framework_fields,
+)
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPO_DATA_DIR = _PACKAGE_DIR.parent / "tests" / "validation"
@@ -206,13 +212,13 @@ class RecipeRow(RowModel):
     """Recompute granularity."""
     recompute_modules: tuple[RecomputeModule, ...] | None = None
     """Megatron ``--recompute-modules`` with selective granularity."""
-    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] | None = None
+    moe_dispatcher: MoeDispatcher | None = None
     """MoE token dispatcher: NCCL all-to-all, or a deduplicating one (DeepEP, HybridEP)."""
     ep_comm_overlap: bool | None = None
     """``overlap_moe_expert_parallel_comm``."""
     tp_comm_overlap: bool | None = None
     """TP-communication overlap (userbuffers)."""
-    cross_entropy: Literal["unfused", "native", "te"] | None = None
+    cross_entropy: CrossEntropyImpl | None = None
     """Loss implementation (``TrainWorkload.cross_entropy``)."""
     cuda_graph_scope: list[str] | None = None
     """CUDA-graph capture scope (Megatron ``cuda_graph_scope``; ``full_layer`` = NeMo's

@@ -8,7 +8,7 @@ from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.result import MemoryBreakdown, Plan
-from planner.specs.workload import TrainWorkload
+from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
 from planner.topology import comm_domains, placement
 from planner.units import HOUR_S, TFLOP, GiB
 
@@ -93,7 +93,8 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
     """Framework settings the user gave that this layout or model does not use (said, not
     silently dropped)."""
     out = []
-    if workload.recompute_modules != ("core_attn",) and layout.recompute is not Recompute.SELECTIVE:
+    custom = workload.recompute_modules != DEFAULT_RECOMPUTE_MODULES
+    if custom and layout.recompute is not Recompute.SELECTIVE:
         out.append(
             f"recompute modules {','.join(workload.recompute_modules)} apply to selective "
             f"recomputation; this layout uses {layout.recompute}"

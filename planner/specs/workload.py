@@ -16,11 +16,17 @@ RecomputeModule = Literal[
 ``--recompute-modules``)."""
 RECOMPUTE_MODULES: tuple[str, ...] = get_args(RecomputeModule)
 """The names of :data:`RecomputeModule`, in order."""
+DEFAULT_RECOMPUTE_MODULES: tuple[RecomputeModule, ...] = ("core_attn",)
+"""Megatron-LM's ``--recompute-modules`` default: the attention core (Korthikanti et al. 2022)."""
 
-
-MOE_DISPATCHERS: tuple[str, ...] = ("alltoall", "deepep", "hybridep")
+MoeDispatcher = Literal["alltoall", "deepep", "hybridep"]
 """Megatron's dropless MoE dispatchers by name: the NCCL all-to-all, or a deduplicating one
 (the flex dispatcher's DeepEP and HybridEP backends)."""
+MOE_DISPATCHERS: tuple[str, ...] = get_args(MoeDispatcher)
+"""The names of :data:`MoeDispatcher`, in order."""
+
+CrossEntropyImpl = Literal["unfused", "native", "te"]
+"""The loss implementation (``TrainWorkload.cross_entropy``)."""
 
 
 def moe_framework_fields(
@@ -82,7 +88,7 @@ class TrainWorkload(FrozenSpec):
     micro-batch computes (Megatron-LM ``--overlap-moe-expert-parallel-comm`` with
     ``--delay-wgrad-compute``; the forward of one and the backward of another are interleaved,
     as in DeepSeek-V3's DualPipe, arXiv 2412.19437 section 3.2.1); False = exposed."""
-    cross_entropy: Literal["unfused", "native", "te"] = "te"
+    cross_entropy: CrossEntropyImpl = "te"
     """Loss implementation, which sets its HBM traffic over the [tokens, V / tp] logits:
     Megatron-LM's plain vocab-parallel cross entropy (``unfused``, fp32 copies and in-place
     passes), ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl native`` (jit-
@@ -101,7 +107,7 @@ class TrainWorkload(FrozenSpec):
     moe_router, moe_preprocess) moves the device-to-host copy but keeps the sync before the
     all-to-all (Megatron-LM ``MoEAlltoAllTokenDispatcher.preprocess``). Costs the
     accelerator's ``moe_sync_overhead_us``."""
-    recompute_modules: tuple[RecomputeModule, ...] = ("core_attn",)
+    recompute_modules: tuple[RecomputeModule, ...] = DEFAULT_RECOMPUTE_MODULES
     """What a layout with selective recomputation recomputes in the backward pass (Megatron-LM
     ``--recompute-modules``; its default is the attention core, Korthikanti et al. 2022)."""
     expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)

@@ -23,6 +23,7 @@ from planner.report.export.job import (
 )
 from planner.report.export.megatron import pipeline_layout
 from planner.specs.layout import Recompute
+from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES
 
 FRAMEWORK = "Megatron-Bridge run_recipe.py ConfigContainer overrides"
 VERSION = "v0.6.0 (51885cf)"
@@ -77,7 +78,10 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
     ]
     granularity = "null" if layout.recompute is Recompute.NONE else str(layout.recompute)
     out.append(f"model.recompute_granularity={granularity}")
-    if layout.recompute is Recompute.SELECTIVE and workload.recompute_modules != ("core_attn",):
+    if (
+        layout.recompute is Recompute.SELECTIVE
+        and workload.recompute_modules != DEFAULT_RECOMPUTE_MODULES
+    ):
         out.append(f"model.recompute_modules=[{','.join(workload.recompute_modules)}]")
     if layout.recompute is Recompute.FULL and workload.recompute_num_layers is not None:
         out += [

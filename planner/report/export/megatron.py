@@ -22,6 +22,7 @@ from planner.report.export.job import (
 )
 from planner.specs.layout import Recompute
 from planner.specs.model import ModelSpec
+from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES
 
 FRAMEWORK = "Megatron-LM pretrain_gpt.py"
 VERSION = "core_v0.19.0 (5be9626)"
@@ -109,7 +110,7 @@ def _memory(job: ExportJob) -> Group:
     args: list[str] = []
     if layout.recompute is Recompute.SELECTIVE:
         args += ["--recompute-granularity", "selective"]
-        if workload.recompute_modules != ("core_attn",):
+        if workload.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
             args += ["--recompute-modules", *workload.recompute_modules]
     elif layout.recompute is Recompute.FULL and workload.recompute_num_layers is not None:
         args += ["--recompute-granularity", "full", "--recompute-method", "block"]
