@@ -8,7 +8,6 @@ InfeasibleError) are kept with their one-line reason and left out of the statist
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
 from planner.search import engine
 from planner.specs.base import FrozenSpec
+from planner.specs.hardware import ResidualSummary
 from planner.specs.layout import Layout
 from planner.specs.result import Plan
 from planner.specs.solver_config import SolverConfig
@@ -144,14 +144,15 @@ def summarize(group: str, results: Sequence[RowResult]) -> Summary:
             worst=None,
         )
     worst = max(done, key=lambda r: abs(r.error))  # type: ignore[arg-type]
+    stats = ResidualSummary.of(errors)  # type: ignore[arg-type]
     return Summary(
         group=group,
         rows=len(results),
         evaluated=len(done),
         not_evaluated=len(results) - len(done),
-        median_abs_error=statistics.median(abs(e) for e in errors),  # type: ignore[arg-type]
-        max_abs_error=abs(worst.error),  # type: ignore[arg-type]
-        bias=statistics.fmean(errors),  # type: ignore[arg-type]
+        median_abs_error=stats.median_abs,
+        max_abs_error=stats.max_abs,
+        bias=stats.bias,
         worst=worst.id,
     )
 
