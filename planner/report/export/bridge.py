@@ -19,11 +19,10 @@ from planner.report.export.job import (
     comment_block,
     moe_execution_fields,
     pipeline_split,
+    recompute_settings,
     split_note,
 )
 from planner.report.export.megatron import pipeline_layout
-from planner.specs.layout import Recompute
-from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES
 
 FRAMEWORK = "Megatron-Bridge run_recipe.py ConfigContainer overrides"
 VERSION = "v0.6.0 (51885cf)"
@@ -76,20 +75,15 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
         f"dataset.seq_length={workload.seq_len}",
         f"model.seq_length={workload.seq_len}",
     ]
-    granularity = "null" if layout.recompute is Recompute.NONE else str(layout.recompute)
-    out.append(f"model.recompute_granularity={granularity}")
-    if (
-        layout.recompute is Recompute.SELECTIVE
-        and workload.recompute_modules != DEFAULT_RECOMPUTE_MODULES
-    ):
-        out.append(f"model.recompute_modules=[{','.join(workload.recompute_modules)}]")
-    if layout.recompute is Recompute.FULL and workload.recompute_num_layers is not None:
+    recompute = recompute_settings(layout, workload)
+    out.append(f"model.recompute_granularity={recompute.granularity or 'null'}")
+    if recompute.modules is not None:
+        out.append(f"model.recompute_modules=[{','.join(recompute.modules)}]")
+    if recompute.method is not None:
         out += [
-            "model.recompute_method=block",
-            f"model.recompute_num_layers={workload.recompute_num_layers}",
+            f"model.recompute_method={recompute.method}",
+            f"model.recompute_num_layers={recompute.num_layers}",
         ]
-    elif layout.recompute is Recompute.FULL:
-        out += ["model.recompute_method=uniform", "model.recompute_num_layers=1"]
     distributed = _bool(layout.zero >= 1)
     out += [
         f"ddp.use_distributed_optimizer={distributed}",

@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -22,9 +22,10 @@ from planner.catalog.io import read_text
 from planner.errors import SpecError
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
+from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.result import SCHEMA_VERSION, Plan, SearchResult, ServePlan, ServeSearchResult
-from planner.specs.workload import ServeWorkload, TrainWorkload
+from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, ServeWorkload, TrainWorkload
 
 EXPORT_SCHEMA_VERSION = "1.0"
 """Version of the ``layout export --json`` shape (major.minor; minor bumps are additive)."""
@@ -280,3 +281,30 @@ def moe_execution_fields(job: ExportJob) -> list[tuple[str, str]]:
     else:
         fields.append(("moe_token_dispatcher_type", "alltoall"))
     return fields
+
+
+class RecomputeSettings(NamedTuple):
+    """Megatron-LM's recomputation settings for a layout (None = not set)."""
+
+    granularity: str | None
+    """``selective`` or ``full``; None without recomputation."""
+    modules: tuple[str, ...] | None
+    """``--recompute-modules`` when selective and not Megatron's default."""
+    method: str | None
+    """``block`` (the first ``num_layers`` of each stage) or ``uniform`` with full granularity."""
+    num_layers: int | None
+    """``--recompute-num-layers`` with full granularity (1 for uniform)."""
+
+
+def recompute_settings(layout: Layout, workload: TrainWorkload) -> RecomputeSettings:
+    """The recompute settings both Megatron-LM and Megatron-Bridge spell (their own syntax)."""
+    if layout.recompute is Recompute.SELECTIVE:
+        custom = workload.recompute_modules != DEFAULT_RECOMPUTE_MODULES
+        return RecomputeSettings(
+            "selective", workload.recompute_modules if custom else None, None, None
+        )
+    if layout.recompute is Recompute.FULL and workload.recompute_num_layers is not None:
+        return RecomputeSettings("full", None, "block", workload.recompute_num_layers)
+    if layout.recompute is Recompute.FULL:
+        return RecomputeSettings("full", None, "uniform", 1)
+    return RecomputeSettings(None, None, None, None)

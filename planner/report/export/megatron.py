@@ -18,11 +18,10 @@ from planner.report.export.job import (
     comment_block,
     moe_execution_fields,
     pipeline_split,
+    recompute_settings,
     split_note,
 )
-from planner.specs.layout import Recompute
 from planner.specs.model import ModelSpec
-from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES
 
 FRAMEWORK = "Megatron-LM pretrain_gpt.py"
 VERSION = "core_v0.19.0 (5be9626)"
@@ -108,16 +107,14 @@ def _batch(job: ExportJob) -> Group:
 def _memory(job: ExportJob) -> Group:
     layout, workload = job.train[0].layout, job.train[1]
     args: list[str] = []
-    if layout.recompute is Recompute.SELECTIVE:
-        args += ["--recompute-granularity", "selective"]
-        if workload.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
-            args += ["--recompute-modules", *workload.recompute_modules]
-    elif layout.recompute is Recompute.FULL and workload.recompute_num_layers is not None:
-        args += ["--recompute-granularity", "full", "--recompute-method", "block"]
-        args += ["--recompute-num-layers", str(workload.recompute_num_layers)]
-    elif layout.recompute is Recompute.FULL:
-        args += ["--recompute-granularity", "full", "--recompute-method", "uniform"]
-        args += ["--recompute-num-layers", "1"]
+    recompute = recompute_settings(layout, workload)
+    if recompute.granularity is not None:
+        args += ["--recompute-granularity", recompute.granularity]
+    if recompute.modules is not None:
+        args += ["--recompute-modules", *recompute.modules]
+    if recompute.method is not None:
+        args += ["--recompute-method", recompute.method]
+        args += ["--recompute-num-layers", str(recompute.num_layers)]
     if layout.zero >= 1:
         args.append("--use-distributed-optimizer")
     if layout.zero >= 2:
