@@ -34,10 +34,42 @@ class InternalError(PlannerError):
     exit_code = EXIT_BAD_INPUT
 
 
+MAX_MESSAGE_CHARS = 2_000
+"""Longest error line printed; the rest is elided (a message never carries an unbounded value)."""
+
+def escape_char(char: str) -> str:
+    """A non-printable character as a visible escape (Python's, as :func:`repr` writes it).
+
+    >>> escape_char("\\n"), escape_char("\\x1b"), escape_char("\\u202e")
+    ('\\\\n', '\\\\x1b', '\\\\u202e')
+    """
+    return char.encode("unicode_escape").decode("ascii")
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (control, separator, format such as a bidi
+    override, unassigned; :meth:`str.isprintable`) replaced by its escape: the result is one
+    line that cannot drive a terminal (ESC starts the ANSI/OSC sequences a terminal obeys).
+
+    >>> printable("a\\nb\\x1b[31m")
+    'a\\\\nb\\\\x1b[31m'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else escape_char(c) for c in text)
+
+
 def one_line(message: str) -> str:
-    """Collapse a message to one line for stderr.
+    """Collapse a message to one line for stderr: whitespace runs (newlines included) become one
+    space, other non-printable characters visible escapes (:func:`printable`), and the line is
+    cut at :data:`MAX_MESSAGE_CHARS`.
 
     >>> one_line("a\\n  b")
     'a b'
+    >>> one_line("model '\\x1b]0;owned\\x07'")
+    "model '\\\\x1b]0;owned\\\\x07'"
     """
-    return " ".join(message.split())
+    text = printable(" ".join(message.split()))
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 3] + "..."
+    return text

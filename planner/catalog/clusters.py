@@ -12,7 +12,7 @@ import itertools
 import re
 from pathlib import Path
 
-from planner.catalog.io import load_mapping, validate_spec
+from planner.catalog.io import load_mapping, path_exists, validate_spec
 from planner.catalog.store import (
     apply_calibration,
     load_accelerator,
@@ -25,7 +25,7 @@ from planner.errors import SpecError
 from planner.specs.cluster import ClusterEdits, ClusterFile, ClusterSpec
 from planner.specs.hardware import CalibrationRecord, FabricSpec, SystemSpec
 
-_SHAPE_RE = re.compile(r"^(?P<system>.+)_(?P<shape>\d+(?:x\d+){1,2})$")
+_SHAPE_RE = re.compile(r"^(?P<system>.+)_(?P<shape>[0-9]{1,9}(?:x[0-9]{1,9}){1,2})$")
 MAX_ACCELERATORS = 1_048_576
 """Largest cluster the planner accepts (2**20 accelerators)."""
 
@@ -180,6 +180,19 @@ def _tpu_cluster(
     )
 
 
+def _is_count(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts '²' and other digits ``int`` refuses.
+
+    >>> _is_count("16"), _is_count("²"), _is_count("")
+    (True, False, False)
+    """
+    return text.isascii() and text.isdigit()
+
+
+def _shorten(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
     """Split ``hgx_b200x16`` into (system, N, None) and ``tpu_v5p_8x8x16`` into (system, N, shape)."""
     systems = system_names()
@@ -189,7 +202,12 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
         return match.group("system"), _product(shape), shape
     for system in sorted(systems, key=len, reverse=True):
         rest = name[len(system) + 1 :]
-        if name.startswith(system + "x") and rest.isdigit():
+        if name.startswith(system + "x") and _is_count(rest):
+            if len(rest) > len(str(MAX_ACCELERATORS)):  # int() of 4,300+ digits would fail
+                raise SpecError(
+                    f"accelerator count in '{_shorten(name)}' ({len(rest):,} digits) must be "
+                    f"between 1 and {MAX_ACCELERATORS:,}"
+                )
             return system, int(rest), None
     if name in systems:
         size = load_system(name).domain_size  # one full scale-up domain
@@ -197,9 +215,9 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
             f"cluster '{name}' names a system but not its size: add x<N>, e.g. '{name}x{size}'"
         )
     count = name.rpartition("x")[2]
-    hint = suggest(name, [f"{s}x{count}" for s in systems] if count.isdigit() else systems)
+    hint = suggest(name, [f"{s}x{count}" for s in systems] if _is_count(count) else systems)
     raise SpecError(
-        f"unknown cluster '{name}'{hint} (form: <system>x<N>, e.g. hgx_b200x16; "
+        f"unknown cluster '{_shorten(name)}'{hint} (form: <system>x<N>, e.g. hgx_b200x16; "
         f"'layout clusters' lists systems)"
     )
 
@@ -214,7 +232,7 @@ def load_cluster(
     if not text.strip():
         raise SpecError("the cluster name is empty (form: <system>x<N>, e.g. hgx_b200x16)")
     path = Path(text)
-    if path.suffix.lower() in (".yaml", ".yml") or path.exists():
+    if path.suffix.lower() in (".yaml", ".yml") or path_exists(path):
         spec = validate_spec(ClusterFile, load_mapping(path), where=str(path))
         merged = spec.edits.model_copy(
             update={
@@ -226,6 +244,10 @@ def load_cluster(
     if n == 0:
         raise SpecError(f"cluster '{text}' has 0 accelerators; N must be at least 1")
     return build_cluster(system, n, name=text, edits=edits, shape=shape)
+
+
+def _overlay_name(overlay: CalibrationRecord | str | Path) -> str:
+    return "record" if isinstance(overlay, CalibrationRecord) else f"'{overlay}'"
 
 
 def apply_cluster_calibration(
@@ -240,6 +262,11 @@ def apply_cluster_calibration(
     planner's error band) are kept beside the overlay's own kernel residuals.
     """
     record = overlay if isinstance(overlay, CalibrationRecord) else load_calibration_file(overlay)
+    if record.dry_run:
+        raise SpecError(
+            f"calibration overlay {_overlay_name(overlay)} is a 'calibrate --measure --dry-run' "
+            "(CPU, tiny shapes; its factors are not a GPU's): measure on the GPU to calibrate"
+        )
     acc = cluster.accelerator
     if record.family != acc.family:
         raise SpecError(

@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from planner.catalog.io import validate_spec
+from planner.catalog.io import short_repr, validate_spec
 from planner.errors import SpecError
 from planner.specs.model import ModelSpec
+from planner.specs.text import MAX_NAME_CHARS, is_name_char
 
 Config = Mapping[str, object]
 Fields = dict[str, object]
@@ -49,13 +50,14 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     >>> spec.head_dim, spec.num_kv_heads, spec.ffn_activation
     (16, 4, 'swiglu')
     """
+    name = hf_model_name(name)
     model_type = config.get("model_type")
     mapper = _FAMILIES.get(model_type) if isinstance(model_type, str) else None
     if mapper is None:
         problem = (
             "config.json has no model_type"
             if model_type is None
-            else f"config.json model_type {model_type!r} is not supported"
+            else f"config.json model_type {short_repr(model_type)} is not supported"
         )
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise SpecError(f"{name}: {problem}; supported model_type values: {supported}")
@@ -69,6 +71,19 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
         dropout=_dropout(config),
     )
     return validate_spec(ModelSpec, fields, where=f"{name} (from config.json)")
+
+
+def hf_model_name(name: str) -> str:
+    """A valid model name (:func:`planner.specs.text.check_name`) from the folder or file name a
+    ``config.json`` was found under: characters a name may not hold (controls, shell and markup
+    characters) become ``_``, leading dashes and blanks go, the name is cut at MAX_NAME_CHARS;
+    ``hf-model`` when nothing is left.
+
+    >>> hf_model_name("Llama-3.1-8B"), hf_model_name("x\\n$(touch y)"), hf_model_name("--")
+    ('Llama-3.1-8B', 'x__(touch y)', 'hf-model')
+    """
+    cleaned = "".join(c if is_name_char(c) else "_" for c in name).strip().lstrip("-").strip()
+    return cleaned[:MAX_NAME_CHARS].rstrip() or "hf-model"
 
 
 def yarn_attention_factor(
@@ -90,7 +105,13 @@ def yarn_attention_factor(
         return 1.0 if scale <= 1.0 else 0.1 * c * math.log(scale) + 1.0
 
     if mscale is not None and mscale_all_dim is not None:
-        return round(m(mscale) / m(mscale_all_dim), 4)
+        denominator = m(mscale_all_dim)
+        if not denominator > 0.0:  # 0.1 c ln(s) + 1 <= 0: no attention factor, not a number
+            raise SpecError(
+                f"config.json rope_scaling mscale_all_dim {mscale_all_dim:g} with factor "
+                f"{scale:g} gives a YaRN scale of {denominator:.4g}; it must be > 0"
+            )
+        return round(m(mscale) / denominator, 4)
     return round(m(), 4)
 
 
@@ -105,22 +126,24 @@ def _yarn_attention_factor(config: Config, name: str) -> float:
     if scaling is None:
         return 1.0
     if not isinstance(scaling, Mapping):
-        raise SpecError(f"{name}: config.json rope_scaling must be an object, got {scaling!r}")
+        raise SpecError(f"{name}: config.json rope_scaling must be an object, got {short_repr(scaling)}")
     if (scaling.get("rope_type") or scaling.get("type")) != "yarn":
         return 1.0
     try:
         if scaling.get("attention_factor") is not None:
             return float(scaling["attention_factor"])  # type: ignore[arg-type]
         mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
-        return yarn_attention_factor(
+        factors = (
             float(scaling.get("factor", 1.0)),  # type: ignore[arg-type]
             None if mscale is None else float(mscale),  # type: ignore[arg-type]
             None if mscale_all_dim is None else float(mscale_all_dim),  # type: ignore[arg-type]
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise SpecError(
-            f"{name}: config.json rope_scaling has a non-numeric YaRN factor: {dict(scaling)!r}"
+            f"{name}: config.json rope_scaling has a non-numeric YaRN factor: "
+            f"{short_repr(dict(scaling))}"
         ) from None
+    return yarn_attention_factor(*factors)
 
 
 # --- typed key access ---------------------------------------------------------------------
@@ -129,8 +152,16 @@ def _yarn_attention_factor(config: Config, name: str) -> float:
 def _int(config: Config, key: str) -> int:
     """The required integer ``key``."""
     if config.get(key) is None:
-        raise SpecError(f"config.json (model_type={config.get('model_type')}) lacks {key!r}")
+        raise SpecError(f"config.json (model_type={short_repr(config.get('model_type'))}) lacks {key!r}")
     return _as_int(config, key)
+
+
+def _positive_int(config: Config, key: str) -> int:
+    """The required integer ``key``, which must be at least 1 (a divisor, a count of heads)."""
+    value = _int(config, key)
+    if value < 1:
+        raise SpecError(f"config.json key {key!r} must be a positive integer, got {short_repr(value)}")
+    return value
 
 
 def _opt_int(config: Config, key: str, default: int) -> int:
@@ -144,7 +175,7 @@ def _as_int(config: Config, key: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(f"config.json key {key!r} must be an integer, got {value!r}")
+        raise SpecError(f"config.json key {key!r} must be an integer, got {short_repr(value)}")
     return value
 
 
@@ -154,7 +185,7 @@ def _bool(config: Config, key: str, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise SpecError(f"config.json key {key!r} must be true or false, got {value!r}")
+        raise SpecError(f"config.json key {key!r} must be true or false, got {short_repr(value)}")
     return value
 
 
@@ -163,7 +194,7 @@ def _activation(config: Config, key: str, default: str, table: Mapping[str, str]
     act = config.get(key, default)
     if not isinstance(act, str) or act not in table:
         raise SpecError(
-            f"config.json {key} {act!r} is not supported here; use one of {', '.join(table)}"
+            f"config.json {key} {short_repr(act)} is not supported here; use one of {', '.join(table)}"
         )
     return table[act]
 
@@ -203,7 +234,7 @@ def _layer_types_sliding(config: Config) -> Fields | None:
     if layer_types is None:
         return None
     if not isinstance(layer_types, list):
-        raise SpecError(f"config.json layer_types must be a list, got {layer_types!r}")
+        raise SpecError(f"config.json layer_types must be a list, got {short_repr(layer_types)}")
     count = sum(1 for kind in layer_types if kind == "sliding_attention")
     if not count:
         return {"sliding_window": None, "num_sliding_window_layers": 0}
@@ -335,7 +366,7 @@ def _leading_layers(config: Config, key: str) -> int:
     layers = config.get(key) or []
     if not isinstance(layers, list) or layers != list(range(len(layers))):
         raise SpecError(
-            f"config.json {key} {layers!r} cannot be expressed: ModelSpec only "
+            f"config.json {key} {short_repr(layers)} cannot be expressed: ModelSpec only "
             "has leading dense layers (0, 1, ..., k-1)"
         )
     return len(layers)
@@ -416,7 +447,7 @@ def _gpt_oss(config: Config) -> Fields:
 def _gpt2(config: Config) -> Fields:
     """GPT2LMHeadModel: MHA, GELU MLP of ``n_inner`` (default 4 * n_embd), LayerNorm, biases
     everywhere, learned positions (``n_positions``), tied embeddings unless said otherwise."""
-    hidden, heads = _int(config, "n_embd"), _int(config, "n_head")
+    hidden, heads = _int(config, "n_embd"), _positive_int(config, "n_head")
     if hidden % heads:
         raise SpecError(f"config.json n_embd {hidden} is not a multiple of n_head {heads}")
     return {

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
+import reprlib
+import stat
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -14,18 +17,181 @@ from planner.errors import SpecError
 MAX_FILE_BYTES = 16 * 2**20
 """Largest catalog / config file the planner reads (16 MiB): anything larger is not a spec."""
 
+MAX_ALIAS_EXPANSION = 10_000
+"""Most YAML nodes that aliases (``*name``) may add to a document once expanded. The catalogs use
+no aliases at all; a "billion laughs" file of 1 KB expands to 10^9 nodes and would take minutes
+and gigabytes to validate or to print."""
+
+MAX_SHOWN_CHARS = 60
+"""Longest rendering of a user's value in an error message."""
+
 SpecT = TypeVar("SpecT", bound=BaseModel)
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxdict = 2, 4, 4, 4
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = MAX_SHOWN_CHARS, MAX_SHOWN_CHARS, 40
+
+
+def short_repr(value: object) -> str:
+    """A bounded ``repr`` of a user's value for an error message: nested containers, long
+    strings and long numbers are elided, so the cost is bounded however large the value
+    (``repr`` of an alias-expanded list would walk every element), and control characters are
+    escaped as ``repr`` escapes them.
+
+    >>> short_repr("a\\nb")
+    "'a\\\\nb'"
+    >>> short_repr(list(range(1000)))
+    '[0, 1, 2, 3, ...]'
+    >>> len(short_repr(10**400)) <= 60
+    True
+    """
+    try:
+        text = _SHORT.repr(value)
+    except ValueError:  # an int past Python's 4,300-digit str() limit
+        text = "<a number of more than 4,300 digits>"
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last one) and
+    aliases that expand past :data:`MAX_ALIAS_EXPANSION` nodes."""
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        _check_alias_expansion(node)
+        return node
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class names it
+                    break
+                if duplicate:
+                    line = key_node.start_mark.line + 1
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {short_repr(key)} (line {line})", None
+                    )
+        return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1 (PyYAML) reads `1e-3` as a string because its float pattern wants a dot; YAML 1.2
+# and every JSON parser read it as a number. Resolve it as a float, so that a spec's number
+# field (strict: no strings) accepts what its author meant.
+_StrictLoader.yaml_implicit_resolvers = {
+    key: list(value) for key, value in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _check_alias_expansion(root: Any) -> None:
+    """Refuse a document whose aliases add more than MAX_ALIAS_EXPANSION nodes when expanded.
+
+    A node reached a second time is an alias; its expanded size (memoised, so a shared
+    sub-tree is sized once) is what the alias adds. The walk is iterative, and a cycle (a node
+    that contains an alias of itself) counts as unbounded."""
+    sizes: dict[int, int] = {}
+    added = 0
+    seen: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)] if root is not None else []
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            sizes[key] = 1 + sum(sizes.get(id(c), MAX_ALIAS_EXPANSION + 1) for c in children)
+            continue
+        if key in seen:  # an alias of a node already walked (or being walked: a cycle)
+            added += sizes.get(key, MAX_ALIAS_EXPANSION + 1)
+            if added > MAX_ALIAS_EXPANSION:
+                raise yaml.YAMLError(
+                    f"aliases expand to more than {MAX_ALIAS_EXPANSION:,} nodes (an alias "
+                    "bomb?); write the values out"
+                )
+            continue
+        seen.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(children))
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` hook: a key given twice in one object is an error (JSON keeps the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {short_repr(key)}")
+        out[key] = value
+    return out
+
+
+def parse_json(text: str, where: str) -> Any:
+    """JSON text, refusing duplicate keys, numbers past Python's 4,300-digit limit, NaN and
+    Infinity literals (not JSON) and nesting too deep to be a spec; one SpecError line."""
+    try:
+        return json.loads(
+            text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant
+        )
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"cannot parse {where}: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"cannot parse {where}: nested too deeply to be a spec") from None
+    except ValueError as exc:  # a duplicate key, a constant, or int() past 4,300 digits
+        raise SpecError(f"cannot parse {where}: {describe_value_error(exc)}") from None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def describe_value_error(exc: ValueError) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "digits" in text and ("int" in text or "Exceeds" in text):
+        return "a number has more than 4,300 digits"
+    return text
+
+
+def path_exists(path: Path) -> bool:
+    """Whether ``path`` names something, False (not an OSError) for a name too long to exist
+    or a NUL byte in it."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def read_text(path: Path) -> str:
     """Read a small UTF-8 text file, refusing directories, huge files and non-UTF-8 bytes."""
-    if not path.exists():
-        raise SpecError(f"file '{path}' does not exist")
-    if path.is_dir():
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise SpecError(f"file '{path}' does not exist") from None
+    except OSError as exc:  # a name too long, a loop of links, no permission
+        raise SpecError(f"cannot read '{path}': {exc.strerror}") from None
+    except ValueError:  # a NUL byte in the path
+        raise SpecError(f"cannot read {str(path)!r}: a file name cannot hold a NUL byte") from None
+    if stat.S_ISDIR(info.st_mode):
         raise SpecError(f"'{path}' is a directory, not a file")
-    if not path.is_file():  # a FIFO or device would block or never end
+    if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
         raise SpecError(f"'{path}' is not a regular file")
-    size = path.stat().st_size
+    size = info.st_size
     if size > MAX_FILE_BYTES:
         raise SpecError(f"file '{path}' is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
     try:
@@ -42,13 +208,25 @@ def read_text(path: Path) -> str:
 def _parse(path: Path) -> object:
     """Parse a YAML (safe loader only) or JSON file; every failure is one SpecError line."""
     text = read_text(path)
+    if path.suffix.lower() == ".json":
+        return parse_json(text, f"'{path}'")
+    return parse_yaml(text, f"'{path}'")
+
+
+def parse_yaml(text: str, where: str) -> object:
+    """YAML text through the safe loader, refusing duplicate keys, alias bombs, numbers past
+    Python's 4,300-digit limit and nesting too deep to be a spec; one SpecError line."""
     try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise SpecError(f"cannot parse '{path}': {first}") from None
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        lines = str(exc).splitlines()
+        detail = next((line for line in lines if "duplicate key" in line), None)
+        first = detail or (lines[0] if lines else type(exc).__name__)
+        raise SpecError(f"cannot parse {where}: {first.strip()}") from None
     except RecursionError:
-        raise SpecError(f"cannot parse '{path}': nested too deeply to be a spec") from None
+        raise SpecError(f"cannot parse {where}: nested too deeply to be a spec") from None
+    except ValueError as exc:  # int() of a number past 4,300 digits
+        raise SpecError(f"cannot parse {where}: {describe_value_error(exc)}") from None
 
 
 def load_mapping(path: Path) -> dict[str, object]:
@@ -79,14 +257,16 @@ def describe_validation_error(exc: ValidationError) -> str:
     """The first pydantic error as 'key.path: message (got value)', plus a count of the rest."""
     errors = exc.errors()
     first = errors[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
-    text = f"{loc}: {msg}"
-    if "input" in first and first["type"] not in ("missing", "extra_forbidden"):
-        shown = repr(first["input"])
-        text += f" (got {shown[:60]})"
+    elif first["type"] == "value_error":  # our own validators' messages name field and value
+        msg = msg.removeprefix("Value error, ")
+    text = f"{loc}: {msg}" if loc else msg
+    shown = bool(loc) and first["type"] not in ("missing", "extra_forbidden")
+    if "input" in first and shown:
+        text += f" (got {short_repr(first['input'])})"
     if len(errors) > 1:
         text += f" (+{len(errors) - 1} more)"
     return text

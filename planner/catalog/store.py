@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from planner.catalog.io import load_mapping, validate_spec
+from planner.catalog.io import load_mapping, path_exists, validate_spec
 from planner.errors import SpecError
 from planner.specs.hardware import AcceleratorSpec, CalibrationRecord, SystemSpec
 from planner.specs.model import ModelSpec
@@ -83,6 +83,27 @@ def suggest(name: str, choices: list[str], *, preferred: frozenset[str] = frozen
     return ""
 
 
+_CATALOG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
+"""What a catalog entry's name may be: its file name without ``.yaml``, so no path separator,
+no leading dot, no control character, at most 128 characters."""
+
+
+def catalog_file(folder: str, name: str) -> Path | None:
+    """``<catalog>/<folder>/<name>.yaml`` when ``name`` is a catalog name and the file exists,
+    else None (a name such as ``../x`` or one too long for the file system is simply unknown).
+
+    >>> catalog_file("models", "llama3.1-8b").name, catalog_file("models", "../README")
+    ('llama3.1-8b.yaml', None)
+    """
+    if not _CATALOG_NAME.fullmatch(name):
+        return None
+    path = catalog_root() / folder / f"{name}.yaml"
+    try:
+        return path if path.is_file() else None
+    except OSError:
+        return None
+
+
 @lru_cache(maxsize=64)
 def load_accelerator(name: str) -> AcceleratorSpec:
     """Load ``topologies/accelerators/<name>.yaml`` with its family's calibration overlay."""
@@ -92,16 +113,16 @@ def load_accelerator(name: str) -> AcceleratorSpec:
 
 def load_accelerator_prior(name: str) -> AcceleratorSpec:
     """Load ``topologies/accelerators/<name>.yaml`` as catalogued (no calibration overlay)."""
-    path = catalog_root() / "topologies" / "accelerators" / f"{name}.yaml"
-    if not path.is_file():
+    path = catalog_file("topologies/accelerators", name)
+    if path is None:
         raise SpecError(f"unknown accelerator '{name}'{suggest(name, accelerator_names())}")
     return validate_spec(AcceleratorSpec, load_mapping(path), where=str(path))
 
 
 def load_calibration(family: str) -> CalibrationRecord | None:
     """The calibration overlay of an accelerator family, if one has been fitted."""
-    path = catalog_root() / "topologies" / "calibration" / f"{family}.yaml"
-    if not path.is_file():
+    path = catalog_file("topologies/calibration", family)
+    if path is None:
         return None
     return validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
 
@@ -139,8 +160,8 @@ def apply_calibration(spec: AcceleratorSpec, record: CalibrationRecord | None) -
 @lru_cache(maxsize=64)
 def load_system(name: str) -> SystemSpec:
     """Load ``topologies/systems/<name>.yaml``."""
-    path = catalog_root() / "topologies" / "systems" / f"{name}.yaml"
-    if not path.is_file():
+    path = catalog_file("topologies/systems", name)
+    if path is None:
         raise SpecError(f"unknown system '{name}'{suggest(name, system_names())}")
     return validate_spec(SystemSpec, load_mapping(path), where=str(path))
 
@@ -153,7 +174,7 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
     if not text.strip():
         raise SpecError("the model name is empty ('layout models' lists them)")
     path = Path(text)
-    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path_exists(path):
         data = load_mapping(path)
         if path.suffix.lower() == ".json" or "model_type" in data:
             from planner.catalog.hf import model_from_hf_config
@@ -166,8 +187,8 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
 
 @lru_cache(maxsize=64)
 def _load_catalog_model(name: str) -> ModelSpec:
-    path = catalog_root() / "models" / f"{name}.yaml"
-    if not path.is_file():
+    path = catalog_file("models", name)
+    if path is None:
         choices = model_names() + sorted(model_aliases())
         hint = suggest(name, choices, preferred=frozenset(model_aliases().values()))
         raise SpecError(f"unknown model '{name}'{hint}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from planner.catalog import load_accelerator, load_system
 from planner.measure.fit import MeasuredFit
+from planner.report.quote import terminal_lines
 from planner.specs.hardware import ResidualSummary
 
 
@@ -85,6 +86,8 @@ def measured_text(fit: MeasuredFit, *, out: str | None = None) -> str:
         if before is not None:
             lines.append(f"  {kind:<11} catalog : {_errors(before)}")
         lines.append(f"  {kind:<11} fitted  : {_errors(after)}")
-    if out:
+    if out and fit.record.dry_run:
+        lines.append(f"overlay: {out} (a dry run: --calibration refuses it; measure on a GPU)")
+    elif out:
         lines.append(f"overlay: {out} (apply with --calibration {out})")
-    return "\n".join(lines)
+    return terminal_lines(lines)  # the device name and versions come from the driver

@@ -6,12 +6,13 @@ from pydantic import Field, PositiveFloat, PositiveInt
 
 from planner.specs.base import FrozenSpec
 from planner.specs.hardware import AcceleratorSpec, FabricSpec, SystemSpec
+from planner.specs.text import Name
 
 
 class ClusterSpec(FrozenSpec):
     """What a cluster name (``hgx_b200x16``) or cluster YAML resolved to."""
 
-    name: str
+    name: Name
     """The name as the user gave it (or the YAML file's ``name``)."""
     system: SystemSpec
     """The scale-up building block."""
@@ -80,9 +81,9 @@ class ClusterEdits(FrozenSpec):
 class ClusterFile(FrozenSpec):
     """A cluster described in YAML: a catalog system, a size and optional edits."""
 
-    name: str
+    name: Name
     """Name to report."""
-    system: str
+    system: Name
     """Catalog system name (``hgx_h100``)."""
     num_accelerators: PositiveInt
     """Accelerators in the cluster (same spreading rule as ``<system>x<N>``)."""

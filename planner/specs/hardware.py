@@ -14,6 +14,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
+from planner.specs.text import Label, Name, Text
 from planner.units import GB, GBIT, TFLOP, US, MiB
 
 Fraction = float
@@ -21,6 +22,27 @@ Fraction = float
 LinkKind = Literal["scale_up", "scale_out"]
 """The two link tiers a collective can be bottlenecked on: the system's scale-up link, or the
 scale-out fabric."""
+
+
+MIN_PLAUSIBLE_FRACTION = 0.01
+"""Smallest fraction of a spec-sheet peak (FLOP/s, HBM or link bandwidth) a catalog entry or a
+calibration overlay may claim. Published kernels reach 30-90% of peak (topologies/accelerators
+sources); a factor below 1% is a broken measurement (a CPU dry run measures ~1e-6) or a typo,
+and would print step times of hundreds of digits. A ``calibrate --measure --dry-run`` overlay
+may hold such values: it is refused by ``--calibration`` instead."""
+
+
+def check_fraction(where: str, value: float, *, floor: float = MIN_PLAUSIBLE_FRACTION) -> None:
+    """ValueError unless ``floor <= value <= 1`` (the plausible range of an efficiency).
+
+    >>> check_fraction("gemm.bf16", 0.6)
+    >>> check_fraction("gemm.bf16", 1e-300)
+    Traceback (most recent call last):
+    ...
+    ValueError: gemm.bf16 must be in [0.01, 1] (a fraction of the peak), got 1e-300
+    """
+    if not floor <= value <= 1.0:
+        raise ValueError(f"{where} must be in [{floor:g}, 1] (a fraction of the peak), got {value:g}")
 
 
 class AcceleratorEfficiency(FrozenSpec):
@@ -55,22 +77,23 @@ class AcceleratorEfficiency(FrozenSpec):
     @model_validator(mode="after")
     def _fractions_in_range(self) -> AcceleratorEfficiency:
         for fmt, value in self.gemm.items():
-            if not 0.0 < value <= 1.0:
-                raise ValueError(f"efficiency.gemm.{fmt} must be in (0, 1], got {value}")
+            check_fraction(f"efficiency.gemm.{fmt}", value)
+        for key in ("attention", "hbm", "expert_gemm"):
+            check_fraction(f"efficiency.{key}", getattr(self, key))
         return self
 
 
 class AcceleratorSpec(FrozenSpec):
     """One accelerator model as sold (one GPU, or one TPU chip)."""
 
-    name: str
+    name: Name
     """Catalog name, lower case (``h100_sxm``)."""
-    family: str
+    family: Name
     """Architecture family (ampere, hopper, blackwell, cdna3, ...): accelerators of one family
     share the calibration fitted on any of them (``topologies/calibration/<family>.yaml``)."""
-    vendor: str
+    vendor: Name
     """Vendor name (NVIDIA, AMD, Google)."""
-    description: str = ""
+    description: Text = ""
     """Free text: SKU, memory type, form factor."""
     hbm_GB: PositiveFloat
     """Device memory usable by the runtime (GB = 1e9 bytes)."""
@@ -92,7 +115,7 @@ class AcceleratorSpec(FrozenSpec):
     modelled."""
     efficiency: AcceleratorEfficiency
     """Achievable fractions of the peaks (calibrated data)."""
-    sources: dict[str, str]
+    sources: dict[Name, Text]
     """Where each number came from: keys name the field (``hbm_GB``, ``peak_TFLOP_per_s``, ...)."""
     calibration: CalibrationRecord | None = None
     """The calibration overlay applied to ``efficiency`` (None = catalog priors only); set by the
@@ -160,7 +183,7 @@ class LinkSpec(FrozenSpec):
     direction). A point-to-point transfer on a mesh uses one of them."""
     latency_us: float = Field(ge=0)
     """Per-step latency of a collective on this link kind (microseconds)."""
-    efficiency: float = Field(gt=0, le=1)
+    efficiency: float = Field(ge=MIN_PLAUSIBLE_FRACTION, le=1)
     """Fraction of the line rate that collective bus bandwidth reaches (0-1]."""
 
     @property
@@ -193,9 +216,9 @@ class FabricSpec(FrozenSpec):
     """Independent network planes the NIC bandwidth is split across."""
     latency_us: float = Field(ge=0)
     """Per-step latency of a collective crossing the fabric (microseconds)."""
-    efficiency: float = Field(gt=0, le=1)
+    efficiency: float = Field(ge=MIN_PLAUSIBLE_FRACTION, le=1)
     """Fraction of NIC line rate reached by collective bus bandwidth (0-1]."""
-    source: str
+    source: Text
     """Where the NIC, wiring and efficiency figures come from."""
 
     @property
@@ -227,11 +250,11 @@ class TorusSpec(FrozenSpec):
 class SystemSpec(FrozenSpec):
     """A scale-up building block: an HGX board, an NVL72 rack, an AMD UBB, a TPU pod."""
 
-    name: str
+    name: Name
     """Catalog name, used as the ``<system>`` of cluster names (``hgx_b200``)."""
-    description: str = ""
+    description: Text = ""
     """Free text: what the system is."""
-    accelerator: str
+    accelerator: Name
     """Catalog name of the accelerator (a file in ``topologies/accelerators``)."""
     kind: Literal["nvswitch", "nvlink_rack", "mesh", "torus"]
     """How the scale-up domain is wired: NVSwitch board, NVLink rack, switchless full mesh, or
@@ -250,7 +273,7 @@ class SystemSpec(FrozenSpec):
     """Torus rules (TPU systems only)."""
     price_per_gpu_hour_usd: PositiveFloat
     """Indicative rental price of one accelerator-hour (USD); override with --price-per-gpu-hour."""
-    sources: dict[str, str]
+    sources: dict[Name, Text]
     """Where each number came from: keys name the field."""
 
     @model_validator(mode="after")
@@ -395,9 +418,9 @@ class MeasurementRecord(FrozenSpec):
     """The ``measurements`` block of a measured overlay: what ``layout calibrate --measure`` saw
     on the local machine, and on what. The overlay's factors are fitted from these values."""
 
-    date: str
+    date: Label
     """When the measurements were taken (ISO 8601 date-time, UTC)."""
-    device_name: str
+    device_name: Label
     """The device as the runtime names it (``torch.cuda.get_device_name``; 'cpu' for a dry run)."""
     device_count: PositiveInt
     """Devices visible to the run."""
@@ -405,15 +428,15 @@ class MeasurementRecord(FrozenSpec):
     """The torch device backend measured (cpu only for ``--dry-run``)."""
     dry_run: bool = False
     """True when the CPU stood in for the accelerator (tiny shapes; the factors are not real)."""
-    accelerator: str
+    accelerator: Name
     """Catalog accelerator whose peaks and HBM bandwidth the efficiencies are fractions of."""
-    system: str | None = None
+    system: Name | None = None
     """Catalog system whose link bandwidth the link efficiencies are fractions of."""
-    driver_version: str | None = None
+    driver_version: Label | None = None
     """GPU driver version (``nvidia-smi``), when known."""
-    cuda_version: str | None = None
+    cuda_version: Label | None = None
     """CUDA (or HIP) runtime version torch was built with, when any."""
-    torch_version: str
+    torch_version: Label
     """PyTorch version."""
     duration_s: float = Field(ge=0)
     """Wall time of the measurements (s)."""
@@ -427,7 +450,7 @@ class MeasurementRecord(FrozenSpec):
     """Collectives over message sizes (empty with one device)."""
     link_latency_us: dict[LinkKind, float] = Field(default_factory=dict)
     """Fitted per-step collective latency per link kind (microseconds); informational."""
-    skipped: list[str] = Field(default_factory=list)
+    skipped: list[Text] = Field(default_factory=list)
     """What was not measured, and why (one device, no fp8 support, time budget)."""
 
     @model_validator(mode="after")
@@ -448,24 +471,46 @@ class CalibrationRecord(FrozenSpec):
     (``layout calibrate --measure``, docs/calibration.md) has the same form plus a
     ``measurements`` block, and is applied with ``--calibration FILE``."""
 
-    family: str
+    family: Name
     """Accelerator family the fit applies to."""
-    fitted_on: list[str]
+    fitted_on: list[Name]
     """Accelerators whose validation rows were used."""
-    date: str
+    date: Label
     """When the fit was made (ISO date)."""
-    method: str
+    method: Text
     """How: data set, loss, optimiser."""
-    rows: list[str]
+    rows: list[Name]
     """Validation row ids used."""
     efficiency: EfficiencyFit
     """The fitted factors."""
-    residuals: dict[str, ResidualSummary]
+    residuals: dict[Name, ResidualSummary]
     """Errors after the fit: 'all', and per regime ('dense', 'moe'); a measured overlay's are
     those of the fitted kernel model against its measurements ('all', 'gemm', 'attention',
     'hbm', 'collectives')."""
     measurements: MeasurementRecord | None = None
     """The local measurements a measured overlay was fitted on (None for fits to published runs)."""
+
+    @property
+    def dry_run(self) -> bool:
+        """Written by ``calibrate --measure --dry-run`` (CPU, tiny shapes): not a calibration."""
+        return self.measurements is not None and self.measurements.dry_run
+
+    @model_validator(mode="after")
+    def _plausible_factors(self) -> CalibrationRecord:
+        """A fitted or measured overlay's fractions lie in [MIN_PLAUSIBLE_FRACTION, 1]; a dry
+        run's need not (``--calibration`` refuses it whole)."""
+        if self.dry_run:
+            return self
+        fit = self.efficiency
+        for fmt, value in (fit.gemm or {}).items():
+            check_fraction(f"efficiency.gemm.{fmt}", value)
+        for kind, value in (fit.link_efficiency or {}).items():
+            check_fraction(f"efficiency.link_efficiency.{kind}", value)
+        for key in ("attention", "hbm", "expert_gemm"):
+            value = getattr(fit, key)
+            if value is not None:
+                check_fraction(f"efficiency.{key}", value)
+        return self
 
     @model_validator(mode="after")
     def _measured_on_fitted(self) -> CalibrationRecord:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
+from planner.specs.text import Label, Name, Text
 
 FfnActivation = Literal["swiglu", "geglu", "gelu", "relu2", "relu", "swiglu_oai"]
 GATED_ACTIVATIONS: frozenset[str] = frozenset({"swiglu", "geglu", "swiglu_oai"})
@@ -69,7 +70,7 @@ class PublishedCounts(FrozenSpec):
     """Total parameters as published (billions)."""
     active_params_B: PositiveFloat | None = None
     """Parameters active per token (MoE), as published (billions)."""
-    source: str
+    source: Text
     """Where the published counts come from."""
 
 
@@ -101,11 +102,11 @@ enough that the cost model's float arithmetic stays finite."""
 class ModelSpec(FrozenSpec):
     """A decoder-only transformer. Parameter counts are computed, never typed in."""
 
-    name: str
+    name: Name
     """Catalog name (``llama3.1-70b``)."""
-    family: str = ""
+    family: Label = ""
     """Model family (llama, mixtral, deepseek_v3, gpt_oss, qwen3_moe, gpt3, nemotron)."""
-    source: str
+    source: Text
     """Paper or Hugging Face config the architecture comes from."""
     hidden_size: PositiveInt
     """Model width D."""

@@ -14,6 +14,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.comm import Tier
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
+from planner.specs.text import Name, Text
 
 SCHEMA_VERSION = "1.1"
 
@@ -65,11 +66,11 @@ class Plan(FrozenSpec):
     """Version of this JSON shape (major.minor; minor bumps are additive)."""
     mode: Literal["train"] = "train"
     """Training plan."""
-    model: str
+    model: Name
     """Model catalog name."""
-    cluster: str
+    cluster: Name
     """Cluster as given."""
-    cluster_description: str
+    cluster_description: Text
     """What the cluster name resolved to."""
     num_gpus: int
     """Accelerators the layout uses."""
@@ -230,11 +231,11 @@ class ServePlan(FrozenSpec):
     """Version of this JSON shape."""
     mode: Literal["serve"] = "serve"
     """Serving plan."""
-    model: str
+    model: Name
     """Model catalog name."""
-    cluster: str
+    cluster: Name
     """Cluster as given."""
-    cluster_description: str
+    cluster_description: Text
     """What the cluster name resolved to."""
     num_gpus: int
     """Accelerators the deployment uses (tp x pp x replicas)."""

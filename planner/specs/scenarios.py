@@ -158,12 +158,20 @@ class WhatIfResult(FrozenSpec):
     """Wall time of the sweep (s)."""
 
 
+MAX_RUN_TOKENS = 1e16
+"""Most tokens a run may be costed for: ~600x Llama 3's 15.6T (arXiv 2407.21783) and ~100x the
+largest published pre-training corpora; beyond it a time-to-train is not a question anyone asks
+(``--tokens 1e30`` would print 1.4e20 days)."""
+MAX_RUN_STEPS = 10**9
+"""Most optimizer steps a run may be costed for (published runs take 1e4-1e6)."""
+
+
 class RunLength(FrozenSpec):
     """How much training to cost: a token count or a step count (exactly one)."""
 
-    tokens: PositiveFloat | None = None
+    tokens: PositiveFloat | None = Field(default=None, le=MAX_RUN_TOKENS)
     """Tokens to train on (``--tokens 15T``); steps = ceil(tokens / tokens per step)."""
-    steps: PositiveInt | None = None
+    steps: PositiveInt | None = Field(default=None, le=MAX_RUN_STEPS)
     """Optimizer steps (``--steps``)."""
 
     def num_steps(self, tokens_per_step: int) -> int:
