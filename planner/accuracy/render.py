@@ -7,6 +7,7 @@ regenerating it from the same code and data reproduces it byte for byte.
 from __future__ import annotations
 
 from planner.accuracy.run import RowResult, Summary, ValidationReport
+from planner.report.quote import terminal_lines
 
 COMMAND = "layout validate --markdown docs/accuracy.md"
 """The command that regenerates docs/accuracy.md."""
@@ -136,7 +137,7 @@ def validation_text(report: ValidationReport) -> str:
         f"{overall.evaluated} of {overall.rows} rows evaluated "
         f"({overall.not_evaluated} not evaluated) in {report.total_time_s:.1f} s",
     ]
-    return "\n".join(lines)
+    return terminal_lines(lines)  # row ids and notes come from a user's --rows file
 
 
 def markdown_row(cells: list[str] | tuple[str, ...]) -> str:

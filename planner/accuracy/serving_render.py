@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from planner.accuracy.render import aligned_table, markdown_table, summary_cells
 from planner.accuracy.serving import ServingRowResult, ServingValidationReport
+from planner.report.quote import terminal_lines
 
 SERVING_COMMAND = "layout validate --markdown docs/accuracy.md"
 """The command that regenerates docs/accuracy-serving.md (written next to docs/accuracy.md)."""
@@ -80,7 +81,7 @@ def serving_validation_text(report: ServingValidationReport) -> str:
         f"{overall.evaluated} of {overall.rows} serving rows evaluated in "
         f"{report.total_time_s:.1f} s",
     ]
-    return "\n".join(lines)
+    return terminal_lines(lines)  # row ids and notes come from a user's --rows file
 
 
 def serving_validation_markdown(report: ServingValidationReport) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from planner.accuracy.calibrate import FamilyFit
+from planner.report.quote import terminal_lines
 from planner.specs.hardware import ResidualSummary
 
 
@@ -32,4 +33,4 @@ def calibration_text(fits: Sequence[FamilyFit]) -> str:
             if before is not None:
                 lines.append(f"  {regime:<6} priors : {_summary(before)}")
             lines.append(f"  {regime:<6} fitted : {_summary(after)}")
-    return "\n".join(lines)
+    return terminal_lines(lines)

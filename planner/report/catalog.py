@@ -13,6 +13,7 @@ from planner.catalog import (
     system_names,
 )
 from planner.cost.params import active_params, total_params
+from planner.report.quote import terminal_lines
 from planner.specs.cluster import ClusterSpec
 from planner.topology.metrics import topology_summary
 from planner.units import GB
@@ -50,7 +51,7 @@ def models_listing(*, as_json: bool) -> str:
             f"{r['name']:<18} {r['params_B']:>8.1f}B {r['active_params_B']:>7.1f}B "
             f"{r['layers']:>6} {r['attention']:>4}  {r['moe'] or '-':<12} {' '.join(r['aliases'])}"
         )
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def systems_listing(*, as_json: bool) -> str:
@@ -88,7 +89,7 @@ def systems_listing(*, as_json: bool) -> str:
     lines.append(
         "cluster names: <system>x<N accelerators>, e.g. hgx_b200x16, gb200_nvl72x144, tpu_v5p_8x8x16"
     )
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def cluster_summary(cluster: ClusterSpec, *, as_json: bool) -> str:
@@ -121,4 +122,4 @@ def cluster_summary(cluster: ClusterSpec, *, as_json: bool) -> str:
         return json.dumps(data, indent=2)
     topology = data.pop("topology")
     lines = [f"{k:<36} {v}" for k, v in data.items()]
-    return "\n".join([*lines, *(f"{'topology.' + k:<36} {v}" for k, v in topology.items())])
+    return terminal_lines([*lines, *(f"{'topology.' + k:<36} {v}" for k, v in topology.items())])

@@ -3,7 +3,6 @@ scripts, no fonts, images or styles fetched from anywhere. A pure function of a 
 
 from __future__ import annotations
 
-from html import escape
 from string import Template
 
 from planner.report.markdown import (
@@ -20,6 +19,7 @@ from planner.report.markdown import (
     scenario_rows,
     summary_sentence,
 )
+from planner.report.quote import html_text
 from planner.report.svg import TERM_COLORS, bar_chart, degree_grid, stacked_bar_chart
 from planner.specs.scenarios import WhatIfResult
 from planner.units import format_seconds
@@ -84,12 +84,12 @@ _NUMERIC = {
 
 def html_table(header: list[str], rows: list[list[str]]) -> str:
     """A plain HTML table (cells escaped; numeric columns right-aligned)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    head = "".join(f"<th>{html_text(h)}</th>" for h in header)
     body = []
     for row in rows:
         cells = "".join(
-            f'<td class="num">{escape(c)}</td>' if h in _NUMERIC or h in TERM_LABELS.values()
-            else f"<td>{escape(c)}</td>"
+            f'<td class="num">{html_text(c)}</td>' if h in _NUMERIC or h in TERM_LABELS.values()
+            else f"<td>{html_text(c)}</td>"
             for h, c in zip(header, row, strict=True)
         )  # fmt: skip
         body.append(f"<tr>{cells}</tr>")
@@ -151,9 +151,9 @@ def whatif_html(result: WhatIfResult) -> str:
         f"planned in {result.elapsed_s:.1f} s."
     )
     return PAGE.substitute(
-        title=escape(f"What-if: {result.model} on {result.cluster}"),
-        summary=escape(summary_sentence(result)),
-        context=escape(context),
+        title=html_text(f"What-if: {result.model} on {result.cluster}"),
+        summary=html_text(summary_sentence(result)),
+        context=html_text(context),
         scenario_table=html_table(SCENARIO_HEADER, scenario_rows(result)),
         breakdown_table=html_table(*breakdown_rows(result)),
         run_section=run_section,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from planner.report.quote import markdown_cell, markdown_text, terminal_lines
 from planner.specs.result import Plan
 from planner.specs.scenarios import (
     Bottleneck,
@@ -141,8 +142,15 @@ def summary_sentence(result: WhatIfResult) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
+    """A GFM table; every cell quoted (:func:`markdown_cell`): labels hold user-given values."""
+    lines = [
+        "| " + " | ".join(markdown_cell(h) for h in header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += [
+        "| " + " | ".join(markdown_cell(cell.replace("|", "/")) for cell in row) + " |"
+        for row in rows
+    ]
     return lines
 
 
@@ -212,14 +220,17 @@ RUN_HEADER = ["scenario", "steps", "days", "GPU-hours", "cost", "MWh at TDP"]
 def whatif_markdown(result: WhatIfResult) -> str:
     """The what-if report in Markdown (for a pull request): the same content as the HTML."""
     wl = result.workload
-    lines = [
-        f"# What-if: {result.model} on {result.cluster}",
-        "",
-        summary_sentence(result),
-        "",
+    context = (
         f"Base cluster: {result.cluster_description}. Workload: seq-len {wl.seq_len}, global batch "
         f"{wl.global_batch}, {wl.precision}. Cost at the catalog price per GPU-hour; energy with "
-        "every accelerator at TDP (an upper bound).",
+        "every accelerator at TDP (an upper bound)."
+    )
+    lines = [
+        f"# What-if: {markdown_text(result.model)} on {markdown_text(result.cluster)}",
+        "",
+        markdown_text(summary_sentence(result)),
+        "",
+        markdown_text(context),
         "",
         "## Scenarios",
         "",
@@ -262,7 +273,7 @@ def whatif_text(result: WhatIfResult) -> str:
     runs = run_rows(result)
     if runs:
         lines += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str, str]]:
@@ -314,4 +325,4 @@ def migrate_text(result: MigrateResult) -> str:
         f"old layout on new: {result.old_layout_note}",
     ]
     lines += [f"warning : {w}" for w in dict.fromkeys(before.warnings + after.warnings)]
-    return "\n".join(lines)
+    return terminal_lines(lines)

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import NonNegativeInt
 
 from planner.errors import InternalError, SpecError
+from planner.report.quote import comment_text
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.result import Plan
@@ -130,7 +131,10 @@ def hostfile(plan: Plan, records: list[PlacementRecord]) -> str:
     for record in records:
         slots.setdefault(record.host, []).append(record.gpu)
     lines = [
-        f"# {plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} ranks)",
+        "# "
+        + comment_text(
+            f"{plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} ranks)"
+        ),
         "# rank r runs on the node of its line as local rank r mod slots; replace nodeN by hosts",
     ]
     for host, gpus in slots.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.report.quote import terminal_lines, terminal_text
 from planner.report.text import breakdown_line
 from planner.search.explain import rejection_histogram
 from planner.specs.result import ServePlan, ServeSearchResult
@@ -51,7 +52,7 @@ def serve_plan_lines(plan: ServePlan) -> list[str]:
                 f"  {dim:<12} {entry.size:>4} x stride {entry.stride:<4} {where}: {entry.link}"
             )
     lines += [f"warning    : {w}" for w in plan.warnings]
-    return lines
+    return [terminal_text(line) for line in lines]  # names come from user files: one line each
 
 
 def serve_search_text(result: ServeSearchResult) -> str:
@@ -68,9 +69,9 @@ def serve_search_text(result: ServeSearchResult) -> str:
         + f"; {result.solver.objective}; {result.solver.name} {result.solver.status} "
         f"in {result.search_time_s:.2f} s"
     )
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def serve_estimate_text(plan: ServePlan) -> str:
     """The terminal answer of ``layout estimate --mode serve``."""
-    return "\n".join(serve_plan_lines(plan))
+    return terminal_lines(serve_plan_lines(plan))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from html import escape
+
+from planner.report.quote import html_text
 
 WIDTH = 760
 """Chart width in CSS pixels (the SVG also scales with the page through ``viewBox``)."""
@@ -44,15 +45,15 @@ def _open(height: float, title: str, width: int = WIDTH) -> list[str]:
     return [
         f'<svg class="chart" role="img" viewBox="0 0 {width} {height:.0f}" '
         f'width="{width}" height="{height:.0f}" font-family="sans-serif" font-size="12">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="0" y="16" font-size="14" font-weight="bold">{escape(title)}</text>',
+        f"<title>{html_text(title)}</title>",
+        f'<text x="0" y="16" font-size="14" font-weight="bold">{html_text(title)}</text>',
     ]
 
 
 def _row_label(y: float, label_w: float, label: str) -> str:
     return (
         f'<text x="{label_w - 8:.1f}" y="{y + ROW / 2 + 4:.1f}" text-anchor="end">'
-        f"{escape(label)}</text>"
+        f"{html_text(label)}</text>"
     )
 
 
@@ -88,11 +89,11 @@ def bar_chart(
         w = max(1.0, bar_w * value / peak)
         parts.append(
             f'<rect x="{label_w:.1f}" y="{y + 4:.1f}" width="{w:.1f}" height="{ROW - 8}" '
-            f'fill="{color}"><title>{escape(label)}: {escape(value_format(value))}</title></rect>'
+            f'fill="{color}"><title>{html_text(label)}: {html_text(value_format(value))}</title></rect>'
         )
         parts.append(
             f'<text x="{label_w + w + 6:.1f}" y="{y + ROW / 2 + 4:.1f}">'
-            f"{escape(value_format(value))}</text>"
+            f"{html_text(value_format(value))}</text>"
         )
     parts.append("</svg>")
     return "\n".join(parts)
@@ -102,7 +103,7 @@ def _legend(items: Sequence[tuple[str, str]], y: float, x0: float) -> list[str]:
     parts, x = [], x0
     for name, color in items:
         parts.append(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="12" fill="{color}"/>')
-        parts.append(f'<text x="{x + 16:.1f}" y="{y:.1f}">{escape(name)}</text>')
+        parts.append(f'<text x="{x + 16:.1f}" y="{y:.1f}">{html_text(name)}</text>')
         x += 28 + CHAR_PX * len(name)
     return parts
 
@@ -137,12 +138,12 @@ def stacked_bar_chart(
                 continue
             parts.append(
                 f'<rect x="{x:.1f}" y="{y + 4:.1f}" width="{w:.1f}" height="{ROW - 8}" '
-                f'fill="{color}"><title>{escape(label)}: {escape(name)} '
-                f"{escape(value_format(value))}</title></rect>"
+                f'fill="{color}"><title>{html_text(label)}: {html_text(name)} '
+                f"{html_text(value_format(value))}</title></rect>"
             )
             x += w
         parts.append(
-            f'<text x="{x + 6:.1f}" y="{y + ROW / 2 + 4:.1f}">{escape(value_format(totals[i]))}</text>'
+            f'<text x="{x + 6:.1f}" y="{y + ROW / 2 + 4:.1f}">{html_text(value_format(totals[i]))}</text>'
         )
     parts.append("</svg>")
     return "\n".join(parts)
@@ -178,7 +179,8 @@ def degree_grid(
     for j, column in enumerate(columns):
         x = label_w + j * cell_w + cell_w / 2
         parts.append(
-            f'<text x="{x:.1f}" y="{TOP + 8}" text-anchor="middle" font-weight="bold">{escape(column)}</text>'
+            f'<text x="{x:.1f}" y="{TOP + 8}" text-anchor="middle" font-weight="bold">'
+            f"{html_text(column)}</text>"
         )
     for i, (label, row) in enumerate(zip(labels, rows, strict=True)):
         y = top + i * ROW
@@ -194,7 +196,7 @@ def degree_grid(
             )
             parts.append(
                 f'<text x="{x + cell_w / 2:.1f}" y="{y + ROW / 2 + 4:.1f}" '
-                f'text-anchor="middle">{escape(str(value))}</text>'
+                f'text-anchor="middle">{html_text(str(value))}</text>'
             )
     parts.append("</svg>")
     return "\n".join(parts)

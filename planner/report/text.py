@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planner.report.markdown import TERM_ORDER
+from planner.report.quote import terminal_lines, terminal_text
 from planner.search.explain import rejection_histogram
 from planner.specs.result import Plan, SearchResult
 from planner.units import format_seconds
@@ -50,7 +51,7 @@ def plan_lines(plan: Plan) -> list[str]:
                 f"  {dim.upper():<3} {entry.size:>5} x stride {entry.stride:<5} {where}: {entry.link}"
             )
     lines += [f"warning : {w}" for w in plan.warnings]
-    return lines
+    return [terminal_text(line) for line in lines]  # names come from user files: one line each
 
 
 def search_text(result: SearchResult) -> str:
@@ -69,7 +70,7 @@ def search_text(result: SearchResult) -> str:
         + f"; {result.solver.name} {result.solver.status} in {result.search_time_s:.2f} s"
         + _gap(result.solver.status, result.solver.objective, result.solver.best_bound)
     )
-    return "\n".join(lines)
+    return terminal_lines(lines)
 
 
 def _gap(status: str, objective: float, bound: float) -> str:
@@ -86,4 +87,4 @@ def _gap(status: str, objective: float, bound: float) -> str:
 
 def estimate_text(plan: Plan) -> str:
     """The terminal answer of ``layout estimate``."""
-    return "\n".join(plan_lines(plan))
+    return terminal_lines(plan_lines(plan))

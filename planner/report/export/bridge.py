@@ -10,8 +10,6 @@ at the pinned submodule cd4afff), ``train``, ``dataset``, ``ddp``, ``optimizer``
 
 from __future__ import annotations
 
-import shlex
-
 from planner.report.export.job import (
     EP_OVERLAP_FIELDS,
     ExportJob,
@@ -23,6 +21,7 @@ from planner.report.export.job import (
     split_note,
 )
 from planner.report.export.megatron import pipeline_layout
+from planner.report.quote import shell_word
 
 FRAMEWORK = "Megatron-Bridge run_recipe.py ConfigContainer overrides"
 VERSION = "v0.6.0 (51885cf)"
@@ -131,7 +130,7 @@ def render(job: ExportJob) -> ExportResult:
         *(f"note: {note}" for note in job.notes),
     ]
     lines = [*comment_block(header), "BRIDGE_OVERRIDES=("]
-    lines += [f"  {shlex.quote(item)}" for item in overrides]
+    lines += [f"  {shell_word(item)}" for item in overrides]
     lines.append(")")
     return ExportResult(
         format="bridge",

@@ -18,8 +18,9 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from planner.catalog.io import read_text
+from planner.catalog.io import describe_value_error, no_duplicate_keys, read_text
 from planner.errors import SpecError
+from planner.report.quote import comment_text, printable
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
@@ -30,7 +31,9 @@ from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, ServeWorkload, Tra
 EXPORT_SCHEMA_VERSION = "1.0"
 """Version of the ``layout export --json`` shape (major.minor; minor bumps are additive)."""
 
-_HF_URL = re.compile(r"https?://huggingface\.co/([\w.-]+/[\w.-]+)")
+_HF_URL = re.compile(r"https?://huggingface\.co/(\w[\w.-]*/\w[\w.-]*)")
+"""A Hugging Face model URL; the id's parts start with a word character, so the id can never
+read as a command-line flag where it becomes an argument (``vllm serve <id>``)."""
 
 
 class ExportResult(FrozenSpec):
@@ -64,7 +67,9 @@ class ExportJob:
     notes: list[str] = field(default_factory=list)
 
     def note(self, message: str) -> None:
-        """Record what the framework cannot express (once)."""
+        """Record what the framework cannot express (once), as one printable line: notes hold
+        model names and are printed on stderr and as comments."""
+        message = printable(message)
         if message not in self.notes:
             self.notes.append(message)
 
@@ -147,11 +152,13 @@ def load_plan_file(path: str | Path) -> Plan | ServePlan:
     target = Path(path)
     text = read_text(target)  # size limit, UTF-8, a regular file (not a directory or FIFO)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise SpecError(f"plan '{target}' is not JSON: {exc}") from None
     except RecursionError:
         raise SpecError(f"plan '{target}' is not a plan: its JSON is nested too deeply") from None
+    except ValueError as exc:  # a key given twice, or a number past 4,300 digits
+        raise SpecError(f"plan '{target}' is not a plan: {describe_value_error(exc)}") from None
     if not isinstance(data, dict) or not ({"best", "layout"} & set(data)):
         raise SpecError(f"'{target}' is not a saved 'layout search --json' or 'estimate --json'")
     version = str(data.get("schema_version", ""))
@@ -222,8 +229,9 @@ def _first_error(exc: ValueError) -> str:
 
 
 def comment_block(lines: list[str], prefix: str = "# ") -> list[str]:
-    """Lines as comments, one note per line."""
-    return [f"{prefix}{line}".rstrip() for line in lines]
+    """Lines as comments, one comment line per line: control characters in a line (a newline
+    in a model name) are escaped, so nothing after them can leave the comment."""
+    return [f"{prefix}{comment_text(line)}".rstrip() for line in lines]
 
 
 def layer_counts(model: ModelSpec, num_chunks: int) -> list[int]:

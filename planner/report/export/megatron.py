@@ -9,8 +9,6 @@ planner's (TP innermost, PP outermost), so the placement file's ranks are Megatr
 
 from __future__ import annotations
 
-import shlex
-
 from planner.report.export.job import (
     EP_OVERLAP_FIELDS,
     ExportJob,
@@ -21,6 +19,7 @@ from planner.report.export.job import (
     recompute_settings,
     split_note,
 )
+from planner.report.quote import comment_text, shell_word
 from planner.specs.model import ModelSpec
 
 FRAMEWORK = "Megatron-LM pretrain_gpt.py"
@@ -251,7 +250,7 @@ def render(job: ExportJob) -> ExportResult:
     ]
     lines = [*comment_block(header), "MEGATRON_ARGS=("]
     for title, args in groups:
-        lines.append(f"  # {title}")
+        lines.append(f"  # {comment_text(title)}")
         lines += [f"  {line}" for line in _pairs(args)]
     lines.append(")")
     return ExportResult(
@@ -269,7 +268,7 @@ def _pairs(args: list[str]) -> list[str]:
     lines: list[str] = []
     for arg in args:
         if arg.startswith("--") or not lines:
-            lines.append(shlex.quote(arg))
+            lines.append(shell_word(arg))
         else:
-            lines[-1] += " " + shlex.quote(arg)
+            lines[-1] += " " + shell_word(arg)
     return lines

@@ -12,10 +12,10 @@ and sgl-project/sglang commit 001067f (``python/sglang/srt/server_args.py``); th
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 from planner.report.export.job import ExportJob, ExportResult, comment_block
+from planner.report.quote import shell_command
 from planner.specs.result import ServePlan
 from planner.specs.workload import ServeWorkload
 
@@ -78,7 +78,8 @@ def _model_id(job: ExportJob) -> str:
             f"'{job.model.name}' has no Hugging Face id in its source: replace it with the "
             "checkpoint's id or path"
         )
-        return job.model.name
+        name = job.model.name  # an argument: a leading '-' would read as a flag
+        return f"./{name}" if name.startswith("-") else name
     return hf_id
 
 
@@ -173,7 +174,7 @@ def _render(
         format=fmt,
         framework=name,
         framework_version=version,
-        text="\n".join([*comment_block(header), shlex.join(argv)]) + "\n",
+        text="\n".join([*comment_block(header), shell_command(argv)]) + "\n",
         args=argv,
         notes=list(job.notes),
     )

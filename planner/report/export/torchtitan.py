@@ -10,6 +10,7 @@ names are in ``tests/data/framework_args/torchtitan.txt``. torchtitan's device m
 from __future__ import annotations
 
 from planner.report.export.job import ExportJob, ExportResult, comment_block, pipeline_split
+from planner.report.quote import toml_string
 from planner.specs.layout import Recompute
 
 FRAMEWORK = "torchtitan job config (TOML)"
@@ -27,7 +28,7 @@ def _toml(value: TomlValue) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return toml_string(value)
     rows = ", ".join("[" + ", ".join(_toml(item) for item in row) + "]" for row in value)
     return f"[{rows}]"
 
