@@ -1,23 +1,48 @@
 """The Python API (DESIGN.md section 8): same names and semantics as the CLI, keyword arguments,
 pydantic results. ``model`` and ``cluster`` accept a name, a path or a loaded spec; ``layout`` and
-``workload`` accept a dict or the pydantic model."""
+``workload`` accept a dict or the pydantic model.
+
+Every function checks its arguments and raises :class:`~planner.errors.SpecError` (bad input) or
+:class:`~planner.errors.InfeasibleError` (nothing fits) with a one-line message, never a bare
+ValueError, TypeError or pydantic ValidationError. A message is the CLI's for the equivalent flag
+with the flag written as the argument and the value as its repr, then the rule:
+``argument value: rule`` for a plain argument (``gpus -8: must be a positive whole number``,
+``top True: ...``) and ``argument key=value: rule`` for an entry of a dict argument
+(``fix tp='two': must be a positive whole number``, ``bounds tp=(8, 2): the low 8 exceeds the
+high 2``); a spec given as a dict reports its first pydantic error as ``where: field: rule (got
+value)`` (``workload: seq_len: ...``). Checks the CLI shares word for word keep its flag names
+(``--gpus 16 exceeds the 8 accelerators of hgx_h100x8``; a layout that breaks a rule). An
+argument that would be ignored is an error too (a ``cluster`` other than the plan's in
+``export`` and ``placement``, an unknown ``fix`` or ``bounds`` key)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
 
 from planner.catalog import load_cluster as _load_cluster
 from planner.catalog import load_model as _load_model
 from planner.catalog.io import load_mapping, validate_spec
-from planner.errors import SpecError
+from planner.errors import InternalError, SpecError
 from planner.search import engine, serving_search
 from planner.search import migrate as _migrate
 from planner.search import whatif as _whatif
+from planner.search.arguments import (
+    MAX_LAYOUT_NUMBER,
+    check_fix,
+    check_precisions,
+    key_text,
+    positive_count,
+    shown,
+    whole_number,
+)
 from planner.search.migrate import MigrateOptions
-from planner.search.whatif import ProgressCallback, WhatIfOptions
+from planner.search.whatif import NoteCallback, ProgressCallback, WhatIfOptions
 from planner.specs.cluster import ClusterEdits, ClusterSpec
-from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan, SearchResult, ServeLayout, ServePlan, ServeSearchResult
@@ -36,6 +61,8 @@ WorkloadLike = TrainWorkload | dict[str, object] | None
 
 def load_model(name_or_path: ModelLike) -> ModelSpec:
     """A model from a catalog name, alias (``70B``), YAML file or Hugging Face ``config.json``."""
+    if not isinstance(name_or_path, str | Path | ModelSpec):
+        raise _kind_error("model", name_or_path, "a catalog name, a file path or a ModelSpec")
     return _load_model(name_or_path)
 
 
@@ -43,15 +70,72 @@ def load_cluster(
     name_or_path: ClusterLike, *, edits: ClusterEdits | dict[str, object] | None = None
 ) -> ClusterSpec:
     """A cluster from ``<system>x<N>``, a TPU slice name or a YAML file, with what-if edits."""
-    if isinstance(edits, dict):
-        edits = validate_spec(ClusterEdits, edits, where="cluster edits")
+    if not isinstance(name_or_path, str | Path | ClusterSpec):
+        raise _kind_error(
+            "cluster", name_or_path, "a cluster name (<system>x<N>), a file path or a ClusterSpec"
+        )
+    if isinstance(edits, Mapping):
+        edits = validate_spec(ClusterEdits, dict(edits), where="cluster edits")
+    elif edits is not None and not isinstance(edits, ClusterEdits):
+        raise _kind_error("edits", edits, "a ClusterEdits or a dict of its fields")
     return _load_cluster(name_or_path, edits)
+
+
+def _kind_error(argument: str, value: object, expected: str) -> SpecError:
+    """'<argument> <value>: must be <expected> (got <type>)' for an argument of the wrong type
+    (a spec of the wrong kind is shown by its type alone: ``<ServeWorkload>``)."""
+    kind = type(value).__name__
+    text = f"<{kind}>" if isinstance(value, BaseModel) else shown(value)
+    return SpecError(f"{argument} {text}: must be {expected} (got {kind})")
 
 
 def _workload(workload: WorkloadLike) -> TrainWorkload:
     if isinstance(workload, TrainWorkload):
         return workload
+    if workload is not None and not isinstance(workload, Mapping):
+        raise _kind_error("workload", workload, "a TrainWorkload or a dict of its fields")
     return validate_spec(TrainWorkload, dict(workload or {}), where="workload")
+
+
+MAX_TOP = 50
+"""Most plans a search returns (SolverConfig.top's limit; a larger ``top`` returns this many, as
+``--top`` does)."""
+
+
+def _config(config: SolverConfig | dict[str, object] | None, top: object,
+            default: SolverConfig | None = None) -> SolverConfig:  # fmt: skip
+    """The solver settings: ``config`` (a SolverConfig, a dict of its fields or None for
+    ``default``) with ``top`` plans when given (a positive whole number; at most
+    MAX_TOP are returned, as on the CLI)."""
+    if config is None:
+        spec = default or SolverConfig()
+    elif isinstance(config, SolverConfig):
+        spec = config
+    elif isinstance(config, Mapping):
+        spec = validate_spec(SolverConfig, dict(config), where="config")
+    else:
+        raise _kind_error("config", config, "a SolverConfig or a dict of its fields")
+    if top is None:
+        return spec
+    return spec.model_copy(update={"top": min(positive_count("top", top), MAX_TOP)})
+
+
+def _plan_cluster(plan: Plan | ServePlan, cluster: ClusterLike | None) -> ClusterSpec | None:
+    """``cluster`` loaded, after checking that it is the one ``plan`` was made on (a training
+    plan may use the first ``num_gpus`` of it); None when not given (the plan's is used)."""
+    if cluster is None:
+        return None
+    spec = load_cluster(cluster)
+    made_on = {spec.describe()}
+    if isinstance(plan, Plan) and plan.num_gpus < spec.num_accelerators:
+        with suppress(InternalError):  # not a legal size of this cluster: not the plan's
+            made_on.add(engine.sub_cluster(spec, plan.num_gpus).describe())
+    if plan.cluster_description not in made_on:
+        raise SpecError(
+            f"cluster '{spec.name}': not the cluster the plan was made on "
+            f"('{plan.cluster_description}'); pass that one, or none"
+        )
+    return spec
 
 
 def search(
@@ -71,12 +155,11 @@ def search(
     ``fix`` pins layout fields ({"tp": 8}); ``bounds`` limits them ({"pp": (None, 16)});
     ``precisions`` lets the search pick the format (["bf16", "fp8"]); ``gpus`` caps the
     accelerators used; ``config`` sets the objective (time, cost, energy), a step-time target
-    (fewest GPUs that meet it), the solver and its time limit.
+    (fewest GPUs that meet it), the solver and its time limit (a SolverConfig or a dict of its
+    fields); ``top`` plans (at most MAX_TOP) are returned.
     """
-    config = config or SolverConfig()
-    if top is not None:
-        config = config.model_copy(update={"top": top})
-    formats = [NumberFormat(p) for p in precisions] if precisions else None
+    config = _config(config, top)
+    formats = check_precisions(precisions)
     return engine.search(
         load_model(model),
         load_cluster(cluster),
@@ -96,26 +179,48 @@ def estimate(
     layout: Layout | dict[str, object],
     workload: WorkloadLike = None,
 ) -> Plan:
-    """Score one layout; ``dp`` defaults to filling the cluster."""
+    """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
+    workload's (a dict that names another is an error: the workload's is the one scored)."""
+    if not isinstance(layout, Layout | Mapping):
+        raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster, spec_workload = (
         load_model(model),
         load_cluster(cluster),
         _workload(workload),
     )
-    if isinstance(layout, dict):
-        fields = dict(layout)
-        if "dp" not in fields:
-            fields["dp"] = max(1, spec_cluster.num_accelerators // _per_replica(fields, "layout"))
-        fields.setdefault("precision", spec_workload.precision)
-        layout = validate_spec(Layout, fields, where="layout")
+    layout = _as_layout(layout, spec_cluster, spec_workload)
     return engine.estimate(spec_model, spec_cluster, spec_workload, layout)
 
 
-def _per_replica(fields: dict[str, object], where: str) -> int:
+def _same_precision(fields: dict[str, object], key: str, workload_value: object) -> None:
+    """A layout dict's ``key`` (precision, kv_precision) must be the workload's, which is the
+    one scored: naming another would be ignored."""
+    if key in fields and str(fields[key]).lower() != str(workload_value):
+        raise SpecError(
+            f"layout {key}={shown(fields[key])}: differs from the workload's {key} "
+            f"'{workload_value}'; set it in workload"
+        )
+
+
+def _check_numbers(fields: dict[str, object], where: str) -> None:
+    """No whole number of a layout dict exceeds MAX_LAYOUT_NUMBER: a larger one is no layout
+    (and the rule messages would quote it digit by digit)."""
+    for key, value in fields.items():
+        number = whole_number(value)
+        if number is not None and number > MAX_LAYOUT_NUMBER:
+            raise SpecError(
+                f"{where}: {key_text(key)}: must be at most {MAX_LAYOUT_NUMBER:,} "
+                f"(got {shown(value)})"
+            )
+
+
+def _per_replica(
+    fields: dict[str, object], where: str, dims: tuple[str, ...] = ("tp", "pp", "cp")
+) -> int:
     """tp x pp x cp of a layout given as a dict, to default dp (the Layout check that follows
     rejects values that are not positive whole numbers); SpecError when one is not a number."""
     out = 1
-    for dim in ("tp", "pp", "cp"):
+    for dim in dims:
         value = fields.get(dim, 1)
         try:
             out *= max(1, int(value))  # type: ignore[call-overload]
@@ -129,10 +234,15 @@ def _per_replica(fields: dict[str, object], where: str) -> int:
 def not_fitting_reason(
     plan: Plan, model: ModelLike, cluster: ClusterLike, workload: WorkloadLike
 ) -> str:
-    """One line: what does not fit in ``plan`` and by how much ('' when it fits)."""
-    return engine.not_fitting_message(
-        plan, load_model(model), load_cluster(cluster), _workload(workload)
-    )
+    """One line: what does not fit in ``plan`` and by how much ('' when it fits); ``model`` and
+    ``cluster`` must be the plan's."""
+    if not isinstance(plan, Plan):
+        raise _kind_error("plan", plan, "a training Plan (from estimate or search)")
+    spec_model = load_model(model)
+    if spec_model.name != plan.model:  # the words of report.export.make_job
+        raise SpecError(f"the plan is for model '{plan.model}', not '{spec_model.name}'")
+    spec_cluster = _plan_cluster(plan, cluster) or load_cluster(cluster)  # None: SpecError
+    return engine.not_fitting_message(plan, spec_model, spec_cluster, _workload(workload))
 
 
 LayoutLike = Layout | dict[str, object] | str | Path | None
@@ -144,14 +254,18 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
     """A Layout from a model, a dict or a YAML/JSON file; ``dp`` defaults to filling the cluster."""
     if isinstance(layout, Layout):
         return layout
-    fields = dict(layout) if isinstance(layout, dict) else load_mapping(Path(layout))
+    if not isinstance(layout, Mapping | str | Path):
+        raise _kind_error("layout", layout, "a Layout, a dict of its fields or a YAML/JSON file")
+    given = isinstance(layout, Mapping)
+    fields = dict(layout) if given else load_mapping(Path(layout))  # type: ignore[arg-type]
+    where = "layout" if given else f"layout {layout}"
+    _check_numbers(fields, where)
+    if given:
+        _same_precision(fields, "precision", workload.precision)
     if "dp" not in fields:
-        where = "layout" if isinstance(layout, dict) else f"layout {layout}"
         fields["dp"] = max(1, cluster.num_accelerators // _per_replica(fields, where))
     fields.setdefault("precision", workload.precision)
-    return validate_spec(
-        Layout, fields, where=f"layout {layout}" if not isinstance(layout, dict) else "layout"
-    )
+    return validate_spec(Layout, fields, where=where)
 
 
 def _priced(cluster: ClusterLike, prices: dict[str, float]) -> ClusterSpec:
@@ -161,6 +275,21 @@ def _priced(cluster: ClusterLike, prices: dict[str, float]) -> ClusterSpec:
         if key in prices:
             return load_cluster(cluster, edits={**spec.edits, "price_per_gpu_hour": prices[key]})
     return spec
+
+
+def _prices(prices: object) -> dict[str, float]:
+    """``prices`` as a dict of cluster or system name -> USD per GPU-hour (the values are
+    checked as the cluster edit ``price_per_gpu_hour``)."""
+    if prices is None:
+        return {}
+    if not isinstance(prices, Mapping):
+        raise _kind_error("prices", prices, "a dict of cluster or system name -> USD per GPU-hour")
+    for key, value in prices.items():
+        if not isinstance(key, str):
+            raise SpecError(
+                f"prices {shown(key)}={shown(value)}: the key must be a cluster or system name"
+            )
+    return dict(prices)
 
 
 def _run_length(tokens: float | None, steps: int | None) -> RunLength | None:
@@ -188,7 +317,7 @@ def migrate(
     the source too). ``prices``: USD per GPU-hour keyed by a cluster or system name.
     ``tokens`` / ``steps``: add time-to-train figures. Raises InfeasibleError naming the side.
     """
-    prices = dict(prices or {})
+    prices = _prices(prices)
     source, target = _priced(from_cluster, prices), _priced(to_cluster, prices)
     known = {str(from_cluster), str(to_cluster), source.name, target.name}
     known |= {source.system.name, target.system.name}
@@ -206,10 +335,10 @@ def migrate(
         )
     spec_workload = _workload(workload)
     options = MigrateOptions(
-        fix=dict(fix or {}),
+        fix=check_fix(fix),
         from_layout=None if layout is None else _as_layout(layout, source, spec_workload),
         run=_run_length(tokens, steps),
-        config=config or SolverConfig(top=1),
+        config=_config(config, None, SolverConfig(top=1)),
     )
     return _migrate.migrate(load_model(model), source, target, spec_workload, options=options)
 
@@ -227,26 +356,41 @@ def whatif(
     steps: int | None = None,
     progress: ProgressCallback | None = None,
     config: SolverConfig | None = None,
+    max_scenarios: int = _whatif.DEFAULT_MAX_SCENARIOS,
+    note: NoteCallback | None = None,
 ) -> WhatIfResult:
     """Re-plan for every combination of knob values (CLI ``layout whatif``).
 
     ``vary``: ``{"nic_gbps": [400, 800], ...}`` or ``["nic_gbps=400,800", ...]``; knobs are
-    planner.search.whatif.KNOBS. ``workers`` local processes, or ``engine="ray"`` (the optional
-    ``ray`` extra). ``progress(done, total)`` is called after each scenario.
+    planner.search.whatif.KNOBS, each value given once. More than ``max_scenarios``
+    combinations (at most 100,000) are refused before anything is built. ``workers`` local
+    processes (at most the cores available start; ``note(line)`` says so, default a
+    UserWarning), or ``engine="ray"`` (the optional ``ray`` extra). ``progress(done, total)`` is
+    called after each scenario.
     """
-    knobs: dict[str, list[KnobValue]] = {}
-    items = (
-        [_whatif.parse_vary(v) for v in vary]
-        if isinstance(vary, list)
-        else [
-            _whatif.parse_vary(f"{k}={','.join(_whatif_text(v) for v in values)}")
-            for k, values in vary.items()
-        ]
-    )
-    for knob, values in items:
-        if knob in knobs:
+    from collections.abc import Sequence
+
+    given: list[tuple[str, Sequence[object]]] = []
+    for entry in vary if isinstance(vary, list) else vary.items():
+        if isinstance(entry, tuple):  # {knob: values}: counted before a value is converted
+            key, values = entry
+            if isinstance(values, str):
+                texts: Sequence[object] = [t for t in values.split(",") if t.strip()]
+            else:
+                texts = values if isinstance(values, Sequence) else list(values)
+            given.append((_whatif.knob_of(key), texts))
+        else:
+            given.append(_whatif.split_vary(str(entry)))
+    items: dict[str, Sequence[object]] = {}
+    for knob, texts in given:
+        if knob in items:
             raise SpecError(f"--vary {knob} is given twice: list all its values in one --vary")
-        knobs[knob] = values
+        items[knob] = texts
+    _whatif.check_scenario_count({k: len(v) for k, v in items.items()}, max_scenarios)
+    knobs: dict[str, list[KnobValue]] = {
+        knob: _whatif.parse_values(knob, (_whatif_text(v) for v in texts))
+        for knob, texts in items.items()
+    }
     options = validate_spec(
         WhatIfOptions,
         {
@@ -255,6 +399,7 @@ def whatif(
             "run": _run_length(tokens, steps),
             "workers": workers,
             "engine": engine,
+            "max_scenarios": max_scenarios,
         },
         where="whatif options",
     )
@@ -265,6 +410,7 @@ def whatif(
         knobs=knobs,
         options=options,
         progress=progress,
+        note=note,
     )
 
 
@@ -278,7 +424,9 @@ ServeWorkloadLike = ServeWorkload | dict[str, object] | None
 def _serve_workload(workload: ServeWorkloadLike) -> ServeWorkload:
     if isinstance(workload, ServeWorkload):
         return workload
-    return validate_spec(ServeWorkload, {**(workload or {}), "mode": "serve"}, where="workload")
+    if workload is not None and not isinstance(workload, Mapping):
+        raise _kind_error("workload", workload, "a ServeWorkload or a dict of its fields")
+    return validate_spec(ServeWorkload, {"mode": "serve", **(workload or {})}, where="workload")
 
 
 def serve_search(
@@ -291,10 +439,9 @@ def serve_search(
     config: SolverConfig | None = None,
 ) -> ServeSearchResult:
     """Best serving layout (TP, PP, EP, attention DP, replicas) and runners-up with why-not
-    (CLI ``layout search --mode serve``); raises InfeasibleError naming the binding limit."""
-    config = config or SolverConfig()
-    if top is not None:
-        config = config.model_copy(update={"top": top})
+    (CLI ``layout search --mode serve``); raises InfeasibleError naming the binding limit.
+    ``fix`` pins tp, pp, ep, attention_dp or replicas (alias dp); ``top``: at most MAX_TOP."""
+    config = _config(config, top)
     return serving_search.serve_search(
         load_model(model), load_cluster(cluster), _serve_workload(workload), fix=fix, config=config
     )
@@ -308,15 +455,26 @@ def serve_estimate(
     workload: ServeWorkloadLike = None,
 ) -> ServePlan:
     """Score one serving layout (CLI ``layout estimate --mode serve``); ``replicas`` (alias
-    ``dp``) defaults to filling the cluster."""
+    ``dp``) defaults to filling the cluster; ``precision`` and ``kv_precision`` are the
+    workload's (a dict that names others is an error)."""
+    if not isinstance(layout, ServeLayout | Mapping):
+        raise _kind_error("layout", layout, "a ServeLayout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster = load_model(model), load_cluster(cluster)
     spec_workload = _serve_workload(workload)
-    if isinstance(layout, dict):
+    if isinstance(layout, Mapping):
         fields = dict(layout)
         if "dp" in fields:
-            fields.setdefault("replicas", fields.pop("dp"))
-        per_replica = int(fields.get("tp", 1)) * int(fields.get("pp", 1))  # type: ignore[call-overload]
+            if "replicas" in fields:
+                raise SpecError(
+                    f"layout dp={shown(fields['dp'])}: dp is an alias of replicas "
+                    f"(given as {shown(fields['replicas'])}); give one of them"
+                )
+            fields["replicas"] = fields.pop("dp")
+        _check_numbers(fields, "serving layout")
+        per_replica = _per_replica(fields, "serving layout", ("tp", "pp"))
         fields.setdefault("replicas", max(1, spec_cluster.num_accelerators // per_replica))
+        for key in ("precision", "kv_precision"):
+            _same_precision(fields, key, getattr(spec_workload, key))
         fields.update(precision=spec_workload.precision, kv_precision=spec_workload.kv_precision)
         layout = validate_spec(ServeLayout, fields, where="serving layout")
     return serving_search.serve_estimate(spec_model, spec_cluster, spec_workload, layout)
@@ -341,9 +499,15 @@ def export(
     >>> planner.export(plan, format="vllm").args[:5]
     ['vllm', 'serve', 'meta-llama/Llama-3.1-70B', '--tensor-parallel-size', '8']
     """
+    from planner.report.export import FORMATS, make_job
     from planner.report.export import export as _export
-    from planner.report.export import make_job
 
+    if not isinstance(format, str) or format not in FORMATS:
+        raise SpecError(
+            f"format {shown(format)}: unknown export format (one of: {', '.join(FORMATS)})"
+        )
+    if not isinstance(plan, Plan | ServePlan | SearchResult | ServeSearchResult):
+        raise _kind_error("plan", plan, "a Plan, ServePlan, SearchResult or ServeSearchResult")
     best = plan.best if isinstance(plan, SearchResult | ServeSearchResult) else plan
     spec_workload: TrainWorkload | ServeWorkload | None = None
     if isinstance(best, ServePlan):
@@ -353,7 +517,7 @@ def export(
     job = make_job(
         best,
         model=None if model is None else load_model(model),
-        cluster=None if cluster is None else load_cluster(cluster),
+        cluster=_plan_cluster(best, cluster),
         workload=spec_workload,
     )
     return _export(job, format)
@@ -364,11 +528,18 @@ def placement(
 ) -> list[PlacementRecord]:
     """Per global rank of a training plan: node, local GPU and its group in every parallel
     dimension (CLI ``--placement``), after checking that TP and EP groups stay inside one
-    scale-up domain where the plan says they do. ``cluster`` defaults to the plan's."""
+    scale-up domain where the plan says they do. ``cluster`` defaults to the plan's (another is
+    an error)."""
     from planner.report.placement_file import check_domains, placement_records
 
+    if isinstance(plan, ServePlan | ServeSearchResult):
+        raise SpecError(
+            f"plan <{type(plan).__name__}>: placement needs a training plan (Plan, SearchResult)"
+        )
+    if not isinstance(plan, Plan | SearchResult):
+        raise _kind_error("plan", plan, "a training Plan or SearchResult")
     best = plan.best if isinstance(plan, SearchResult) else plan
-    spec_cluster = load_cluster(best.cluster if cluster is None else cluster)
+    spec_cluster = _plan_cluster(best, cluster) or load_cluster(best.cluster)
     records = placement_records(best, spec_cluster)
     check_domains(best, records)
     return records

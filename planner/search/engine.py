@@ -6,6 +6,7 @@ import time
 
 from planner.catalog.clusters import build_cluster, domain_split
 from planner.errors import InfeasibleError, InternalError, SpecError
+from planner.search.arguments import check_bounds, check_fix, positive_count, shown
 from planner.search.cpsat import LayoutSolver
 from planner.search.evaluate import evaluate, fits, score, to_plan
 from planner.search.exhaustive import exhaustive_ranking
@@ -119,10 +120,13 @@ def gpu_counts(cluster: ClusterSpec, gpus: int | None, *, fewest: bool) -> list[
     """GPU counts the search may use: the cluster's (or ``gpus``) and, when asked for the fewest
     GPUs (--target-step-time) or given a cap (--gpus), the smaller legal sub-clusters on a
     1-1.5-2-3-4-6-8 ladder of scale-up units, so the count itself is a decision."""
+    if gpus is not None:
+        gpus = positive_count("gpus", gpus)
     cap = gpus or cluster.num_accelerators
     if cap > cluster.num_accelerators:
         raise SpecError(
-            f"--gpus {cap} exceeds the {cluster.num_accelerators} accelerators of {cluster.name}"
+            f"--gpus {shown(cap)} exceeds the {cluster.num_accelerators} accelerators of "
+            f"{cluster.name}"
         )
     if _split(cluster, cap) is None:
         raise SpecError(
@@ -243,11 +247,12 @@ def search(
     """
     start = time.perf_counter()
     config = config or SolverConfig()
+    fix, bounds = check_fix(fix), check_bounds(bounds)
     for fmt in precisions or [workload.precision]:
         check_workload(model, cluster, workload.model_copy(update={"precision": fmt}))
     request = SpaceRequest(
-        fix=dict(fix or {}),
-        bounds=dict(bounds or {}),
+        fix=fix,
+        bounds=bounds,
         precisions=list(precisions or []),
         objective=config.objective,
         max_step_s=config.target_step_time_s,

@@ -15,9 +15,12 @@ Runners-up are found by re-solving with the winners excluded, and each gets a wh
 
 from __future__ import annotations
 
+import math
 import time
+from typing import NamedTuple
 
 from planner.errors import InfeasibleError, InternalError, SpecError
+from planner.search.arguments import check_fix
 from planner.search.cpsat import LayoutSolver
 from planner.search.exhaustive import exhaustive_ranking
 from planner.search.explain import rejection_histogram
@@ -106,30 +109,48 @@ class _Scored:
         self.point = point
 
 
+class _Rejected(NamedTuple):
+    """Why one layout cannot serve the workload (internal to the search)."""
+
+    reason: str
+    """Reason code (``memory``, ``kv_cache``, a rule, a target)."""
+    detail: str
+    """The sentence naming the limit and the values."""
+    shortfall: float = math.inf
+    """How far over its limit, relative (0.1 = 10% over); inf when not a matter of degree."""
+
+
 def _score(
     model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload, layout: ServeLayout
-) -> _Scored | tuple[str, str]:
-    """Plan of one layout, or (reason code, detail) when it cannot serve the workload."""
+) -> _Scored | _Rejected:
+    """Plan of one layout, or why it cannot serve the workload."""
     violations = serve_violations(model, cluster, layout)
     if violations:
-        return violations[0]
+        return _Rejected(*violations[0])
     mem = memory_cost(model, cluster, workload, layout)
     if mem.sequences < 1:
-        return memory_detail(layout, mem, cluster, workload.context)
+        need = mem.weights + mem.workspace
+        shortfall = (
+            need / mem.capacity - 1.0
+            if need > mem.capacity
+            else mem.kv_per_sequence / max(mem.kv_pool, 1.0) - 1.0
+        )
+        return _Rejected(*memory_detail(layout, mem, cluster, workload.context), shortfall)
     setup = serve_setup(model, cluster, workload, layout)
     point = operating_point(setup, workload, mem.sequences)
     if isinstance(point, tuple):
-        return point
+        return _Rejected(*point)
     plan = to_serve_plan(setup, cluster, workload, mem, point)
     if workload.target_tokens_per_s is not None:
         per_replica = plan.throughput_tokens_per_s / layout.replicas
         needed = replicas_for(per_replica, workload.target_tokens_per_s)
         if needed > layout.replicas:
-            return "target", (
+            detail = (
                 f"{layout.short()}: {needed} replicas ({needed * layout.gpus_per_replica} GPUs) "
                 f"needed for {workload.target_tokens_per_s:,.0f} tokens/s, "
                 f"{layout.replicas} fit on {cluster.num_accelerators} GPUs"
             )
+            return _Rejected("target", detail, needed / layout.replicas - 1.0)
         layout = layout.model_copy(update={"replicas": needed})
         plan = to_serve_plan(
             serve_setup(model, cluster, workload, layout), cluster, workload, mem, point
@@ -230,16 +251,16 @@ def serve_search(
     start = time.perf_counter()
     config = config or SolverConfig()
     check_serve_workload(model, cluster, workload)
-    pins = _serve_pins(fix or {})
+    pins = _serve_pins(fix)
     layouts = enumerate_serve_layouts(model, cluster, workload, pins)
     scored: list[_Scored] = []
-    rejected: list[tuple[str, str]] = []
+    rejected: list[_Rejected] = []
     for layout in layouts:
         outcome = _score(model, cluster, workload, layout)
         (scored.append(outcome) if isinstance(outcome, _Scored) else rejected.append(outcome))
     counts: dict[str, int] = {}
-    for reason, _ in rejected:
-        counts[reason] = counts.get(reason, 0) + 1
+    for rejection in rejected:
+        counts[rejection.reason] = counts.get(rejection.reason, 0) + 1
     if not scored:
         raise InfeasibleError(_infeasible_message(model, cluster, rejected, counts))
     plans = [s.plan for s in scored]
@@ -271,12 +292,18 @@ _REASON_ORDER = ("target", "tpot", "ttft", "kv_cache", "memory", "degrees", "div
 
 
 def _infeasible_message(
-    model: ModelSpec, cluster: ClusterSpec, rejected: list[tuple[str, str]], counts: dict[str, int]
+    model: ModelSpec, cluster: ClusterSpec, rejected: list[_Rejected], counts: dict[str, int]
 ) -> str:
+    """The binding limit: the first reason in _REASON_ORDER, and of its layouts the one closest
+    to fitting (smallest relative shortfall), so the message names what nearly works."""
     if not rejected:
         return f"no serving layout of '{model.name}' on {cluster.name} to consider"
     closest = min(
-        rejected, key=lambda r: _REASON_ORDER.index(r[0]) if r[0] in _REASON_ORDER else 99
+        rejected,
+        key=lambda r: (
+            _REASON_ORDER.index(r.reason) if r.reason in _REASON_ORDER else 99,
+            r.shortfall,
+        ),
     )
     histogram = rejection_histogram(counts)
     return (
@@ -285,17 +312,10 @@ def _infeasible_message(
     )
 
 
-def _serve_pins(fix: dict[str, object]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for key, value in fix.items():
-        if key not in SERVE_PINNABLE:
-            raise SpecError(
-                f"cannot pin '{key}' in serve mode; pinnable: {', '.join(SERVE_PINNABLE)}"
-            )
-        if not isinstance(value, int) or value < 1:
-            raise SpecError(f"--fix {key}={value}: must be a positive whole number")
-        out[SERVE_PINNABLE[key]] = value
-    return out
+def _serve_pins(fix: object) -> dict[str, int]:
+    """The ServeLayout fields ``fix`` pins (dp = replicas), each a positive whole number."""
+    pins = check_fix(fix, pinnable=tuple(SERVE_PINNABLE), mode=" in serve mode")
+    return {SERVE_PINNABLE[key]: value for key, value in pins.items()}  # type: ignore[misc]
 
 
 def serve_estimate(
