@@ -4,14 +4,22 @@ One scenario function, :func:`run_scenario`, takes a picklable :class:`ScenarioR
 returns a :class:`~planner.specs.scenarios.Scenario`; the same function runs in this process,
 over local cores (``concurrent.futures.ProcessPoolExecutor``) or on a Ray cluster (the optional
 ``ray`` extra). Results always come back in the cartesian order of the varies.
+
+The work is bounded before anything runs: the scenario count is the product of the list lengths
+(refused over ``max_scenarios``), no list may repeat a value, and no more processes start than
+there are cores or scenarios. Requests are made lazily and only a few per worker are in flight,
+so memory grows with the results kept, not with the requests.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+import os
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Literal
 
 from pydantic import Field, PositiveInt
@@ -33,6 +41,17 @@ from planner.specs.workload import MOE_DISPATCHERS, TrainWorkload, moe_framework
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each scenario finishes."""
+NoteCallback = Callable[[str], None]
+"""Called with one line when the sweep runs otherwise than asked (fewer processes than workers)."""
+
+DEFAULT_MAX_SCENARIOS = 256
+"""Scenarios a sweep may plan unless ``--max-scenarios`` / ``max_scenarios=`` raises the cap."""
+MAX_SCENARIOS_LIMIT = 100_000
+"""The highest cap: every scenario's plan is kept in memory for the table and the report (about
+30 KiB each, so some 3 GiB at this cap, and ~4 KB of ``--json`` per scenario)."""
+IN_FLIGHT_PER_WORKER = 4
+"""Scenarios submitted ahead per process (or Ray CPU): enough to keep each busy, few enough that
+the requests never pile up in memory."""
 
 EDIT_KNOBS: tuple[str, ...] = tuple(ClusterEdits.model_fields)
 """Knobs that are cluster edits (ClusterEdits fields)."""
@@ -80,7 +99,13 @@ class ClusterBase(FrozenSpec):
             system=cluster.system.name,
             num_accelerators=cluster.num_accelerators,
             shape=cluster.slice_shape,
-            edits=validate_spec(ClusterEdits, cluster.edits, where="cluster edits"),
+            edits=validate_spec(
+                ClusterEdits,
+                # the cluster records its edits as text ("200.0", "False"): read them back as
+                # values, since a spec takes no text for a number
+                {k: parse_value(k, v) if k in EDIT_KNOBS else v for k, v in cluster.edits.items()},
+                where="cluster edits",
+            ),
             accelerator=cluster.accelerator,
         )
 
@@ -114,9 +139,11 @@ class WhatIfOptions(FrozenSpec):
     run: RunLength | None = None
     """Token or step count for time-to-train figures."""
     workers: PositiveInt = 1
-    """Local processes (1 = run in this process)."""
+    """Local processes (1 = run in this process); at most the cores available are started."""
     engine: Literal["process", "ray"] = "process"
     """process: local cores; ray: an existing Ray cluster (``RAY_ADDRESS``) or a local one."""
+    max_scenarios: int = Field(default=DEFAULT_MAX_SCENARIOS, ge=1, le=MAX_SCENARIOS_LIMIT)
+    """Refuse a sweep of more scenarios than this (``--max-scenarios``)."""
 
 
 def _number(knob: str, text: str) -> KnobValue:
@@ -162,32 +189,155 @@ def parse_value(knob: str, text: object) -> KnobValue:
     return _name(knob, raw.lower(), [str(f) for f in TRAINING_FORMATS])
 
 
+def knob_of(key: object, text: str | None = None) -> str:
+    """The knob that a ``--vary`` key names (aliases resolved); SpecError naming the knobs.
+
+    >>> knob_of("num-gpus")
+    'gpus'
+    """
+    knob = str(key).strip().lower().replace("-", "_")
+    knob = _ALIASES.get(knob, knob)
+    if knob not in KNOBS:
+        raise SpecError(
+            f"--vary '{text if text is not None else key}' must be KEY=V1,V2,... with KEY one "
+            f"of {', '.join(KNOBS)}{suggest(knob, list(KNOBS))}"
+        )
+    return knob
+
+
+def split_vary(text: str) -> tuple[str, list[str]]:
+    """``KEY=V1,V2,...`` -> (knob, value texts), not parsed yet: cheap enough to count the
+    scenarios before any value is validated.
+
+    >>> split_vary("nic_gbit=200, 400")
+    ('nic_gbps', ['200', ' 400'])
+    """
+    key, sep, values = text.partition("=")
+    if not sep:
+        raise SpecError(f"--vary '{text}' must be KEY=V1,V2,... with KEY one of {', '.join(KNOBS)}")
+    knob = knob_of(key, text)
+    items = [v for v in values.split(",") if v.strip()]
+    if not items:
+        raise SpecError(f"--vary {knob}: give at least one value")
+    return knob, items
+
+
+def _shown(value: KnobValue) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def parse_values(knob: str, items: Iterable[object]) -> list[KnobValue]:
+    """Each value of one knob parsed; SpecError on a bad value or one given twice (compared
+    parsed, so ``400`` and ``400.0`` are the same value).
+
+    >>> parse_values("nic_gbps", ["200", "400.5"])
+    [200, 400.5]
+    """
+    seen: set[KnobValue] = set()
+    values: list[KnobValue] = []
+    for item in items:
+        value = parse_value(knob, item)
+        if value in seen:
+            raise SpecError(
+                f"--vary {knob}: '{str(item).strip()}' repeats {knob}={_shown(value)}: "
+                "give each value once"
+            )
+        seen.add(value)
+        values.append(value)
+    return values
+
+
 def parse_vary(text: str) -> tuple[str, list[KnobValue]]:
     """``KEY=V1,V2,...`` -> (knob, values); SpecError naming the knobs on a bad key.
 
     >>> parse_vary("nic_gbps=200,400")
     ('nic_gbps', [200, 400])
     """
-    key, sep, values = text.partition("=")
-    knob = key.strip().lower().replace("-", "_")
-    knob = _ALIASES.get(knob, knob)
-    if not sep or knob not in KNOBS:
+    knob, items = split_vary(text)
+    return knob, parse_values(knob, items)
+
+
+def check_max_scenarios(max_scenarios: object) -> int:
+    """``max_scenarios`` as given, or SpecError when it is not a whole number in range."""
+    if (
+        isinstance(max_scenarios, bool)
+        or not isinstance(max_scenarios, int)
+        or not 1 <= max_scenarios <= MAX_SCENARIOS_LIMIT
+    ):
         raise SpecError(
-            f"--vary '{text}' must be KEY=V1,V2,... with KEY one of {', '.join(KNOBS)}"
-            + (suggest(knob, list(KNOBS)) if sep else "")
+            f"--max-scenarios {max_scenarios}: must be a whole number from 1 to "
+            f"{MAX_SCENARIOS_LIMIT:,}"
         )
-    items = [v for v in values.split(",") if v.strip()]
-    if not items:
-        raise SpecError(f"--vary {knob}: give at least one value")
-    return knob, [parse_value(knob, v) for v in items]
+    return max_scenarios
+
+
+def check_scenario_count(sizes: dict[str, int], max_scenarios: int) -> int:
+    """The number of scenarios (the product of the list lengths, computed without building
+    anything); SpecError naming it, the cap and the flag that raises it when over the cap.
+
+    >>> check_scenario_count({"nic_gbps": 3, "oversubscription": 2}, 256)
+    6
+    """
+    check_max_scenarios(max_scenarios)
+    count = math.prod(sizes.values())
+    if count > max_scenarios:
+        product = " x ".join(f"{n:,} {knob}" for knob, n in sizes.items())
+        raise SpecError(
+            f"--vary gives {count:,} scenarios ({product}), over the cap of {max_scenarios:,}: "
+            f"narrow the --vary lists or raise --max-scenarios (at most {MAX_SCENARIOS_LIMIT:,})"
+        )
+    return count
 
 
 def check_knobs(knobs: dict[str, list[KnobValue]]) -> None:
-    """SpecError when the knobs conflict."""
+    """SpecError when the knobs conflict or a list repeats a value."""
     if "system" in knobs and "accelerator" in knobs:
         raise SpecError("--vary system and --vary accelerator both pick the system: vary one")
     if not knobs:
         raise SpecError("give at least one --vary KEY=V1,V2,...")
+    for knob, values in knobs.items():
+        if not values:
+            raise SpecError(f"--vary {knob}: give at least one value")
+        seen: set[KnobValue] = set()
+        for value in values:
+            if value in seen:
+                raise SpecError(
+                    f"--vary {knob}: repeats {knob}={_shown(value)}: give each value once"
+                )
+            seen.add(value)
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def local_processes(workers: int, count: int, engine: str = "process") -> tuple[int, str | None]:
+    """Processes to start for ``workers`` asked and ``count`` scenarios: never more than the
+    cores or the scenarios; with a one-line note when the cores (or Ray) overrule ``workers``.
+
+    >>> local_processes(1, 10)
+    (1, None)
+    """
+    if engine == "ray":
+        note = None
+        if workers > 1:
+            note = (
+                f"--workers {workers} does not apply to --engine ray: Ray runs the scenarios "
+                "over its cluster's CPUs"
+            )
+        return 1, note
+    cores = available_cores()
+    note = None
+    if workers > cores:
+        note = (
+            f"--workers {workers} is more than the {cores} {'core' if cores == 1 else 'cores'} "
+            f"available here: starting at most {cores} {'process' if cores == 1 else 'processes'}"
+        )
+    return max(1, min(workers, cores, count)), note
 
 
 def system_for_accelerator(accelerator: str, base_system: str) -> str:
@@ -263,27 +413,58 @@ def run_scenario(request: ScenarioRequest) -> Scenario:
     )
 
 
+def _in_order(results: Sequence[Scenario | None]) -> list[Scenario]:
+    out = [r for r in results if r is not None]
+    assert len(out) == len(results)  # internal: every index was filled exactly once
+    return out
+
+
 def _run_local(
-    requests: Sequence[ScenarioRequest], workers: int, progress: ProgressCallback
+    requests: Iterator[ScenarioRequest],
+    count: int,
+    processes: int,
+    progress: ProgressCallback,
 ) -> list[Scenario]:
-    if workers <= 1 or len(requests) <= 1:
-        out = []
+    """Run ``count`` requests here (``processes`` <= 1) or over a pool, at most
+    IN_FLIGHT_PER_WORKER per process submitted ahead; results in request order."""
+    results: list[Scenario | None] = [None] * count
+    if processes <= 1:
         for done, request in enumerate(requests, start=1):
-            out.append(run_scenario(request))
-            progress(done, len(requests))
-        return out
-    results: list[Scenario | None] = [None] * len(requests)
+            results[done - 1] = run_scenario(request)
+            progress(done, count)
+        return _in_order(results)
+    source = enumerate(requests)
     # The platform's default start method; under spawn/forkserver a calling script needs the
     # usual `if __name__ == "__main__":` guard (the `layout` entry point has it).
-    with ProcessPoolExecutor(max_workers=min(workers, len(requests))) as pool:
-        futures = {pool.submit(run_scenario, r): i for i, r in enumerate(requests)}
-        for done, future in enumerate(as_completed(futures), start=1):
-            results[futures[future]] = future.result()
-            progress(done, len(requests))
-    return [r for r in results if r is not None]
+    pool = ProcessPoolExecutor(max_workers=processes)
+    try:
+        pending: dict[Future[Scenario], int] = {}
+
+        def submit(n: int) -> None:
+            for i, request in itertools.islice(source, n):
+                pending[pool.submit(run_scenario, request)] = i
+
+        submit(processes * IN_FLIGHT_PER_WORKER)
+        done = 0
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                results[pending.pop(future)] = future.result()
+                done += 1
+                progress(done, count)
+            submit(len(finished))
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)  # only the few in flight still run
+        raise
+    pool.shutdown(wait=True)
+    return _in_order(results)
 
 
-def _run_ray(requests: Sequence[ScenarioRequest], progress: ProgressCallback) -> list[Scenario]:
+def _run_ray(
+    requests: Iterator[ScenarioRequest], count: int, progress: ProgressCallback
+) -> list[Scenario]:
+    """Run ``count`` requests as Ray tasks, at most IN_FLIGHT_PER_WORKER per cluster CPU
+    submitted ahead; results in request order."""
     try:
         import ray
     except ImportError:
@@ -293,21 +474,34 @@ def _run_ray(requests: Sequence[ScenarioRequest], progress: ProgressCallback) ->
     if not ray.is_initialized():
         ray.init()  # joins the cluster named by RAY_ADDRESS, else starts a local one
     remote = ray.remote(run_scenario)
-    refs = [remote.remote(r) for r in requests]
-    index = {ref: i for i, ref in enumerate(refs)}
-    results: list[Scenario | None] = [None] * len(requests)
-    pending, done = list(refs), 0
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    results: list[Scenario | None] = [None] * count
+    source = enumerate(requests)
+    pending: dict[object, int] = {}
+
+    def submit(n: int) -> None:
+        for i, request in itertools.islice(source, n):
+            pending[remote.remote(request)] = i
+
+    submit(cpus * IN_FLIGHT_PER_WORKER)
+    done = 0
     while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
+        ready, _ = ray.wait(list(pending), num_returns=1)
         for ref in ready:
-            results[index[ref]] = ray.get(ref)
+            results[pending.pop(ref)] = ray.get(ref)
             done += 1
-            progress(done, len(requests))
-    return [r for r in results if r is not None]
+            progress(done, count)
+        submit(len(ready))
+    return _in_order(results)
 
 
 def _no_progress(done: int, total: int) -> None:
     """Default progress callback: nothing."""
+
+
+def _warn(line: str) -> None:
+    """Default note callback: a UserWarning (the CLI prints its notes on stderr instead)."""
+    warnings.warn(line, stacklevel=4)
 
 
 def whatif(
@@ -318,14 +512,23 @@ def whatif(
     knobs: dict[str, list[KnobValue]],
     options: WhatIfOptions | None = None,
     progress: ProgressCallback | None = None,
+    note: NoteCallback | None = None,
 ) -> WhatIfResult:
-    """Re-plan ``model`` for every combination of ``knobs`` (the last knob varies fastest)."""
+    """Re-plan ``model`` for every combination of ``knobs`` (the last knob varies fastest).
+
+    SpecError, before anything runs, when the knobs conflict, a list repeats a value or the
+    combinations outnumber ``options.max_scenarios``. ``note`` gets one line when fewer
+    processes start than ``options.workers`` asks (default: a UserWarning)."""
     options = options or WhatIfOptions()
     check_knobs(knobs)
+    names = list(knobs)
+    count = check_scenario_count({n: len(knobs[n]) for n in names}, options.max_scenarios)
+    processes, line = local_processes(options.workers, count, options.engine)
+    if line is not None:
+        (note or _warn)(line)
     start = time.perf_counter()
     base = ClusterBase.of(cluster)
-    names = list(knobs)
-    requests = [
+    requests = (
         ScenarioRequest(
             model=model,
             base=base,
@@ -336,12 +539,12 @@ def whatif(
             run=options.run,
         )
         for combo in itertools.product(*(knobs[n] for n in names))
-    ]
+    )
     report = progress or _no_progress
     if options.engine == "ray":
-        scenarios = _run_ray(requests, report)
+        scenarios = _run_ray(requests, count, report)
     else:
-        scenarios = _run_local(requests, options.workers, report)
+        scenarios = _run_local(requests, count, processes, report)
     return WhatIfResult(
         model=model.name,
         cluster=cluster.name,
