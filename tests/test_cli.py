@@ -73,7 +73,8 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | {"--from", "--to", "--layout", "--fix", "--price", "--tokens", "--steps"},
     "whatif": WORKLOAD_FLAGS
     | EDIT_FLAGS
-    | {"--vary", "--fix", "--report", "--workers", "--engine", "--progress", "--tokens", "--steps"},
+    | {"--vary", "--fix", "--report", "--workers", "--engine", "--progress", "--tokens", "--steps"}
+    | {"--max-scenarios"},
     "export": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | {"--format", "--plan", "--fix", "--time-limit", "--solver", "--placement"},

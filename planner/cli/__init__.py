@@ -8,6 +8,8 @@ imported inside the subcommand functions so that ``layout --help`` stays instant
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -67,7 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schema": _cmd_schema,
     }
     try:
-        return handlers[args.command](args)
+        if sys.stdout is None:  # started with standard output closed (`layout ... >&-`)
+            raise PlannerError("standard output is closed: the output would be lost")
+        from planner.cli.outputs import check_outputs
+
+        check_outputs(args)
+        code = handlers[args.command](args)
+        sys.stdout.flush()  # a full disk (`> /dev/full`) is an error here, not lost at exit
+        return code
     except InfeasibleError as exc:
         sys.stderr.write(f"layout {args.command}: {one_line(str(exc))}\n")
         return exc.exit_code
@@ -75,8 +84,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"layout {args.command}: error: {one_line(str(exc))}\n")
         return exc.exit_code
     except BrokenPipeError:  # e.g. `layout models | head`: the reader left; not an error
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        _drop_stdout()
         return 0
+    except OSError as exc:
+        if exc.filename is not None:
+            where = f"cannot access '{exc.filename}'"
+        elif exc.errno in _STDOUT_ERRNOS:
+            where = "cannot write to standard output"
+            _drop_stdout()
+        else:
+            where = "internal error: OSError"
+        reason = one_line(exc.strerror or str(exc))
+        sys.stderr.write(f"layout {args.command}: error: {where}: {reason}\n")
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("layout: interrupted\n")
         return 130
@@ -86,6 +106,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{one_line(str(exc))[:300]}\n"
         )
         return EXIT_BAD_INPUT
+
+
+_STDOUT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG, errno.EPIPE}
+)
+"""What writing to a full disk, a closed descriptor or a vanished terminal raises."""
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
 
 
 if __name__ == "__main__":

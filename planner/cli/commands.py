@@ -92,6 +92,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from planner.report.serving import serve_estimate_text, serve_search_text
     from planner.specs.solver_config import SolverConfig
 
+    if getattr(args, "placement", None):
+        raise SpecError(
+            "--placement writes the rank table of a training plan; it does not apply to "
+            "--mode serve"
+        )
     cluster, workload = _cluster(args), _serve_workload(args)
     if args.command == "estimate":
         layout = {"tp": args.tp, "pp": args.pp, "ep": args.ep, "attention_dp": args.attention_dp}
@@ -145,6 +150,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     from planner.accuracy.render import validation_markdown, validation_text
     from planner.accuracy.run import run_validation
+    from planner.cli.outputs import write_text_atomic
     from planner.errors import SpecError
 
     ids = [i.strip() for i in (args.rows or "").split(",") if i.strip()]
@@ -156,10 +162,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     report = run_validation(ids=ids or None)
     if args.markdown:
         target = Path(args.markdown)
-        try:
-            target.write_text(validation_markdown(report), encoding="utf-8")
-        except OSError as exc:
-            raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+        write_text_atomic(target, validation_markdown(report))
         sys.stderr.write(f"layout validate: wrote {target}\n")
         if serving is not None and not args.rows:
             _write_serving_markdown(serving, target.with_name(f"{target.stem}-serving.md"))
@@ -205,12 +208,9 @@ def _serving_validation(
 
 def _write_serving_markdown(report: object, target: object) -> None:
     from planner.accuracy.serving_render import serving_validation_markdown
-    from planner.errors import SpecError
+    from planner.cli.outputs import write_text_atomic
 
-    try:
-        target.write_text(serving_validation_markdown(report), encoding="utf-8")  # type: ignore[attr-defined]
-    except OSError as exc:
-        raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+    write_text_atomic(target, serving_validation_markdown(report))  # type: ignore[arg-type]
     sys.stderr.write(f"layout validate: wrote {target}\n")
 
 
@@ -254,7 +254,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from planner.errors import SpecError
+    from planner.cli.outputs import check_writable, write_text_atomic
     from planner.measure.fit import overlay_yaml
     from planner.measure.render import measured_text
     from planner.measure.run import measure
@@ -262,10 +262,9 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     fit = measure(accelerator=args.accelerator, dry_run=args.dry_run)
     record = fit.record
     target = Path(args.out or f"{record.fitted_on[0]}-measured.yaml")
-    try:
-        target.write_text(overlay_yaml(record), encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+    if not args.out:
+        check_writable("--out", target)
+    write_text_atomic(target, overlay_yaml(record))
     sys.stderr.write(f"layout calibrate: wrote {target}\n")
     if args.json:
         print(json.dumps({"out": str(target), **fit.model_dump(mode="json")}, indent=2))
@@ -297,7 +296,7 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     from planner.api import whatif
     from planner.report.markdown import whatif_text
 
-    renderers = [(target, _report_renderer(target)) for target in args.report]
+    renderers = _check_report_targets(args)  # before the sweep: fail in seconds, not after it
     result = whatif(
         model=args.model,
         cluster=_cluster(args),  # type: ignore[arg-type]
@@ -309,6 +308,8 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
         tokens=args.tokens,
         steps=args.steps,
         progress=_progress_bar if args.progress or sys.stderr.isatty() else None,
+        max_scenarios=args.max_scenarios,
+        note=lambda line: sys.stderr.write(f"layout whatif: note: {line}\n"),
     )
     for target, render in renderers:
         _write_text(target, render(result))
@@ -336,6 +337,13 @@ def _progress_bar(done: int, total: int) -> None:
     sys.stderr.write(f"\rwhatif [{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios")
     sys.stderr.write("\n" if done >= total else "")
     sys.stderr.flush()
+
+
+def _check_report_targets(args: argparse.Namespace) -> list[tuple[str, Callable[..., str]]]:
+    """Pre-flight of ``--report``, run before the sweep: each target with its renderer (by
+    suffix). Folders, permissions, inputs and repeats are checked for every output flag by
+    planner.cli.outputs.check_outputs before any command runs."""
+    return [(target, _report_renderer(target)) for target in args.report]
 
 
 def _report_renderer(target: str) -> Callable[..., str]:
@@ -395,23 +403,67 @@ def _export_job(args: argparse.Namespace) -> object:
     return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
 
 
+SAVED_PLAN_REL_TOL = 1e-3
+"""How closely a saved plan's recorded memory must match its layout re-scored by this version
+(the JSON keeps 6+ significant digits; a cost-model change moves step time, not the GPU count)."""
+
+
 def _check_saved_plan(job: object) -> None:
-    """A saved plan does not record its workload or cluster edits: re-score it and warn when
-    --seq-len / --global-batch or the cluster flags do not reproduce it."""
-    from planner.api import estimate
+    """A saved plan is re-validated against the model and cluster it names before it is
+    exported: the layout must use the GPUs the plan says, within the cluster, and still fit;
+    its recorded fit and peak memory must be what re-scoring gives (a hand-edited ``fits`` or
+    ``peak_gib`` is an error). The file does not record its workload or cluster edits, so a
+    step time that differs only warns (pass the same --seq-len / cluster flags)."""
+    from planner.api import estimate, not_fitting_reason
+    from planner.errors import SpecError
     from planner.specs.result import Plan
 
     plan, cluster = job.plan, job.cluster  # type: ignore[attr-defined]
     if not isinstance(plan, Plan):
         return
+    layout = plan.layout
+    if plan.num_gpus != layout.num_gpus:
+        raise SpecError(
+            f"the plan says num_gpus {plan.num_gpus}, but its layout {layout.short()} uses "
+            f"{layout.num_gpus}: the file was edited; re-run 'layout search --json'"
+        )
+    if layout.num_gpus > cluster.num_accelerators:
+        raise SpecError(
+            f"the plan's layout {layout.short()} uses {layout.num_gpus} GPUs; cluster "
+            f"'{cluster.name}' has {cluster.num_accelerators}"
+        )
     if cluster.describe() != plan.cluster_description:
         sys.stderr.write(
             f"layout export: warning: the plan was made on '{plan.cluster_description}'; "
             "pass the same --cluster and cluster-edit flags\n"
         )
-        return
-    again = estimate(model=job.model, cluster=cluster, layout=plan.layout, workload=job.workload)  # type: ignore[attr-defined]
-    if not math.isclose(again.step_time_s, plan.step_time_s, rel_tol=1e-6):
+    memory = plan.memory
+    parts = memory.weights_gib + memory.grads_gib + memory.optimizer_gib + memory.activations_gib
+    if not math.isclose(memory.peak_gib, parts, rel_tol=SAVED_PLAN_REL_TOL) or plan.fits != (
+        memory.peak_gib <= memory.capacity_gib
+    ):
+        raise SpecError(
+            f"the plan records peak {memory.peak_gib:.4g} GiB and fits="
+            f"{str(plan.fits).lower()}, but its parts sum to {parts:.4g} GiB of "
+            f"{memory.capacity_gib:.4g}: the file was edited; re-run 'layout search --json'"
+        )
+    if not plan.fits:
+        raise SpecError(
+            f"the plan's layout {layout.short()} does not fit (peak {memory.peak_gib:.4g} GiB of "
+            f"{memory.capacity_gib:.4g}): there is nothing to export"
+        )
+    again = estimate(model=job.model, cluster=cluster, layout=layout, workload=job.workload)  # type: ignore[attr-defined]
+    if not again.fits:
+        reason = not_fitting_reason(again, job.model, cluster, job.workload)  # type: ignore[attr-defined]
+        raise SpecError(f"the plan's layout {layout.short()} does not fit: {reason}")
+    same_workload = math.isclose(again.step_time_s, plan.step_time_s, rel_tol=1e-6)
+    recorded, rescored = memory.peak_gib, again.memory.peak_gib
+    if same_workload and not math.isclose(recorded, rescored, rel_tol=SAVED_PLAN_REL_TOL):
+        raise SpecError(
+            f"the plan records a peak of {recorded:.4g} GiB; its layout re-scored gives the same "
+            f"step time but {rescored:.4g} GiB: the file was edited; re-run 'layout search --json'"
+        )
+    if not same_workload:
         sys.stderr.write(
             f"layout export: warning: re-scoring the plan with --seq-len {job.workload.seq_len} "  # type: ignore[attr-defined]
             f"gives {again.step_time_s:.4g} s per step, not {plan.step_time_s:.4g} s: pass the "

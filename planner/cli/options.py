@@ -18,36 +18,48 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        from planner.errors import one_line  # control characters in an argument stay inert
+
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)}\n")
         raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (an argument of 5,000 digits
+    is named, not printed).
+
+    >>> _shown("12"), _shown("9" * 50)
+    ("'12'", "'9999999999999999999999999999999999999...'")
+    """
+    return f"'{text}'" if len(text) <= limit else f"'{text[: limit - 3]}...'"
 
 
 def positive_int(text: str) -> int:
     """An integer >= 1, with an optional K/M/B/T suffix (``16M`` = 16,000,000)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBGT]?)\s*", text, flags=re.IGNORECASE)
+    match = re.fullmatch(r"\s*([0-9]{1,300}(?:\.[0-9]{1,30})?)\s*([KMBGT]?)\s*", text, flags=re.I)
     if not match:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number")
     digits, scale = match.group(1), _SUFFIX[match.group(2).upper()]
     if digits.isdigit():  # exact: float() would round 10**30 to 1000000000000000019884624838656
         value: float = int(digits) * scale
     else:
         value = float(digits) * scale
     if value != int(value) or value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number")
     return int(value)
 
 
 def batch_tokens(text: str) -> int:
     """Tokens per step; K/M/G suffixes are binary as batch sizes are quoted in ML papers
     (Llama 3's "16M tokens" = 2,048 sequences x 8,192 = 16,777,216)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text, flags=re.IGNORECASE)
+    match = re.fullmatch(r"\s*([0-9]{1,300})\s*([KMG]?)\s*", text, flags=re.IGNORECASE)
     if not match:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number of tokens")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number of tokens")
     value = (
         int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
     )
     if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive whole number of tokens")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number of tokens")
     return value
 
 
@@ -56,9 +68,9 @@ def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
     if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"'{text}' must be a finite number > 0")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number > 0")
     return value
 
 
@@ -70,7 +82,7 @@ def time_limit(text: str) -> float:
     """Seconds for one solve: a finite number > 0 and at most an hour."""
     value = positive_float(text)
     if value > MAX_TIME_LIMIT_S:
-        raise argparse.ArgumentTypeError(f"'{text}' s exceeds the {MAX_TIME_LIMIT_S:g} s limit")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} s exceeds the {MAX_TIME_LIMIT_S:g} s limit")
     return value
 
 
@@ -298,12 +310,14 @@ def _key_value(flag: str, item: str, allowed: tuple[str, ...]) -> tuple[str, str
 
 def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | None, int | None]]:
     from planner.errors import SpecError
+    from planner.search.arguments import BOUNDABLE
 
-    allowed = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "mbs", "zero")
     bounds: dict[str, list[int | None]] = {}
     for flag, items, side in (("--min", mins, 0), ("--max", maxs, 1)):
+        given: dict[str, str] = {}
         for item in items:
-            key, value = _key_value(flag, item, allowed)
+            key, value = _key_value(flag, item, BOUNDABLE)
+            _once(flag, key, value, given)
             number = _layout_number(flag, key, value, "a whole number")
             bounds.setdefault(key, [None, None])[side] = number
     for key, (low, high) in bounds.items():
@@ -312,30 +326,34 @@ def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | Non
     return {k: (v[0], v[1]) for k, v in bounds.items()}
 
 
-def _precision(text: str) -> str:
-    from planner.catalog.store import suggest
+def _once(flag: str, key: str, value: str, given: dict[str, str]) -> None:
+    """A field named twice by one flag is an error, not 'the last one wins'."""
     from planner.errors import SpecError
-    from planner.specs.formats import TRAINING_FORMATS
 
-    names = [str(f) for f in TRAINING_FORMATS]
-    if text.lower() not in names:
+    if key in given:
         raise SpecError(
-            f"unknown training precision '{text}'{suggest(text, names)} (one of: {', '.join(names)})"
+            f"{flag} {key} is given twice ({key}={given[key]} and {key}={value}): give it once"
         )
-    return text.lower()
+    given[key] = value
+
+
+def _precision(text: str) -> str:
+    from planner.search.arguments import training_precision
+
+    return training_precision(text)
 
 
 def _parse_fix(items: list[str]) -> dict[str, object]:
-    from planner.errors import SpecError
+    from planner.search.arguments import pin_value
     from planner.search.space import PINNABLE
 
     out: dict[str, object] = {}
+    given: dict[str, str] = {}
     for item in items:
         key, value = _key_value("--fix", item, PINNABLE)
+        _once("--fix", key, value, given)
         if key == "recompute":
-            if value not in ("none", "selective", "full"):
-                raise SpecError(f"--fix recompute={value}: must be none, selective or full")
-            out[key] = value
+            out[key] = pin_value(f"--fix {key}={value}", key, value)
             continue
         if key == "precision":
             out[key] = _precision(value)
@@ -346,24 +364,27 @@ def _parse_fix(items: list[str]) -> dict[str, object]:
 
 def _layout_number(flag: str, key: str, value: str, what: str) -> int:
     """The integer of ``flag key=value`` for a layout degree (positive) or ZeRO stage (0-3);
-    a one-line SpecError naming the flag otherwise (``what``: the words for a degree)."""
+    a one-line SpecError naming the flag otherwise (``what``: the words for a degree). The text
+    is parsed here, the range checked by planner.search.arguments (shared with the API)."""
     from planner.errors import SpecError
+    from planner.search.arguments import layout_number
 
     try:
         number = positive_int(value) if key != "zero" else int(value)
     except (argparse.ArgumentTypeError, ValueError):
         raise SpecError(f"{flag} {key}={value}: must be {what}") from None
-    if key == "zero" and number not in (0, 1, 2, 3):
-        raise SpecError(f"{flag} zero={value}: must be 0, 1, 2 or 3")
-    return number
+    return layout_number(f"{flag} {key}={value}", key, number, what)
 
 
 def _parse_prices(items: list[str]) -> dict[str, float]:
     from planner.errors import SpecError
 
     prices: dict[str, float] = {}
+    given: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
+        if sep and name.strip():
+            _once("--price", name.strip(), value.strip(), given)
         try:
             prices[name.strip()] = positive_float(value.strip().lstrip("$").removesuffix("/h"))
         except argparse.ArgumentTypeError:
@@ -411,19 +432,16 @@ def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _write_text(target: str, text: str) -> None:
-    from planner.errors import SpecError
+    from planner.cli.outputs import write_text_atomic
 
-    try:
-        with open(target, "w", encoding="utf-8") as out:
-            out.write(text)
-    except OSError as exc:
-        raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+    write_text_atomic(target, text)
 
 
 def _write_placement(args: argparse.Namespace, plan: object) -> None:
     """--placement FILE: the per-rank table and the hostfile, after the NVLink-domain check."""
     if not getattr(args, "placement", None):
         return
+    from planner.cli.outputs import write_text_atomic
     from planner.errors import SpecError
     from planner.report.placement_file import placement_files
     from planner.specs.result import Plan
@@ -433,16 +451,20 @@ def _write_placement(args: argparse.Namespace, plan: object) -> None:
     args.cluster = args.cluster or plan.cluster
     files = placement_files(args.placement, plan, _cluster(args))  # type: ignore[arg-type]
     for target, text in files.items():
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise SpecError(f"cannot write '{target}': {exc.strerror}") from None
+        write_text_atomic(target, text)
         sys.stderr.write(f"layout {args.command}: wrote {target}\n")
 
 
 MOE_DISPATCHER_CHOICES = ("alltoall", "deepep", "hybridep")
 """``--moe-dispatcher`` choices (planner.specs.workload.MOE_DISPATCHERS, checked by a test; kept
 here so that building the parser imports nothing heavy)."""
+
+
+WHATIF_MAX_SCENARIOS = 256
+"""``whatif --max-scenarios`` default (planner.search.whatif.DEFAULT_MAX_SCENARIOS, checked by a
+test; kept here so that building the parser imports nothing heavy)."""
+WHATIF_MAX_SCENARIOS_LIMIT = 100_000
+"""The highest ``whatif --max-scenarios`` (planner.search.whatif.MAX_SCENARIOS_LIMIT)."""
 
 
 EXPORT_FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "vllm", "sglang")

@@ -7,6 +7,8 @@ import argparse
 from planner.cli.options import (
     EXPORT_FORMATS,
     SCHEMA_KINDS,
+    WHATIF_MAX_SCENARIOS,
+    WHATIF_MAX_SCENARIOS_LIMIT,
     _add_cluster_edits,
     _add_placement,
     _add_run_length,
@@ -187,7 +189,13 @@ def _add_whatif(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     )
     p.add_argument("--report", action="append", default=[], metavar="FILE",
                    help="write a report: .html (self-contained, charts) or .md; repeatable")  # fmt: skip
-    p.add_argument("--workers", type=positive_int, default=1, help="local processes (default 1)")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="local processes (default 1; at most one per available core)")  # fmt: skip
+    p.add_argument(
+        "--max-scenarios", type=positive_int, default=WHATIF_MAX_SCENARIOS, metavar="N",
+        help=f"refuse a sweep of more scenarios than N (default {WHATIF_MAX_SCENARIOS}, at most "
+        f"{WHATIF_MAX_SCENARIOS_LIMIT:,})",
+    )  # fmt: skip
     p.add_argument("--engine", choices=("process", "ray"), default="process",
                    help="process (local cores) or ray (pip install 'layout[ray]'; RAY_ADDRESS)")  # fmt: skip
     p.add_argument("--progress", action="store_true", help="progress bar on stderr (default: TTY)")

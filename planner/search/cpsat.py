@@ -134,6 +134,9 @@ class LayoutSolver:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = self._config.time_limit_s
         solver.parameters.num_workers = self._config.num_workers
+        # OR-Tools would install its own SIGINT handler and restore SIG_DFL, not Python's, after
+        # the solve: Ctrl-C would then kill the process without a word (issue 17).
+        solver.parameters.catch_sigint_signal = False
         solver.parameters.random_seed = self._config.seed
         # The model is an exactly-one choice with a linear objective: presolve's probing costs
         # seconds at thousands of rows and finds nothing the LP bound does not.
