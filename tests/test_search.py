@@ -107,3 +107,55 @@ def test_nothing_fits_names_the_binding_limit() -> None:
         search(
             load_model("70B"), load_cluster("hgx_h100x8"), TrainWorkload(), fix={"tp": 1, "pp": 1}
         )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_the_memory_ladder_dominance_holds_on_the_cost_model(
+    instance: tuple[ModelSpec, str, TrainWorkload],
+) -> None:
+    """space.MEMORY_LADDER skips a rung once one with a no-stronger recompute fitted at a lower
+    or equal ZeRO stage, and tries ZeRO-0 only when pinned. That is exact only if, for the same
+    layout, a higher ZeRO stage (>= 1) or a stronger recompute is never faster (a skipped rung
+    could not win once the weaker one fits), and ZeRO-1 is never slower nor larger than ZeRO-0
+    (it fits wherever ZeRO-0 does): checked on every recompute x ZeRO variant of the plans a
+    search returns."""
+    from planner.search.engine import estimate
+    from planner.search.space import RECOMPUTE_ORDER
+
+    model, cluster_name, workload = instance
+    cluster = load_cluster(cluster_name)
+    try:
+        result = search(model, cluster, workload, config=EXHAUSTIVE)
+    except InfeasibleError:
+        return
+    for plan in [result.best, *result.alternatives]:
+        sub = load_cluster(f"{cluster_name.rpartition('x')[0]}x{plan.num_gpus}")
+        grid = {
+            (r, z): estimate(
+                model, sub, workload, plan.layout.model_copy(update={"zero": z, "recompute": r})
+            )
+            for r in RECOMPUTE_ORDER
+            for z in (0, 1, 2, 3)
+        }
+        for (r, z), a in grid.items():
+            if z == 0:  # ZeRO-1 dominates ZeRO-0: never slower, never larger
+                one = grid[(r, 1)]
+                assert one.step_time_s <= a.step_time_s * (1 + 1e-9), (plan.layout.short(), r)
+                assert one.memory.peak_gib <= a.memory.peak_gib * (1 + 1e-9)
+                continue
+            for (r2, z2), b in grid.items():
+                weaker = RECOMPUTE_ORDER.index(r) <= RECOMPUTE_ORDER.index(r2) and z <= z2
+                if weaker and (r, z) != (r2, z2) and z2 != 0:
+                    where = (plan.layout.short(), r, z, r2, z2)
+                    assert a.step_time_s <= b.step_time_s * (1 + 1e-9), where
+
+
+def test_zero_pins_0_and_2_are_searched() -> None:
+    """Issue 17: --fix zero=0 / zero=2 on Llama 3.1 8B, 8 H100 found a layout (it fits with room)."""
+    for stage in (0, 2):
+        result = search(
+            load_model("8B"), load_cluster("hgx_h100x8"), TrainWorkload(), fix={"zero": stage}
+        )
+        assert result.best.fits and result.best.layout.zero == stage
+        assert all(a.layout.zero == stage for a in result.alternatives)

@@ -32,18 +32,22 @@ VPP_CHOICES: tuple[int, ...] = (1, 2, 4, 8)
 """Virtual pipeline stages per rank tried."""
 CP_MIN_TOKENS_PER_RANK = 1024
 """Context parallelism is tried while each rank keeps at least this many tokens of a sequence."""
-MEMORY_LADDER: tuple[tuple[Recompute, int], ...] = (
-    (Recompute.NONE, 1),
-    (Recompute.SELECTIVE, 1),
-    (Recompute.FULL, 1),
-    (Recompute.NONE, 3),
-    (Recompute.SELECTIVE, 3),
-    (Recompute.FULL, 3),
+RECOMPUTE_ORDER: tuple[Recompute, ...] = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
+"""Recomputation from weakest (fastest, most memory) to strongest."""
+MEMORY_LADDER: tuple[tuple[Recompute, int], ...] = tuple(
+    (recompute, zero)
+    for zero in (0, 1, 2, 3)
+    for recompute in RECOMPUTE_ORDER
 )
-"""(recompute, ZeRO stage) from least to most memory-saving. Within one ZeRO stage a stronger
-recompute only adds compute, so once a rung fits the stronger recomputes of that stage are
-dominated and skipped. ZeRO-0 is dominated by ZeRO-1 whenever dp x cp > 1 (the distributed
-optimizer moves 6 instead of 8 bytes per parameter and holds less), and identical at dp x cp = 1."""
+"""(recompute, ZeRO stage) from least to most memory-saving. A stronger recompute only adds
+compute, and a higher ZeRO stage only adds communication (ZeRO-2 reduce-scatters every
+micro-batch's gradients, ZeRO-3 also gathers the parameters), both for less memory: so once a
+rung fits, every later rung whose recompute is no weaker is dominated and skipped, and a higher
+ZeRO stage is tried only with a weaker recompute than any that fitted (ZeRO-2 with no recompute
+may beat ZeRO-1 with selective). ZeRO-0 is tried only when pinned (``--fix zero=0``): it is dominated
+by ZeRO-1 whenever dp x cp > 1 (the distributed optimizer moves 6 instead of 8 bytes per
+parameter, holds less and steps a shard of the optimizer), and identical at dp x cp = 1
+(tests/test_search.py checks the dominance on the cost model)."""
 Bounds = dict[str, tuple[int | None, int | None]]
 """Layout field -> (lowest, highest) allowed value, from --min / --max."""
 PRUNE_SLACK = 1e-9
@@ -252,16 +256,19 @@ def _visit_structure(
     ladder = [
         (r, z)
         for r, z in MEMORY_LADDER
-        if _pinned({"recompute": r, "zero": z}, fix) and _within({"zero": z}, bounds)
+        if _pinned({"recompute": r, "zero": z}, fix)
+        and _within({"zero": z}, bounds)
+        and (z != 0 or fix.get("zero") == 0)
     ]
     pp, cp = int(fields["pp"]), int(fields["cp"])  # type: ignore[call-overload]
     for vpp, mbs in _inner_choices(workload, pp, cp, fix):
         if not _within({"vpp": vpp, "mbs": mbs}, bounds):
             continue
-        fitted_zero: set[int] = set()
+        fitted_rung: int | None = None  # the weakest recompute that fitted at a lower ZeRO
         for recompute, zero in ladder:
-            if zero in fitted_zero:
-                continue
+            rung = RECOMPUTE_ORDER.index(recompute)
+            if fitted_rung is not None and rung >= fitted_rung:
+                continue  # dominated: as fast or faster at a lower ZeRO, same or weaker recompute
             out.enumerated += 1
             layout = Layout.model_construct(
                 **fields, vpp=vpp, mbs=mbs, recompute=recompute, zero=zero
@@ -281,7 +288,7 @@ def _visit_structure(
                 )
                 out.reject(layout, "memory", detail, mem.total - out.capacity)
                 continue
-            fitted_zero.add(zero)
+            fitted_rung = rung if fitted_rung is None else min(fitted_rung, rung)
             out.accept(layout, score(model, cluster, workload, layout, memory=memory), cluster)
 
 
