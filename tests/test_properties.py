@@ -13,8 +13,11 @@ Examples are few (max_examples 10-25) and clusters small so that the file runs i
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +31,7 @@ from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
+from tests.test_cli import run_main
 
 CLUSTERS = ["hgx_h100x8", "hgx_h100x16", "hgx_h100x32", "hgx_b200x16", "hgx_a100x16"]
 CLUSTERS += ["gb200_nvl72x72", "hgx_h200x8"]
@@ -227,3 +231,63 @@ def test_step_time_never_improves_on_a_slower_link(
         return  # the memory limit does not depend on the link: both sides fail alike
     assert not isinstance(best_slow, PlannerError)
     assert best_slow.best.step_time_s >= best_fast.best.step_time_s * (1 - 1e-9)  # type: ignore[attr-defined]
+
+
+# --- hostile values in user files and flags (issue 17): one line, never a crash ----------
+
+_LLAMA_8B = yaml.safe_load(
+    (Path(__file__).resolve().parents[1] / "models" / "llama3.1-8b.yaml").read_text("utf-8")
+)
+_HOSTILE_TEXT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40
+) | st.sampled_from(
+    ["x\ntouch /tmp/owned\n", "\x1b]0;title\x07", "\x1b[31mred", "$(touch owned)", "`id`",
+     "# heading", "<script>alert(1)</script>", "a|b", "'; rm -rf ~ #", "\u202eevil", "²", "٨"]
+)  # fmt: skip
+_HOSTILE_NUMBERS = (
+    st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.sampled_from([0, -1, 10**400, 2**63, 2**64 + 1])
+    | st.floats(allow_nan=True, allow_infinity=True)
+)
+_HOSTILE_VALUES = st.recursive(
+    st.none() | _HOSTILE_NUMBERS | _HOSTILE_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_HOSTILE_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _assert_clean_exit(code: int, err: str) -> None:
+    assert code in (0, 1, 2), err
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code == 2:
+        assert len(err.splitlines()) == 1, err
+    assert "\x1b" not in err and "\x07" not in err, repr(err)  # nothing a terminal would obey
+
+
+@settings(SETTINGS, max_examples=60)
+@given(key=st.sampled_from(sorted(_LLAMA_8B)), value=_HOSTILE_VALUES)
+def test_a_hostile_model_field_is_one_line_or_a_plan(key: str, value: object) -> None:
+    """Any field of a model YAML set to any value (names with newlines and escapes, booleans
+    for sizes, 400-digit numbers, NaN, nested junk): exit 0, 1 or 2, one clean line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.yaml"
+        path.write_text(yaml.safe_dump({**_LLAMA_8B, key: value}), encoding="utf-8")
+        code, _, err = run_main(
+            ["estimate", "--model", str(path), "--cluster", "hgx_h100x8", "--tp", "2"]
+        )
+        _assert_clean_exit(code, err)
+        assert not (Path(tmp) / "owned").exists()
+
+
+@settings(SETTINGS, max_examples=40)
+@given(
+    flag=st.sampled_from(["--seq-len", "--global-batch", "--nic-gbps", "--fix", "--max",
+                          "--oversubscription", "--time-limit", "--gpus", "--domain-size"]),
+    text=_HOSTILE_TEXT | _HOSTILE_NUMBERS.map(str),
+)  # fmt: skip
+def test_a_hostile_flag_value_is_one_line_or_a_plan(flag: str, text: str) -> None:
+    if flag in ("--fix", "--max"):
+        text = f"tp={text}"
+    code, _, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x8", flag, text])
+    _assert_clean_exit(code, err)
