@@ -39,7 +39,7 @@ def memory_breakdown(cost: StepCost, cluster: ClusterSpec) -> MemoryBreakdown:
     return MemoryBreakdown(
         peak_gib=mem.total / GiB,
         capacity_gib=acc.usable_memory_bytes / GiB,
-        hbm_gib=acc.hbm_bytes / GiB,
+        hbm_gib=acc.total_memory_bytes / GiB,  # what the driver exposes, as serving reports
         weights_gib=mem.weights / GiB,
         grads_gib=mem.grads / GiB,
         optimizer_gib=mem.optimizer / GiB,
