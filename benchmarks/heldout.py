@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import planner
 from planner.errors import InfeasibleError, SpecError
+from planner.specs.trust import coverage
 from planner.specs.workload import TrainWorkload
 
 Row = tuple[str, str, str, dict[str, object], dict[str, object], float]
@@ -20,9 +21,10 @@ def predict_rows(
     """Predict each row with its published layout (ZeRO-1, the distributed optimizer; expert
     tensor parallelism 1, as every one of these configs sets ``expert_tensor_parallel_size``)
     on top of the ``framework`` settings its release shares, and print one line a row and the
-    summary (median |error|, max, signed mean). A row the planner cannot evaluate prints its
-    reason and stays out of the statistics."""
-    errors = []
+    summary (median |error|, max, signed mean), and how many rows fell inside the ± band the
+    planner printed for them (its coverage, to compare with the band's stated level). A row the
+    planner cannot evaluate prints its reason and stays out of the statistics."""
+    errors, bands, levels = [], [], set()
     for row_id, model, cluster, workload, layout, measured in rows:
         spec = TrainWorkload.model_validate({**framework, **workload})
         try:
@@ -40,10 +42,14 @@ def predict_rows(
             )
             continue
         error = plan.tokens_per_s_per_gpu / measured - 1.0
+        band = (plan.uncertainty_pct or 0.0) / 100.0
         errors.append(error)
+        bands.append(band)
+        levels.add(plan.uncertainty_level)
         print(
             f"{row_id:{id_width}s} {cluster:16s} {plan.layout.short():{layout_width}s} "
             f"predicted {plan.tokens_per_s_per_gpu:8,.0f}  measured {measured:8,.0f}  {error:+6.1%}"
+            f"  band ±{band:.1%}{'' if abs(error) <= band else '  OUTSIDE'}"
         )
     if not errors:
         print("0 held-out rows evaluated")
@@ -51,4 +57,10 @@ def predict_rows(
     print(
         f"{len(errors)} held-out rows: median |err| {statistics.median(map(abs, errors)):.1%}, "
         f"max {max(map(abs, errors)):.1%}, bias {statistics.fmean(errors):+.1%}"
+    )
+    inside = round(coverage(errors, bands) * len(errors))
+    level = ", ".join("none" if v is None else f"{v:.0%}" for v in sorted(levels, key=str))
+    print(
+        f"inside the printed band: {inside} of {len(errors)} ({coverage(errors, bands):.0%}; "
+        f"band level {level}), median band ±{statistics.median(bands):.1%}"
     )

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from planner.accuracy.rows import Case, is_moe, stated_layout, to_model_spec, workload_of
 from planner.accuracy.run import LAYOUT_FIELDS
 from planner.catalog import load_cluster
-from planner.catalog.store import load_accelerator_prior
+from planner.catalog.store import load_accelerator_prior, load_calibration
 from planner.errors import InfeasibleError, SpecError
 from planner.search import engine
 from planner.search.evaluate import score
@@ -230,8 +230,12 @@ def _all_formats(
     return out
 
 
-def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> CalibrationRecord:
-    """Fit one family's factors and package them as an overlay record."""
+def calibrate_family(
+    cases: Sequence[PreparedCase], *, date: str, heldout: bool = False
+) -> CalibrationRecord:
+    """Fit one family's factors and package them as an overlay record; with ``heldout`` also
+    its out-of-sample bands (:func:`planner.accuracy.loso.heldout_record`: one refit per
+    source, minutes)."""
     accelerator = cases[0].cluster.accelerator
     prior = accelerator.efficiency
     eff = fit_efficiency(cases, prior)
@@ -248,7 +252,9 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
             round(eff.moe_sync_overhead_us, 1) if "moe_sync_overhead_us" in names else None
         ),
     )
-    return CalibrationRecord(
+    serving = serving_errors(accelerator.family, eff)
+    serving_summary = {"serving": ResidualSummary.of(list(serving.values()))} if serving else {}
+    record = CalibrationRecord(
         family=accelerator.family,
         fitted_on=sorted({c.cluster.accelerator.name for c in cases}),
         date=date,
@@ -259,20 +265,24 @@ def calibrate_family(cases: Sequence[PreparedCase], *, date: str) -> Calibration
             f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
         ),
         efficiency=fit,
-        residuals={**residuals(cases, eff), **serving_residuals(accelerator.family, eff)},
+        residuals={**residuals(cases, eff), **serving_summary},
     )
+    if not heldout:
+        return record
+    from planner.accuracy.loso import heldout_record  # loso.py refits with this module
+
+    return record.model_copy(update={"heldout": heldout_record(cases, serving, date=date)})
 
 
-def serving_residuals(family: str, eff: AcceleratorEfficiency) -> dict[str, ResidualSummary]:
-    """``{"serving": summary}`` of the bundled serving rows on ``family`` predicted with
-    ``eff`` (serving uses the same factors; its rows are scored, not fitted); empty if none."""
+def serving_errors(family: str, eff: AcceleratorEfficiency) -> dict[str, float]:
+    """Row id -> error of the bundled serving rows on ``family`` predicted with ``eff``."""
     from planner.accuracy.serving import load_serving_rows, predict_row, serving_file
 
     try:
         rows = load_serving_rows(serving_file())
     except SpecError:
         return {}
-    errors = []
+    errors = {}
     for row in rows:
         try:
             if load_cluster(row.cluster).accelerator.family != family:
@@ -281,8 +291,8 @@ def serving_residuals(family: str, eff: AcceleratorEfficiency) -> dict[str, Resi
             continue
         result = predict_row(row, eff)
         if result.status == "ok" and result.error is not None:
-            errors.append(result.error)
-    return {"serving": ResidualSummary.of(errors)} if errors else {}
+            errors[row.id] = result.error
+    return errors
 
 
 class FamilyFit(FrozenSpec):
@@ -295,9 +305,12 @@ class FamilyFit(FrozenSpec):
 
 
 def run_calibration(
-    cases: Sequence[Case], *, date: str, families: Sequence[str] = ()
+    cases: Sequence[Case], *, date: str, families: Sequence[str] = (), heldout: bool = False
 ) -> list[FamilyFit]:
-    """Fit every family that has validation rows (or only ``families``)."""
+    """Fit every family that has validation rows (or only ``families``). With ``heldout`` each
+    record gets fresh out-of-sample bands (minutes); without, it keeps the stored overlay's
+    bands when its rows and fitted factors are unchanged (the refits they come from would
+    then be the same), and has none otherwise."""
     grouped: dict[str, list[PreparedCase]] = {}
     for case in prepare(cases):
         grouped.setdefault(case.cluster.accelerator.family, []).append(case)
@@ -311,8 +324,24 @@ def run_calibration(
     for family in sorted(families or grouped):
         rows = grouped[family]
         before = residuals(rows, rows[0].cluster.accelerator.efficiency)
-        out.append(FamilyFit(record=calibrate_family(rows, date=date), before=before))
+        record = calibrate_family(rows, date=date, heldout=heldout)
+        if not heldout:
+            record = _keep_heldout(record)
+        out.append(FamilyFit(record=record, before=before))
     return out
+
+
+def _keep_heldout(record: CalibrationRecord) -> CalibrationRecord:
+    """``record`` with the stored overlay's held-out bands if it fits the same rows to the same
+    factors."""
+    stored = load_calibration(record.family)
+    same = (
+        stored is not None
+        and stored.rows == record.rows
+        and stored.efficiency == record.efficiency
+        and stored.heldout is not None
+    )
+    return record.model_copy(update={"heldout": stored.heldout}) if same else record
 
 
 def overlay_yaml(record: CalibrationRecord) -> str:

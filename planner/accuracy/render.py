@@ -6,6 +6,7 @@ regenerating it from the same code and data reproduces it byte for byte.
 
 from __future__ import annotations
 
+from planner.accuracy.band import BandReport, RegimeBand
 from planner.accuracy.run import RowResult, Summary, ValidationReport
 from planner.report.quote import terminal_lines
 
@@ -192,4 +193,111 @@ def validation_markdown(report: ValidationReport) -> str:
     notes = _notes(report)
     if notes:
         lines += ["", "## Notes", "", *(f"- **{rid}**: {text}" for rid, text in notes)]
+    if report.band is not None:
+        lines += ["", *band_markdown(report.band)]
     return "\n".join(lines) + "\n"
+
+
+_BAND_HEADERS = (
+    "family",
+    "regime",
+    "held-out rows",
+    "in-sample median",
+    "held-out median",
+    "band (before widening)",
+    "inside",
+    "inside (band without the row)",
+    "validated",
+)
+
+
+def _band_cells(row: RegimeBand) -> list[str]:
+    def share(n: int) -> str:
+        return f"{n} ({100 * n / row.rows:.0f}%)"
+
+    in_sample = "-" if row.in_sample_median_pct is None else f"{row.in_sample_median_pct:.1f}%"
+    return [
+        row.family,
+        row.regime,
+        str(row.rows),
+        in_sample,
+        f"{row.heldout_median_pct:.1f}%",
+        f"±{row.band_pct:.1f}%",
+        share(row.inside),
+        share(row.inside_without_row),
+        row.envelope or "-",
+    ]
+
+
+def _coverage_sentence(band: BandReport) -> str:
+    """Totals over the training bands, and a plain statement for each check below the level."""
+    training = [r for r in band.regimes if r.family != "pooled" and r.regime != "serving"]
+    rows = sum(r.rows for r in training)
+    inside = sum(r.inside for r in training)
+    loo = sum(r.inside_without_row for r in training)
+    text = (
+        f"On the {rows} leave-one-source-out training rows, {inside} ({100 * inside / rows:.0f}%) "
+        f"lie inside their regime's band (by construction about the level) and {loo} "
+        f"({100 * loo / rows:.0f}%) inside the band recomputed without them."
+    )
+    low = [c for c in band.checks if c.inside / c.rows < band.level]
+    for check in low:
+        text += (
+            f" On `{check.name}` coverage is below the stated {100 * band.level:.0f}%: "
+            f"{check.inside} of {check.rows} rows."
+        )
+    return text
+
+
+def band_markdown(band: BandReport) -> list[str]:
+    """The docs/accuracy.md section on the ± band: level, stored bands, widening, coverage."""
+    level = f"{100 * band.level:.0f}%"
+    widen = band.widen.model_dump()
+    return [
+        "## The ± band",
+        "",
+        f"Every plan prints its prediction with a band, `step : 52.6 s (±14%, {level} band)`: the "
+        f"|error| a new run of the same regime is expected to stay within {level} of the time. "
+        "It comes from out-of-sample errors, not from the in-sample ones above: leave one source "
+        "out (a row id's letter), refit the family's factors on its other sources, predict the "
+        f"held-out rows; the band is the split-conformal {level} quantile of their |error| "
+        "(the ceil((n+1) x level)-th smallest). `python benchmarks/cross_validate.py --write` "
+        "stores the errors and bands in `topologies/calibration/<family>.yaml` (`heldout:`) "
+        "without touching the fitted factors. Serving bands use the serving rows, which are "
+        "scored, not fitted. A family without rows takes the pooled band of its regime; a plan "
+        "that extrapolates (below) multiplies its band by the factors of `topologies/trust.yaml`, "
+        "each with its justification there, and says so in a warning.",
+        "",
+        *markdown_table(_BAND_HEADERS, [_band_cells(r) for r in band.regimes], {2, 3, 4, 5, 6, 7}),
+        "",
+        _coverage_sentence(band),
+        "",
+        *markdown_table(
+            ("extrapolation", "band x"),
+            [[name, f"{value['factor']:g}"] for name, value in widen.items()],
+            {1},
+        ),
+        "",
+        "Coverage of the printed band on published runs no fit saw (each row predicted with its "
+        "published layout, its band as the plan prints it):",
+        "",
+        *markdown_table(
+            ("benchmark", "rows", "inside", "median band", "median |err|", "measured"),
+            [
+                [
+                    f"`{c.command}`",
+                    str(c.rows),
+                    f"{c.inside} ({100 * c.inside / c.rows:.0f}%)",
+                    f"±{c.median_band_pct:.1f}%",
+                    f"{c.median_abs_error_pct:.1f}%",
+                    c.date,
+                ]
+                for c in band.checks
+            ],
+            {1, 2, 3, 4},
+        ),
+        "",
+        "These sets are not a blind test: their median errors were published before the "
+        "widening factors were chosen (by judgment, not fitted to them). Their rows share models "
+        "and a software release, so misses come in groups rather than one at a time.",
+    ]

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from planner.accuracy.band import BandReport, catalog_band_report
 from planner.accuracy.rows import (
     REPO_DATA_DIR,
     Case,
@@ -37,7 +38,7 @@ from planner.specs.layout import Layout
 from planner.specs.result import Plan
 from planner.specs.solver_config import SolverConfig
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"
 """Version of the ValidationReport JSON shape (minor bumps are additive)."""
 LAYOUT_FIELDS: tuple[str, ...] = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "recompute", "zero")
 """Fields that must all be stated for a row to be estimated rather than searched."""
@@ -126,6 +127,9 @@ class ValidationReport(FrozenSpec):
     """Statistics per accelerator x dense/MoE."""
     total_time_s: float
     """Wall time of the whole run (s)."""
+    band: BandReport | None = None
+    """The ± band plans print: its level, the stored held-out band per family and regime, and
+    its measured coverage (from the calibration overlays and topologies/trust.yaml)."""
 
 
 def summarize(group: str, results: Sequence[RowResult]) -> Summary:
@@ -257,6 +261,7 @@ def run_validation(
         overall=summarize("all", results),
         families=family_summaries(results),
         total_time_s=time.perf_counter() - start,
+        band=catalog_band_report(),
     )
 
 

@@ -15,6 +15,7 @@ from planner.catalog.io import load_mapping, path_exists, validate_spec
 from planner.errors import SpecError
 from planner.specs.hardware import AcceleratorSpec, CalibrationRecord, SystemSpec
 from planner.specs.model import ModelSpec
+from planner.specs.trust import TrustSpec
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -132,6 +133,21 @@ def load_calibration_file(path: str | Path) -> CalibrationRecord:
     measured overlay written by ``layout calibrate --measure`` (docs/calibration.md)."""
     path = Path(path)
     return validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
+
+
+@lru_cache(maxsize=1)
+def fitted_calibrations() -> tuple[CalibrationRecord, ...]:
+    """Every family's calibration overlay in ``topologies/calibration/`` (the pooled band of a
+    family without runs draws on all of them)."""
+    folder = catalog_root() / "topologies" / "calibration"
+    return tuple(r for name in _names(folder) if (r := load_calibration(name)) is not None)
+
+
+@lru_cache(maxsize=1)
+def load_trust() -> TrustSpec:
+    """``topologies/trust.yaml``: the band level and the widening factors (DESIGN.md 9)."""
+    path = catalog_root() / "topologies" / "trust.yaml"
+    return validate_spec(TrustSpec, load_mapping(path), where=str(path))
 
 
 def apply_calibration(spec: AcceleratorSpec, record: CalibrationRecord | None) -> AcceleratorSpec:

@@ -234,7 +234,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.report.calibration import calibration_text
 
     cases = expand_cases(load_rows(training_file()))
-    fits = run_calibration(cases, date=datetime.date.today().isoformat(), families=args.family)
+    fits = run_calibration(
+        cases,
+        date=datetime.date.today().isoformat(),
+        families=args.family,
+        heldout=args.write,  # the written overlay carries fresh out-of-sample bands (minutes)
+    )
     if args.write:
         folder = catalog_root() / "topologies" / "calibration"
         folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.report.quote import terminal_lines, terminal_text
-from planner.report.text import breakdown_line
+from planner.report.text import band_text, breakdown_line
 from planner.search.explain import rejection_histogram
 from planner.specs.result import ServePlan, ServeSearchResult
 from planner.units import KiB, format_seconds
@@ -12,7 +12,7 @@ _TERMS = ("linear", "attention", "tp_comm", "ep_comm", "pp_comm", "overhead")
 
 
 def _band(plan: ServePlan) -> str:
-    return "" if plan.uncertainty_pct is None else f" (±{plan.uncertainty_pct:.0f}%)"
+    return band_text(plan.uncertainty_pct, plan.uncertainty_level)
 
 
 def serve_plan_lines(plan: ServePlan) -> list[str]:

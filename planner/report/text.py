@@ -18,8 +18,19 @@ def breakdown_line(term: str, seconds: float, total_s: float) -> str:
     return f"  {term:<10} {format_seconds(seconds):>10}  {100 * seconds / total_s:5.1f}%"
 
 
+def band_text(pct: float | None, level: float | None) -> str:
+    """The ± band after a prediction, with the share of runs it is meant to hold.
+
+    >>> band_text(12.4, 0.8), band_text(5.0, None), band_text(None, None)
+    (' (±12%, 80% band)', ' (±5%)', '')
+    """
+    if pct is None:
+        return ""
+    return f" (±{pct:.0f}%" + ("" if level is None else f", {100 * level:.0f}% band") + ")"
+
+
 def _band(plan: Plan) -> str:
-    return "" if plan.uncertainty_pct is None else f" (±{plan.uncertainty_pct:.0f}%)"
+    return band_text(plan.uncertainty_pct, plan.uncertainty_level)
 
 
 def plan_lines(plan: Plan) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planner.cost.step import StageMemory, StepCost, estimate_step
+from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout, Recompute
@@ -48,47 +49,6 @@ def memory_breakdown(cost: StepCost, cluster: ClusterSpec) -> MemoryBreakdown:
     )
 
 
-MAX_VALIDATED_GPUS = 6144
-"""Largest job in the validation set (Megatron-LM's 462B run on 6,144 H100)."""
-MIN_REGIME_ROWS = 5
-"""Fewer validated rows than this in a regime earns a warning."""
-
-
-def trust(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> tuple[float | None, list[str]]:
-    """(typical error in %, warnings) from the family's calibration residuals (DESIGN.md 9)."""
-    acc = cluster.accelerator
-    warnings: list[str] = []
-    record = acc.calibration
-    regime = "moe" if model.moe is not None else "dense"
-    uncertainty = None
-    if record is None:
-        warnings.append(
-            f"no published runs validate {acc.family} accelerators ({acc.name}): "
-            "efficiency factors are uncalibrated catalog priors"
-        )
-    elif not record.residuals:  # e.g. a hand-written overlay without residuals
-        warnings.append(
-            f"the {acc.family} calibration overlay has no residuals: the error band is unknown"
-        )
-    else:
-        summary = record.residuals.get(regime) or record.residuals.get("all")
-        if summary is None:  # only the other regime: its band is still the best guide
-            summary = next(iter(record.residuals.values()))
-        uncertainty = 100.0 * summary.median_abs
-        if summary.count < MIN_REGIME_ROWS or regime not in record.residuals:
-            warnings.append(
-                f"only {summary.count if regime in record.residuals else 0} validated "
-                f"{regime} runs on {acc.family}; the band is a rough guide"
-            )
-    if layout.precision in (NumberFormat.NVFP4, NumberFormat.MXFP4):
-        warnings.append(f"{layout.precision} training has no validated runs")
-    if layout.num_gpus > MAX_VALIDATED_GPUS:
-        warnings.append(
-            f"{layout.num_gpus} GPUs is beyond the largest validated job ({MAX_VALIDATED_GPUS})"
-        )
-    return uncertainty, warnings
-
-
 def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> list[str]:
     """Framework settings the user gave that this layout or model does not use (said, not
     silently dropped)."""
@@ -119,8 +79,8 @@ def to_plan(
     step = cost.step_time_s
     tokens_per_s = workload.tokens_per_step / step
     model_flops_per_gpu = cost.model_flops_per_step / step / layout.num_gpus
-    uncertainty, warnings = trust(model, cluster, layout)
-    warnings += unused_settings(model, workload, layout)
+    band = train_band(model, cluster, workload, layout)
+    warnings = band.warnings + unused_settings(model, workload, layout)
     return Plan(
         model=model.name,
         cluster=cluster.name,
@@ -143,7 +103,8 @@ def to_plan(
         memory=memory_breakdown(cost, cluster),
         breakdown_s=dict(cost.breakdown_s),
         placement=placement(cluster, layout),
-        uncertainty_pct=uncertainty,
+        uncertainty_pct=band.uncertainty_pct,
+        uncertainty_level=band.level,
         warnings=warnings,
     )
 

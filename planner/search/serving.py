@@ -25,11 +25,10 @@ from planner.cost.serving import (
 )
 from planner.cost.serving_time import PassLoad, PassTime, ServeSetup, decode_token_time, ttft_time
 from planner.errors import SpecError
-from planner.search.evaluate import MIN_REGIME_ROWS
+from planner.search.trust import serve_band
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
-from planner.specs.hardware import AcceleratorSpec
 from planner.specs.model import ModelSpec
 from planner.specs.result import PlacementEntry, ServeLayout, ServeMemory, ServePlan
 from planner.specs.workload import ServeWorkload
@@ -348,7 +347,8 @@ def to_serve_plan(
     prefill = ttft_time(
         setup, running=idle, prompt_len=workload.prompt_len, chunk_tokens=workload.max_batch_tokens
     )
-    uncertainty, warnings = serve_trust(acc)
+    band = serve_band(acc)
+    warnings = list(band.warnings)
     if layout.precision in (NumberFormat.NVFP4, NumberFormat.MXFP4):
         warnings.append(f"{layout.precision} serving is validated on one published run only")
     return ServePlan(
@@ -383,25 +383,10 @@ def to_serve_plan(
         ),
         breakdown_s=point.tpot.as_dict(),
         placement=serve_placement(cluster, layout),
-        uncertainty_pct=uncertainty,
+        uncertainty_pct=band.uncertainty_pct,
+        uncertainty_level=band.level,
         warnings=warnings,
     )
-
-
-def serve_trust(acc: AcceleratorSpec) -> tuple[float | None, list[str]]:
-    """(typical error in %, warnings) from the serving residuals the family's calibration keeps
-    (median |error| of its serving validation rows; DESIGN.md section 9)."""
-    record = acc.calibration
-    summary = None if record is None else record.residuals.get("serving")
-    if summary is None:
-        return None, [f"no published serving runs validate {acc.family} accelerators"]
-    warnings = []
-    if summary.count < MIN_REGIME_ROWS:
-        warnings.append(
-            f"only {summary.count} validated serving run(s) on {acc.family}; "
-            "the band is a rough guide"
-        )
-    return 100.0 * summary.median_abs, warnings
 
 
 def replicas_for(per_replica_tokens_per_s: float, target: float) -> int:

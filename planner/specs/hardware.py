@@ -15,6 +15,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.text import Label, Name, Text
+from planner.specs.trust import HeldoutRecord
 from planner.units import GB, GBIT, TFLOP, US, MiB
 
 Fraction = float
@@ -487,6 +488,9 @@ class CalibrationRecord(FrozenSpec):
     """Errors after the fit: 'all', and per regime ('dense', 'moe'); a measured overlay's are
     those of the fitted kernel model against its measurements ('all', 'gemm', 'attention',
     'hbm', 'collectives')."""
+    heldout: HeldoutRecord | None = None
+    """Out-of-sample error bands per regime (leave one source out) that the printed ± band
+    uses; None for a measured or hand-written overlay (the band then falls back and widens)."""
     measurements: MeasurementRecord | None = None
     """The local measurements a measured overlay was fitted on (None for fits to published runs)."""
 

@@ -16,7 +16,7 @@ from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -100,9 +100,13 @@ class Plan(FrozenSpec):
     placement: dict[str, PlacementEntry]
     """Per parallel dimension: where its groups land."""
     uncertainty_pct: float | None = None
-    """Typical error of this prediction: the median |predicted/measured - 1| of the validation
-    rows of the closest regime (accelerator family x dense/MoE), in percent; None when the
-    family has no validated runs (see ``warnings``)."""
+    """Half-width of the error band of this prediction, in percent: the ``uncertainty_level``
+    quantile of |predicted/measured - 1| over held-out validation runs (leave one source out) of
+    the closest regime (accelerator family x dense/MoE), widened by the factors of
+    ``topologies/trust.yaml`` when the plan extrapolates (``warnings`` says which); None when no
+    family has held-out runs."""
+    uncertainty_level: float | None = None
+    """Share of runs the band is meant to hold (0.8 = an 80% band); None with no band."""
     warnings: list[str] = Field(default_factory=list)
     """What the prediction does not know (outside validated regimes, ignored settings)."""
     why_not: str | None = None
@@ -288,8 +292,12 @@ class ServePlan(FrozenSpec):
     placement: dict[str, PlacementEntry]
     """Per parallel dimension: where its groups land."""
     uncertainty_pct: float | None = None
-    """Median |error| of the serving validation rows of this accelerator family (percent);
-    None when none are validated."""
+    """Half-width of the error band (percent): the ``uncertainty_level`` quantile of |error| of
+    the serving validation rows of this accelerator family (scored, not fitted), widened by the
+    factors of ``topologies/trust.yaml`` (``warnings`` says which); None when no family has
+    serving rows."""
+    uncertainty_level: float | None = None
+    """Share of runs the band is meant to hold (0.8 = an 80% band); None with no band."""
     warnings: list[str] = Field(default_factory=list)
     """What the prediction does not know."""
     why_not: str | None = None

@@ -1,0 +1,86 @@
+"""Out-of-sample errors for the ± band (DESIGN.md section 9): leave one source out, refit the
+family's efficiency factors on its other sources, predict the held-out rows.
+
+A source is a row id's letter prefix (S: SC'21, K: Korthikanti et al., M: Megatron-LM H100
+table, N: Megatron-Bridge, F and G: NeMo tables, D: DGX Cloud recipes), so rows that share a
+publication, and with it a software stack and a way of measuring, are held out together. The
+in-sample residuals of ``layout calibrate --fit`` (median 4%) are errors on rows the factors were
+fitted on; these are the errors a new run can expect, and the bands are their quantiles.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from planner.accuracy.calibrate import PreparedCase, fit_efficiency, predict
+from planner.catalog.store import load_trust
+from planner.specs.trust import BandSummary, HeldoutRecord
+
+MIN_TRAIN_ROWS = 3
+"""A source is held out only if the family keeps at least this many rows to fit on."""
+REGIMES = ("dense", "moe")
+"""Training regimes with their own band. A context-length class is not one: a single row
+(F11, 64K tokens) is longer than 8K, so long context is an extrapolation (``trust.yaml``)."""
+METHOD = (
+    "leave one source out (a source = the row ids' letter prefix): refit the family's factors "
+    "with `calibrate.fit_efficiency` on its other sources, predict the held-out rows with their "
+    "layouts fixed; band = split-conformal quantile of |error| at the level (specs/trust.py "
+    "band_quantile). serving: the bundled serving rows scored with the full fit (no serving row "
+    "is fitted)"
+)
+"""What ``heldout.method`` says."""
+
+
+def source_of(row_id: str) -> str:
+    """The source group of a validation row id.
+
+    >>> source_of("K1/full"), source_of("N21")
+    ('K', 'N')
+    """
+    match = re.match(r"[A-Za-z]+", row_id)
+    return match.group(0) if match else row_id
+
+
+def loso_errors(cases: Sequence[PreparedCase]) -> dict[str, float]:
+    """Row id -> held-out error (predicted / measured - 1) of one family's cases, each predicted
+    by the factors fitted on the family's other sources (rows of a source whose removal leaves
+    fewer than MIN_TRAIN_ROWS are left out)."""
+    out: dict[str, float] = {}
+    for source in sorted({source_of(c.id) for c in cases}):
+        train = [c for c in cases if source_of(c.id) != source]
+        if len(train) < MIN_TRAIN_ROWS:
+            continue
+        eff = fit_efficiency(train, train[0].cluster.accelerator.efficiency)
+        for case in cases:
+            if source_of(case.id) == source:
+                out[case.id] = predict(case, eff) / case.measured - 1.0
+    return {c.id: out[c.id] for c in cases if c.id in out}
+
+
+def envelope(cases: Sequence[PreparedCase]) -> dict[str, object]:
+    """What a regime's rows validate: largest job, longest sequence, precisions."""
+    return {
+        "max_num_gpus": max(c.layout.num_gpus for c in cases),
+        "max_seq_len": max(c.workload.seq_len for c in cases),
+        "formats": sorted({c.layout.precision for c in cases}, key=str),
+    }
+
+
+def heldout_record(
+    cases: Sequence[PreparedCase], serving: Mapping[str, float], *, date: str
+) -> HeldoutRecord:
+    """The ``heldout:`` block of one family's overlay: a band per training regime from
+    :func:`loso_errors`, and one from the serving rows' errors ``serving`` (row id -> error)."""
+    level = load_trust().level
+    errors = loso_errors(cases)
+    bands = {}
+    for regime in REGIMES:
+        rows = [c for c in cases if c.kind == regime and c.id in errors]
+        if rows:
+            bands[regime] = BandSummary.of(
+                {c.id: errors[c.id] for c in rows}, level, envelope=envelope(rows)
+            )
+    if serving:
+        bands["serving"] = BandSummary.of(serving, level)
+    return HeldoutRecord(level=level, method=METHOD, date=date, bands=bands)

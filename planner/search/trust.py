@@ -1,0 +1,222 @@
+"""How far a plan can be trusted (DESIGN.md section 9): the ± band at a stated level, and the
+warnings that say what the prediction does not know.
+
+The band starts from the out-of-sample errors of the closest validated regime (accelerator
+family x dense/MoE, or the family's serving rows): the ``heldout`` bands of the family's
+calibration overlay, the split-conformal quantile of |held-out error| at the level
+``topologies/trust.yaml`` states (80%). Each extrapolation (a family, regime, accelerator or
+precision without rows, a job or sequence beyond the validated ones) multiplies it by that
+file's judgment factor and adds a warning naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from planner.catalog.store import fitted_calibrations, load_trust
+from planner.specs.base import FrozenSpec
+from planner.specs.cluster import ClusterSpec
+from planner.specs.formats import NumberFormat
+from planner.specs.hardware import AcceleratorSpec, CalibrationRecord
+from planner.specs.layout import Layout
+from planner.specs.model import ModelSpec
+from planner.specs.trust import BandSummary, HeldoutRecord, TrustSpec, band_quantile
+from planner.specs.workload import TrainWorkload
+
+Step = tuple[float, str]
+"""One widening: (factor, the warning that names it)."""
+
+
+class TrustBand(FrozenSpec):
+    """A plan's band and warnings."""
+
+    uncertainty_pct: float | None
+    """Half-width of the band (percent of the prediction); None when nothing is validated."""
+    level: float | None
+    """Share of runs the band is meant to hold (0.8 = 80%)."""
+    warnings: list[str]
+    """What the prediction does not know, each widening with its factor."""
+
+
+@dataclass(frozen=True)
+class Basis:
+    """The band a plan starts from and the envelope of the rows behind it."""
+
+    band_abs: float
+    level: float
+    max_num_gpus: int | None = None
+    max_seq_len: int | None = None
+    formats: tuple[NumberFormat, ...] | None = None
+
+    @classmethod
+    def of(cls, band: BandSummary, level: float) -> Basis:
+        """The basis of one stored band."""
+        formats = None if band.formats is None else tuple(band.formats)
+        return cls(band.band_abs, level, band.max_num_gpus, band.max_seq_len, formats)
+
+
+def pooled_basis(regime: str, level: float) -> Basis | None:
+    """The band of every family's held-out ``regime`` errors pooled (quantile at ``level``),
+    with the union of their envelopes; None when no overlay has such errors."""
+    bands = [
+        r.heldout.bands[regime]
+        for r in fitted_calibrations()
+        if r.heldout is not None and r.heldout.level == level and regime in r.heldout.bands
+    ]
+    if not bands:
+        return None
+    errors = [e for b in bands for e in b.errors.values()]
+    gpus = [b.max_num_gpus for b in bands if b.max_num_gpus is not None]
+    seqs = [b.max_seq_len for b in bands if b.max_seq_len is not None]
+    formats = {f for b in bands for f in (b.formats or ())}
+    return Basis(
+        band_quantile(errors, level),
+        level,
+        max(gpus) if gpus else None,
+        max(seqs) if seqs else None,
+        tuple(sorted(formats, key=str)) if formats else None,
+    )
+
+
+def heldout_of(record: CalibrationRecord | None, family: str) -> HeldoutRecord | None:
+    """The held-out bands that apply: the overlay's own, or for a measured overlay (``layout
+    calibrate --measure``, no held-out errors of its own) those of the family's published fit."""
+    if record is not None and record.heldout is not None:
+        return record.heldout
+    if record is not None and record.measurements is not None:
+        published = [r.heldout for r in fitted_calibrations() if r.family == family]
+        return published[0] if published else None
+    return None
+
+
+def _without_bands(
+    record: CalibrationRecord | None, regime: str, acc: AcceleratorSpec, spec: TrustSpec
+) -> tuple[Basis | None, list[Step]]:
+    """No held-out bands: the overlay's in-sample median, else the pooled band of all families."""
+    summary = None if record is None else record.residuals.get(regime)
+    pooled = pooled_basis(regime, spec.level)
+    if summary is not None:  # the envelope of all validated rows, as for a pooled band
+        basis = Basis(summary.median_abs, spec.level)
+        basis = basis if pooled is None else replace(pooled, band_abs=summary.median_abs)
+        note = f"the {acc.family} overlay has no held-out band: its in-sample median |error|"
+        return basis, [(spec.widen.in_sample_only.factor, note)]
+    what = "serving runs" if regime == "serving" else "runs"
+    if record is None:
+        note = (
+            f"no published {what} validate {acc.family} accelerators ({acc.name}): efficiency "
+            "factors are uncalibrated catalog priors; the band is the pooled held-out band of the "
+            "validated families"
+        )
+    else:
+        note = f"the {acc.family} overlay has no {regime} band: the band pools the other families"
+    return pooled, [(spec.widen.no_family_rows.factor, note)]
+
+
+def family_envelope(basis: Basis, heldout: HeldoutRecord, regime: str) -> Basis:
+    """``basis`` with the formats and the longest sequence of all the family's training rows:
+    they exercise the family's kernels (GEMM per format, attention), whatever the regime; the
+    largest job stays the regime's own (its collectives are the regime's)."""
+    if regime == "serving":
+        return basis
+    bands = [b for k, b in heldout.bands.items() if k != "serving"]
+    seqs = [b.max_seq_len for b in bands if b.max_seq_len is not None]
+    formats = {f for b in bands for f in (b.formats or ())}
+    return replace(
+        basis,
+        max_seq_len=max(seqs) if seqs else basis.max_seq_len,
+        formats=tuple(sorted(formats, key=str)) if formats else basis.formats,
+    )
+
+
+def family_basis(
+    acc: AcceleratorSpec, regime: str, spec: TrustSpec
+) -> tuple[Basis | None, list[Step]]:
+    """The band of ``regime`` on ``acc``'s family and the widenings of its gaps (no rows of the
+    regime, few rows, an accelerator without rows of its own)."""
+    record = acc.calibration
+    heldout = heldout_of(record, acc.family)
+    band = None if heldout is None else heldout.bands.get(regime)
+    steps: list[Step] = []
+    if heldout is not None and band is None and regime != "serving":
+        other = next((k for k in ("dense", "moe") if k in heldout.bands), None)
+        if other is not None:
+            band = heldout.bands[other]
+            note = (
+                f"no validated {regime} runs on {acc.family}: the band is that of its {other} runs"
+            )
+            steps.append((spec.widen.no_regime_rows.factor, note))
+    if heldout is None or band is None:
+        return _without_bands(record, regime, acc, spec)
+    if record is not None and record.measurements is not None:
+        steps.append((1.0, f"the band is the {acc.family} published-run fit's; the measured "
+                      "factors were not cross-validated"))  # fmt: skip
+    if band.count < spec.min_regime_rows:
+        note = (
+            f"only {band.count} validated {regime} runs on {acc.family}; the band is a rough guide"
+        )
+        steps.append((spec.widen.few_regime_rows.factor, note))
+    fitted_on = [] if record is None else record.fitted_on
+    if regime != "serving" and acc.name not in fitted_on:
+        note = f"{acc.name} has no validated runs; the {acc.family} factors are fitted on " + (
+            ", ".join(fitted_on)
+        )
+        steps.append((spec.widen.accelerator_without_rows.factor, note))
+    return family_envelope(Basis.of(band, heldout.level), heldout, regime), steps
+
+
+def envelope_steps(
+    basis: Basis, workload: TrainWorkload, layout: Layout, spec: TrustSpec
+) -> list[Step]:
+    """Widenings for a plan beyond what the basis's rows validate: more GPUs, longer
+    sequences, a precision none of them used."""
+    steps: list[Step] = []
+    if basis.max_num_gpus is not None and layout.num_gpus > basis.max_num_gpus:
+        note = f"{layout.num_gpus} GPUs is beyond the largest validated job ({basis.max_num_gpus})"
+        steps.append((spec.widen.beyond_largest_job.factor, note))
+    if basis.max_seq_len is not None and workload.seq_len > basis.max_seq_len:
+        note = (
+            f"sequence length {workload.seq_len} is beyond the longest validated one "
+            f"({basis.max_seq_len})"
+        )
+        steps.append((spec.widen.beyond_longest_sequence.factor, note))
+    if basis.formats is not None and layout.precision not in basis.formats:
+        steps.append((spec.widen.precision_without_rows.factor,
+                      f"{layout.precision} training has no validated runs"))  # fmt: skip
+    return steps
+
+
+def widened(basis: Basis | None, steps: Sequence[Step]) -> TrustBand:
+    """The basis's band times every step's factor, each step's warning with its factor."""
+    warnings = [note if factor == 1.0 else f"{note} (band x{factor:g})" for factor, note in steps]
+    if basis is None:
+        return TrustBand(uncertainty_pct=None, level=None, warnings=warnings)
+    pct = 100.0 * basis.band_abs
+    for factor, _ in steps:
+        pct *= factor
+    return TrustBand(uncertainty_pct=pct, level=basis.level, warnings=warnings)
+
+
+def train_band(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> TrustBand:
+    """The band of a training plan (module docstring)."""
+    spec = load_trust()
+    regime = "moe" if model.moe is not None else "dense"
+    basis, steps = family_basis(cluster.accelerator, regime, spec)
+    if basis is not None:
+        steps += envelope_steps(basis, workload, layout, spec)
+    return widened(basis, steps)
+
+
+def serve_band(acc: AcceleratorSpec) -> TrustBand:
+    """The band of a serving plan: the family's serving band, widened because the serving rows
+    are the ones the serving model was built against (no held-out serving set)."""
+    spec = load_trust()
+    basis, steps = family_basis(acc, "serving", spec)
+    note = (
+        "the serving band is the spread of the bundled serving rows' errors; no serving row is "
+        "fitted, but the serving model was built against them (there is no held-out serving set)"
+    )
+    steps.append((spec.widen.serving_not_held_out.factor, note))
+    return widened(basis, steps)

@@ -1,0 +1,174 @@
+"""The ± band (DESIGN.md section 9): a plan's band is the stored held-out band of its regime
+(``heldout:`` in topologies/calibration/<family>.yaml), widened by the factors of
+topologies/trust.yaml when it extrapolates; the coverage arithmetic is right. Fast: reads the
+stored figures, no leave-one-source-out refits."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import planner
+from planner.accuracy.band import band_report, leave_one_out_inside
+from planner.api import serve_search
+from planner.catalog import load_cluster
+from planner.catalog.store import fitted_calibrations, load_calibration, load_trust
+from planner.report.text import plan_lines
+from planner.search.trust import family_basis, pooled_basis
+from planner.specs.trust import BandSummary, HeldoutRecord, band_quantile, coverage
+
+ROOT = Path(__file__).resolve().parent.parent
+TRUST = load_trust()
+WIDEN = TRUST.widen
+
+
+def _band(family: str, regime: str) -> float:
+    """The stored band of ``regime`` on ``family``, in percent (what a reader finds in the YAML)."""
+    record = load_calibration(family)
+    assert record is not None and record.heldout is not None
+    return 100 * record.heldout.bands[regime].band_abs
+
+
+def _plan(model: str, cluster: str, layout: dict[str, object], **workload: object):
+    return planner.estimate(model=model, cluster=cluster, layout=layout, workload=workload or None)
+
+
+def test_plan_band_is_the_stored_heldout_band_of_its_regime() -> None:
+    dense = _plan("70B", "hgx_h100x64", {"tp": 8, "pp": 4})
+    assert dense.uncertainty_pct == pytest.approx(_band("hopper", "dense"))
+    assert dense.uncertainty_level == TRUST.level == 0.8
+    assert not any("band x" in w for w in dense.warnings)
+    moe = _plan("qwen3-30b-a3b", "hgx_b200x8", {"tp": 1, "ep": 8})
+    assert moe.uncertainty_pct == pytest.approx(_band("blackwell", "moe"))
+    assert "(±" in plan_lines(dense)[3] and "80% band)" in plan_lines(dense)[3]
+
+
+def test_band_widens_beyond_the_largest_validated_job() -> None:
+    plan = _plan("405B", "hgx_h100x16384", {"tp": 8, "pp": 16})
+    largest = load_calibration("hopper").heldout.bands["dense"].max_num_gpus  # type: ignore[union-attr]
+    assert plan.num_gpus > largest
+    assert plan.uncertainty_pct == pytest.approx(
+        _band("hopper", "dense") * WIDEN.beyond_largest_job.factor
+    )
+    assert any(f"largest validated job ({largest})" in w for w in plan.warnings)
+
+
+def test_band_widens_for_fp4_training_on_b200() -> None:
+    plan = _plan("70B", "hgx_b200x64", {"tp": 4, "pp": 2}, precision="nvfp4")
+    assert plan.uncertainty_pct == pytest.approx(
+        _band("blackwell", "dense") * WIDEN.precision_without_rows.factor
+    )
+    assert any("nvfp4 training has no validated runs" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize("cluster", ["mi300xx64", "tpu_v5px64"])
+def test_family_without_rows_takes_the_pooled_band_widened(cluster: str) -> None:
+    plan = _plan("8B", cluster, {"tp": 1})
+    errors = [
+        e
+        for r in fitted_calibrations()
+        if r.heldout is not None
+        for e in r.heldout.bands["dense"].errors.values()
+    ]
+    pooled = 100 * band_quantile(errors, TRUST.level)
+    assert plan.uncertainty_pct == pytest.approx(pooled * WIDEN.no_family_rows.factor)
+    assert any("uncalibrated catalog priors" in w for w in plan.warnings)
+
+
+def test_moe_on_a_dense_only_family_widens_the_dense_band() -> None:
+    plan = _plan("qwen3-30b-a3b", "hgx_a100x64", {"tp": 1, "ep": 8}, seq_len=2048)
+    assert plan.uncertainty_pct == pytest.approx(
+        _band("ampere", "dense") * WIDEN.no_regime_rows.factor
+    )
+    longer = _plan("qwen3-30b-a3b", "hgx_a100x64", {"tp": 1, "ep": 8}, seq_len=8192)
+    assert longer.uncertainty_pct == pytest.approx(
+        plan.uncertainty_pct * WIDEN.beyond_longest_sequence.factor
+    )
+
+
+def test_an_accelerator_without_rows_in_a_validated_family_widens() -> None:
+    plan = _plan("70B", "hgx_h200x64", {"tp": 8, "pp": 4})
+    assert plan.uncertainty_pct == pytest.approx(
+        _band("hopper", "dense") * WIDEN.accelerator_without_rows.factor
+    )
+
+
+def test_an_overlay_without_heldout_bands_widens_its_in_sample_median() -> None:
+    acc = load_cluster("hgx_h100x8").accelerator
+    record = acc.calibration.model_copy(update={"heldout": None})  # type: ignore[union-attr]
+    basis, steps = family_basis(acc.model_copy(update={"calibration": record}), "dense", TRUST)
+    assert basis is not None
+    assert basis.band_abs == record.residuals["dense"].median_abs
+    assert [f for f, _ in steps] == [WIDEN.in_sample_only.factor]
+
+
+def test_serving_band_is_the_stored_serving_band_widened() -> None:
+    workload = {"precision": "fp8", "kv_precision": "fp8"}
+    hopper = serve_search(model="70B", cluster="hgx_h200x8", workload=workload).best
+    assert hopper.uncertainty_pct == pytest.approx(
+        _band("hopper", "serving") * WIDEN.serving_not_held_out.factor
+    )
+    assert any("no held-out serving set" in w for w in hopper.warnings)
+    amd = serve_search(model="70B", cluster="mi300xx8", workload=workload).best
+    pooled = pooled_basis("serving", TRUST.level)
+    assert pooled is not None
+    assert amd.uncertainty_pct == pytest.approx(
+        100 * pooled.band_abs * WIDEN.no_family_rows.factor * WIDEN.serving_not_held_out.factor
+    )
+
+
+def test_stored_heldout_bands_are_never_narrower_than_the_in_sample_median() -> None:
+    records = [r for r in fitted_calibrations() if r.heldout is not None]
+    assert {r.family for r in records} == {"ampere", "blackwell", "hopper"}
+    for record in records:
+        assert record.heldout.level == TRUST.level  # type: ignore[union-attr]
+        for regime, band in record.heldout.bands.items():  # type: ignore[union-attr]
+            assert band.band_abs >= record.residuals[regime].median_abs, (record.family, regime)
+            assert band.band_abs >= band.median_abs
+
+
+def test_band_quantile_and_coverage_on_a_synthetic_set() -> None:
+    errors = [0.01, -0.02, 0.03, -0.04, 0.05, 0.06, -0.07, 0.08, 0.09, -0.5]
+    band = band_quantile(errors, 0.8)  # ceil(11 x 0.8) = 9th smallest |error|
+    assert band == 0.09
+    assert coverage(errors, [band] * len(errors)) == 0.9
+    assert band_quantile(errors, 0.5) == 0.06  # ceil(5.5) = 6th
+    assert band_quantile(errors[:3], 0.8) == 0.03  # too few rows: the largest
+    # without each row, the band of the other nine (ceil(10 x 0.8) = 8th) still holds 8 of 10
+    assert leave_one_out_inside(errors, 0.8) == 8
+
+
+def test_band_report_counts_rows_inside_their_band() -> None:
+    errors = {f"X{i}": e for i, e in enumerate([0.01, -0.02, 0.03, -0.04, 0.05, -0.5])}
+    record = load_calibration("ampere").model_copy(  # type: ignore[union-attr]
+        update={
+            "family": "synthetic",
+            "heldout": HeldoutRecord(
+                level=0.8,
+                method="synthetic",
+                date="2026-01-01",
+                bands={"dense": BandSummary.of(errors, 0.8)},
+            ),
+        }
+    )
+    (row, pooled) = band_report([record], TRUST.model_copy(update={"level": 0.8})).regimes
+    assert row.band_pct == pytest.approx(50.0)  # ceil(7 x 0.8) = 6th of 6: the largest
+    assert row.inside == 6 and row.inside_without_row == 5
+    assert (pooled.family, pooled.band_pct) == ("pooled", row.band_pct)
+
+
+def test_a_hand_edited_band_is_refused() -> None:
+    band = BandSummary.of({"A": 0.1, "B": 0.2}, 0.8).model_copy(update={"band_abs": 0.05})
+    with pytest.raises(ValueError, match="band_abs"):
+        HeldoutRecord(level=0.8, method="m", date="2026-01-01", bands={"dense": band})
+
+
+def test_trust_factors_have_sources_and_ship_in_the_wheel() -> None:
+    for name, widening in WIDEN:
+        assert widening.factor >= 1.0 and len(widening.source) > 40, name
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    included = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert included["topologies"] == "planner/_catalog/topologies"
+    assert (ROOT / "topologies" / "trust.yaml").is_file()
