@@ -273,7 +273,8 @@ def _priced(cluster: ClusterLike, prices: dict[str, float]) -> ClusterSpec:
     spec = load_cluster(cluster)
     for key in (str(cluster), spec.name, spec.system.name):
         if key in prices:
-            return load_cluster(cluster, edits={**spec.edits, "price_per_gpu_hour": prices[key]})
+            # a cluster file's own edits are merged by load_cluster (spec.edits holds them as text)
+            return load_cluster(cluster, edits={"price_per_gpu_hour": prices[key]})
     return spec
 
 

@@ -47,6 +47,8 @@ WORKLOAD_FLAGS = {
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",
     "--no-rail-optimized", "--domain-size", "--price-per-gpu-hour",
+    # accelerator variants (issue 18: HBM capacity and bandwidth, power cap)
+    "--hbm-gb", "--hbm-tbps", "--power-cap-w",
 }  # fmt: skip
 SERVE_FLAGS = {
     "--mode", "--context", "--prompt-len", "--output-len", "--concurrency", "--kv-precision",

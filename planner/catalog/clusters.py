@@ -15,14 +15,14 @@ from pathlib import Path
 from planner.catalog.io import load_mapping, path_exists, validate_spec
 from planner.catalog.store import (
     apply_calibration,
-    load_accelerator,
     load_calibration_file,
     load_system,
     suggest,
     system_names,
 )
+from planner.catalog.variants import catalog_hardware, edit_accelerator, file_hardware
 from planner.errors import SpecError
-from planner.specs.cluster import ClusterEdits, ClusterFile, ClusterSpec
+from planner.specs.cluster import BaseHardware, ClusterEdits, ClusterFile, ClusterSpec
 from planner.specs.hardware import CalibrationRecord, FabricSpec, SystemSpec
 
 _SHAPE_RE = re.compile(r"^(?P<system>.+)_(?P<shape>[0-9]{1,9}(?:x[0-9]{1,9}){1,2})$")
@@ -115,21 +115,23 @@ def _apply_edits(system: SystemSpec, edits: ClusterEdits) -> tuple[SystemSpec, F
 
 
 def build_cluster(
-    system_name: str,
+    system_name: str | BaseHardware,
     n: int,
     *,
     name: str,
     edits: ClusterEdits | None = None,
     shape: tuple[int, ...] | None = None,
 ) -> ClusterSpec:
-    """Resolve a system and an accelerator count into a ClusterSpec (or raise SpecError)."""
+    """Resolve a system (a catalog name, or the unedited hardware a cluster file gives) and an
+    accelerator count into a ClusterSpec with ``edits`` applied (or raise SpecError)."""
     edits = edits or ClusterEdits()
     if not 0 < n <= MAX_ACCELERATORS:
         raise SpecError(
             f"accelerator count {n} in '{name}' must be between 1 and {MAX_ACCELERATORS:,}"
         )
-    system, fabric = _apply_edits(load_system(system_name), edits)
-    accelerator = load_accelerator(system.accelerator)
+    base = system_name if isinstance(system_name, BaseHardware) else catalog_hardware(system_name)
+    system, fabric = _apply_edits(base.system, edits)
+    accelerator = edit_accelerator(base.accelerator, edits)
     price = edits.price_per_gpu_hour or system.price_per_gpu_hour_usd
     common = {
         "name": name,
@@ -139,6 +141,7 @@ def build_cluster(
         "num_accelerators": n,
         "price_per_gpu_hour_usd": price,
         "edits": edits.as_dict(),
+        "base": base,
     }
     if system.torus is not None:
         return _tpu_cluster(system, n, shape=shape, common=common)
@@ -225,7 +228,8 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
 def load_cluster(
     name_or_path: str | Path | ClusterSpec, edits: ClusterEdits | None = None
 ) -> ClusterSpec:
-    """A cluster from a name (``hgx_b200x16``, ``tpu_v4x64``, ``tpu_v5p_8x8x16``) or a YAML file."""
+    """A cluster from a name (``hgx_b200x16``, ``tpu_v4x64``, ``tpu_v5p_8x8x16``) or a YAML file
+    (which may name its own system and accelerator files, beside it: ``file_hardware``)."""
     if isinstance(name_or_path, ClusterSpec):
         return name_or_path
     text = str(name_or_path)
@@ -239,7 +243,8 @@ def load_cluster(
                 k: v for k, v in (edits or ClusterEdits()).model_dump().items() if v is not None
             }
         )
-        return build_cluster(spec.system, spec.num_accelerators, name=spec.name, edits=merged)
+        hardware = file_hardware(spec, path=path)
+        return build_cluster(hardware, spec.num_accelerators, name=spec.name, edits=merged)
     system, n, shape = parse_cluster_name(text)
     if n == 0:
         raise SpecError(f"cluster '{text}' has 0 accelerators; N must be at least 1")
@@ -299,7 +304,22 @@ def apply_cluster_calibration(
         "system": system,
         "fabric": fabric,
     }
+    if cluster.base is not None:  # what a what-if sweep rebuilds from: calibrated alike
+        data["base"] = {
+            **cluster.base.model_dump(),
+            "accelerator": apply_calibration(cluster.base.accelerator, record),
+            "system": _with_link_efficiency(cluster.base.system, links),
+        }
     return validate_spec(ClusterSpec, data, where="calibration overlay")
+
+
+def _with_link_efficiency(system: SystemSpec, links: dict[str, float]) -> SystemSpec:
+    """``system`` with fitted efficiencies on its scale-up link and default scale-out fabric."""
+    data = system.model_dump()
+    for kind in ("scale_up", "scale_out"):
+        if kind in links:
+            data[kind] = {**data[kind], "efficiency": links[kind]}
+    return validate_spec(SystemSpec, data, where="calibration overlay")
 
 
 def _fake_system(domain_size: int, unit_size: int) -> SystemSpec:

@@ -101,6 +101,16 @@ def _add_cluster_edits(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--domain-size", type=positive_int, help="accelerators per scale-up domain")
     g.add_argument("--price-per-gpu-hour", type=positive_float, help="USD per accelerator-hour")
+    g.add_argument(
+        "--hbm-gb", type=positive_float, help="HBM per accelerator, GB as on the spec sheet (1-4096)"
+    )
+    g.add_argument("--hbm-tbps", type=positive_float, help="HBM bandwidth, TB/s (0.1-100)")
+    g.add_argument(
+        "--power-cap-w",
+        type=positive_float,
+        help="power limit per accelerator, W (nvidia-smi -pl; 25%%-100%% of TDP): lowers the "
+        "FLOP/s peaks, and energy uses it",
+    )
 
 
 def _add_workload(

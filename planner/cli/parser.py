@@ -133,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this family (hopper, blackwell, ampere); repeatable",
     )
     calibrate.add_argument(
-        "--write", action="store_true", help="write topologies/calibration/<family>.yaml overlays"
+        "--write",
+        action="store_true",
+        help="write topologies/calibration/<family>.yaml overlays, with fresh held-out bands (minutes)",
     )
     calibrate.add_argument("--json", action="store_true", help="print JSON on stdout")
     calibrate.add_argument(
@@ -181,8 +183,8 @@ def _add_whatif(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.add_argument(
         "--vary", action="append", required=True, metavar="KEY=V1,V2",
         help="knob and values (nic_gbps, nics_per_gpu, oversubscription, rail_optimized, "
-        "domain_size, price_per_gpu_hour, system, accelerator, gpus, precision, seq_len, "
-        "global_batch); repeatable: the cartesian product is planned",
+        "domain_size, price_per_gpu_hour, hbm_gb, hbm_tbps, power_cap_w, system, accelerator, "
+        "gpus, precision, seq_len, global_batch); repeatable: the cartesian product is planned",
     )  # fmt: skip
     p.add_argument(
         "--fix", action="append", default=[], metavar="KEY=VALUE", help="pin a layout field"

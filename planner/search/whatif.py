@@ -31,9 +31,8 @@ from planner.errors import InfeasibleError, SpecError, one_line
 from planner.search import engine
 from planner.search.migrate import bottleneck, economics
 from planner.specs.base import FrozenSpec
-from planner.specs.cluster import ClusterEdits, ClusterSpec
+from planner.specs.cluster import BaseHardware, ClusterEdits, ClusterSpec
 from planner.specs.formats import TRAINING_FORMATS
-from planner.specs.hardware import AcceleratorSpec
 from planner.specs.model import ModelSpec
 from planner.specs.scenarios import KnobValue, RunLength, Scenario, WhatIfResult
 from planner.specs.solver_config import SolverConfig
@@ -70,6 +69,7 @@ _ALIASES = {
     "price": "price_per_gpu_hour",
 }
 _FLOAT_KNOBS = ("nic_gbps", "nics_per_gpu", "oversubscription", "price_per_gpu_hour")
+_FLOAT_KNOBS += ("hbm_gb", "hbm_tbps", "power_cap_w")
 _INT_KNOBS = ("domain_size", "gpus", "seq_len", "global_batch")
 _TRUE, _FALSE = ("true", "yes", "on", "1", "rail"), ("false", "no", "off", "0", "tor")
 
@@ -87,9 +87,10 @@ class ClusterBase(FrozenSpec):
     """TPU slice shape of the base cluster (None for GPU systems)."""
     edits: ClusterEdits = Field(default_factory=ClusterEdits)
     """What-if edits already applied to the base cluster."""
-    accelerator: AcceleratorSpec | None = None
-    """The base cluster's accelerator as resolved (with any ``--calibration`` overlay); kept in
-    every scenario whose system uses the same accelerator."""
+    hardware: BaseHardware | None = None
+    """The base cluster's system and accelerator before its edits (a cluster file's own, with
+    any ``--calibration`` overlay): every scenario on the same system is built from them, and
+    a catalog system of the same accelerator keeps that accelerator."""
 
     @classmethod
     def of(cls, cluster: ClusterSpec) -> ClusterBase:
@@ -106,7 +107,8 @@ class ClusterBase(FrozenSpec):
                 {k: parse_value(k, v) if k in EDIT_KNOBS else v for k, v in cluster.edits.items()},
                 where="cluster edits",
             ),
-            accelerator=cluster.accelerator,
+            hardware=cluster.base
+            or BaseHardware(system=cluster.system, accelerator=cluster.accelerator),
         )
 
 
@@ -364,13 +366,25 @@ def scenario_cluster(base: ClusterBase, vary: dict[str, KnobValue]) -> ClusterSp
     if "accelerator" in vary:
         system = system_for_accelerator(str(vary["accelerator"]), base.system)
     num = int(vary.get("gpus", base.num_accelerators))
+    hardware = _scenario_hardware(base, system)
     if system == base.system and num == base.num_accelerators:
-        cluster = build_cluster(system, num, name=base.name, edits=edits, shape=base.shape)
-    else:
-        cluster = build_cluster(system, num, name=f"{system}x{num}", edits=edits)
-    if base.accelerator is not None and cluster.accelerator.name == base.accelerator.name:
-        cluster = cluster.model_copy(update={"accelerator": base.accelerator})
-    return cluster
+        return build_cluster(hardware, num, name=base.name, edits=edits, shape=base.shape)
+    return build_cluster(hardware, num, name=f"{system}x{num}", edits=edits)
+
+
+def _scenario_hardware(base: ClusterBase, system: str) -> str | BaseHardware:
+    """What a scenario on ``system`` is built from: the base's own hardware on the base's
+    system; a catalog system of the base's (catalog) accelerator with that accelerator, so a
+    calibration overlay is kept; else the catalog system by name."""
+    hardware = base.hardware
+    if hardware is None:
+        return system
+    if system == base.system:
+        return hardware
+    catalog = load_system(system)
+    if not hardware.accelerator_origin and catalog.accelerator == hardware.accelerator.name:
+        return BaseHardware(system=catalog, accelerator=hardware.accelerator)
+    return system
 
 
 def framework_updates(vary: dict[str, KnobValue]) -> dict[str, object]:

@@ -89,4 +89,10 @@ def export(job: ExportJob, fmt: str) -> ExportResult:
     if fmt not in FORMATS:
         raise SpecError(f"unknown export format '{fmt}' (one of: {', '.join(FORMATS)})")
     job.notes.clear()
+    changes = job.cluster.changes()
+    if changes:  # the arguments cannot say it: the hardware they were planned for
+        job.note(
+            f"planned for cluster '{job.cluster.name}' as changed from the catalog "
+            f"({'; '.join(changes)}): the numbers hold on hardware that matches"
+        )
     return FORMATS[fmt](job)
