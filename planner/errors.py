@@ -11,9 +11,14 @@ EXIT_BAD_INPUT = 2
 
 
 class PlannerError(Exception):
-    """Base class of every error the planner raises on purpose."""
+    """Base class of every error the planner raises on purpose. Its message is made one
+    printable line (:func:`one_line`), so an API caller that prints it prints no control
+    character or line break that came from a user's value."""
 
     exit_code: int = EXIT_BAD_INPUT
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(one_line(str(message)), *args)
 
 
 class SpecError(PlannerError, ValueError):

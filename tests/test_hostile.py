@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from planner.catalog import catalog_root
 from planner.search.cpsat import MAX_OBJECTIVE_SUM, LayoutSolver
 from planner.specs.solver_config import SolverConfig
 from tests.test_cli import assert_one_line_error, layout_command, run_exe, run_main
@@ -424,6 +425,43 @@ CASES: list[Case] = [
          ("--graphml", "is the --cluster file"), {"c.yaml": OK_CLUSTER}),
     Case("measure-out-missing-folder", ["calibrate", "--measure", "--dry-run", "--out",
                                         "{tmp}/no/o.yaml"], 2, ("--out", "does not exist")),
+    # --- issue 17, second pass: what a fresh hostile pass found ------------------------------
+    Case("seq-len-overflows-a-float", [*S8, "--seq-len", "9" * 300 + ".0T"], 2,
+         ("seq-len", "exceeds the 131072-token context")),
+    Case("top-almost-whole", [*S8, "--top", "1.0000000000000000001"], 2,
+         ("--top", "positive whole number")),
+    Case("whatif-gpus-inf", [*W8, "--vary", "gpus=inf"], 2, ("gpus", "'inf'", "finite")),
+    Case("whatif-seq-nan", [*W8, "--vary", "seq_len=nan"], 2, ("seq_len", "'nan'", "finite")),
+    Case("plan-version-5000-digits", [*EXPORT, "{tmp}/p.json"], 2, ("schema_version", "upgrade"),
+         {"p.json": json.dumps({"schema_version": "9" * 5000, "best": {}})}),
+    Case("placement-into-the-catalog", [*S8, "--placement", "{catalog}/models/llama3.1-8b.yaml"],
+         2, ("--placement", "inside the planner's catalog")),
+    Case("graphml-into-the-catalog", ["show", "hgx_h100x8", "--graphml",
+                                      "{catalog}/topologies/systems/hgx_h100.yaml"], 2,
+         ("--graphml", "inside the planner's catalog")),
+    Case("placement-is-a-fifo", [*S8, "--placement", "{tmp}/f.csv"], 2,
+         ("--placement", "not a regular file"), {"f.csv": _fifo}),
+    Case("placement-empty", [*S8, "--placement", ""], 2, ("--placement", "not a file name")),
+    Case("placement-trailing-slash", [*S8, "--placement", "{tmp}/newdir/"], 2,
+         ("--placement", "not a file name")),
+    Case("model-yaml-merge-key", ["search", "--model", "{tmp}/m.yaml", "--cluster", "hgx_h100x8"],
+         2, ("m.yaml", "merge key"), {"m.yaml": "<<: {hidden_size: 8192}\n" + LLAMA_8B}),
+    Case("model-yaml-int-for-bool", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                     "hgx_h100x8"], 2, ("tied_embeddings", "boolean"),
+         {"m.yaml": LLAMA_8B.replace("tied_embeddings: false", "tied_embeddings: 1")}),
+    Case("model-yaml-500k-values", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                    "hgx_h100x8"], 2, ("m.yaml", "more than 50,000 values"),
+         {"m.yaml": "extra: [" + ",".join(["1"] * 60_000) + "]\n"}),
+    Case("model-proc-file", ["search", "--model", "/proc/self/status", "--cluster", "hgx_h100x8"],
+         2, ("/proc/self/status",)),
+    Case("model-twice", ["search", "--model", "8B", "--model", "70B", "--cluster",
+                         "hgx_h100x8"], 2, ("--model is given twice",)),
+    Case("seq-len-twice-with-equals", [*S8, "--seq-len=4096", "--seq-len", "8192"], 2,
+         ("--seq-len is given twice",)),
+    Case("switch-and-its-negation", [*S8, "--rail-optimized", "--no-rail-optimized"], 2,
+         ("--rail-optimized and --no-rail-optimized are both given",)),
+    Case("export-format-twice", ["export", "--format", "megatron", "--format", "vllm", "--model",
+                                 "8B", "--cluster", "hgx_h100x8"], 2, ("--format is given twice",)),
     # --- issue 17: control characters never reach the terminal -----------------------------
     Case("model-name-osc", ["search", "--model", "\x1b]0;owned\x07", "--cluster", "hgx_h100x8"],
          2, ("unknown model", "\\x1b]0;owned\\x07")),
@@ -440,7 +478,8 @@ def _materialise(case: Case, tmp: Path) -> list[str]:
             path.write_bytes(content)
         else:
             path.write_text(content.replace("{tmp}", str(tmp)), encoding="utf-8")
-    return [a.replace("{tmp}", str(tmp)) for a in case.argv]
+    catalog = str(catalog_root())
+    return [a.replace("{tmp}", str(tmp)).replace("{catalog}", catalog) for a in case.argv]
 
 
 def test_table_has_at_least_40_distinct_cases() -> None:

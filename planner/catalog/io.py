@@ -22,6 +22,11 @@ MAX_ALIAS_EXPANSION = 10_000
 no aliases at all; a "billion laughs" file of 1 KB expands to 10^9 nodes and would take minutes
 and gigabytes to validate or to print."""
 
+MAX_YAML_NODES = 50_000
+"""Most YAML nodes a file may hold: PyYAML's pure-Python parser takes ~50 us a node, so this
+bounds a refusal to ~2 s (a 1 MB list of 500,000 values took 25 s and 500 MB before).
+tests/validation/training.yaml, the largest file the planner reads, has ~5,400."""
+
 MAX_SHOWN_CHARS = 60
 """Longest rendering of a user's value in an error message."""
 
@@ -56,6 +61,15 @@ class _StrictLoader(yaml.SafeLoader):
     """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last one) and
     aliases that expand past :data:`MAX_ALIAS_EXPANSION` nodes."""
 
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._nodes = getattr(self, "_nodes", 0) + 1
+        if self._nodes > MAX_YAML_NODES:
+            raise yaml.YAMLError(
+                f"more than {MAX_YAML_NODES:,} values: too large to be a spec (the longest "
+                "catalog file has a few thousand)"
+            )
+        return super().compose_node(parent, index)
+
     def compose_document(self) -> Any:
         node = super().compose_document()
         _check_alias_expansion(node)
@@ -65,8 +79,11 @@ class _StrictLoader(yaml.SafeLoader):
         if isinstance(node, yaml.MappingNode):
             seen: set[object] = set()
             for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` would hide a duplicate
+                    line = key_node.start_mark.line + 1
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"merge key '<<' (line {line}): write the keys out", None
+                    )
                 key = self.construct_object(key_node, deep=True)
                 try:
                     duplicate = key in seen
@@ -192,6 +209,8 @@ def read_text(path: Path) -> str:
     if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
         raise SpecError(f"'{path}' is not a regular file")
     size = info.st_size
+    if size == 0:  # empty, or a /proc file whose read may block for ever (/proc/kmsg)
+        raise SpecError(f"file '{path}' is empty")
     if size > MAX_FILE_BYTES:
         raise SpecError(f"file '{path}' is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
     try:

@@ -52,7 +52,12 @@ __all__ = [
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``layout`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    repeated = repeated_flag(parser, args.command, list(sys.argv[1:] if argv is None else argv))
+    if repeated:
+        sys.stderr.write(f"layout {args.command}: error: {repeated}\n")
+        return EXIT_BAD_INPUT
     from planner.errors import InfeasibleError, PlannerError, one_line
 
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -112,6 +117,38 @@ _STDOUT_ERRNOS = frozenset(
     {errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG, errno.EPIPE}
 )
 """What writing to a full disk, a closed descriptor or a vanished terminal raises."""
+
+
+def repeated_flag(parser: argparse.ArgumentParser, command: str, argv: list[str]) -> str:
+    """'--x is given twice' when a flag that takes one value (or a switch, or one of a pair
+    such as --rail-optimized / --no-rail-optimized) appears twice: argparse keeps the last one
+    silently. Repeatable flags (--fix, --vary, --report, ...) are not counted. '' if none."""
+    sub = next(
+        a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices[command]
+    options: dict[str, argparse.Action] = {}
+    for action in sub._actions:
+        if isinstance(action, argparse._AppendAction | argparse._HelpAction):
+            continue
+        for name in action.option_strings:
+            options[name] = action
+    seen: dict[str, str] = {}
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if not name.startswith("--"):
+            continue
+        matches = [o for o in options if o == name] or [o for o in options if o.startswith(name)]
+        if len(matches) != 1:
+            continue
+        dest = options[matches[0]].dest
+        if dest in seen:
+            if seen[dest] == matches[0]:
+                return f"{matches[0]} is given twice: give it once"
+            return f"{seen[dest]} and {matches[0]} are both given: give one"
+        seen[dest] = matches[0]
+    return ""
 
 
 def _drop_stdout() -> None:

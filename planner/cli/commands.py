@@ -23,6 +23,7 @@ from planner.cli.options import (
     _write_placement,
     _write_text,
 )
+from planner.cli.outputs import wrote
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -163,7 +164,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if args.markdown:
         target = Path(args.markdown)
         write_text_atomic(target, validation_markdown(report))
-        sys.stderr.write(f"layout validate: wrote {target}\n")
+        wrote("validate", target)
         if serving is not None and not args.rows:
             _write_serving_markdown(serving, target.with_name(f"{target.stem}-serving.md"))
     if serving is None:
@@ -211,7 +212,7 @@ def _write_serving_markdown(report: object, target: object) -> None:
     from planner.cli.outputs import write_text_atomic
 
     write_text_atomic(target, serving_validation_markdown(report))  # type: ignore[arg-type]
-    sys.stderr.write(f"layout validate: wrote {target}\n")
+    wrote("validate", target)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -246,7 +247,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         for fit in fits:
             target = folder / f"{fit.record.family}.yaml"
             target.write_text(overlay_yaml(fit.record), encoding="utf-8")
-            sys.stderr.write(f"layout calibrate: wrote {target}\n")
+            wrote("calibrate", target)
     if args.json:
         print(json.dumps([f.model_dump(mode="json") for f in fits], indent=2))
     else:
@@ -270,7 +271,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if not args.out:
         check_writable("--out", target)
     write_text_atomic(target, overlay_yaml(record))
-    sys.stderr.write(f"layout calibrate: wrote {target}\n")
+    wrote("calibrate", target)
     if args.json:
         print(json.dumps({"out": str(target), **fit.model_dump(mode="json")}, indent=2))
     else:
@@ -318,7 +319,7 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     )
     for target, render in renderers:
         _write_text(target, render(result))
-        sys.stderr.write(f"layout whatif: wrote {target}\n")
+        wrote("whatif", target)
     print(result.model_dump_json(indent=2) if args.json else whatif_text(result))
     if any(s.plan is not None for s in result.scenarios):
         return 0

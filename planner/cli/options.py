@@ -6,7 +6,10 @@ import argparse
 import math
 import re
 import sys
+from fractions import Fraction
 from typing import NoReturn
+
+from planner.cli.outputs import wrote
 
 EXIT_BAD_INPUT = 2
 
@@ -40,11 +43,8 @@ def positive_int(text: str) -> int:
     if not match:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number")
     digits, scale = match.group(1), _SUFFIX[match.group(2).upper()]
-    if digits.isdigit():  # exact: float() would round 10**30 to 1000000000000000019884624838656
-        value: float = int(digits) * scale
-    else:
-        value = float(digits) * scale
-    if value != int(value) or value < 1:
+    value = Fraction(digits) * scale  # exact: float() would round 9.0000000000000000001 to 9
+    if value.denominator != 1 or value < 1:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number")
     return int(value)
 
@@ -462,7 +462,7 @@ def _write_placement(args: argparse.Namespace, plan: object) -> None:
     files = placement_files(args.placement, plan, _cluster(args))  # type: ignore[arg-type]
     for target, text in files.items():
         write_text_atomic(target, text)
-        sys.stderr.write(f"layout {args.command}: wrote {target}\n")
+        wrote(args.command, target)
 
 
 MOE_DISPATCHER_CHOICES = ("alltoall", "deepep", "hybridep")

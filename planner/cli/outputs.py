@@ -33,20 +33,20 @@ INPUT_FLAGS: dict[str, str] = {
 def output_targets(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
     """(flag, path) of every file the parsed command will write."""
     placement = getattr(args, "placement", None)
-    if placement:
+    if placement is not None:
         path = Path(placement)
         yield "--placement", path
         yield "--placement", path.with_suffix(".hostfile")
     for report in getattr(args, "report", None) or []:
         yield "--report", Path(report)
-    if getattr(args, "out", None):
+    if getattr(args, "out", None) is not None:
         yield "--out", Path(args.out)
     markdown = getattr(args, "markdown", None)
-    if markdown:
+    if markdown is not None:
         path = Path(markdown)
         yield "--markdown", path
         yield "--markdown", path.with_name(f"{path.stem}-serving.md")
-    if getattr(args, "graphml", None):
+    if getattr(args, "graphml", None) is not None:
         yield "--graphml", Path(args.graphml)
 
 
@@ -72,6 +72,11 @@ def check_outputs(args: argparse.Namespace) -> None:
     """Refuse, before any work, an output that is an input, a folder, or in a missing folder."""
     from planner.errors import SpecError
 
+    for dest in ("placement", "out", "markdown", "graphml", "report"):
+        values = getattr(args, dest, None)
+        for raw in values if isinstance(values, list) else [values]:
+            if isinstance(raw, str) and (not raw.strip() or raw.endswith(("/", os.sep))):
+                raise SpecError(f"cannot write --{dest} {raw!r}: it is not a file name")
     inputs = list(input_files(args))
     seen: dict[str, str] = {}
     for flag, target in output_targets(args):
@@ -92,6 +97,15 @@ def check_outputs(args: argparse.Namespace) -> None:
                 )
 
 
+def wrote(command: str, target: object) -> None:
+    """The 'wrote FILE' line on stderr, with the file name made one printable line."""
+    import sys
+
+    from planner.errors import printable
+
+    sys.stderr.write(f"layout {command}: wrote {printable(str(target))}\n")
+
+
 def check_writable(flag: str, target: Path) -> None:
     """One line when ``target`` cannot be written: a folder, a missing or read-only folder, a
     name too long."""
@@ -107,8 +121,14 @@ def check_writable(flag: str, target: Path) -> None:
 
 
 def _unwritable(target: Path, folder: Path) -> str | None:
+    if not str(target).strip() or str(target).endswith(("/", os.sep)):
+        return "is not a file name"
     if target.is_dir():
         return "is a directory, not a file"
+    if target.exists() and not target.resolve().is_file():  # a device, a FIFO, a socket
+        return "exists and is not a regular file; name a new or regular file"
+    if _in_catalog(target):
+        return "is inside the planner's catalog (models, topologies, validation rows); write elsewhere"
     if not folder.is_dir():
         return f"the folder '{folder}' does not exist"
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -116,6 +136,20 @@ def _unwritable(target: Path, folder: Path) -> str | None:
     if len(target.name.encode("utf-8", "surrogateescape")) > _name_max(folder):
         return "the file name is too long for its folder"
     return None
+
+
+def _in_catalog(target: Path) -> bool:
+    """Whether ``target`` lies in a catalog folder the planner reads by name (a model or system
+    loaded as ``8B`` or ``hgx_h100x8`` is an input too, though no flag names its file)."""
+    from planner.catalog import catalog_root
+
+    root = catalog_root()
+    where = Path(os.path.realpath(target))
+    for folder in ("models", "topologies", "tests/validation", "validation"):
+        base = Path(os.path.realpath(root / folder))
+        if base.is_dir() and (where == base or base in where.parents):
+            return True
+    return False
 
 
 def _name_max(folder: Path) -> int:
@@ -141,8 +175,8 @@ def write_text_atomic(target: str | Path, text: str) -> None:
     an interrupt (Ctrl-C), a full disk or any error leaves no partial file behind."""
     from planner.errors import SpecError
 
-    path = Path(target)
-    folder = path.parent if str(path.parent) else Path(".")
+    path = Path(os.path.realpath(target))  # through a symlink to its target, as open() writes
+    folder = path.parent
     tmp_name = None
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=folder)

@@ -153,6 +153,8 @@ def _number(knob: str, text: str) -> KnobValue:
         value = float(text)
     except ValueError:
         raise SpecError(f"--vary {knob}: '{text}' is not a number") from None
+    if not math.isfinite(value):
+        raise SpecError(f"--vary {knob}: '{text}' must be a finite number")
     if knob in _INT_KNOBS:
         if value != int(value) or value < 1:
             raise SpecError(f"--vary {knob}: '{text}' must be a positive whole number")

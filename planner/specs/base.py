@@ -24,6 +24,12 @@ class NotANumber:
         return repr(self.value)
 
 
+class NotABoolean(NotANumber):
+    """A value other than true/false given where a boolean is meant (see NotANumber)."""
+
+    __slots__ = ()
+
+
 _NUMBERS = frozenset({int, float})
 
 
@@ -44,6 +50,8 @@ def _number_shape(annotation: Any) -> str | None:
     if origin in (list, tuple):
         args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
         return "list" if args and all(_number_shape(a) == "number" for a in args) else None
+    if annotation is bool:
+        return "bool"
     return "number" if annotation in _NUMBERS else None
 
 
@@ -91,6 +99,8 @@ class FrozenSpec(BaseModel):
             value = data[key]
             if shape == "number":
                 new = _wrap(value)
+            elif shape == "bool":  # lax mode reads 1, 'on', 'yes' and 0.0 as booleans
+                new = value if isinstance(value, bool) else NotABoolean(value)
             elif shape == "dict" and isinstance(value, dict):
                 new = {k: _wrap(v) for k, v in value.items()}
                 new = value if all(new[k] is value[k] for k in value) else new

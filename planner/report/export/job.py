@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from planner.catalog.io import describe_value_error, no_duplicate_keys, read_text
+from planner.catalog.io import describe_value_error, no_duplicate_keys, read_text, short_repr
 from planner.errors import SpecError
 from planner.report.quote import comment_text, printable
 from planner.specs.base import FrozenSpec
@@ -163,9 +163,9 @@ def load_plan_file(path: str | Path) -> Plan | ServePlan:
         raise SpecError(f"'{target}' is not a saved 'layout search --json' or 'estimate --json'")
     version = str(data.get("schema_version", ""))
     major, supported = version.split(".")[0], SCHEMA_VERSION.split(".")[0]
-    if not major.isdigit() or int(major) > int(supported):
+    if not (major.isascii() and major.isdigit()) or len(major) > 6 or int(major) > int(supported):
         raise SpecError(
-            f"plan '{target}' has schema_version '{version}'; this layout reads "
+            f"plan '{target}' has schema_version {short_repr(version)}; this layout reads "
             f"{supported}.x: upgrade layout to read it"
         )
     serve = data.get("mode") == "serve"
