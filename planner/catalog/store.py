@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from planner.catalog.io import load_mapping, path_exists, validate_spec
+from planner.catalog.io import SpecT, load_mapping, path_exists, validate_spec
 from planner.errors import SpecError
 from planner.specs.hardware import AcceleratorSpec, CalibrationRecord, SystemSpec
 from planner.specs.model import ModelSpec
@@ -143,11 +143,16 @@ def fitted_calibrations() -> tuple[CalibrationRecord, ...]:
     return tuple(r for name in _names(folder) if (r := load_calibration(name)) is not None)
 
 
+def load_topology_spec(file_name: str, spec_type: type[SpecT]) -> SpecT:
+    """A one-file catalog entry, ``topologies/<file_name>``, validated as ``spec_type``."""
+    path = catalog_root() / "topologies" / file_name
+    return validate_spec(spec_type, load_mapping(path), where=str(path))
+
+
 @lru_cache(maxsize=1)
 def load_trust() -> TrustSpec:
     """``topologies/trust.yaml``: the band level and the widening factors (DESIGN.md 9)."""
-    path = catalog_root() / "topologies" / "trust.yaml"
-    return validate_spec(TrustSpec, load_mapping(path), where=str(path))
+    return load_topology_spec("trust.yaml", TrustSpec)
 
 
 def apply_calibration(spec: AcceleratorSpec, record: CalibrationRecord | None) -> AcceleratorSpec:

@@ -16,10 +16,10 @@ from planner.catalog.io import load_mapping, validate_spec
 from planner.catalog.store import (
     apply_calibration,
     catalog_file,
-    catalog_root,
     load_accelerator,
     load_calibration,
     load_system,
+    load_topology_spec,
 )
 from planner.errors import SpecError, printable
 from planner.specs.cluster import ACCELERATOR_EDITS, BaseHardware, ClusterEdits, ClusterFile
@@ -37,8 +37,7 @@ MAX_SHOWN_PATH_CHARS = 300
 @lru_cache(maxsize=1)
 def load_power_cap_model() -> PowerCapModel:
     """The power-capping model, ``topologies/power_cap.yaml``."""
-    path = catalog_root() / "topologies" / "power_cap.yaml"
-    return validate_spec(PowerCapModel, load_mapping(path), where=str(path))
+    return load_topology_spec("power_cap.yaml", PowerCapModel)
 
 
 def power_cap_clock_scale(cap_w: float, tdp_w: float, exponent: float) -> float:

@@ -121,8 +121,6 @@ def check_writable(flag: str, target: Path) -> None:
 
 
 def _unwritable(target: Path, folder: Path) -> str | None:
-    if not str(target).strip() or str(target).endswith(("/", os.sep)):
-        return "is not a file name"
     if target.is_dir():
         return "is a directory, not a file"
     if target.exists() and not target.resolve().is_file():  # a device, a FIFO, a socket
