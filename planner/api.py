@@ -91,10 +91,14 @@ def _kind_error(argument: str, value: object, expected: str) -> SpecError:
 
 def _workload(workload: WorkloadLike) -> TrainWorkload:
     if isinstance(workload, TrainWorkload):
-        return workload
+        from planner.catalog.frameworks import resolve_workload
+
+        return resolve_workload(workload)
     if workload is not None and not isinstance(workload, Mapping):
         raise _kind_error("workload", workload, "a TrainWorkload or a dict of its fields")
-    return validate_spec(TrainWorkload, dict(workload or {}), where="workload")
+    from planner.catalog.frameworks import resolve_workload
+
+    return resolve_workload(validate_spec(TrainWorkload, dict(workload or {}), where="workload"))
 
 
 MAX_TOP = 50

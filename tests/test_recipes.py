@@ -427,3 +427,10 @@ def test_cli_dispatcher_choices_are_the_specs() -> None:
     from planner.specs.workload import MOE_DISPATCHERS
 
     assert MOE_DISPATCHER_CHOICES == MOE_DISPATCHERS
+
+
+def test_cp_comm_flag_choices_are_the_spec_names() -> None:
+    from planner.cli.options import CP_COMM_CHOICES
+    from planner.specs.framework import CP_COMMS
+
+    assert CP_COMM_CHOICES == CP_COMMS

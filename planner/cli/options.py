@@ -151,6 +151,19 @@ def _add_workload(
 def _add_framework(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("framework settings (training; Megatron-LM names)")
     g.add_argument(
+        "--framework",
+        metavar="NAME",
+        help="training framework profile: megatron (default), torchtitan, maxtext, deepspeed "
+        "(topologies/frameworks/): which layouts are legal, which overlaps run, how memory is "
+        "allocated; the settings below override it",
+    )
+    g.add_argument(
+        "--cp-comm",
+        choices=CP_COMM_CHOICES,
+        help="context-parallel algorithm: p2p ring, a2a (Ulysses), a2a+p2p, allgather "
+        "(default: the framework's)",
+    )
+    g.add_argument(
         "--recompute-modules",
         metavar="M,M",
         help="what selective recompute recomputes: core_attn (default), layernorm, moe_act, "
@@ -204,6 +217,10 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
     from planner.specs.workload import RECOMPUTE_MODULES, moe_framework_fields
 
     out: dict[str, object] = {}
+    if getattr(args, "framework", None) is not None:
+        out["framework"] = args.framework
+    if getattr(args, "cp_comm", None) is not None:
+        out["cp_comm"] = args.cp_comm
     if getattr(args, "recompute_modules", None) is not None:
         modules = tuple(m.strip() for m in args.recompute_modules.split(",") if m.strip())
         unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
@@ -468,6 +485,9 @@ def _write_placement(args: argparse.Namespace, plan: object) -> None:
 MOE_DISPATCHER_CHOICES = ("alltoall", "deepep", "hybridep")
 """``--moe-dispatcher`` choices (planner.specs.workload.MOE_DISPATCHERS, checked by a test; kept
 here so that building the parser imports nothing heavy)."""
+CP_COMM_CHOICES = ("p2p", "a2a", "a2a+p2p", "allgather")
+"""``--cp-comm`` choices (planner.specs.framework.CP_COMMS, checked by a test; kept literal so
+that building the parser imports no spec module)."""
 
 
 WHATIF_MAX_SCENARIOS = 256

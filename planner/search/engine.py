@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from planner.catalog.clusters import build_cluster, domain_split
+from planner.catalog.frameworks import resolve_workload
 from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.arguments import check_bounds, check_fix, positive_count, shown
 from planner.search.cpsat import LayoutSolver
@@ -247,6 +248,7 @@ def search(
     """
     start = time.perf_counter()
     config = config or SolverConfig()
+    workload = resolve_workload(workload)
     fix, bounds = check_fix(fix), check_bounds(bounds)
     for fmt in precisions or [workload.precision]:
         check_workload(model, cluster, workload.model_copy(update={"precision": fmt}))
@@ -321,6 +323,7 @@ def estimate(
     model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
 ) -> Plan:
     """Score one given layout. SpecError when it breaks a rule; the plan says whether it fits."""
+    workload = resolve_workload(workload)
     check_workload(model, cluster, workload)
     if layout.precision != workload.precision:
         layout = layout.model_copy(update={"precision": workload.precision})

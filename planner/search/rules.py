@@ -6,6 +6,7 @@ data (counted by reason) and a user-given layout that breaks one is a one-line e
 
 from __future__ import annotations
 
+from planner.catalog.frameworks import framework_names, load_framework
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout
@@ -59,9 +60,14 @@ def layout_violations(
                 f"{layout.dp} = {layout.num_gpus} but the cluster has {n} accelerators",
             )
         )
-    for rule in (tp_heads_rule(model, layout.tp), pp_layers_rule(model, layout.pp)):
+    replicate_kv = load_framework(workload.framework).tp_beyond_kv_heads
+    for rule in (
+        tp_heads_rule(model, layout.tp, replicate_kv=replicate_kv),
+        pp_layers_rule(model, layout.pp),
+    ):
         if rule:
             out.append(("divisibility", rule))
+    out.extend(("framework", rule) for rule in framework_rules(workload, layout))
     if layout.vpp > 1 and layout.pp == 1:
         out.append(("divisibility", "vpp > 1 needs pp > 1"))
     elif layout.pp * layout.vpp > model.num_layers:
@@ -81,12 +87,74 @@ def layout_violations(
     return out
 
 
-def tp_heads_rule(model: ModelSpec, tp: int) -> str:
+def tp_heads_rule(model: ModelSpec, tp: int, *, replicate_kv: bool = False) -> str:
     """Why ``tp`` cannot split the attention heads ('' if it can): the KV heads, or with MLA the
-    attention heads (its keys and values are per head)."""
+    attention heads (its keys and values are per head). With ``replicate_kv`` (a framework
+    profile's ``tp_beyond_kv_heads``) tp may exceed the KV heads when it divides the query heads
+    and is a multiple of the KV heads: each rank then holds a replica of its query heads' KV
+    head.
+
+    >>> from planner.catalog import load_model
+    >>> tp_heads_rule(load_model("8B"), 16)
+    "tp (16) must divide num_kv_heads (8) of model 'llama3.1-8b'"
+    >>> tp_heads_rule(load_model("8B"), 16, replicate_kv=True)
+    ''
+    """
     heads, what = (model.num_kv_heads, "num_kv_heads") if model.mla is None else (
         model.num_attention_heads, "num_attention_heads")  # fmt: skip
-    return f"tp ({tp}) must divide {what} ({heads}) of model '{model.name}'" if heads % tp else ""
+    if not heads % tp:
+        return ""
+    queries = model.num_attention_heads
+    if replicate_kv and model.mla is None and tp > heads and not tp % heads and not queries % tp:
+        return ""
+    if replicate_kv and model.mla is None:
+        return (
+            f"tp ({tp}) must divide num_kv_heads ({heads}), or be a multiple of it dividing "
+            f"num_attention_heads ({queries}), of model '{model.name}'"
+        )
+    return f"tp ({tp}) must divide {what} ({heads}) of model '{model.name}'"
+
+
+def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
+    """What the workload's framework profile cannot run of ``layout`` (each a sentence naming
+    the profile's limit): a ZeRO stage it lacks or cannot combine with pipeline parallelism,
+    pipeline, interleaving, context or expert parallelism it does not offer, or a context-
+    parallel algorithm it lacks.
+
+    >>> from planner.specs.workload import TrainWorkload
+    >>> [rule] = framework_rules(TrainWorkload(framework="deepspeed"), Layout(pp=2, dp=4, zero=2))
+    >>> rule.split("; ")
+    ["framework 'deepspeed' cannot combine ZeRO-2 with pipeline parallelism (at most ZeRO-1)", \
+'--framework maxtext or torchtitan can']
+    """
+    profile = load_framework(workload.framework)
+    name = f"framework '{profile.name}'"
+    out = []
+    if layout.zero not in profile.zero_stages:
+        stages = ", ".join(str(z) for z in profile.zero_stages)
+        out.append(f"{name} has no ZeRO-{layout.zero} (its stages: {stages})")
+    elif layout.pp > 1 and layout.zero > profile.max_zero_with_pp:
+        others = [
+            f for f in framework_names()
+            if layout.zero <= load_framework(f).max_zero_with_pp
+        ]  # fmt: skip
+        hint = f"; --framework {' or '.join(others)} can" if others else ""
+        out.append(
+            f"{name} cannot combine ZeRO-{layout.zero} with pipeline parallelism "
+            f"(at most ZeRO-{profile.max_zero_with_pp}){hint}"
+        )
+    if layout.pp > 1 and not profile.pipeline:
+        out.append(f"{name} has no pipeline parallelism")
+    elif layout.vpp > 1 and not profile.interleaved_pipeline:
+        out.append(f"{name} has no interleaved (virtual-stage) pipeline schedule")
+    if layout.cp > 1 and not profile.context_parallel:
+        out.append(f"{name} has no context parallelism")
+    elif layout.cp > 1 and workload.cp_comm not in profile.context_parallel:
+        kinds = ", ".join(profile.context_parallel)
+        out.append(f"{name} has no '{workload.cp_comm}' context parallelism (it has: {kinds})")
+    if (layout.ep > 1 or layout.etp > 1) and not profile.expert_parallel:
+        out.append(f"{name} has no expert parallelism")
+    return out
 
 
 def pp_layers_rule(model: ModelSpec, pp: int) -> str:

@@ -8,10 +8,11 @@ from collections import Counter
 
 from pydantic import Field
 
+from planner.catalog.frameworks import load_framework
 from planner.cost.step import StepCost, estimate_memory, step_time_lower_bound
 from planner.errors import SpecError
 from planner.search.evaluate import score
-from planner.search.rules import layout_violations
+from planner.search.rules import layout_violations, tp_heads_rule
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
@@ -35,9 +36,7 @@ CP_MIN_TOKENS_PER_RANK = 1024
 RECOMPUTE_ORDER: tuple[Recompute, ...] = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
 """Recomputation from weakest (fastest, most memory) to strongest."""
 MEMORY_LADDER: tuple[tuple[Recompute, int], ...] = tuple(
-    (recompute, zero)
-    for zero in (0, 1, 2, 3)
-    for recompute in RECOMPUTE_ORDER
+    (recompute, zero) for zero in (0, 1, 2, 3) for recompute in RECOMPUTE_ORDER
 )
 """(recompute, ZeRO stage) from least to most memory-saving. A stronger recompute only adds
 compute, and a higher ZeRO stage only adds communication (ZeRO-2 reduce-scatters every
@@ -119,8 +118,13 @@ def _degree_choices(
     model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, num_gpus: int
 ) -> list[tuple[int, int, int, int]]:
     """(tp, cp, pp, dp) combinations that multiply to ``num_gpus`` and can be legal."""
-    heads = model.num_kv_heads if model.mla is None else model.num_attention_heads
-    tps = [t for t in divisors(num_gpus) if heads % t == 0 and t <= cluster.accelerators_per_domain]
+    replicate_kv = load_framework(workload.framework).tp_beyond_kv_heads
+    tps = [
+        t
+        for t in divisors(num_gpus)
+        if not tp_heads_rule(model, t, replicate_kv=replicate_kv)
+        and t <= cluster.accelerators_per_domain
+    ]
     out = []
     for tp in tps:
         for cp in divisors(num_gpus // tp):
@@ -253,12 +257,14 @@ def _visit_structure(
 ) -> None:
     """Score every (vpp, mbs) of one structure, climbing the memory ladder until a rung fits."""
     fix, bounds = request.fix, request.bounds
+    stages = load_framework(workload.framework).zero_stages
     ladder = [
         (r, z)
         for r, z in MEMORY_LADDER
         if _pinned({"recompute": r, "zero": z}, fix)
         and _within({"zero": z}, bounds)
-        and (z != 0 or fix.get("zero") == 0)
+        and z in stages
+        and (z != 0 or fix.get("zero") == 0 or 1 not in stages)
     ]
     pp, cp = int(fields["pp"]), int(fields["cp"])  # type: ignore[call-overload]
     for vpp, mbs in _inner_choices(workload, pp, cp, fix):
@@ -288,7 +294,8 @@ def _visit_structure(
                 )
                 out.reject(layout, "memory", detail, mem.total - out.capacity)
                 continue
-            fitted_rung = rung if fitted_rung is None else min(fitted_rung, rung)
+            if zero > 0:  # ZeRO-0 does not dominate sharding: it steps the whole optimizer
+                fitted_rung = rung if fitted_rung is None else min(fitted_rung, rung)
             out.accept(layout, score(model, cluster, workload, layout, memory=memory), cluster)
 
 

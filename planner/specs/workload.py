@@ -8,6 +8,8 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
+from planner.specs.framework import CpComm
+from planner.specs.text import Name
 
 RecomputeModule = Literal[
     "core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "shared_experts", "moe"
@@ -24,6 +26,14 @@ MoeDispatcher = Literal["alltoall", "deepep", "hybridep"]
 (the flex dispatcher's DeepEP and HybridEP backends)."""
 MOE_DISPATCHERS: tuple[str, ...] = get_args(MoeDispatcher)
 """The names of :data:`MoeDispatcher`, in order."""
+
+SavedTensor = Literal["q", "k", "v", "context", "out", "mlp_gate", "mlp_up", "mlp_down"]
+"""Outputs of a layer's GEMMs and of its attention core that a save-list recomputation policy
+can keep (MaxText's checkpoint names: query_proj, key_proj, value_proj, context, out_proj,
+mlpwi_0, mlpwi_1, mlpwo; a gated FFN's gate and up projections are mlp_gate and mlp_up, a plain
+FFN's up projection is mlp_up)."""
+SAVED_TENSORS: tuple[str, ...] = get_args(SavedTensor)
+"""The names of :data:`SavedTensor`, in order."""
 
 CrossEntropyImpl = Literal["unfused", "native", "te"]
 """The loss implementation (``TrainWorkload.cross_entropy``)."""
@@ -53,10 +63,17 @@ def moe_framework_fields(
 
 
 class TrainWorkload(FrozenSpec):
-    """A pre-training (or fine-tuning) step."""
+    """A pre-training (or fine-tuning) step.
+
+    The defaults are Megatron-LM's as NVIDIA's performance recipes run it; a framework profile
+    (``framework``, ``topologies/frameworks/<name>.yaml``) sets the fields its framework runs
+    differently, unless the user sets them (:func:`planner.catalog.frameworks.resolve_workload`).
+    """
 
     mode: Literal["train"] = "train"
     """Training."""
+    framework: Name = "megatron"
+    """The training framework profile the step runs in (``--framework``)."""
     seq_len: PositiveInt = 8192
     """Tokens per sequence T."""
     global_batch: PositiveInt = 512
@@ -110,9 +127,46 @@ class TrainWorkload(FrozenSpec):
     recompute_modules: tuple[RecomputeModule, ...] = DEFAULT_RECOMPUTE_MODULES
     """What a layout with selective recomputation recomputes in the backward pass (Megatron-LM
     ``--recompute-modules``; its default is the attention core, Korthikanti et al. 2022)."""
+    saved_tensors: tuple[SavedTensor, ...] | None = None
+    """With selective recomputation, a save list instead of ``recompute_modules``: each layer
+    keeps its input and these outputs, and everything else inside it is recomputed in the
+    backward pass (JAX ``checkpoint_policies.save_only_these_names``, MaxText ``remat_policy``;
+    torchtitan's per-op policy keeps the attention output and every other matmul output). An
+    empty list recomputes the whole layer. None = Megatron-LM's ``recompute_modules``."""
     expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)
     """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
     NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
+    moe_capacity_factor: float | None = Field(default=None, ge=1.0, le=8.0)
+    """MoE only: expert capacity as a multiple of the balanced share (GShard, arXiv 2006.16668
+    section 2.2): each expert's GEMMs run on capacity x balanced tokens, padded, and overflow is
+    dropped (static shapes, as XLA needs); None = dropless (each expert sees its real tokens)."""
+    cp_comm: CpComm = "p2p"
+    """Context-parallel algorithm (Megatron-LM ``--cp-comm-type``): ``p2p`` K/V ring, ``a2a``
+    (Ulysses: heads all-to-all), ``a2a+p2p`` (all-to-all inside a scale-up domain, ring across),
+    ``allgather`` (K/V all-gathered before attention)."""
+    reshard_after_forward: Literal["default", "always", "never"] = "default"
+    """ZeRO-3 only: whether parameters are freed after each layer's forward and gathered again
+    for its backward (PyTorch FSDP2 ``reshard_after_forward``). ``never`` keeps a stage's
+    gathered parameters from forward to backward: one gather per micro-batch, their bf16 copy
+    held (Llama 3's layout, arXiv 2407.21783 section 3.3.2); ``default`` reshards unless
+    pipeline parallelism is on (torchtitan's ``fsdp_reshard_after_forward = "default"``: "for
+    PP, do not reshard after forward to avoid per-microbatch all-gathers")."""
+    unsharded_param_layers: float = Field(default=2.0, ge=1.0, le=8.0)
+    """ZeRO-3 only: layers whose gathered (bf16) parameters, and in backward their unsharded
+    gradients, are alive at once: the running layer and the one prefetched (FSDP2's implicit
+    prefetch of the next layer; Megatron-FSDP's double buffer)."""
+    activation_offload: bool = False
+    """Saved activations that are not recomputed go to host memory over the host link and come
+    back for the backward (MaxText ``remat_policy`` ``*_offloaded`` / ``offload``; Megatron-LM
+    ``--cpu-offloading-activations``): they leave device memory, and the copies cost host-link
+    time where they outlast the compute they overlap."""
+    activation_memory_overhead: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Allocator overhead on activations: the caching allocator's fragmentation and the
+    transient buffers of the backward, as a fraction of the stored activations (0 = none beyond
+    the accelerator's fixed runtime reserve)."""
+    fp8_param_gather: bool = False
+    """ZeRO-3 / FSDP with an 8-bit recipe: parameters are all-gathered in fp8 (torchao
+    ``enable_fsdp_float8_all_gather``; Megatron-LM ``--fp8-param-gather``), halving the gather."""
 
     @field_validator("recompute_modules")
     @classmethod
@@ -122,6 +176,13 @@ class TrainWorkload(FrozenSpec):
         if len(set(modules)) != len(modules):
             raise ValueError(f"recompute module listed twice in {list(modules)}")
         return modules
+
+    @field_validator("saved_tensors")
+    @classmethod
+    def _saved_once(cls, saved: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if saved is not None and len(set(saved)) != len(saved):
+            raise ValueError(f"saved tensor listed twice in {list(saved)}")
+        return saved
 
     @property
     def tokens_per_step(self) -> int:

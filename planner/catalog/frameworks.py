@@ -1,0 +1,68 @@
+"""Framework profiles (``topologies/frameworks/<name>.yaml``) and the workload they resolve.
+
+A profile's ``workload`` block holds the TrainWorkload fields its framework runs differently
+from the defaults; :func:`resolve_workload` lays them under what the user set, so the cost model
+reads plain workload fields and never a framework's name (DESIGN.md section 7b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+
+from planner.catalog.io import load_mapping, validate_spec
+from planner.catalog.store import _names, catalog_file, catalog_root, suggest
+from planner.errors import SpecError
+from planner.specs.framework import FrameworkSpec
+from planner.specs.workload import TrainWorkload
+
+DEFAULT_FRAMEWORK = "megatron"
+"""The profile used unless ``--framework`` names another (DESIGN.md section 7b)."""
+
+
+def framework_names() -> list[str]:
+    """Catalog framework profile names."""
+    return _names(catalog_root() / "topologies" / "frameworks")
+
+
+@lru_cache(maxsize=16)
+def load_framework(name: str) -> FrameworkSpec:
+    """Load ``topologies/frameworks/<name>.yaml``; its workload defaults must be valid
+    TrainWorkload fields."""
+    path = catalog_file("topologies/frameworks", name)
+    if path is None:
+        raise SpecError(
+            f"unknown framework '{name}'{suggest(name, framework_names())} "
+            f"(known: {', '.join(framework_names())})"
+        )
+    spec = validate_spec(FrameworkSpec, load_mapping(path), where=str(path))
+    if spec.name != name:
+        raise SpecError(f"{path}: name '{spec.name}' differs from the file name '{name}'")
+    validate_spec(TrainWorkload, dict(spec.workload), where=f"{path}: workload")
+    return spec
+
+
+def resolve_workload(workload: TrainWorkload | Mapping[str, object] | None) -> TrainWorkload:
+    """The workload with its framework profile's defaults under the fields the user set.
+
+    A TrainWorkload's explicitly set fields (``model_fields_set``) win, so resolving twice
+    gives the same workload; a field the user did not set takes the profile's value, else the
+    TrainWorkload default.
+
+    >>> resolve_workload({"framework": "torchtitan"}).tp_comm_overlap
+    False
+    >>> resolve_workload({"framework": "torchtitan", "tp_comm_overlap": True}).tp_comm_overlap
+    True
+    """
+    if isinstance(workload, TrainWorkload):
+        given = {k: getattr(workload, k) for k in workload.model_fields_set}
+    else:
+        given = dict(workload or {})
+    name = given.get("framework", DEFAULT_FRAMEWORK)
+    if not isinstance(name, str):
+        raise SpecError(f"workload framework {name!r}: expected a profile name")
+    profile = load_framework(name)
+    fields = {**profile.workload, **given, "framework": name}
+    if isinstance(workload, TrainWorkload) and fields.keys() == workload.model_fields_set:
+        return workload
+    return validate_spec(TrainWorkload, fields, where="workload")

@@ -1,0 +1,85 @@
+"""A training framework as data: which layouts it can run, how it runs them, what it exports.
+
+The same layout runs differently in Megatron-LM, torchtitan, MaxText and DeepSpeed (DESIGN.md
+section 7b): which ZeRO/FSDP stages exist and whether they compose with pipeline parallelism,
+whether KV heads may be replicated across tensor-parallel ranks, which context-parallel
+algorithms exist, which overlaps happen and how memory is allocated. A profile is one YAML file
+in ``topologies/frameworks/`` with a source for each claim; the cost model never branches on a
+framework's name: a profile sets the :class:`planner.specs.workload.TrainWorkload` fields its
+mechanisms read (``workload``), and the legality rules read the fields below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from planner.specs.base import FrozenSpec
+from planner.specs.text import Name, Text
+
+ExportFormat = Literal["megatron", "bridge", "torchtitan", "deepspeed", "maxtext"]
+"""Export formats a framework maps to (``layout export --format``)."""
+
+CpComm = Literal["p2p", "a2a", "a2a+p2p", "allgather"]
+"""Context-parallel attention algorithms: the K/V ring of point-to-point sends (Megatron-LM
+``--cp-comm-type p2p``, ring attention), all-to-all of heads (DeepSpeed-Ulysses, ``a2a``), the
+hierarchical mix (``a2a+p2p``: all-to-all inside a domain, ring across), and an all-gather of
+K/V before attention (``allgather``; Llama 3's and MaxText's context parallelism)."""
+CP_COMMS: tuple[str, ...] = ("p2p", "a2a", "a2a+p2p", "allgather")
+"""The names of :data:`CpComm`, in order."""
+
+
+class FrameworkSpec(FrozenSpec):
+    """A training framework profile (``topologies/frameworks/<name>.yaml``)."""
+
+    name: Name
+    """Profile name, as ``--framework`` spells it (``megatron``, ``torchtitan``...)."""
+    description: Text
+    """What the profile stands for (framework, version range, recipe)."""
+    export_format: ExportFormat
+    """The export format a plan made with this profile maps to."""
+    zero_stages: tuple[int, ...] = Field(min_length=1)
+    """ZeRO / FSDP stages the framework implements (0 plain data parallel, 1 sharded optimizer
+    state, 2 + sharded gradients, 3 + sharded parameters: FSDP)."""
+    max_zero_with_pp: int = Field(ge=0, le=3)
+    """Highest ZeRO stage that composes with pipeline parallelism (DeepSpeed's pipeline engine
+    takes ZeRO-1 at most; torchtitan runs FSDP2 inside pipeline stages)."""
+    pipeline: bool = True
+    """Pipeline parallelism exists."""
+    interleaved_pipeline: bool = True
+    """Virtual pipeline stages (interleaved 1F1B or an equivalent looped schedule) exist."""
+    context_parallel: tuple[CpComm, ...] = ()
+    """Context-parallel algorithms the framework offers, the default first; empty = no CP."""
+    expert_parallel: bool = True
+    """Expert parallelism exists."""
+    tp_beyond_kv_heads: bool = False
+    """Tensor parallelism may exceed the KV heads, each rank holding a replica of the KV head
+    its query heads share (GSPMD sharding; Megatron-LM and torchtitan split KV heads and need tp
+    to divide them)."""
+    workload: dict[str, Any] = Field(default_factory=dict)
+    """TrainWorkload fields this framework sets unless the user sets them (its defaults: which
+    overlaps run, the gradient dtype, the loss kernel, the MoE dispatcher's host sync, how
+    ZeRO-3 prefetches, the allocator's overhead...)."""
+    sources: dict[str, Text]
+    """Where each claim comes from (repository + file + commit, documentation, paper)."""
+
+    @field_validator("zero_stages")
+    @classmethod
+    def _stages(cls, stages: tuple[int, ...]) -> tuple[int, ...]:
+        if any(s not in (0, 1, 2, 3) for s in stages) or len(set(stages)) != len(stages):
+            raise ValueError(f"zero_stages {list(stages)}: each of 0-3, once")
+        return tuple(sorted(stages))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FrameworkSpec:
+        if "workload" in self.workload or "framework" in self.workload:
+            raise ValueError("workload defaults may not set 'framework' or nest a workload")
+        if not self.pipeline and self.interleaved_pipeline:
+            raise ValueError("interleaved_pipeline needs pipeline")
+        return self
+
+    @property
+    def default_cp_comm(self) -> str | None:
+        """The context-parallel algorithm used unless another is asked for (None: no CP)."""
+        return self.context_parallel[0] if self.context_parallel else None
