@@ -63,6 +63,24 @@ def attention_exp_bound_factors(
     )
 
 
+def flash_backward_flop_ratio(model: ModelSpec) -> float:
+    """Tensor-core FLOPs of flash attention's backward over its forward: (6 H_qk + 4 H_v) /
+    (2 H_qk + 2 H_v) per score. The forward runs two matmuls (S = Q K^T, O = P V); the backward
+    recomputes S (flash attention stores no scores) and runs dV = P^T dO, dP = dO V^T,
+    dQ = dS K and dK = dS^T Q: five (Dao, "FlashAttention-2", arXiv 2307.08691, section 3.1.2
+    and Algorithm 2; the flash-attention benchmarks count the backward as 2.5x the forward).
+    The model-FLOP convention (backward = 2x forward) leaves the recomputed S out.
+
+    >>> from planner.catalog import load_model
+    >>> flash_backward_flop_ratio(load_model("70B"))  # H_qk = H_v = 128
+    2.5
+    >>> round(flash_backward_flop_ratio(load_model("671B")), 3)  # MLA: H_qk 192, H_v 128
+    2.6
+    """
+    qk, v = attention_head_dims(model)
+    return (6.0 * qk + 4.0 * v) / (2.0 * qk + 2.0 * v)
+
+
 def attention_core_flops_per_token(model: ModelSpec, seq_len: int, *, sliding: bool) -> float:
     """Forward FLOPs per token of the score (Q K^T) and context (A V) matmuls of one layer.
 

@@ -14,6 +14,7 @@ from planner.cost.comm import (
 from planner.cost.compute import (
     attention_exp_bound_factors,
     cross_entropy_time,
+    flash_backward_flop_ratio,
     logits_flops_per_token,
     matmul_time,
 )
@@ -175,7 +176,9 @@ def microbatch_compute(
 
     GEMMs: :mod:`planner.cost.gemm` at the precision's peak; attention cores (flash attention) at
     the bf16 peak x attention efficiency, slowed where the exponential units bound them
-    (:func:`planner.cost.compute.attention_exp_bound_factors`, each pass on its own); memory-bound
+    (:func:`planner.cost.compute.attention_exp_bound_factors`, each pass on its own), the
+    backward running the five matmuls of :func:`planner.cost.compute.flash_backward_flop_ratio`;
+    memory-bound
     kernels at HBM bandwidth x eta_hbm, with the casts of low-precision inputs and the kernels the
     framework leaves unfused (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`, their own
     backward traffic); backward = 2 x forward otherwise (input and weight gradients); the last
@@ -213,7 +216,7 @@ def microbatch_compute(
         )
         exp_forward, exp_backward = attention_exp_bound_factors(model, acc.bf16_flops_per_exp)
         attention = attention_mma * exp_forward
-        attention_backward = 2.0 * attention_mma * exp_backward
+        attention_backward = flash_backward_flop_ratio(model) * attention_mma * exp_backward
     else:
         attention = unfused_attention_time(model, acc, workload, layout, len(layers))
         attention_backward = 2.0 * attention
