@@ -21,11 +21,11 @@ SYSTEM_DIR = TOPOLOGIES / "systems"
 
 EXPECTED_ACCELERATORS = {
     "a100_40gb", "a100_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "b200", "gb200", "b300", "gb300",
-    "mi300x", "mi325x", "mi355x", "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
+    "mi250x", "mi300x", "mi325x", "mi355x", "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
 }  # fmt: skip
 EXPECTED_SYSTEMS = {
     "hgx_a100", "hgx_a100_40g", "hgx_h100", "hgx_h800", "hgx_h200", "hgx_b200", "dgx_b200",
-    "hgx_b300", "gb200_nvl72", "gb300_nvl72", "mi300x", "mi325x", "mi355x",
+    "hgx_b300", "gb200_nvl72", "gb300_nvl72", "frontier", "mi300x", "mi325x", "mi355x",
     "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
 }  # fmt: skip
 BLACKWELL = {"b200", "gb200", "b300", "gb300"}

@@ -1,0 +1,108 @@
+"""tests/validation/training_frameworks.yaml: published runs on other frameworks and hardware.
+
+Loads the file with ``yaml.safe_load`` and checks what the validation loader and leave-one-source-out
+rely on: ids unique, each with an alphabetic source prefix not used by training.yaml; a source, a
+confidence marker and a lower-case framework; a cluster the catalog resolves, whose accelerator is
+the one the row names and whose size is the row's GPU count; layout degrees that multiply to that
+count; a positive measured tokens/s per accelerator; and every ``derived`` field present in
+``measured``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.catalog import load_cluster
+
+VALIDATION = Path(__file__).resolve().parent / "validation"
+ROWS: list[dict] = yaml.safe_load((VALIDATION / "training_frameworks.yaml").read_text())
+SHARED_ROWS: list[dict] = yaml.safe_load((VALIDATION / "training.yaml").read_text())
+
+#: Row accelerator names (README "Training row schema") -> catalog accelerator names.
+ACCELERATORS = {
+    "a100-80gb": "a100_80gb",
+    "a100-40gb": "a100_40gb",
+    "h100-80gb": "h100_sxm",
+    "h800-80gb": "h800_sxm",
+    "h200-141gb": "h200_sxm",
+    "b200-180gb": "b200",
+    "gb200-186gb": "gb200",
+    "gb300-279gb": "gb300",
+    "mi250x": "mi250x",
+    "mi300x": "mi300x",
+    "tpu-v4": "tpu_v4",
+    "tpu-v5e": "tpu_v5e",
+    "tpu-v5p": "tpu_v5p",
+    "tpu-v6e": "tpu_v6e",
+}
+CONFIDENCE = {"P", "P*", "S", "D", "U"}
+
+
+def prefix(row_id: str) -> str:
+    """The leave-one-source-out group of a row id: its leading letters (planner.accuracy.loso)."""
+    match = re.match(r"[A-Za-z]+", row_id)
+    assert match, f"row id {row_id!r} has no alphabetic prefix"
+    return match.group(0)
+
+
+def test_file_is_a_list_of_rows_of_a_useful_size() -> None:
+    assert isinstance(ROWS, list)
+    assert 40 <= len(ROWS) <= 120
+
+
+def test_ids_are_unique_and_prefixes_are_fresh() -> None:
+    ids = [row["id"] for row in ROWS]
+    assert len(ids) == len(set(ids))
+    shared = {prefix(row["id"]) for row in SHARED_ROWS}
+    assert shared >= {"S", "K", "M", "N", "F", "G", "D"}
+    for row_id in ids:
+        assert re.fullmatch(r"[A-Z]+[0-9]+", row_id), row_id
+        assert prefix(row_id) not in shared, f"{row_id}: prefix already used by training.yaml"
+
+
+def test_breadth_of_frameworks_and_hardware() -> None:
+    frameworks = {row["framework"] for row in ROWS}
+    accelerators = {row["hardware"]["accelerator"] for row in ROWS}
+    assert {"torchtitan", "fsdp", "llm-foundry", "nanotron", "deepspeed", "megatron"} <= frameworks
+    assert {"tpu-v4", "mi250x", "a100-80gb", "h100-80gb"} <= accelerators
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
+def test_row(row: dict) -> None:
+    assert isinstance(row["source"], str) and len(row["source"]) > 20
+    assert row["confidence"] in CONFIDENCE
+    framework = row["framework"]
+    assert isinstance(framework, str) and framework == framework.lower() and framework
+    assert isinstance(row.get("settings", {}), dict)
+
+    hardware = row["hardware"]
+    count = hardware["count"]
+    cluster = load_cluster(row["cluster"])
+    assert cluster.num_accelerators == count
+    assert cluster.accelerator.name == ACCELERATORS[hardware["accelerator"]]
+
+    layout = row["layout"]
+    degrees = layout["tp"] * layout["pp"] * layout["cp"] * layout["dp"]
+    assert degrees == count, f"tp*pp*cp*dp = {degrees}, GPUs = {count}"
+    ep = layout.get("ep") or 1
+    assert (layout["dp"] * layout["tp"] * layout["cp"]) % ep == 0, "EP must live inside dp x tp x cp"
+    if layout.get("shard_group"):
+        assert layout["fsdp"] and layout["dp"] % layout["shard_group"] == 0
+    if layout.get("fsdp"):
+        assert layout["zero"] in (2, 3)
+    assert layout.get("recompute") in (None, "none", "selective", "full")
+
+    workload = row["workload"]
+    assert workload["seq_len"] > 0
+    assert workload["global_batch"] is None or workload["global_batch"] > 0
+
+    measured = row["measured"]
+    assert measured["tokens_per_s_per_gpu"] > 0
+    for field in row["derived"]:
+        assert measured.get(field) is not None, f"derived field {field} missing from measured"
+    for variant in row.get("variants", []):
+        assert variant["measured"]["tokens_per_s_per_gpu"] > 0
