@@ -18,7 +18,14 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from planner.accuracy.rows import Case, is_moe, stated_layout, to_model_spec, workload_of
+from planner.accuracy.rows import (
+    Case,
+    is_moe,
+    row_cluster,
+    stated_layout,
+    to_model_spec,
+    workload_of,
+)
 from planner.accuracy.run import LAYOUT_FIELDS
 from planner.catalog import load_cluster
 from planner.catalog.store import load_accelerator_prior, load_calibration
@@ -88,7 +95,7 @@ def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
     for case in cases:
         row = case.row
         try:
-            model, cluster = to_model_spec(row), load_cluster(row.cluster)
+            model, cluster = to_model_spec(row), row_cluster(row)
             prior = load_accelerator_prior(cluster.accelerator.name)
             cluster = cluster.model_copy(update={"accelerator": prior})
             workload = workload_of(row)

@@ -13,9 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
+from planner.catalog.clusters import load_cluster
+from planner.catalog.frameworks import resolve_workload
 from planner.catalog.hf import yarn_attention_factor
 from planner.catalog.io import load_list, load_mapping, read_text, validate_spec
 from planner.errors import SpecError
+from planner.specs.cluster import ClusterEdits, ClusterSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.model import MLASpec, ModelSpec, MoESpec
 from planner.specs.workload import (
@@ -111,6 +114,16 @@ class ArchRow(RowModel):
     """Sliding-window length (tokens)."""
     sliding_window_layers: NonNegativeInt = 0
     """Layers that use the sliding window."""
+    tied_embeddings: bool | None = None
+    """Input embedding and output projection shared (None: the model-name rule decides)."""
+    bias: bool | None = None
+    """Biases on the attention and FFN projections (None: the model-name rule decides)."""
+    norm: Literal["layernorm", "rmsnorm"] | None = None
+    """Normalisation (None: the model-name rule decides)."""
+    position_embedding: Literal["rope", "learned", "alibi"] | None = None
+    """Position encoding (None: the model-name rule decides)."""
+    parallel_block: bool | None = None
+    """Attention and FFN in parallel from one norm (PaLM, MegaScale's PTB)."""
 
 
 class ModelRow(RowModel):
@@ -163,6 +176,8 @@ class LayoutRow(RowModel):
     """With full recomputation: layers recomputed per pipeline chunk (Megatron block method)."""
     sequence_parallel: bool | None = None
     """Megatron sequence parallelism (TrainWorkload.sequence_parallel; None = on)."""
+    shard_group: PositiveInt | None = None
+    """Hybrid sharding: ranks one FSDP shard spans (the rest replicate it); None = all."""
 
 
 class WorkloadRow(RowModel):
@@ -170,8 +185,8 @@ class WorkloadRow(RowModel):
 
     seq_len: PositiveInt
     """Tokens per sequence."""
-    global_batch: PositiveInt
-    """Sequences per step."""
+    global_batch: PositiveInt | None = None
+    """Sequences per step (None: not stated; such a row cannot be scored)."""
 
 
 class MeasuredRow(RowModel):
@@ -220,6 +235,17 @@ class RecipeRow(RowModel):
     """TP-communication overlap (userbuffers)."""
     cross_entropy: CrossEntropyImpl | None = None
     """Loss implementation (``TrainWorkload.cross_entropy``)."""
+    profile: str | None = None
+    """The framework profile the row runs under when its ``framework`` has none of its own
+    (``topologies/frameworks/``); the ``source`` says why."""
+    zero: int | None = None
+    """ZeRO stage as the planner spells it, where the row's words map to another (Llama 3's
+    "FSDP, not resharded after forward" is ZeRO-3 with ``reshard_after_forward: never``)."""
+    workload: dict[str, object] | None = None
+    """TrainWorkload fields the recipe sets directly (framework rows)."""
+    cluster: dict[str, object] | None = None
+    """Cluster edits (``ClusterEdits`` fields, as ``--nic-gbps``) where the run's network differs
+    from its system's default (the source says which)."""
     cuda_graph_scope: list[str] | None = None
     """CUDA-graph capture scope (Megatron ``cuda_graph_scope``; ``full_layer`` = NeMo's
     ``enable_cuda_graphs``, the whole transformer layer; ``full_iteration``): only a scope in
@@ -255,6 +281,11 @@ class TrainingRow(RowModel):
     """The model."""
     hardware: HardwareRow
     """The accelerators."""
+    framework: str = "megatron"
+    """The training framework the run used (framework rows; the shared set is Megatron-LM)."""
+    settings: dict[str, object] = Field(default_factory=dict)
+    """The framework settings the source states, in its own words (recipes.yaml maps them to
+    workload fields)."""
     cluster: str
     """Planner cluster name."""
     precision: str
@@ -305,8 +336,19 @@ def load_rows(path: Path) -> list[TrainingRow]:
     recipes = load_recipes(path.with_name(RECIPES_FILE))
     # An entry for a row this file lacks is ignored: the rows file may be a newer or older copy
     # of the shared set (tests check the bundled pair matches).
-    return [r.model_copy(update={"recipe": recipes.get(r.id)}) for r in rows]
+    rows = [r.model_copy(update={"recipe": recipes.get(r.id)}) for r in rows]
+    companion = path.with_name(FRAMEWORK_ROWS_FILE)
+    if path.name != FRAMEWORK_ROWS_FILE and companion.is_file():
+        rows += load_rows(companion)
+        ids = [r.id for r in rows]
+        if len(set(ids)) != len(ids):
+            raise SpecError(f"'{companion}' repeats a row id of '{path}'")
+    return rows
 
+
+FRAMEWORK_ROWS_FILE = "training_frameworks.yaml"
+"""The project's own rows beside the shared set (other frameworks and hardware; issue 18): read
+with it whenever it is there."""
 
 RECIPES_FILE = "recipes.yaml"
 """Framework settings per row id, beside the rows file (optional)."""
@@ -327,6 +369,15 @@ def data_date(path: Path) -> str:
     """The newest date (YYYY-MM-DD) any source in the file cites: the data's 'as of' date."""
     dates = re.findall(r"\b(20\d\d-[01]\d-[0-3]\d)\b", read_text(path))
     return max(dates) if dates else "undated"
+
+
+def row_cluster(row: TrainingRow) -> ClusterSpec:
+    """The row's cluster, with the edits its recipe records (a thinner network than the system
+    YAML's default, e.g.)."""
+    edits = row.recipe.cluster if row.recipe is not None and row.recipe.cluster else None
+    if edits is None:
+        return load_cluster(row.cluster)
+    return load_cluster(row.cluster, edits=validate_spec(ClusterEdits, edits, where=f"row {row.id}"))
 
 
 def to_model_spec(row: TrainingRow) -> ModelSpec:
@@ -359,6 +410,7 @@ def to_model_spec(row: TrainingRow) -> ModelSpec:
     for prefix, flags in _FAMILY_FLAGS.items():
         if name.startswith(prefix):
             fields.update(flags)
+    fields.update(_arch_flags(arch))
     if arch.attention == "mla":
         if None in (arch.kv_lora_rank, arch.rope_head_dim, arch.nope_head_dim, arch.v_head_dim):
             raise SpecError(f"row {row.id}: MLA needs kv_lora_rank and the rope/nope/v head dims")
@@ -388,6 +440,18 @@ def to_model_spec(row: TrainingRow) -> ModelSpec:
     return validate_spec(ModelSpec, fields, where=f"row {row.id} model")
 
 
+def _arch_flags(arch: ArchRow) -> dict[str, object]:
+    """ModelSpec fields a framework row's ``arch`` states outright (they win over the
+    model-name rules)."""
+    out: dict[str, object] = {}
+    for key in ("tied_embeddings", "norm", "position_embedding", "parallel_block"):
+        if getattr(arch, key) is not None:
+            out[key] = getattr(arch, key)
+    if arch.bias is not None:
+        out.update(attention_bias=arch.bias, attention_output_bias=arch.bias, mlp_bias=arch.bias)
+    return out
+
+
 UNFUSED_ATTENTION_SOURCES: tuple[str, ...] = ("SC'21", "Reducing Activation Recomputation")
 """Runs that predate fused (flash) attention in Megatron-LM: SC'21 (2021) and Korthikanti et
 al. (May 2022) used the unfused softmax path, whose stored scores are the 5 a s^2 b term that
@@ -401,29 +465,46 @@ NVIDIA_PERF_RECIPE_SOURCES: tuple[str, ...] = ("NeMo", "Megatron-Bridge", "dgxc-
 ``cfg.ddp.grad_reduce_in_fp32 = False`` in Megatron-Bridge's performance configs)."""
 
 
+FRAMEWORK_PROFILES: dict[str, str] = {
+    "megatron": "megatron",
+    "megascale": "megatron",
+    "torchtitan": "torchtitan",
+    "maxtext": "maxtext",
+    "pax": "maxtext",
+    "deepspeed": "deepspeed",
+    "fsdp": "fsdp",
+    "llm-foundry": "fsdp",
+    "nanotron": "nanotron",
+    "hai-llm": "hai-llm",
+}
+"""The framework profile (``topologies/frameworks/``) each row framework runs under: MegaScale
+is Megatron-LM with its own kernels and overlaps (the row's arch says what its model changes),
+Pax (PaLM) compiles with the same XLA GSPMD partitioner as MaxText, llm-foundry trains with
+PyTorch FSDP through Composer. A recipe's ``profile`` overrides it for one row."""
+
+
 def workload_of(row: TrainingRow) -> TrainWorkload:
-    """The planner workload of a row: sequence length, global batch, precision, attention kind,
-    and the framework settings its recipe records (``recipes.yaml``)."""
-    flash = not any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
-    perf_recipe = any(marker in row.source for marker in NVIDIA_PERF_RECIPE_SOURCES)
+    """The planner workload of a row: sequence length, global batch, precision, its framework's
+    profile, and the framework settings its recipe records (``recipes.yaml``)."""
+    if row.workload.global_batch is None:
+        raise SpecError(f"row {row.id}: the source states no global batch, so no step to score")
+    recipe = row.recipe
+    profile = recipe.profile if recipe is not None and recipe.profile else None
+    profile = profile or FRAMEWORK_PROFILES.get(row.framework)
+    if profile is None:
+        raise SpecError(f"row {row.id}: framework '{row.framework}' has no profile")
     fields: dict[str, object] = {
+        "framework": profile,
         "seq_len": row.workload.seq_len,
         "global_batch": row.workload.global_batch,
         "precision": precision_of(row),
-        "flash_attention": flash,
-        # TP-communication overlap (userbuffers) arrived with Transformer Engine in 2023, like
-        # fused attention: the same pre-2023 sources ran without it.
-        "tp_comm_overlap": flash,
-        "grad_reduce_dtype": "bf16" if perf_recipe else "fp32",
     }
-    if not flash:
-        # Megatron's fused cross entropy (2024-06) came after these runs too.
-        fields["cross_entropy"] = "unfused"
+    if row.framework == "megatron" and not row.settings:
+        fields.update(_megatron_era_fields(row))
     if row.layout.sequence_parallel is False:
         fields["sequence_parallel"] = False
     if row.layout.recompute_num_layers is not None:
         fields["recompute_num_layers"] = row.layout.recompute_num_layers
-    recipe = row.recipe
     if recipe is not None:
         for name in ("tp_comm_overlap", "recompute_modules", "cross_entropy"):
             if getattr(recipe, name) is not None:
@@ -436,7 +517,27 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
             ep_overlap=recipe.ep_comm_overlap,
             moe_cuda_graphs=graphs,
         )
-    return TrainWorkload.model_validate(fields)
+        fields |= recipe.workload or {}
+    return resolve_workload(validate_spec(TrainWorkload, fields, where=f"row {row.id} workload"))
+
+
+def _megatron_era_fields(row: TrainingRow) -> dict[str, object]:
+    """What the shared set's Megatron rows ran by the date of their source: fused attention and
+    TP-communication overlap (userbuffers) from 2023, bf16 gradient reduction in NVIDIA's
+    performance recipes."""
+    flash = not any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
+    perf_recipe = any(marker in row.source for marker in NVIDIA_PERF_RECIPE_SOURCES)
+    fields: dict[str, object] = {
+        "flash_attention": flash,
+        # TP-communication overlap (userbuffers) arrived with Transformer Engine in 2023, like
+        # fused attention: the same pre-2023 sources ran without it.
+        "tp_comm_overlap": flash,
+        "grad_reduce_dtype": "bf16" if perf_recipe else "fp32",
+    }
+    if not flash:
+        # Megatron's fused cross entropy (2024-06) came after these runs too.
+        fields["cross_entropy"] = "unfused"
+    return fields
 
 
 def precision_of(row: TrainingRow) -> NumberFormat:
@@ -455,13 +556,15 @@ def stated_layout(row: TrainingRow) -> dict[str, object]:
         for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "recompute", "zero")
         if getattr(lay, k) is not None
     }
-    if lay.fsdp:
+    if lay.fsdp and lay.zero is None:
         out["zero"] = 3
     if row.recipe is not None:
         for key in ("vpp", "etp", "mbs", "recompute"):
             value = getattr(row.recipe, key)
             if value is not None:
                 out.setdefault(key, value)
+        if row.recipe.zero is not None:
+            out["zero"] = row.recipe.zero
     return out
 
 

@@ -23,12 +23,12 @@ from planner.accuracy.rows import (
     expand_cases,
     is_moe,
     load_rows,
+    row_cluster,
     stated_layout,
     to_model_spec,
     training_file,
     workload_of,
 )
-from planner.catalog import load_cluster
 from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
 from planner.search import engine
@@ -216,7 +216,7 @@ def _predict(
 ) -> tuple[Plan, str]:
     row = case.row
     model = to_model_spec(row)
-    cluster = load_cluster(row.cluster)
+    cluster = row_cluster(row)
     workload = workload_of(row)
     if method == "search":
         result = engine.search(model, cluster, workload, fix=stated, config=_SEARCH_CONFIG)

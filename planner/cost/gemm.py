@@ -13,6 +13,7 @@ sharding reach a lower fraction of peak):
 
 from __future__ import annotations
 
+from planner.cost.params import norms_per_layer
 from planner.specs.base import FrozenSpec
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
 
@@ -137,16 +138,29 @@ FUSED_ROPE_BYTES_PER_VALUE = 4.0
 """Forward HBM bytes per rotated bf16 query/key value of a fused RoPE kernel: read and write
 once. Backward moves twice as much, as every memory-bound kernel here."""
 
-NORM_BYTES_PER_HIDDEN = 8.0
-"""Bytes per hidden unit of a layer's two norms, each reading and writing D bf16 values."""
+NORM_BYTES_PER_HIDDEN = 4.0
+"""Bytes per hidden unit of one norm, reading and writing D bf16 values."""
 
 RESIDUAL_BYTES_PER_HIDDEN = 12.0
 """Bytes per hidden unit of a layer's two residual adds, each reading 2 D and writing D bf16
-values."""
+values (a parallel block's three-way add into the residual is counted the same)."""
 
-NORM_RESIDUAL_BYTES_PER_HIDDEN = NORM_BYTES_PER_HIDDEN + RESIDUAL_BYTES_PER_HIDDEN
-"""Of :func:`elementwise_bytes_per_token`, the two norms (8 D) and two residual adds (12 D): the
-kernels sequence parallelism splits over TP ranks and plain TP repeats on every rank."""
+
+def norm_bytes_per_token(model: ModelSpec) -> float:
+    """Forward HBM bytes per token of one layer's norms: 4 D each, two per layer or one in a
+    parallel block (:func:`planner.cost.params.norms_per_layer`).
+
+    >>> from planner.cost.params import _tiny
+    >>> norm_bytes_per_token(_tiny())  # 2 x 4 x 64
+    512.0
+    """
+    return NORM_BYTES_PER_HIDDEN * norms_per_layer(model) * model.hidden_size
+
+
+def norm_residual_bytes_per_token(model: ModelSpec) -> float:
+    """Of :func:`elementwise_bytes_per_token`, the norms and the two residual adds (12 D): the
+    kernels sequence parallelism splits over TP ranks and plain TP repeats on every rank."""
+    return norm_bytes_per_token(model) + RESIDUAL_BYTES_PER_HIDDEN * model.hidden_size
 
 PERMUTE_BYTES_PER_ROUTED_VALUE = 4.0
 """HBM bytes per routed value of the MoE token permutation: the permute writes each of a token's
@@ -157,8 +171,9 @@ read and write (4 / top-k bytes) are left out."""
 def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     """HBM bytes per token moved forward by one layer's memory-bound kernels (bf16 values).
 
-    Two norms (read + write D each: 8 D bytes), two residual adds (read 2 D, write D: 12 D),
-    rotary on queries and keys (read + write: 4 (q + kv) bytes), the FFN activation (gated: read
+    Two norms (read + write D each: 8 D bytes; one in a parallel block), two residual adds (read
+    2 D, write D: 12 D), rotary on queries and keys when the model uses RoPE (read + write:
+    4 (q + kv) bytes), the FFN activation (gated: read
     2F write F; plain: read F write F; x k for routed experts): these are the non-GEMM kernels of
     a Megatron/TE layer that stream activations through HBM (Korthikanti et al. 2022 count the
     same tensors as activations). Backward moves about twice as much (gradients + saved inputs).
@@ -166,7 +181,9 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     d = model.hidden_size
     q = model.num_attention_heads * model.head_dim
     kv = model.num_kv_heads * model.head_dim
-    bytes_ = NORM_RESIDUAL_BYTES_PER_HIDDEN * d + FUSED_ROPE_BYTES_PER_VALUE * (q + kv)
+    bytes_ = norm_residual_bytes_per_token(model)
+    if model.position_embedding == "rope":
+        bytes_ += FUSED_ROPE_BYTES_PER_VALUE * (q + kv)
     moe = model.moe
     if moe_layer and moe is not None:
         width = moe.top_k * moe.expert_ffn_hidden_size

@@ -15,6 +15,7 @@ import math
 from functools import lru_cache
 
 from planner.cost.compute import attention_head_dims
+from planner.cost.params import norms_per_layer
 from planner.specs.formats import NumberFormat, bits_per_value, bytes_per_value, element_bits
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -146,8 +147,9 @@ def ffn_activation_values(model: ModelSpec, width: int) -> float:
 
 def layer_activation_values_per_token(model: ModelSpec, layer_index: int, seq_len: int) -> float:
     """Values per token stored by one layer with flash attention and no recompute, unsharded:
-    two norm inputs (2 D), attention values, FFN (or top-k routed + shared experts) values."""
-    per_token = 2.0 * model.hidden_size
+    the norm inputs (2 D; D for a parallel block's one norm), attention values, FFN (or top-k
+    routed + shared experts) values."""
+    per_token = float(norms_per_layer(model) * model.hidden_size)
     per_token += attention_activation_values(model, seq_len, store_scores=False) / seq_len
     moe = model.moe
     if moe is not None and layer_index >= moe.first_dense_layers:
@@ -196,9 +198,10 @@ def selective_recompute_saved_values(
     values = inputs = 0.0
     moe = model.moe
     is_moe = moe_layer and moe is not None
-    if "layernorm" in modules:
-        values += d if is_moe else 2.0 * d
-        inputs += d if is_moe else 2.0 * d
+    if "layernorm" in modules:  # a parallel block has one norm output, shared
+        outputs = d if is_moe or model.parallel_block else 2.0 * d
+        values += outputs
+        inputs += outputs
     whole_moe = "moe" in modules and is_moe
     if whole_moe:
         block_values, block_inputs = moe_block_values(model)
@@ -231,7 +234,8 @@ def replicated_values_without_sp(model: ModelSpec) -> float:
     >>> replicated_values_without_sp(_tiny())  # 4 x 64
     256.0
     """
-    return 4.0 * model.hidden_size + (model.hidden_size if model.dropout else 0.0)
+    norms = norms_per_layer(model)
+    return 2.0 * norms * model.hidden_size + (model.hidden_size if model.dropout else 0.0)
 
 
 def activation_bytes_per_token(values: float, gemm_inputs: float, fmt: NumberFormat) -> float:

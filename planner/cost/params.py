@@ -23,6 +23,17 @@ def norm_params(model: ModelSpec) -> int:
     return model.hidden_size * (2 if model.norm == "layernorm" else 1)
 
 
+def norms_per_layer(model: ModelSpec) -> int:
+    """Normalisation layers of one block: two (before attention and before the FFN), or one
+    shared by both in a parallel block (``ModelSpec.parallel_block``).
+
+    >>> from planner.cost.params import _tiny
+    >>> norms_per_layer(_tiny()), norms_per_layer(_tiny().model_copy(update={"parallel_block": True}))
+    (2, 1)
+    """
+    return 1 if model.parallel_block else 2
+
+
 def attention_params_per_layer(model: ModelSpec) -> int:
     """Weights of one attention block (projections, biases, q/k norms, sinks; not the pre-norm).
 
@@ -106,7 +117,7 @@ def layer_dense_and_expert_params(model: ModelSpec, layer_index: int) -> tuple[i
     >>> layer_dense_and_expert_params(_tiny(), 0)
     (41088, 0)
     """
-    dense = attention_params_per_layer(model) + 2 * norm_params(model)
+    dense = attention_params_per_layer(model) + norms_per_layer(model) * norm_params(model)
     moe = model.moe
     if moe is None or layer_index < moe.first_dense_layers:
         return dense + ffn_params(model, model.ffn_hidden_size), 0
@@ -133,8 +144,8 @@ def embedding_params(model: ModelSpec) -> int:
 
 
 def layer_params(model: ModelSpec, layer_index: int, *, active: bool = False) -> int:
-    """Weights of transformer block ``layer_index`` (0-based): attention, two norms, FFN or MoE."""
-    count = attention_params_per_layer(model) + 2 * norm_params(model)
+    """Weights of transformer block ``layer_index`` (0-based): attention, its norms, FFN or MoE."""
+    count = attention_params_per_layer(model) + norms_per_layer(model) * norm_params(model)
     if model.moe is not None and layer_index >= model.moe.first_dense_layers:
         return count + moe_layer_params(model, active=active)
     return count + ffn_params(model, model.ffn_hidden_size)

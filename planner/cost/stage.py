@@ -21,12 +21,12 @@ from planner.cost.compute import (
 from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatch, moe_sync_time
 from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
-    NORM_BYTES_PER_HIDDEN,
-    NORM_RESIDUAL_BYTES_PER_HIDDEN,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
     elementwise_bytes_per_token,
     gemm_time,
     layer_gemms,
+    norm_bytes_per_token,
+    norm_residual_bytes_per_token,
     unfused_kernel_bytes_per_token,
     unfused_kernel_launches,
 )
@@ -44,7 +44,7 @@ from planner.cost.memory import (
     stage_layers,
     weight_bytes,
 )
-from planner.cost.params import embedding_params, norm_params
+from planner.cost.params import embedding_params, norm_params, norms_per_layer
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.profile import layer_table
 from planner.specs.base import FrozenSpec
@@ -157,7 +157,7 @@ def selective_recompute_time(
             time += num_moe * _layer_linear_time(model, tokens, True, degrees, rates, names)[0]
     streamed = 0.0
     if "layernorm" in modules:
-        streamed += (num_dense + num_moe) * NORM_BYTES_PER_HIDDEN * model.hidden_size
+        streamed += (num_dense + num_moe) * norm_bytes_per_token(model)
     if ("moe_act" in modules or "moe" in modules) and model.moe is not None:
         act = (3.0 if model.gated_ffn else 2.0) * ACTIVATION_BYTES
         if model.ffn_activation in CLAMPED_ACTIVATIONS:
@@ -227,7 +227,7 @@ def microbatch_compute(
     memory_bound = tokens * streamed / layout.tp / hbm
     if not workload.sequence_parallel and layout.tp > 1:
         # norms and residual adds run on every TP rank's full sequence
-        repeated = NORM_RESIDUAL_BYTES_PER_HIDDEN * model.hidden_size * len(layers)
+        repeated = norm_residual_bytes_per_token(model) * len(layers)
         memory_bound += tokens * repeated * (1.0 - 1.0 / layout.tp) / hbm
     unfused_forward, unfused_backward = _unfused_kernel_time(
         model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates
@@ -328,7 +328,9 @@ def tp_comm_per_microbatch(
     """Exposed TP collectives of one micro-batch: with sequence parallelism, per layer 2
     all-gathers and 2 reduce-scatters of the (B T D) bf16 activation forward and the same
     backward (Korthikanti et al. 2022, section 4.2.2; the same bytes as the 2 + 2 all-reduces
-    without SP, ``workload.sequence_parallel`` False); full recompute repeats the forward ones.
+    without SP, ``workload.sequence_parallel`` False), one of each per pass in a parallel block
+    (its attention and FFN share the gathered input and reduce their summed output); full
+    recompute repeats the forward ones.
     With ``workload.tp_comm_overlap`` (Megatron-LM --tp-comm-overlap, userbuffers, which needs
     sequence parallelism) each collective is pipelined with the GEMM that consumes or
     produces it, so it hides behind the layer's linear GEMM time (forward ``linear_s``, x3 with
@@ -336,7 +338,8 @@ def tp_comm_per_microbatch(
     if tp.size == 1:
         return 0.0
     message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
-    per_layer = 4 * all_gather_time(message, tp) + 4 * reduce_scatter_time(message, tp)
+    pairs = 2 * norms_per_layer(model)  # forward and backward, per sub-block (one if parallel)
+    per_layer = pairs * (all_gather_time(message, tp) + reduce_scatter_time(message, tp))
     per_layer *= 1.0 + 0.5 * recomputed_fraction(workload, layout, num_layers)
     comm = per_layer * num_layers
     if not (workload.tp_comm_overlap and workload.sequence_parallel):

@@ -143,6 +143,8 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
             f"{name} cannot combine ZeRO-{layout.zero} with pipeline parallelism "
             f"(at most ZeRO-{profile.max_zero_with_pp}){hint}"
         )
+    if layout.tp > 1 and not profile.tensor_parallel:
+        out.append(f"{name} has no tensor parallelism")
     if layout.pp > 1 and not profile.pipeline:
         out.append(f"{name} has no pipeline parallelism")
     elif layout.vpp > 1 and not profile.interleaved_pipeline:

@@ -45,6 +45,8 @@ class FrameworkSpec(FrozenSpec):
     max_zero_with_pp: int = Field(ge=0, le=3)
     """Highest ZeRO stage that composes with pipeline parallelism (DeepSpeed's pipeline engine
     takes ZeRO-1 at most; torchtitan runs FSDP2 inside pipeline stages)."""
+    tensor_parallel: bool = True
+    """Tensor parallelism exists."""
     pipeline: bool = True
     """Pipeline parallelism exists."""
     interleaved_pipeline: bool = True

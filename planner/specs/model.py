@@ -128,8 +128,10 @@ class ModelSpec(FrozenSpec):
     """Input embedding and output projection share one matrix."""
     max_context: PositiveInt
     """Longest sequence the model supports (tokens)."""
-    position_embedding: Literal["rope", "learned"] = "rope"
-    """Rotary (no parameters) or learned absolute positions (max_context x D parameters)."""
+    position_embedding: Literal["rope", "learned", "alibi"] = "rope"
+    """Rotary (no parameters), learned absolute positions (max_context x D parameters), or ALiBi
+    (a per-head linear bias on the scores, applied inside the attention kernel; Press et al.
+    2021, arXiv 2108.12409)."""
     rope_attention_factor: PositiveFloat = 1.0
     """YaRN's attention (concentration) factor that scales the rotary cos/sin, ``0.1 ln(s) + 1``
     for a context extension s (Peng et al. 2023, arXiv 2309.00071, eq. 22); 1 without YaRN.
@@ -137,6 +139,11 @@ class ModelSpec(FrozenSpec):
     (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     """Normalisation; layernorm has a bias vector as well as a scale."""
+    parallel_block: bool = False
+    """Attention and FFN read the same normalised input and their outputs are summed into the
+    residual at once (GPT-J; PaLM, arXiv 2204.02311 section 2; MegaScale's parallel transformer
+    block): one norm per layer instead of two, and with tensor parallelism one reduction of the
+    summed outputs instead of one per sub-block."""
     attention_bias: bool = False
     """Q/K/V projections have biases (Qwen2, GPT-2, gpt-oss)."""
     attention_output_bias: bool = False
