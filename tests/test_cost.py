@@ -133,8 +133,8 @@ def test_dp_last_bucket_is_exposed_by_hand() -> None:
     slow = MicrobatchTime(forward_s=1.0, backward_s=2.0, tp_comm_s=0, cp_comm_s=0, ep_comm_s=0)
     layout = Layout(dp=8, zero=1)
     exposed = dp_exposed_time(
-        1e9, 0.0, layout, {"dp": dp}, slowest=slow, num_microbatches=4, grad_dtype="fp32",
-        tail_params=1e8,
+        1e9, 0.0, layout, {"dp": dp}, slowest=slow, num_microbatches=4,
+        workload=TrainWorkload(grad_reduce_dtype="fp32"), tail_params=1e8,
     )  # fmt: skip
     tail_reduce = 4 * 1e8 * 7 / 8 / 1e11  # fp32 gradients
     tail_gather = 2 * 1e8 * 7 / 8 / 1e11  # bf16 parameters

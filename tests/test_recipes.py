@@ -26,7 +26,8 @@ from planner.accuracy.run import run_validation
 from planner.catalog import load_accelerator, load_cluster
 from planner.cost.expert import ep_exposed_per_microbatch, moe_sync_time
 from planner.cost.memory import ACTIVATION_BYTES, selective_recompute_saved_values
-from planner.cost.stage import microbatch_compute, stage_memory
+from planner.cost.stage import microbatch_compute
+from planner.cost.stage_memory import stage_memory
 from planner.errors import SpecError
 from planner.report.export import export, make_job
 from planner.specs.layout import Layout, Recompute
@@ -329,8 +330,7 @@ def test_block_recompute_of_some_layers() -> None:
     the other 27 keep everything."""
     from planner.catalog import load_accelerator, load_model
     from planner.cost.memory import ACTIVATION_BYTES as A
-    from planner.cost.memory import logits_bytes
-    from planner.cost.stage import recomputed_fraction
+    from planner.cost.memory import logits_bytes, recomputed_fraction
 
     model, acc = load_model("8B"), load_accelerator("h100_sxm")
     full, block = TrainWorkload(seq_len=8192), TrainWorkload(seq_len=8192, recompute_num_layers=5)

@@ -203,6 +203,8 @@ class VariantRow(RowModel):
 
     layout: dict[str, object] = Field(default_factory=dict)
     """Changed layout fields."""
+    settings: dict[str, object] = Field(default_factory=dict)
+    """Changed framework settings (framework rows)."""
     precision: str | None = None
     """Changed precision."""
     measured: MeasuredRow
@@ -465,6 +467,21 @@ NVIDIA_PERF_RECIPE_SOURCES: tuple[str, ...] = ("NeMo", "Megatron-Bridge", "dgxc-
 ``cfg.ddp.grad_reduce_in_fp32 = False`` in Megatron-Bridge's performance configs)."""
 
 
+SETTING_FIELDS: dict[str, str] = {
+    "use_torch_compile": "fused_elementwise",
+    "torch_compile": "fused_elementwise",
+    "compile": "fused_elementwise",
+}
+"""Framework settings a row states as a plain boolean that map one-to-one onto a TrainWorkload
+field (``torch.compile`` fuses the elementwise kernels); the free-text settings are mapped per
+row in recipes.yaml instead."""
+
+SETTING_WORDS: dict[tuple[str, object], str] = {
+    ("use_torch_compile", False): "eager",
+    ("use_torch_compile", True): "compiled",
+}
+"""How a variant's changed setting reads in its case id (``FMS1/eager``)."""
+
 FRAMEWORK_PROFILES: dict[str, str] = {
     "megatron": "megatron",
     "megascale": "megatron",
@@ -501,10 +518,15 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
     }
     if row.framework == "megatron" and not row.settings:
         fields.update(_megatron_era_fields(row))
+    for key, value in row.settings.items():
+        if key in SETTING_FIELDS and isinstance(value, bool):
+            fields[SETTING_FIELDS[key]] = value
     if row.layout.sequence_parallel is False:
         fields["sequence_parallel"] = False
     if row.layout.recompute_num_layers is not None:
         fields["recompute_num_layers"] = row.layout.recompute_num_layers
+    if row.layout.shard_group is not None:
+        fields["zero_shard_group"] = row.layout.shard_group
     if recipe is not None:
         for name in ("tp_comm_overlap", "recompute_modules", "cross_entropy"):
             if getattr(recipe, name) is not None:
@@ -575,6 +597,7 @@ def is_moe(row: TrainingRow) -> bool:
 
 def _variant_suffix(variant: VariantRow) -> str:
     parts = [variant.precision] if variant.precision else []
+    parts += [SETTING_WORDS.get((k, v), f"{k}={v}") for k, v in variant.settings.items()]
     for key, value in variant.layout.items():
         if key == "sequence_parallel":
             continue
@@ -608,6 +631,7 @@ def expand_cases(rows: list[TrainingRow]) -> list[Case]:
                         where=f"row {row.id} variant layout",
                     ),
                     "measured": variant.measured,
+                    "settings": {**row.settings, **variant.settings},
                     "variants": [],
                 }
             )

@@ -162,6 +162,7 @@ def norm_residual_bytes_per_token(model: ModelSpec) -> float:
     kernels sequence parallelism splits over TP ranks and plain TP repeats on every rank."""
     return norm_bytes_per_token(model) + RESIDUAL_BYTES_PER_HIDDEN * model.hidden_size
 
+
 PERMUTE_BYTES_PER_ROUTED_VALUE = 4.0
 """HBM bytes per routed value of the MoE token permutation: the permute writes each of a token's
 top-k copies once (2 bytes, bf16) and the unpermute reads it back (2 bytes); the once-per-token
@@ -193,6 +194,65 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
         width = model.ffn_hidden_size
     bytes_ += (6.0 if model.gated_ffn else 4.0) * width
     return bytes_
+
+
+EAGER_NORM_BYTES_PER_VALUE = 36.0
+"""Forward HBM bytes per normalised bf16 value of an eager (unfused, uncompiled) PyTorch RMSNorm
+as the reference Llama code writes it (Hugging Face ``LlamaRMSNorm``; ``nn.RMSNorm`` decomposed
+on CUDA): ``to(float32)`` (read 2, write 4), ``pow(2)`` (4 + 4), ``mean`` (read 4), ``x *
+rsqrt(.)`` (4 + 4), ``to(bfloat16)`` (4 + 2), ``weight *`` (2 + 2). A fused kernel moves 4."""
+
+EAGER_ROPE_BYTES_PER_VALUE = 22.0
+"""Forward HBM bytes per rotated bf16 value of eager RoPE (``q * cos + rotate_half(q) * sin``:
+two multiplies (2 + 2 each), ``rotate_half``'s negate and ``cat`` (4 + 4 over the two halves), the
+add (4 + 2)); a fused kernel moves 4."""
+
+EAGER_GATED_ACTIVATION_BYTES_PER_VALUE = 10.0
+"""Forward HBM bytes per F value of an eager SwiGLU (``silu(gate)`` read 2 write 2, ``* up`` read
+4 write 2); the fused kernel moves 6 (read 2F, write F)."""
+
+EAGER_BIAS_BYTES_PER_VALUE = 4.0
+"""Forward HBM bytes per output value of a bias added by its own kernel (read 2, write 2) when
+the GEMM epilogue does not fuse it."""
+
+
+def eager_extra_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
+    """Forward HBM bytes per token one layer's elementwise work moves in eager PyTorch (no
+    ``torch.compile``, no fused kernels) beyond the fused kernels of
+    :func:`elementwise_bytes_per_token`: its norms, RoPE, gated activation and separate bias adds
+    op by op (:data:`EAGER_NORM_BYTES_PER_VALUE` and the constants beside it); the backward moves
+    about twice as much, as every memory-bound kernel here. Residual adds and a plain activation
+    are one kernel either way.
+
+    >>> from planner.cost.params import _tiny
+    >>> eager_extra_bytes_per_token(_tiny(), moe_layer=False)  # 32 x 2 x 64 + 18 x 128 + 4 x 128
+    6912.0
+    """
+    d = model.hidden_size
+    extra = (EAGER_NORM_BYTES_PER_VALUE - NORM_BYTES_PER_HIDDEN) * norms_per_layer(model) * d
+    if model.position_embedding == "rope":
+        rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
+        extra += (EAGER_ROPE_BYTES_PER_VALUE - FUSED_ROPE_BYTES_PER_VALUE) * rotated
+    moe = model.moe
+    if moe_layer and moe is not None:
+        width = (
+            moe.top_k * moe.expert_ffn_hidden_size
+            + moe.num_shared_experts * moe.shared_expert_width
+        )
+    else:
+        width = model.ffn_hidden_size
+    if model.gated_ffn:
+        extra += (EAGER_GATED_ACTIVATION_BYTES_PER_VALUE - 6.0) * width
+    if model.mlp_bias:
+        extra += EAGER_BIAS_BYTES_PER_VALUE * ((2 if model.gated_ffn else 1) * width + d)
+    if model.attention_bias or model.attention_output_bias:
+        q = model.num_attention_heads * model.head_dim
+        kv = model.num_kv_heads * model.head_dim
+        biased = (q + 2 * kv if model.attention_bias else 0) + (
+            d if model.attention_output_bias else 0
+        )
+        extra += EAGER_BIAS_BYTES_PER_VALUE * biased
+    return extra
 
 
 UNFUSED_ROPE_BYTES_PER_VALUE = (24.0, 26.0)

@@ -224,6 +224,52 @@ def selective_recompute_saved_values(
     return values, inputs
 
 
+def saved_tensor_widths(model: ModelSpec, *, moe_layer: bool) -> dict[str, float]:
+    """Values per token of each tensor a save-list recomputation policy can keep
+    (:data:`planner.specs.workload.SavedTensor`), unsharded: the query, key and value projections'
+    outputs (:func:`attention_value_widths`), the attention core's output (N H_v, with its fp32
+    log-sum-exp, 2 N values, which the backward needs), the output projection's (D), and the
+    FFN's gate and up projections' outputs (F each; a plain FFN has no gate) and down
+    projection's (D); in an MoE layer each routed copy's and shared expert's.
+
+    >>> from planner.cost.params import _tiny
+    >>> saved_tensor_widths(_tiny(), moe_layer=False)["mlp_up"], _tiny().ffn_hidden_size
+    (128.0, 128)
+    """
+    q, kv, context = attention_value_widths(model)
+    d = model.hidden_size
+    moe = model.moe
+    if moe_layer and moe is not None:
+        width = moe.top_k * moe.expert_ffn_hidden_size
+        width += moe.num_shared_experts * moe.shared_expert_width
+        down = d * (moe.top_k + moe.num_shared_experts)
+    else:
+        width, down = model.ffn_hidden_size, d
+    return {
+        "q": q,
+        "k": kv,
+        "v": kv,
+        "context": context + 2.0 * model.num_attention_heads,
+        "out": float(d),
+        "mlp_gate": float(width) if model.gated_ffn else 0.0,
+        "mlp_up": float(width),
+        "mlp_down": float(down),
+    }
+
+
+def save_list_values(model: ModelSpec, saved: tuple[str, ...], *, moe_layer: bool) -> float:
+    """Values per token one layer stores under a save-list recomputation policy: its input (D)
+    and the ``saved`` tensors (:func:`saved_tensor_widths`); everything else is recomputed from
+    them in the backward (JAX ``checkpoint_policies.save_only_these_names``).
+
+    >>> from planner.cost.params import _tiny
+    >>> save_list_values(_tiny(), (), moe_layer=False)  # the layer input only, as full recompute
+    64.0
+    """
+    widths = saved_tensor_widths(model, moe_layer=moe_layer)
+    return float(model.hidden_size + sum(widths[name] for name in saved))
+
+
 def replicated_values_without_sp(model: ModelSpec) -> float:
     """Values per token per layer that tensor parallelism without sequence parallelism keeps
     whole on every rank: the two norm inputs, the two norm outputs (the inputs of the column-

@@ -22,6 +22,7 @@ from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatc
 from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
+    eager_extra_bytes_per_token,
     elementwise_bytes_per_token,
     gemm_time,
     layer_gemms,
@@ -32,21 +33,14 @@ from planner.cost.gemm import (
 )
 from planner.cost.memory import (
     ACTIVATION_BYTES,
-    GRAD_BYTES,
-    OPTIMIZER_BYTES_PER_PARAM,
-    SHARDED_MAIN_GRAD_BYTES,
-    activation_bytes_per_layer,
-    activation_bytes_per_token,
-    logits_bytes,
     recomputed_fraction,
-    replicated_values_without_sp,
-    selective_recompute_saved_values,
+    saved_tensor_widths,
     stage_layers,
-    weight_bytes,
 )
-from planner.cost.params import embedding_params, norm_params, norms_per_layer
-from planner.cost.pipeline import microbatches_in_flight
+from planner.cost.params import norms_per_layer
 from planner.cost.profile import layer_table
+from planner.cost.stage_memory import stored_activation_bytes
+from planner.errors import InternalError
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat, bytes_per_value
@@ -54,7 +48,7 @@ from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
 from planner.specs.workload import TrainWorkload
-from planner.units import US
+from planner.units import GB, US
 
 CAST_BYTES_PER_VALUE = 3.0
 """Quantising a bf16 tensor to an 8- or 4-bit format reads 2 bytes and writes about 1 per value."""
@@ -75,12 +69,15 @@ class MicrobatchTime(FrozenSpec):
     """Exposed expert-parallel all-to-all."""
     moe_sync_s: float = 0.0
     """Host synchronisation of the MoE token dispatcher (:func:`moe_sync_time`)."""
+    offload_s: float = 0.0
+    """Exposed copies of offloaded activations to and from host memory
+    (:func:`activation_offload_time`)."""
 
     @property
     def total(self) -> float:
         """Sum of the terms (s)."""
         comm = self.tp_comm_s + self.cp_comm_s + self.ep_comm_s
-        return self.forward_s + self.backward_s + comm + self.moe_sync_s
+        return self.forward_s + self.backward_s + comm + self.moe_sync_s + self.offload_s
 
 
 @lru_cache(maxsize=4096)
@@ -168,6 +165,93 @@ def selective_recompute_time(
     return time + tokens * streamed / tp / hbm
 
 
+def attention_efficiency(acc: AcceleratorSpec, workload: TrainWorkload) -> float:
+    """Fraction of the bf16 peak the fused attention kernel reaches: the accelerator's
+    (calibrated on the vendor's kernel), times FlashAttention-2's relative speed on this part
+    when the framework runs FA2 (``workload.attention_kernel``).
+
+    >>> from planner.catalog import load_accelerator
+    >>> h100 = load_accelerator("h100_sxm")
+    >>> fa2 = TrainWorkload(attention_kernel="flash2")
+    >>> attention_efficiency(h100, fa2) == h100.efficiency.attention * 0.6
+    True
+    """
+    relative = acc.flash2_attention_relative
+    if workload.attention_kernel == "flash2" and relative is not None:
+        return acc.efficiency.attention * relative
+    return acc.efficiency.attention
+
+
+SAVED_GEMM_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "qkv": ("q", "k", "v"),
+    "q_up": ("q",),
+    "kv_up": ("k", "v"),
+    "mla_down": (),
+    "router": (),
+    "out": ("out",),
+    "up": ("mlp_gate", "mlp_up"),
+    "down": ("mlp_down",),
+    "expert_up": ("mlp_gate", "mlp_up"),
+    "expert_down": ("mlp_down",),
+    "shared_up": ("mlp_gate", "mlp_up"),
+    "shared_down": ("mlp_down",),
+}
+"""Which save-list names (:data:`planner.specs.workload.SavedTensor`) each GEMM
+(:func:`planner.cost.gemm.layer_gemms`) produces, in output-column order; a GEMM whose output no
+name keeps (MLA's latent down projection, the router) is always recomputed."""
+
+
+def unsaved_output_share(model: ModelSpec, gemm: str, saved: tuple[str, ...]) -> float:
+    """Share of ``gemm``'s output columns a save list does not keep, i.e. the share of its
+    forward the backward recomputes (outputs weighted by their widths,
+    :func:`planner.cost.memory.saved_tensor_widths`).
+
+    >>> from planner.catalog import load_model
+    >>> unsaved_output_share(load_model("8B"), "qkv", ("q", "v"))  # K of Q + 2K: 1024 / 6144
+    0.16666666666666666
+    """
+    names = SAVED_GEMM_OUTPUTS.get(gemm, ())
+    if not names:
+        return 1.0
+    widths = saved_tensor_widths(model, moe_layer=False)
+    total = sum(widths[n] for n in names)
+    if total == 0:
+        return 0.0
+    return sum(widths[n] for n in names if n not in saved) / total
+
+
+def save_list_recompute_time(
+    model: ModelSpec,
+    saved: tuple[str, ...],
+    *,
+    tokens: float,
+    counts: tuple[float, float],
+    degrees: tuple[int, int, int],
+    rates: tuple[float, float, float, float, float, float],
+    forward_s: tuple[float, float],
+) -> float:
+    """Backward seconds a save-list policy adds to one micro-batch on one GPU: the forward of
+    every GEMM share whose output is not kept (:func:`unsaved_output_share`), the memory-bound
+    kernels (elementwise outputs are never on a save list), and the attention core unless its
+    output (``context``) is kept. ``counts`` = (dense, MoE) layers; ``forward_s`` = the
+    forward's (attention core, memory-bound + unfused kernels) seconds."""
+    num_dense, num_moe = counts
+    attention_s, streamed_s = forward_s
+    time = streamed_s + (0.0 if "context" in saved else attention_s)
+    for moe_layer, count in ((False, num_dense), (True, num_moe)):
+        if not count:
+            continue
+        gemms = layer_gemms(
+            model, tokens, moe_layer=moe_layer, tp=degrees[0], ep=degrees[1], etp=degrees[2]
+        )
+        for name in {g.name for g in gemms}:
+            share = unsaved_output_share(model, name, saved)
+            if share:
+                one = _layer_linear_time(model, tokens, moe_layer, degrees, rates, frozenset({name}))
+                time += count * share * one[0]
+    return time
+
+
 def microbatch_compute(
     model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout, stage: int
 ) -> tuple[float, float, float, float]:
@@ -212,7 +296,7 @@ def microbatch_compute(
         attention_mma = matmul_time(
             tokens * table.total("attention_flops", layers) / layout.tp,
             peak_flop_per_s=acc.peak_flop_per_s(bf16),
-            efficiency=acc.efficiency.attention,
+            efficiency=attention_efficiency(acc, workload),
         )
         exp_forward, exp_backward = attention_exp_bound_factors(model, acc.bf16_flops_per_exp)
         attention = attention_mma * exp_forward
@@ -222,6 +306,9 @@ def microbatch_compute(
         attention_backward = 2.0 * attention
     streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
     streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
+    if not workload.fused_elementwise:
+        streamed += num_dense * eager_extra_bytes_per_token(model, moe_layer=False)
+        streamed += num_moe * eager_extra_bytes_per_token(model, moe_layer=True)
     if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
         streamed += CAST_BYTES_PER_VALUE * (num_dense * dense_in + num_moe * moe_in)
     memory_bound = tokens * streamed / layout.tp / hbm
@@ -248,6 +335,16 @@ def microbatch_compute(
     if layout.recompute is Recompute.FULL:
         backward += recomputed_fraction(workload, layout, len(layers)) * (
             linear + attention + memory_bound + unfused_forward
+        )
+    elif layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None:
+        backward += save_list_recompute_time(
+            model,
+            workload.saved_tensors,
+            tokens=tokens,
+            counts=(num_dense, num_moe),
+            degrees=degrees,
+            rates=rates,
+            forward_s=(attention, memory_bound + unfused_forward),
         )
     elif layout.recompute is Recompute.SELECTIVE:
         backward += selective_recompute_time(
@@ -379,6 +476,36 @@ def cp_comm_per_microbatch(
     return exposed * num_layers
 
 
+def activation_offload_time(
+    offloaded_bytes: float,
+    acc: AcceleratorSpec,
+    *,
+    compute_s: tuple[float, float],
+    contention: float,
+) -> float:
+    """Exposed seconds of moving ``offloaded_bytes`` of one micro-batch's activations to host
+    memory during its forward and back during its backward over the host link (one direction
+    each, ``AcceleratorSpec.host_link_GB_per_s``), each copy running under its pass's compute
+    (``compute_s`` = forward, backward) on copy engines: only what outlasts the pass, plus the
+    contention share of the overlapped time, is exposed (:func:`overlapped_exposed_time`; the
+    copies also stream the activations through HBM).
+
+    >>> from planner.catalog import load_accelerator
+    >>> gb200 = load_accelerator("gb200")  # 450 GB/s per direction
+    >>> activation_offload_time(45e9, gb200, compute_s=(0.05, 0.1), contention=0.0)
+    0.05
+    """
+    if offloaded_bytes <= 0.0:
+        return 0.0
+    if acc.host_link_GB_per_s is None:
+        raise InternalError(f"{acc.name} has no host link figure; check_workload refuses offload")
+    copy_s = offloaded_bytes / (acc.host_link_GB_per_s * GB)
+    forward_s, backward_s = compute_s
+    return overlapped_exposed_time(copy_s, forward_s, contention) + overlapped_exposed_time(
+        copy_s, backward_s, contention
+    )
+
+
 def microbatch_time(
     model: ModelSpec,
     acc: AcceleratorSpec,
@@ -425,125 +552,11 @@ def microbatch_time(
             contention=contention,
         ),
         moe_sync_s=moe_sync_time(acc, workload, num_moe),
-    )
-
-
-class StageMemory(FrozenSpec):
-    """Memory of one GPU of one pipeline stage (bytes)."""
-
-    weights: float
-    """Weights held (bytes)."""
-    grads: float
-    """Gradient buffers (bytes)."""
-    optimizer: float
-    """Optimizer state (bytes)."""
-    activations: float
-    """Activations of the micro-batches in flight, plus logits on the last stage (bytes)."""
-
-    @property
-    def total(self) -> float:
-        """Sum of the terms (bytes)."""
-        return self.weights + self.grads + self.optimizer + self.activations
-
-
-def stage_params_per_gpu(
-    model: ModelSpec, layout: Layout, stage: int, seq_len: int
-) -> tuple[float, float]:
-    """(dense, expert) parameters held by one GPU of ``stage``.
-
-    Dense weights (attention, norms, router, dense FFN, shared experts, embeddings) are split over
-    tp, routed experts over ep (whole experts) x etp. The first stage holds the input embedding
-    (and learned positions), the last the final norm and output projection; a tied embedding is
-    replicated on the last stage when pp > 1, as Megatron-LM does.
-    """
-    layers = stage_layers(model, layout.pp, stage)
-    table = layer_table(model, seq_len)
-    dense = table.total("dense_params", layers)
-    expert = table.total("expert_params", layers)
-    vocab_table = model.vocab_size * model.hidden_size
-    if stage == 0:
-        dense += embedding_params(model) - (0 if model.tied_embeddings else vocab_table)
-    if stage == layout.pp - 1:
-        if not model.tied_embeddings or layout.pp > 1:
-            dense += vocab_table
-        dense += norm_params(model)
-    return dense / layout.tp, expert / (layout.ep * layout.etp)
-
-
-def _selective_saved_bytes(
-    model: ModelSpec, modules: tuple[str, ...], fmt: NumberFormat, num_moe: float, num_dense: float
-) -> float:
-    """Stored bytes per token selective recomputation removes from a stage."""
-    saved = 0.0
-    for count, moe_layer in ((num_moe, True), (num_dense, False)):
-        if count:
-            values, inputs = selective_recompute_saved_values(model, modules, moe_layer=moe_layer)
-            saved += count * activation_bytes_per_token(values, inputs, fmt)
-    return saved
-
-
-def stage_memory(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout, stage: int, num_microbatches: int
-) -> StageMemory:
-    """Memory of one GPU of ``stage``: weights, grads and optimizer state sharded per the ZeRO
-    stage (dense over dp x cp, experts over the expert-data-parallel group), and the activations of
-    the micro-batches in flight (1F1B / interleaved), plus fp32 logits on the last stage."""
-    dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len)
-    dp = layout.dp * layout.cp
-    edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
-
-    def sharded(per_param: float, zero_stage: int) -> float:
-        if layout.zero < zero_stage:
-            return per_param * (dense + expert)
-        return per_param * (dense / dp + expert / edp)
-
-    weights = weight_bytes(dense + expert, layout.precision)
-    if layout.zero >= 3:
-        weights = weight_bytes(dense / dp + expert / edp, layout.precision)
-    layers = stage_layers(model, layout.pp, stage)
-    tokens = layout.mbs * workload.seq_len / layout.cp
-    table = layer_table(model, workload.seq_len)
-    recomputed = recomputed_fraction(workload, layout, len(layers))
-    kept = 1.0 - recomputed  # share of layers that keep their activations
-    per_token = ACTIVATION_BYTES * model.hidden_size * len(layers) * recomputed
-    if kept > 0.0:
-        per_token += kept * activation_bytes_per_token(
-            table.total("activation_values", layers),
-            table.total("gemm_input_values", layers),
-            layout.precision,
-        )
-        scores_recomputed = (
-            layout.recompute is Recompute.SELECTIVE and "core_attn" in workload.recompute_modules
-        )
-        if not workload.flash_attention and not scores_recomputed:
-            per_token += kept * ACTIVATION_BYTES * table.total("score_values", layers)
-        if layout.recompute is Recompute.SELECTIVE:
-            num_moe = table.total("moe_layers", layers)
-            per_token -= _selective_saved_bytes(
-                model, workload.recompute_modules, layout.precision, num_moe, len(layers) - num_moe
-            )
-    per_microbatch = tokens * per_token / layout.tp
-    if not workload.sequence_parallel and layout.tp > 1:
-        # what plain TP keeps whole on every rank: the layer inputs that full recomputation
-        # stores, and the norm inputs/outputs and dropout masks of the layers that keep theirs
-        whole = ACTIVATION_BYTES * model.hidden_size * recomputed
-        whole += kept * ACTIVATION_BYTES * replicated_values_without_sp(model)
-        per_microbatch += tokens * whole * len(layers) * (1.0 - 1.0 / layout.tp)
-    activations = per_microbatch * microbatches_in_flight(
-        layout.pp, layout.vpp, num_microbatches, stage
-    )
-    if layout.recompute is Recompute.FULL:
-        working = layout.model_copy(update={"recompute": Recompute.SELECTIVE})
-        activations += activation_bytes_per_layer(
-            model, working, workload.seq_len, layer_index=model.num_layers - 1
-        )
-    if stage == layout.pp - 1:
-        activations += logits_bytes(model, layout, workload.seq_len)
-    return StageMemory(
-        weights=weights,
-        grads=sharded(GRAD_BYTES[workload.grad_reduce_dtype], 2),
-        optimizer=sharded(
-            OPTIMIZER_BYTES_PER_PARAM + SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype], 1
+        offload_s=activation_offload_time(
+            workload.activation_offload_fraction
+            * stored_activation_bytes(model, workload, layout, stage),
+            acc,
+            compute_s=(forward, backward),
+            contention=contention,
         ),
-        activations=activations,
     )

@@ -32,15 +32,16 @@ from planner.cost.comm import (
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, stage_layers
 from planner.cost.profile import layer_table
-from planner.cost.stage import (
-    MicrobatchTime,
-    StageMemory,
-    microbatch_time,
-    stage_memory,
-    stage_params_per_gpu,
+from planner.cost.sharding import (
+    param_gathers_per_microbatch,
+    reduces_once_per_step,
+    shard_ranks,
 )
+from planner.cost.stage import MicrobatchTime, microbatch_time
+from planner.cost.stage_memory import StageMemory, stage_memory, stage_params_per_gpu
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
+from planner.specs.formats import NumberFormat
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -131,7 +132,7 @@ def dp_exposed_time(
     *,
     slowest: MicrobatchTime,
     num_microbatches: int,
-    grad_dtype: str = "fp32",
+    workload: TrainWorkload | None = None,
     contention: float = 0.0,
     tail_params: float = 0.0,
 ) -> float:
@@ -142,39 +143,60 @@ def dp_exposed_time(
     ZeRO-0: all-reduce.
     The reduction overlaps the last micro-batch's backward, the gather the first one's forward;
     ZeRO-2/3 reduce-scatter every micro-batch's gradients (sharded gradients cannot accumulate
-    locally), and ZeRO-3 gathers bf16 parameters in every micro-batch's forward and backward
-    (Rajbhandari et al. 2020, section 5; PyTorch FSDP).
+    locally), and ZeRO-3 gathers bf16 parameters in every micro-batch's forward and, when it
+    reshards, backward (Rajbhandari et al. 2020, section 5; PyTorch FSDP), unless it keeps the
+    stage gathered across micro-batches under pipeline parallelism
+    (:func:`planner.cost.sharding.reduces_once_per_step`: one reduction and one gather per step,
+    as ZeRO-1). ``workload`` gives the gradient dtype and ZeRO-3's resharding (default:
+    TrainWorkload's).
     With one reduction per step, gradients reduce in buckets as the backward produces them; the
     last bucket (``tail_params``: :func:`dp_tail_params`) is ready only when the backward ends,
     so its reduce-scatter is exposed, and the next forward waits for the first bucket's
     all-gather (Li et al., "PyTorch Distributed", VLDB 2020, section 3.2.3; Megatron-LM
     ``--overlap-grad-reduce`` / ``--overlap-param-gather`` buckets).
     """
-    grad_bytes = GRAD_BYTES[grad_dtype]
+    workload = workload or TrainWorkload()
+    grad_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
+    fp8_gather = workload.fp8_param_gather and layout.precision is not NumberFormat.BF16
+    param_bytes = 1.0 if fp8_gather else 2.0
     dp = domains.get("dp_cp", domains["dp"])
     edp = domains.get("edp", dp)
     if dp.size == 1 and edp.size == 1:
         return 0.0
     reduce_time = reduce_scatter_time if layout.zero >= 1 else ring_all_reduce_time
-    reduce = reduce_time(grad_bytes * dense_params, dp) + reduce_time(
-        grad_bytes * expert_params, edp
-    )
+    shard, replicas = domains.get("dp_shard"), domains.get("dp_replicate")
+
+    def dense_reduce(num_bytes: float) -> float:
+        if shard is None or replicas is None or layout.zero == 0:
+            return reduce_time(num_bytes, dp)
+        # hybrid sharding: reduce-scatter inside the shard group, then all-reduce the shard
+        # across its replicas (PyTorch HSDP; Zhao et al. VLDB 2023 section 3.2.2)
+        return reduce_time(num_bytes, shard) + ring_all_reduce_time(
+            num_bytes / shard.size, replicas
+        )
+
+    def dense_gather(num_bytes: float) -> float:
+        return all_gather_time(num_bytes, shard if shard is not None else dp)
+
+    reduce = dense_reduce(grad_bytes * dense_params) + reduce_time(grad_bytes * expert_params, edp)
     gather = 0.0
     if layout.zero >= 1:
-        gather = all_gather_time(2.0 * dense_params, dp) + all_gather_time(2.0 * expert_params, edp)
+        gather = dense_gather(param_bytes * dense_params)
+        gather += all_gather_time(param_bytes * expert_params, edp)
     tail = min(tail_params, dense_params)
-    tail_reduce = reduce_time(grad_bytes * tail, dp)
-    tail_gather = all_gather_time(2.0 * tail, dp) if layout.zero >= 1 else 0.0
+    tail_reduce = dense_reduce(grad_bytes * tail)
+    tail_gather = dense_gather(param_bytes * tail) if layout.zero >= 1 else 0.0
 
     def bucketed(total: float, last: float, compute: float) -> float:
         """The last bucket's collective exposed, the rest behind ``compute``."""
         return last + overlapped_exposed_time(max(0.0, total - last), compute, contention)
 
-    if layout.zero >= 2:
+    if not reduces_once_per_step(workload, layout):
         # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
         # its gradients, the last bucket after the backward ends (and ZeRO-3 re-gathers the
-        # parameters for every forward and backward, prefetching them behind the compute).
-        gathers = 2.0 * gather if layout.zero >= 3 else 0.0
+        # parameters for every forward, and backward when it reshards, prefetching them behind
+        # the compute).
+        gathers = param_gathers_per_microbatch(workload, layout) * gather
         compute = slowest.backward_s + (slowest.forward_s if layout.zero >= 3 else 0.0)
         per_microbatch = tail_reduce + overlapped_exposed_time(
             max(0.0, reduce - tail_reduce) + gathers, compute, contention
@@ -251,6 +273,7 @@ def estimate_step(
         "cp_comm": m * slowest.cp_comm_s,
         "ep_comm": m * slowest.ep_comm_s,
         "moe_sync": m * slowest.moe_sync_s,
+        "offload": m * slowest.offload_s,
         "pp_bubble": (layout.pp - 1) / layout.vpp * slowest.total,
     }
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
@@ -264,15 +287,15 @@ def estimate_step(
             domains,
             slowest=slowest,
             num_microbatches=m,
-            grad_dtype=workload.grad_reduce_dtype,
+            workload=workload,
             contention=acc.efficiency.overlap_contention,
             tail_params=dp_tail_params(model, layout, stage=s),
         )
         for s in stages
     )
     dense, expert = max(params.values(), key=sum)
-    dp = layout.dp * layout.cp
-    edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
+    edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
+    dp = shard_ranks(workload, layout)
     shard = dense / dp + expert / edp if layout.zero >= 1 else dense + expert
     breakdown["optimizer"] = (
         OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)

@@ -27,6 +27,7 @@ TERM_COLORS: dict[str, str] = {
     "cp_comm": "#937860",
     "ep_comm": "#da8bc3",
     "moe_sync": "#ccb974",
+    "offload": "#64b5cd",
     "pp_bubble": "#c44e52",
     "pp_comm": "#8172b3",
     "dp_comm": "#55a868",

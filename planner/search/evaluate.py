@@ -5,12 +5,13 @@ from __future__ import annotations
 from planner.cost.step import StageMemory, StepCost, estimate_step
 from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
+from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.result import MemoryBreakdown, Plan
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
-from planner.topology import comm_domains, placement
+from planner.topology import comm_domains, group_domain, placement
 from planner.units import HOUR_S, TFLOP, GiB
 
 
@@ -23,8 +24,26 @@ def score(
     memory: tuple[list[int], list[StageMemory]] | None = None,
 ) -> StepCost:
     """The cost model's StepCost for ``layout`` on ``cluster``."""
-    domains = comm_domains(cluster, layout)
+    domains = comm_domains(cluster, layout) | shard_domains(cluster, layout, workload)
     return estimate_step(model, cluster.accelerator, workload, layout, domains, memory=memory)
+
+
+def shard_domains(
+    cluster: ClusterSpec, layout: Layout, workload: TrainWorkload
+) -> dict[str, CommDomain]:
+    """With hybrid sharding (``workload.zero_shard_group``), the groups of the dense state:
+    ``dp_shard`` (the shard group: consecutive data-parallel ranks, ``tp`` apart) and
+    ``dp_replicate`` (the replicas of one shard, group x tp apart); none otherwise."""
+    group = workload.zero_shard_group
+    ranks = layout.dp * layout.cp
+    if group is None or group in (1, ranks) or ranks % group:
+        return {}
+    return {
+        "dp_shard": group_domain(cluster, group, layout.tp, num_ranks=layout.num_gpus),
+        "dp_replicate": group_domain(
+            cluster, ranks // group, layout.tp * group, num_ranks=layout.num_gpus
+        ),
+    }
 
 
 def fits(cost: StepCost, cluster: ClusterSpec) -> bool:

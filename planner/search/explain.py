@@ -17,6 +17,7 @@ TERM_WORDS: dict[str, str] = {
     "cp_comm": "CP communication",
     "ep_comm": "EP all-to-all",
     "moe_sync": "MoE dispatcher host sync",
+    "offload": "activation offload copies",
     "pp_bubble": "pipeline bubble",
     "pp_comm": "pipeline sends",
     "dp_comm": "exposed DP communication",

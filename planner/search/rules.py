@@ -31,6 +31,11 @@ def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorklo
             f"precision '{workload.precision}' is not supported by {acc.name} "
             f"(its tensor cores run: {formats})"
         )
+    if workload.activation_offload_fraction > 0 and acc.host_link_GB_per_s is None:
+        raise SpecError(
+            f"activation offload needs the host-link bandwidth of {acc.name}, which its "
+            "accelerator YAML does not give (host_link_GB_per_s)"
+        )
     if workload.seq_len > model.max_context:
         raise SpecError(
             f"seq-len {workload.seq_len} exceeds the {model.max_context}-token context of "
@@ -142,6 +147,11 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
         out.append(
             f"{name} cannot combine ZeRO-{layout.zero} with pipeline parallelism "
             f"(at most ZeRO-{profile.max_zero_with_pp}){hint}"
+        )
+    group = workload.zero_shard_group
+    if group is not None and (layout.dp * layout.cp) % group:
+        out.append(
+            f"the ZeRO shard group ({group}) must divide dp x cp ({layout.dp * layout.cp})"
         )
     if layout.tp > 1 and not profile.tensor_parallel:
         out.append(f"{name} has no tensor parallelism")

@@ -114,6 +114,14 @@ class AcceleratorSpec(FrozenSpec):
     many matmul FLOPs per softmax score flash attention needs before the special-function units
     stop bounding it (:func:`planner.cost.compute.attention_exp_bound_factors`). None: no bound
     modelled."""
+    flash2_attention_relative: PositiveFloat | None = Field(default=None, le=1.0)
+    """Speed of FlashAttention-2 relative to the vendor's fused attention (cuDNN, FA3) on this
+    part, for frameworks that run FA2 (``TrainWorkload.attention_kernel``); None = FA2 is the
+    best kernel here (Ampere) or not catalogued."""
+    host_link_GB_per_s: PositiveFloat | None = None
+    """Device-to-host bandwidth per direction (GB/s): PCIe, NVLink-C2C to a Grace CPU, the TPU's
+    host PCIe; what activation offload (``TrainWorkload.activation_offload_fraction``) moves
+    over. None = not catalogued (offload is then refused)."""
     efficiency: AcceleratorEfficiency
     """Achievable fractions of the peaks (calibrated data)."""
     sources: dict[Name, Text]

@@ -151,15 +151,28 @@ class TrainWorkload(FrozenSpec):
     held (Llama 3's layout, arXiv 2407.21783 section 3.3.2); ``default`` reshards unless
     pipeline parallelism is on (torchtitan's ``fsdp_reshard_after_forward = "default"``: "for
     PP, do not reshard after forward to avoid per-microbatch all-gathers")."""
+    zero_shard_group: PositiveInt | None = None
+    """Hybrid sharding (HSDP, ZeRO++'s hpZ, PaLM's per-pod sharding): the data-parallel ranks one
+    ZeRO shard spans, consecutive in rank order (inside a node or pod); the dp x cp / group
+    shards replicate it and all-reduce their gradient shards. None = one shard over all
+    dp x cp ranks."""
     unsharded_param_layers: float = Field(default=2.0, ge=1.0, le=8.0)
     """ZeRO-3 only: layers whose gathered (bf16) parameters, and in backward their unsharded
     gradients, are alive at once: the running layer and the one prefetched (FSDP2's implicit
     prefetch of the next layer; Megatron-FSDP's double buffer)."""
-    activation_offload: bool = False
-    """Saved activations that are not recomputed go to host memory over the host link and come
-    back for the backward (MaxText ``remat_policy`` ``*_offloaded`` / ``offload``; Megatron-LM
-    ``--cpu-offloading-activations``): they leave device memory, and the copies cost host-link
-    time where they outlast the compute they overlap."""
+    activation_offload_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of the saved activations that go to host memory over the host link in the forward
+    and come back for the backward (Megatron-LM ``--cpu-offloading-num-layers`` N of L layers;
+    MaxText ``remat_policy`` ``*_offloaded``): they leave device memory, and the copies cost
+    host-link time where they outlast the compute they overlap. 0 = none."""
+    fused_elementwise: bool = True
+    """Norms, RoPE, activations and bias adds run as fused kernels (Transformer Engine, Apex,
+    ``torch.compile``, XLA); False = eager PyTorch op by op, each op a pass through HBM
+    (:func:`planner.cost.gemm.eager_extra_bytes_per_token`)."""
+    attention_kernel: Literal["vendor", "flash2"] = "vendor"
+    """Fused attention kernel: the vendor's best (cuDNN / Transformer Engine, FlashAttention-3
+    on Hopper, Pallas splash on TPU) or FlashAttention-2 (PyTorch SDPA's flash backend, the
+    flash-attn 2 package), slower on Hopper (``AcceleratorSpec.flash2_attention_relative``)."""
     activation_memory_overhead: float = Field(default=0.0, ge=0.0, le=1.0)
     """Allocator overhead on activations: the caching allocator's fragmentation and the
     transient buffers of the backward, as a fraction of the stored activations (0 = none beyond

@@ -1,0 +1,143 @@
+"""Data-parallel sharding (ZeRO 0-3, FSDP): what one GPU holds of its stage's weights,
+gradients and optimizer state, and how often the gradients and parameters cross the data-
+parallel group.
+
+Bytes per parameter follow Megatron-LM's distributed optimizer (``dist_optimizer.md``: bf16
+weights + fp32 main gradients, 12 bytes of fp32 master weights and Adam moments sharded by
+ZeRO-1) and ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054, section 5: stage 2 adds the
+gradients, stage 3 the parameters). ZeRO-3 as FSDP runs it (Zhao et al., "PyTorch FSDP", VLDB
+2023, section 3) also holds the gathered copy of the layers it is running: the current one and
+the one it prefetches (``unsharded_param_layers``), their unsharded gradients in the backward,
+and, when it does not reshard after the forward, the whole stage's gathered parameters.
+"""
+
+from __future__ import annotations
+
+from planner.cost.memory import (
+    GRAD_BYTES,
+    OPTIMIZER_BYTES_PER_PARAM,
+    SHARDED_MAIN_GRAD_BYTES,
+    weight_bytes,
+)
+from planner.specs.base import FrozenSpec
+from planner.specs.layout import Layout
+from planner.specs.workload import TrainWorkload
+
+
+def zero3_reshards(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether ZeRO-3 frees each layer's gathered parameters after its forward (and gathers them
+    again for the backward): ``reshard_after_forward`` always, or by default unless pipeline
+    parallelism is on (torchtitan's ``fsdp_reshard_after_forward = "default"``).
+
+    >>> zero3_reshards(TrainWorkload(), Layout(zero=3)), zero3_reshards(TrainWorkload(), Layout(pp=2, zero=3))
+    (True, False)
+    """
+    if workload.reshard_after_forward == "default":
+        return layout.pp == 1
+    return workload.reshard_after_forward == "always"
+
+
+def reduces_once_per_step(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether a step's gradients cross the data-parallel group once, after the last
+    micro-batch's backward, rather than after every micro-batch.
+
+    ZeRO-0 and -1 accumulate into a full gradient buffer. ZeRO-2 and a resharding ZeRO-3 keep
+    only a shard, so every micro-batch reduce-scatters. A ZeRO-3 that does not reshard under
+    pipeline parallelism holds the stage's gathered parameters and unsharded gradients from the
+    first forward to the last backward: PyTorch's pipelining turns FSDP's gradient sync and
+    resharding off until the last backward (``torch.distributed.pipelining`` stage
+    ``backward_maybe_with_nosync``), one all-gather and one reduce-scatter per step (Llama 3,
+    arXiv 2407.21783 section 3.3.2).
+
+    >>> reduces_once_per_step(TrainWorkload(), Layout(pp=4, zero=3))
+    True
+    >>> reduces_once_per_step(TrainWorkload(), Layout(zero=3))
+    False
+    """
+    if layout.zero < 2:
+        return True
+    return layout.zero >= 3 and layout.pp > 1 and not zero3_reshards(workload, layout)
+
+
+def param_gathers_per_microbatch(workload: TrainWorkload, layout: Layout) -> float:
+    """All-gathers of the stage's parameters per micro-batch when they are gathered per
+    micro-batch: forward and backward when ZeRO-3 reshards, the forward only when it keeps them
+    (one gather for both passes); 0 below ZeRO-3 or when the step gathers once.
+
+    >>> param_gathers_per_microbatch(TrainWorkload(), Layout(zero=3))
+    2.0
+    >>> param_gathers_per_microbatch(TrainWorkload(reshard_after_forward="never"), Layout(zero=3))
+    1.0
+    """
+    if layout.zero < 3 or reduces_once_per_step(workload, layout):
+        return 0.0
+    return 2.0 if zero3_reshards(workload, layout) else 1.0
+
+
+def shard_ranks(workload: TrainWorkload, layout: Layout) -> int:
+    """Data-parallel ranks one shard of the dense state spans: dp x cp, or the hybrid-sharding
+    group (``zero_shard_group``) when one is set.
+
+    >>> shard_ranks(TrainWorkload(zero_shard_group=8), Layout(dp=64, zero=3))
+    8
+    """
+    group = workload.zero_shard_group
+    return group if group is not None else layout.dp * layout.cp
+
+
+class ShardedState(FrozenSpec):
+    """Bytes one GPU holds of its stage's model state."""
+
+    weights: float
+    """Weights: the bf16 (+ low-precision cache) copy, sharded or gathered."""
+    grads: float
+    """Gradient buffers."""
+    optimizer: float
+    """fp32 master weights, Adam moments and the distributed optimizer's main-gradient shard."""
+
+
+def sharded_state_bytes(
+    params: tuple[float, float],
+    layout: Layout,
+    workload: TrainWorkload,
+    *,
+    num_layers: int,
+) -> ShardedState:
+    """What one GPU holds of ``params`` = (dense, expert) parameters of its stage (already split
+    over tp and ep x etp): dense state shards over dp x cp, expert state over the expert-data-
+    parallel ranks, per the ZeRO stage. ZeRO-3 adds the gathered bf16 copy of
+    ``unsharded_param_layers`` of the stage's ``num_layers`` layers (all of them from forward to
+    backward when it does not reshard) and, in the backward, their unsharded gradients; without
+    resharding under pipeline parallelism
+    (:func:`reduces_once_per_step`) it holds the stage's whole gathered copy and unsharded
+    gradients instead.
+
+    >>> state = sharded_state_bytes((8e9, 0.0), Layout(dp=8, zero=1), TrainWorkload(), num_layers=32)
+    >>> state.weights / 1e9, state.grads / 1e9, state.optimizer / 1e9
+    (16.0, 32.0, 12.0)
+    """
+    dense, expert = params
+    dp = shard_ranks(workload, layout)
+    edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
+    total = dense + expert
+    shard = dense / dp + expert / edp
+    grad = GRAD_BYTES[workload.grad_reduce_dtype]
+    optimizer = (
+        OPTIMIZER_BYTES_PER_PARAM + SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype]
+    ) * (shard if layout.zero >= 1 else total)
+    if layout.zero < 3:
+        grads = grad * (shard if layout.zero >= 2 else total)
+        return ShardedState(
+            weights=weight_bytes(total, layout.precision), grads=grads, optimizer=optimizer
+        )
+    if reduces_once_per_step(workload, layout):
+        return ShardedState(
+            weights=weight_bytes(total, layout.precision), grads=grad * total, optimizer=optimizer
+        )
+    running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
+    gathered = running if zero3_reshards(workload, layout) else total
+    return ShardedState(
+        weights=weight_bytes(shard, layout.precision) + weight_bytes(gathered, layout.precision),
+        grads=grad * (shard + running),
+        optimizer=optimizer,
+    )
