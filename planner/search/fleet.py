@@ -212,8 +212,8 @@ class FleetSolver:
             variables=len(self._model.proto.variables),
             constraints=len(self._model.proto.constraints),
             status=names.get(status, "MODEL_INVALID" if status == cp.MODEL_INVALID else "UNKNOWN"),
-            objective=float(solver.objective_value) if found else 0.0,
-            best_bound=float(solver.best_objective_bound) if found else 0.0,
+            objective=float(round(solver.objective_value)) if found else 0.0,
+            best_bound=float(round(solver.best_objective_bound)) if found else 0.0,
             objective_terms="sum of row costs (see objective)",
             solve_time_s=elapsed,
         )
@@ -321,7 +321,8 @@ def job_rows(
             if tokens <= best_tokens:  # more GPUs, no more throughput: dominated
                 continue
             best_tokens = tokens
-            rows.append(Row(index, q, plan.num_gpus, block_size(plan.placement), tokens, plan))
+            block = block_size(plan.placement, part.cluster.accelerators_per_domain)
+            rows.append(Row(index, q, plan.num_gpus, block, tokens, plan))
     return rows, reasons
 
 

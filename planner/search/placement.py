@@ -7,8 +7,8 @@ job's groups do not divide (72-GPU NVL72 racks and TP16). This module chooses wh
 Data (fully prepared, integers; STYLE.md rule 10), one row per node with a free accelerator:
 its scale-up domain, scalable unit (leaf group of the scale-out fabric), free accelerators and
 speed level. The job is ``N`` ranks in blocks of ``B`` consecutive ranks that must share one
-scale-up domain (``B`` = the span of the dimensions the cost model puts inside a domain, e.g. a
-TP group, or TP x EP: :func:`block_size`).
+scale-up domain (``B`` = the span of the TP and EP groups that fit in a domain and of any other
+dimension the cost model puts inside one: :func:`block_size`).
 
 Variables: per domain, the blocks it holds (x_d); per node, the accelerators it gives (y_k) and
 whether it is used; per scalable unit and domain, whether it is used; the slowest speed level
@@ -60,18 +60,30 @@ MAX_OBJECTIVE = 2**62
 """Largest objective handed to CP-SAT (64-bit): less significant terms are dropped beyond it."""
 
 
-def block_size(placement: dict[str, PlacementEntry]) -> int:
+INSIDE_DIMENSIONS = ("tp", "ep")
+"""Dimensions whose groups belong inside one scale-up domain whenever they fit in one (their
+collectives run every layer: TP all-gather / reduce-scatter, EP all-to-all)."""
+
+
+def block_size(placement: dict[str, PlacementEntry], per_domain: int) -> int:
     """Consecutive ranks that must share one scale-up domain: the least common multiple of the
-    spans (size x stride) of the dimensions the plan puts inside a domain.
+    spans (size x stride) of the TP and EP groups that fit in a domain of ``per_domain``, and of
+    every other dimension the plan puts inside a domain.
 
     >>> from planner.specs.result import PlacementEntry
-    >>> entry = dict(tier="scale_up", within_domain=True, link="", bandwidth_GB_per_s=1.0,
-    ...              example_group=[0])
-    >>> block_size({"tp": PlacementEntry(size=8, stride=1, **entry),
-    ...             "ep": PlacementEntry(size=4, stride=1, **entry)})
-    8
+    >>> entry = dict(link="", bandwidth_GB_per_s=1.0, example_group=[0])
+    >>> block_size({"tp": PlacementEntry(size=16, stride=1, tier="scale_out",
+    ...                                  within_domain=False, **entry),
+    ...             "ep": PlacementEntry(size=4, stride=1, tier="scale_up",
+    ...                                  within_domain=True, **entry)}, 72)
+    16
     """
-    spans = [e.size * e.stride for e in placement.values() if e.within_domain and e.size > 1]
+    spans = [
+        e.size * e.stride
+        for dim, e in placement.items()
+        if e.size > 1
+        and (e.within_domain or (dim in INSIDE_DIMENSIONS and e.size * e.stride <= per_domain))
+    ]
     return math.lcm(*spans) if spans else 1
 
 
@@ -176,9 +188,9 @@ def is_feasible(problem: PlacementProblem, gpus: np.ndarray) -> bool:
 class PlacementSolver:
     """The CP-SAT model of one :class:`PlacementProblem` (OR-Tools imported here only).
 
-    Nodes are aggregated into classes of interchangeable nodes: same scale-up domain, free
-    accelerators and speed level (or, where a domain is one node as on HGX boards, same
-    scalable unit, free accelerators and speed level), so a 2,048-node cluster with a few holes
+    Nodes are aggregated into classes of interchangeable nodes: same scale-up domain, scalable
+    unit, free accelerators and speed level (where a domain is one node, as on HGX boards, the
+    domain is left out of the key), so a 2,048-node cluster with a few holes
     is a few hundred integer counts. Inside a class, at most one node gives part of its free
     accelerators (two partial nodes of one class can always be merged without a worse
     objective), and the counts are handed to the lowest-numbered nodes of the class.
@@ -340,8 +352,8 @@ class PlacementSolver:
             variables=len(proto.variables),
             constraints=len(proto.constraints),
             status=name,
-            objective=float(solver.objective_value) if found else 0.0,
-            best_bound=float(solver.best_objective_bound) if found else 0.0,
+            objective=float(round(solver.objective_value)) if found else 0.0,
+            best_bound=float(round(solver.best_objective_bound)) if found else 0.0,
             objective_terms=OBJECTIVE_TERMS,
             solve_time_s=elapsed,
         )
@@ -359,9 +371,11 @@ def _classes(
     problem: PlacementProblem, *, by_domain: bool
 ) -> list[tuple[tuple[int, ...], np.ndarray]]:
     """Rows grouped into classes of interchangeable nodes (rows in node order), keyed by
-    (domain or unit, free, level)."""
-    place = problem.domain if by_domain else problem.unit
-    keys = np.stack([place, problem.free, problem.level], axis=1)
+    (domain, unit, free, level), or (unit, free, level) when every domain is one node."""
+    columns = [problem.unit, problem.free, problem.level]
+    if by_domain:  # a domain may span scalable units: both in the key
+        columns.insert(0, problem.domain)
+    keys = np.stack(columns, axis=1)
     out: dict[tuple[int, ...], list[int]] = {}
     for i, key in enumerate(map(tuple, keys.tolist())):
         out.setdefault(key, []).append(i)

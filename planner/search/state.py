@@ -221,7 +221,7 @@ def placed_plan(
 
 
 def _place(availability: Availability, plan: Plan, config: SolverConfig) -> tuple[Placement, int]:
-    block = block_size(plan.placement)
+    block = block_size(plan.placement, availability.fabric.per_domain)
     return solve_placement(availability, plan.num_gpus, block, config), block
 
 
@@ -375,7 +375,7 @@ def _search_level(
             if placement.whole_blocks:
                 return found
             first = first or found
-        block = block_size(result.best.placement)
+        block = block_size(result.best.placement, availability.fabric.per_domain)
         fits = _block_capacity(availability, block, speed)
         lower = largest_legal_count(cluster, min(count, fits)) if fits else None
         if lower is None or lower >= count:
