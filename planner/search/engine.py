@@ -117,7 +117,12 @@ def _rank_exhaustive(
 
 
 def gpu_counts(
-    cluster: ClusterSpec, gpus: int | None, *, fewest: bool, group_sizes: tuple[int, ...] = ()
+    cluster: ClusterSpec,
+    gpus: int | None,
+    *,
+    fewest: bool,
+    group_sizes: tuple[int, ...] = (),
+    extra: tuple[int, ...] = (),
 ) -> list[int]:
     """GPU counts the search may use: the cluster's (or ``gpus``) and, when asked for the fewest
     GPUs (--target-step-time) or given a cap (--gpus), the smaller legal sub-clusters on a
@@ -127,7 +132,8 @@ def gpu_counts(
     72-GPU NVL72 racks). With every GPU in use one such group in nine straddles two racks and
     runs its collectives over the NICs; the count that fills each domain with whole groups
     (2 x 64 of 2 x 72) is added, so the search weighs leaving GPUs idle against straddling
-    (:func:`tiling_counts`)."""
+    (:func:`tiling_counts`). ``extra``: more counts to weigh (legal ones at most the cap are
+    kept; a cluster state's search adds the counts just below what is free)."""
     if gpus is not None:
         gpus = positive_count("gpus", gpus)
     cap = gpus or cluster.num_accelerators
@@ -143,11 +149,12 @@ def gpu_counts(
             + (", legal slice shapes)" if cluster.system.torus is not None else ")")
         )
     tiled = tiling_counts(cluster, cap, group_sizes)
+    more = {n for n in extra if 0 < n < cap and _split(cluster, n) is not None}
     if not (fewest or gpus):
-        return sorted({cap, *tiled})
+        return sorted({cap, *tiled, *more})
     unit = cluster.system.unit_size
     ladder = {unit * m * 2**k for k in range(40) for m in (2, 3) if unit * m * 2**k <= 2 * cap}
-    ladder |= {unit, cap, *tiled}
+    ladder |= {unit, cap, *tiled, *more}
     return sorted(n for n in ladder if n <= cap and _split(cluster, n) is not None)
 
 
@@ -293,13 +300,14 @@ def search(
     bounds: dict[str, tuple[int | None, int | None]] | None = None,
     precisions: list[NumberFormat] | None = None,
     gpus: int | None = None,
+    extra_counts: tuple[int, ...] = (),
 ) -> SearchResult:
     """Best layout and runners-up of ``model`` on ``cluster`` for ``workload``.
 
     ``fix`` pins fields, ``bounds`` limits them (--min/--max), ``precisions`` lets the search
     choose the format (--precision auto), ``gpus`` caps the accelerators used (fewer may win on
-    cost). Raises InfeasibleError (naming the binding limit) when no layout fits, SpecError on
-    bad input.
+    cost); ``extra_counts`` are more GPU counts to weigh (a cluster state's). Raises
+    InfeasibleError (naming the binding limit) when no layout fits, SpecError on bad input.
     """
     start = time.perf_counter()
     config = config or SolverConfig()
@@ -321,7 +329,11 @@ def search(
         workload,
         request,
         counts=gpu_counts(
-            cluster, gpus, fewest=fewest, group_sizes=_straddling_tp(model, cluster, fix, bounds)
+            cluster,
+            gpus,
+            fewest=fewest,
+            group_sizes=_straddling_tp(model, cluster, fix, bounds),
+            extra=extra_counts,
         ),
         prune=prune,
         fewest=fewest,

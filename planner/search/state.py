@@ -365,7 +365,10 @@ def _search_level(
     slowed = _slowed(cluster, speed)
     first: tuple[SearchResult, ClusterSpec, Layout, Placement] | None = None
     for _ in range(2):
-        result = engine.search(model, slowed, workload, config=config, gpus=count, **kwargs)  # type: ignore[arg-type]
+        result = engine.search(
+            model, slowed, workload, config=config, gpus=count,
+            extra_counts=near_counts(cluster, count), **kwargs,  # type: ignore[arg-type]
+        )  # fmt: skip
         for plan in [result.best, *result.alternatives]:
             placement, block = _place(availability, plan, config)
             if placement.info is not None:
@@ -383,6 +386,39 @@ def _search_level(
         count = lower
     assert first is not None
     return first
+
+
+NEAR_FACTORS = tuple(range(3, 32, 2))
+"""Odd factors m of the extra counts m x 2^a x unit a cluster state's search weighs: a layout's
+degrees multiply to its GPU count and a power-of-two batch makes DP a power of two, so with a
+few nodes missing the best count is often 15 x 64 or 31 x 32, not the next rung of the
+1-1.5-2-3 ladder (960 or 992 of 1,016 free, not 768: 405B's holes cost fell from +37% to +13%
+on hgx_h100x1024 with one node down)."""
+
+
+NEAR_WINDOW = 7 / 8
+"""Extra counts are weighed down to this share of the cap (the ladder covers the rest)."""
+
+
+def near_counts(cluster: ClusterSpec, cap: int) -> tuple[int, ...]:
+    """For each odd m in NEAR_FACTORS, the largest m x 2^a x unit at most ``cap``, when it is
+    at least NEAR_WINDOW of it.
+
+    >>> from planner.catalog import load_cluster
+    >>> sorted(near_counts(load_cluster("hgx_h100x1024"), 1016))[-3:]
+    [928, 960, 992]
+    """
+    unit = cluster.system.unit_size
+    out = set()
+    for m in NEAR_FACTORS:
+        n = m * unit
+        if n > cap:
+            continue
+        while 2 * n <= cap:
+            n *= 2
+        if n >= NEAR_WINDOW * cap:
+            out.add(n)
+    return tuple(sorted(out))
 
 
 def _block_capacity(availability: Availability, block: int, speed: float) -> int:
