@@ -81,12 +81,13 @@ def bench_costs() -> None:
         report = result.best.cluster_state
         assert report is not None
         default = report.default_order
-        gain = (
-            f"default order {default.step_time_s:.3f} s ({100 * (default.step_time_s / report.step_time_s - 1):+.1f}%, "
-            f"groups across domains {default.groups_split}, slowest x{default.speed_factor:g})"
-            if default is not None
-            else "default order: does not fit"
-        )
+        gain = "default order: does not fit"
+        if default is not None:
+            extra = 100 * (default.step_time_s / report.step_time_s - 1)
+            gain = (
+                f"default order {default.step_time_s:.3f} s ({extra:+.1f}%, groups across "
+                f"domains {default.groups_split}, slowest x{default.speed_factor:g})"
+            )
         print(
             f"{model} on {cluster_name} with {report.gpus_down} GPUs down and "
             f"{len(report.slow_nodes)} slow nodes: {result.best.layout.short()} on "

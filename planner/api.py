@@ -69,8 +69,11 @@ def _cluster_state(cluster_state: object) -> tuple[ClusterState | None, str]:
         return None, ""
     from planner.catalog.cluster_state import load_cluster_state
 
+    state = load_cluster_state(cluster_state)  # type: ignore[arg-type]
     name = str(cluster_state) if isinstance(cluster_state, str | Path) else "Python object"
-    return load_cluster_state(cluster_state), name  # type: ignore[arg-type]
+    if not name.isprintable() or len(name) > 300:  # a file name is written into the plan
+        name = ascii(name)[:300]
+    return state, name
 
 
 def load_model(name_or_path: ModelLike) -> ModelSpec:
@@ -230,7 +233,7 @@ def estimate(
         return engine.estimate(spec_model, spec_cluster, spec_workload, layout)
     from planner.search.state import estimate_on_state, state_capacity
 
-    capacity = state_capacity(spec_cluster, state)
+    capacity = state_capacity(spec_cluster, state, spec_workload.global_batch)
     layout = _as_layout(layout, spec_cluster, spec_workload, capacity=capacity)
     return estimate_on_state(
         spec_model, spec_cluster, spec_workload, layout, state, state_name=state_name

@@ -224,6 +224,9 @@ def test_pack_respects_a_cluster_state(tmp_path: Path, jobs: dict[str, str]) -> 
         ("model: 8B\nworkload: {seq_len: -1}\n", "workload"),
         ("model: nosuchmodel\n", "nosuchmodel"),
         ("model: 8B\nweight: true\n", "weight"),
+        ("model: 8B\nfix: {tq: 3}\n", "cannot pin 'tq'"),
+        ("model: 8B\nworkload: {seq_len: 1000000}\n", "exceeds the 131072-token context"),
+        ("model: 8B\npartitions: [elsewhere]\n", "partition 'elsewhere' is not in"),
     ],
 )
 def test_bad_job_files_are_one_line_exit_2(tmp_path: Path, text: str, words: str) -> None:

@@ -441,3 +441,20 @@ def test_model_state_round_trip_in_the_api() -> None:
     assert plan.cluster_state.gpus_taken == 8
     with pytest.raises(SpecError, match="cluster_state"):
         planner.estimate(model="8B", cluster="hgx_h100x16", layout={"tp": 8}, cluster_state=3)
+
+
+def test_state_json_follows_the_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    from planner.report.schema import json_schema
+    from tests.test_cli import run_main
+
+    state = _state_file(tmp_path, "down:\n  gpus: ['node0:1']\nslow:\n  node1: 0.9\n")
+    for argv, kind in (
+        (["search", "--model", "8B", "--cluster", "hgx_h100x32"], "search"),
+        (["estimate", "--model", "8B", "--cluster", "hgx_h100x32", "--tp", "8"], "plan"),
+    ):
+        code, out, err = run_main([*argv, "--cluster-state", str(state), "--json"])
+        assert code == 0, err
+        validator = jsonschema.Draft202012Validator(json_schema(kind))  # type: ignore[arg-type]
+        assert list(validator.iter_errors(json.loads(out))) == []

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog.fleet import Job, Partition
-from planner.errors import InfeasibleError, InternalError, PlannerError
+from planner.errors import InfeasibleError, InternalError, PlannerError, SpecError
 from planner.search import engine, serving_search
+from planner.search.arguments import check_fix
 from planner.search.placement import block_size
 from planner.search.state import largest_legal_count
 from planner.specs.cluster_state import SubproblemInfo
@@ -282,6 +283,7 @@ def job_rows(
     target-missing rows dropped) and why the others have none."""
     rows: list[Row] = []
     reasons: list[str] = []
+    refused: list[str] = []
     allowed = job.spec.partitions
     search_config = config.model_copy(update={"top": 1})
     for q, part in enumerate(partitions):
@@ -307,6 +309,10 @@ def job_rows(
                         fix=dict(job.spec.fix),
                         config=search_config,  # type: ignore[arg-type]
                     ).best
+            except SpecError as exc:  # the job's request itself (or this partition) is refused
+                reasons.append(f"{part.name} x{n}: {exc}")
+                refused.append(str(exc))
+                continue
             except PlannerError as exc:
                 reasons.append(f"{part.name} x{n}: {exc}")
                 continue
@@ -323,6 +329,8 @@ def job_rows(
             best_tokens = tokens
             block = block_size(plan.placement, part.cluster.accelerators_per_domain)
             rows.append(Row(index, q, plan.num_gpus, block, tokens, plan))
+    if not rows and reasons and len(refused) == len(reasons):  # bad input everywhere: exit 2
+        raise SpecError(f"job '{job.name}': {refused[0]}")
     return rows, reasons
 
 
@@ -386,6 +394,20 @@ def pack(
     config = config or SolverConfig()
     capacity, _ = _capacities(partitions)
     totals = [sum(c) for c in capacity]
+    for job in jobs:  # bad pins are bad input (exit 2), not "no layout"
+        try:
+            if job.spec.mode == "serve":
+                serving_search._serve_pins(dict(job.spec.fix))
+            else:
+                check_fix(dict(job.spec.fix))
+        except SpecError as exc:
+            raise SpecError(f"job '{job.name}': {exc}") from None
+        unknown = sorted(set(job.spec.partitions or []) - {p.name for p in partitions})
+        if unknown:
+            raise SpecError(
+                f"job '{job.name}': partition '{unknown[0]}' is not in {cluster_name} "
+                f"({', '.join(p.name for p in partitions)})"
+            )
     rows: list[Row] = []
     for j, job in enumerate(jobs):
         found, reasons = job_rows(j, job, partitions, totals, config)

@@ -454,16 +454,20 @@ def plan_positions(
     return placement.positions
 
 
-def state_capacity(cluster: ClusterSpec, state: ClusterState) -> object:
-    """``per_replica -> dp``: the data-parallel degree that fills the free accelerators of
-    ``state`` (whole units per domain, a legal size), for a layout given without ``dp``."""
+def state_capacity(cluster: ClusterSpec, state: ClusterState, global_batch: int) -> object:
+    """``per_replica -> dp``: for a layout given without ``dp``, the largest data-parallel degree
+    whose GPUs are a legal size (whole units per domain) within the free accelerators of
+    ``state`` and that divides ``global_batch`` (else the largest legal one)."""
     availability = apply_state(cluster, state)
     usable = availability.usable_gpus(unit=cluster.system.unit_size)
 
     def dp_for(per_replica: int) -> int:
-        for dp in range(max(1, usable // per_replica), 0, -1):
-            if largest_legal_count(cluster, dp * per_replica) == dp * per_replica:
-                return dp
-        return 1
+        legal = [
+            dp
+            for dp in range(max(1, usable // per_replica), 0, -1)
+            if largest_legal_count(cluster, dp * per_replica) == dp * per_replica
+        ]
+        dividing = [dp for dp in legal if global_batch % dp == 0]
+        return (dividing or legal or [1])[0]
 
     return dp_for

@@ -71,6 +71,14 @@ DomainRange = Annotated[str, AfterValidator(_domain_range)]
 SpeedFactor = Annotated[float, Field(gt=0, le=1)]
 
 
+def _span(name: str) -> int:
+    """How many indices a validated name or range covers."""
+    match = _NODE.match(name) or _DOMAIN.match(name)
+    assert match is not None
+    first = int(match.group(1))
+    return int(match.group(2) or first) - first + 1
+
+
 def expand(names: list[str]) -> list[int]:
     """Indices named by ``node<i>`` / ``domain<i>`` names and ranges, in order.
 
@@ -138,6 +146,12 @@ class ClusterState(FrozenSpec):
 
     @model_validator(mode="after")
     def _each_named_once(self) -> ClusterState:
+        names = [*self.down.domains, *self.down.nodes, *self.taken.domains, *self.taken.nodes]
+        total = sum(_span(name) for name in names)
+        if total > MAX_INDEX:
+            raise ValueError(
+                f"the ranges name {total:,} nodes and domains; at most {MAX_INDEX:,} exist"
+            )
         seen: dict[tuple[str, int], str] = {}
         for where, spec in (("down", self.down), ("taken", self.taken)):
             for kind, names in (("domain", spec.domains), ("node", spec.nodes)):
