@@ -278,6 +278,8 @@ def test_holes_give_a_rank_map_on_free_gpus_only() -> None:
     assert {r.host for r in records}.isdisjoint({"node0", "node2", "node6"})  # ragged avoided
     check_domains(plan, records)
     assert plan.cluster_state is not None and plan.cluster_state.groups_split["tp"] == 0
+    with pytest.raises(SpecError, match="pass the same state"):
+        planner.placement(plan)  # its ranks are where the state left room, not the first 32
 
 
 def test_a_slow_node_is_left_out_when_spare_gpus_exist() -> None:

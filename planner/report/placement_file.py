@@ -90,6 +90,11 @@ def placement_records(
     >>> rows[9].node, rows[9].gpu, rows[9].tp_group, rows[9].tp_index, rows[9].pp_index
     (1, 1, 1, 1, 1)
     """
+    if state is None and plan.cluster_state is not None:
+        raise SpecError(
+            f"the plan was placed on a cluster state ({plan.cluster_state.state}); pass the same "
+            "state (--cluster-state) to write its ranks"
+        )
     records = []
     seen: dict[int, int] = {}
     for row in rank_table(cluster, plan.layout, plan_positions(plan, cluster, state)):

@@ -429,6 +429,7 @@ def pack(
         num_jobs=len(jobs),
     )
     picks, blocks, info = FleetSolver(problem, config).solve()
+    info = info.model_copy(update={"objective_terms": f"{words} (integer row costs, minimised)"})
     if picks is None:
         raise InfeasibleError(
             f"no packing of {len(jobs)} job(s) on {cluster_name}: "
