@@ -8,8 +8,10 @@ Public API (imported lazily so that ``layout --help`` stays instant)::
     print(planner.export(result, format="megatron").text)   # or bridge, torchtitan, deepspeed, ...
     ranks = planner.placement(result)                        # node, GPU and groups of every rank
 
-``estimate``, ``migrate``, ``whatif``, ``load_model`` and ``load_cluster`` complete it (README
-"Python API"; the JSON shapes: ``layout schema``).
+``estimate``, ``migrate``, ``whatif``, ``pack`` (a fleet of jobs on one cluster), ``load_model``
+and ``load_cluster`` complete it (README "Python API"; the JSON shapes: ``layout schema``).
+``search``, ``estimate`` and ``placement`` take ``cluster_state=`` (what is down, taken or
+slow): the ranks are then placed by CP-SAT on what is free.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "load_cluster",
     "load_model",
     "migrate",
+    "pack",
     "placement",
     "search",
     "whatif",

@@ -43,6 +43,7 @@ from planner.search.arguments import (
 from planner.search.migrate import MigrateOptions
 from planner.search.whatif import NoteCallback, ProgressCallback, WhatIfOptions
 from planner.specs.cluster import ClusterEdits, ClusterSpec
+from planner.specs.cluster_state import ClusterState
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan, SearchResult, ServeLayout, ServePlan, ServeSearchResult
@@ -53,10 +54,26 @@ from planner.specs.workload import ServeWorkload, TrainWorkload
 if TYPE_CHECKING:
     from planner.report.export import ExportResult
     from planner.report.placement_file import PlacementRecord
+    from planner.specs.fleet import PackResult
 
 ModelLike = str | Path | ModelSpec
 ClusterLike = str | Path | ClusterSpec
 WorkloadLike = TrainWorkload | dict[str, object] | None
+StateLike = str | Path | ClusterState | dict[str, object] | None
+
+
+def _cluster_state(cluster_state: object) -> tuple[ClusterState | None, str]:
+    """(the ClusterState, how to name it) of a ``cluster_state`` argument (a YAML/JSON path, a
+    dict of its fields or a ClusterState); (None, '') when not given."""
+    if cluster_state is None:
+        return None, ""
+    from planner.catalog.cluster_state import load_cluster_state
+
+    state = load_cluster_state(cluster_state)  # type: ignore[arg-type]
+    name = str(cluster_state) if isinstance(cluster_state, str | Path) else "Python object"
+    if not name.isprintable() or len(name) > 300:  # a file name is written into the plan
+        name = ascii(name)[:300]
+    return state, name
 
 
 def load_model(name_or_path: ModelLike) -> ModelSpec:
@@ -153,6 +170,7 @@ def search(
     bounds: dict[str, tuple[int | None, int | None]] | None = None,
     precisions: list[str] | None = None,
     gpus: int | None = None,
+    cluster_state: StateLike = None,
 ) -> SearchResult:
     """Best training layout and runners-up (raises InfeasibleError / SpecError).
 
@@ -160,10 +178,28 @@ def search(
     ``precisions`` lets the search pick the format (["bf16", "fp8"]); ``gpus`` caps the
     accelerators used; ``config`` sets the objective (time, cost, energy), a step-time target
     (fewest GPUs that meet it), the solver and its time limit (a SolverConfig or a dict of its
-    fields); ``top`` plans (at most MAX_TOP) are returned.
+    fields); ``top`` plans (at most MAX_TOP) are returned. ``cluster_state`` (a YAML path, a
+    dict or a ClusterState: GPUs and nodes down or taken, slow nodes) searches on what is free
+    and places the ranks with CP-SAT (``best.cluster_state`` says what the holes cost).
     """
     config = _config(config, top)
     formats = check_precisions(precisions)
+    state, state_name = _cluster_state(cluster_state)
+    if state is not None:
+        from planner.search.state import search_on_state
+
+        return search_on_state(
+            load_model(model),
+            load_cluster(cluster),
+            _workload(workload),
+            state,
+            fix=fix,
+            config=config,
+            bounds=bounds,
+            precisions=formats,
+            gpus=gpus,
+            state_name=state_name,
+        )
     return engine.search(
         load_model(model),
         load_cluster(cluster),
@@ -182,9 +218,12 @@ def estimate(
     cluster: ClusterLike,
     layout: Layout | dict[str, object],
     workload: WorkloadLike = None,
+    cluster_state: StateLike = None,
 ) -> Plan:
     """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
-    workload's (a dict that names another is an error: the workload's is the one scored)."""
+    workload's (a dict that names another is an error: the workload's is the one scored).
+    ``cluster_state``: score it on the free accelerators (``dp`` then defaults to filling
+    them), placed by CP-SAT."""
     if not isinstance(layout, Layout | Mapping):
         raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster, spec_workload = (
@@ -192,8 +231,17 @@ def estimate(
         load_cluster(cluster),
         _workload(workload),
     )
-    layout = _as_layout(layout, spec_cluster, spec_workload)
-    return engine.estimate(spec_model, spec_cluster, spec_workload, layout)
+    state, state_name = _cluster_state(cluster_state)
+    if state is None:
+        layout = _as_layout(layout, spec_cluster, spec_workload)
+        return engine.estimate(spec_model, spec_cluster, spec_workload, layout)
+    from planner.search.state import estimate_on_state, state_capacity
+
+    capacity = state_capacity(spec_cluster, state, spec_workload.global_batch)
+    layout = _as_layout(layout, spec_cluster, spec_workload, capacity=capacity)
+    return estimate_on_state(
+        spec_model, spec_cluster, spec_workload, layout, state, state_name=state_name
+    )
 
 
 def _same_precision(fields: dict[str, object], key: str, workload_value: object) -> None:
@@ -254,8 +302,9 @@ Knobs = dict[str, list[object]] | list[str]
 
 
 def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: ClusterSpec,
-               workload: TrainWorkload) -> Layout:  # fmt: skip
-    """A Layout from a model, a dict or a YAML/JSON file; ``dp`` defaults to filling the cluster."""
+               workload: TrainWorkload, *, capacity: object = None) -> Layout:  # fmt: skip
+    """A Layout from a model, a dict or a YAML/JSON file; ``dp`` defaults to filling the cluster
+    (or, with ``capacity(per_replica) -> dp``, the free accelerators of a cluster state)."""
     if isinstance(layout, Layout):
         return layout
     if not isinstance(layout, Mapping | str | Path):
@@ -267,7 +316,12 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
     if given:
         _same_precision(fields, "precision", workload.precision)
     if "dp" not in fields:
-        fields["dp"] = max(1, cluster.num_accelerators // _per_replica(fields, where))
+        per_replica = _per_replica(fields, where)
+        fields["dp"] = (
+            capacity(per_replica)  # type: ignore[operator]
+            if capacity is not None
+            else max(1, cluster.num_accelerators // per_replica)
+        )
     fields.setdefault("precision", workload.precision)
     return validate_spec(Layout, fields, where=where)
 
@@ -529,12 +583,16 @@ def export(
 
 
 def placement(
-    plan: Plan | SearchResult, *, cluster: ClusterLike | None = None
+    plan: Plan | SearchResult,
+    *,
+    cluster: ClusterLike | None = None,
+    cluster_state: StateLike = None,
 ) -> list[PlacementRecord]:
     """Per global rank of a training plan: node, local GPU and its group in every parallel
     dimension (CLI ``--placement``), after checking that TP and EP groups stay inside one
     scale-up domain where the plan says they do. ``cluster`` defaults to the plan's (another is
-    an error)."""
+    an error); ``cluster_state`` places the ranks on the free accelerators (CP-SAT), as the
+    plan's search or estimate with that state did."""
     from planner.report.placement_file import check_domains, placement_records
 
     if isinstance(plan, ServePlan | ServeSearchResult):
@@ -545,6 +603,43 @@ def placement(
         raise _kind_error("plan", plan, "a training Plan or SearchResult")
     best = plan.best if isinstance(plan, SearchResult) else plan
     spec_cluster = _plan_cluster(best, cluster) or load_cluster(best.cluster)
-    records = placement_records(best, spec_cluster)
+    state, _ = _cluster_state(cluster_state)
+    records = placement_records(best, spec_cluster, state=state)
     check_domains(best, records)
     return records
+
+
+def pack(
+    *,
+    cluster: ClusterLike,
+    jobs: list[str | Path],
+    cluster_state: StateLike = None,
+    config: SolverConfig | dict[str, object] | None = None,
+) -> PackResult:
+    """One layout per job and disjoint placements on one cluster or a pool of partitions (CLI
+    ``layout pack``), chosen by CP-SAT among each job's best plans at the legal GPU counts.
+
+    ``cluster``: a cluster name or file, or a pool YAML (``name`` and ``partitions``: each a
+    ``cluster`` and optionally its ``cluster_state``). ``jobs``: job files (YAML: ``model``,
+    ``mode`` train/serve, ``workload``, and a ``weight`` or a ``target`` with ``tokens_per_s``
+    or, for training, ``step_time_s``). ``cluster_state``: what is down or taken on a single
+    cluster. Weighted jobs share the cluster to maximise the weighted sum of their shares of
+    their best throughput; targeted jobs meet their targets with the fewest accelerators.
+    Raises SpecError for a bad file, InfeasibleError (naming the binding limit) when no
+    packing exists.
+    """
+    from planner.catalog.fleet import load_jobs, load_pool
+    from planner.search.fleet import pack as _pack
+
+    if isinstance(jobs, str | Path) or not isinstance(jobs, list | tuple):
+        raise _kind_error("jobs", jobs, "a list of job file paths")
+    for job in jobs:
+        if not isinstance(job, str | Path):
+            raise _kind_error("jobs", job, "a list of job file paths")
+    if not isinstance(cluster, str | Path | ClusterSpec):
+        raise _kind_error(
+            "cluster", cluster, "a cluster name, a cluster or pool file, or a ClusterSpec"
+        )
+    state, _ = _cluster_state(cluster_state)
+    name, partitions = load_pool(cluster, state=state)
+    return _pack(load_jobs(list(jobs)), partitions, cluster_name=name, config=_config(config, None))

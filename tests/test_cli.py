@@ -60,11 +60,11 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | EDIT_FLAGS
     | SERVE_FLAGS
     | {"--fix", "--top", "--time-limit", "--solver", "--max", "--min", "--gpus", "--objective"}
-    | {"--target-step-time", "--placement"},
+    | {"--target-step-time", "--placement", "--cluster-state"},
     "estimate": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | SERVE_FLAGS
-    | {"--attention-dp", "--placement"}
+    | {"--attention-dp", "--placement", "--cluster-state"}
     | {"--tp", "--pp", "--vpp", "--dp", "--cp", "--ep", "--etp", "--mbs", "--recompute", "--zero"},
     "models": {"-h", "--help", "--json"},
     "clusters": {"-h", "--help", "--json"},
@@ -80,8 +80,10 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | {"--max-scenarios"},
     "export": WORKLOAD_FLAGS
     | EDIT_FLAGS
-    | {"--format", "--plan", "--fix", "--time-limit", "--solver", "--placement"},
+    | {"--format", "--plan", "--fix", "--time-limit", "--solver", "--placement"}
+    | {"--cluster-state"},
     "schema": {"-h", "--help", "--kind"},
+    "pack": {"-h", "--help", "--cluster", "--job", "--cluster-state", "--time-limit", "--json"},
 }
 
 

@@ -55,6 +55,7 @@ def test_every_output_has_a_schema_version_pinned_to_its_major() -> None:
         )
 
 
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SERVE_8B = ["--mode", "serve", "--model", "8B", "--cluster", "hgx_h100x8"]
 CLI_JSON = {
     "search": ["search", "--model", "70B", "--cluster", "hgx_b200x16", "--json"],
@@ -66,6 +67,8 @@ CLI_JSON = {
     "validate": ["validate", "--rows", "S1", "--json"],
     "validate-serving": ["validate", "--serving", "--json"],
     "export": ["export", "--format", "megatron", "--model", "8B", "--cluster", "hgx_h100x8", "--json"],
+    "pack": ["pack", "--cluster", "hgx_h100x128", "--job", str(EXAMPLES / "fleet" / "finetune.yaml"),
+             "--job", str(EXAMPLES / "fleet" / "chat.yaml"), "--json"],
 }  # fmt: skip
 
 

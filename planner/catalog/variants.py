@@ -214,3 +214,24 @@ def _origin(origin: str, folder: str, name: str) -> str:
     if catalog_file(f"topologies/{folder}", name) is not None:
         return f"{origin}, not the catalog's {name}"
     return origin
+
+
+def slowed_accelerator(acc: AcceleratorSpec, speed: float) -> AcceleratorSpec:
+    """``acc`` as a slow node runs it: every FLOP/s peak times ``speed`` (a cluster state's
+    speed factor, in (0, 1]: throttled clocks), HBM and links unchanged; the peaks' ``sources``
+    entry says so. ``acc`` itself when ``speed`` is 1.
+
+    A synchronous step waits for its slowest rank, so the slowest node a job uses sets the
+    compute of every rank (the placement passes that node's factor).
+    """
+    if not 0 < speed <= 1:
+        raise SpecError(f"speed factor {speed!r} must be in (0, 1]")
+    if speed == 1:
+        return acc
+    data: dict[str, Any] = acc.model_dump()
+    data["peak_TFLOP_per_s"] = {str(f): v * speed for f, v in acc.peak_TFLOP_per_s.items()}
+    sources = dict(acc.sources)
+    sources["peak_TFLOP_per_s"] = (
+        f"rated peaks x{speed:g}: the slowest node of the placement (--cluster-state)"
+    )
+    return validate_spec(AcceleratorSpec, {**data, "sources": sources}, where="cluster state")

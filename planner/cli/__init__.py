@@ -21,6 +21,7 @@ from planner.cli.commands import (
     _cmd_export,
     _cmd_migrate,
     _cmd_models,
+    _cmd_pack,
     _cmd_schema,
     _cmd_search,
     _cmd_show,
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "whatif": _cmd_whatif,
         "export": _cmd_export,
         "schema": _cmd_schema,
+        "pack": _cmd_pack,
     }
     try:
         if sys.stdout is None:  # started with standard output closed (`layout ... >&-`)

@@ -55,6 +55,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         bounds=_parse_bounds(args.min, args.max),
         precisions=precisions,
         gpus=args.gpus,
+        cluster_state=args.cluster_state,
     )
     print(result.model_dump_json(indent=2) if args.json else search_text(result))
     _write_placement(args, result.best)
@@ -75,7 +76,13 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     if args.dp is not None:
         layout["dp"] = args.dp
     cluster, workload = _cluster(args), _workload(args)
-    plan = estimate(model=args.model, cluster=cluster, workload=workload, layout=layout)
+    plan = estimate(
+        model=args.model,
+        cluster=cluster,
+        workload=workload,
+        layout=layout,
+        cluster_state=args.cluster_state,
+    )
     print(plan.model_dump_json(indent=2) if args.json else estimate_text(plan))
     _write_placement(args, plan)
     if not plan.fits:
@@ -97,6 +104,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise SpecError(
             "--placement writes the rank table of a training plan; it does not apply to "
             "--mode serve"
+        )
+    if getattr(args, "cluster_state", None):
+        raise SpecError(
+            "--cluster-state places a training job; it does not apply to --mode serve "
+            "('layout pack' packs serving jobs on a cluster)"
         )
     cluster, workload = _cluster(args), _serve_workload(args)
     if args.command == "estimate":
@@ -404,7 +416,14 @@ def _export_job(args: argparse.Namespace) -> object:
     model, cluster, workload = load_model(args.model), _cluster(args), _workload(args)
     config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
     fix = _parse_fix(args.fix)
-    result = search(model=model, cluster=cluster, workload=workload, fix=fix, config=config)  # type: ignore[arg-type]
+    result = search(
+        model=model,  # type: ignore[arg-type]
+        cluster=cluster,  # type: ignore[arg-type]
+        workload=workload,
+        fix=fix,
+        config=config,
+        cluster_state=args.cluster_state,
+    )
     train = TrainWorkload(**workload)  # type: ignore[arg-type]
     return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
 
@@ -481,4 +500,21 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     from planner.report.schema import schema_text
 
     print(schema_text(args.kind), end="")
+    return 0
+
+
+def _cmd_pack(args: argparse.Namespace) -> int:
+    """``layout pack``: exit 0 with a packing, 1 when none exists (naming the binding limit),
+    2 for a bad job, pool or state file."""
+    from planner.api import pack
+    from planner.report.fleet import pack_text
+    from planner.specs.solver_config import SolverConfig
+
+    result = pack(
+        cluster=args.cluster,
+        jobs=args.job,
+        cluster_state=args.cluster_state,
+        config=SolverConfig(time_limit_s=args.time_limit),
+    )
+    print(result.model_dump_json(indent=2) if args.json else pack_text(result))
     return 0

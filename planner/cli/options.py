@@ -279,6 +279,12 @@ def _add_placement(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the rank placement: FILE (.csv, else JSON lines) and FILE.hostfile",
     )
+    p.add_argument(
+        "--cluster-state",
+        metavar="FILE",
+        help="YAML of GPUs/nodes down or taken and slow nodes: plan on what is free, placed "
+        "by CP-SAT (training)",
+    )
 
 
 def _edits(args: argparse.Namespace) -> dict[str, object]:
@@ -296,6 +302,15 @@ def _cluster(args: argparse.Namespace) -> object:
 
         cluster = apply_cluster_calibration(cluster, args.calibration)
     return cluster
+
+
+def _cluster_state(args: argparse.Namespace) -> object:
+    """The ClusterState of --cluster-state (None when not given)."""
+    if not getattr(args, "cluster_state", None):
+        return None
+    from planner.catalog.cluster_state import load_cluster_state
+
+    return load_cluster_state(args.cluster_state)
 
 
 def _workload(args: argparse.Namespace) -> dict[str, object]:
@@ -476,7 +491,8 @@ def _write_placement(args: argparse.Namespace, plan: object) -> None:
     if not isinstance(plan, Plan):
         raise SpecError("--placement needs a training plan")
     args.cluster = args.cluster or plan.cluster
-    files = placement_files(args.placement, plan, _cluster(args))  # type: ignore[arg-type]
+    state = _cluster_state(args)
+    files = placement_files(args.placement, plan, _cluster(args), state=state)  # type: ignore[arg-type]
     for target, text in files.items():
         write_text_atomic(target, text)
         wrote(args.command, target)
@@ -513,5 +529,6 @@ SCHEMA_KINDS = (
     "validate-serving",
     "export",
     "placement",
+    "pack",
 )
 """``layout schema --kind`` choices (planner.report.schema.OUTPUTS, checked by a test)."""

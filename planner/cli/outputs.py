@@ -24,6 +24,7 @@ INPUT_FLAGS: dict[str, str] = {
     "calibration": "--calibration",
     "plan": "--plan",
     "layout": "--layout",
+    "cluster_state": "--cluster-state",
     "source": "--from",
     "target": "--to",
 }

@@ -157,7 +157,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_whatif(sub)
     _add_export(sub)
     _add_schema(sub)
+    _add_pack(sub)
     return parser
+
+
+def _add_pack(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "pack", help="one layout per job and disjoint placements on a shared cluster (CP-SAT)"
+    )
+    p.add_argument(
+        "--cluster", required=True,
+        help="<system>x<N>, a cluster YAML, or a pool YAML of partitions (H100 + B200 ...)",
+    )  # fmt: skip
+    p.add_argument(
+        "--job", action="append", required=True, metavar="FILE",
+        help="job YAML: model, mode train/serve, workload, and a weight or a target; repeatable",
+    )  # fmt: skip
+    p.add_argument(
+        "--cluster-state", metavar="FILE", help="GPUs/nodes down or taken (single cluster)"
+    )
+    p.add_argument(
+        "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
+    )
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
 def _add_migrate(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

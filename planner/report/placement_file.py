@@ -5,7 +5,12 @@ that TP and EP groups stay inside one scale-up (NVLink / NVL72 / ICI) domain whe
 Ranks follow the planner's order (TP innermost, then CP, DP, PP outermost; EP inside DP x CP),
 which is Megatron-LM's default ``tp-cp-ep-dp-pp`` and torchtitan's mesh order. Rank r runs on
 node ``r // gpus_per_node`` as local rank ``r % gpus_per_node`` on GPU ``r % gpus_per_node``, as
-torchrun assigns them.
+torchrun assigns them. A plan on part of the cluster sits on the regular sub-cluster it was
+scored on (``gb200_nvl72x144 --gpus 128``: 64 GPUs of each rack). With a cluster state
+(``--cluster-state``) the ranks go where the CP-SAT placement put them
+(:mod:`planner.search.placement`): host ``node<i>`` is the cluster's node i, a node's ranks are
+consecutive, its local ranks count from 0 and ``gpu`` is the physical GPU (the
+CUDA_VISIBLE_DEVICES order the hostfile gives).
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from pydantic import NonNegativeInt
 
 from planner.errors import InternalError, SpecError
 from planner.report.quote import comment_text
+from planner.search.state import plan_positions
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
+from planner.specs.cluster_state import ClusterState
 from planner.specs.result import Plan
 from planner.topology import rank_table
 
@@ -70,8 +77,12 @@ class PlacementRecord(FrozenSpec):
     """Position in the expert-parallel group."""
 
 
-def placement_records(plan: Plan, cluster: ClusterSpec) -> list[PlacementRecord]:
-    """One record per global rank of ``plan`` on ``cluster``.
+def placement_records(
+    plan: Plan, cluster: ClusterSpec, *, state: ClusterState | None = None
+) -> list[PlacementRecord]:
+    """One record per global rank of ``plan`` on ``cluster``: on the accelerators the CP-SAT
+    placement chose under ``state``, else on the regular sub-cluster the plan was scored on
+    (a 128-GPU plan on two 72-GPU racks: 64 in each, so no TP16 group straddles).
 
     >>> import planner
     >>> plan = planner.estimate(model="70B", cluster="hgx_b200x16", layout={"tp": 8, "pp": 2})
@@ -79,12 +90,21 @@ def placement_records(plan: Plan, cluster: ClusterSpec) -> list[PlacementRecord]
     >>> rows[9].node, rows[9].gpu, rows[9].tp_group, rows[9].tp_index, rows[9].pp_index
     (1, 1, 1, 1, 1)
     """
+    if state is None and plan.cluster_state is not None:
+        raise SpecError(
+            f"the plan was placed on a cluster state ({plan.cluster_state.state}); pass the same "
+            "state (--cluster-state) to write its ranks"
+        )
     records = []
-    for row in rank_table(cluster, plan.layout):
+    seen: dict[int, int] = {}
+    for row in rank_table(cluster, plan.layout, plan_positions(plan, cluster, state)):
         fields = {key: value for key, value in row.items() if key != "local"}
-        local = row["local"]
+        local_rank = seen.get(row["node"], 0)
+        seen[row["node"]] = local_rank + 1
         records.append(
-            PlacementRecord(host=f"node{row['node']}", local_rank=local, gpu=local, **fields)
+            PlacementRecord(
+                host=f"node{row['node']}", local_rank=local_rank, gpu=row["local"], **fields
+            )
         )
     return records
 
@@ -135,7 +155,8 @@ def hostfile(plan: Plan, records: list[PlacementRecord]) -> str:
         + comment_text(
             f"{plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} ranks)"
         ),
-        "# rank r runs on the node of its line as local rank r mod slots; replace nodeN by hosts",
+        "# ranks fill the nodes in the order of their lines, slots ranks each (local ranks from"
+        " 0 in CUDA_VISIBLE_DEVICES order); replace nodeN by hosts",
     ]
     for host, gpus in slots.items():
         devices = ",".join(str(gpu) for gpu in gpus)
@@ -144,13 +165,16 @@ def hostfile(plan: Plan, records: list[PlacementRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def placement_files(path: str | Path, plan: Plan, cluster: ClusterSpec) -> dict[Path, str]:
+def placement_files(
+    path: str | Path, plan: Plan, cluster: ClusterSpec, *, state: ClusterState | None = None
+) -> dict[Path, str]:
     """What ``--placement PATH`` writes: the per-rank table (CSV when PATH ends in ``.csv``,
-    else JSON lines) and ``PATH`` with suffix ``.hostfile``; after checking the domains."""
+    else JSON lines) and ``PATH`` with suffix ``.hostfile``; after checking the domains.
+    ``state``: the ranks go where the CP-SAT placement on the free accelerators put them."""
     target = Path(path)
     if target.suffix == ".hostfile":
         raise SpecError(f"--placement {target}: use a .csv or .jsonl name (the hostfile is added)")
-    records = placement_records(plan, cluster)
+    records = placement_records(plan, cluster, state=state)
     check_domains(plan, records)
     table = placement_csv(records) if target.suffix == ".csv" else placement_jsonl(records)
     return {target: table, target.with_suffix(".hostfile"): hostfile(plan, records)}

@@ -4,7 +4,8 @@ Generated from the pydantic models, in serialization mode (the shape ``--json`` 
 ``SearchResult`` (search), ``Plan`` (estimate), ``ServeSearchResult`` / ``ServePlan`` (search /
 estimate ``--mode serve``), ``MigrateResult`` (migrate), ``WhatIfResult`` (whatif),
 ``ValidationReport`` / ``ServingValidationReport`` (validate), ``ExportResult`` (export --json)
-and ``PlacementRecord`` (each line of a ``--placement`` JSON-lines file). Each has a
+``PlacementRecord`` (each line of a ``--placement`` JSON-lines file) and ``PackResult``
+(``pack``). Each has a
 ``schema_version`` major.minor; the schema accepts any minor of the current major, since minor
 bumps only add fields.
 ``docs/schema/layout.schema.json`` is the committed copy, pinned by a golden test.
@@ -22,6 +23,7 @@ from planner.accuracy.run import ValidationReport
 from planner.accuracy.serving import ServingValidationReport
 from planner.report.export.job import ExportResult
 from planner.report.placement_file import PlacementRecord
+from planner.specs.fleet import PackResult
 from planner.specs.result import Plan, SearchResult, ServePlan, ServeSearchResult
 from planner.specs.scenarios import MigrateResult, WhatIfResult
 
@@ -37,6 +39,7 @@ SchemaKind = Literal[
     "validate-serving",
     "export",
     "placement",
+    "pack",
 ]
 
 OUTPUTS: dict[str, type[BaseModel]] = {
@@ -50,6 +53,7 @@ OUTPUTS: dict[str, type[BaseModel]] = {
     "validate-serving": ServingValidationReport,
     "export": ExportResult,
     "placement": PlacementRecord,
+    "pack": PackResult,
 }
 """Schema kind -> the model of that JSON output."""
 

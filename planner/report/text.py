@@ -5,6 +5,7 @@ from __future__ import annotations
 from planner.report.markdown import TERM_ORDER
 from planner.report.quote import terminal_lines, terminal_text
 from planner.search.explain import rejection_histogram
+from planner.specs.cluster_state import SubproblemInfo
 from planner.specs.result import Plan, SearchResult
 from planner.units import format_seconds
 
@@ -61,8 +62,60 @@ def plan_lines(plan: Plan) -> list[str]:
             lines.append(
                 f"  {dim.upper():<3} {entry.size:>5} x stride {entry.stride:<5} {where}: {entry.link}"
             )
+    lines += state_lines(plan)
     lines += [f"warning : {w}" for w in plan.warnings]
     return [terminal_text(line) for line in lines]  # names come from user files: one line each
+
+
+def state_lines(plan: Plan) -> list[str]:
+    """What a cluster state left, where the job went, and what the holes cost (none without a
+    state)."""
+    report = plan.cluster_state
+    if report is None:
+        return []
+    slow = ", ".join(f"{k} x{v:g}" for k, v in list(report.slow_nodes.items())[:6])
+    more = " ..." if len(report.slow_nodes) > 6 else ""
+    lines = [
+        f"state   : {report.state}: {report.gpus_free:,} of {report.gpus_total:,} GPUs free "
+        f"({report.gpus_down:,} down, {report.gpus_taken:,} taken)"
+        + (f"; slow: {slow}{more}" if slow else ""),
+        f"placed  : {report.gpus_used:,} GPUs on {report.nodes_used:,} nodes in "
+        f"{report.domains_used:,} domains; slowest node x{report.speed_factor:g}"
+        + (f" ({', '.join(report.slow_nodes_used[:4])})" if report.slow_nodes_used else "")
+        + "; groups across domains: "
+        + ", ".join(f"{k.upper()} {v}" for k, v in report.groups_split.items() if v or k == "tp"),
+        f"holes   : {format_seconds(report.step_time_s)} per step vs "
+        f"{format_seconds(report.step_time_s_healthy)} on the healthy cluster "
+        f"({report.holes_cost_pct:+.1f}%)",
+    ]
+    default = report.default_order
+    if default is not None:
+        split = ", ".join(f"{k.upper()} {v}" for k, v in default.groups_split.items() if v)
+        lines.append(
+            f"default : first free GPUs in Megatron order: {format_seconds(default.step_time_s)} "
+            f"({100 * (default.step_time_s / report.step_time_s - 1):+.1f}%), slowest node "
+            f"x{default.speed_factor:g}" + (f", groups across domains: {split}" if split else "")
+        )
+    solve = report.placement_solve
+    if solve is not None:
+        lines.append(f"cp-sat  : {subproblem_text(solve)}")
+    return lines
+
+
+def subproblem_text(info: SubproblemInfo) -> str:
+    """One CP-SAT sub-problem in words.
+
+    >>> from planner.specs.cluster_state import SubproblemInfo
+    >>> print(subproblem_text(SubproblemInfo(name="placement", variables=8, constraints=12,
+    ...     status="OPTIMAL", objective=28, best_bound=28, objective_terms="x",
+    ...     solve_time_s=0.001)))
+    placement: 8 variables, 12 constraints, OPTIMAL in 0.001 s (objective 28, bound 28)
+    """
+    return (
+        f"{info.name}: {info.variables:,} variables, {info.constraints:,} constraints, "
+        f"{info.status} in {info.solve_time_s:.3g} s (objective {info.objective:.6g}, "
+        f"bound {info.best_bound:.6g})"
+    )
 
 
 def search_text(result: SearchResult) -> str:
@@ -81,6 +134,8 @@ def search_text(result: SearchResult) -> str:
         + f"; {result.solver.name} {result.solver.status} in {result.search_time_s:.2f} s"
         + _gap(result.solver.status, result.solver.objective, result.solver.best_bound)
     )
+    if len(result.subproblems) > 1:
+        lines += [f"cp-sat  : {subproblem_text(info)}" for info in result.subproblems]
     return terminal_lines(lines)
 
 

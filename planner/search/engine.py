@@ -12,7 +12,7 @@ from planner.search.cpsat import LayoutSolver
 from planner.search.evaluate import evaluate, fits, score, to_plan
 from planner.search.exhaustive import exhaustive_ranking
 from planner.search.explain import infeasible_message, no_candidates_message, why_not
-from planner.search.rules import check_workload, layout_violations
+from planner.search.rules import check_workload, layout_violations, tp_heads_rule
 from planner.search.space import (
     STRUCTURE_FIELDS,
     Candidate,
@@ -117,10 +117,24 @@ def _rank_exhaustive(
     )
 
 
-def gpu_counts(cluster: ClusterSpec, gpus: int | None, *, fewest: bool) -> list[int]:
+def gpu_counts(
+    cluster: ClusterSpec,
+    gpus: int | None,
+    *,
+    fewest: bool,
+    group_sizes: tuple[int, ...] = (),
+    extra: tuple[int, ...] = (),
+) -> list[int]:
     """GPU counts the search may use: the cluster's (or ``gpus``) and, when asked for the fewest
     GPUs (--target-step-time) or given a cap (--gpus), the smaller legal sub-clusters on a
-    1-1.5-2-3-4-6-8 ladder of scale-up units, so the count itself is a decision."""
+    1-1.5-2-3-4-6-8 ladder of scale-up units, so the count itself is a decision.
+
+    ``group_sizes``: TP degrees the model allows that do not divide the scale-up domain (16 on
+    72-GPU NVL72 racks). With every GPU in use one such group in nine straddles two racks and
+    runs its collectives over the NICs; the count that fills each domain with whole groups
+    (2 x 64 of 2 x 72) is added, so the search weighs leaving GPUs idle against straddling
+    (:func:`tiling_counts`). ``extra``: more counts to weigh (legal ones at most the cap are
+    kept; a cluster state's search adds the counts just below what is free)."""
     if gpus is not None:
         gpus = positive_count("gpus", gpus)
     cap = gpus or cluster.num_accelerators
@@ -135,12 +149,39 @@ def gpu_counts(cluster: ClusterSpec, gpus: int | None, *, fewest: bool) -> list[
             f"(whole {cluster.system.unit_size}-accelerator units per domain"
             + (", legal slice shapes)" if cluster.system.torus is not None else ")")
         )
+    tiled = tiling_counts(cluster, cap, group_sizes)
+    more = {n for n in extra if 0 < n < cap and _split(cluster, n) is not None}
     if not (fewest or gpus):
-        return [cap]
+        return sorted({cap, *tiled, *more})
     unit = cluster.system.unit_size
     ladder = {unit * m * 2**k for k in range(40) for m in (2, 3) if unit * m * 2**k <= 2 * cap}
-    ladder |= {unit, cap}
+    ladder |= {unit, cap, *tiled, *more}
     return sorted(n for n in ladder if n <= cap and _split(cluster, n) is not None)
+
+
+def tiling_counts(cluster: ClusterSpec, cap: int, group_sizes: tuple[int, ...]) -> list[int]:
+    """Legal counts below ``cap`` that give every domain whole groups of a size in
+    ``group_sizes`` that does not divide the domain's share.
+
+    >>> from planner.catalog import load_cluster
+    >>> tiling_counts(load_cluster("gb200_nvl72x144"), 144, (16, 32))
+    [128]
+    >>> tiling_counts(load_cluster("hgx_h100x64"), 64, (8,))
+    []
+    """
+    if cluster.system.torus is not None:
+        return []
+    split = domain_split(cluster.system, cap)
+    if split is None:
+        return []
+    domains, per_domain = split
+    out = set()
+    for size in group_sizes:
+        if size <= per_domain and per_domain % size:
+            n = domains * (per_domain // size * size)
+            if 0 < n < cap and _split(cluster, n) is not None:
+                out.add(n)
+    return sorted(out)
 
 
 def _split(cluster: ClusterSpec, num_gpus: int) -> dict[str, object] | None:
@@ -173,6 +214,28 @@ def sub_cluster(cluster: ClusterSpec, num_gpus: int) -> ClusterSpec:
     if split is None:
         raise InternalError(f"{num_gpus} is not a legal size of {cluster.system.name}")
     return cluster.model_copy(update={"num_accelerators": num_gpus, **split})
+
+
+def _straddling_tp(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    fix: dict[str, object] | None,
+    bounds: dict[str, tuple[int | None, int | None]] | None,
+) -> tuple[int, ...]:
+    """TP degrees the model, the pins and the bounds allow that do not divide the cluster's
+    scale-up domain share (the groups that would straddle two domains)."""
+    per_domain = cluster.accelerators_per_domain
+    low, high = (bounds or {}).get("tp", (None, None))
+    pinned = (fix or {}).get("tp")
+    return tuple(
+        t
+        for t in range(2, per_domain + 1)
+        if per_domain % t
+        and not tp_heads_rule(model, t)
+        and (pinned is None or pinned == t)
+        and (low is None or t >= low)
+        and (high is None or t <= high)
+    )
 
 
 def _candidate_sets(
@@ -238,13 +301,14 @@ def search(
     bounds: dict[str, tuple[int | None, int | None]] | None = None,
     precisions: list[NumberFormat] | None = None,
     gpus: int | None = None,
+    extra_counts: tuple[int, ...] = (),
 ) -> SearchResult:
     """Best layout and runners-up of ``model`` on ``cluster`` for ``workload``.
 
     ``fix`` pins fields, ``bounds`` limits them (--min/--max), ``precisions`` lets the search
     choose the format (--precision auto), ``gpus`` caps the accelerators used (fewer may win on
-    cost). Raises InfeasibleError (naming the binding limit) when no layout fits, SpecError on
-    bad input.
+    cost); ``extra_counts`` are more GPU counts to weigh (a cluster state's). Raises
+    InfeasibleError (naming the binding limit) when no layout fits, SpecError on bad input.
     """
     start = time.perf_counter()
     config = config or SolverConfig()
@@ -266,7 +330,13 @@ def search(
         cluster,
         workload,
         request,
-        counts=gpu_counts(cluster, gpus, fewest=fewest),
+        counts=gpu_counts(
+            cluster,
+            gpus,
+            fewest=fewest,
+            group_sizes=_straddling_tp(model, cluster, fix, bounds),
+            extra=extra_counts,
+        ),
         prune=prune,
         fewest=fewest,
         top=config.top,

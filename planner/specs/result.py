@@ -11,12 +11,13 @@ from typing import Literal
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from planner.specs.base import FrozenSpec
+from planner.specs.cluster_state import StateReport, SubproblemInfo
 from planner.specs.comm import Tier
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -111,6 +112,9 @@ class Plan(FrozenSpec):
     """What the prediction does not know (outside validated regimes, ignored settings)."""
     why_not: str | None = None
     """For an alternative: why it loses to the best plan."""
+    cluster_state: StateReport | None = None
+    """With ``--cluster-state``: what is down, taken or slow, the placement chosen on what is
+    left, and what the holes cost (step time with and without them); None without a state."""
 
 
 class Rejection(FrozenSpec):
@@ -161,6 +165,9 @@ class SearchResult(FrozenSpec):
     """Rejected layouts counted by reason code."""
     solver: SolverInfo
     """Solver status."""
+    subproblems: list[SubproblemInfo] = Field(default_factory=list)
+    """Each CP-SAT sub-problem solved for this answer (placement on ``--cluster-state``), with
+    its size, status, objective and bound."""
 
 
 class ServeLayout(FrozenSpec):

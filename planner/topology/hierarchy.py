@@ -18,6 +18,8 @@ so a 100,000-accelerator cluster costs milliseconds per new shape and microsecon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from planner.specs.cluster import ClusterSpec
 from planner.specs.comm import CommDomain
 from planner.specs.layout import Layout
@@ -176,9 +178,13 @@ def placement(cluster: ClusterSpec, layout: Layout) -> dict[str, PlacementEntry]
     }
 
 
-def rank_table(cluster: ClusterSpec, layout: Layout) -> list[dict[str, int]]:
+def rank_table(
+    cluster: ClusterSpec, layout: Layout, positions: Sequence[int] | None = None
+) -> list[dict[str, int]]:
     """One row per rank: node, local index, domain, and per dimension the group index and the
-    rank's position in it (for ``--placement`` and launchers).
+    rank's position in it (for ``--placement`` and launchers). ``positions``: the accelerator
+    of each rank when not the first ``num_gpus`` in order (a placement on a cluster state, or
+    a sub-cluster spread over its domains).
 
     >>> from planner.catalog import load_cluster
     >>> row = rank_table(load_cluster("hgx_h100x16"), Layout(tp=4, dp=4))[5]
@@ -189,11 +195,12 @@ def rank_table(cluster: ClusterSpec, layout: Layout) -> list[dict[str, int]]:
     shapes = families(layout)
     rows = []
     for rank in range(layout.num_gpus):
+        where = rank if positions is None else int(positions[rank])
         row = {
             "rank": rank,
-            "node": rank // fabric.per_node,
-            "local": rank % fabric.per_node,
-            "domain": rank // fabric.per_domain,
+            "node": where // fabric.per_node,
+            "local": where % fabric.per_node,
+            "domain": where // fabric.per_domain,
         }
         for dim, (size, stride, _) in shapes.items():
             row[f"{dim}_group"] = rank % stride + stride * (rank // (stride * size))
