@@ -66,6 +66,11 @@ PASSES = 4
 """Coordinate-descent passes over the factors."""
 MIN_ROWS_PER_FORMAT = 3
 """A format's GEMM efficiency is fitted only from at least this many rows; else the prior stays."""
+MIN_FIT_ROWS = 6
+"""A family is fitted only on at least this many rows ..."""
+MIN_FIT_SOURCES = 2
+"""... from at least this many sources: fewer would fit one publication's way of measuring (a
+family without a fit keeps its catalog priors, and its band widens, ``topologies/trust.yaml``)."""
 PRIOR_WEIGHT = 0.05
 """Weight of the squared relative distance to the catalog prior in the loss."""
 
@@ -103,7 +108,7 @@ def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
             if all(k in stated for k in LAYOUT_FIELDS):
                 layout = Layout.model_validate({**stated, "precision": workload.precision})
             else:
-                config = SolverConfig(solver="exhaustive", top=1)
+                config = SolverConfig(solver="exhaustive", top=1, memory_headroom=0.0)
                 layout = engine.search(
                     model, cluster, workload, fix=stated, config=config
                 ).best.layout
@@ -157,6 +162,17 @@ def _with(eff: AcceleratorEfficiency, name: str, value: float) -> AcceleratorEff
     return eff.model_copy(update={name: value})
 
 
+def fittable(cases: Sequence[PreparedCase]) -> bool:
+    """Whether ``cases`` are enough to fit a family's factors (:data:`MIN_FIT_ROWS` rows from
+    :data:`MIN_FIT_SOURCES` sources).
+
+    >>> fittable([])
+    False
+    """
+    sources = {source_of(c.id) for c in cases}
+    return len(cases) >= MIN_FIT_ROWS and len(sources) >= MIN_FIT_SOURCES
+
+
 def fitted_names(cases: Sequence[PreparedCase]) -> list[str]:
     """The factors the cases exercise enough to fit (GEMM formats with enough rows, the expert
     factors with enough MoE rows)."""
@@ -206,6 +222,13 @@ def fit_efficiency(
     return consistent(eff)
 
 
+def source_of(row_id: str) -> str:
+    """The source group of a row id (:func:`planner.accuracy.loso.source_of`)."""
+    from planner.accuracy.loso import source_of as group  # loso.py imports this module
+
+    return group(row_id)
+
+
 def residuals(
     cases: Sequence[PreparedCase], eff: AcceleratorEfficiency
 ) -> dict[str, ResidualSummary]:
@@ -245,20 +268,33 @@ def calibrate_family(
     source, minutes)."""
     accelerator = cases[0].cluster.accelerator
     prior = accelerator.efficiency
-    eff = fit_efficiency(cases, prior)
-    names = fitted_names(cases)
-    formats = {NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")}
-    fit = EfficiencyFit(
-        gemm=_all_formats(eff, prior, formats),
-        attention=round(eff.attention, 4),
-        hbm=round(eff.hbm, 4),
-        kernel_overhead_us=round(eff.kernel_overhead_us, 3),
-        expert_gemm=round(eff.expert_gemm, 4) if any(c.kind == "moe" for c in cases) else None,
-        overlap_contention=round(eff.overlap_contention, 4),
-        moe_sync_overhead_us=(
-            round(eff.moe_sync_overhead_us, 1) if "moe_sync_overhead_us" in names else None
-        ),
+    method = (
+        f"mean absolute log error of tokens/s/GPU over tests/validation/training.yaml rows, "
+        f"prior pull {PRIOR_WEIGHT}, coordinate descent ({PASSES} passes x {GRID_POINTS} "
+        f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
     )
+    if fittable(cases):
+        eff = fit_efficiency(cases, prior)
+        names = fitted_names(cases)
+        formats = {NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")}
+        fit = EfficiencyFit(
+            gemm=_all_formats(eff, prior, formats),
+            attention=round(eff.attention, 4),
+            hbm=round(eff.hbm, 4),
+            kernel_overhead_us=round(eff.kernel_overhead_us, 3),
+            expert_gemm=round(eff.expert_gemm, 4) if any(c.kind == "moe" for c in cases) else None,
+            overlap_contention=round(eff.overlap_contention, 4),
+            moe_sync_overhead_us=(
+                round(eff.moe_sync_overhead_us, 1) if "moe_sync_overhead_us" in names else None
+            ),
+        )
+    else:
+        eff, fit = prior, EfficiencyFit()
+        method = (
+            f"not fitted: {len(cases)} rows from {len({source_of(c.id) for c in cases})} "
+            f"source(s), fewer than {MIN_FIT_ROWS} rows from {MIN_FIT_SOURCES} sources; the "
+            "catalog priors stay, and the errors below are theirs"
+        )
     serving = serving_errors(accelerator.family, eff)
     serving_summary = {"serving": ResidualSummary.of(list(serving.values()))} if serving else {}
     record = CalibrationRecord(
@@ -266,11 +302,7 @@ def calibrate_family(
         fitted_on=sorted({c.cluster.accelerator.name for c in cases}),
         date=date,
         rows=[c.id for c in cases],
-        method=(
-            f"mean absolute log error of tokens/s/GPU over tests/validation/training.yaml rows, "
-            f"prior pull {PRIOR_WEIGHT}, coordinate descent ({PASSES} passes x {GRID_POINTS} "
-            f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
-        ),
+        method=method,
         efficiency=fit,
         residuals={**residuals(cases, eff), **serving_summary},
     )

@@ -13,12 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from planner.accuracy.calibrate import PreparedCase, fit_efficiency, predict
+from planner.accuracy.calibrate import PreparedCase, fit_efficiency, fittable, predict
 from planner.catalog.store import load_trust
 from planner.specs.trust import BandSummary, HeldoutRecord
 
-MIN_TRAIN_ROWS = 3
-"""A source is held out only if the family keeps at least this many rows to fit on."""
 REGIMES = ("dense", "moe")
 """Training regimes with their own band. A context-length class is not one: a single row
 (F11, 64K tokens) is longer than 8K, so long context is an extrapolation (``trust.yaml``)."""
@@ -32,26 +30,35 @@ METHOD = (
 """What ``heldout.method`` says."""
 
 
+SOURCE_GROUPS: dict[str, str] = {"NGB": "N"}
+"""Row-id prefixes that name the same source document as another prefix: NGB (the GB200/GB300
+rows of training_frameworks.yaml) comes from the Megatron-Bridge performance archive the N rows
+come from, so they are held out together."""
+
+
 def source_of(row_id: str) -> str:
     """The source group of a validation row id.
 
-    >>> source_of("K1/full"), source_of("N21")
-    ('K', 'N')
+    >>> source_of("K1/full"), source_of("N21"), source_of("NGB3")
+    ('K', 'N', 'N')
     """
     match = re.match(r"[A-Za-z]+", row_id)
-    return match.group(0) if match else row_id
+    prefix = match.group(0) if match else row_id
+    return SOURCE_GROUPS.get(prefix, prefix)
 
 
 def loso_errors(cases: Sequence[PreparedCase]) -> dict[str, float]:
     """Row id -> held-out error (predicted / measured - 1) of one family's cases, each predicted
     by the factors fitted on the family's other sources (rows of a source whose removal leaves
-    fewer than MIN_TRAIN_ROWS are left out)."""
+    too few to fit, :func:`planner.accuracy.calibrate.fittable`, are predicted with the catalog
+    priors: the out-of-sample prediction for a family with one source)."""
     out: dict[str, float] = {}
     for source in sorted({source_of(c.id) for c in cases}):
         train = [c for c in cases if source_of(c.id) != source]
-        if len(train) < MIN_TRAIN_ROWS:
-            continue
-        eff = fit_efficiency(train, train[0].cluster.accelerator.efficiency)
+        held = [c for c in cases if source_of(c.id) == source]
+        prior = held[0].cluster.accelerator.efficiency
+        # with too few other rows to fit, the out-of-sample prediction is the catalog prior's
+        eff = fit_efficiency(train, prior) if fittable(train) else prior
         for case in cases:
             if source_of(case.id) == source:
                 out[case.id] = predict(case, eff) / case.measured - 1.0
@@ -64,6 +71,7 @@ def envelope(cases: Sequence[PreparedCase]) -> dict[str, object]:
         "max_num_gpus": max(c.layout.num_gpus for c in cases),
         "max_seq_len": max(c.workload.seq_len for c in cases),
         "formats": sorted({c.layout.precision for c in cases}, key=str),
+        "frameworks": sorted({c.workload.framework for c in cases}),
     }
 
 

@@ -40,3 +40,17 @@ def microbatches_in_flight(pp: int, vpp: int, num_microbatches: int, stage: int)
         penalty = 1 + (pp - 1) / (pp * vpp)
         return min(num_microbatches, pp) * penalty
     return in_flight
+
+
+def dualpipe_bubble_time(pp: int, forward_s: float, backward_s: float) -> float:
+    """DualPipe's bubble: (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3, arXiv 2412.19437, Table 2),
+    with the backward split evenly into input and weight gradients (B = W = backward / 2) and an
+    overlapped forward-and-backward chunk taking F + backward: (pp/2 - 1) F.
+
+    >>> dualpipe_bubble_time(16, 1.0, 2.0)
+    7.0
+    >>> dualpipe_bubble_time(2, 1.0, 2.0)
+    0.0
+    """
+    b = w = backward_s / 2.0
+    return max(0.0, pp / 2.0 - 1.0) * max(0.0, (forward_s + backward_s) + b - 3.0 * w)

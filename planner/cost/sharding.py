@@ -107,7 +107,8 @@ def sharded_state_bytes(
     over tp and ep x etp): dense state shards over dp x cp, expert state over the expert-data-
     parallel ranks, per the ZeRO stage. ZeRO-3 adds the gathered bf16 copy of
     ``unsharded_param_layers`` of the stage's ``num_layers`` layers (all of them from forward to
-    backward when it does not reshard) and, in the backward, their unsharded gradients; without
+    backward when it does not reshard) and, in the backward, their unsharded gradients, and keeps
+    no bf16 shard when the fp32 master copy is the parameter itself (``fp32_params``); without
     resharding under pipeline parallelism
     (:func:`reduces_once_per_step`) it holds the stage's whole gathered copy and unsharded
     gradients instead.
@@ -136,8 +137,9 @@ def sharded_state_bytes(
         )
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
     gathered = running if zero3_reshards(workload, layout) else total
+    at_rest = 0.0 if workload.fp32_params else weight_bytes(shard, layout.precision)
     return ShardedState(
-        weights=weight_bytes(shard, layout.precision) + weight_bytes(gathered, layout.precision),
+        weights=at_rest + weight_bytes(gathered, layout.precision),
         grads=grad * (shard + running),
         optimizer=optimizer,
     )

@@ -7,12 +7,14 @@ from functools import lru_cache
 
 from planner.cost.comm import (
     all_gather_time,
+    all_to_all_time,
     overlapped_exposed_time,
     p2p_time,
     reduce_scatter_time,
 )
 from planner.cost.compute import (
     attention_exp_bound_factors,
+    attention_head_dims,
     cross_entropy_time,
     flash_backward_flop_ratio,
     logits_flops_per_token,
@@ -420,7 +422,7 @@ def tp_comm_per_microbatch(
     tp: CommDomain,
     *,
     linear_s: float,
-    contention: float,
+    rates: tuple[float, float],
 ) -> float:
     """Exposed TP collectives of one micro-batch: with sequence parallelism, per layer 2
     all-gathers and 2 reduce-scatters of the (B T D) bf16 activation forward and the same
@@ -428,20 +430,53 @@ def tp_comm_per_microbatch(
     without SP, ``workload.sequence_parallel`` False), one of each per pass in a parallel block
     (its attention and FFN share the gathered input and reduce their summed output); full
     recompute repeats the forward ones.
-    With ``workload.tp_comm_overlap`` (Megatron-LM --tp-comm-overlap, userbuffers, which needs
-    sequence parallelism) each collective is pipelined with the GEMM that consumes or
-    produces it, so it hides behind the layer's linear GEMM time (forward ``linear_s``, x3 with
-    backward) up to the contention; otherwise it is fully exposed."""
+
+    With ``workload.tp_comm_overlap`` (Megatron-LM --tp-comm-overlap with userbuffers, which
+    needs sequence parallelism; torchtitan's async TP) each collective is decomposed into tp
+    chunks pipelined with the GEMM that consumes or produces it (Wang et al., "Overlap
+    Communication with Dependent Computation via Decomposition", ASPLOS 2023): one chunk in tp
+    cannot overlap (the first all-gather chunk before the GEMM starts, the last reduce-scatter
+    chunk after it ends) and is exposed; the rest hides behind the layer's linear GEMM time
+    (forward ``linear_s``, x3 with the backward) up to the contention; and every overlapped GEMM
+    runs as tp smaller GEMMs, paying tp - 1 more fixed per-kernel costs
+    (:func:`tp_overlap_split_time`). ``rates`` = (per-kernel seconds, contention share)."""
     if tp.size == 1:
         return 0.0
     message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     pairs = 2 * norms_per_layer(model)  # forward and backward, per sub-block (one if parallel)
     per_layer = pairs * (all_gather_time(message, tp) + reduce_scatter_time(message, tp))
-    per_layer *= 1.0 + 0.5 * recomputed_fraction(workload, layout, num_layers)
-    comm = per_layer * num_layers
+    recomputed = 1.0 + 0.5 * recomputed_fraction(workload, layout, num_layers)
+    comm = per_layer * recomputed * num_layers
     if not (workload.tp_comm_overlap and workload.sequence_parallel):
         return comm  # Megatron's TP-communication overlap needs sequence parallelism
-    return overlapped_exposed_time(comm, 3.0 * linear_s, contention)
+    kernel_s, contention = rates
+    tail = comm / tp.size
+    split = tp_overlap_split_time(model, tp.size, kernel_s) * recomputed * num_layers
+    return tail + overlapped_exposed_time(comm - tail, 3.0 * linear_s, contention) + split
+
+
+def tp_overlap_split_time(model: ModelSpec, tp: int, kernel_overhead_s: float) -> float:
+    """Fixed cost per layer of running the GEMMs next to TP collectives as tp chunks when the
+    collectives are overlapped (userbuffers ring exchange, async TP): (tp - 1) more kernels for
+    each of the layer's column- and row-parallel GEMMs (2 per sub-block: QKV and output, FFN up
+    and down) in each of its three passes (forward, input-gradient and weight-gradient).
+
+    >>> from planner.cost.params import _tiny
+    >>> tp_overlap_split_time(_tiny(), 8, 4e-6) * 1e6  # 7 x 4 GEMMs x 3 passes x 4 us
+    336.0
+    """
+    return (tp - 1) * 2 * norms_per_layer(model) * 3 * kernel_overhead_s
+
+
+def cp_kv_values_per_token(model: ModelSpec) -> float:
+    """Key and value values per token one context-parallel rank exchanges: 2 K H, or with MLA
+    the up-projected keys and values, N (H_nope + H_rope + H_v) (Megatron-LM's MLA context
+    parallelism exchanges them, not the latent)."""
+    if model.mla is not None:
+        mla = model.mla
+        heads = model.num_attention_heads
+        return heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
+    return 2.0 * model.num_kv_heads * model.head_dim
 
 
 def cp_comm_per_microbatch(
@@ -451,28 +486,42 @@ def cp_comm_per_microbatch(
     num_layers: int,
     *,
     cp: CommDomain,
-    attention_forward_s: float,
+    attention_s: tuple[float, float],
     contention: float = 0.0,
 ) -> float:
-    """Ring-attention K/V exchange (Megatron-LM context parallelism, p2p ring): per layer cp - 1
-    sends of the local K and V forward, and of K, V and their gradients backward, overlapped with
-    the attention of the previous chunk; only the excess over the attention time is exposed
-    (Liu et al., "Ring Attention", arXiv 2310.01889, section 3)."""
+    """Exposed context-parallel communication of one micro-batch (``attention_s`` = the stage's
+    attention-core forward and backward seconds), by ``workload.cp_comm``; causal chunks are
+    load-balanced (Megatron's 2 cp chunks, torchtitan's head-tail order), so every rank and
+    every ring step carry the same attention work:
+
+    - ``p2p`` (ring attention, Liu et al., arXiv 2310.01889 section 3): per layer cp - 1 steps,
+      each sending the local K and V (forward) or K, V and their gradients (backward) while the
+      attention of one chunk runs; a step's send hides behind that step's attention (1 / cp of
+      the layer's), the excess and the contention share are exposed;
+    - ``allgather`` (Llama 3, arXiv 2407.21783 section 3.3.2; torchtitan, MaxText): K and V are
+      all-gathered before attention (again in the backward) and their gradients reduce-scattered
+      after it, all on the critical path;
+    - ``a2a`` (DeepSpeed-Ulysses, arXiv 2309.14509): queries, keys, values and the output are
+      all-to-all'ed between the sequence and the head split, forward and backward, exposed;
+    - ``a2a+p2p`` (hierarchical): priced as its ring part.
+    """
     if cp.size == 1:
         return 0.0
     tokens = layout.mbs * workload.seq_len / layout.cp
-    if model.mla is not None:
-        kv_values = model.num_attention_heads * (
-            model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim + model.mla.v_head_dim
-        )
-    else:
-        kv_values = 2 * model.num_kv_heads * model.head_dim
-    chunk = ACTIVATION_BYTES * tokens * kv_values / layout.tp
-    forward = (cp.size - 1) * p2p_time(chunk, cp)
-    backward = 2 * forward
-    attention_per_layer = attention_forward_s / max(num_layers, 1)
-    exposed = overlapped_exposed_time(forward, attention_per_layer, contention)
-    exposed += overlapped_exposed_time(backward, 2 * attention_per_layer, contention)
+    chunk = ACTIVATION_BYTES * tokens * cp_kv_values_per_token(model) / layout.tp
+    forward_s, backward_s = (t / max(num_layers, 1) for t in attention_s)
+    if workload.cp_comm == "allgather":
+        gather = all_gather_time(cp.size * chunk, cp)
+        return num_layers * (2 * gather + reduce_scatter_time(cp.size * chunk, cp))
+    if workload.cp_comm == "a2a":
+        q_values = model.num_attention_heads * attention_head_dims(model)[0]
+        local = ACTIVATION_BYTES * tokens * q_values / layout.tp
+        per_pass = 2 * all_to_all_time(local, cp) + all_to_all_time(chunk, cp)  # q, out; k and v
+        return num_layers * 2 * per_pass
+    send = p2p_time(chunk, cp)
+    steps = cp.size - 1
+    exposed = steps * overlapped_exposed_time(send, forward_s / cp.size, contention)
+    exposed += steps * overlapped_exposed_time(2 * send, backward_s / cp.size, contention)
     return exposed * num_layers
 
 
@@ -534,7 +583,7 @@ def microbatch_time(
             len(layers),
             domains["tp"],
             linear_s=linear,
-            contention=contention,
+            rates=(acc.efficiency.kernel_overhead_us * US, contention),
         ),
         cp_comm_s=cp_comm_per_microbatch(
             model,
@@ -542,7 +591,7 @@ def microbatch_time(
             layout,
             len(layers),
             cp=domains["cp"],
-            attention_forward_s=attention,
+            attention_s=(attention, attention * flash_backward_flop_ratio(model)),
             contention=contention,
         ),
         ep_comm_s=ep_exposed_per_microbatch(

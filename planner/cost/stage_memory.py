@@ -140,6 +140,10 @@ def stage_memory(
     per_microbatch = stored_activation_bytes(model, workload, layout, stage)
     offloaded = workload.activation_offload_fraction
     in_flight = microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, stage)
+    copies = 1.0
+    if workload.pipeline_schedule == "dualpipe" and layout.pp > 1:
+        # two copies of the stage's parameters, pp + 1 micro-batches in flight (DualPipe)
+        in_flight, copies = min(num_microbatches, layout.pp + 1), 2.0
     activations = per_microbatch * in_flight * (1.0 - offloaded)
     activations += offloaded * per_microbatch / max(len(layers), 1)
     activations *= 1.0 + workload.activation_memory_overhead
@@ -153,8 +157,8 @@ def stage_memory(
     if stage == layout.pp - 1:
         activations += logits_bytes(model, layout, workload.seq_len)
     return StageMemory(
-        weights=state.weights,
-        grads=state.grads,
+        weights=copies * state.weights,
+        grads=copies * state.grads,
         optimizer=state.optimizer,
         activations=activations,
     )

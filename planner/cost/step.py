@@ -31,6 +31,7 @@ from planner.cost.comm import (
 )
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, stage_layers
+from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
     param_gathers_per_microbatch,
@@ -122,6 +123,17 @@ def _first_heaviest_middle_stage(model: ModelSpec, pp: int, seq_len: int) -> int
             (table.total("dense_params", layers) + table.total("expert_params", layers), -stage)
         )
     return -max(weights)[1]
+
+
+def pipeline_bubble_time(
+    workload: TrainWorkload, layout: Layout, slowest: MicrobatchTime
+) -> float:
+    """Idle time of the slowest stage per step: (pp - 1)/v micro-batch times under 1F1B and its
+    interleaved form (Narayanan et al. SC'21, section 2.2), or DualPipe's
+    (:func:`planner.cost.pipeline.dualpipe_bubble_time`)."""
+    if workload.pipeline_schedule == "dualpipe":
+        return dualpipe_bubble_time(layout.pp, slowest.forward_s, slowest.backward_s)
+    return (layout.pp - 1) / layout.vpp * slowest.total
 
 
 def dp_exposed_time(
@@ -274,7 +286,7 @@ def estimate_step(
         "ep_comm": m * slowest.ep_comm_s,
         "moe_sync": m * slowest.moe_sync_s,
         "offload": m * slowest.offload_s,
-        "pp_bubble": (layout.pp - 1) / layout.vpp * slowest.total,
+        "pp_bubble": pipeline_bubble_time(workload, layout, slowest),
     }
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     sends = 2 * (m * layout.vpp + layout.pp - 1) if layout.pp > 1 else 0

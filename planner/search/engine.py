@@ -322,6 +322,7 @@ def search(
         precisions=list(precisions or []),
         objective=config.objective,
         max_step_s=config.target_step_time_s,
+        memory_headroom=config.memory_headroom,
     )
     fewest = config.target_step_time_s is not None
     prune = 0 if config.solver == "exhaustive" else config.top

@@ -73,6 +73,15 @@ def layout_violations(
         if rule:
             out.append(("divisibility", rule))
     out.extend(("framework", rule) for rule in framework_rules(workload, layout))
+    heads = model.num_attention_heads
+    if layout.cp > 1 and workload.cp_comm == "a2a" and heads % (layout.tp * layout.cp):
+        out.append(
+            (
+                "divisibility",
+                f"all-to-all context parallelism splits the heads: tp x cp "
+                f"({layout.tp * layout.cp}) must divide num_attention_heads ({heads})",
+            )
+        )
     if layout.vpp > 1 and layout.pp == 1:
         out.append(("divisibility", "vpp > 1 needs pp > 1"))
     elif layout.pp * layout.vpp > model.num_layers:
@@ -153,6 +162,8 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
         out.append(
             f"the ZeRO shard group ({group}) must divide dp x cp ({layout.dp * layout.cp})"
         )
+    if workload.pipeline_schedule == "dualpipe" and layout.pp > 1 and layout.pp % 2:
+        out.append(f"DualPipe needs an even pp (got {layout.pp})")
     if layout.tp > 1 and not profile.tensor_parallel:
         out.append(f"{name} has no tensor parallelism")
     if layout.pp > 1 and not profile.pipeline:

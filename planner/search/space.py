@@ -219,7 +219,8 @@ class _Collector:
         self.rejected: list[tuple[float, Rejection]] = []
         self.counts: Counter[str] = Counter()
         self.enumerated = 0
-        self.capacity = cluster.accelerator.usable_memory_bytes
+        self.capacity = cluster.accelerator.usable_memory_bytes * (1.0 - request.memory_headroom)
+        self.headroom = request.memory_headroom
         self.best_by_structure: dict[tuple[object, ...], float] = {}
 
     def kth_best(self, k: int) -> float:
@@ -292,6 +293,8 @@ def _visit_structure(
                 detail = memory_detail(
                     layout, mem.total, mem.weights, states, mem.activations, out.capacity, cluster
                 )
+                if out.headroom:
+                    detail += f" (the search keeps {out.headroom:.0%} of it free)"
                 out.reject(layout, "memory", detail, mem.total - out.capacity)
                 continue
             if zero > 0:  # ZeRO-0 does not dominate sharding: it steps the whole optimizer
@@ -312,6 +315,8 @@ class SpaceRequest(FrozenSpec):
     """time, cost or energy (cost and energy rank by GPU-seconds per token)."""
     max_step_s: float | None = None
     """Candidates slower than this are rejected (--target-step-time)."""
+    memory_headroom: float = 0.0
+    """Share of usable memory a candidate must leave free (SolverConfig.memory_headroom)."""
 
 
 def objective_value(objective: str, num_gpus: int, step_time_s: float) -> float:

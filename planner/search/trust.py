@@ -48,12 +48,16 @@ class Basis:
     max_num_gpus: int | None = None
     max_seq_len: int | None = None
     formats: tuple[NumberFormat, ...] | None = None
+    frameworks: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, band: BandSummary, level: float) -> Basis:
         """The basis of one stored band."""
         formats = None if band.formats is None else tuple(band.formats)
-        return cls(band.band_abs, level, band.max_num_gpus, band.max_seq_len, formats)
+        frameworks = None if band.frameworks is None else tuple(band.frameworks)
+        return cls(
+            band.band_abs, level, band.max_num_gpus, band.max_seq_len, formats, frameworks
+        )
 
 
 def pooled_basis(regime: str, level: float) -> Basis | None:
@@ -122,10 +126,12 @@ def family_envelope(basis: Basis, heldout: HeldoutRecord, regime: str) -> Basis:
     bands = [b for k, b in heldout.bands.items() if k != "serving"]
     seqs = [b.max_seq_len for b in bands if b.max_seq_len is not None]
     formats = {f for b in bands for f in (b.formats or ())}
+    frameworks = {f for b in bands for f in (b.frameworks or ())}
     return replace(
         basis,
         max_seq_len=max(seqs) if seqs else basis.max_seq_len,
         formats=tuple(sorted(formats, key=str)) if formats else basis.formats,
+        frameworks=tuple(sorted(frameworks)) if frameworks else basis.frameworks,
     )
 
 
@@ -183,6 +189,13 @@ def envelope_steps(
     if basis.formats is not None and layout.precision not in basis.formats:
         steps.append((spec.widen.precision_without_rows.factor,
                       f"{layout.precision} training has no validated runs"))  # fmt: skip
+    known = basis.frameworks if basis.frameworks is not None else ("megatron",)
+    if workload.framework not in known:
+        note = (
+            f"no validated runs of framework '{workload.framework}' on this family "
+            f"(validated: {', '.join(known)})"
+        )
+        steps.append((spec.widen.framework_without_rows.factor, note))
     return steps
 
 

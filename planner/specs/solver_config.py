@@ -30,5 +30,11 @@ class SolverConfig(FrozenSpec):
     """Minimise step time (default), dollars per token, or joules per token. On one cluster
     cost and energy both rank by GPU-seconds per token (price and TDP are per GPU); they differ
     in the figures reported."""
+    memory_headroom: float = Field(default=0.05, ge=0.0, le=0.5)
+    """Share of the usable memory the search leaves free: a layout is searched only if its
+    predicted peak stays below (1 - headroom) x usable, for allocator fragmentation and run-to-
+    run variation the model does not see (PyTorch's caching allocator reserves 5-10% beyond what
+    is allocated in long runs; expandable segments narrow it). ``estimate`` still judges a
+    given layout against the full usable memory, so a published layout that fit is accepted."""
     target_step_time_s: float | None = Field(default=None, gt=0)
     """Find the fewest GPUs whose best layout meets this step time (s); None = off."""

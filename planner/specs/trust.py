@@ -67,6 +67,8 @@ class BandSummary(FrozenSpec):
     """Longest validated training sequence of the regime (tokens); None = not tracked."""
     formats: list[NumberFormat] | None = None
     """Training precisions the regime's rows use; None = not tracked."""
+    frameworks: list[Name] | None = None
+    """Framework profiles the regime's rows ran under; None = not tracked (Megatron only)."""
     errors: dict[Name, float]
     """Held-out error of each row (predicted / measured - 1), the data of every figure above."""
 
@@ -150,6 +152,8 @@ class WideningFactors(FrozenSpec):
     accelerator_without_rows: Widening
     """The accelerator itself has no rows; its family's do (H200, B300, GB200 on B200 rows)."""
     precision_without_rows: Widening
+    """A training precision no row of the regime uses."""
+    framework_without_rows: Widening
     """The training precision has no validated runs on the family (FP4 training)."""
     beyond_largest_job: Widening
     """More GPUs than the regime's largest validated job."""

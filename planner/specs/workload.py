@@ -151,11 +151,21 @@ class TrainWorkload(FrozenSpec):
     held (Llama 3's layout, arXiv 2407.21783 section 3.3.2); ``default`` reshards unless
     pipeline parallelism is on (torchtitan's ``fsdp_reshard_after_forward = "default"``: "for
     PP, do not reshard after forward to avoid per-microbatch all-gathers")."""
+    pipeline_schedule: Literal["1f1b", "dualpipe"] = "1f1b"
+    """Pipeline schedule: 1F1B (interleaved when vpp > 1), or DualPipe (DeepSeek-V3, arXiv
+    2412.19437 section 3.2.1: micro-batches fed from both ends, forward and backward chunks
+    overlapped; each rank holds two copies of its stage's parameters and pp + 1 micro-batches
+    of activations)."""
     zero_shard_group: PositiveInt | None = None
     """Hybrid sharding (HSDP, ZeRO++'s hpZ, PaLM's per-pod sharding): the data-parallel ranks one
     ZeRO shard spans, consecutive in rank order (inside a node or pod); the dp x cp / group
     shards replicate it and all-reduce their gradient shards. None = one shard over all
     dp x cp ranks."""
+    fp32_params: bool = False
+    """The parameters themselves are fp32 and serve as the optimizer's master copy, cast to bf16
+    for compute (PyTorch FSDP mixed precision, MaxText ``weight_dtype: float32``): a ZeRO-3 shard
+    holds no bf16 copy beside them. False = Megatron-LM's bf16 parameters with a separate fp32
+    master copy in the optimizer state."""
     unsharded_param_layers: float = Field(default=2.0, ge=1.0, le=8.0)
     """ZeRO-3 only: layers whose gathered (bf16) parameters, and in backward their unsharded
     gradients, are alive at once: the running layer and the one prefetched (FSDP2's implicit
