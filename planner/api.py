@@ -461,7 +461,7 @@ def serve_estimate(
     if not isinstance(layout, ServeLayout | Mapping):
         raise _kind_error("layout", layout, "a ServeLayout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster = load_model(model), load_cluster(cluster)
-    spec_workload = _serve_workload(workload)
+    spec_workload = serving_search.resolve_formats(spec_model, _serve_workload(workload))
     if isinstance(layout, Mapping):
         fields = dict(layout)
         if "dp" in fields:

@@ -30,7 +30,8 @@ from planner.cost.serving import (
     weight_bytes_read_per_token,
 )
 from planner.errors import InfeasibleError, SpecError
-from planner.search.serving import memory_cost, serve_setup, tpot_at, ttft_at
+from planner.cost.serving_cycle import steady_state, ttft_service_s
+from planner.search.serving import memory_cost, serve_setup
 from planner.search.serving_search import serve_search as engine_serve_search
 from planner.specs.formats import NumberFormat
 from planner.specs.result import ServeLayout
@@ -218,13 +219,16 @@ def test_tpot_and_ttft_grow_with_load(llama70b) -> None:  # type: ignore[no-unty
     cluster = load_cluster("hgx_h200x2")
     workload = ServeWorkload(precision="fp8", context=4096)
     setup = serve_setup(llama70b, cluster, workload, ServeLayout(tp=2, precision="fp8"))
-    steps = [tpot_at(setup, workload, b).total_s for b in (1, 8, 64, 256)]
+    def ttft_at(w: ServeWorkload, b: int) -> float:
+        return ttft_service_s(setup, w, steady_state(setup, w, b))
+
+    steps = [steady_state(setup, workload, b).tpot_s for b in (1, 8, 64, 256)]
     assert steps == sorted(steps)
     throughput = [b / s for b, s in zip((1, 8, 64, 256), steps, strict=True)]
     assert throughput == sorted(throughput)
-    assert ttft_at(setup, workload, 1) < ttft_at(setup, workload, 256)
+    assert ttft_at(workload, 1) < ttft_at(workload, 256)
     longer = workload.model_copy(update={"prompt_len": 3000})
-    assert ttft_at(setup, longer, 1) > ttft_at(setup, workload, 1)
+    assert ttft_at(longer, 1) > ttft_at(workload, 1)
 
 
 # --- search --------------------------------------------------------------------------------
@@ -245,7 +249,7 @@ def test_design_search_example_json(h200_search: dict) -> None:
     assert set(best) >= SERVE_PLAN_KEYS
     assert {"tp", "pp", "ep", "attention_dp", "replicas"} <= set(best["layout"])
     assert best["layout"]["replicas"] >= 1 and best["num_gpus"] <= 8
-    assert best["kv_bytes_per_token"] == 320 * KiB  # bf16 KV by default
+    assert best["kv_bytes_per_token"] == 160 * KiB  # FP8 KV follows FP8 weights by default
     assert 0 < best["decode_step_s"] <= 0.050  # meets --tpot-ms 50
     assert best["concurrency"] >= 1 and best["throughput_tokens_per_s_per_gpu"] > 0
     assert best["ttft_s"] > 0
@@ -352,7 +356,7 @@ def test_pins_and_estimate_api() -> None:
         (["--kv-precision", "fp7"], 2, "kv-precision"),
         (["--prompt-len", "9000", "--output-len", "1000", "--context", "8192"], 2, "exceeds"),
         (["--context", "300000"], 2, "context"),
-        (["--context", "32768", "--cluster", "hgx_h100x1"], 1, "kv_cache"),
+        (["--context", "131072", "--cluster", "hgx_h100x1"], 1, "kv_cache"),
         (["--tpot-ms", "0.5"], 1, "tpot"),
     ],
 )
@@ -459,9 +463,9 @@ def test_serving_weights_take_the_heaviest_stage() -> None:
 
     model = load_model("671B")
     layout = ServeLayout(tp=4, pp=2, precision="fp8")
-    first = sum(_layer_weight_bytes(model, i, layout, 1.0) for i in range(31))
-    last = sum(_layer_weight_bytes(model, i, layout, 1.0) for i in range(30, 61))
+    first = sum(_layer_weight_bytes(model, i, layout, NumberFormat.FP8) for i in range(31))
+    last = sum(_layer_weight_bytes(model, i, layout, NumberFormat.FP8) for i in range(30, 61))
     assert last > first
     per_gpu = weight_bytes_per_gpu(model, NumberFormat.FP8, layout)
-    vocab_and_norms = per_gpu - last  # fp8 is one byte per value: bpv 1.0 above
+    vocab_and_norms = per_gpu - last
     assert 0 < vocab_and_norms < 2e9

@@ -39,9 +39,11 @@ from planner.accuracy.run import Summary, summarize
 from planner.catalog import load_cluster
 from planner.catalog.io import load_list, validate_spec
 from planner.catalog.store import suggest
+from planner.cost.serving_cycle import burst_ttft_mean_s
 from planner.cost.serving_time import uniform_requests_throughput
 from planner.errors import InfeasibleError, SpecError, one_line
-from planner.search.serving import memory_cost, operating_point, serve_setup
+from planner.search.serving import memory_cost, serve_setup
+from planner.search.serving_point import operating_point
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat, bits_per_value
@@ -229,7 +231,7 @@ def serve_workload_of(row: ServingRow) -> ServeWorkload:
         compute_precision=NumberFormat(compute.lower()) if compute else None,
         concurrency=w.batch if w.mode == "static_batch" else None,
         kv_cache_fraction=DEFAULT_KV_FRACTION,
-        qps=qps / row.layout.replicas if qps else None,
+        request_rate=qps,
     )
 
 
@@ -323,20 +325,29 @@ def _predict(
     model = _model_of(row)
     mem = memory_cost(model, cluster, workload, layout)
     setup = serve_setup(model, cluster, workload, layout)
-    point = operating_point(setup, workload, mem.sequences)
+    point = operating_point(
+        setup,
+        workload,
+        max_sequences=mem.sequences,
+        sequences_at_mean=mem.sequences_at_mean,
+        replicas=layout.replicas,
+    )
     if isinstance(point, tuple):
         raise InfeasibleError(point[1])
-    tpot = point.tpot.total_s
+    tpot = point.state.tpot_s
     w = row.workload
-    if w.mode == "static_batch" or (w.mode == "max_throughput" and w.num_requests):
-        requests = w.num_requests if w.mode == "max_throughput" else point.concurrency
-        rate = uniform_requests_throughput(setup, workload, point.concurrency, requests or 1)
-        metric, _ = _metric(row)
-        per = layout.num_gpus if metric == "output_tokens_per_s_per_gpu" else 1
-        return rate * layout.replicas / per, point.concurrency, None
-    ttft_ms = point.ttft_s / MS if row.measured.ttft_ms and workload.qps else None
-    group = point.concurrency / tpot * layout.replicas
     metric, _ = _metric(row)
+    burst = w.mode == "online" and w.qps is not None and math.isinf(w.qps) and w.num_requests
+    if w.mode == "static_batch" or (w.mode == "max_throughput" and w.num_requests) or burst:
+        requests = w.num_requests if w.mode != "static_batch" else point.concurrency
+        rate = uniform_requests_throughput(setup, workload, point.concurrency, requests or 1)
+        per = layout.num_gpus if metric == "output_tokens_per_s_per_gpu" else 1
+        ttft_ms = None
+        if burst and row.measured.ttft_ms:
+            ttft_ms = burst_ttft_mean_s(setup, workload, point.concurrency, requests or 1) / MS
+        return rate * layout.replicas / per, point.concurrency, ttft_ms
+    ttft_ms = point.times.ttft_mean_s / MS if row.measured.ttft_ms else None
+    group = point.concurrency / tpot * layout.replicas
     if metric == "itl_ms":
         return tpot / MS, point.concurrency, ttft_ms
     if metric == "output_tokens_per_s_per_gpu":
