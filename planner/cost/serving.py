@@ -331,14 +331,15 @@ def weight_bytes_read_per_step(
     292480.0
     """
     dense_fmt, expert_fmt = linear_formats(model, weight_format)
+    moe = model.moe
+    touched = experts_touched(moe.num_experts, moe.top_k, tokens, skew) if moe else 0.0
+    attention = attention_params_per_layer(model)
+    norms = 2 * norm_params(model)
     total = 0.0
     for i in range(model.num_layers):
         dense, routed = layer_dense_and_expert_params(model, i)
-        attention = attention_params_per_layer(model)
-        norms = 2 * norm_params(model)
-        if routed and model.moe is not None:
-            moe = model.moe
-            routed *= experts_touched(moe.num_experts, moe.top_k, tokens, skew) / moe.num_experts
+        if routed and moe is not None:
+            routed *= touched / moe.num_experts
         ffn_dense = dense - attention - norms
         linear = (attention / layout.attention_tp + ffn_dense / layout.tp) * bytes_per_value(
             dense_fmt

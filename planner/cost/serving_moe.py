@@ -23,6 +23,7 @@ a sum of independent Bernoulli(q_i).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from statistics import NormalDist
 
 from planner.specs.base import FrozenSpec
@@ -31,18 +32,19 @@ BLOM_ALPHA = 0.375
 """Blom's (1958) plotting-position constant: E[max of n normals] ~ Phi^-1((n - a)/(n + 1 - 2a))."""
 
 
-def expert_shares(num_experts: int, skew: float) -> list[float]:
+@lru_cache(maxsize=64)
+def expert_shares(num_experts: int, skew: float) -> tuple[float, ...]:
     """Each expert's share p_i of the router's choices, most popular first: a Zipf law
     p_i ~ (i + 1)^-s normalised to 1 (s = 0: uniform 1/E).
 
     >>> expert_shares(4, 0.0)
-    [0.25, 0.25, 0.25, 0.25]
+    (0.25, 0.25, 0.25, 0.25)
     >>> [round(p, 3) for p in expert_shares(3, 1.0)]  # 1, 1/2, 1/3 over 11/6
     [0.545, 0.273, 0.182]
     """
     weights = [(i + 1) ** -skew for i in range(num_experts)]
     total = sum(weights)
-    return [w / total for w in weights]
+    return tuple(w / total for w in weights)
 
 
 def touch_probabilities(num_experts: int, top_k: int, tokens: float, skew: float) -> list[float]:
@@ -69,7 +71,14 @@ def experts_touched(num_experts: int, top_k: int, tokens: float, skew: float = 0
     >>> experts_touched(128, 8, 16, skew=1.0) < experts_touched(128, 8, 16)
     True
     """
+    if skew == 0.0:
+        return num_experts * _uniform_touch(num_experts, top_k, tokens)
     return sum(touch_probabilities(num_experts, top_k, tokens, skew))
+
+
+def _uniform_touch(num_experts: int, top_k: int, tokens: float) -> float:
+    """q = 1 - (1 - k/E)^T, every expert alike under uniform routing."""
+    return 1.0 - (1.0 - top_k / num_experts) ** tokens if tokens > 0 else 0.0
 
 
 def blom_max_deviate(n: int) -> float:
@@ -109,6 +118,14 @@ def busiest_rank_experts(
     >>> busiest_rank_experts(256, 8, 16, ep=8).experts > experts_touched(256, 8, 16) / 8
     True
     """
+    if skew == 0.0:
+        held = num_experts / ep
+        q = _uniform_touch(num_experts, top_k, tokens)
+        spread = math.sqrt(held * q * (1.0 - q))
+        return RankExperts(
+            experts=min(held, held * q + blom_max_deviate(ep) * spread),
+            token_copies=tokens * top_k / ep,
+        )
     shares = expert_shares(num_experts, skew)
     touched = touch_probabilities(num_experts, top_k, tokens, skew)
     mine = range(0, num_experts, ep)

@@ -18,6 +18,7 @@ accelerator's catalog data; nothing here is a hardware number.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from planner.cost.comm import all_gather_time, all_to_all_time, p2p_time, ring_all_reduce_time
 from planner.cost.compute import attention_core_flops_per_token, is_sliding_layer
@@ -25,7 +26,6 @@ from planner.cost.gemm import GemmShape, attention_gemms, ffn_gemms, gemm_time
 from planner.cost.memory import ACTIVATION_BYTES
 from planner.cost.serving import (
     cached_tokens,
-    heaviest_window,
     kv_bytes_per_token_per_layer,
     kv_heads_per_gpu,
     layers_per_stage,
@@ -329,24 +329,39 @@ def _layer_kind(model: ModelSpec, index: int) -> tuple[bool, bool]:
     return moe, is_sliding_layer(model, index)
 
 
+@lru_cache(maxsize=256)
+def stage_layer_kinds(model: ModelSpec) -> tuple[tuple[bool, bool], ...]:
+    """Kind (MoE?, sliding?) of every layer, in order (cached per model: frozen specs hash)."""
+    return tuple(_layer_kind(model, i) for i in range(model.num_layers))
+
+
 def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
     """One pass of the fullest stage: the slowest ceil(L/pp) consecutive blocks (each layer kind,
     dense or MoE, full or sliding attention, is computed once; MoE layers after leading dense
     ones make the later stages slower), the lm_head for the sequences that emit a token (16-bit,
     vocab split over tp) and the send to the next stage."""
     model, lay = setup.model, setup.layout
-    kinds = [_layer_kind(model, i) for i in range(model.num_layers)]
+    kinds = stage_layer_kinds(model)
     first_of: dict[tuple[bool, bool], int] = {}
     for i, kind in enumerate(kinds):
         first_of.setdefault(kind, i)
     per_kind = {kind: layer_time(setup, i, load).as_dict() for kind, i in first_of.items()}
-    totals = [sum(per_kind[kind].values()) for kind in kinds]
+    totals = {kind: sum(terms.values()) for kind, terms in per_kind.items()}
     per_stage = layers_per_stage(model, lay.pp)
-    start = heaviest_window(totals, per_stage)
-    terms = dict.fromkeys(PassTime().as_dict(), 0.0)
+    prefix = [0.0]
+    for kind in kinds:
+        prefix.append(prefix[-1] + totals[kind])
+    start = max(
+        range(len(kinds) - per_stage + 1),
+        key=lambda i: (prefix[i + per_stage] - prefix[i], -i),
+    )
+    counts: dict[tuple[bool, bool], int] = {}
     for kind in kinds[start : start + per_stage]:
+        counts[kind] = counts.get(kind, 0) + 1
+    terms = dict.fromkeys(PassTime().as_dict(), 0.0)
+    for kind, count in counts.items():
         for key, value in per_kind[kind].items():
-            terms[key] += value
+            terms[key] += value * count
     emitting = load.decode_sequences + load.prefill_tokens / max(load.prompt_len, 1)
     head = GemmShape(
         name="lm_head", m=emitting, k=model.hidden_size, n=model.vocab_size / lay.tp, count=1

@@ -176,9 +176,12 @@ def operating_point(
         upper, limit = 1, "requested"
     if workload.request_rate is not None:
         return _loaded_point(setup, workload, upper, replicas, warnings)
-    best = largest_batch(
-        upper, lambda b: _missed(workload, *_saturated(setup, workload, b)) is None
-    )
+    if not any(getattr(workload, name) is not None for name, _ in TARGETS):
+        best = upper
+    else:
+        best = largest_batch(
+            upper, lambda b: _missed(workload, *_saturated(setup, workload, b)) is None
+        )
     if best == 0:
         state, times = _saturated(setup, workload, 1)
         name, words = _missed(workload, state, times) or ("tpot_ms", "TPOT")
