@@ -156,7 +156,7 @@ def test_h100_fp8_70b_leaves_almost_no_cache(llama70b) -> None:  # type: ignore[
     mem = memory_cost(llama70b, cluster, workload, ServeLayout(precision="fp8", kv_precision="fp8"))
     assert mem.kv_pool < 0.08 * cluster.accelerator.hbm_bytes  # a few GB of an 80 GB part
     assert mem.sequences <= 4
-    with pytest.raises(InfeasibleError, match="kv_cache"):
+    with pytest.raises(InfeasibleError, match="the KV cache binds"):
         engine_serve_search(llama70b, cluster, workload.model_copy(update={"context": 65536}))
 
 
@@ -356,7 +356,7 @@ def test_pins_and_estimate_api() -> None:
         (["--kv-precision", "fp7"], 2, "kv-precision"),
         (["--prompt-len", "9000", "--output-len", "1000", "--context", "8192"], 2, "exceeds"),
         (["--context", "300000"], 2, "context"),
-        (["--context", "131072", "--cluster", "hgx_h100x1"], 1, "kv_cache"),
+        (["--context", "131072", "--cluster", "hgx_h100x1"], 1, "KV cache"),
         (["--tpot-ms", "0.5"], 1, "tpot"),
     ],
 )

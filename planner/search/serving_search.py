@@ -19,6 +19,7 @@ import math
 import time
 from typing import NamedTuple
 
+from planner.cost.serving_time import ServeSetup
 from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.arguments import check_fix
 from planner.search.cpsat import LayoutSolver
@@ -34,6 +35,9 @@ from planner.search.serving import (
     serve_violations,
     to_serve_plan,
 )
+from planner.search.serving_disagg import disaggregate as disaggregated
+from planner.search.serving_disagg import role_candidates
+from planner.search.serving_pareto import layout_points, pareto_front
 from planner.search.serving_point import OperatingPoint, operating_point
 from planner.search.space import divisors
 from planner.search.table import to_quanta
@@ -104,9 +108,13 @@ def enumerate_serve_layouts(
 class _Scored:
     """A feasible layout at its operating point (plain holder, internal to the search)."""
 
-    def __init__(self, plan: ServePlan, point: OperatingPoint) -> None:
+    def __init__(
+        self, plan: ServePlan, point: OperatingPoint, setup: ServeSetup, mem: ServeMemoryCost
+    ) -> None:
         self.plan = plan
         self.point = point
+        self.setup = setup
+        self.mem = mem
 
 
 class _Rejected(NamedTuple):
@@ -166,7 +174,7 @@ def _score(
         plan = to_serve_plan(
             serve_setup(model, cluster, workload, layout), cluster, workload, mem, point
         )
-    return _Scored(plan, point)
+    return _Scored(plan, point, setup, mem)
 
 
 def _score_under_rate(
@@ -206,7 +214,7 @@ def _score_under_rate(
     point = attempt(low)
     assert not isinstance(point, tuple)
     setup = serve_setup(model, cluster, workload, sized)
-    return _Scored(to_serve_plan(setup, cluster, workload, mem, point), point)
+    return _Scored(to_serve_plan(setup, cluster, workload, mem, point), point, setup, mem)
 
 
 def objective_cost(plan: ServePlan, workload: ServeWorkload) -> int:
@@ -229,8 +237,8 @@ def objective_words(workload: ServeWorkload) -> str:
     if workload.target_tokens_per_s is not None:
         return f"min GPUs for {workload.target_tokens_per_s:,.0f} tokens/s"
     if workload.objective == "latency":
-        return "min decode_step_s (time per output token)"
-    return "max throughput_tokens_per_s_per_gpu"
+        return "shortest time per output token"
+    return "most output tokens/s per GPU"
 
 
 def objective_value(plan: ServePlan, workload: ServeWorkload) -> float:
@@ -263,7 +271,24 @@ def _rank(costs: list[int], plans: list[ServePlan], config: SolverConfig) -> tup
 
 
 def _dim_name(dim: str) -> str:
-    return dim.upper() if dim in ("tp", "pp", "ep") else dim
+    return {"attention_dp": "DP-attention", "replicas": "replicas"}.get(dim, dim.upper())
+
+
+_LIMIT_WORDS = {
+    "kv_cache": "the KV cache",
+    "max_batch_tokens": "the token budget",
+    "requested": "the requested concurrency",
+    "request_rate": "the request rate",
+}
+_TERM_WORDS = {
+    "linear": "GEMMs",
+    "attention": "attention",
+    "tp_comm": "TP comm",
+    "ep_comm": "EP comm",
+    "pp_comm": "PP sends",
+    "overhead": "fixed costs",
+    "prefill": "interleaved prefill",
+}
 
 
 def why_not_serve(alt: ServePlan, best: ServePlan, workload: ServeWorkload) -> str:
@@ -285,13 +310,14 @@ def why_not_serve(alt: ServePlan, best: ServePlan, workload: ServeWorkload) -> s
         ((alt.breakdown_s[k] - best.breakdown_s.get(k, 0.0), k) for k in alt.breakdown_s),
         reverse=True,
     )
-    worse = [f"{k} +{format_seconds(d)}" for d, k in diffs if d > 1e-6][:2]
+    worse = [f"{_TERM_WORDS.get(k, k)} +{format_seconds(d)}" for d, k in diffs if d > 1e-6][:2]
     step = f"; step {format_seconds(alt.decode_step_s)}" + (
         f" ({', '.join(worse)})" if worse else ""
     )
+    limit = _LIMIT_WORDS.get(alt.concurrency_limit, f"the {alt.concurrency_limit.upper()} target")
     return (
-        f"{head}: {lead}; {alt.concurrency} sequences per replica "
-        f"(vs {best.concurrency}, limited by {alt.concurrency_limit}){step}"
+        f"{head}: {lead}; {alt.concurrency} sequence{'s' if alt.concurrency != 1 else ''} per "
+        f"replica (vs {best.concurrency}, limited by {limit}){step}"
     )
 
 
@@ -302,8 +328,10 @@ def serve_search(
     *,
     fix: dict[str, object] | None = None,
     config: SolverConfig | None = None,
+    disaggregate: bool = False,
 ) -> ServeSearchResult:
-    """Best serving layout and runners-up. InfeasibleError names the binding limit."""
+    """Best serving layout and runners-up, the throughput/latency frontier and (with
+    ``disaggregate``) the best prefill/decode split. InfeasibleError names the binding limit."""
     start = time.perf_counter()
     config = config or SolverConfig()
     workload = resolve_formats(model, workload)
@@ -329,6 +357,17 @@ def serve_search(
         plans[i].model_copy(update={"why_not": why_not_serve(plans[i], best, workload)})
         for i in chosen[1:]
     ]
+    frontier = pareto_front(
+        [
+            point
+            for s in scored
+            for point in layout_points(s.setup, workload, _largest_batch(s, workload))
+        ]
+    )
+    split = None
+    if disaggregate:
+        roles = role_candidates(model, cluster, workload, layouts)
+        split = disaggregated(cluster, workload, roles, best)
     return ServeSearchResult(
         best=best,
         alternatives=alternatives,
@@ -342,7 +381,17 @@ def serve_search(
             objective=objective_words(workload),
             objective_value=objective_value(best, workload),
         ),
+        pareto=frontier,
+        disaggregated=split,
     )
+
+
+def _largest_batch(scored: _Scored, workload: ServeWorkload) -> int:
+    """The largest batch of a layout's frontier ladder: the requested concurrency, else what
+    its KV cache and token budget hold."""
+    if workload.concurrency is not None:
+        return workload.concurrency
+    return max(1, min(scored.mem.sequences, workload.max_batch_tokens * scored.setup.layout.pp))
 
 
 _REASON_ORDER = (

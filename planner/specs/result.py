@@ -376,6 +376,69 @@ class ServePlan(FrozenSpec):
     """For an alternative: why it loses to the best plan."""
 
 
+class ParetoPoint(FrozenSpec):
+    """One (layout, batch) on the throughput-per-GPU vs per-user frontier."""
+
+    layout: ServeLayout
+    """The replica layout (replicas: as many as the cluster holds)."""
+    concurrency: PositiveInt
+    """Sequences per replica."""
+    tokens_per_s_per_gpu: NonNegativeFloat
+    """Output tokens/s per GPU."""
+    tokens_per_s_per_user: NonNegativeFloat
+    """Output tokens/s one sequence sees (1 / TPOT)."""
+    tpot_s: NonNegativeFloat
+    """Mean time per output token (s)."""
+    ttft_s: NonNegativeFloat
+    """Time to first token joining that batch, without queueing (s)."""
+
+
+class ServePool(FrozenSpec):
+    """One pool of a disaggregated deployment: identical instances of one layout."""
+
+    role: Literal["prefill", "decode"]
+    """What the pool runs."""
+    layout: ServeLayout
+    """One instance's layout (``replicas`` = instances)."""
+    instances: PositiveInt
+    """Instances in the pool."""
+    num_gpus: PositiveInt
+    """GPUs of the pool."""
+    concurrency: PositiveInt
+    """Decode: sequences per instance; prefill: prompts one forward pass carries."""
+    requests_per_s: NonNegativeFloat
+    """Requests/s the pool completes at full load."""
+
+
+class DisaggregatedPlan(FrozenSpec):
+    """Prefill and decode on separate pools (xPyD), with the KV cache sent between them."""
+
+    prefill: ServePool
+    """The prefill pool (x instances)."""
+    decode: ServePool
+    """The decode pool (y instances)."""
+    num_gpus: PositiveInt
+    """GPUs of both pools."""
+    kv_transfer_s: NonNegativeFloat
+    """Time to send one prompt's KV cache from a prefill to a decode instance (s)."""
+    kv_link: Text
+    """The link the KV cache crosses (from the cluster graph)."""
+    ttft_s: NonNegativeFloat
+    """Prefill on an idle instance + KV transfer + the first decode step (s)."""
+    tpot_s: NonNegativeFloat
+    """Time per output token of the decode pool (decode-only iterations) (s)."""
+    throughput_tokens_per_s: NonNegativeFloat
+    """Output tokens/s of the deployment: the slower pool's requests/s x OSL."""
+    throughput_tokens_per_s_per_gpu: NonNegativeFloat
+    """Output tokens/s per GPU."""
+    aggregated_tokens_per_s_per_gpu: NonNegativeFloat
+    """The best aggregated plan's tokens/s per GPU, for comparison."""
+    speedup: float
+    """Disaggregated over aggregated tokens/s per GPU."""
+    verdict: Text
+    """Which wins, and why, in one sentence."""
+
+
 class ServeSolverInfo(FrozenSpec):
     """How the serving search's solver ended."""
 
@@ -410,3 +473,9 @@ class ServeSearchResult(FrozenSpec):
     """Rejected layouts counted by reason code."""
     solver: ServeSolverInfo
     """Solver status."""
+    pareto: list[ParetoPoint] = Field(default_factory=list)
+    """Output tokens/s per GPU against tokens/s per user over every feasible layout and batch
+    size (powers of two up to what the KV cache and the token budget hold; latency targets
+    ignored): the non-dominated points, fastest per user first."""
+    disaggregated: DisaggregatedPlan | None = None
+    """The best prefill/decode split (with ``disaggregate``), compared with ``best``."""
