@@ -29,8 +29,8 @@ from planner.cost.serving import (
     weight_bytes_per_gpu,
     weight_bytes_read_per_token,
 )
-from planner.errors import InfeasibleError, SpecError
 from planner.cost.serving_cycle import steady_state, ttft_service_s
+from planner.errors import InfeasibleError, SpecError
 from planner.search.serving import memory_cost, serve_setup
 from planner.search.serving_search import serve_search as engine_serve_search
 from planner.specs.formats import NumberFormat

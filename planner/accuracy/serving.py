@@ -39,8 +39,8 @@ from planner.accuracy.run import Summary, summarize
 from planner.catalog import load_cluster
 from planner.catalog.io import load_list, validate_spec
 from planner.catalog.store import suggest
-from planner.cost.serving_cycle import burst_ttft_mean_s
-from planner.cost.serving_time import uniform_requests_throughput
+from planner.cost.serving_cycle import burst_ttft_mean_s, steady_state
+from planner.cost.serving_time import ServeSetup, uniform_requests_throughput
 from planner.errors import InfeasibleError, SpecError, one_line
 from planner.search.serving import memory_cost, serve_setup
 from planner.search.serving_point import operating_point
@@ -80,6 +80,8 @@ class ServeLayoutRow(RowModel):
     """Pipeline stages."""
     ep: int = 1
     """Expert parallel."""
+    attention_dp: int = 1
+    """Attention data-parallel ranks inside tp (rows added by the project)."""
     replicas: int = 1
     """Model replicas."""
 
@@ -99,6 +101,10 @@ class ServeWorkloadRow(RowModel):
     """Offered request rate (inf = all at once)."""
     num_requests: int | None = None
     """Requests in the run (benchmarks issue them at once)."""
+    max_num_tokens: int | None = None
+    """The engine's token budget per forward pass when the run states it."""
+    kv_cache_fraction: float | None = None
+    """kv_cache_free_gpu_mem_fraction when the run states it."""
 
 
 class ServeMeasuredRow(RowModel):
@@ -222,6 +228,9 @@ def serve_workload_of(row: ServingRow) -> ServeWorkload:
     w = row.workload
     qps = None if w.qps is None or math.isinf(w.qps) else w.qps
     compute = row.precision.compute
+    optional: dict[str, object] = {}
+    if w.max_num_tokens is not None:
+        optional["max_batch_tokens"] = w.max_num_tokens
     return ServeWorkload(
         context=w.prompt_len + w.output_len,
         prompt_len=w.prompt_len,
@@ -229,9 +238,10 @@ def serve_workload_of(row: ServingRow) -> ServeWorkload:
         precision=NumberFormat(row.precision.weights.lower()),
         kv_precision=kv_format_of(row),
         compute_precision=NumberFormat(compute.lower()) if compute else None,
-        concurrency=w.batch if w.mode == "static_batch" else None,
-        kv_cache_fraction=DEFAULT_KV_FRACTION,
+        concurrency=w.batch,
+        kv_cache_fraction=w.kv_cache_fraction or DEFAULT_KV_FRACTION,
         request_rate=qps,
+        **optional,
     )
 
 
@@ -279,6 +289,7 @@ def predict_row(
         tp=lay.tp,
         pp=lay.pp,
         ep=lay.ep,
+        attention_dp=lay.attention_dp,
         replicas=lay.replicas,
         precision=workload.precision,
         kv_precision=workload.kv_precision,
@@ -332,15 +343,22 @@ def _predict(
         sequences_at_mean=mem.sequences_at_mean,
         replicas=layout.replicas,
     )
+    if isinstance(point, tuple) and point[0] == "request_rate" and row.workload.num_requests:
+        return _overloaded(row, workload, setup, mem.sequences)
     if isinstance(point, tuple):
         raise InfeasibleError(point[1])
     tpot = point.state.tpot_s
     w = row.workload
     metric, _ = _metric(row)
     burst = w.mode == "online" and w.qps is not None and math.isinf(w.qps) and w.num_requests
+    one_pass = workload.max_batch_tokens * layout.attention_dp * layout.pp
+    staggered = point.concurrency * workload.prompt_len > one_pass
     if w.mode == "static_batch" or (w.mode == "max_throughput" and w.num_requests) or burst:
         requests = w.num_requests if w.mode != "static_batch" else point.concurrency
-        rate = uniform_requests_throughput(setup, workload, point.concurrency, requests or 1)
+        if w.mode == "static_batch" or not staggered:
+            rate = uniform_requests_throughput(setup, workload, point.concurrency, requests or 1)
+        else:
+            rate = point.concurrency / tpot
         per = layout.num_gpus if metric == "output_tokens_per_s_per_gpu" else 1
         ttft_ms = None
         if burst and row.measured.ttft_ms:
@@ -353,6 +371,23 @@ def _predict(
     if metric == "output_tokens_per_s_per_gpu":
         return group / layout.num_gpus, point.concurrency, ttft_ms
     return group, point.concurrency, ttft_ms
+
+
+def _overloaded(
+    row: ServingRow, workload: ServeWorkload, setup: ServeSetup, slots: int
+) -> tuple[float, int, float | None]:
+    """A finite run offered more requests/s than the replica completes in steady state: it runs
+    saturated at n = min(slots, N) sequences (compared like the QPS-inf rows). Its TTFT is a
+    transient (the queue builds while the N requests arrive) that the steady-state queueing
+    model does not describe: not predicted."""
+    requests = row.workload.num_requests or 1
+    busy = min(slots, requests)
+    state = steady_state(setup, workload, busy)
+    ttft_ms = None
+    metric, _ = _metric(row)
+    if metric == "itl_ms":
+        return state.tpot_s / MS, busy, ttft_ms
+    return busy / state.tpot_s, busy, ttft_ms
 
 
 def run_serving_validation(

@@ -17,6 +17,14 @@ SGLang ``chunked_prefill_size``) bounds the tokens of one pass:
 Every stage processes every chunk, so a cycle of OSL iterations takes
 OSL x pp x t_stage(B / pp) + chunks x extra, and the time per output token a sequence sees is
 TPOT = t_decode + chunks x extra / OSL (the mean inter-token latency benchmarks report).
+
+With attention data parallelism the budget is per attention-DP rank (TensorRT-LLM and SGLang
+schedule each DP rank's requests themselves) and a prompt chunk sits on one rank: the MoE layers
+gather every rank's tokens, so the whole iteration waits for the rank that carries the chunk
+("the iteration time is dominated by the slowest rank", TensorRT-LLM tech blog 10, ADP Balance
+Strategy: round-robin request placement leaves 35% of the throughput on the table). A chunk
+then costs the full attention and dense work of c tokens on one GPU in every iteration that
+carries one.
 """
 
 from __future__ import annotations
@@ -60,7 +68,8 @@ def micro_batch(concurrency: float, pp: int) -> float:
 
 
 def chunk_tokens(workload: ServeWorkload, decode_tokens: float) -> float:
-    """Prompt tokens one pass carries: M - decodes when mixed (at least one), M otherwise.
+    """Prompt tokens one pass (of one attention-DP rank) carries: M - the rank's decodes when
+    mixed (at least one), M otherwise.
 
     >>> chunk_tokens(ServeWorkload(max_batch_tokens=8192), 192.0)
     8000.0
@@ -76,17 +85,19 @@ def steady_state(
 ) -> SteadyState:
     """The steady state at ``concurrency`` (module docstring); ``context`` defaults to the mean
     ISL + OSL / 2."""
-    pp = setup.layout.pp
+    pp, adp = setup.layout.pp, setup.layout.attention_dp
     ctx = context if context is not None else workload.prompt_len + workload.output_len / 2
     micro = micro_batch(concurrency, pp)
     decoding = PassLoad(decode_sequences=micro, context=ctx)
     decode_pass = stage_pass_time(setup, decoding)
-    chunk = min(chunk_tokens(workload, micro), concurrency * workload.prompt_len or 1.0)
+    per_rank = micro_batch(micro, adp)
+    chunk = min(chunk_tokens(workload, per_rank), concurrency * workload.prompt_len or 1.0)
     with_chunk = PassLoad(
         decode_sequences=micro if workload.mixed_prefill else 0.0,
         context=ctx,
         prefill_tokens=chunk,
         prompt_len=workload.prompt_len,
+        prompt_on_one_rank=True,
     )
     chunk_pass = stage_pass_time(setup, with_chunk).total_s
     extra = chunk_pass - decode_pass.total_s if workload.mixed_prefill else chunk_pass
@@ -110,9 +121,10 @@ def ttft_service_s(setup: ServeSetup, workload: ServeWorkload, state: SteadyStat
     TTFT grows with the running batch: each pass also streams the weights and the running KV.
     """
     pp = setup.layout.pp
-    chunk = min(chunk_tokens(workload, micro_batch(state.concurrency, pp)), workload.prompt_len)
-    chunks = math.ceil(workload.prompt_len / chunk)
     micro = micro_batch(state.concurrency, pp)
+    per_rank = micro_batch(micro, setup.layout.attention_dp)
+    chunk = min(chunk_tokens(workload, per_rank), workload.prompt_len)
+    chunks = math.ceil(workload.prompt_len / chunk)
     load = PassLoad(
         decode_sequences=micro if workload.mixed_prefill else 0.0,
         context=state.context,
@@ -147,7 +159,7 @@ def burst_ttft_mean_s(
     if batch <= 0 or num_requests <= 0:
         return 0.0
     lay = setup.layout
-    budget = workload.max_batch_tokens
+    budget = workload.max_batch_tokens * lay.attention_dp
     prompts = PassLoad(
         decode_sequences=0.0,
         context=1.0,

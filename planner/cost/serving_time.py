@@ -41,6 +41,20 @@ from planner.specs.result import ServeLayout
 from planner.specs.workload import ServeWorkload
 from planner.units import US
 
+FUSED_NORM_BYTES_PER_HIDDEN = 16.0
+"""HBM bytes per hidden unit per token of a serving layer's two fused residual-add + RMSNorm
+kernels (vLLM ``fused_add_rms_norm``, TensorRT-LLM / SGLang equivalents), bf16: each reads the
+input and the residual and writes the normed output and the new residual, 4 x 2 bytes."""
+GATED_ACTIVATION_BYTES_PER_WIDTH = 6.0
+"""HBM bytes per FFN unit per token of the gated activation (``silu_and_mul``): read gate and
+up (2 x 2 bytes), write the product (2 bytes); a plain activation reads and writes F (4)."""
+ROTARY_BYTES_PER_VALUE = 4.0
+"""HBM bytes per rotated query/key value (read and write in bf16, fused with the KV append)."""
+PERMUTE_BYTES_PER_COPY_HIDDEN = 8.0
+"""HBM bytes per routed copy per hidden unit of the MoE permutation and its inverse: write the
+copy, read it into the up GEMM (the GEMMs count their own operands), write the down output and
+read it back in the weighted combine, bf16 (4 x 2 bytes)."""
+
 OTHER_KERNELS_PER_LAYER = 5
 """Kernels of a decode layer besides its GEMMs and attention: two RMSNorm (+ residual add),
 rotary embedding + KV-cache append, and the gated activation (the unfused kernels of a vLLM /
@@ -113,6 +127,9 @@ class PassTime(FrozenSpec):
     """Sends to the next stage."""
     overhead_s: float = 0.0
     """Fixed cost of the non-GEMM kernels."""
+    elementwise_s: float = 0.0
+    """HBM traffic of the non-GEMM kernels (norms, residual adds, rotary, activation, MoE
+    permutation) over the streaming bandwidth."""
 
     @property
     def total_s(self) -> float:
@@ -128,6 +145,7 @@ class PassTime(FrozenSpec):
             "ep_comm": self.ep_comm_s,
             "pp_comm": self.pp_comm_s,
             "overhead": self.overhead_s,
+            "elementwise": self.elementwise_s,
         }
 
     def scaled(self, factor: float) -> PassTime:
@@ -300,6 +318,38 @@ def _comm_times(
     return tp, ep
 
 
+def elementwise_bytes(
+    model: ModelSpec, layout: ServeLayout, *, tokens_attn: float, tokens_ffn: float, moe_layer: bool
+) -> float:
+    """HBM bytes one GPU's non-GEMM kernels of one layer move: the two fused residual + norm
+    kernels on every token of the rank (replicated over tp in inference, which has no sequence
+    parallelism), rotary on the rank's q and k heads, the gated activation over the FFN width
+    on this GPU (the routed copies' expert width for MoE, with the permutation traffic).
+
+    >>> from planner.cost.params import _tiny
+    >>> elementwise_bytes(_tiny(), ServeLayout(), tokens_attn=1, tokens_ffn=1, moe_layer=False)
+    2304.0
+
+    (16 x 64 norm bytes + 4 x (4 + 4) x 16 rotary + 6 x 128 activation.)
+    """
+    d = model.hidden_size
+    rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
+    act = GATED_ACTIVATION_BYTES_PER_WIDTH if model.gated_ffn else 4.0
+    attn = tokens_attn * (FUSED_NORM_BYTES_PER_HIDDEN * d)
+    attn += tokens_attn * ROTARY_BYTES_PER_VALUE * rotated / layout.attention_tp
+    moe = model.moe
+    if moe_layer and moe is not None:
+        copies = tokens_ffn * moe.top_k / layout.ep
+        width = moe.expert_ffn_hidden_size * layout.ep / layout.tp
+        ffn = copies * (act * width + PERMUTE_BYTES_PER_COPY_HIDDEN * d)
+        if moe.num_shared_experts:
+            shared = moe.num_shared_experts * moe.shared_expert_width / layout.tp
+            ffn += tokens_ffn * act * shared
+    else:
+        ffn = tokens_ffn * act * model.ffn_hidden_size / layout.tp
+    return attn + ffn
+
+
 def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
     """One block of the stage on one GPU for ``load``: attention on the busiest attention-DP
     rank's tokens, the FFN on every token of the tp group (gathered)."""
@@ -321,6 +371,10 @@ def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
         tp_comm_s=tp,
         ep_comm_s=ep,
         overhead_s=OTHER_KERNELS_PER_LAYER * setup.accelerator.efficiency.kernel_overhead_us * US,
+        elementwise_s=elementwise_bytes(
+            model, lay, tokens_attn=tokens_attn, tokens_ffn=tokens_ffn, moe_layer=moe_layer
+        )
+        / _stream_bytes_per_s(setup),
     )
 
 
@@ -407,13 +461,13 @@ def ttft_time(setup: ServeSetup, *, running: PassLoad, prompt_len: int, chunk_to
 
 def wave_time(setup: ServeSetup, workload: ServeWorkload, batch: int) -> float:
     """One wave of ``batch`` identical requests started together: their prompts prefilled
-    (chunks of max_batch_tokens, pp passes each), then output_len decode steps at the mean
-    context with no prompts mixed in (s)."""
+    (chunks of max_batch_tokens per attention-DP rank, pp passes each), then output_len decode
+    steps at the mean context with no prompts mixed in (s)."""
     if batch <= 0:
         return 0.0
     lay = setup.layout
     tokens = batch * workload.prompt_len
-    chunks = math.ceil(tokens / workload.max_batch_tokens)
+    chunks = math.ceil(tokens / (workload.max_batch_tokens * lay.attention_dp))
     prompts = PassLoad(
         decode_sequences=0,
         context=1,
