@@ -139,6 +139,8 @@ class ServingRow(RowModel):
     """Workload."""
     measured: ServeMeasuredRow
     """Results."""
+    origin: Literal["shared", "project"] = "shared"
+    """``project`` for the rows this project added (not from ../shared/validation)."""
 
 
 class ServingRowResult(FrozenSpec):
@@ -160,6 +162,10 @@ class ServingRowResult(FrozenSpec):
     """max_throughput, static_batch or online."""
     metric: str
     """What is compared: output_tokens_per_s, output_tokens_per_s_per_gpu or itl_ms."""
+    moe: bool = False
+    """The model has routed experts."""
+    origin: str = "shared"
+    """``shared`` (copied from ../shared/validation) or ``project`` (added by the project)."""
     status: Literal["ok", "not_evaluated"]
     """``ok`` or ``not_evaluated`` (see reason)."""
     reason: str | None = None
@@ -195,8 +201,12 @@ class ServingValidationReport(FrozenSpec):
     """Statistics of the compared metric over every evaluated row."""
     families: list[Summary]
     """Per accelerator."""
+    regimes: list[Summary] = Field(default_factory=list)
+    """Dense and MoE rows, the shared and the project-added rows, and the online rows under a
+    finite request rate (ITL with queueing)."""
     ttft: Summary
-    """Statistics of TTFT over the rows that publish it (secondary; queueing not modelled)."""
+    """Statistics of TTFT over the rows that publish it (queueing included; overloaded finite
+    runs not predicted)."""
     total_time_s: float = Field(default=0.0)
     """Wall time (s)."""
 
@@ -303,6 +313,8 @@ def predict_row(
         "layout": layout.short(),
         "mode": row.workload.mode,
         "metric": metric,
+        "moe": "moe" in row.model.get("arch", {}),  # type: ignore[operator]
+        "origin": row.origin,
         "measured": measured,
         "measured_ttft_ms": row.measured.ttft_ms,
     }
@@ -419,6 +431,16 @@ def run_serving_validation(
         for r in results
         if r.measured_ttft_ms
     ]
+    online = [
+        r for r in results if r.mode == "online" and r.metric == "itl_ms"
+    ]
+    regimes = [
+        summarize("dense", [r for r in results if not r.moe]),  # type: ignore[arg-type]
+        summarize("moe", [r for r in results if r.moe]),  # type: ignore[arg-type]
+        summarize("shared rows", [r for r in results if r.origin == "shared"]),  # type: ignore[arg-type]
+        summarize("project rows", [r for r in results if r.origin == "project"]),  # type: ignore[arg-type]
+        summarize("under load", online),  # type: ignore[arg-type]
+    ]
     return ServingValidationReport(
         data="tests/validation/serving.yaml"
         if path.resolve() == serving_file().resolve()
@@ -427,6 +449,7 @@ def run_serving_validation(
         rows=results,
         overall=summarize("all", results),  # type: ignore[arg-type]
         families=[summarize(acc, groups[acc]) for acc in sorted(groups)],  # type: ignore[arg-type]
+        regimes=[r for r in regimes if r.rows],
         ttft=summarize("ttft", ttft_rows),  # type: ignore[arg-type]
         total_time_s=time.perf_counter() - start,
     )

@@ -182,6 +182,33 @@ def linear_formats(model: ModelSpec, weight_format: NumberFormat) -> tuple[Numbe
     return weight_format, weight_format
 
 
+def replicated_attention_params(model: ModelSpec) -> int:
+    """Attention parameters every attention-TP rank holds whole: MLA's latent down projections
+    D (r_q + r_kv + r_rope) and their norms (DeepSeek-V2 arXiv 2405.04434 eqs. 37-47; engines
+    split only the up and output projections over heads); 0 for MHA/GQA.
+
+    >>> from planner.cost.params import _tiny
+    >>> replicated_attention_params(_tiny())
+    0
+    """
+    mla = model.mla
+    if mla is None:
+        return 0
+    ranks = (mla.q_lora_rank or 0) + mla.kv_lora_rank
+    return model.hidden_size * (ranks + mla.qk_rope_head_dim) + ranks
+
+
+def split_attention_params(model: ModelSpec, attention_tp: int) -> float:
+    """Attention parameters on one GPU: the replicated part plus the rest / attention-TP.
+
+    >>> from planner.cost.params import _tiny
+    >>> split_attention_params(_tiny(), 2) * 2 == attention_params_per_layer(_tiny())
+    True
+    """
+    whole = replicated_attention_params(model)
+    return whole + (attention_params_per_layer(model) - whole) / attention_tp
+
+
 def _layer_weight_bytes(
     model: ModelSpec, layer_index: int, layout: ServeLayout, weight_format: NumberFormat
 ) -> float:
@@ -192,7 +219,8 @@ def _layer_weight_bytes(
     norms = 2 * norm_params(model)
     ffn_dense = dense - attention - norms
     dense_fmt, expert_fmt = linear_formats(model, weight_format)
-    linear = (attention / layout.attention_tp + ffn_dense / layout.tp) * bytes_per_value(dense_fmt)
+    attention_here = split_attention_params(model, layout.attention_tp)
+    linear = (attention_here + ffn_dense / layout.tp) * bytes_per_value(dense_fmt)
     linear += routed / layout.tp * bytes_per_value(expert_fmt)
     return linear + norms * HIGH_PRECISION_BYTES
 
@@ -341,9 +369,8 @@ def weight_bytes_read_per_step(
         if routed and moe is not None:
             routed *= touched / moe.num_experts
         ffn_dense = dense - attention - norms
-        linear = (attention / layout.attention_tp + ffn_dense / layout.tp) * bytes_per_value(
-            dense_fmt
-        )
+        attention_here = split_attention_params(model, layout.attention_tp)
+        linear = (attention_here + ffn_dense / layout.tp) * bytes_per_value(dense_fmt)
         total += linear + routed / layout.tp * bytes_per_value(expert_fmt)
         total += norms * HIGH_PRECISION_BYTES
     lm_head = model.vocab_size * model.hidden_size / layout.tp

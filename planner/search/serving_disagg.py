@@ -105,9 +105,7 @@ def kv_link(cluster: ClusterSpec, gpus: int) -> CommDomain:
     inside one scale-up domain when they fit one, else across domains (the NIC)."""
     if gpus <= cluster.accelerators_per_domain or cluster.num_domains == 1:
         return group_domain(cluster, 2, 1, pattern=P2P, num_ranks=min(gpus, 2))
-    return group_domain(
-        cluster, 2, cluster.accelerators_per_domain, pattern=P2P, num_ranks=gpus
-    )
+    return group_domain(cluster, 2, cluster.accelerators_per_domain, pattern=P2P, num_ranks=gpus)
 
 
 def kv_transfer_s(

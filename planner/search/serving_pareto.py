@@ -29,9 +29,7 @@ def batch_ladder(largest: int) -> list[int]:
     return [*out, max(1, largest)]
 
 
-def layout_points(
-    setup: ServeSetup, workload: ServeWorkload, largest: int
-) -> list[ParetoPoint]:
+def layout_points(setup: ServeSetup, workload: ServeWorkload, largest: int) -> list[ParetoPoint]:
     """The ladder of batch sizes of one layout, each as a frontier candidate."""
     lay = setup.layout
     points = []

@@ -155,7 +155,7 @@ def operating_point(
     budget = workload.max_batch_tokens * lay.pp
     if budget < upper:
         upper, limit = budget, "max_batch_tokens"
-    warnings: tuple[str, ...] = ()
+    warnings: list[str] = []
     if workload.concurrency is not None:
         if workload.concurrency > max_sequences:
             if workload.concurrency > sequences_at_mean:
