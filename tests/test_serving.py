@@ -400,11 +400,16 @@ def serving_report():  # type: ignore[no-untyped-def]
 
 
 def test_serving_validation_median_error_within_25_percent(serving_report) -> None:  # type: ignore[no-untyped-def]
-    """The planner's end-to-end predictions (overheads included) against the 17 published
-    serving rows: median |error| 21.9%, max 216% (V10, a 2023 TensorRT-LLM 0.5 static batch)."""
+    """The planner's end-to-end predictions against the 49 published serving rows (17 shared,
+    32 MoE and under-load rows the project added; scored, not fitted): median |error| 20.5%
+    (the 17 shared rows 11.2%), max 172% (V10, a 2023 TensorRT-LLM 0.5 static batch)."""
     overall = serving_report.overall
-    assert overall.rows == 17 and overall.evaluated == 17
+    assert overall.rows == 49 and overall.evaluated == 49
     assert overall.median_abs_error <= 0.25
+    regimes = {s.group: s for s in serving_report.regimes}
+    assert regimes["shared rows"].rows == 17 and regimes["shared rows"].median_abs_error <= 0.13
+    assert regimes["moe"].rows == 20 and regimes["moe"].median_abs_error <= 0.30
+    assert serving_report.ttft.evaluated >= 10  # TTFT under load on published rows
     errors = [abs(r.error) for r in serving_report.rows if r.error is not None]
     assert statistics.median(errors) == overall.median_abs_error
     text = serving_validation_text(serving_report)

@@ -58,7 +58,7 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
     ...                        tokens_per_s_per_user=user, tpot_s=1 / user, ttft_s=0.1)
     >>> [(q.tokens_per_s_per_gpu, q.tokens_per_s_per_user)
     ...  for q in pareto_front([p(10, 5), p(8, 4), p(20, 2), p(5, 9)])]
-    [(5, 9), (10, 5), (20, 2)]
+    [(5.0, 9.0), (10.0, 5.0), (20.0, 2.0)]
     """
     ordered = sorted(points, key=lambda q: (-q.tokens_per_s_per_user, -q.tokens_per_s_per_gpu))
     front: list[ParetoPoint] = []
