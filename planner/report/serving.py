@@ -17,6 +17,7 @@ TERM_WORDS: dict[str, str] = {
     "ep_comm": "expert dispatch/combine",
     "pp_comm": "pipeline sends",
     "overhead": "fixed kernel costs",
+    "elementwise": "norms/activations via HBM",
     "prefill": "prompt chunks interleaved",
 }
 """Breakdown keys of ServePlan.breakdown_s in words, in display order."""

@@ -287,6 +287,7 @@ _TERM_WORDS = {
     "ep_comm": "EP comm",
     "pp_comm": "PP sends",
     "overhead": "fixed costs",
+    "elementwise": "norm/activation traffic",
     "prefill": "interleaved prefill",
 }
 

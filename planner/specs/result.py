@@ -346,8 +346,8 @@ class ServePlan(FrozenSpec):
     """Memory per GPU."""
     breakdown_s: dict[str, float]
     """Time per output token by term (linear, attention, tp_comm, ep_comm, pp_comm, overhead,
-    and prefill: the prompt chunks interleaved with the decode iterations), seconds; they sum
-    to decode_step_s."""
+    elementwise: the HBM traffic of norms, rotary and activations, and prefill: the prompt
+    chunks interleaved with the decode iterations), seconds; they sum to decode_step_s."""
     placement: dict[str, PlacementEntry]
     """Per parallel dimension: where its groups land."""
     decode_iteration_s: NonNegativeFloat = 0.0
