@@ -146,7 +146,7 @@ def operating_point(
     max_sequences: int,
     sequences_at_mean: int,
     replicas: int = 1,
-) -> OperatingPoint | tuple[str, str]:
+) -> OperatingPoint | tuple[str, str] | tuple[str, str, float]:
     """The concurrency this layout runs at, or (reason code, detail) when no batch meets the
     limits. ``max_sequences`` and ``sequences_at_mean`` are the sequences one replica's KV cache
     holds at full and at mean context; ``replicas`` share the request rate."""
@@ -216,8 +216,9 @@ def _saturated(
 
 def _loaded_point(
     setup: ServeSetup, workload: ServeWorkload, slots: int, replicas: int, warnings: list[str]
-) -> OperatingPoint | tuple[str, str]:
-    """The point under a Poisson request rate shared by ``replicas``."""
+) -> OperatingPoint | tuple[str, str, float]:
+    """The point under a Poisson request rate shared by ``replicas``; a rejection carries how
+    far over its limit the layout is (offered / sustainable - 1, achieved / target - 1)."""
     assert workload.request_rate is not None
     rate = workload.request_rate / replicas
     lay = setup.layout
@@ -228,20 +229,26 @@ def _loaded_point(
     state, ttft, times = point_times(setup, workload, concurrency, rate, slots)
     if times is None:
         capacity = capacity_requests_per_s(setup, workload, slots)
-        return "request_rate", (
-            f"{lay.short()}: {replicas} replica{'s' if replicas != 1 else ''} sustain at most "
+        return (
+            "request_rate",
+            f"{lay.short()}: {replicas} "
+            f"{'replicas sustain' if replicas != 1 else 'replica sustains'} at most "
             f"{capacity * replicas:,.2f} requests/s ({slots} sequences each), "
-            f"{workload.request_rate:g} offered"
+            f"{workload.request_rate:g} offered",
+            workload.request_rate / (capacity * replicas) - 1.0,
         )
     missed = _missed(workload, state, times)
     if missed is not None:
         name, words = missed
         value = target_value_s(name, state, times, workload.slo_percentile)
         pct = "" if name == "tpot_ms" else f" p{workload.slo_percentile}"
-        return name.removesuffix("_ms"), (
+        target = getattr(workload, name)
+        return (
+            name.removesuffix("_ms"),
             f"{lay.short()} at {workload.request_rate:g} requests/s over {replicas} "
             f"replica{'s' if replicas != 1 else ''}: {words}{pct} {value / MS:,.1f} ms exceeds "
-            f"--{name.replace('_', '-')} {getattr(workload, name):g}"
+            f"--{name.replace('_', '-')} {target:g}",
+            value / (target * MS) - 1.0,
         )
     return OperatingPoint(
         concurrency=max(1, round(concurrency)),

@@ -188,7 +188,7 @@ def _score_under_rate(
     """The fewest replicas (at most the layout's) that carry the request rate within the
     targets: more replicas lower each one's load, so feasibility is monotone (binary search)."""
 
-    def attempt(replicas: int) -> OperatingPoint | tuple[str, str]:
+    def attempt(replicas: int) -> OperatingPoint | tuple[str, str] | tuple[str, str, float]:
         sized = layout.model_copy(update={"replicas": replicas})
         setup = serve_setup(model, cluster, workload, sized)
         return operating_point(
