@@ -43,6 +43,35 @@ CASES: list[list[str]] = [
         "--precision",
         "fp8",
     ],
+    # serving (issue 20): MoE with attention DP / EP, under a request rate, disaggregated
+    ["search", "--mode", "serve", "--model", "671B", "--cluster", "hgx_h200x16"],
+    [
+        "search",
+        "--mode",
+        "serve",
+        "--model",
+        "qwen3-235b-a22b",
+        "--cluster",
+        "hgx_h200x8",
+        "--request-rate",
+        "5",
+        "--ttft-ms",
+        "2000",
+    ],
+    [
+        "search",
+        "--mode",
+        "serve",
+        "--model",
+        "70B",
+        "--cluster",
+        "hgx_h200x16",
+        "--precision",
+        "fp8",
+        "--disaggregate",
+        "--tpot-ms",
+        "50",
+    ],
 ]
 REPEATS = 3
 
@@ -68,10 +97,11 @@ def main() -> None:
         extra = ""
         if data:
             best = data["best"]
+            lay = best["layout"]
+            dp = lay.get("dp", lay.get("replicas"))
             extra = (
                 f"  candidates {data['num_candidates']:>6}  search {data['search_time_s']:.2f} s"
-                f"  -> {best['layout']['tp']}/{best['layout']['pp']}/{best['layout']['dp']}"
-                f" (tp/pp/dp)"
+                f"  -> {lay['tp']}/{lay['pp']}/{dp} (tp/pp/{'dp' if 'dp' in lay else 'replicas'})"
             )
         print(
             f"{' '.join(argv)[:80]:<80} best {min(walls):5.2f} s  median "

@@ -496,13 +496,22 @@ def serve_search(
     fix: dict[str, object] | None = None,
     top: int | None = None,
     config: SolverConfig | None = None,
+    disaggregate: bool = False,
 ) -> ServeSearchResult:
     """Best serving layout (TP, PP, EP, attention DP, replicas) and runners-up with why-not
     (CLI ``layout search --mode serve``); raises InfeasibleError naming the binding limit.
-    ``fix`` pins tp, pp, ep, attention_dp or replicas (alias dp); ``top``: at most MAX_TOP."""
+    ``fix`` pins tp, pp, ep, attention_dp or replicas (alias dp); ``top``: at most MAX_TOP;
+    ``disaggregate`` also searches prefill/decode pools (``disaggregated``)."""
     config = _config(config, top)
+    if not isinstance(disaggregate, bool):
+        raise _kind_error("disaggregate", disaggregate, "True or False")
     return serving_search.serve_search(
-        load_model(model), load_cluster(cluster), _serve_workload(workload), fix=fix, config=config
+        load_model(model),
+        load_cluster(cluster),
+        _serve_workload(workload),
+        fix=fix,
+        config=config,
+        disaggregate=disaggregate,
     )
 
 
@@ -519,7 +528,7 @@ def serve_estimate(
     if not isinstance(layout, ServeLayout | Mapping):
         raise _kind_error("layout", layout, "a ServeLayout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster = load_model(model), load_cluster(cluster)
-    spec_workload = _serve_workload(workload)
+    spec_workload = serving_search.resolve_formats(spec_model, _serve_workload(workload))
     if isinstance(layout, Mapping):
         fields = dict(layout)
         if "dp" in fields:

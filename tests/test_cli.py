@@ -54,13 +54,16 @@ EDIT_FLAGS = {
 SERVE_FLAGS = {
     "--mode", "--context", "--prompt-len", "--output-len", "--concurrency", "--kv-precision",
     "--compute-precision", "--tpot-ms", "--ttft-ms", "--target-tokens-per-s", "--kv-cache-fraction",
+    # issue 20: load, token budget, end-to-end target, MoE routing skew
+    "--request-rate", "--max-num-tokens", "--e2e-ms", "--slo-percentile", "--routing-skew",
 }  # fmt: skip
 FROZEN_FLAGS: dict[str, set[str]] = {
     "search": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | SERVE_FLAGS
     | {"--fix", "--top", "--time-limit", "--solver", "--max", "--min", "--gpus", "--objective"}
-    | {"--target-step-time", "--placement", "--cluster-state"},
+    | {"--target-step-time", "--placement", "--cluster-state"}
+    | {"--pareto", "--report", "--disaggregate"},
     "estimate": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | SERVE_FLAGS

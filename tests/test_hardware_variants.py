@@ -211,7 +211,7 @@ def test_hbm_tbps_scales_memory_bound_terms_with_one_over_bandwidth() -> None:
         )
         for tbps in (3.35, 1.675, 0.8375)
     ]
-    steps = [p.decode_step_s for p in plans]
+    steps = [p.decode_iteration_s for p in plans]  # decode only: the prompt chunks are not
     assert steps[2] - steps[1] == pytest.approx(2 * (steps[1] - steps[0]), rel=1e-9)
     ceilings = [p.batch1_ceiling_tokens_per_s for p in plans]
     assert ceilings[1] == pytest.approx(ceilings[0] / 2, rel=1e-12)

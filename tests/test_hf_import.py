@@ -15,8 +15,9 @@ from planner.specs.model import ModelSpec
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
-# The configs below copy the architecture keys of the real config.json files (token ids,
-# quantization_config and auto_map left out); the importer ignores keys it does not model.
+# The configs below copy the architecture keys of the real config.json files (token ids and
+# auto_map left out; quantization_config kept where the checkpoint has one: DeepSeek-V3,
+# gpt-oss); the importer ignores keys it does not model.
 
 # https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json
 LLAMA_3_1_70B: dict[str, object] = {
@@ -78,6 +79,12 @@ MIXTRAL_8X7B: dict[str, object] = {
 # https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
 DEEPSEEK_V3: dict[str, object] = {
     "architectures": ["DeepseekV3ForCausalLM"],
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
     "attention_bias": False,
     "attention_dropout": 0.0,
     "aux_loss_alpha": 0.001,
@@ -129,6 +136,15 @@ DEEPSEEK_V3: dict[str, object] = {
 # https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json
 GPT_OSS_120B: dict[str, object] = {
     "architectures": ["GptOssForCausalLM"],
+    "quantization_config": {
+        "modules_to_not_convert": [
+            "model.layers.*.self_attn",
+            "model.layers.*.mlp.router",
+            "model.embed_tokens",
+            "lm_head",
+        ],
+        "quant_method": "mxfp4",
+    },
     "attention_bias": True,
     "attention_dropout": 0.0,
     "experts_per_token": 4,
@@ -356,7 +372,7 @@ def test_round_trip_matches_catalog(name: str, config: dict[str, object]) -> Non
     catalog = _catalog(name)
     assert total_params(imported) == total_params(catalog)
     assert active_params(imported) == active_params(catalog)
-    ignore = {"source", "published"}
+    ignore: dict[str, object] = {"source": True, "published": True, "quantization": {"source"}}
     assert imported.model_dump(exclude=ignore) == catalog.model_dump(exclude=ignore)
 
 
@@ -514,3 +530,59 @@ def test_malformed_rope_scaling_is_a_one_line_spec_error(scaling: object, messag
     with pytest.raises(SpecError, match=message) as info:
         model_from_hf_config({**GPT_OSS_120B, "rope_scaling": scaling}, name="g")
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("quantization", "weights", "kv"),
+    [
+        ({"quant_method": "fp8", "fmt": "e4m3"}, "fp8", None),
+        ({"quant_method": "fbgemm_fp8"}, "fp8", None),
+        (
+            {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
+            "fp8",
+            "fp8",
+        ),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", None),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}},
+                "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+            },
+            "fp8",
+            "fp8",
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "group_0": {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}
+                },
+            },
+            "nvfp4",
+            None,
+        ),
+    ],
+)
+def test_quantization_config_sets_the_checkpoint_format(
+    quantization: dict[str, object], weights: str, kv: str | None
+) -> None:
+    """Issue 20: an FP8 (or FP4) checkpoint implies its weight format (and its KV format when
+    it carries KV scales); serving then loads that format unless told otherwise."""
+    from planner.api import serve_estimate
+
+    config = {**LLAMA_3_1_70B, "quantization_config": quantization}
+    model = model_from_hf_config(config, name="q")
+    assert model.quantization is not None
+    assert str(model.quantization.weights) == weights
+    assert (None if model.quantization.kv_cache is None else str(model.quantization.kv_cache)) == kv
+    if weights == "fp8":
+        plan = serve_estimate(model=model, cluster="hgx_h200x1", layout={"tp": 1})
+        assert str(plan.layout.precision) == "fp8"
+        assert str(plan.layout.kv_precision) == "fp8"  # given, or FP8 weights imply FP8 KV
+
+
+def test_int4_checkpoints_are_refused_in_one_line() -> None:
+    config = {**LLAMA_3_1_70B, "quantization_config": {"quant_method": "awq", "bits": 4}}
+    with pytest.raises(SpecError, match="no planner weight format"):
+        model_from_hf_config(config, name="awq")

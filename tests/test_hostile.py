@@ -397,7 +397,7 @@ CASES: list[Case] = [
          ("--placement", "does not apply to --mode serve")),
     Case("serve-infeasible-names-the-closest", ["search", "--mode", "serve", "--model", "405B",
                                                 "--cluster", "hgx_h100x8"], 1,
-         ("binding limit memory", "TP8 PP1", "over by 20.4 GiB")),
+         ("GPU memory binds", "TP8 PP1", "over by 20.4 GiB")),
     Case("fix-twice", [*S8, "--fix", "tp=2", "--fix", "tp=4"], 2,
          ("--fix tp is given twice", "tp=2 and tp=4")),
     Case("max-twice", [*S8, "--max", "pp=2", "--max", "pp=4"], 2, ("--max pp is given twice",)),

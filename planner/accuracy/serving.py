@@ -39,9 +39,11 @@ from planner.accuracy.run import Summary, summarize
 from planner.catalog import load_cluster
 from planner.catalog.io import load_list, validate_spec
 from planner.catalog.store import suggest
-from planner.cost.serving_time import uniform_requests_throughput
+from planner.cost.serving_cycle import burst_ttft_mean_s, steady_state
+from planner.cost.serving_time import ServeSetup, uniform_requests_throughput
 from planner.errors import InfeasibleError, SpecError, one_line
-from planner.search.serving import memory_cost, operating_point, serve_setup
+from planner.search.serving import memory_cost, serve_setup
+from planner.search.serving_point import operating_point
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat, bits_per_value
@@ -78,6 +80,8 @@ class ServeLayoutRow(RowModel):
     """Pipeline stages."""
     ep: int = 1
     """Expert parallel."""
+    attention_dp: int = 1
+    """Attention data-parallel ranks inside tp (rows added by the project)."""
     replicas: int = 1
     """Model replicas."""
 
@@ -97,6 +101,10 @@ class ServeWorkloadRow(RowModel):
     """Offered request rate (inf = all at once)."""
     num_requests: int | None = None
     """Requests in the run (benchmarks issue them at once)."""
+    max_num_tokens: int | None = None
+    """The engine's token budget per forward pass when the run states it."""
+    kv_cache_fraction: float | None = None
+    """kv_cache_free_gpu_mem_fraction when the run states it."""
 
 
 class ServeMeasuredRow(RowModel):
@@ -131,6 +139,8 @@ class ServingRow(RowModel):
     """Workload."""
     measured: ServeMeasuredRow
     """Results."""
+    origin: Literal["shared", "project"] = "shared"
+    """``project`` for the rows this project added (not from ../shared/validation)."""
 
 
 class ServingRowResult(FrozenSpec):
@@ -152,6 +162,10 @@ class ServingRowResult(FrozenSpec):
     """max_throughput, static_batch or online."""
     metric: str
     """What is compared: output_tokens_per_s, output_tokens_per_s_per_gpu or itl_ms."""
+    moe: bool = False
+    """The model has routed experts."""
+    origin: str = "shared"
+    """``shared`` (copied from ../shared/validation) or ``project`` (added by the project)."""
     status: Literal["ok", "not_evaluated"]
     """``ok`` or ``not_evaluated`` (see reason)."""
     reason: str | None = None
@@ -187,8 +201,12 @@ class ServingValidationReport(FrozenSpec):
     """Statistics of the compared metric over every evaluated row."""
     families: list[Summary]
     """Per accelerator."""
+    regimes: list[Summary] = Field(default_factory=list)
+    """Dense and MoE rows, the shared and the project-added rows, and the online rows under a
+    finite request rate (ITL with queueing)."""
     ttft: Summary
-    """Statistics of TTFT over the rows that publish it (secondary; queueing not modelled)."""
+    """Statistics of TTFT over the rows that publish it (queueing included; overloaded finite
+    runs not predicted)."""
     total_time_s: float = Field(default=0.0)
     """Wall time (s)."""
 
@@ -220,6 +238,9 @@ def serve_workload_of(row: ServingRow) -> ServeWorkload:
     w = row.workload
     qps = None if w.qps is None or math.isinf(w.qps) else w.qps
     compute = row.precision.compute
+    optional: dict[str, object] = {}
+    if w.max_num_tokens is not None:
+        optional["max_batch_tokens"] = w.max_num_tokens
     return ServeWorkload(
         context=w.prompt_len + w.output_len,
         prompt_len=w.prompt_len,
@@ -227,9 +248,10 @@ def serve_workload_of(row: ServingRow) -> ServeWorkload:
         precision=NumberFormat(row.precision.weights.lower()),
         kv_precision=kv_format_of(row),
         compute_precision=NumberFormat(compute.lower()) if compute else None,
-        concurrency=w.batch if w.mode == "static_batch" else None,
-        kv_cache_fraction=DEFAULT_KV_FRACTION,
-        qps=qps / row.layout.replicas if qps else None,
+        concurrency=w.batch,
+        kv_cache_fraction=w.kv_cache_fraction or DEFAULT_KV_FRACTION,
+        request_rate=qps,
+        **optional,
     )
 
 
@@ -277,6 +299,7 @@ def predict_row(
         tp=lay.tp,
         pp=lay.pp,
         ep=lay.ep,
+        attention_dp=lay.attention_dp,
         replicas=lay.replicas,
         precision=workload.precision,
         kv_precision=workload.kv_precision,
@@ -290,6 +313,8 @@ def predict_row(
         "layout": layout.short(),
         "mode": row.workload.mode,
         "metric": metric,
+        "moe": "moe" in row.model.get("arch", {}),  # type: ignore[operator]
+        "origin": row.origin,
         "measured": measured,
         "measured_ttft_ms": row.measured.ttft_ms,
     }
@@ -323,25 +348,58 @@ def _predict(
     model = _model_of(row)
     mem = memory_cost(model, cluster, workload, layout)
     setup = serve_setup(model, cluster, workload, layout)
-    point = operating_point(setup, workload, mem.sequences)
+    point = operating_point(
+        setup,
+        workload,
+        max_sequences=mem.sequences,
+        sequences_at_mean=mem.sequences_at_mean,
+        replicas=layout.replicas,
+    )
+    if isinstance(point, tuple) and point[0] == "request_rate" and row.workload.num_requests:
+        return _overloaded(row, workload, setup, mem.sequences)
     if isinstance(point, tuple):
         raise InfeasibleError(point[1])
-    tpot = point.tpot.total_s
+    tpot = point.state.tpot_s
     w = row.workload
-    if w.mode == "static_batch" or (w.mode == "max_throughput" and w.num_requests):
-        requests = w.num_requests if w.mode == "max_throughput" else point.concurrency
-        rate = uniform_requests_throughput(setup, workload, point.concurrency, requests or 1)
-        metric, _ = _metric(row)
-        per = layout.num_gpus if metric == "output_tokens_per_s_per_gpu" else 1
-        return rate * layout.replicas / per, point.concurrency, None
-    ttft_ms = point.ttft_s / MS if row.measured.ttft_ms and workload.qps else None
-    group = point.concurrency / tpot * layout.replicas
     metric, _ = _metric(row)
+    burst = w.mode == "online" and w.qps is not None and math.isinf(w.qps) and w.num_requests
+    one_pass = workload.max_batch_tokens * layout.attention_dp * layout.pp
+    staggered = point.concurrency * workload.prompt_len > one_pass
+    if w.mode == "static_batch" or (w.mode == "max_throughput" and w.num_requests) or burst:
+        requests = w.num_requests if w.mode != "static_batch" else point.concurrency
+        if w.mode == "static_batch" or not staggered:
+            rate = uniform_requests_throughput(setup, workload, point.concurrency, requests or 1)
+        else:
+            rate = point.concurrency / tpot
+        per = layout.num_gpus if metric == "output_tokens_per_s_per_gpu" else 1
+        ttft_ms = None
+        if burst and row.measured.ttft_ms:
+            ttft_ms = burst_ttft_mean_s(setup, workload, point.concurrency, requests or 1) / MS
+        return rate * layout.replicas / per, point.concurrency, ttft_ms
+    ttft_ms = point.times.ttft_mean_s / MS if row.measured.ttft_ms else None
+    group = point.concurrency / tpot * layout.replicas
     if metric == "itl_ms":
         return tpot / MS, point.concurrency, ttft_ms
     if metric == "output_tokens_per_s_per_gpu":
         return group / layout.num_gpus, point.concurrency, ttft_ms
     return group, point.concurrency, ttft_ms
+
+
+def _overloaded(
+    row: ServingRow, workload: ServeWorkload, setup: ServeSetup, slots: int
+) -> tuple[float, int, float | None]:
+    """A finite run offered more requests/s than the replica completes in steady state: it runs
+    saturated at n = min(slots, N) sequences (compared like the QPS-inf rows). Its TTFT is a
+    transient (the queue builds while the N requests arrive) that the steady-state queueing
+    model does not describe: not predicted."""
+    requests = row.workload.num_requests or 1
+    busy = min(slots, requests)
+    state = steady_state(setup, workload, busy)
+    ttft_ms = None
+    metric, _ = _metric(row)
+    if metric == "itl_ms":
+        return state.tpot_s / MS, busy, ttft_ms
+    return busy / state.tpot_s, busy, ttft_ms
 
 
 def run_serving_validation(
@@ -373,6 +431,16 @@ def run_serving_validation(
         for r in results
         if r.measured_ttft_ms
     ]
+    online = [
+        r for r in results if r.mode == "online" and r.metric == "itl_ms"
+    ]
+    regimes = [
+        summarize("dense", [r for r in results if not r.moe]),  # type: ignore[arg-type]
+        summarize("moe", [r for r in results if r.moe]),  # type: ignore[arg-type]
+        summarize("shared rows", [r for r in results if r.origin == "shared"]),  # type: ignore[arg-type]
+        summarize("project rows", [r for r in results if r.origin == "project"]),  # type: ignore[arg-type]
+        summarize("under load", online),  # type: ignore[arg-type]
+    ]
     return ServingValidationReport(
         data="tests/validation/serving.yaml"
         if path.resolve() == serving_file().resolve()
@@ -381,6 +449,7 @@ def run_serving_validation(
         rows=results,
         overall=summarize("all", results),  # type: ignore[arg-type]
         families=[summarize(acc, groups[acc]) for acc in sorted(groups)],  # type: ignore[arg-type]
+        regimes=[r for r in regimes if r.rows],
         ttft=summarize("ttft", ttft_rows),  # type: ignore[arg-type]
         total_time_s=time.perf_counter() - start,
     )

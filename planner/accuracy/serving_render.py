@@ -45,7 +45,8 @@ def row_cells(result: ServingRowResult) -> list[str]:
 
 
 def _summaries(report: ServingValidationReport) -> list[list[str]]:
-    return [summary_cells(s) for s in (report.overall, *report.families, report.ttft)]  # type: ignore[arg-type]
+    groups = (report.overall, *report.regimes, *report.families, report.ttft)
+    return [summary_cells(s) for s in groups]  # type: ignore[arg-type]
 
 
 def _notes(report: ServingValidationReport) -> list[tuple[str, str]]:
@@ -54,7 +55,7 @@ def _notes(report: ServingValidationReport) -> list[tuple[str, str]]:
         (
             r.id,
             f"TTFT predicted {r.predicted_ttft_ms:.0f} ms vs measured {r.measured_ttft_ms:.0f} ms "
-            "(queueing behind other requests and the serving front end are not modelled)",
+            "(queueing included; the serving front end is not modelled)",
         )
         for r in report.rows
         if r.predicted_ttft_ms is not None and r.measured_ttft_ms
@@ -94,13 +95,19 @@ def serving_validation_markdown(report: ServingValidationReport) -> str:
         "Do not edit by hand.",
         "",
         "Each row's stated layout and formats are scored with `layout estimate --mode serve` in "
-        "the row's mode: `max_throughput` (trtllm-bench offline: the requests run in waves as "
-        "large as the KV cache holds; output tokens/s of the TP group), `static_batch` (a fixed "
-        "batch; output tokens/s per GPU), `online` (an offered request rate; mean inter-token "
-        "latency, or output tokens/s when saturated). A KV format the source does not state is "
-        "taken from the checkpoint recipe (FP8 for NVIDIA ModelOpt 8/4-bit checkpoints). "
-        "Error = predicted / measured - 1; the `ttft` line summarises TTFT, which excludes "
-        "queueing.",
+        "the row's mode: `max_throughput` (trtllm-bench offline: as many requests in flight "
+        "as the KV cache or the stated batch allows, in waves when a wave's prompts fit one "
+        "pass, else in the continuous-batching steady state; output tokens/s of the group), "
+        "`static_batch` (a fixed batch; output tokens/s per GPU), `online` (an offered "
+        "request rate; mean inter-token latency with the interleaved prefill, or output "
+        "tokens/s when saturated). A KV format the source does not state is taken from the "
+        "checkpoint recipe (FP8 for NVIDIA ModelOpt 8/4-bit checkpoints). Error = predicted / "
+        "measured - 1. Groups: `dense` / `moe` by model, `shared rows` (V1-V17, copied from "
+        "../shared/validation) / `project rows` (V18-V49, added by the project, marked "
+        "`origin: project`), `under load` (online rows at a finite request rate); the `ttft` "
+        "line summarises TTFT, queueing included (M/D/c for batch slots, M/D/1 for the "
+        "prefill; a burst of requests at once is served in waves). Rows are scored, never "
+        "fitted.",
         "",
         "## Summary",
         "",

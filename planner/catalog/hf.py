@@ -2,7 +2,8 @@
 
 One mapping function per ``model_type`` family turns the config's keys into ModelSpec fields;
 :data:`_FAMILIES` dispatches on ``model_type``. Keys the spec does not model (rope_theta,
-rms_norm_eps, quantization_config, ...) are ignored. Every problem (unknown ``model_type``, a
+rms_norm_eps, ...) are ignored; ``quantization_config`` sets the model's checkpoint format
+(:mod:`planner.catalog.hf_quant`). Every problem (unknown ``model_type``, a
 missing or mistyped key, an architecture the spec cannot express, a spec that does not
 validate) raises :class:`~planner.errors.SpecError` with a one-line message.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from planner.catalog.hf_quant import checkpoint_quantization
 from planner.catalog.io import short_repr, validate_spec
 from planner.errors import SpecError
 from planner.specs.model import ModelSpec
@@ -70,6 +72,9 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
         source=f"Hugging Face config.json (model_type={model_type})",
         dropout=_dropout(config),
     )
+    quantization = checkpoint_quantization(config, name)
+    if quantization is not None:
+        fields["quantization"] = quantization
     return validate_spec(ModelSpec, fields, where=f"{name} (from config.json)")
 
 

@@ -134,13 +134,14 @@ def repeated_flag(parser: argparse.ArgumentParser, command: str, argv: list[str]
             continue
         for name in action.option_strings:
             options[name] = action
+    every = {name for action in sub._actions for name in action.option_strings}
     seen: dict[str, str] = {}
     for token in argv:
         if token == "--":
             break
         name = token.split("=", 1)[0]
-        if not name.startswith("--"):
-            continue
+        if not name.startswith("--") or (name in every and name not in options):
+            continue  # a repeatable flag given in full is not the prefix of another
         matches = [o for o in options if o == name] or [o for o in options if o.startswith(name)]
         if len(matches) != 1:
             continue

@@ -122,12 +122,36 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if unused:
         raise SpecError(f"--{unused[0].replace('_', '-')} does not apply to --mode serve")
     config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=min(args.top, 50))
-    fix = _parse_fix(args.fix)
+    fix = _parse_fix(args.fix, extra=("attention_dp", "replicas"))
     result = serve_search(
-        model=args.model, cluster=cluster, workload=workload, fix=fix, config=config
+        model=args.model,
+        cluster=cluster,
+        workload=workload,
+        fix=fix,
+        config=config,
+        disaggregate=args.disaggregate,
     )
     print(result.model_dump_json(indent=2) if args.json else serve_search_text(result))
+    _write_serve_outputs(args, result)
     return 0
+
+
+def _write_serve_outputs(args: argparse.Namespace, result: object) -> None:
+    """--pareto FILE.csv and --report FILE (.html, else Markdown) of a serving search."""
+    from planner.report.serving_report import serving_html, serving_markdown
+    from planner.search.serving_pareto import pareto_csv
+
+    targets = [("pareto", args.pareto)] if args.pareto else []
+    targets += [("report", path) for path in args.report]
+    for kind, path in targets:
+        if kind == "pareto":
+            text = pareto_csv(result.pareto)  # type: ignore[attr-defined]
+        elif path.lower().endswith((".html", ".htm")):
+            text = serving_html(result)  # type: ignore[arg-type]
+        else:
+            text = serving_markdown(result)  # type: ignore[arg-type]
+        _write_text(path, text)
+        wrote(args.command, path)
 
 
 def _cmd_models(args: argparse.Namespace) -> int:

@@ -134,7 +134,9 @@ def _add_workload(
         help="tokens per step; K/M/G are binary: 16M = 2048 x 8192",
     )
     p.add_argument(
-        "--precision", default="bf16", help="bf16 | fp8 | mxfp8 | nvfp4 | mxfp4 (default bf16)"
+        "--precision",
+        default=DEFAULT_PRECISION,
+        help="bf16 | fp8 | mxfp8 | nvfp4 | mxfp4 (default bf16; serve: the checkpoint's)",
     )
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
     _add_framework(p)
@@ -248,6 +250,21 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
+class _Default(str):
+    """A flag's default value, told apart from the same text given by the user."""
+
+    __slots__ = ()
+
+
+DEFAULT_PRECISION = _Default("bf16")
+"""``--precision`` when not given: bf16 for training; serving then follows the checkpoint."""
+
+
+def given(value: object) -> bool:
+    """Whether a flag's value came from the command line (not its default)."""
+    return value is not None and not isinstance(value, _Default)
+
+
 def _add_serve(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("serving (--mode serve)")
     g.add_argument("--mode", choices=("train", "serve"), default="train", help="default train")
@@ -256,13 +273,22 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     g.add_argument("--prompt-len", type=positive_int, help="prompt tokens (default 1024)")
     g.add_argument("--output-len", type=positive_int, help="output tokens (default 1024)")
     g.add_argument("--concurrency", type=positive_int, help="sequences per replica (default: max)")
-    g.add_argument("--kv-precision", help="KV-cache format (default bf16)")
+    g.add_argument("--kv-precision", help="KV-cache format (default: follows the weights)")
     g.add_argument("--compute-precision", help="GEMM format (default: the weights' if native)")
     g.add_argument("--tpot-ms", type=positive_float, help="time per output token target, ms")
     g.add_argument("--ttft-ms", type=positive_float, help="time to first token target, ms")
     g.add_argument("--target-tokens-per-s", type=positive_float, help="fewest GPUs for this load")
     g.add_argument("--kv-cache-fraction", type=positive_float,
                    help="share of free memory for KV (default 0.9)")  # fmt: skip
+    g.add_argument("--request-rate", type=positive_float,
+                   help="Poisson arrivals, requests/s to the deployment (default: saturated)")  # fmt: skip
+    g.add_argument("--max-num-tokens", type=positive_int,
+                   help="engine token budget per forward pass (default 8192)")  # fmt: skip
+    g.add_argument("--e2e-ms", type=positive_float, help="end-to-end latency target, ms")
+    g.add_argument("--slo-percentile", type=int, choices=(50, 90),
+                   help="percentile the TTFT and end-to-end targets apply to (default 90)")  # fmt: skip
+    g.add_argument("--routing-skew", type=float,
+                   help="MoE: Zipf exponent of expert popularity (default 0 = uniform)")  # fmt: skip
 
 
 def _add_run_length(p: argparse.ArgumentParser) -> None:
@@ -385,14 +411,16 @@ def _precision(text: str) -> str:
     return training_precision(text)
 
 
-def _parse_fix(items: list[str]) -> dict[str, object]:
+def _parse_fix(items: list[str], extra: tuple[str, ...] = ()) -> dict[str, object]:
+    """``--fix KEY=VALUE`` pins; ``extra`` keys are accepted beyond the training ones (serve:
+    attention_dp, replicas)."""
     from planner.search.arguments import pin_value
     from planner.search.space import PINNABLE
 
     out: dict[str, object] = {}
     given: dict[str, str] = {}
     for item in items:
-        key, value = _key_value("--fix", item, PINNABLE)
+        key, value = _key_value("--fix", item, (*PINNABLE, *extra))
         _once("--fix", key, value, given)
         if key == "recompute":
             out[key] = pin_value(f"--fix {key}={value}", key, value)
@@ -442,13 +470,17 @@ def _check_train_flags(args: argparse.Namespace) -> None:
 
     serve_only = ("context", "prompt_len", "output_len", "concurrency", "kv_precision")
     serve_only += ("compute_precision", "tpot_ms", "ttft_ms", "target_tokens_per_s")
-    given = [k for k in (*serve_only, "kv_cache_fraction") if getattr(args, k) is not None]
+    serve_only += ("request_rate", "max_num_tokens", "e2e_ms", "slo_percentile", "routing_skew")
+    serve_only += tuple(k for k in ("pareto", "report") if getattr(args, k, None))
+    named = [k for k in (*serve_only, "kv_cache_fraction") if getattr(args, k) is not None]
     if getattr(args, "objective", None) == "latency":
-        given.insert(0, "objective latency")
+        named.insert(0, "objective latency")
     if getattr(args, "attention_dp", 1) != 1:
-        given.append("attention_dp")
-    if given:
-        raise SpecError(f"--{given[0].replace('_', '-')} needs --mode serve")
+        named.append("attention_dp")
+    if getattr(args, "disaggregate", False):
+        named.append("disaggregate")
+    if named:
+        raise SpecError(f"--{named[0].replace('_', '-')} needs --mode serve")
 
 
 def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
@@ -458,14 +490,17 @@ def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
 
     names = [str(f) for f in NumberFormat]
     formats = ("precision", "kv_precision", "compute_precision")
-    for key, text in ((k, getattr(args, k)) for k in formats if getattr(args, k)):
+    for key, text in ((k, getattr(args, k)) for k in formats if given(getattr(args, k))):
         if text.lower() not in names:
             flag = "--" + key.replace("_", "-")
             raise SpecError(f"unknown {flag} '{text}'{suggest(text, names)} ({', '.join(names)})")
     flags = ("prompt_len", "output_len", "concurrency", "tpot_ms", "ttft_ms")
-    flags += ("target_tokens_per_s", "kv_cache_fraction", "context")
+    flags += ("target_tokens_per_s", "kv_cache_fraction", "context", "request_rate", "e2e_ms")
+    flags += ("slo_percentile", "routing_skew")
     out: dict[str, object] = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
-    out.update({k: getattr(args, k).lower() for k in formats if getattr(args, k)})
+    if args.max_num_tokens is not None:
+        out["max_batch_tokens"] = args.max_num_tokens
+    out.update({k: getattr(args, k).lower() for k in formats if given(getattr(args, k))})
     if args.context is None and (args.prompt_len or args.output_len):
         out["context"] = (args.prompt_len or 1024) + (args.output_len or 1024)
     if getattr(args, "objective", "time") == "latency":

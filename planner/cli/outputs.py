@@ -1,6 +1,7 @@
 """Files the CLI writes: checked before the work starts, never an input, never left half-written.
 
-Every output flag (``--placement``, ``--report``, ``--out``, ``--markdown``, ``--graphml``) is
+Every output flag (``--placement``, ``--report``, ``--out``, ``--markdown``, ``--graphml``,
+``--pareto``) is
 checked up front by :func:`check_outputs`: its folder must exist, it must not be a folder, and
 it must not be one of the files the command reads (the model, cluster, calibration, plan or
 layout file), which would otherwise be replaced with exit 0. :func:`write_text_atomic` writes
@@ -49,6 +50,8 @@ def output_targets(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
         yield "--markdown", path.with_name(f"{path.stem}-serving.md")
     if getattr(args, "graphml", None) is not None:
         yield "--graphml", Path(args.graphml)
+    if getattr(args, "pareto", None) is not None:
+        yield "--pareto", Path(args.pareto)
 
 
 def input_files(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
@@ -73,7 +76,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     """Refuse, before any work, an output that is an input, a folder, or in a missing folder."""
     from planner.errors import SpecError
 
-    for dest in ("placement", "out", "markdown", "graphml", "report"):
+    for dest in ("placement", "out", "markdown", "graphml", "report", "pareto"):
         values = getattr(args, dest, None)
         for raw in values if isinstance(values, list) else [values]:
             if isinstance(raw, str) and (not raw.strip() or raw.endswith(("/", os.sep))):

@@ -70,6 +70,23 @@ def build_parser() -> argparse.ArgumentParser:
         "throughput per GPU (default) or latency (time per output token)",
     )
     search.add_argument(
+        "--pareto",
+        metavar="FILE.csv",
+        help="serve: write the throughput-per-GPU vs per-user frontier as CSV",
+    )
+    search.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="serve: write a report with the frontier plot: .html or .md; repeatable",
+    )
+    search.add_argument(
+        "--disaggregate",
+        action="store_true",
+        help="serve: also search prefill/decode pools (xPyD) and compare",
+    )
+    search.add_argument(
         "--target-step-time",
         type=positive_float,
         metavar="SECONDS",

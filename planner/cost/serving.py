@@ -19,6 +19,7 @@ from planner.cost.params import (
     layer_dense_and_expert_params,
     norm_params,
 )
+from planner.cost.serving_moe import experts_touched
 from planner.specs.formats import NumberFormat, bits_per_value, bytes_per_value
 from planner.specs.model import ModelSpec
 from planner.specs.result import ServeLayout
@@ -166,8 +167,50 @@ def kv_bytes_per_sequence_per_gpu(
     return kv_bytes_per_sequence(model, kv_format, context) * share * stage
 
 
+def linear_formats(model: ModelSpec, weight_format: NumberFormat) -> tuple[NumberFormat, NumberFormat]:
+    """(non-expert, routed-expert) formats of the linear weights served in ``weight_format``:
+    both ``weight_format``, except when it is the checkpoint's own format and the checkpoint
+    quantises only its experts (gpt-oss MXFP4: attention, router and dense layers stay BF16).
+
+    >>> from planner.cost.params import _tiny
+    >>> linear_formats(_tiny(), NumberFormat.FP8)
+    (<NumberFormat.FP8: 'fp8'>, <NumberFormat.FP8: 'fp8'>)
+    """
+    quant = model.quantization
+    if quant is not None and quant.experts_only and quant.weights == weight_format:
+        return NumberFormat.BF16, weight_format
+    return weight_format, weight_format
+
+
+def replicated_attention_params(model: ModelSpec) -> int:
+    """Attention parameters every attention-TP rank holds whole: MLA's latent down projections
+    D (r_q + r_kv + r_rope) and their norms (DeepSeek-V2 arXiv 2405.04434 eqs. 37-47; engines
+    split only the up and output projections over heads); 0 for MHA/GQA.
+
+    >>> from planner.cost.params import _tiny
+    >>> replicated_attention_params(_tiny())
+    0
+    """
+    mla = model.mla
+    if mla is None:
+        return 0
+    ranks = (mla.q_lora_rank or 0) + mla.kv_lora_rank
+    return model.hidden_size * (ranks + mla.qk_rope_head_dim) + ranks
+
+
+def split_attention_params(model: ModelSpec, attention_tp: int) -> float:
+    """Attention parameters on one GPU: the replicated part plus the rest / attention-TP.
+
+    >>> from planner.cost.params import _tiny
+    >>> split_attention_params(_tiny(), 2) * 2 == attention_params_per_layer(_tiny())
+    True
+    """
+    whole = replicated_attention_params(model)
+    return whole + (attention_params_per_layer(model) - whole) / attention_tp
+
+
 def _layer_weight_bytes(
-    model: ModelSpec, layer_index: int, layout: ServeLayout, bpv: float
+    model: ModelSpec, layer_index: int, layout: ServeLayout, weight_format: NumberFormat
 ) -> float:
     """One block's weights on one GPU: attention / attention-TP, dense FFN and shared experts /
     tp, routed experts / tp (ep ranks x tp/ep expert-TP), norms replicated."""
@@ -175,8 +218,11 @@ def _layer_weight_bytes(
     attention = attention_params_per_layer(model)
     norms = 2 * norm_params(model)
     ffn_dense = dense - attention - norms
-    linear = attention / layout.attention_tp + (ffn_dense + routed) / layout.tp
-    return linear * bpv + norms * HIGH_PRECISION_BYTES
+    dense_fmt, expert_fmt = linear_formats(model, weight_format)
+    attention_here = split_attention_params(model, layout.attention_tp)
+    linear = (attention_here + ffn_dense / layout.tp) * bytes_per_value(dense_fmt)
+    linear += routed / layout.tp * bytes_per_value(expert_fmt)
+    return linear + norms * HIGH_PRECISION_BYTES
 
 
 def weight_bytes(model: ModelSpec, weight_format: NumberFormat) -> float:
@@ -188,8 +234,9 @@ def weight_bytes(model: ModelSpec, weight_format: NumberFormat) -> float:
     420480.0
     """
     single = ServeLayout()
-    bpv = bytes_per_value(weight_format)
-    blocks = sum(_layer_weight_bytes(model, i, single, bpv) for i in range(model.num_layers))
+    blocks = sum(
+        _layer_weight_bytes(model, i, single, weight_format) for i in range(model.num_layers)
+    )
     return blocks + (embedding_params(model) + norm_params(model)) * HIGH_PRECISION_BYTES
 
 
@@ -205,9 +252,8 @@ def weight_bytes_per_gpu(
     >>> weight_bytes_per_gpu(_tiny(), NumberFormat.BF16, ServeLayout(tp=1))
     420480.0
     """
-    bpv = bytes_per_value(weight_format)
     per_stage = layers_per_stage(model, layout.pp)
-    sizes = [_layer_weight_bytes(model, i, layout, bpv) for i in range(model.num_layers)]
+    sizes = [_layer_weight_bytes(model, i, layout, weight_format) for i in range(model.num_layers)]
     start = heaviest_window(sizes, per_stage)
     blocks = sum(sizes[start : start + per_stage])
     vocab = embedding_params(model) / layout.tp
@@ -291,15 +337,72 @@ def weight_bytes_read_per_token(
     >>> weight_bytes_read_per_token(_tiny(), NumberFormat.BF16, ServeLayout())  # 2 (82,176 + 64,000 + 64)
     292480.0
     """
-    bpv = bytes_per_value(weight_format)
+    return weight_bytes_read_per_step(model, weight_format, layout, tokens=1.0)
+
+
+def weight_bytes_read_per_step(
+    model: ModelSpec,
+    weight_format: NumberFormat,
+    layout: ServeLayout,
+    *,
+    tokens: float,
+    skew: float = 0.0,
+) -> float:
+    """Weight bytes one GPU streams in a forward step of ``tokens`` tokens, summed over the
+    pipeline's stages: every block (a MoE layer only the experts the step touches, uniform or
+    skewed routing, :func:`planner.cost.serving_moe.experts_touched`, an even 1/ep share of
+    them) and the lm_head (16-bit, V D / tp); not the input embedding (a row lookup). The
+    numerator of the decode HBM floor.
+
+    >>> from planner.cost.params import _tiny
+    >>> weight_bytes_read_per_step(_tiny(), NumberFormat.BF16, ServeLayout(), tokens=1.0)
+    292480.0
+    """
+    dense_fmt, expert_fmt = linear_formats(model, weight_format)
+    moe = model.moe
+    touched = experts_touched(moe.num_experts, moe.top_k, tokens, skew) if moe else 0.0
+    attention = attention_params_per_layer(model)
+    norms = 2 * norm_params(model)
     total = 0.0
     for i in range(model.num_layers):
         dense, routed = layer_dense_and_expert_params(model, i)
-        attention = attention_params_per_layer(model)
-        norms = 2 * norm_params(model)
-        if routed and model.moe is not None:
-            routed = routed * model.moe.top_k / model.moe.num_experts
-        linear = attention / layout.attention_tp + (dense - attention - norms + routed) / layout.tp
-        total += linear * bpv + norms * HIGH_PRECISION_BYTES
+        if routed and moe is not None:
+            routed *= touched / moe.num_experts
+        ffn_dense = dense - attention - norms
+        attention_here = split_attention_params(model, layout.attention_tp)
+        linear = (attention_here + ffn_dense / layout.tp) * bytes_per_value(dense_fmt)
+        total += linear + routed / layout.tp * bytes_per_value(expert_fmt)
+        total += norms * HIGH_PRECISION_BYTES
     lm_head = model.vocab_size * model.hidden_size / layout.tp
     return total + (lm_head + norm_params(model)) * HIGH_PRECISION_BYTES
+
+
+def decode_hbm_floor_s(
+    model: ModelSpec,
+    layout: ServeLayout,
+    *,
+    sequences: float,
+    context: float,
+    hbm_bytes_per_s: float,
+    skew: float = 0.0,
+) -> float:
+    """The HBM floor of one decode step of ``sequences`` sequences at mean ``context``: (weight
+    bytes the step touches + KV bytes it reads) per GPU over the spec-sheet bandwidth, no
+    efficiency, no fixed costs, no communication. A decode step can never be faster.
+
+    KV read per GPU = sequences per attention-DP rank x the per-GPU KV bytes of a sequence at
+    ``context`` tokens (sliding layers read only their window). Tiny model, one sequence of 10
+    tokens: (292,480 B of weights + 10 x 2 layers x 256 B of KV) / 1 GB/s.
+
+    >>> from planner.cost.params import _tiny
+    >>> decode_hbm_floor_s(_tiny(), ServeLayout(), sequences=1, context=10, hbm_bytes_per_s=1e9)
+    0.0002976
+    """
+    weights = weight_bytes_read_per_step(
+        model, layout.precision, layout, tokens=sequences, skew=skew
+    )
+    per_rank = max(sequences / layout.attention_dp, min(sequences, 1.0))
+    kv = per_rank * kv_bytes_per_sequence_per_gpu(
+        model, layout.kv_precision, max(1, round(context)), layout
+    ) * layout.pp
+    return (weights + kv) / hbm_bytes_per_s

@@ -18,6 +18,7 @@ accelerator's catalog data; nothing here is a hardware number.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from planner.cost.comm import all_gather_time, all_to_all_time, p2p_time, ring_all_reduce_time
 from planner.cost.compute import attention_core_flops_per_token, is_sliding_layer
@@ -25,11 +26,12 @@ from planner.cost.gemm import GemmShape, attention_gemms, ffn_gemms, gemm_time
 from planner.cost.memory import ACTIVATION_BYTES
 from planner.cost.serving import (
     cached_tokens,
-    heaviest_window,
     kv_bytes_per_token_per_layer,
     kv_heads_per_gpu,
     layers_per_stage,
+    linear_formats,
 )
+from planner.cost.serving_moe import busiest_rank_experts, experts_touched, grouped_gemm_time
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat, bytes_per_value
@@ -38,6 +40,20 @@ from planner.specs.model import ModelSpec
 from planner.specs.result import ServeLayout
 from planner.specs.workload import ServeWorkload
 from planner.units import US
+
+FUSED_NORM_BYTES_PER_HIDDEN = 16.0
+"""HBM bytes per hidden unit per token of a serving layer's two fused residual-add + RMSNorm
+kernels (vLLM ``fused_add_rms_norm``, TensorRT-LLM / SGLang equivalents), bf16: each reads the
+input and the residual and writes the normed output and the new residual, 4 x 2 bytes."""
+GATED_ACTIVATION_BYTES_PER_WIDTH = 6.0
+"""HBM bytes per FFN unit per token of the gated activation (``silu_and_mul``): read gate and
+up (2 x 2 bytes), write the product (2 bytes); a plain activation reads and writes F (4)."""
+ROTARY_BYTES_PER_VALUE = 4.0
+"""HBM bytes per rotated query/key value (read and write in bf16, fused with the KV append)."""
+PERMUTE_BYTES_PER_COPY_HIDDEN = 8.0
+"""HBM bytes per routed copy per hidden unit of the MoE permutation and its inverse: write the
+copy, read it into the up GEMM (the GEMMs count their own operands), write the down output and
+read it back in the weighted combine, bf16 (4 x 2 bytes)."""
 
 OTHER_KERNELS_PER_LAYER = 5
 """Kernels of a decode layer besides its GEMMs and attention: two RMSNorm (+ residual add),
@@ -64,6 +80,8 @@ class ServeSetup(FrozenSpec):
     """The expert-parallel group (dispatch / combine all-to-all)."""
     pp_comm: CommDomain
     """Stage-to-stage sends."""
+    routing_skew: float = 0.0
+    """Zipf exponent of the experts' shares of the router's choices (0 = uniform)."""
 
 
 class PassLoad(FrozenSpec):
@@ -109,6 +127,9 @@ class PassTime(FrozenSpec):
     """Sends to the next stage."""
     overhead_s: float = 0.0
     """Fixed cost of the non-GEMM kernels."""
+    elementwise_s: float = 0.0
+    """HBM traffic of the non-GEMM kernels (norms, residual adds, rotary, activation, MoE
+    permutation) over the streaming bandwidth."""
 
     @property
     def total_s(self) -> float:
@@ -124,6 +145,7 @@ class PassTime(FrozenSpec):
             "ep_comm": self.ep_comm_s,
             "pp_comm": self.pp_comm_s,
             "overhead": self.overhead_s,
+            "elementwise": self.elementwise_s,
         }
 
     def scaled(self, factor: float) -> PassTime:
@@ -133,47 +155,68 @@ class PassTime(FrozenSpec):
 
 def expected_experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
     """Experts that receive at least one of ``tokens`` tokens under uniform top-k routing:
-    E (1 - (1 - k/E)^tokens). At batch 1 a MoE layer streams only k experts' weights.
+    E (1 - (1 - k/E)^tokens) (:func:`planner.cost.serving_moe.experts_touched`).
 
     >>> expected_experts_touched(8, 2, 1)
     2.0
     >>> round(expected_experts_touched(256, 8, 1000), 1)
     256.0
     """
-    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+    return experts_touched(num_experts, top_k, tokens)
 
 
-def _moe_gemms(model: ModelSpec, tokens: float, layout: ServeLayout) -> list[GemmShape]:
-    """Router, the local experts that receive tokens (each split over tp / ep) and shared
-    experts (split over tp), for ``tokens`` tokens in the tp group."""
-    moe = model.moe
-    assert moe is not None
-    touched = expected_experts_touched(moe.num_experts, moe.top_k, tokens)
-    local = touched / layout.ep
-    per_expert = tokens * moe.top_k / touched if touched else 0.0
-    width = moe.expert_ffn_hidden_size * layout.ep / layout.tp
-    gemms = [GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)]
-    gemms += ffn_gemms(model, per_expert, width, prefix="expert_", count=local)
-    if moe.num_shared_experts:
-        shared = moe.num_shared_experts * (moe.shared_expert_width)
-        gemms += ffn_gemms(model, tokens, shared / layout.tp, prefix="shared_", count=1)
-    return gemms
+def _stream_bytes_per_s(setup: ServeSetup) -> float:
+    return setup.accelerator.decode_stream_bytes_per_s
 
 
 def _gemms_time(setup: ServeSetup, gemms: list[GemmShape], weight_format: NumberFormat) -> float:
+    """Dense GEMMs, each its own kernel: roofline of FLOPs and streamed bytes + t_kernel."""
     acc = setup.accelerator
-    eff = acc.efficiency
     total = 0.0
     for g in gemms:
-        expert = g.name.startswith("expert_")
         total += gemm_time(
             g,
             peak_flop_per_s=acc.peak_flop_per_s(setup.compute_format),
-            efficiency=acc.gemm_efficiency(setup.compute_format)
-            * (eff.expert_gemm if expert else 1.0),
+            efficiency=acc.gemm_efficiency(setup.compute_format),
             bytes_per_value=bytes_per_value(weight_format),
-            hbm_bytes_per_s=acc.hbm_bytes_per_s * eff.hbm,
-            kernel_overhead_s=eff.kernel_overhead_us * US,
+            hbm_bytes_per_s=_stream_bytes_per_s(setup),
+            kernel_overhead_s=acc.efficiency.kernel_overhead_us * US,
+        )
+    return total
+
+
+def moe_time(setup: ServeSetup, tokens: float) -> float:
+    """The MoE block of one layer on the busiest GPU for ``tokens`` tokens of the tp group: the
+    router (a dense GEMM), shared experts (dense, split over tp) and the routed experts as two
+    grouped GEMMs (up + gate, down; :mod:`planner.cost.serving_moe`). The busiest of the ep
+    ranks streams the weights of its touched experts, each split over tp / ep (expert TP), and
+    multiplies the token copies routed to it."""
+    model, lay, acc = setup.model, setup.layout, setup.accelerator
+    moe = model.moe
+    assert moe is not None
+    dense_fmt, expert_fmt = linear_formats(model, lay.precision)
+    gemms = [GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)]
+    if moe.num_shared_experts:
+        shared = moe.num_shared_experts * moe.shared_expert_width
+        gemms += ffn_gemms(model, tokens, shared / lay.tp, prefix="shared_", count=1)
+    total = _gemms_time(setup, gemms, dense_fmt)
+    rank = busiest_rank_experts(
+        moe.num_experts, moe.top_k, tokens, ep=lay.ep, skew=setup.routing_skew
+    )
+    width = moe.expert_ffn_hidden_size * lay.ep / lay.tp
+    flop_rate = (
+        acc.peak_flop_per_s(setup.compute_format)
+        * acc.gemm_efficiency(setup.compute_format)
+        * acc.efficiency.expert_gemm
+    )
+    for g in ffn_gemms(model, rank.token_copies, width, prefix="expert_", count=1):
+        total += grouped_gemm_time(
+            flops=g.flops,
+            weight_bytes=rank.experts * g.k * g.n * bytes_per_value(expert_fmt),
+            activation_bytes=g.m * (g.k + g.n) * ACTIVATION_BYTES,
+            flop_per_s=flop_rate,
+            stream_bytes_per_s=_stream_bytes_per_s(setup),
+            kernel_overhead_s=acc.efficiency.kernel_overhead_us * US,
         )
     return total
 
@@ -206,7 +249,7 @@ def attention_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> float
     sliding = is_sliding_layer(model, layer_index)
     per_prompt_token = attention_core_flops_per_token(model, load.prompt_len, sliding=sliding)
     prefill_flops = prefill * per_prompt_token / lay.attention_tp
-    memory = kv_bytes / (acc.hbm_bytes_per_s * eff.hbm)
+    memory = kv_bytes / _stream_bytes_per_s(setup)
     return (
         max(memory, decode_flops / flop_rate)
         + prefill_flops / flop_rate
@@ -214,26 +257,97 @@ def attention_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> float
     )
 
 
+def one_shot_all_reduce_time(message_bytes: float, domain: CommDomain) -> float:
+    """Small-message all-reduce of serving engines: one kernel in which every rank reads the
+    n - 1 peers' S-byte buffers over NVLink and sums them, between two barriers:
+    (n - 1) S / (W eta) + 2 alpha (vLLM ``csrc/custom_all_reduce.cuh`` one-stage path,
+    TensorRT-LLM ``customAllReduceKernels.cu`` ONESHOT). Decode messages (tokens x D) are small,
+    so this beats the ring's 2 (n - 1) latency steps; engines switch to the ring (or two-shot)
+    above a size threshold, hence :func:`serving_all_reduce_time` takes the faster of the two.
+
+    >>> d = CommDomain(size=8, bandwidth_bytes_per_s=1e9, latency_s=1e-6, efficiency=1,
+    ...                tier="scale_up")
+    >>> round(one_shot_all_reduce_time(1e3, d) * 1e6, 1)  # 7 kB at 1 GB/s + 2 us
+    9.0
+    """
+    n = domain.size
+    if n == 1:
+        return 0.0
+    return (n - 1) * message_bytes / domain.effective_bytes_per_s + 2.0 * domain.latency_s
+
+
+def serving_all_reduce_time(message_bytes: float, domain: CommDomain) -> float:
+    """The faster of the one-shot and the ring all-reduce inside one scale-up domain (custom
+    all-reduce kernels need peer memory access); the ring across domains.
+
+    >>> one = CommDomain(size=1, bandwidth_bytes_per_s=1, latency_s=0, efficiency=1, tier="local")
+    >>> serving_all_reduce_time(1e6, one)
+    0.0
+    """
+    ring = ring_all_reduce_time(message_bytes, domain)
+    if domain.tier != "scale_up" or domain.num_domains > 1:
+        return ring
+    return min(ring, one_shot_all_reduce_time(message_bytes, domain))
+
+
 def _comm_times(
     setup: ServeSetup, tokens_attn: float, tokens_ffn: float, *, moe_layer: bool
 ) -> tuple[float, float]:
-    """(TP, EP) communication of one layer: the attention output all-reduce over the
-    attention-TP group; the FFN's all-reduce over tp (all-gather + reduce-scatter with attention
-    DP), or for MoE layers with ep > 1 the dispatch + combine all-to-all of k copies per token."""
+    """(TP, EP) communication of one layer. The attention output is all-reduced over the
+    attention-TP group. Without attention DP every rank of the tp group holds every token, so
+    the FFN, dense or MoE, ends in an all-reduce over tp (each rank runs its experts on the
+    tokens routed to them and the partial outputs are summed: vLLM / SGLang expert parallelism
+    without DP). With attention DP the ranks hold different tokens: a dense FFN all-gathers its
+    input and reduce-scatters its output over tp; a MoE layer with ep > 1 dispatches k copies of
+    each local token to the experts' ranks and combines them back (all-to-all over ep, at decode
+    sizes bound by the per-peer latency), plus an all-reduce over the expert-TP ranks when
+    tp > ep."""
     model, lay = setup.model, setup.layout
     row = model.hidden_size * ACTIVATION_BYTES
-    tp = ring_all_reduce_time(tokens_attn * row, setup.attention_comm)
+    tp = serving_all_reduce_time(tokens_attn * row, setup.attention_comm)
     ep = 0.0
-    if moe_layer and model.moe is not None and lay.ep > 1:
+    if lay.attention_dp == 1:
+        tp += serving_all_reduce_time(tokens_ffn * row, setup.tp_comm)
+    elif moe_layer and model.moe is not None and lay.ep > 1:
         copies = tokens_ffn / lay.ep * model.moe.top_k
         ep = 2.0 * all_to_all_time(copies * row, setup.ep_comm)
         if lay.tp > lay.ep:
-            tp += ring_all_reduce_time(tokens_ffn * row, setup.tp_comm)
-    elif lay.attention_dp > 1:
-        tp += 2.0 * all_gather_time(tokens_ffn * row, setup.tp_comm)
+            tp += serving_all_reduce_time(tokens_ffn / lay.ep * row, setup.tp_comm)
     else:
-        tp += ring_all_reduce_time(tokens_ffn * row, setup.tp_comm)
+        tp += 2.0 * all_gather_time(tokens_ffn * row, setup.tp_comm)
     return tp, ep
+
+
+def elementwise_bytes(
+    model: ModelSpec, layout: ServeLayout, *, tokens_attn: float, tokens_ffn: float, moe_layer: bool
+) -> float:
+    """HBM bytes one GPU's non-GEMM kernels of one layer move: the two fused residual + norm
+    kernels on every token of the rank (replicated over tp in inference, which has no sequence
+    parallelism), rotary on the rank's q and k heads, the gated activation over the FFN width
+    on this GPU (the routed copies' expert width for MoE, with the permutation traffic).
+
+    >>> from planner.cost.params import _tiny
+    >>> elementwise_bytes(_tiny(), ServeLayout(), tokens_attn=1, tokens_ffn=1, moe_layer=False)
+    2304.0
+
+    (16 x 64 norm bytes + 4 x (4 + 4) x 16 rotary + 6 x 128 activation.)
+    """
+    d = model.hidden_size
+    rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
+    act = GATED_ACTIVATION_BYTES_PER_WIDTH if model.gated_ffn else 4.0
+    attn = tokens_attn * (FUSED_NORM_BYTES_PER_HIDDEN * d)
+    attn += tokens_attn * ROTARY_BYTES_PER_VALUE * rotated / layout.attention_tp
+    moe = model.moe
+    if moe_layer and moe is not None:
+        copies = tokens_ffn * moe.top_k / layout.ep
+        width = moe.expert_ffn_hidden_size * layout.ep / layout.tp
+        ffn = copies * (act * width + PERMUTE_BYTES_PER_COPY_HIDDEN * d)
+        if moe.num_shared_experts:
+            shared = moe.num_shared_experts * moe.shared_expert_width / layout.tp
+            ffn += tokens_ffn * act * shared
+    else:
+        ffn = tokens_ffn * act * model.ffn_hidden_size / layout.tp
+    return attn + ffn
 
 
 def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
@@ -243,18 +357,24 @@ def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
     tokens_attn = sum(load.per_rank(lay.attention_dp))
     tokens_ffn = load.decode_sequences + load.prefill_tokens
     moe_layer = model.moe is not None and layer_index >= model.moe.first_dense_layers
+    dense_fmt, _ = linear_formats(model, lay.precision)
     gemms = attention_gemms(model, tokens_attn, lay.attention_tp)
-    if moe_layer:
-        gemms += _moe_gemms(model, tokens_ffn, lay)
-    else:
+    if not moe_layer:
         gemms += ffn_gemms(model, tokens_ffn, model.ffn_hidden_size / lay.tp, prefix="", count=1)
+    linear = _gemms_time(setup, gemms, dense_fmt)
+    if moe_layer:
+        linear += moe_time(setup, tokens_ffn)
     tp, ep = _comm_times(setup, tokens_attn, tokens_ffn, moe_layer=moe_layer)
     return PassTime(
-        linear_s=_gemms_time(setup, gemms, lay.precision),
+        linear_s=linear,
         attention_s=attention_time(setup, layer_index, load),
         tp_comm_s=tp,
         ep_comm_s=ep,
         overhead_s=OTHER_KERNELS_PER_LAYER * setup.accelerator.efficiency.kernel_overhead_us * US,
+        elementwise_s=elementwise_bytes(
+            model, lay, tokens_attn=tokens_attn, tokens_ffn=tokens_ffn, moe_layer=moe_layer
+        )
+        / _stream_bytes_per_s(setup),
     )
 
 
@@ -263,24 +383,39 @@ def _layer_kind(model: ModelSpec, index: int) -> tuple[bool, bool]:
     return moe, is_sliding_layer(model, index)
 
 
+@lru_cache(maxsize=256)
+def stage_layer_kinds(model: ModelSpec) -> tuple[tuple[bool, bool], ...]:
+    """Kind (MoE?, sliding?) of every layer, in order (cached per model: frozen specs hash)."""
+    return tuple(_layer_kind(model, i) for i in range(model.num_layers))
+
+
 def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
     """One pass of the fullest stage: the slowest ceil(L/pp) consecutive blocks (each layer kind,
     dense or MoE, full or sliding attention, is computed once; MoE layers after leading dense
     ones make the later stages slower), the lm_head for the sequences that emit a token (16-bit,
     vocab split over tp) and the send to the next stage."""
     model, lay = setup.model, setup.layout
-    kinds = [_layer_kind(model, i) for i in range(model.num_layers)]
+    kinds = stage_layer_kinds(model)
     first_of: dict[tuple[bool, bool], int] = {}
     for i, kind in enumerate(kinds):
         first_of.setdefault(kind, i)
     per_kind = {kind: layer_time(setup, i, load).as_dict() for kind, i in first_of.items()}
-    totals = [sum(per_kind[kind].values()) for kind in kinds]
+    totals = {kind: sum(terms.values()) for kind, terms in per_kind.items()}
     per_stage = layers_per_stage(model, lay.pp)
-    start = heaviest_window(totals, per_stage)
-    terms = dict.fromkeys(PassTime().as_dict(), 0.0)
+    prefix = [0.0]
+    for kind in kinds:
+        prefix.append(prefix[-1] + totals[kind])
+    start = max(
+        range(len(kinds) - per_stage + 1),
+        key=lambda i: (prefix[i + per_stage] - prefix[i], -i),
+    )
+    counts: dict[tuple[bool, bool], int] = {}
     for kind in kinds[start : start + per_stage]:
+        counts[kind] = counts.get(kind, 0) + 1
+    terms = dict.fromkeys(PassTime().as_dict(), 0.0)
+    for kind, count in counts.items():
         for key, value in per_kind[kind].items():
-            terms[key] += value
+            terms[key] += value * count
     emitting = load.decode_sequences + load.prefill_tokens / max(load.prompt_len, 1)
     head = GemmShape(
         name="lm_head", m=emitting, k=model.hidden_size, n=model.vocab_size / lay.tp, count=1
@@ -326,13 +461,13 @@ def ttft_time(setup: ServeSetup, *, running: PassLoad, prompt_len: int, chunk_to
 
 def wave_time(setup: ServeSetup, workload: ServeWorkload, batch: int) -> float:
     """One wave of ``batch`` identical requests started together: their prompts prefilled
-    (chunks of max_batch_tokens, pp passes each), then output_len decode steps at the mean
-    context with no prompts mixed in (s)."""
+    (chunks of max_batch_tokens per attention-DP rank, pp passes each), then output_len decode
+    steps at the mean context with no prompts mixed in (s)."""
     if batch <= 0:
         return 0.0
     lay = setup.layout
     tokens = batch * workload.prompt_len
-    chunks = math.ceil(tokens / workload.max_batch_tokens)
+    chunks = math.ceil(tokens / (workload.max_batch_tokens * lay.attention_dp))
     prompts = PassLoad(
         decode_sequences=0,
         context=1,

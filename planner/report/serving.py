@@ -1,36 +1,146 @@
-"""Terminal rendering of serving plans and searches: pure functions of result models -> text."""
+"""Terminal rendering of serving plans and searches: pure functions of result models -> text.
+
+Everything is said in words a reader knows (no JSON field names), with units, the targets
+echoed against what the plan achieves, and plurals that agree with their numbers."""
 
 from __future__ import annotations
 
 from planner.report.quote import terminal_lines, terminal_text
-from planner.report.text import band_text, breakdown_line
-from planner.search.explain import rejection_histogram
-from planner.specs.result import ServePlan, ServeSearchResult
+from planner.report.text import band_text
+from planner.specs.result import DisaggregatedPlan, ServePlan, ServeSearchResult, TargetCheck
 from planner.units import KiB, format_seconds
 
-_TERMS = ("linear", "attention", "tp_comm", "ep_comm", "pp_comm", "overhead")
+TERM_WORDS: dict[str, str] = {
+    "linear": "GEMMs (weights streamed)",
+    "attention": "attention (KV read)",
+    "tp_comm": "tensor-parallel comm",
+    "ep_comm": "expert dispatch/combine",
+    "pp_comm": "pipeline sends",
+    "overhead": "fixed kernel costs",
+    "elementwise": "norms/activations via HBM",
+    "prefill": "prompt chunks interleaved",
+}
+"""Breakdown keys of ServePlan.breakdown_s in words, in display order."""
+LIMIT_WORDS: dict[str, str] = {
+    "kv_cache": "the KV cache",
+    "max_batch_tokens": "the token budget per pass",
+    "requested": "the requested concurrency",
+    "tpot": "the TPOT target",
+    "ttft": "the TTFT target",
+    "e2e": "the end-to-end latency target",
+    "request_rate": "the offered request rate",
+    "offered_load": "the offered request rate",
+}
+"""ServePlan.concurrency_limit codes in words."""
+PLACEMENT_WORDS: dict[str, str] = {
+    "tp": "tensor-parallel group",
+    "pp": "pipeline stages",
+    "ep": "expert-parallel group",
+    "attention_dp": "attention data-parallel ranks",
+}
+"""Placement dimensions in words."""
+TARGET_WORDS = {"tpot": "TPOT", "ttft": "TTFT", "e2e": "end-to-end"}
+
+
+def plural(count: float, noun: str, many: str | None = None) -> str:
+    """``count noun`` with the noun in agreement: 1 GPU, 8 GPUs, 1 replica, 2.5 replicas.
+
+    >>> plural(1, "GPU"), plural(8, "GPU"), plural(2, "sequence"), plural(1, "replica")
+    ('1 GPU', '8 GPUs', '2 sequences', '1 replica')
+    """
+    text = f"{count:,}" if isinstance(count, int) else f"{count:,.3g}"
+    return f"{text} {noun if count == 1 else (many or noun + 's')}"
+
+
+def ms(seconds: float) -> str:
+    """Milliseconds with three significant figures: 22.2, 1,229, 0.853.
+
+    >>> ms(0.0222), ms(1.2291), ms(0.000853)
+    ('22.2', '1,229', '0.853')
+    """
+    value = seconds * 1e3
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if value < 1 else f"{value:.1f}"
+
+
+def target_text(check: TargetCheck) -> str:
+    """A target against what is achieved: ``TPOT 22.2 <= 50 ms``.
+
+    >>> target_text(TargetCheck(name="tpot", target_ms=50, achieved_ms=22.2, met=True))
+    'TPOT 22.2 <= 50 ms'
+    >>> target_text(TargetCheck(name="ttft", percentile=90, target_ms=200, achieved_ms=310,
+    ...                         met=False))
+    'TTFT p90 310 > 200 ms (missed)'
+    """
+    name = TARGET_WORDS[check.name] + ("" if check.percentile is None else f" p{check.percentile}")
+    sign = "<=" if check.met else ">"
+    tail = "" if check.met else " (missed)"
+    return f"{name} {ms(check.achieved_ms / 1e3)} {sign} {check.target_ms:g} ms{tail}"
 
 
 def _band(plan: ServePlan) -> str:
     return band_text(plan.uncertainty_pct, plan.uncertainty_level)
 
 
+def _placement_lines(plan: ServePlan) -> list[str]:
+    """The placement header: where each parallel group of a replica lands."""
+    lines = []
+    for dim, entry in plan.placement.items():
+        if entry.size <= 1 or dim == "replicas":
+            continue
+        where = "inside one scale-up domain" if entry.within_domain else "across domains"
+        lines.append(f"  {PLACEMENT_WORDS.get(dim, dim)} of {entry.size} {where}: {entry.link}")
+    if not lines:
+        lines.append("  each replica on one GPU: no parallel groups")
+    return ["placement  :", *lines]
+
+
+def _latency_lines(plan: ServePlan) -> list[str]:
+    lines = [
+        f"latency    : TPOT {ms(plan.decode_step_s)} ms mean "
+        f"({plan.decode_tokens_per_s_per_sequence:,.1f} tokens/s per sequence); decode "
+        f"iteration {ms(plan.decode_iteration_s)} ms, HBM floor {ms(plan.decode_hbm_floor_s)} ms; "
+        f"batch-1 bandwidth ceiling {plan.batch1_ceiling_tokens_per_s:,.0f} tokens/s",
+    ]
+    lat = plan.latency
+    if lat is None:
+        return lines
+    load = (
+        f"at {lat.request_rate_per_s:g} requests/s offered"
+        if lat.request_rate_per_s is not None
+        else "joining the running batch, no queue"
+    )
+    lines.append(
+        f"requests   : {load}: TTFT p50 {ms(lat.ttft_p50_s)} / p90 {ms(lat.ttft_p90_s)} ms, "
+        f"end-to-end p50 {format_seconds(lat.e2e_p50_s)} / p90 {format_seconds(lat.e2e_p90_s)}; "
+        f"idle prefill {ms(plan.prefill_s)} ms; capacity {lat.max_request_rate_per_s:,.2f} "
+        "requests/s"
+    )
+    return lines
+
+
 def serve_plan_lines(plan: ServePlan) -> list[str]:
-    """Headline, capacity, latency and the decode-step breakdown of one serving plan."""
+    """Headline, placement, latency, targets, capacity and the per-token breakdown."""
     lay, mem = plan.layout, plan.memory
+    limit = LIMIT_WORDS.get(plan.concurrency_limit, plan.concurrency_limit)
     lines = [
         f"cluster    : {plan.cluster_description}",
         f"model      : {plan.model}   weights {lay.precision}, KV {lay.kv_precision}, "
         f"compute {plan.compute_precision}",
-        f"layout     : {lay.short()}  ({plan.num_gpus} GPUs, {lay.gpus_per_replica} per replica)",
+        f"layout     : {lay.short()}  ({plural(plan.num_gpus, 'GPU')}, "
+        f"{lay.gpus_per_replica} per replica)",
+        *_placement_lines(plan),
         f"throughput : {plan.throughput_tokens_per_s_per_gpu:,.0f} output tokens/s/GPU{_band(plan)}, "
         f"{plan.throughput_tokens_per_s:,.0f} tokens/s in all",
-        f"concurrency: {plan.concurrency} sequences per replica (limited by "
-        f"{plan.concurrency_limit}; KV cache holds {plan.max_concurrent_sequences} at full context)",
-        f"latency    : {format_seconds(plan.decode_step_s)} per output token "
-        f"({plan.decode_tokens_per_s_per_sequence:,.1f} tokens/s per sequence), "
-        f"TTFT {format_seconds(plan.ttft_s)} (idle prefill {format_seconds(plan.prefill_s)}); "
-        f"batch-1 bandwidth ceiling {plan.batch1_ceiling_tokens_per_s:,.0f} tokens/s",
+        f"concurrency: {plural(plan.concurrency, 'sequence')} per replica, limited by {limit} "
+        f"(the KV cache holds {plural(plan.max_concurrent_sequences, 'sequence')} at full "
+        f"context; decode at a mean context of {plan.context_tokens:,.0f} tokens)",
+        *_latency_lines(plan),
+    ]
+    if plan.targets:
+        lines.append("targets    : " + "; ".join(target_text(t) for t in plan.targets))
+    lines += [
         f"memory/GPU : weights {mem.weights_gib:.1f} GiB + workspace {mem.workspace_gib:.1f} GiB "
         f"+ KV cache {mem.kv_cache_gib:.1f} GiB of {mem.capacity_gib:.1f} GiB usable "
         f"({mem.hbm_gib:.1f} GiB HBM)",
@@ -38,38 +148,62 @@ def serve_plan_lines(plan: ServePlan) -> list[str]:
         f"({plan.kv_bytes_per_token_per_gpu / KiB:,.1f} KiB per GPU, x{plan.kv_replication:g} "
         f"replication); {plan.kv_cache_tokens:,} tokens per replica"
         + ("" if plan.fits else "  DOES NOT FIT"),
-        "decode step:",
+        "per output token:",
     ]
     total = plan.decode_step_s or 1.0
-    for key in _TERMS:
+    for key, words in TERM_WORDS.items():
         value = plan.breakdown_s.get(key, 0.0)
         if value > 0:
-            lines.append(breakdown_line(key, value, total))
-    for dim, entry in plan.placement.items():
-        if entry.size > 1 and dim != "replicas":
-            where = "inside one domain" if entry.within_domain else "across domains"
             lines.append(
-                f"  {dim:<12} {entry.size:>4} x stride {entry.stride:<4} {where}: {entry.link}"
+                f"  {words:<27} {format_seconds(value):>10}  {100 * value / total:5.1f}%"
             )
     lines += [f"warning    : {w}" for w in plan.warnings]
     return [terminal_text(line) for line in lines]  # names come from user files: one line each
 
 
+def disaggregated_lines(split: DisaggregatedPlan) -> list[str]:
+    """The prefill/decode split against the aggregated plan."""
+    pre, dec = split.prefill, split.decode
+    return [
+        f"disaggregated: {pre.instances}P{dec.instances}D on {plural(split.num_gpus, 'GPU')}: "
+        f"{plural(pre.instances, 'prefill instance')} of {pre.layout.short().split(' x')[0]} + "
+        f"{plural(dec.instances, 'decode instance')} of {dec.layout.short().split(' x')[0]} "
+        f"({dec.concurrency} sequences each)",
+        f"  {split.throughput_tokens_per_s_per_gpu:,.0f} output tokens/s/GPU vs "
+        f"{split.aggregated_tokens_per_s_per_gpu:,.0f} aggregated; TTFT {ms(split.ttft_s)} ms "
+        f"(KV transfer {ms(split.kv_transfer_s)} ms over {split.kv_link}), TPOT "
+        f"{ms(split.tpot_s)} ms",
+        f"  {split.verdict}",
+    ]
+
+
 def serve_search_text(result: ServeSearchResult) -> str:
     """The full terminal answer of ``layout search --mode serve``."""
+    from planner.search.serving_search import reason_histogram
+
     lines = serve_plan_lines(result.best)
     if result.alternatives:
         lines.append("runners-up:")
         for i, alt in enumerate(result.alternatives, start=2):
             lines.append(f"  {i}. {alt.layout.short():<30} {alt.why_not}")
-    rejected = rejection_histogram(result.rejections)
+    if result.pareto:
+        ends = result.pareto[0], result.pareto[-1]
+        lines.append(
+            f"frontier   : {plural(len(result.pareto), 'point')} from "
+            f"{ends[0].tokens_per_s_per_user:,.0f} tokens/s per user at "
+            f"{ends[0].tokens_per_s_per_gpu:,.0f} per GPU to {ends[1].tokens_per_s_per_user:,.0f} "
+            f"per user at {ends[1].tokens_per_s_per_gpu:,.0f} per GPU (--pareto FILE.csv)"
+        )
+    if result.disaggregated is not None:
+        lines += disaggregated_lines(result.disaggregated)
+    rejected = reason_histogram(result.rejections)
     lines.append(
-        f"search     : {result.num_candidates} layouts, {result.num_feasible} feasible"
+        f"search     : {plural(result.num_candidates, 'layout')}, {result.num_feasible} feasible"
         + (f", rejected: {rejected}" if rejected else "")
         + f"; {result.solver.objective}; {result.solver.name} {result.solver.status} "
         f"in {result.search_time_s:.2f} s"
     )
-    return terminal_lines(lines)
+    return terminal_lines([terminal_text(line) for line in lines])
 
 
 def serve_estimate_text(plan: ServePlan) -> str:

@@ -201,3 +201,99 @@ def degree_grid(
             )
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values (1, 2 or 5 x 10^k apart) covering [low, high].
+
+    >>> nice_ticks(0, 97)
+    [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+    >>> nice_ticks(3, 3)
+    [3.0]
+    """
+    if high <= low:
+        return [float(low)]
+    raw = (high - low) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(low / step) * step
+    ticks, value = [], first
+    while value < high + step * 0.999:
+        ticks.append(float(round(value, 10)))
+        value += step
+    return ticks
+
+
+def xy_chart(
+    points: Sequence[tuple[float, float, str]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    value_format: Formatter,
+    width: int = WIDTH,
+    height: int = 420,
+) -> str:
+    """A line through ``points`` (x, y, hover text), drawn as markers joined in x order, with
+    both axes from zero, labelled ticks and light gridlines.
+
+    >>> svg = xy_chart([(1.0, 2.0, "a"), (2.0, 1.0, "b")], title="t", x_label="x",
+    ...                y_label="y", value_format=str)
+    >>> svg.count("<circle"), "<line" in svg
+    (2, True)
+    """
+    left, right, top, bottom = 70, 20, TOP + 10, 50
+    plot_w, plot_h = width - left - right, height - top - bottom
+    xs = nice_ticks(0.0, max((p[0] for p in points), default=1.0) or 1.0)
+    ys = nice_ticks(0.0, max((p[1] for p in points), default=1.0) or 1.0)
+    x_max, y_max = xs[-1] or 1.0, ys[-1] or 1.0
+
+    def px(x: float) -> float:
+        return left + plot_w * x / x_max
+
+    def py(y: float) -> float:
+        return top + plot_h * (1 - y / y_max)
+
+    parts = _open(height, title, width)
+    for tick in xs:
+        parts.append(
+            f'<line x1="{px(tick):.1f}" y1="{top}" x2="{px(tick):.1f}" y2="{top + plot_h}" '
+            'stroke="#e5e5e5"/>'
+        )
+        parts.append(
+            f'<text x="{px(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
+            f"{html_text(value_format(tick))}</text>"
+        )
+    for tick in ys:
+        parts.append(
+            f'<line x1="{left}" y1="{py(tick):.1f}" x2="{left + plot_w}" y2="{py(tick):.1f}" '
+            'stroke="#e5e5e5"/>'
+        )
+        parts.append(
+            f'<text x="{left - 6}" y="{py(tick) + 4:.1f}" text-anchor="end">'
+            f"{html_text(value_format(tick))}</text>"
+        )
+    parts.append(
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
+        'stroke="#333"/>'
+    )
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>')
+    parts.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">'
+        f"{html_text(x_label)}</text>"
+    )
+    parts.append(
+        f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{html_text(y_label)}</text>'
+    )
+    ordered = sorted(points)
+    if len(ordered) > 1:
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y, _ in ordered)
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{BAR_COLOR}"/>')
+    for x, y, text in ordered:
+        parts.append(
+            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" fill="{BAR_COLOR}">'
+            f"<title>{html_text(text)}</title></circle>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)

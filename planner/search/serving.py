@@ -1,18 +1,17 @@
 """Score one serving layout: topology -> CommDomains -> serving cost terms -> a ServePlan.
 
-The operating point of a layout is its concurrency (sequences decoded together per replica): the
-largest the KV cache holds, cut by the TPOT/TTFT targets (binary search: both grow with the
-batch), by a requested concurrency, or by an offered request rate (Little's law fixed point).
-The search over layouts is in :mod:`planner.search.serving_search`.
+The operating point of a layout (its concurrency and latencies) is chosen in
+:mod:`planner.search.serving_point`; the search over layouts is in
+:mod:`planner.search.serving_search`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from planner.cost.serving import (
     decode_ceiling_tokens_per_s,
+    decode_hbm_floor_s,
     free_kv_bytes,
     kv_bytes_per_sequence_per_gpu,
     kv_bytes_per_token,
@@ -23,21 +22,34 @@ from planner.cost.serving import (
     weight_bytes_read_per_token,
     workspace_bytes_per_gpu,
 )
-from planner.cost.serving_time import PassLoad, PassTime, ServeSetup, decode_token_time, ttft_time
+from planner.cost.serving_cycle import idle_prefill_s
+from planner.cost.serving_time import ServeSetup
 from planner.errors import SpecError
+from planner.search.serving_point import (
+    TARGETS,
+    OperatingPoint,
+    capacity_requests_per_s,
+    target_value_s,
+)
 from planner.search.trust import serve_band
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
-from planner.specs.formats import NumberFormat
+from planner.specs.formats import NumberFormat, bits_per_value
 from planner.specs.model import ModelSpec
-from planner.specs.result import PlacementEntry, ServeLayout, ServeMemory, ServePlan
+from planner.specs.result import (
+    PlacementEntry,
+    ServeEngine,
+    ServeLatency,
+    ServeLayout,
+    ServeMemory,
+    ServePlan,
+    TargetCheck,
+)
 from planner.specs.workload import ServeWorkload
 from planner.topology import group_domain, placement_entry
 from planner.topology.flows import ALL_TO_ALL, P2P
 from planner.units import MS, GiB
 
-ONLINE_ITERATIONS = 30
-"""Fixed-point iterations of Little's law for an offered request rate."""
 KV_FORMATS: tuple[NumberFormat, ...] = (
     NumberFormat.BF16,
     NumberFormat.FP16,
@@ -47,13 +59,47 @@ KV_FORMATS: tuple[NumberFormat, ...] = (
 """KV-cache formats every engine can store whatever the tensor cores run (FP4 KV needs them)."""
 
 
+def weight_format(model: ModelSpec, workload: ServeWorkload) -> NumberFormat:
+    """The weight format served: as asked, else the checkpoint's (``quantization_config``),
+    else bf16."""
+    if workload.precision is not None:
+        return workload.precision
+    return model.quantization.weights if model.quantization is not None else NumberFormat.BF16
+
+
+def kv_format(model: ModelSpec, workload: ServeWorkload) -> NumberFormat:
+    """The KV-cache format: as asked, else the checkpoint's stated KV format, else FP8 with
+    8-bit or narrower weights (TensorRT-LLM ModelOpt checkpoints carry FP8 KV scales;
+    ``examples/llm_ptq/hf_ptq.py --kv_cache_qformat`` defaults to fp8), else the weights'
+    16-bit format."""
+    if workload.kv_precision is not None:
+        return workload.kv_precision
+    quant = model.quantization
+    if quant is not None and quant.kv_cache is not None:
+        return quant.kv_cache
+    weights = weight_format(model, workload)
+    return NumberFormat.FP8 if bits_per_value(weights) <= 8 else weights
+
+
+def resolve_formats(model: ModelSpec, workload: ServeWorkload) -> ServeWorkload:
+    """``workload`` with its weight and KV formats filled in (:func:`weight_format`,
+    :func:`kv_format`)."""
+    return workload.model_copy(
+        update={
+            "precision": weight_format(model, workload),
+            "kv_precision": kv_format(model, workload),
+        }
+    )
+
+
 def compute_format(workload: ServeWorkload, cluster: ClusterSpec) -> NumberFormat:
     """The GEMM format: as asked, else the weight format when the tensor cores run it, else
     bf16 (weight-only quantisation)."""
     if workload.compute_precision is not None:
         return workload.compute_precision
     acc = cluster.accelerator
-    return workload.precision if acc.supports(workload.precision) else NumberFormat.BF16
+    weights = workload.precision or NumberFormat.BF16
+    return weights if acc.supports(weights) else NumberFormat.BF16
 
 
 def check_serve_workload(model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload) -> None:
@@ -66,8 +112,9 @@ def check_serve_workload(model: ModelSpec, cluster: ClusterSpec, workload: Serve
             f"compute precision '{fmt}' is not supported by {acc.name} (its tensor cores run: "
             f"{formats})"
         )
-    if workload.kv_precision not in KV_FORMATS and not acc.supports(workload.kv_precision):
-        raise SpecError(f"kv-precision '{workload.kv_precision}' is not supported by {acc.name}")
+    kv = workload.kv_precision or NumberFormat.BF16
+    if kv not in KV_FORMATS and not acc.supports(kv):
+        raise SpecError(f"kv-precision '{kv}' is not supported by {acc.name}")
     if workload.context > model.max_context:
         raise SpecError(
             f"context {workload.context} exceeds the {model.max_context}-token context of "
@@ -130,6 +177,7 @@ def serve_setup(
         tp_comm=group_domain(cluster, layout.tp, 1, num_ranks=ranks),
         ep_comm=group_domain(cluster, layout.ep, 1, pattern=ALL_TO_ALL, num_ranks=ranks),
         pp_comm=group_domain(cluster, layout.pp, layout.tp, pattern=P2P, num_ranks=ranks),
+        routing_skew=workload.routing_skew,
     )
 
 
@@ -150,6 +198,8 @@ class ServeMemoryCost(FrozenSpec):
     """Tokens of context one replica holds."""
     sequences: int
     """Full-context sequences one replica holds."""
+    sequences_at_mean: int
+    """Sequences one replica holds at their mean context ISL + OSL / 2."""
 
 
 def memory_cost(
@@ -165,6 +215,8 @@ def memory_cost(
         model, layout.kv_precision, workload.context, layout
     )
     tokens = kv_cache_tokens(pool, per_sequence / workload.context)
+    mean = math.ceil(workload.prompt_len + workload.output_len / 2)
+    per_mean = kv_bytes_per_sequence_per_gpu(model, layout.kv_precision, mean, layout)
     return ServeMemoryCost(
         weights=weights,
         workspace=workspace,
@@ -173,124 +225,7 @@ def memory_cost(
         kv_per_sequence=per_sequence,
         tokens=tokens * layout.attention_dp,
         sequences=max_concurrent_sequences(tokens, workload.context) * layout.attention_dp,
-    )
-
-
-class OperatingPoint(FrozenSpec):
-    """A layout at its chosen concurrency."""
-
-    concurrency: int
-    """Sequences decoded together per replica."""
-    limit: str
-    """What bounds the concurrency."""
-    tpot: PassTime
-    """Time per output token by term."""
-    ttft_s: float
-    """Time to first token joining this batch (s)."""
-
-
-def steady_load(workload: ServeWorkload, concurrency: float, pp: int) -> PassLoad:
-    """What one stage pass carries in steady state: concurrency / pp decoding sequences at the
-    mean context ISL + OSL/2, and the prompts of the requests that replace finished ones
-    (ISL / OSL prompt tokens per decoded token). Fewer sequences than stages fill only
-    some stages: a micro-batch holds at least one sequence."""
-    micro = max(concurrency / pp, min(concurrency, 1.0))
-    return PassLoad(
-        decode_sequences=micro,
-        context=workload.prompt_len + workload.output_len / 2,
-        prefill_tokens=micro * workload.prompt_len / workload.output_len,
-        prompt_len=workload.prompt_len,
-    )
-
-
-def tpot_at(setup: ServeSetup, workload: ServeWorkload, concurrency: float) -> PassTime:
-    """Time per output token at ``concurrency`` sequences (steady state)."""
-    load = steady_load(workload, concurrency, setup.layout.pp)
-    return decode_token_time(setup, concurrency=concurrency, load=load)
-
-
-def ttft_at(setup: ServeSetup, workload: ServeWorkload, concurrency: float) -> float:
-    """Time to first token of a prompt joining ``concurrency`` running sequences (s)."""
-    running = steady_load(workload, concurrency, setup.layout.pp)
-    return ttft_time(
-        setup,
-        running=running,
-        prompt_len=workload.prompt_len,
-        chunk_tokens=workload.max_batch_tokens,
-    )
-
-
-def largest_batch(upper: int, ok: Callable[[int], bool]) -> int:
-    """Largest b in [1, upper] with ok(b), for ok monotone (true then false); 0 if none.
-
-    >>> largest_batch(100, lambda b: b * b <= 50)
-    7
-    """
-    if upper < 1 or not ok(1):
-        return 0
-    low, high = 1, upper
-    while low < high:
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if ok(mid) else (low, mid - 1)
-    return low
-
-
-def _online_concurrency(
-    setup: ServeSetup, workload: ServeWorkload, qps: float, upper: int
-) -> float:
-    """Little's law: C = qps x (TTFT + OSL x TPOT(C)), iterated from C = 1."""
-    c = 1.0
-    for _ in range(ONLINE_ITERATIONS):
-        busy = (
-            ttft_at(setup, workload, c) + workload.output_len * tpot_at(setup, workload, c).total_s
-        )
-        c = min(float(upper), max(1.0, qps * busy))
-    return c
-
-
-def operating_point(
-    setup: ServeSetup, workload: ServeWorkload, max_sequences: int
-) -> OperatingPoint | tuple[str, str]:
-    """The concurrency this layout runs at, or (reason code, detail) when no batch meets the
-    limits."""
-    pp = setup.layout.pp
-    upper, limit = max_sequences, "kv_cache"
-    if workload.max_batch_tokens * pp < upper:
-        upper, limit = workload.max_batch_tokens * pp, "max_batch_tokens"
-    if workload.concurrency is not None:
-        if workload.concurrency > max_sequences:
-            return "kv_cache", (
-                f"concurrency {workload.concurrency} exceeds the {max_sequences} "
-                f"{workload.context}-token sequences the KV cache holds"
-            )
-        upper, limit = workload.concurrency, "requested"
-    elif workload.objective == "latency" and workload.target_tokens_per_s is None:
-        upper, limit = 1, "requested"
-    for name, target, measure in (
-        ("tpot", workload.tpot_ms, lambda b: tpot_at(setup, workload, b).total_s),
-        ("ttft", workload.ttft_ms, lambda b: ttft_at(setup, workload, b)),
-    ):
-        if target is None:
-            continue
-        best = largest_batch(upper, lambda b, m=measure, t=target: m(b) <= t * MS)
-        if best == 0:
-            what = "decode step" if name == "tpot" else "time to first token"
-            return name, (
-                f"{setup.layout.short()}: batch-1 {what} {measure(1) / MS:.1f} ms exceeds "
-                f"--{name}-ms {target:g}"
-            )
-        if best < upper:
-            upper, limit = best, name
-    concurrency: float = upper
-    if workload.qps is not None and workload.concurrency is None:
-        online = _online_concurrency(setup, workload, workload.qps, upper)
-        if online < upper:
-            concurrency, limit = online, "offered_load"
-    return OperatingPoint(
-        concurrency=max(1, round(concurrency)),
-        limit=limit,
-        tpot=tpot_at(setup, workload, concurrency),
-        ttft_s=ttft_at(setup, workload, concurrency),
+        sequences_at_mean=int(pool // per_mean) * layout.attention_dp if per_mean else 0,
     )
 
 
@@ -331,6 +266,47 @@ def memory_detail(
     )
 
 
+def _targets(workload: ServeWorkload, point: OperatingPoint) -> list[TargetCheck]:
+    """Each latency target the workload sets, against the achieved figure."""
+    out = []
+    for name, _ in TARGETS:
+        target = getattr(workload, name)
+        if target is None:
+            continue
+        achieved = target_value_s(name, point.state, point.times, workload.slo_percentile) / MS
+        out.append(
+            TargetCheck(
+                name=name.removesuffix("_ms"),  # type: ignore[arg-type]
+                percentile=None if name == "tpot_ms" else workload.slo_percentile,
+                target_ms=target,
+                achieved_ms=achieved,
+                met=achieved <= target * (1 + 1e-9),
+            )
+        )
+    return out
+
+
+def _latency(
+    setup: ServeSetup, workload: ServeWorkload, mem: ServeMemoryCost, point: OperatingPoint
+) -> ServeLatency:
+    t = point.times
+    slots = min(mem.sequences or point.concurrency, workload.max_batch_tokens * setup.layout.pp)
+    if workload.concurrency is not None:
+        slots = workload.concurrency
+    capacity = capacity_requests_per_s(setup, workload, max(1, slots))
+    return ServeLatency(
+        request_rate_per_s=workload.request_rate,
+        max_request_rate_per_s=capacity * setup.layout.replicas,
+        queue_mean_s=t.queue_mean_s,
+        ttft_mean_s=t.ttft_mean_s,
+        ttft_p50_s=t.ttft_p50_s,
+        ttft_p90_s=t.ttft_p90_s,
+        e2e_mean_s=t.e2e_mean_s,
+        e2e_p50_s=t.e2e_p50_s,
+        e2e_p90_s=t.e2e_p90_s,
+    )
+
+
 def to_serve_plan(
     setup: ServeSetup,
     cluster: ClusterSpec,
@@ -340,17 +316,22 @@ def to_serve_plan(
 ) -> ServePlan:
     """Wrap the cost terms into the user-facing ServePlan."""
     model, layout, acc = setup.model, setup.layout, cluster.accelerator
-    tpot = point.tpot.total_s
+    state = point.state
+    tpot = state.tpot_s
     per_replica = point.concurrency / tpot
     read = weight_bytes_read_per_token(model, layout.precision, layout)
-    idle = PassLoad(decode_sequences=0, context=1, prefill_tokens=0)
-    prefill = ttft_time(
-        setup, running=idle, prompt_len=workload.prompt_len, chunk_tokens=workload.max_batch_tokens
-    )
     band = serve_band(acc)
-    warnings = list(band.warnings)
+    warnings = [*band.warnings, *point.warnings]
     if layout.precision in (NumberFormat.NVFP4, NumberFormat.MXFP4):
-        warnings.append(f"{layout.precision} serving is validated on one published run only")
+        warnings.append(f"{layout.precision} serving is validated on few published runs")
+    floor = decode_hbm_floor_s(
+        model,
+        layout,
+        sequences=point.concurrency,
+        context=state.context,
+        hbm_bytes_per_s=acc.hbm_bytes_per_s,
+        skew=setup.routing_skew,
+    )
     return ServePlan(
         model=model.name,
         cluster=cluster.name,
@@ -370,10 +351,10 @@ def to_serve_plan(
         decode_tokens_per_s_per_sequence=1.0 / tpot,
         batch1_ceiling_tokens_per_s=decode_ceiling_tokens_per_s(acc.hbm_bytes_per_s, read),
         ttft_s=point.ttft_s,
-        prefill_s=prefill,
+        prefill_s=idle_prefill_s(setup, workload),
         throughput_tokens_per_s=per_replica * layout.replicas,
         throughput_tokens_per_s_per_gpu=per_replica / layout.gpus_per_replica,
-        fits=mem.sequences >= 1,
+        fits=mem.sequences >= 1 or point.concurrency <= mem.sequences_at_mean,
         memory=ServeMemory(
             hbm_gib=acc.total_memory_bytes / GiB,
             capacity_gib=mem.capacity / GiB,
@@ -381,11 +362,23 @@ def to_serve_plan(
             workspace_gib=mem.workspace / GiB,
             kv_cache_gib=mem.kv_pool / GiB,
         ),
-        breakdown_s=point.tpot.as_dict(),
+        breakdown_s={**state.decode.as_dict(), "prefill": state.prefill_per_token_s},
         placement=serve_placement(cluster, layout),
         uncertainty_pct=band.uncertainty_pct,
         uncertainty_level=band.level,
         warnings=warnings,
+        decode_iteration_s=state.decode.total_s,
+        decode_hbm_floor_s=floor,
+        context_tokens=state.context,
+        latency=_latency(setup, workload, mem, point),
+        targets=_targets(workload, point),
+        engine=ServeEngine(
+            max_num_seqs=max(1, point.concurrency),
+            max_num_tokens=workload.max_batch_tokens,
+            mixed_prefill=workload.mixed_prefill,
+            kv_cache_fraction=workload.kv_cache_fraction,
+            max_model_len=workload.context,
+        ),
     )
 
 

@@ -19,22 +19,26 @@ import math
 import time
 from typing import NamedTuple
 
+from planner.cost.serving_time import ServeSetup
 from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.arguments import check_fix
 from planner.search.cpsat import LayoutSolver
 from planner.search.exhaustive import exhaustive_ranking
-from planner.search.explain import rejection_histogram
 from planner.search.serving import (
-    OperatingPoint,
+    ServeMemoryCost,
     check_serve_workload,
     memory_cost,
     memory_detail,
-    operating_point,
     replicas_for,
+    resolve_formats,
     serve_setup,
     serve_violations,
     to_serve_plan,
 )
+from planner.search.serving_disagg import disaggregate as disaggregated
+from planner.search.serving_disagg import role_candidates
+from planner.search.serving_pareto import layout_points, pareto_front
+from planner.search.serving_point import OperatingPoint, operating_point
 from planner.search.space import divisors
 from planner.search.table import to_quanta
 from planner.specs.cluster import ClusterSpec
@@ -104,9 +108,13 @@ def enumerate_serve_layouts(
 class _Scored:
     """A feasible layout at its operating point (plain holder, internal to the search)."""
 
-    def __init__(self, plan: ServePlan, point: OperatingPoint) -> None:
+    def __init__(
+        self, plan: ServePlan, point: OperatingPoint, setup: ServeSetup, mem: ServeMemoryCost
+    ) -> None:
         self.plan = plan
         self.point = point
+        self.setup = setup
+        self.mem = mem
 
 
 class _Rejected(NamedTuple):
@@ -121,14 +129,21 @@ class _Rejected(NamedTuple):
 
 
 def _score(
-    model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload, layout: ServeLayout
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: ServeWorkload,
+    layout: ServeLayout,
+    *,
+    flexible_replicas: bool = True,
 ) -> _Scored | _Rejected:
-    """Plan of one layout, or why it cannot serve the workload."""
+    """Plan of one layout, or why it cannot serve the workload. Under a request rate (or a
+    token-rate target) the fewest replicas that carry it are used; ``flexible_replicas`` False
+    keeps the layout's replicas (pinned)."""
     violations = serve_violations(model, cluster, layout)
     if violations:
         return _Rejected(*violations[0])
     mem = memory_cost(model, cluster, workload, layout)
-    if mem.sequences < 1:
+    if mem.sequences_at_mean < 1 or (mem.sequences < 1 and workload.concurrency is None):
         need = mem.weights + mem.workspace
         shortfall = (
             need / mem.capacity - 1.0
@@ -136,8 +151,12 @@ def _score(
             else mem.kv_per_sequence / max(mem.kv_pool, 1.0) - 1.0
         )
         return _Rejected(*memory_detail(layout, mem, cluster, workload.context), shortfall)
+    if workload.request_rate is not None:
+        return _score_under_rate(model, cluster, workload, layout, mem, flexible_replicas)
     setup = serve_setup(model, cluster, workload, layout)
-    point = operating_point(setup, workload, mem.sequences)
+    point = operating_point(
+        setup, workload, max_sequences=mem.sequences, sequences_at_mean=mem.sequences_at_mean
+    )
     if isinstance(point, tuple):
         return _Rejected(*point)
     plan = to_serve_plan(setup, cluster, workload, mem, point)
@@ -155,12 +174,55 @@ def _score(
         plan = to_serve_plan(
             serve_setup(model, cluster, workload, layout), cluster, workload, mem, point
         )
-    return _Scored(plan, point)
+    return _Scored(plan, point, setup, mem)
+
+
+def _score_under_rate(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: ServeWorkload,
+    layout: ServeLayout,
+    mem: ServeMemoryCost,
+    flexible_replicas: bool,
+) -> _Scored | _Rejected:
+    """The fewest replicas (at most the layout's) that carry the request rate within the
+    targets: more replicas lower each one's load, so feasibility is monotone (binary search)."""
+
+    def attempt(replicas: int) -> OperatingPoint | tuple[str, str] | tuple[str, str, float]:
+        sized = layout.model_copy(update={"replicas": replicas})
+        setup = serve_setup(model, cluster, workload, sized)
+        return operating_point(
+            setup,
+            workload,
+            max_sequences=mem.sequences,
+            sequences_at_mean=mem.sequences_at_mean,
+            replicas=replicas,
+        )
+
+    most = layout.replicas
+    best = attempt(most)
+    if isinstance(best, tuple):
+        return _Rejected(*best)
+    low, high = (1, most) if flexible_replicas else (most, most)
+    while low < high:
+        mid = (low + high) // 2
+        if isinstance(attempt(mid), tuple):
+            low = mid + 1
+        else:
+            high = mid
+    sized = layout.model_copy(update={"replicas": low})
+    point = attempt(low)
+    assert not isinstance(point, tuple)
+    setup = serve_setup(model, cluster, workload, sized)
+    return _Scored(to_serve_plan(setup, cluster, workload, mem, point), point, setup, mem)
 
 
 def objective_cost(plan: ServePlan, workload: ServeWorkload) -> int:
     """The integer cost LayoutSolver minimises for this plan (see the module docstring)."""
     throughput = round(1000 * plan.throughput_tokens_per_s_per_gpu)
+    if workload.request_rate is not None and plan.latency is not None:
+        e2e_us = min(GPU_WEIGHT - 1, round(plan.latency.e2e_p90_s * 1e6))
+        return plan.num_gpus * GPU_WEIGHT + e2e_us
     if workload.target_tokens_per_s is not None:
         return plan.num_gpus * GPU_WEIGHT - throughput
     if workload.objective == "latency":
@@ -170,16 +232,18 @@ def objective_cost(plan: ServePlan, workload: ServeWorkload) -> int:
 
 def objective_words(workload: ServeWorkload) -> str:
     """The objective, in words."""
+    if workload.request_rate is not None:
+        return f"fewest GPUs for {workload.request_rate:g} requests/s, then lowest p90 latency"
     if workload.target_tokens_per_s is not None:
         return f"min GPUs for {workload.target_tokens_per_s:,.0f} tokens/s"
     if workload.objective == "latency":
-        return "min decode_step_s (time per output token)"
-    return "max throughput_tokens_per_s_per_gpu"
+        return "shortest time per output token"
+    return "most output tokens/s per GPU"
 
 
 def objective_value(plan: ServePlan, workload: ServeWorkload) -> float:
     """The best plan's objective in the unit :func:`objective_words` names."""
-    if workload.target_tokens_per_s is not None:
+    if workload.target_tokens_per_s is not None or workload.request_rate is not None:
         return float(plan.num_gpus)
     if workload.objective == "latency":
         return plan.decode_step_s
@@ -207,7 +271,25 @@ def _rank(costs: list[int], plans: list[ServePlan], config: SolverConfig) -> tup
 
 
 def _dim_name(dim: str) -> str:
-    return dim.upper() if dim in ("tp", "pp", "ep") else dim
+    return {"attention_dp": "DP-attention", "replicas": "replicas"}.get(dim, dim.upper())
+
+
+_LIMIT_WORDS = {
+    "kv_cache": "the KV cache",
+    "max_batch_tokens": "the token budget",
+    "requested": "the requested concurrency",
+    "request_rate": "the request rate",
+}
+_TERM_WORDS = {
+    "linear": "GEMMs",
+    "attention": "attention",
+    "tp_comm": "TP comm",
+    "ep_comm": "EP comm",
+    "pp_comm": "PP sends",
+    "overhead": "fixed costs",
+    "elementwise": "norm/activation traffic",
+    "prefill": "interleaved prefill",
+}
 
 
 def why_not_serve(alt: ServePlan, best: ServePlan, workload: ServeWorkload) -> str:
@@ -229,13 +311,14 @@ def why_not_serve(alt: ServePlan, best: ServePlan, workload: ServeWorkload) -> s
         ((alt.breakdown_s[k] - best.breakdown_s.get(k, 0.0), k) for k in alt.breakdown_s),
         reverse=True,
     )
-    worse = [f"{k} +{format_seconds(d)}" for d, k in diffs if d > 1e-6][:2]
+    worse = [f"{_TERM_WORDS.get(k, k)} +{format_seconds(d)}" for d, k in diffs if d > 1e-6][:2]
     step = f"; step {format_seconds(alt.decode_step_s)}" + (
         f" ({', '.join(worse)})" if worse else ""
     )
+    limit = _LIMIT_WORDS.get(alt.concurrency_limit, f"the {alt.concurrency_limit.upper()} target")
     return (
-        f"{head}: {lead}; {alt.concurrency} sequences per replica "
-        f"(vs {best.concurrency}, limited by {alt.concurrency_limit}){step}"
+        f"{head}: {lead}; {alt.concurrency} sequence{'s' if alt.concurrency != 1 else ''} per "
+        f"replica (vs {best.concurrency}, limited by {limit}){step}"
     )
 
 
@@ -246,17 +329,21 @@ def serve_search(
     *,
     fix: dict[str, object] | None = None,
     config: SolverConfig | None = None,
+    disaggregate: bool = False,
 ) -> ServeSearchResult:
-    """Best serving layout and runners-up. InfeasibleError names the binding limit."""
+    """Best serving layout and runners-up, the throughput/latency frontier and (with
+    ``disaggregate``) the best prefill/decode split. InfeasibleError names the binding limit."""
     start = time.perf_counter()
     config = config or SolverConfig()
+    workload = resolve_formats(model, workload)
     check_serve_workload(model, cluster, workload)
     pins = _serve_pins(fix)
     layouts = enumerate_serve_layouts(model, cluster, workload, pins)
     scored: list[_Scored] = []
     rejected: list[_Rejected] = []
+    flexible = "replicas" not in pins
     for layout in layouts:
-        outcome = _score(model, cluster, workload, layout)
+        outcome = _score(model, cluster, workload, layout, flexible_replicas=flexible)
         (scored.append(outcome) if isinstance(outcome, _Scored) else rejected.append(outcome))
     counts: dict[str, int] = {}
     for rejection in rejected:
@@ -271,6 +358,17 @@ def serve_search(
         plans[i].model_copy(update={"why_not": why_not_serve(plans[i], best, workload)})
         for i in chosen[1:]
     ]
+    frontier = pareto_front(
+        [
+            point
+            for s in scored
+            for point in layout_points(s.setup, workload, _largest_batch(s, workload))
+        ]
+    )
+    split = None
+    if disaggregate:
+        roles = role_candidates(model, cluster, workload, layouts)
+        split = disaggregated(cluster, workload, roles, best)
     return ServeSearchResult(
         best=best,
         alternatives=alternatives,
@@ -284,11 +382,67 @@ def serve_search(
             objective=objective_words(workload),
             objective_value=objective_value(best, workload),
         ),
+        pareto=frontier,
+        disaggregated=split,
     )
 
 
-_REASON_ORDER = ("target", "tpot", "ttft", "kv_cache", "memory", "degrees", "divisibility")
+def _largest_batch(scored: _Scored, workload: ServeWorkload) -> int:
+    """The largest batch of a layout's frontier ladder: the requested concurrency, else what
+    its KV cache and token budget hold."""
+    if workload.concurrency is not None:
+        return workload.concurrency
+    return max(1, min(scored.mem.sequences, workload.max_batch_tokens * scored.setup.layout.pp))
+
+
+_REASON_ORDER = (
+    "target",
+    "request_rate",
+    "tpot",
+    "ttft",
+    "e2e",
+    "kv_cache",
+    "memory",
+    "degrees",
+    "divisibility",
+)
 """The closest-to-feasible reasons first: the binding limit a user can act on."""
+REASON_WORDS: dict[str, str] = {
+    "target": "the token-rate target",
+    "request_rate": "the request rate",
+    "tpot": "the TPOT target",
+    "ttft": "the TTFT target",
+    "e2e": "the end-to-end latency target",
+    "kv_cache": "the KV cache",
+    "memory": "GPU memory",
+    "degrees": "the GPU count",
+    "divisibility": "a divisibility rule",
+}
+"""Each rejection reason in words (messages and histograms name no internal codes)."""
+
+
+HISTOGRAM_WORDS: dict[str, str] = {
+    "target": "short of the token-rate target",
+    "request_rate": "short of the request rate",
+    "tpot": "over the TPOT target",
+    "ttft": "over the TTFT target",
+    "e2e": "over the end-to-end latency target",
+    "kv_cache": "short of KV cache",
+    "memory": "out of GPU memory",
+    "degrees": "needing more GPUs than the cluster has",
+    "divisibility": "breaking a divisibility rule",
+}
+"""Each rejection reason as a histogram phrase ("3 over the TPOT target")."""
+
+
+def reason_histogram(counts: dict[str, int]) -> str:
+    """Rejections by reason in words, most frequent first.
+
+    >>> reason_histogram({"tpot": 3, "kv_cache": 1})
+    '3 over the TPOT target, 1 short of KV cache'
+    """
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{n:,} {HISTOGRAM_WORDS.get(r, r)}" for r, n in ordered)
 
 
 def _infeasible_message(
@@ -305,10 +459,12 @@ def _infeasible_message(
             r.shortfall,
         ),
     )
-    histogram = rejection_histogram(counts)
+    total = sum(counts.values())
     return (
-        f"nothing serves '{model.name}' on {cluster.name}: binding limit {closest[0]}: "
-        f"{closest[1]} [{sum(counts.values())} layouts rejected: {histogram}]"
+        f"nothing serves '{model.name}' on {cluster.name}: "
+        f"{REASON_WORDS.get(closest.reason, closest.reason)} binds; closest layout "
+        f"{closest.detail} [{total:,} layout{'s' if total != 1 else ''} rejected: "
+        f"{reason_histogram(counts)}]"
     )
 
 
@@ -323,6 +479,7 @@ def serve_estimate(
 ) -> ServePlan:
     """Score one given serving layout. SpecError when it breaks a rule; InfeasibleError when it
     cannot hold its weights or one sequence, or misses a target at batch 1."""
+    workload = resolve_formats(model, workload)
     check_serve_workload(model, cluster, workload)
     layout = layout.model_copy(
         update={"precision": workload.precision, "kv_precision": workload.kv_precision}
@@ -330,7 +487,7 @@ def serve_estimate(
     violations = serve_violations(model, cluster, layout)
     if violations:
         raise SpecError("; ".join(detail for _, detail in violations))
-    outcome = _score(model, cluster, workload, layout)
+    outcome = _score(model, cluster, workload, layout, flexible_replicas=False)
     if not isinstance(outcome, _Scored):
         raise InfeasibleError(f"{outcome[0]}: {outcome[1]}")
     return outcome.plan

@@ -56,6 +56,11 @@ class AcceleratorEfficiency(FrozenSpec):
     """Fraction of the bf16 dense peak reached by fused (flash) attention kernels (0-1]."""
     hbm: float = Field(gt=0, le=1)
     """Fraction of the HBM bandwidth reached by streaming (memory-bound) kernels (0-1]."""
+    decode_hbm: float | None = Field(default=None, gt=0, le=1)
+    """Fraction of the HBM bandwidth that serving's weight and KV-cache streaming reaches
+    (decode GEMVs and paged-attention reads over large contiguous buffers, kernels launched from
+    CUDA graphs); None = ``hbm``, which is fitted on training's mix of short elementwise kernels.
+    Fixed costs (per kernel, per step) are separate terms, not folded in here."""
     expert_gemm: float = Field(gt=0, le=1)
     """Efficiency of grouped (MoE expert) GEMMs relative to a dense GEMM of the same total size:
     many small per-expert problems in one launch, ragged token counts, permuted inputs (0-1]."""
@@ -81,6 +86,8 @@ class AcceleratorEfficiency(FrozenSpec):
             check_fraction(f"efficiency.gemm.{fmt}", value)
         for key in ("attention", "hbm", "expert_gemm"):
             check_fraction(f"efficiency.{key}", getattr(self, key))
+        if self.decode_hbm is not None:
+            check_fraction("efficiency.decode_hbm", self.decode_hbm)
         return self
 
 
@@ -148,6 +155,13 @@ class AcceleratorSpec(FrozenSpec):
     def hbm_bytes_per_s(self) -> float:
         """Device memory bandwidth in bytes/s."""
         return self.hbm_bandwidth_GB_per_s * GB
+
+    @property
+    def decode_stream_bytes_per_s(self) -> float:
+        """HBM bytes/s serving's weight and KV streaming reaches: bandwidth x ``decode_hbm``
+        (``hbm`` when the catalog gives no serving figure)."""
+        eff = self.efficiency
+        return self.hbm_bytes_per_s * (eff.decode_hbm if eff.decode_hbm is not None else eff.hbm)
 
     @property
     def total_memory_bytes(self) -> float:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
+from planner.specs.formats import NumberFormat
 from planner.specs.text import Label, Name, Text
 
 FfnActivation = Literal["swiglu", "geglu", "gelu", "relu2", "relu", "swiglu_oai"]
@@ -61,6 +62,23 @@ class MoESpec(FrozenSpec):
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
         return self
+
+
+class CheckpointQuantization(FrozenSpec):
+    """How a published checkpoint stores its weights (Hugging Face ``quantization_config``):
+    what a serving deployment loads unless told otherwise."""
+
+    weights: NumberFormat
+    """Format of the quantised linear weights (``fp8`` for DeepSeek-V3's block-scaled E4M3,
+    ``mxfp4`` for gpt-oss's experts)."""
+    kv_cache: NumberFormat | None = None
+    """KV-cache format the checkpoint carries scales for (compressed-tensors
+    ``kv_cache_scheme``, ModelOpt ``kv_cache_quant_algo``); None = not stated."""
+    experts_only: bool = False
+    """Only the routed experts are quantised; attention, router, shared and dense FFN stay
+    16-bit (gpt-oss ``modules_to_not_convert``: self_attn, router, embeddings, lm_head)."""
+    source: Text = ""
+    """Where the quantisation comes from (the checkpoint's config.json)."""
 
 
 class PublishedCounts(FrozenSpec):
@@ -166,6 +184,9 @@ class ModelSpec(FrozenSpec):
     """Mixture-of-experts FFN; None for a dense model."""
     published: PublishedCounts | None = None
     """Published parameter counts, to test the computed ones against."""
+    quantization: CheckpointQuantization | None = None
+    """How the published checkpoint stores its weights; None = 16-bit (serving loads this
+    format unless ``precision`` is given; training ignores it)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:

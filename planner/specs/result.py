@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster_state import StateReport, SubproblemInfo
@@ -216,7 +216,7 @@ class ServeLayout(FrozenSpec):
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
         if self.attention_dp > 1:
-            parts.append(f"ADP{self.attention_dp}")
+            parts.append(f"DP-attention{self.attention_dp}")
         return " ".join(parts) + f" x{self.replicas} {self.precision} kv-{self.kv_precision}"
 
 
@@ -233,6 +233,63 @@ class ServeMemory(FrozenSpec):
     """Activation workspace of one forward step of max_batch_tokens tokens (GiB)."""
     kv_cache_gib: NonNegativeFloat
     """KV-cache pool: the free memory times the KV-cache fraction (GiB)."""
+
+
+class ServeLatency(FrozenSpec):
+    """Request latencies at the plan's load (seconds): with queueing under a request rate
+    (Poisson arrivals; model in :mod:`planner.cost.serving_queue`), else for a request that
+    joins the running batch without waiting."""
+
+    request_rate_per_s: NonNegativeFloat | None = None
+    """Requests/s offered to the deployment; None = saturated (no rate given)."""
+    max_request_rate_per_s: NonNegativeFloat
+    """Requests/s the deployment completes with every batch slot busy (its capacity)."""
+    queue_mean_s: NonNegativeFloat
+    """Mean wait for a batch slot and for the prefill (s)."""
+    ttft_mean_s: NonNegativeFloat
+    """Mean time to first token (s)."""
+    ttft_p50_s: NonNegativeFloat
+    """Median time to first token (s)."""
+    ttft_p90_s: NonNegativeFloat
+    """90th-percentile time to first token (s)."""
+    e2e_mean_s: NonNegativeFloat
+    """Mean end-to-end latency of a request: TTFT + (OSL - 1) x TPOT (s)."""
+    e2e_p50_s: NonNegativeFloat
+    """Median end-to-end latency (s)."""
+    e2e_p90_s: NonNegativeFloat
+    """90th-percentile end-to-end latency (s)."""
+
+
+class TargetCheck(FrozenSpec):
+    """One latency target against what the plan achieves."""
+
+    name: Literal["tpot", "ttft", "e2e"]
+    """Which target: mean time per output token, time to first token, end-to-end latency."""
+    percentile: int | None = None
+    """Percentile the target applies to (None = the mean)."""
+    target_ms: PositiveFloat
+    """The target (ms)."""
+    achieved_ms: NonNegativeFloat
+    """What the plan achieves (ms)."""
+    met: bool
+    """achieved <= target."""
+
+
+class ServeEngine(FrozenSpec):
+    """The engine settings the prediction assumed; exports spell them as each engine does."""
+
+    max_num_seqs: PositiveInt
+    """Sequences one replica batches at most (vLLM ``--max-num-seqs``, SGLang
+    ``--max-running-requests``, TensorRT-LLM ``max_batch_size``)."""
+    max_num_tokens: PositiveInt
+    """Token budget of one forward pass (vLLM ``--max-num-batched-tokens``, SGLang
+    ``--chunked-prefill-size``, TensorRT-LLM ``max_num_tokens``)."""
+    mixed_prefill: bool
+    """Prefill chunks ride the decode passes (chunked prefill mixed with decodes)."""
+    kv_cache_fraction: float
+    """Share of the free memory given to the KV cache."""
+    max_model_len: PositiveInt
+    """Context each sequence may reach (tokens)."""
 
 
 class ServePlan(FrozenSpec):
@@ -275,7 +332,8 @@ class ServePlan(FrozenSpec):
     """What bounds ``concurrency``: kv_cache, tpot, ttft, requested, offered_load or
     max_batch_tokens."""
     decode_step_s: NonNegativeFloat
-    """Time per output token of a sequence at this concurrency (s)."""
+    """Mean time per output token (TPOT) of a sequence at this concurrency: a decode iteration
+    plus the prefill work interleaved with it (s)."""
     decode_tokens_per_s_per_sequence: NonNegativeFloat
     """Output tokens/s one sequence sees (1 / decode_step_s)."""
     batch1_ceiling_tokens_per_s: NonNegativeFloat
@@ -294,10 +352,24 @@ class ServePlan(FrozenSpec):
     memory: ServeMemory
     """Memory per GPU."""
     breakdown_s: dict[str, float]
-    """Decode step by term (linear, attention, tp_comm, ep_comm, pp_comm, overhead), seconds per
-    output token; they sum to decode_step_s."""
+    """Time per output token by term (linear, attention, tp_comm, ep_comm, pp_comm, overhead,
+    elementwise: the HBM traffic of norms, rotary and activations, and prefill: the prompt
+    chunks interleaved with the decode iterations), seconds; they sum to decode_step_s."""
     placement: dict[str, PlacementEntry]
     """Per parallel dimension: where its groups land."""
+    decode_iteration_s: NonNegativeFloat = 0.0
+    """One decode-only iteration at this concurrency (no prompt tokens in it) (s)."""
+    decode_hbm_floor_s: NonNegativeFloat = 0.0
+    """HBM floor of that iteration: weight bytes it touches + KV bytes it reads, per GPU, over
+    the spec-sheet bandwidth (s); the iteration can never be faster."""
+    context_tokens: NonNegativeFloat = 0.0
+    """Mean context of a decoding sequence the prediction assumes (tokens)."""
+    latency: ServeLatency | None = None
+    """Request latencies at this load (with queueing under a request rate)."""
+    targets: list[TargetCheck] = Field(default_factory=list)
+    """Each latency target against the achieved figure."""
+    engine: ServeEngine | None = None
+    """The engine settings the prediction assumed."""
     uncertainty_pct: float | None = None
     """Half-width of the error band (percent): the ``uncertainty_level`` quantile of |error| of
     the serving validation rows of this accelerator family (scored, not fitted), widened by the
@@ -309,6 +381,69 @@ class ServePlan(FrozenSpec):
     """What the prediction does not know."""
     why_not: str | None = None
     """For an alternative: why it loses to the best plan."""
+
+
+class ParetoPoint(FrozenSpec):
+    """One (layout, batch) on the throughput-per-GPU vs per-user frontier."""
+
+    layout: ServeLayout
+    """The replica layout (replicas: as many as the cluster holds)."""
+    concurrency: PositiveInt
+    """Sequences per replica."""
+    tokens_per_s_per_gpu: NonNegativeFloat
+    """Output tokens/s per GPU."""
+    tokens_per_s_per_user: NonNegativeFloat
+    """Output tokens/s one sequence sees (1 / TPOT)."""
+    tpot_s: NonNegativeFloat
+    """Mean time per output token (s)."""
+    ttft_s: NonNegativeFloat
+    """Time to first token joining that batch, without queueing (s)."""
+
+
+class ServePool(FrozenSpec):
+    """One pool of a disaggregated deployment: identical instances of one layout."""
+
+    role: Literal["prefill", "decode"]
+    """What the pool runs."""
+    layout: ServeLayout
+    """One instance's layout (``replicas`` = instances)."""
+    instances: PositiveInt
+    """Instances in the pool."""
+    num_gpus: PositiveInt
+    """GPUs of the pool."""
+    concurrency: PositiveInt
+    """Decode: sequences per instance; prefill: prompts one forward pass carries."""
+    requests_per_s: NonNegativeFloat
+    """Requests/s the pool completes at full load."""
+
+
+class DisaggregatedPlan(FrozenSpec):
+    """Prefill and decode on separate pools (xPyD), with the KV cache sent between them."""
+
+    prefill: ServePool
+    """The prefill pool (x instances)."""
+    decode: ServePool
+    """The decode pool (y instances)."""
+    num_gpus: PositiveInt
+    """GPUs of both pools."""
+    kv_transfer_s: NonNegativeFloat
+    """Time to send one prompt's KV cache from a prefill to a decode instance (s)."""
+    kv_link: Text
+    """The link the KV cache crosses (from the cluster graph)."""
+    ttft_s: NonNegativeFloat
+    """Prefill on an idle instance + KV transfer + the first decode step (s)."""
+    tpot_s: NonNegativeFloat
+    """Time per output token of the decode pool (decode-only iterations) (s)."""
+    throughput_tokens_per_s: NonNegativeFloat
+    """Output tokens/s of the deployment: the slower pool's requests/s x OSL."""
+    throughput_tokens_per_s_per_gpu: NonNegativeFloat
+    """Output tokens/s per GPU."""
+    aggregated_tokens_per_s_per_gpu: NonNegativeFloat
+    """The best aggregated plan's tokens/s per GPU, for comparison."""
+    speedup: float
+    """Disaggregated over aggregated tokens/s per GPU."""
+    verdict: Text
+    """Which wins, and why, in one sentence."""
 
 
 class ServeSolverInfo(FrozenSpec):
@@ -345,3 +480,9 @@ class ServeSearchResult(FrozenSpec):
     """Rejected layouts counted by reason code."""
     solver: ServeSolverInfo
     """Solver status."""
+    pareto: list[ParetoPoint] = Field(default_factory=list)
+    """Output tokens/s per GPU against tokens/s per user over every feasible layout and batch
+    size (powers of two up to what the KV cache and the token budget hold; latency targets
+    ignored): the non-dominated points, fastest per user first."""
+    disaggregated: DisaggregatedPlan | None = None
+    """The best prefill/decode split (with ``disaggregate``), compared with ``best``."""

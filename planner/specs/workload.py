@@ -225,23 +225,35 @@ class ServeWorkload(FrozenSpec):
     """Prompt tokens per request."""
     output_len: PositiveInt = 1024
     """Generated tokens per request."""
-    precision: NumberFormat = NumberFormat.BF16
-    """Weight format."""
-    kv_precision: NumberFormat = NumberFormat.BF16
-    """KV-cache format."""
+    precision: NumberFormat | None = None
+    """Weight format; None = the checkpoint's (the model's ``quantization``, e.g. FP8 for
+    DeepSeek-V3, MXFP4 for gpt-oss), else bf16."""
+    kv_precision: NumberFormat | None = None
+    """KV-cache format; None = the checkpoint's KV format when it states one, else FP8 with
+    8-bit or narrower weights (TensorRT-LLM ModelOpt checkpoints store an FP8 cache), else the
+    16-bit weight format."""
     compute_precision: NumberFormat | None = None
     """Format of the GEMM inputs (activations); None = the weight format when the tensor cores
     run it, else bf16 (weight-only quantisation, e.g. FP8 weights on A100)."""
     concurrency: PositiveInt | None = None
     """Fixed batch: sequences decoded together per replica; None = the largest that fits the KV
-    cache and the latency targets."""
+    cache and the latency targets (or what the request rate brings). A batch beyond what the
+    cache holds at full context runs at the requests' mean context, with a warning."""
     tpot_ms: PositiveFloat | None = None
-    """Target time per output token (decode step latency, ms); None = no target."""
+    """Target mean time per output token (decode iterations with the prefill interleaved, ms);
+    None = no target."""
     ttft_ms: PositiveFloat | None = None
-    """Target time to first token (ms, without queueing); None = no target."""
+    """Target time to first token (ms) at ``slo_percentile`` with queueing when a request rate
+    is given, else of a prompt joining the running batch; None = no target."""
+    e2e_ms: PositiveFloat | None = None
+    """Target end-to-end latency of a request (ms), at ``slo_percentile`` like ``ttft_ms``;
+    None = no target."""
+    slo_percentile: Literal[50, 90] = 90
+    """Percentile of the request latencies the TTFT and end-to-end targets apply to."""
     objective: Literal["throughput", "latency"] = "throughput"
     """What the search optimises: output tokens/s per GPU (throughput) or the time per output
-    token at the requested concurrency (latency). ``target_tokens_per_s`` overrides both."""
+    token at the requested concurrency (latency). ``target_tokens_per_s`` and
+    ``request_rate`` override both (fewest GPUs)."""
     target_tokens_per_s: PositiveFloat | None = None
     """Aggregate output tokens/s the deployment must sustain: the search then picks the fewest
     GPUs (replicas of the best layout) that reach it; None = use the whole cluster."""
@@ -250,11 +262,23 @@ class ServeWorkload(FrozenSpec):
     that the KV cache may take (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``, default 0.9;
     NVIDIA's published tables use 0.95)."""
     max_batch_tokens: PositiveInt = 8192
-    """Tokens one forward step may carry (prefill chunk + decodes): sizes the activation
-    workspace (TensorRT-LLM ``max_num_tokens``, default 8192)."""
-    qps: PositiveFloat | None = None
-    """Offered request rate (requests/s per replica) for an online estimate; None = saturated
-    (the batch is as large as the limits allow)."""
+    """The engine's token budget: tokens one forward pass may carry (decodes + a prefill
+    chunk); sizes the activation workspace and the prefill chunks (TensorRT-LLM
+    ``max_num_tokens``, vLLM ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``;
+    CLI ``--max-num-tokens``, default 8192)."""
+    mixed_prefill: bool = True
+    """Prefill chunks ride the decode passes (vLLM V1 chunked prefill, TensorRT-LLM in-flight
+    batching, SGLang ``--enable-mixed-chunk``); False = prefill-only passes that pause decoding
+    (SGLang's default)."""
+    request_rate: PositiveFloat | None = None
+    """Offered load: Poisson arrivals, requests/s to the whole deployment (spread evenly over
+    its replicas); latencies then include queueing and the search picks the fewest GPUs that
+    sustain the rate within the targets. None = saturated (the batch is as large as the limits
+    allow)."""
+    routing_skew: float = Field(default=0.0, ge=0.0, le=4.0)
+    """MoE only: Zipf exponent s of the experts' shares of the router's choices,
+    p_i ~ (i + 1)^-s (0 = uniform routing; 1 = the most popular expert takes twice the second's
+    share). Skew lowers the experts a step touches and loads the busiest EP rank."""
 
     @model_validator(mode="after")
     def _request_fits_context(self) -> ServeWorkload:

@@ -1,9 +1,11 @@
 """Serving command lines: ``vllm serve`` and ``python -m sglang.launch_server``.
 
 From a serving plan (``planner.serve_search`` / ``serve_estimate``) the replica's TP, PP, EP,
-attention DP, KV-cache format and concurrency map onto the servers' flags, one command per
-replica. From a training plan the TP and PP are carried over as a best effort, and the output
-says so: a serving search sizes TP and replicas for latency and KV cache.
+attention DP, KV-cache format and the engine settings the prediction assumed (max batch, token
+budget, chunked prefill mixed with decodes, the memory given to weights and KV) map onto the
+servers' flags, one command per replica. From a training plan the TP and PP are carried over as
+a best effort, and the output says so: a serving search sizes TP and replicas for latency and KV
+cache.
 
 Names checked against vllm-project/vllm commit 99d7eb5 (v0.11 line, ``vllm/engine/arg_utils.py``)
 and sgl-project/sglang commit 001067f (``python/sglang/srt/server_args.py``); the lists are
@@ -43,16 +45,33 @@ class Replica:
     kv_precision: str
     context: int
     concurrency: int
+    max_num_tokens: int = 0
+    mixed_prefill: bool = True
+    memory_fraction: float = 0.0
+    """(weights + workspace + KV cache) / HBM: vLLM ``--gpu-memory-utilization``."""
+    static_fraction: float = 0.0
+    """(weights + KV cache) / HBM: SGLang ``--mem-fraction-static``."""
 
 
 def replica(job: ExportJob) -> Replica:
     """The replica to launch; notes the best effort when the plan is a training plan."""
     if isinstance(job.plan, ServePlan):
-        layout = job.plan.layout
+        plan = job.plan
+        layout = plan.layout
         context = job.workload.context if isinstance(job.workload, ServeWorkload) else 8192
+        engine, mem = plan.engine, plan.memory
+        fractions = (
+            (mem.weights_gib + mem.workspace_gib + mem.kv_cache_gib) / mem.hbm_gib,
+            (mem.weights_gib + mem.kv_cache_gib) / mem.hbm_gib,
+        )
         return Replica(
             layout.tp, layout.pp, layout.ep, layout.attention_dp, layout.replicas,
-            str(layout.precision), str(layout.kv_precision), context, job.plan.concurrency,
+            str(layout.precision), str(layout.kv_precision),
+            engine.max_model_len if engine else context,
+            engine.max_num_seqs if engine else plan.concurrency,
+            engine.max_num_tokens if engine else 0,
+            engine.mixed_prefill if engine else True,
+            *(round(f - 0.005, 2) if engine else 0.0 for f in fractions),
         )  # fmt: skip
     plan, workload = job.train
     layout = plan.layout
@@ -126,7 +145,21 @@ def vllm_argv(job: ExportJob) -> list[str]:
     else:
         _unsupported_precision(job, "vLLM", "KV cache", rep.kv_precision)
     if rep.concurrency:
-        argv += ["--max-num-seqs", str(rep.concurrency)]
+        per_engine = -(-rep.concurrency // dp)
+        argv += ["--max-num-seqs", str(per_engine)]
+        if dp > 1:
+            job.note(
+                f"--max-num-seqs is per data-parallel engine: {rep.concurrency} sequences over "
+                f"{dp} engines"
+            )
+    if rep.max_num_tokens:
+        argv += ["--max-num-batched-tokens", str(rep.max_num_tokens)]
+        if rep.mixed_prefill:
+            argv.append("--enable-chunked-prefill")
+        else:
+            job.note("prefill runs in its own passes here; vLLM V1 always mixes chunked prefill")
+    if rep.memory_fraction > 0:
+        argv += ["--gpu-memory-utilization", f"{rep.memory_fraction:.2f}"]
     if nodes > 1:
         argv += ["--distributed-executor-backend", "ray"]
         job.note(f"one replica spans {nodes} nodes: start a Ray cluster over them first")
@@ -154,6 +187,13 @@ def sglang_argv(job: ExportJob) -> list[str]:
         _unsupported_precision(job, "SGLang", "KV cache", rep.kv_precision)
     if rep.concurrency:
         argv += ["--max-running-requests", str(rep.concurrency)]
+    if rep.max_num_tokens:
+        argv += ["--chunked-prefill-size", str(rep.max_num_tokens)]
+        argv += ["--max-prefill-tokens", str(rep.max_num_tokens)]
+        if rep.mixed_prefill:
+            argv.append("--enable-mixed-chunk")
+    if rep.static_fraction > 0:
+        argv += ["--mem-fraction-static", f"{rep.static_fraction:.2f}"]
     if nodes > 1:
         argv += ["--nnodes", str(nodes), "--node-rank", "0"]
         argv += ["--dist-init-addr", f"node0:{_DIST_INIT_PORT}"]

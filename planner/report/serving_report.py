@@ -1,0 +1,134 @@
+"""The serving search as a report: Markdown, or one self-contained HTML page with the
+throughput/latency frontier drawn as an inline SVG (axes, ticks, gridlines; no scripts, nothing
+fetched). Pure functions of a ServeSearchResult (``layout search --mode serve --report FILE``).
+"""
+
+from __future__ import annotations
+
+from string import Template
+
+from planner.report.quote import html_text, markdown_cell
+from planner.report.serving import disaggregated_lines, serve_plan_lines
+from planner.report.svg import xy_chart
+from planner.specs.result import ParetoPoint, ServeSearchResult
+
+FRONTIER_HEADER = [
+    "layout",
+    "sequences per replica",
+    "tokens/s per user",
+    "tokens/s per GPU",
+    "TPOT (ms)",
+    "TTFT (ms)",
+]
+"""Columns of the frontier table."""
+
+PAGE = Template("""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>$title</title>
+<style>
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto;
+       max-width: 1100px; padding: 0 16px; color: #1f2328; background: #ffffff; }
+h1 { font-size: 22px; margin-bottom: 4px; }
+h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
+pre { background: #f6f8fa; padding: 10px 14px; font-size: 12px; overflow-x: auto; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; }
+th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+svg.chart { max-width: 100%; height: auto; }
+</style>
+</head>
+<body>
+<h1>$title</h1>
+<h2>Best plan</h2>
+<pre>$plan</pre>
+<h2>Throughput per GPU against speed per user</h2>
+$chart
+$table
+$disaggregated
+</body>
+</html>
+""")
+
+
+def _title(result: ServeSearchResult) -> str:
+    best = result.best
+    return f"Serving {best.model} on {best.cluster}"
+
+
+def frontier_rows(points: list[ParetoPoint]) -> list[list[str]]:
+    """One row per frontier point, fastest per user first."""
+    return [
+        [
+            p.layout.short().split(" x")[0],
+            f"{p.concurrency:,}",
+            f"{p.tokens_per_s_per_user:,.1f}",
+            f"{p.tokens_per_s_per_gpu:,.0f}",
+            f"{p.tpot_s * 1e3:,.1f}",
+            f"{p.ttft_s * 1e3:,.0f}",
+        ]
+        for p in points
+    ]
+
+
+def frontier_chart(points: list[ParetoPoint]) -> str:
+    """The frontier as an SVG: tokens/s per user (x) against tokens/s per GPU (y)."""
+    data = [
+        (
+            p.tokens_per_s_per_user,
+            p.tokens_per_s_per_gpu,
+            f"{p.layout.short().split(' x')[0]}, {p.concurrency} per replica",
+        )
+        for p in points
+    ]
+    return xy_chart(
+        data,
+        title="Pareto frontier over layouts and batch sizes",
+        x_label="output tokens/s per user",
+        y_label="output tokens/s per GPU",
+        value_format=lambda v: f"{v:,.0f}",
+    )
+
+
+def serving_markdown(result: ServeSearchResult) -> str:
+    """The report in Markdown (the frontier as a table)."""
+    lines = [f"# {markdown_cell(_title(result))}", "", "## Best plan", "", "```"]
+    lines += serve_plan_lines(result.best)
+    lines += ["```", "", "## Throughput per GPU against speed per user", ""]
+    lines.append("| " + " | ".join(FRONTIER_HEADER) + " |")
+    lines.append("| --- |" + " ---: |" * (len(FRONTIER_HEADER) - 1))
+    for row in frontier_rows(result.pareto):
+        lines.append("| " + " | ".join(markdown_cell(c) for c in row) + " |")
+    if result.disaggregated is not None:
+        lines += ["", "## Disaggregated prefill and decode", "", "```"]
+        lines += disaggregated_lines(result.disaggregated)
+        lines.append("```")
+    return "\n".join(lines) + "\n"
+
+
+def serving_html(result: ServeSearchResult) -> str:
+    """The report as one self-contained HTML page with the frontier plot."""
+    head = "".join(f"<th>{html_text(h)}</th>" for h in FRONTIER_HEADER)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="num">{html_text(c)}</td>' if i else f"<td>{html_text(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in frontier_rows(result.pareto)
+    )
+    split = ""
+    if result.disaggregated is not None:
+        text = "\n".join(disaggregated_lines(result.disaggregated))
+        split = f"<h2>Disaggregated prefill and decode</h2>\n<pre>{html_text(text)}</pre>"
+    return PAGE.substitute(
+        title=html_text(_title(result)),
+        plan=html_text("\n".join(serve_plan_lines(result.best))),
+        chart=frontier_chart(result.pareto) if result.pareto else "<p>no frontier</p>",
+        table=f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>",
+        disaggregated=split,
+    )
