@@ -67,10 +67,9 @@ PASSES = 4
 MIN_ROWS_PER_FORMAT = 3
 """A format's GEMM efficiency is fitted only from at least this many rows; else the prior stays."""
 MIN_FIT_ROWS = 6
-"""A family is fitted only on at least this many rows ..."""
-MIN_FIT_SOURCES = 2
-"""... from at least this many sources: fewer would fit one publication's way of measuring (a
-family without a fit keeps its catalog priors, and its band widens, ``topologies/trust.yaml``)."""
+"""A family is fitted only on at least this many rows: fewer would fit one publication's few
+runs (PaLM's two, Frontier's two); a family without a fit keeps its catalog priors, and its
+band widens (``topologies/trust.yaml``)."""
 PRIOR_WEIGHT = 0.05
 """Weight of the squared relative distance to the catalog prior in the loss."""
 
@@ -163,14 +162,12 @@ def _with(eff: AcceleratorEfficiency, name: str, value: float) -> AcceleratorEff
 
 
 def fittable(cases: Sequence[PreparedCase]) -> bool:
-    """Whether ``cases`` are enough to fit a family's factors (:data:`MIN_FIT_ROWS` rows from
-    :data:`MIN_FIT_SOURCES` sources).
+    """Whether ``cases`` are enough to fit a family's factors (:data:`MIN_FIT_ROWS` rows).
 
     >>> fittable([])
     False
     """
-    sources = {source_of(c.id) for c in cases}
-    return len(cases) >= MIN_FIT_ROWS and len(sources) >= MIN_FIT_SOURCES
+    return len(cases) >= MIN_FIT_ROWS
 
 
 def fitted_names(cases: Sequence[PreparedCase]) -> list[str]:
@@ -292,8 +289,8 @@ def calibrate_family(
         eff, fit = prior, EfficiencyFit()
         method = (
             f"not fitted: {len(cases)} rows from {len({source_of(c.id) for c in cases})} "
-            f"source(s), fewer than {MIN_FIT_ROWS} rows from {MIN_FIT_SOURCES} sources; the "
-            "catalog priors stay, and the errors below are theirs"
+            f"source(s), fewer than {MIN_FIT_ROWS}; the catalog priors stay, and the errors "
+            "below are theirs"
         )
     serving = serving_errors(accelerator.family, eff)
     serving_summary = {"serving": ResidualSummary.of(list(serving.values()))} if serving else {}
