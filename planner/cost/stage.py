@@ -4,6 +4,7 @@ EP communication on its critical path; and the stage's memory."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 from planner.cost.comm import (
     all_gather_time,
@@ -23,6 +24,7 @@ from planner.cost.gemm import (
     NORM_BYTES_PER_HIDDEN,
     NORM_RESIDUAL_BYTES_PER_HIDDEN,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
+    GemmShape,
     elementwise_bytes_per_token,
     gemm_time,
     layer_gemms,
@@ -44,6 +46,7 @@ from planner.cost.memory import (
     weight_bytes,
 )
 from planner.cost.params import embedding_params, norm_params
+from planner.cost.partition import StageContents, stage_contents
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.profile import layer_table
 from planner.specs.base import FrozenSpec
@@ -52,6 +55,7 @@ from planner.specs.formats import NumberFormat, bytes_per_value
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
 from planner.units import US
 
@@ -167,37 +171,54 @@ def selective_recompute_time(
     return time + tokens * streamed / tp / hbm
 
 
-def microbatch_compute(
-    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout, stage: int
-) -> tuple[float, float, float, float]:
-    """(forward, backward, attention-core forward, linear-GEMM forward) seconds of one
-    micro-batch on ``stage``.
+class LayersForward(NamedTuple):
+    """Forward seconds of a set of layers for one micro-batch on one GPU, by kind of work."""
+
+    linear: float
+    """Linear GEMMs."""
+    attention: float
+    """Attention cores (forward)."""
+    attention_backward: float
+    """Attention cores (backward)."""
+    memory_bound: float
+    """Norms, activations, residuals, casts at HBM bandwidth."""
+    unfused_forward: float
+    """Kernels the framework leaves unfused, forward."""
+    unfused_backward: float
+    """The same, backward."""
+    num_moe: float
+    """MoE layers among them."""
+
+    @property
+    def recomputable(self) -> float:
+        """What full recomputation runs again (s): the whole forward of these layers."""
+        return self.linear + self.attention + self.memory_bound + self.unfused_forward
+
+
+def layers_forward(
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    layers: tuple[range, ...],
+) -> LayersForward:
+    """Forward time of ``layers`` (index ranges) for one micro-batch on one GPU.
 
     GEMMs: :mod:`planner.cost.gemm` at the precision's peak; attention cores (flash attention) at
     the bf16 peak x attention efficiency, slowed where the exponential units bound them
     (:func:`planner.cost.compute.attention_exp_bound_factors`, each pass on its own); memory-bound
     kernels at HBM bandwidth x eta_hbm, with the casts of low-precision inputs and the kernels the
     framework leaves unfused (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`, their own
-    backward traffic); backward = 2 x forward otherwise (input and weight gradients); the last
-    stage adds the logits GEMM and the loss's passes over the logits
-    (:func:`planner.cost.compute.cross_entropy_time`); full recompute adds a forward, selective
-    the modules ``workload.recompute_modules`` names (:func:`selective_recompute_time`).
+    backward traffic).
     """
     tokens = layout.mbs * workload.seq_len / layout.cp
     fmt = layout.precision
-    layers = stage_layers(model, layout.pp, stage)
     table = layer_table(model, workload.seq_len)
-    num_moe = table.total("moe_layers", layers)
-    num_dense = len(layers) - num_moe
-    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
-    rates = (
-        acc.peak_flop_per_s(fmt),
-        acc.gemm_efficiency(fmt),
-        bytes_per_value(fmt),
-        hbm,
-        acc.efficiency.kernel_overhead_us * US,
-        acc.efficiency.expert_gemm,
-    )
+    num_layers = sum(len(r) for r in layers)
+    num_moe = table.sum("moe_layers", layers)
+    num_dense = num_layers - num_moe
+    rates = _rates(acc, fmt)
+    hbm = rates[3]
     degrees = (layout.tp, layout.ep, layout.etp)
     dense_t, dense_in = (
         _layer_linear_time(model, tokens, False, degrees, rates) if num_dense else (0, 0)
@@ -207,7 +228,7 @@ def microbatch_compute(
     bf16 = NumberFormat.BF16
     if workload.flash_attention:
         attention_mma = matmul_time(
-            tokens * table.total("attention_flops", layers) / layout.tp,
+            tokens * table.sum("attention_flops", layers) / layout.tp,
             peak_flop_per_s=acc.peak_flop_per_s(bf16),
             efficiency=acc.efficiency.attention,
         )
@@ -215,7 +236,7 @@ def microbatch_compute(
         attention = attention_mma * exp_forward
         attention_backward = 2.0 * attention_mma * exp_backward
     else:
-        attention = unfused_attention_time(model, acc, workload, layout, len(layers))
+        attention = unfused_attention_time(model, acc, workload, layout, num_layers)
         attention_backward = 2.0 * attention
     streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
     streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
@@ -224,40 +245,129 @@ def microbatch_compute(
     memory_bound = tokens * streamed / layout.tp / hbm
     if not workload.sequence_parallel and layout.tp > 1:
         # norms and residual adds run on every TP rank's full sequence
-        repeated = NORM_RESIDUAL_BYTES_PER_HIDDEN * model.hidden_size * len(layers)
+        repeated = NORM_RESIDUAL_BYTES_PER_HIDDEN * model.hidden_size * num_layers
         memory_bound += tokens * repeated * (1.0 - 1.0 / layout.tp) / hbm
     unfused_forward, unfused_backward = _unfused_kernel_time(
         model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates
     )
+    return LayersForward(
+        linear, attention, attention_backward, memory_bound, unfused_forward, unfused_backward,
+        num_moe,
+    )  # fmt: skip
+
+
+def _rates(
+    acc: AcceleratorSpec, fmt: NumberFormat
+) -> tuple[float, float, float, float, float, float]:
+    """(peak FLOP/s, GEMM efficiency, bytes per value, effective HBM bytes/s, kernel overhead s,
+    expert-GEMM factor) of ``acc`` in ``fmt``."""
+    return (
+        acc.peak_flop_per_s(fmt),
+        acc.gemm_efficiency(fmt),
+        bytes_per_value(fmt),
+        acc.hbm_bytes_per_s * acc.efficiency.hbm,
+        acc.efficiency.kernel_overhead_us * US,
+        acc.efficiency.expert_gemm,
+    )
+
+
+def head_forward(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout
+) -> tuple[float, float, float]:
+    """(logits forward, loss forward, loss backward) seconds of one pass of the output layer
+    and loss for one micro-batch: the logits GEMM at the bf16 peak and the loss's passes over
+    the logits (:func:`planner.cost.compute.cross_entropy_time`)."""
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    bf16 = NumberFormat.BF16
+    logits = matmul_time(
+        tokens * logits_flops_per_token(model) / layout.tp,
+        peak_flop_per_s=acc.peak_flop_per_s(bf16),
+        efficiency=acc.gemm_efficiency(bf16),
+    )
+    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
+    loss_forward, loss_backward = cross_entropy_time(
+        tokens, model.vocab_size / layout.tp, workload.cross_entropy, hbm
+    )
+    return logits, loss_forward, loss_backward
+
+
+def mtp_projection_time(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout
+) -> float:
+    """Forward seconds of one MTP module's 2D -> D projection (DeepSeek-V3 ``eh_proj``,
+    column-parallel over tp; arXiv 2412.19437 section 2.2) for one micro-batch; its two norms
+    are not counted."""
+    d = model.hidden_size
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    rates = _rates(acc, layout.precision)
+    projection = GemmShape(name="mtp_proj", m=tokens, k=2 * d, n=d / layout.tp, count=1)
+    return gemm_time(
+        projection,
+        peak_flop_per_s=rates[0],
+        efficiency=rates[1],
+        bytes_per_value=rates[2],
+        hbm_bytes_per_s=rates[3],
+        kernel_overhead_s=rates[4],
+    )
+
+
+def microbatch_compute(
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    stage: int,
+    *,
+    split: PipelineSplit | None = None,
+    contents: StageContents | None = None,
+) -> tuple[float, float, float, float]:
+    """(forward, backward, attention-core forward, linear-GEMM forward) seconds of one
+    micro-batch on ``stage`` (its layers under ``split``, or the even split; or ``contents``
+    when given, e.g. one layer for the stage partition's tables).
+
+    The layers: :func:`layers_forward`; backward = 2 x forward otherwise (input and weight
+    gradients); the stage holding the output layer adds the logits GEMM and the loss's passes
+    over the logits (:func:`head_forward`, once per MTP module too); full recompute adds the
+    forward of the layers it recomputes, selective the modules ``workload.recompute_modules``
+    names (:func:`selective_recompute_time`).
+    """
+    contents = contents or stage_contents(model, workload, layout, stage, split)
+    part = layers_forward(model, acc, workload, layout, contents.layers)
     logits = loss_forward = loss_backward = 0.0
-    if stage == layout.pp - 1:
-        logits = matmul_time(
-            tokens * logits_flops_per_token(model) / layout.tp,
-            peak_flop_per_s=acc.peak_flop_per_s(bf16),
-            efficiency=acc.gemm_efficiency(bf16),
+    heads = contents.num_heads
+    if heads:
+        logits, loss_forward, loss_backward = (
+            heads * t for t in head_forward(model, acc, workload, layout)
         )
-        loss_forward, loss_backward = cross_entropy_time(
-            tokens, model.vocab_size / layout.tp, workload.cross_entropy, hbm
-        )
-    forward = linear + attention + memory_bound + logits
-    backward = 2.0 * (forward - attention) + attention_backward + loss_backward + unfused_backward
-    forward += loss_forward + unfused_forward
+    if contents.mtp:
+        logits += contents.mtp * mtp_projection_time(model, acc, workload, layout)
+    forward = part.linear + part.attention + part.memory_bound + logits
+    backward = (
+        2.0 * (forward - part.attention)
+        + part.attention_backward
+        + loss_backward
+        + part.unfused_backward
+    )
+    forward += loss_forward + part.unfused_forward
     if layout.recompute is Recompute.FULL:
-        backward += recomputed_fraction(workload, layout, len(layers)) * (
-            linear + attention + memory_bound + unfused_forward
-        )
+        if contents.recomputed is None:
+            fraction = recomputed_fraction(workload, layout, contents.num_layers)
+            backward += fraction * part.recomputable
+        elif contents.num_recomputed:
+            again = layers_forward(model, acc, workload, layout, contents.recomputed)
+            backward += again.recomputable
     elif layout.recompute is Recompute.SELECTIVE:
         backward += selective_recompute_time(
             model,
             workload,
-            tokens=tokens,
-            num_dense=num_dense,
-            num_moe=num_moe,
-            degrees=degrees,
-            rates=rates,
-            attention_s=attention,
+            tokens=layout.mbs * workload.seq_len / layout.cp,
+            num_dense=int(contents.num_layers - part.num_moe),
+            num_moe=part.num_moe,
+            degrees=(layout.tp, layout.ep, layout.etp),
+            rates=_rates(acc, layout.precision),
+            attention_s=part.attention,
         )
-    return forward, backward, attention, linear
+    return forward, backward, part.attention, part.linear
 
 
 def _unfused_kernel_time(
@@ -321,6 +431,7 @@ def tp_comm_per_microbatch(
     *,
     linear_s: float,
     contention: float,
+    recomputed_layers: float | None = None,
 ) -> float:
     """Exposed TP collectives of one micro-batch: with sequence parallelism, per layer 2
     all-gathers and 2 reduce-scatters of the (B T D) bf16 activation forward and the same
@@ -329,13 +440,15 @@ def tp_comm_per_microbatch(
     With ``workload.tp_comm_overlap`` (Megatron-LM --tp-comm-overlap, userbuffers, which needs
     sequence parallelism) each collective is pipelined with the GEMM that consumes or
     produces it, so it hides behind the layer's linear GEMM time (forward ``linear_s``, x3 with
-    backward) up to the contention; otherwise it is fully exposed."""
+    backward) up to the contention; otherwise it is fully exposed. ``recomputed_layers``: how
+    many of the ``num_layers`` recompute in full (None = the layout's rule)."""
     if tp.size == 1:
         return 0.0
     message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     per_layer = 4 * all_gather_time(message, tp) + 4 * reduce_scatter_time(message, tp)
-    per_layer *= 1.0 + 0.5 * recomputed_fraction(workload, layout, num_layers)
-    comm = per_layer * num_layers
+    if recomputed_layers is None:  # the layout's rule (the even split)
+        recomputed_layers = recomputed_fraction(workload, layout, num_layers) * num_layers
+    comm = per_layer * (num_layers + 0.5 * recomputed_layers)
     if not (workload.tp_comm_overlap and workload.sequence_parallel):
         return comm  # Megatron's TP-communication overlap needs sequence parallelism
     return overlapped_exposed_time(comm, 3.0 * linear_s, contention)
@@ -381,42 +494,54 @@ def microbatch_time(
     *,
     stage: int,
     domains: dict[str, CommDomain],
+    split: PipelineSplit | None = None,
+    contents: StageContents | None = None,
 ) -> MicrobatchTime:
-    """Everything on the critical path of one micro-batch on ``stage``."""
-    forward, backward, attention, linear = microbatch_compute(model, acc, workload, layout, stage)
+    """Everything on the critical path of one micro-batch on ``stage`` (its layers under
+    ``split``, or the even split; or ``contents`` when given)."""
+    contents = contents or stage_contents(model, workload, layout, stage, split)
+    forward, backward, attention, linear = microbatch_compute(
+        model, acc, workload, layout, stage, contents=contents
+    )
     contention = acc.efficiency.overlap_contention
-    layers = stage_layers(model, layout.pp, stage)
-    num_moe = layer_table(model, workload.seq_len).total("moe_layers", layers)
+    num_layers = contents.num_layers
+    table = layer_table(model, workload.seq_len)
+    num_moe = table.sum("moe_layers", contents.layers)
+    recomputed_moe = None
+    if contents.recomputed is not None and layout.recompute is Recompute.FULL:
+        recomputed_moe = table.sum("moe_layers", contents.recomputed)
     if model.moe is not None and workload.expert_load_imbalance > 1.0:
-        share = num_moe / max(len(layers), 1)
+        share = num_moe / max(num_layers, 1)
         factor = 1.0 + share * (workload.expert_load_imbalance - 1.0)
         forward, backward = forward * factor, backward * factor
-    return MicrobatchTime(
+    ep_comm = ep_comm_per_microbatch(
+        model, workload, layout, num_moe, domains["ep"], recomputed_moe_layers=recomputed_moe
+    )
+    # built without validation: the search makes hundreds of thousands (floats from the model)
+    return MicrobatchTime.model_construct(
         forward_s=forward,
         backward_s=backward,
         tp_comm_s=tp_comm_per_microbatch(
             model,
             workload,
             layout,
-            len(layers),
+            num_layers,
             domains["tp"],
             linear_s=linear,
             contention=contention,
+            recomputed_layers=None if contents.recomputed is None else contents.num_recomputed,
         ),
         cp_comm_s=cp_comm_per_microbatch(
             model,
             workload,
             layout,
-            len(layers),
+            num_layers,
             cp=domains["cp"],
             attention_forward_s=attention,
             contention=contention,
         ),
         ep_comm_s=ep_exposed_per_microbatch(
-            ep_comm_per_microbatch(model, workload, layout, num_moe, domains["ep"]),
-            compute_s=forward + backward,
-            workload=workload,
-            contention=contention,
+            ep_comm, compute_s=forward + backward, workload=workload, contention=contention
         ),
         moe_sync_s=moe_sync_time(acc, workload, num_moe),
     )
@@ -441,26 +566,39 @@ class StageMemory(FrozenSpec):
 
 
 def stage_params_per_gpu(
-    model: ModelSpec, layout: Layout, stage: int, seq_len: int
+    model: ModelSpec,
+    layout: Layout,
+    stage: int,
+    seq_len: int,
+    *,
+    contents: StageContents | None = None,
 ) -> tuple[float, float]:
-    """(dense, expert) parameters held by one GPU of ``stage``.
+    """(dense, expert) parameters held by one GPU of ``stage`` (holding ``contents``; default:
+    the even split without MTP modules).
 
     Dense weights (attention, norms, router, dense FFN, shared experts, embeddings) are split over
     tp, routed experts over ep (whole experts) x etp. The first stage holds the input embedding
     (and learned positions), the last the final norm and output projection; a tied embedding is
-    replicated on the last stage when pp > 1, as Megatron-LM does.
+    replicated on the last stage when pp > 1, as Megatron-LM does. An MTP module adds its
+    layer (in ``contents.layers``), its 2D x D projection and two norms, and a rank other than
+    the last that holds one also holds a copy of the output projection.
     """
-    layers = stage_layers(model, layout.pp, stage)
+    if contents is None:
+        last = stage == layout.pp - 1
+        layers = (stage_layers(model, layout.pp, stage),)
+        contents = StageContents(layers, None, stage == 0, last, 0, last)
     table = layer_table(model, seq_len)
-    dense = table.total("dense_params", layers)
-    expert = table.total("expert_params", layers)
+    dense = table.sum("dense_params", contents.layers)
+    expert = table.sum("expert_params", contents.layers)
     vocab_table = model.vocab_size * model.hidden_size
-    if stage == 0:
+    if contents.first:
         dense += embedding_params(model) - (0 if model.tied_embeddings else vocab_table)
-    if stage == layout.pp - 1:
-        if not model.tied_embeddings or layout.pp > 1:
-            dense += vocab_table
+    if contents.output_weights and (not model.tied_embeddings or layout.pp > 1):
+        dense += vocab_table
+    if contents.last:
         dense += norm_params(model)
+    d = model.hidden_size
+    dense += contents.mtp * (2 * d * d + 2 * norm_params(model))
     return dense / layout.tp, expert / (layout.ep * layout.etp)
 
 
@@ -476,13 +614,141 @@ def _selective_saved_bytes(
     return saved
 
 
+def activation_bytes_per_microbatch(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, contents: StageContents
+) -> float:
+    """Activation bytes one micro-batch leaves on one GPU of a stage holding ``contents``
+    (Korthikanti et al. 2022 section 4, per layer :func:`planner.cost.memory.
+    activation_bytes_per_layer`'s terms): the layers that keep their activations store them all
+    (minus what selective recomputation drops), the layers recomputed in full only their input
+    (2 s b h / t), and each MTP module also the input of its 2D -> D projection."""
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    table = layer_table(model, workload.seq_len)
+    layers, num_layers = contents.layers, contents.num_layers
+    full = layout.recompute is Recompute.FULL
+    if contents.recomputed is None:  # the layout's rule: a share of every layer
+        share = recomputed_fraction(workload, layout, num_layers)
+        recomputed = share * num_layers
+
+        def kept(field: str) -> float:
+            return (1.0 - share) * table.sum(field, layers)
+    else:
+        recomputed = contents.num_recomputed if full else 0
+        dropped = contents.recomputed if full else ()
+
+        def kept(field: str) -> float:
+            return table.sum(field, layers) - table.sum(field, dropped)
+
+    kept_layers = num_layers - recomputed
+    per_token = ACTIVATION_BYTES * model.hidden_size * recomputed
+    if kept_layers > 0:
+        per_token += activation_bytes_per_token(
+            kept("activation_values"), kept("gemm_input_values"), layout.precision
+        )
+        scores_recomputed = (
+            layout.recompute is Recompute.SELECTIVE and "core_attn" in workload.recompute_modules
+        )
+        if not workload.flash_attention and not scores_recomputed:
+            per_token += ACTIVATION_BYTES * kept("score_values")
+        if layout.recompute is Recompute.SELECTIVE:
+            num_moe = table.sum("moe_layers", layers)
+            per_token -= _selective_saved_bytes(
+                model, workload.recompute_modules, layout.precision, num_moe, num_layers - num_moe
+            )
+    projection = 2.0 * model.hidden_size
+    per_token += contents.mtp * activation_bytes_per_token(projection, projection, layout.precision)
+    per_microbatch = tokens * per_token / layout.tp
+    if not workload.sequence_parallel and layout.tp > 1:
+        # what plain TP keeps whole on every rank: the layer inputs that full recomputation
+        # stores, and the norm inputs/outputs and dropout masks of the layers that keep theirs
+        whole = ACTIVATION_BYTES * model.hidden_size * recomputed
+        whole += kept_layers * ACTIVATION_BYTES * replicated_values_without_sp(model)
+        per_microbatch += tokens * whole * (1.0 - 1.0 / layout.tp)
+    return per_microbatch
+
+
 def stage_memory(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout, stage: int, num_microbatches: int
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    stage: int,
+    num_microbatches: int,
+    *,
+    split: PipelineSplit | None = None,
 ) -> StageMemory:
-    """Memory of one GPU of ``stage``: weights, grads and optimizer state sharded per the ZeRO
-    stage (dense over dp x cp, experts over the expert-data-parallel group), and the activations of
-    the micro-batches in flight (1F1B / interleaved), plus fp32 logits on the last stage."""
-    dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len)
+    """Memory of one GPU of ``stage`` (its layers under ``split``, or the even split): weights,
+    grads and optimizer state sharded per the ZeRO stage (dense over dp x cp, experts over the
+    expert-data-parallel group), and the activations of the micro-batches in flight (1F1B /
+    interleaved, :func:`activation_bytes_per_microbatch`), the working set of a layer being
+    recomputed, and fp32 logits per output-layer pass on the stage that holds the loss."""
+    profile = stage_memory_profile(model, workload, layout, stage, split=split)
+    return profile.memory(workload, layout, num_microbatches)
+
+
+class StageMemoryProfile(NamedTuple):
+    """What a stage's memory is made of, before the ZeRO stage, the micro-batch size and the
+    micro-batches in flight are applied (:meth:`memory`): the search climbs ZeRO stages and
+    micro-batches on one profile."""
+
+    stage: int
+    """Pipeline stage."""
+    dense_params: float
+    """Dense parameters per GPU (:func:`stage_params_per_gpu`)."""
+    expert_params: float
+    """Routed-expert parameters per GPU."""
+    activations_per_sequence: float
+    """Activations of one micro-batch in flight, per sequence of the micro-batch (bytes)."""
+    fixed_per_sequence: float
+    """Held once, per sequence: the recomputed layer's working set and the fp32 logits."""
+
+    def parts(
+        self, workload: TrainWorkload, layout: Layout, num_microbatches: int
+    ) -> tuple[float, float, float, float]:
+        """(weights, gradients, optimizer state, activations) bytes at ``layout``'s ZeRO stage,
+        micro-batch and interleaving (every activation term is proportional to the tokens of a
+        micro-batch)."""
+        weights, grads, optimizer = state_bytes(
+            workload, layout, self.dense_params, self.expert_params
+        )
+        in_flight = microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, self.stage)
+        per_sequence = self.activations_per_sequence * in_flight + self.fixed_per_sequence
+        return weights, grads, optimizer, layout.mbs * per_sequence
+
+    def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
+        """The StageMemory of :meth:`parts`."""
+        weights, grads, optimizer, activations = self.parts(workload, layout, num_microbatches)
+        return StageMemory.model_construct(
+            weights=weights, grads=grads, optimizer=optimizer, activations=activations
+        )
+
+
+def stage_memory_profile(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    stage: int,
+    *,
+    split: PipelineSplit | None = None,
+) -> StageMemoryProfile:
+    """The :class:`StageMemoryProfile` of ``stage``: it depends on the parallel degrees, the
+    precision, the recomputation and (through ``recompute_num_layers``) vpp, not on the ZeRO
+    stage nor the micro-batch size."""
+    contents = stage_contents(model, workload, layout, stage, split)
+    dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len, contents=contents)
+    activations = activation_bytes_per_microbatch(model, workload, layout, contents)
+    fixed = contents.num_heads * logits_bytes(model, layout, workload.seq_len)
+    recomputes = contents.recomputed is None or contents.num_recomputed > 0
+    if layout.recompute is Recompute.FULL and recomputes:
+        fixed += recompute_working_bytes(model, workload, layout)
+    return StageMemoryProfile(stage, dense, expert, activations / layout.mbs, fixed / layout.mbs)
+
+
+def state_bytes(
+    workload: TrainWorkload, layout: Layout, dense: float, expert: float
+) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer state) bytes one GPU holds for ``dense`` and ``expert``
+    parameters per GPU (:func:`stage_params_per_gpu`), sharded per the ZeRO stage: dense over
+    dp x cp, experts over the expert-data-parallel group (Rajbhandari et al. 2020 section 5)."""
     dp = layout.dp * layout.cp
     edp = max(1, dp * layout.tp // (layout.ep * layout.etp))
 
@@ -494,50 +760,17 @@ def stage_memory(
     weights = weight_bytes(dense + expert, layout.precision)
     if layout.zero >= 3:
         weights = weight_bytes(dense / dp + expert / edp, layout.precision)
-    layers = stage_layers(model, layout.pp, stage)
-    tokens = layout.mbs * workload.seq_len / layout.cp
-    table = layer_table(model, workload.seq_len)
-    recomputed = recomputed_fraction(workload, layout, len(layers))
-    kept = 1.0 - recomputed  # share of layers that keep their activations
-    per_token = ACTIVATION_BYTES * model.hidden_size * len(layers) * recomputed
-    if kept > 0.0:
-        per_token += kept * activation_bytes_per_token(
-            table.total("activation_values", layers),
-            table.total("gemm_input_values", layers),
-            layout.precision,
-        )
-        scores_recomputed = (
-            layout.recompute is Recompute.SELECTIVE and "core_attn" in workload.recompute_modules
-        )
-        if not workload.flash_attention and not scores_recomputed:
-            per_token += kept * ACTIVATION_BYTES * table.total("score_values", layers)
-        if layout.recompute is Recompute.SELECTIVE:
-            num_moe = table.total("moe_layers", layers)
-            per_token -= _selective_saved_bytes(
-                model, workload.recompute_modules, layout.precision, num_moe, len(layers) - num_moe
-            )
-    per_microbatch = tokens * per_token / layout.tp
-    if not workload.sequence_parallel and layout.tp > 1:
-        # what plain TP keeps whole on every rank: the layer inputs that full recomputation
-        # stores, and the norm inputs/outputs and dropout masks of the layers that keep theirs
-        whole = ACTIVATION_BYTES * model.hidden_size * recomputed
-        whole += kept * ACTIVATION_BYTES * replicated_values_without_sp(model)
-        per_microbatch += tokens * whole * len(layers) * (1.0 - 1.0 / layout.tp)
-    activations = per_microbatch * microbatches_in_flight(
-        layout.pp, layout.vpp, num_microbatches, stage
+    grads = sharded(GRAD_BYTES[workload.grad_reduce_dtype], 2)
+    optimizer = sharded(
+        OPTIMIZER_BYTES_PER_PARAM + SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype], 1
     )
-    if layout.recompute is Recompute.FULL:
-        working = layout.model_copy(update={"recompute": Recompute.SELECTIVE})
-        activations += activation_bytes_per_layer(
-            model, working, workload.seq_len, layer_index=model.num_layers - 1
-        )
-    if stage == layout.pp - 1:
-        activations += logits_bytes(model, layout, workload.seq_len)
-    return StageMemory(
-        weights=weights,
-        grads=sharded(GRAD_BYTES[workload.grad_reduce_dtype], 2),
-        optimizer=sharded(
-            OPTIMIZER_BYTES_PER_PARAM + SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype], 1
-        ),
-        activations=activations,
+    return weights, grads, optimizer
+
+
+def recompute_working_bytes(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> float:
+    """Activations of the one layer being recomputed in the backward pass (stored as selective
+    recomputation stores them), held on top of the micro-batches in flight."""
+    working = layout.model_copy(update={"recompute": Recompute.SELECTIVE})
+    return activation_bytes_per_layer(
+        model, working, workload.seq_len, layer_index=model.num_layers - 1
     )

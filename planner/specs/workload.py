@@ -113,6 +113,11 @@ class TrainWorkload(FrozenSpec):
     expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)
     """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
     NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
+    mtp_num_layers: int = Field(default=0, ge=0, le=16)
+    """Multi-token-prediction modules trained with the model (DeepSeek-V3: 1; Megatron-LM
+    ``--mtp-num-layers``, arXiv 2412.19437 section 2.2): each is one more transformer layer like
+    the model's last, a 2D -> D projection, and one more pass of the shared output layer and
+    loss, on the pipeline stage that holds it (the last by default). 0 = none."""
 
     @field_validator("recompute_modules")
     @classmethod
