@@ -178,9 +178,12 @@ def estimate(
     cluster: ClusterLike,
     layout: Layout | dict[str, object],
     workload: WorkloadLike = None,
+    config: SolverConfig | dict[str, object] | None = None,
 ) -> Plan:
     """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
-    workload's (a dict that names another is an error: the workload's is the one scored)."""
+    workload's (a dict that names another is an error: the workload's is the one scored).
+    With pp > 1, CP-SAT splits the layers over the stages unless ``config`` (a SolverConfig or
+    a dict of its fields) says ``stage_split="even"``."""
     if not isinstance(layout, Layout | Mapping):
         raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster, spec_workload = (
@@ -189,7 +192,9 @@ def estimate(
         _workload(workload),
     )
     layout = _as_layout(layout, spec_cluster, spec_workload)
-    return engine.estimate(spec_model, spec_cluster, spec_workload, layout)
+    return engine.estimate(
+        spec_model, spec_cluster, spec_workload, layout, config=_config(config, None)
+    )
 
 
 def _same_precision(fields: dict[str, object], key: str, workload_value: object) -> None:

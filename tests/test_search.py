@@ -163,3 +163,23 @@ def test_zero_pins_0_and_2_are_searched() -> None:
         )
         assert result.best.fits and result.best.layout.zero == stage
         assert all(a.layout.zero == stage for a in result.alternatives)
+
+
+def test_why_not_accounts_for_every_term_and_calls_ties() -> None:
+    """Issue 19: a why-not sentence names every breakdown term that differs, signed, and they
+    sum to the gap; a gap inside the best plan's band is called a tie, one outside is not."""
+    from planner.search.explain import TERM_WORDS, signed_seconds, term_differences, why_not
+
+    result = search(load_model("70B"), load_cluster("hgx_h100x64"), TrainWorkload())
+    best = result.best
+    for alt in result.alternatives:
+        terms = term_differences(alt, best)
+        gap = alt.step_time_s - best.step_time_s
+        assert sum(d for _, d in terms) == pytest.approx(gap, abs=1e-6)
+        for key, delta in terms:
+            assert f"{TERM_WORDS.get(key, key)} {signed_seconds(delta)}" in alt.why_not
+        inside = best.uncertainty_pct is not None and 100 * gap / best.step_time_s <= best.uncertainty_pct
+        assert alt.why_not.count("a tie") == int(inside)
+    far = best.model_copy(update={"uncertainty_pct": 0.01})
+    near = result.alternatives[0]
+    assert "a tie" not in why_not(near, far) and "a tie" in why_not(near, best)

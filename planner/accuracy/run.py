@@ -42,7 +42,8 @@ REPORT_SCHEMA_VERSION = "1.1"
 """Version of the ValidationReport JSON shape (minor bumps are additive)."""
 LAYOUT_FIELDS: tuple[str, ...] = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "recompute", "zero")
 """Fields that must all be stated for a row to be estimated rather than searched."""
-_SEARCH_CONFIG = SolverConfig(solver="exhaustive", top=1)
+_SEARCH_CONFIG = SolverConfig(solver="exhaustive", top=1, stage_split="even")
+"""Published runs split their layers evenly (or as stated): the validation scores the even split."""
 """The pinned candidate set is small; the exhaustive ranking is exact and deterministic."""
 
 

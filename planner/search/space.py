@@ -37,8 +37,9 @@ CP_MIN_TOKENS_PER_RANK = 1024
 """Context parallelism is tried while each rank keeps at least this many tokens of a sequence."""
 RECOMPUTE_ORDER: tuple[Recompute, ...] = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
 """Recomputation from weakest (fastest, most memory) to strongest."""
-ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
-"""ZeRO stages tried, each with its own recompute ladder (RECOMPUTE_ORDER): at one ZeRO stage a
+ZERO_STAGES: tuple[int, ...] = (1, 0, 2, 3)
+"""ZeRO stages tried (ZeRO-1, Megatron's distributed optimizer, first: on a tie, at dp x cp = 1,
+the ranking keeps the first row), each with its own recompute ladder (RECOMPUTE_ORDER): at one ZeRO stage a
 stronger recompute only adds compute for less memory, so the first rung that fits is the fastest
 of that stage and the stronger ones are skipped. Across stages only one dominance is used: ZeRO-2
 is ZeRO-1 plus a reduce-scatter of every micro-batch's gradients (cost.step.dp_exposed_time:

@@ -336,11 +336,12 @@ def even_assignment(problem: StageProblem) -> Assignment:
 
 
 def uniform_lower_bound(problem: StageProblem) -> int | None:
-    """A lower bound on the objective when every layer is alike, nothing is recomputed and
-    there are no MTP modules (None otherwise): the last rank holds x layers and the output
-    layer and loss, the other pp - 1 ranks the rest, at least one of them ceil((L - x)/(pp - 1));
-    the bound is the best x. Memory is ignored (a relaxation), so when the even split reaches
-    it, the even split is optimal and no solve is needed.
+    """A lower bound on the objective when every layer is alike (None otherwise): the last rank
+    holds x layers and the output layer and loss, the other pp - 1 ranks the rest, so one of
+    them at least ceil((L - x)/(pp - 1)); the bound is the best x. Recomputation, MTP modules
+    and memory only add time or remove choices, so it holds with them; when the even split
+    reaches it, the even split is optimal and no solve is needed, and the solver gets it as a
+    cut (the LP relaxation alone spreads layers fractionally).
 
     >>> p = StageProblem.model_construct(pp=4, vpp=1, layer_time=(10,) * 16, recompute="none",
     ...     num_mtp=0, rank_time=(0, 0, 0, 5), layer_state=(0,) * 16, min_chunk_layers=1,
@@ -350,9 +351,7 @@ def uniform_lower_bound(problem: StageProblem) -> int | None:
     """
     p = problem
     rows = set(zip(p.layer_time, p.layer_state, p.layer_activation, strict=True))
-    if p.recompute != "none" or p.num_mtp or len(rows) != 1 or p.pp < 2:
-        return None
-    if any(p.rank_time[:-1]):
+    if len(rows) != 1 or p.pp < 2 or any(p.rank_time[:-1]):
         return None
     t, n, last = p.layer_time[0], p.num_layers, p.rank_time[-1]
     least = p.vpp * p.min_chunk_layers  # layers each of the first pp - 1 ranks holds at least

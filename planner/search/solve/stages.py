@@ -184,6 +184,9 @@ class StageSolver:
 
     # --- objective ------------------------------------------------------------------------
     def _add_objective(self) -> None:
+        floor = uniform_lower_bound(self._p)
+        if floor is not None:
+            self._model.add(self._slowest >= floor)  # a valid cut: see uniform_lower_bound
         self._model.minimize(self._slowest)
 
     def _add_hint(self, assignment: Assignment) -> None:
