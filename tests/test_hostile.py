@@ -684,7 +684,8 @@ def test_an_untouched_saved_plan_still_exports(tmp_path: Path) -> None:
 _INTERRUPT_AFTER_A_SOLVE = """
 import os, signal, sys
 import planner
-planner.search(model="8B", cluster="hgx_h100x8")  # CP-SAT has solved once
+planner.estimate(model="8B", cluster="hgx_h100x8", layout={"pp": 2, "recompute": "full"})
+# CP-SAT has split the pipeline once
 try:
     os.kill(os.getpid(), signal.SIGINT)
     for _ in range(100):

@@ -178,7 +178,10 @@ def test_why_not_accounts_for_every_term_and_calls_ties() -> None:
         assert sum(d for _, d in terms) == pytest.approx(gap, abs=1e-6)
         for key, delta in terms:
             assert f"{TERM_WORDS.get(key, key)} {signed_seconds(delta)}" in alt.why_not
-        inside = best.uncertainty_pct is not None and 100 * gap / best.step_time_s <= best.uncertainty_pct
+        inside = (
+            best.uncertainty_pct is not None
+            and 100 * gap / best.step_time_s <= best.uncertainty_pct
+        )
         assert alt.why_not.count("a tie") == int(inside)
     far = best.model_copy(update={"uncertainty_pct": 0.01})
     near = result.alternatives[0]

@@ -232,3 +232,42 @@ def test_estimate_and_search_carry_the_split_and_it_validates() -> None:
     even = engine.estimate(model, cluster, workload, layout)
     assert even.pipeline_split is not None and even.pipeline_split.method == "even"
     assert even.step_time_s == pytest.approx(plan.pipeline_split.even_step_time_s)
+
+
+def test_the_text_report_and_search_json_say_what_the_solver_did() -> None:
+    from planner.report.text import estimate_text, search_text
+
+    model, cluster = load_model("671B"), load_cluster("hgx_h800x2048")
+    layout = Layout(tp=2, pp=16, dp=64, ep=64, recompute="full")
+    text = estimate_text(engine.estimate(model, cluster, DEEPSEEK[2], layout, config=CONFIG))
+    assert "pipeline: cp-sat split, layers per stage" in text and "even split" in text
+    result = engine.search(
+        load_model("8B"), load_cluster("hgx_h100x8"), TrainWorkload(global_batch=64),
+        fix={"pp": 2, "recompute": "full"}, config=CONFIG,
+    )  # fmt: skip
+    assert result.solver.name == "sort" and "CP-SAT" in result.solver.method
+    solved = result.solver.subproblems
+    assert solved and all(s.name == "pipeline_stages" for s in solved)
+    assert all(s.num_variables > 0 and s.num_constraints > 0 for s in solved)
+    assert all(s.best_bound <= s.objective + 1e-9 for s in solved)
+    assert "CP-SAT split" in search_text(result)
+
+
+_NO_ORTOOLS = """
+import sys
+import planner
+planner.search(model="8B", cluster="hgx_h100x8", fix={"pp": 1})
+planner.search(model="8B", cluster="hgx_h100x8", config={"stage_split": "even"})
+assert not any(m.startswith("ortools") for m in sys.modules), "OR-Tools imported"
+planner.estimate(model="8B", cluster="hgx_h100x8", layout={"pp": 2, "recompute": "full"})
+assert any(m.startswith("ortools") for m in sys.modules), "no CP-SAT solve ran"
+"""
+
+
+def test_ortools_is_imported_only_when_cp_sat_runs() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _NO_ORTOOLS], capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -74,17 +74,19 @@ def pipeline_lines(plan: Plan) -> list[str]:
         return []
     stages = plan.pipeline_stages
     layers = ",".join(str(s.num_layers) for s in stages)
-    redone = ",".join(str(s.recompute_layers) for s in stages)
+    redone = ""
+    if str(plan.layout.recompute) == "full":
+        redone = "; recomputed " + ",".join(str(s.recompute_layers) for s in stages)
     mtp = [s.stage for s in stages if s.mtp_layers]
     where = f"; MTP on stage {mtp[0]}" if mtp else ""
-    lines = [f"pipeline: {info.method} split, layers per stage {layers}; recomputed {redone}{where}"]
+    lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
     if info.method == "cp-sat":
         gain = 100.0 * (1.0 - plan.step_time_s / info.even_step_time_s)
         even = f"{format_seconds(info.even_step_time_s)}" + ("" if info.even_fits else
                                                               " (does not fit)")  # fmt: skip
         lines.append(
             f"          even split {even}, peak {info.even_peak_gib:.1f} GiB -> "
-            f"{format_seconds(plan.step_time_s)} ({gain:.1f}% faster), peak "
+            f"{format_seconds(plan.step_time_s)} ({gain:+.1f}% faster), peak "
             f"{plan.memory.peak_gib:.1f} GiB"
         )
     return lines

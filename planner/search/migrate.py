@@ -27,7 +27,7 @@ from planner.specs.scenarios import (
 )
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
-from planner.units import DAY_S, HOUR_S, MWH_J, format_seconds
+from planner.units import DAY_S, HOUR_S, MWH_J
 
 COMM_TERMS: tuple[str, ...] = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
 """Breakdown keys that are communication (the bubble is idle time, not traffic)."""
