@@ -86,7 +86,7 @@ def pipeline_lines(plan: Plan) -> list[str]:
                                                               " (does not fit)")  # fmt: skip
         lines.append(
             f"          even split {even}, peak {info.even_peak_gib:.1f} GiB -> "
-            f"{format_seconds(plan.step_time_s)} ({gain:+.1f}% faster), peak "
+            f"{format_seconds(plan.step_time_s)} ({-gain:+.1f}% step time), peak "
             f"{plan.memory.peak_gib:.1f} GiB"
         )
     return lines
