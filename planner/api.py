@@ -219,11 +219,13 @@ def estimate(
     layout: Layout | dict[str, object],
     workload: WorkloadLike = None,
     cluster_state: StateLike = None,
+    config: SolverConfig | dict[str, object] | None = None,
 ) -> Plan:
     """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
     workload's (a dict that names another is an error: the workload's is the one scored).
     ``cluster_state``: score it on the free accelerators (``dp`` then defaults to filling
-    them), placed by CP-SAT."""
+    them), placed by CP-SAT. With pp > 1, CP-SAT splits the layers over the stages unless
+    ``config`` (a SolverConfig or a dict of its fields) says ``stage_split="even"``."""
     if not isinstance(layout, Layout | Mapping):
         raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster, spec_workload = (
@@ -234,7 +236,9 @@ def estimate(
     state, state_name = _cluster_state(cluster_state)
     if state is None:
         layout = _as_layout(layout, spec_cluster, spec_workload)
-        return engine.estimate(spec_model, spec_cluster, spec_workload, layout)
+        return engine.estimate(
+            spec_model, spec_cluster, spec_workload, layout, config=_config(config, None)
+        )
     from planner.search.state import estimate_on_state, state_capacity
 
     capacity = state_capacity(spec_cluster, state, spec_workload.global_batch)

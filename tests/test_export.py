@@ -19,6 +19,7 @@ import pytest
 
 import planner
 from planner.api import serve_estimate
+from planner.catalog import load_cluster, load_model
 from planner.cli import EXPORT_FORMATS
 from planner.errors import InternalError, SpecError
 from planner.report.export import FORMATS, ExportJob, export, load_plan_file, make_job
@@ -31,6 +32,7 @@ from planner.report.placement_file import (
     placement_records,
 )
 from planner.specs.result import Plan
+from planner.specs.workload import TrainWorkload
 from tests.test_cli import run_main
 
 DATA = Path(__file__).parent / "data" / "framework_args"
@@ -154,8 +156,10 @@ PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
+    """The plans with the planner's even split (the CP-SAT split's exports are tested below)."""
+    even = {"stage_split": "even"}
     return {
-        key: planner.estimate(model=model, cluster=cluster, layout=layout)
+        key: planner.estimate(model=model, cluster=cluster, layout=layout, config=even)
         for key, (model, cluster, layout) in PLANS.items()
     }
 
@@ -541,3 +545,80 @@ def test_example_export_plan_sh(tmp_path: Path) -> None:
         check_names(fmt, (out / name).read_text())
     assert (out / "ranks.csv").read_text().count("\n") == 9
     assert (out / "ranks.hostfile").read_text().splitlines()[-1] == "node0 slots=8"
+
+
+# --- the CP-SAT pipeline split (issue 19) ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def split_plans() -> dict[str, Plan]:
+    """Plans whose layers CP-SAT split: DeepSeek-V3 with its MTP module, Llama 3.1 405B on PP16
+    with full recomputation (one recompute count), and per-stage recompute counts."""
+    dsv3 = {"seq_len": 4096, "global_batch": 4096, "mtp_num_layers": 1}
+    llama = {"seq_len": 8192, "global_batch": 2048}
+    cases = {
+        "dsv3_mtp": ("671B", "hgx_h800x2048", dsv3, {"tp": 1, "pp": 16, "ep": 64}, "block"),
+        "405b_block": ("405B", "hgx_h100x2048", llama, {"tp": 8, "pp": 16, "recompute": "full"},
+                       "block"),
+        "405b_per_stage": ("405B", "hgx_h100x2048", llama,
+                           {"tp": 8, "pp": 16, "recompute": "full"}, "per_stage"),
+    }  # fmt: skip
+    return {
+        key: planner.estimate(model=model, cluster=cluster, workload=workload, layout=layout,
+                              config={"stage_recompute": recompute})
+        for key, (model, cluster, workload, layout, recompute) in cases.items()
+    }  # fmt: skip
+
+
+def _split_job(plan: Plan) -> ExportJob:
+    workload = TrainWorkload(
+        seq_len=4096 if plan.model == "deepseek-v3" else 8192,
+        global_batch=4096 if plan.model == "deepseek-v3" else 2048,
+        mtp_num_layers=1 if plan.model == "deepseek-v3" else 0,
+    )
+    return ExportJob(plan=plan, model=load_model(plan.model), cluster=load_cluster(plan.cluster),
+                     workload=workload)  # fmt: skip
+
+
+def test_megatron_spells_the_cpsat_split_with_mtp(split_plans: dict[str, Plan]) -> None:
+    plan = split_plans["dsv3_mtp"]
+    assert plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat"
+    result = export(_split_job(plan), "megatron")
+    args = check_names("megatron", result.text)
+    layout = str(args["--pipeline-model-parallel-layout"])
+    assert _megatron_layout_counts(layout) == [s.num_layers for s in plan.pipeline_stages]
+    mtp_stage = next(s.stage for s in plan.pipeline_stages if s.mtp_layers)
+    assert "m" in layout.split("|")[mtp_stage] and layout.startswith("E") and layout.endswith("L")
+    assert args["--mtp-num-layers"] == "1"
+    assert any("CP-SAT split" in note for note in result.notes)
+
+
+def test_megatron_spells_one_recompute_count(split_plans: dict[str, Plan]) -> None:
+    plan = split_plans["405b_block"]
+    redo = {s.recompute_layers for s in plan.pipeline_stages}
+    args = check_names("megatron", export(_split_job(plan), "megatron").text)
+    assert args["--recompute-method"] == "block" and len(redo) == 1
+    assert args["--recompute-num-layers"] == str(redo.pop())
+    counts = [s.num_layers for s in plan.pipeline_stages]
+    if len(set(counts[1:-1])) == 1:
+        assert args["--decoder-first-pipeline-num-layers"] == str(counts[0])
+        assert args["--decoder-last-pipeline-num-layers"] == str(counts[-1])
+
+
+def test_per_stage_recompute_is_noted_not_silently_changed(split_plans: dict[str, Plan]) -> None:
+    plan = split_plans["405b_per_stage"]
+    redo = [s.recompute_layers for s in plan.pipeline_stages]
+    result = export(_split_job(plan), "megatron")
+    args = check_names("megatron", result.text)
+    if len(set(redo)) > 1:
+        assert args["--recompute-num-layers"] == str(max(redo))
+        assert any("cannot be spelled" in note for note in result.notes)
+
+
+def test_torchtitan_lists_the_cpsat_split(split_plans: dict[str, Plan]) -> None:
+    plan = split_plans["dsv3_mtp"]
+    result = export(_split_job(plan), "torchtitan")
+    parts = tomllib.loads(result.text)["parallelism"]["module_fqns_per_model_part"]
+    layers = [sum(name.startswith("layers.") for name in part) for part in parts]
+    assert layers == [s.num_layers for s in plan.pipeline_stages]
+    assert any("multi-token" in note for note in result.notes)

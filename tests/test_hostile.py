@@ -26,8 +26,7 @@ from pathlib import Path
 import pytest
 
 from planner.catalog import catalog_root
-from planner.search.cpsat import MAX_OBJECTIVE_SUM, LayoutSolver
-from planner.specs.solver_config import SolverConfig
+from planner.search.rank import rank_rows
 from tests.test_cli import assert_one_line_error, layout_command, run_exe, run_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -556,27 +555,10 @@ def test_tiny_time_limit_serving() -> None:
     assert json.loads(out)["best"]["fits"] is True
 
 
-def test_solver_falls_back_to_the_best_row_when_the_limit_hits_first() -> None:
-    """At a time limit too short for any solution CP-SAT says UNKNOWN: the solver then returns the
-    cheapest row the exclusions allow, FEASIBLE, with a bound no higher than it."""
-    costs = [(7 * i) % 101 + 5 for i in range(3000)]
-    rows = [{"tp": i % 7, "pp": i % 11, "dp": i % 13} for i in range(3000)]
-    solver = LayoutSolver(costs, rows, ["tp", "pp", "dp"], SolverConfig(time_limit_s=1e-9))
-    first = solver.solve()
-    assert first.index >= 0 and costs[first.index] == min(costs)
-    assert first.status in ("OPTIMAL", "FEASIBLE")
-    assert first.best_bound_s <= first.objective_s
-    solver.exclude_structure(first.index)
-    second = solver.solve()
-    assert second.index >= 0 and rows[second.index] != rows[first.index]
-    assert costs[second.index] >= costs[first.index]
-
-
-def test_objectives_beyond_64_bits_are_ranked_without_cp_sat() -> None:
-    costs = [MAX_OBJECTIVE_SUM, MAX_OBJECTIVE_SUM // 2, 2**70]
-    rows = [{"tp": 1}, {"tp": 2}, {"tp": 4}]
-    outcome = LayoutSolver(costs, rows, ["tp"], SolverConfig()).solve()
-    assert outcome.index == 1 and outcome.status == "OPTIMAL"
+def test_objectives_beyond_64_bits_are_ranked() -> None:
+    """The ranking is a sort: integer costs past int64 are sorted as Python integers."""
+    costs = [2**62, 2**61, 2**70]
+    assert rank_rows(costs, [("tp", 1), ("tp", 2), ("tp", 4)], 3) == [1, 0, 2]
 
 
 # --- scale: 131,072 GPUs and a 2-trillion-parameter MoE (timed in benchmarks/) -------------
@@ -702,7 +684,8 @@ def test_an_untouched_saved_plan_still_exports(tmp_path: Path) -> None:
 _INTERRUPT_AFTER_A_SOLVE = """
 import os, signal, sys
 import planner
-planner.search(model="8B", cluster="hgx_h100x8")  # CP-SAT has solved once
+planner.estimate(model="8B", cluster="hgx_h100x8", layout={"pp": 2, "recompute": "full"})
+# CP-SAT has split the pipeline once
 try:
     os.kill(os.getpid(), signal.SIGINT)
     for _ in range(100):

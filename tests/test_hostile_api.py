@@ -340,7 +340,7 @@ def test_valid_arguments_still_work() -> None:
     )
     assert isinstance(result, SearchResult)
     assert result.best.layout.tp == 2 and result.best.layout.pp <= 4
-    assert api.search(**SMALL, top=60).solver.name == "cp-sat"
+    assert api.search(**SMALL, top=60).solver.name == "sort"
     serve = api.serve_search(**SMALL, fix={"dp": 2}, top=1, config=SolverConfig())
     assert isinstance(serve, ServeSearchResult) and serve.best.layout.replicas == 2
     plan = api.estimate(**SMALL, layout=Layout(tp=2, dp=4))

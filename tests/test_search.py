@@ -1,4 +1,5 @@
-"""The search: CP-SAT chooses, and its optimum equals an exhaustive enumeration of the same model."""
+"""The search: branch and bound and a numpy sort choose, and the result equals an exhaustive
+enumeration and a plain sort of the same model."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from planner.specs.model import ModelSpec
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
 
-CP_SAT = SolverConfig(solver="cp-sat", top=3)
+SORTED = SolverConfig(solver="cp-sat", top=3)  # the default path: pruned, numpy sort
 EXHAUSTIVE = SolverConfig(solver="exhaustive", top=3)
 
 
@@ -51,11 +52,13 @@ def small_instances(draw: st.DrawFn) -> tuple[ModelSpec, str, TrainWorkload]:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_instances())
-def test_cpsat_optimum_equals_exhaustive(instance: tuple[ModelSpec, str, TrainWorkload]) -> None:
+def test_pruned_sorted_optimum_equals_exhaustive(
+    instance: tuple[ModelSpec, str, TrainWorkload],
+) -> None:
     model, cluster_name, workload = instance
     cluster = load_cluster(cluster_name)
     try:
-        ours = search(model, cluster, workload, config=CP_SAT)
+        ours = search(model, cluster, workload, config=SORTED)
     except InfeasibleError:
         with pytest.raises(InfeasibleError):
             search(model, cluster, workload, config=EXHAUSTIVE)
@@ -111,15 +114,15 @@ def test_nothing_fits_names_the_binding_limit() -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_instances())
-def test_the_memory_ladder_dominance_holds_on_the_cost_model(
+def test_the_dominances_the_enumeration_uses_hold_on_the_cost_model(
     instance: tuple[ModelSpec, str, TrainWorkload],
 ) -> None:
-    """space.MEMORY_LADDER skips a rung once one with a no-stronger recompute fitted at a lower
-    or equal ZeRO stage, and tries ZeRO-0 only when pinned. That is exact only if, for the same
-    layout, a higher ZeRO stage (>= 1) or a stronger recompute is never faster (a skipped rung
-    could not win once the weaker one fits), and ZeRO-1 is never slower nor larger than ZeRO-0
-    (it fits wherever ZeRO-0 does): checked on every recompute x ZeRO variant of the plans a
-    search returns."""
+    """space.ZERO_STAGES skips a recompute rung once a weaker one fitted at the same ZeRO stage,
+    skips ZeRO-2 at a recompute no weaker than the one that fitted at ZeRO-1, and stops growing
+    the micro-batch once nothing fits. That is exact only if, for the same layout, a stronger
+    recompute is never faster (at any ZeRO stage), ZeRO-2 is never faster than ZeRO-1, and
+    memory never shrinks as the micro-batch grows: checked on every recompute x ZeRO variant
+    and on the doubled micro-batch of the plans a search returns."""
     from planner.search.engine import estimate
     from planner.search.rules import framework_rules
     from planner.search.space import RECOMPUTE_ORDER
@@ -145,16 +148,17 @@ def test_the_memory_ladder_dominance_holds_on_the_cost_model(
             for z in legal
         }
         for (r, z), a in grid.items():
-            if z == 0:  # ZeRO-1 dominates ZeRO-0: never slower, never larger
-                one = grid[(r, 1)]  # ZeRO-1 composes with everything ZeRO-0 does (megatron)
-                assert one.step_time_s <= a.step_time_s * (1 + 1e-9), (plan.layout.short(), r)
-                assert one.memory.peak_gib <= a.memory.peak_gib * (1 + 1e-9)
-                continue
-            for (r2, z2), b in grid.items():
-                weaker = RECOMPUTE_ORDER.index(r) <= RECOMPUTE_ORDER.index(r2) and z <= z2
-                if weaker and (r, z) != (r2, z2) and z2 != 0:
-                    where = (plan.layout.short(), r, z, r2, z2)
-                    assert a.step_time_s <= b.step_time_s * (1 + 1e-9), where
+            where = (plan.layout.short(), r, z)
+            for r2 in RECOMPUTE_ORDER[RECOMPUTE_ORDER.index(r) + 1 :]:
+                assert a.step_time_s <= grid[(r2, z)].step_time_s * (1 + 1e-9), (*where, r2)
+            if z == 2:
+                assert grid[(r, 1)].step_time_s <= a.step_time_s * (1 + 1e-9), where
+        per_replica = workload.global_batch // plan.layout.dp
+        if per_replica % (2 * plan.layout.mbs) == 0:
+            bigger = plan.layout.model_copy(update={"mbs": 2 * plan.layout.mbs, "vpp": 1})
+            smaller = estimate(model, sub, workload, plan.layout.model_copy(update={"vpp": 1}))
+            larger = estimate(model, sub, workload, bigger)
+            assert larger.memory.peak_gib >= smaller.memory.peak_gib * (1 - 1e-9)
 
 
 def test_zero_pins_0_and_2_are_searched() -> None:
@@ -165,3 +169,26 @@ def test_zero_pins_0_and_2_are_searched() -> None:
         )
         assert result.best.fits and result.best.layout.zero == stage
         assert all(a.layout.zero == stage for a in result.alternatives)
+
+
+def test_why_not_accounts_for_every_term_and_calls_ties() -> None:
+    """Issue 19: a why-not sentence names every breakdown term that differs, signed, and they
+    sum to the gap; a gap inside the best plan's band is called a tie, one outside is not."""
+    from planner.search.explain import TERM_WORDS, signed_seconds, term_differences, why_not
+
+    result = search(load_model("70B"), load_cluster("hgx_h100x64"), TrainWorkload())
+    best = result.best
+    for alt in result.alternatives:
+        terms = term_differences(alt, best)
+        gap = alt.step_time_s - best.step_time_s
+        assert sum(d for _, d in terms) == pytest.approx(gap, abs=1e-6)
+        for key, delta in terms:
+            assert f"{TERM_WORDS.get(key, key)} {signed_seconds(delta)}" in alt.why_not
+        inside = (
+            best.uncertainty_pct is not None
+            and 100 * gap / best.step_time_s <= best.uncertainty_pct
+        )
+        assert alt.why_not.count("a tie") == int(inside)
+    far = best.model_copy(update={"uncertainty_pct": 0.01})
+    near = result.alternatives[0]
+    assert "a tie" not in why_not(near, far) and "a tie" in why_not(near, best)

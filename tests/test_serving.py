@@ -274,7 +274,8 @@ def test_design_search_example_text() -> None:
     "extra",
     [{}, {"objective": "latency"}, {"target_tokens_per_s": 5000.0}, {"tpot_ms": 30.0}],
 )
-def test_cpsat_equals_exhaustive(extra: dict[str, object]) -> None:
+def test_sorted_ranking_equals_exhaustive(extra: dict[str, object]) -> None:
+    """The numpy sort (search/rank.py) picks the plans the plain exhaustive sort picks."""
     model, cluster = load_model("70B"), load_cluster("hgx_h100x8")
     workload = ServeWorkload(precision="fp8", context=4096, **extra)  # type: ignore[arg-type]
     cp = engine_serve_search(model, cluster, workload, config=SolverConfig(top=3))

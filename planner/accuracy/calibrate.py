@@ -107,7 +107,7 @@ def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
             if all(k in stated for k in LAYOUT_FIELDS):
                 layout = Layout.model_validate({**stated, "precision": workload.precision})
             else:
-                config = SolverConfig(solver="exhaustive", top=1, memory_headroom=0.0)
+                config = SolverConfig(solver="exhaustive", top=1, stage_split="even", memory_headroom=0.0)
                 layout = engine.search(
                     model, cluster, workload, fix=stated, config=config
                 ).best.layout

@@ -42,7 +42,9 @@ REPORT_SCHEMA_VERSION = "1.1"
 """Version of the ValidationReport JSON shape (minor bumps are additive)."""
 LAYOUT_FIELDS: tuple[str, ...] = ("tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "recompute", "zero")
 """Fields that must all be stated for a row to be estimated rather than searched."""
-_SEARCH_CONFIG = SolverConfig(solver="exhaustive", top=1, memory_headroom=0.0)
+_SEARCH_CONFIG = SolverConfig(solver="exhaustive", top=1, stage_split="even", memory_headroom=0.0)
+"""Published runs split their layers evenly (or as stated) and fit as they ran: the validation
+scores the even split and keeps no memory headroom."""
 """The pinned candidate set is small; the exhaustive ranking is exact and deterministic."""
 
 

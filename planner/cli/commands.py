@@ -22,6 +22,7 @@ from planner.cli.options import (
     _workload,
     _write_placement,
     _write_text,
+    stage_split_fields,
 )
 from planner.cli.outputs import wrote
 
@@ -40,6 +41,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         top=min(args.top, 50),
         objective=args.objective,
         target_step_time_s=args.target_step_time,
+        **stage_split_fields(args.stage_split),
     )
     workload = _workload(args)
     precisions = None
@@ -76,12 +78,14 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     if args.dp is not None:
         layout["dp"] = args.dp
     cluster, workload = _cluster(args), _workload(args)
+    config = stage_split_fields(args.stage_split)
     plan = estimate(
         model=args.model,
         cluster=cluster,
         workload=workload,
         layout=layout,
         cluster_state=args.cluster_state,
+        config=config,
     )
     print(plan.model_dump_json(indent=2) if args.json else estimate_text(plan))
     _write_placement(args, plan)

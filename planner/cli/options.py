@@ -211,6 +211,38 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="TP collectives not pipelined with their GEMMs (no --tp-comm-overlap)",
     )
+    g.add_argument(
+        "--mtp-num-layers",
+        type=positive_int,
+        metavar="N",
+        help="multi-token-prediction modules trained with the model (DeepSeek-V3: 1)",
+    )
+
+
+def _add_stage_split(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--stage-split",
+        choices=STAGE_SPLITS,
+        default="cp-sat",
+        help="layers per pipeline stage: CP-SAT with one recompute count for every chunk "
+        "(default; Megatron's block method), CP-SAT with a count per stage, or the even split",
+    )
+
+
+STAGE_SPLITS: tuple[str, ...] = ("cp-sat", "per-stage", "even")
+"""``--stage-split`` choices (SolverConfig.stage_split and stage_recompute)."""
+
+
+def stage_split_fields(choice: str) -> dict[str, str]:
+    """SolverConfig fields of a ``--stage-split`` choice.
+
+    >>> stage_split_fields("per-stage")
+    {'stage_split': 'cp-sat', 'stage_recompute': 'per_stage'}
+    """
+    if choice == "even":
+        return {"stage_split": "even"}
+    recompute = "per_stage" if choice == "per-stage" else "block"
+    return {"stage_split": "cp-sat", "stage_recompute": recompute}
 
 
 def _framework(args: argparse.Namespace) -> dict[str, object]:
@@ -247,6 +279,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["sequence_parallel"] = False
     if getattr(args, "no_tp_overlap", False):
         out["tp_comm_overlap"] = False
+    if getattr(args, "mtp_num_layers", None) is not None:
+        out["mtp_num_layers"] = args.mtp_num_layers
     return out
 
 

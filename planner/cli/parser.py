@@ -13,6 +13,7 @@ from planner.cli.options import (
     _add_placement,
     _add_run_length,
     _add_serve,
+    _add_stage_split,
     _add_workload,
     _OneLineParser,
     positive_float,
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
     )
     search.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
+    _add_stage_split(search)
     search.add_argument(
         "--max",
         action="append",
@@ -108,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     estimate.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
     estimate.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=1)
+    _add_stage_split(estimate)
     models = sub.add_parser("models", help="list catalog models")
     models.add_argument("--json", action="store_true")
     clusters = sub.add_parser(

@@ -23,6 +23,8 @@ def ep_comm_per_microbatch(
     layout: Layout,
     num_moe_layers: float,
     ep: CommDomain,
+    *,
+    recomputed_moe_layers: float | None = None,
 ) -> float:
     """EP all-to-all: dispatch and combine, forward and backward (and the recomputed forward
     under full recomputation or the ``moe`` recompute module), per MoE layer, scaled by the
@@ -45,11 +47,14 @@ def ep_comm_per_microbatch(
     else:
         one_way = all_to_all_time(per_copy * moe.top_k, ep)
     # dispatch + combine forward and backward; full recomputation runs the forward pair again
-    # (on the share of layers it recomputes)
-    recomputed = recomputed_fraction(workload, layout, num_moe_layers)
+    # (on the layers it recomputes: ``recomputed_moe_layers`` when an explicit split says how
+    # many, else the layout's rule)
+    recomputed = recomputed_fraction(workload, layout, num_moe_layers) * num_moe_layers
+    if recomputed_moe_layers is not None:  # an explicit pipeline split says which
+        recomputed = recomputed_moe_layers
     if layout.recompute is Recompute.SELECTIVE and "moe" in workload.recompute_modules:
-        recomputed = 1.0  # the recomputed MoE block dispatches and combines again
-    return (4 + 2 * recomputed) * one_way * num_moe_layers
+        recomputed = num_moe_layers  # the recomputed MoE block dispatches and combines again
+    return (4 * num_moe_layers + 2 * recomputed) * one_way
 
 
 def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers: float) -> float:

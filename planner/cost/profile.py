@@ -50,6 +50,11 @@ class LayerTable(FrozenSpec):
         prefix: list[float] = getattr(self, field)
         return prefix[layers.stop] - prefix[layers.start]
 
+    def sum(self, field: str, ranges: tuple[range, ...]) -> float:
+        """Sum of ``field`` over several ranges of layers (a rank's chunks; a range may repeat)."""
+        prefix: list[float] = getattr(self, field)
+        return sum(prefix[r.stop] - prefix[r.start] for r in ranges)
+
 
 def _prefix(values: list[float]) -> list[float]:
     return [0.0, *accumulate(values)]

@@ -102,6 +102,7 @@ def sharded_state_bytes(
     workload: TrainWorkload,
     *,
     num_layers: int,
+    transient: bool = True,
 ) -> ShardedState:
     """What one GPU holds of ``params`` = (dense, expert) parameters of its stage (already split
     over tp and ep x etp): dense state shards over dp x cp, expert state over the expert-data-
@@ -111,7 +112,8 @@ def sharded_state_bytes(
     no bf16 shard when the fp32 master copy is the parameter itself (``fp32_params``); without
     resharding under pipeline parallelism
     (:func:`reduces_once_per_step`) it holds the stage's whole gathered copy and unsharded
-    gradients instead.
+    gradients instead. ``transient`` False leaves the gathered copy and the unsharded gradients
+    of the running layers out (the state at rest, additive over layers).
 
     >>> state = sharded_state_bytes((8e9, 0.0), Layout(dp=8, zero=1), TrainWorkload(), num_layers=32)
     >>> state.weights / 1e9, state.grads / 1e9, state.optimizer / 1e9
@@ -137,6 +139,8 @@ def sharded_state_bytes(
         )
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
     gathered = running if zero3_reshards(workload, layout) else total
+    if not transient:  # the state at rest, additive over layers (the stage partition's tables)
+        running = gathered = 0.0
     at_rest = 0.0 if workload.fp32_params else weight_bytes(shard, layout.precision)
     return ShardedState(
         weights=at_rest + weight_bytes(gathered, layout.precision),

@@ -1,9 +1,10 @@
 """One micro-batch on one pipeline stage: tensor-core time, memory-bound time, and the TP, CP and
-EP communication on its critical path; and the stage's memory."""
+EP communication on its critical path (its memory: :mod:`planner.cost.stage_memory`)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 from planner.cost.comm import (
     all_gather_time,
@@ -24,6 +25,7 @@ from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatc
 from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
+    GemmShape,
     eager_extra_bytes_per_token,
     elementwise_bytes_per_token,
     gemm_time,
@@ -37,11 +39,11 @@ from planner.cost.memory import (
     ACTIVATION_BYTES,
     recomputed_fraction,
     saved_tensor_widths,
-    stage_layers,
 )
 from planner.cost.params import norms_per_layer
+from planner.cost.partition import StageContents, stage_contents
 from planner.cost.profile import layer_table
-from planner.cost.stage_memory import stored_activation_bytes
+from planner.cost.stage_memory import activation_bytes_per_microbatch
 from planner.errors import InternalError
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
@@ -49,6 +51,7 @@ from planner.specs.formats import NumberFormat, bytes_per_value
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
 from planner.units import GB, US
 
@@ -254,39 +257,57 @@ def save_list_recompute_time(
     return time
 
 
-def microbatch_compute(
-    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout, stage: int
-) -> tuple[float, float, float, float]:
-    """(forward, backward, attention-core forward, linear-GEMM forward) seconds of one
-    micro-batch on ``stage``.
+class LayersForward(NamedTuple):
+    """Forward seconds of a set of layers for one micro-batch on one GPU, by kind of work."""
+
+    linear: float
+    """Linear GEMMs."""
+    attention: float
+    """Attention cores (forward)."""
+    attention_backward: float
+    """Attention cores (backward)."""
+    memory_bound: float
+    """Norms, activations, residuals, casts at HBM bandwidth."""
+    unfused_forward: float
+    """Kernels the framework leaves unfused, forward."""
+    unfused_backward: float
+    """The same, backward."""
+    num_moe: float
+    """MoE layers among them."""
+
+    @property
+    def recomputable(self) -> float:
+        """What full recomputation runs again (s): the whole forward of these layers."""
+        return self.linear + self.attention + self.memory_bound + self.unfused_forward
+
+
+def layers_forward(
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    layers: tuple[range, ...],
+) -> LayersForward:
+    """Forward time of ``layers`` (index ranges) for one micro-batch on one GPU.
 
     GEMMs: :mod:`planner.cost.gemm` at the precision's peak; attention cores (flash attention) at
     the bf16 peak x attention efficiency, slowed where the exponential units bound them
     (:func:`planner.cost.compute.attention_exp_bound_factors`, each pass on its own), the
-    backward running the five matmuls of :func:`planner.cost.compute.flash_backward_flop_ratio`;
-    memory-bound
-    kernels at HBM bandwidth x eta_hbm, with the casts of low-precision inputs and the kernels the
-    framework leaves unfused (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`, their own
-    backward traffic); backward = 2 x forward otherwise (input and weight gradients); the last
-    stage adds the logits GEMM and the loss's passes over the logits
-    (:func:`planner.cost.compute.cross_entropy_time`); full recompute adds a forward, selective
-    the modules ``workload.recompute_modules`` names (:func:`selective_recompute_time`).
+    backward running the five matmuls of :func:`planner.cost.compute.flash_backward_flop_ratio`,
+    and FlashAttention-2's speed where the framework runs it (:func:`attention_efficiency`);
+    memory-bound kernels at HBM bandwidth x eta_hbm, with the casts of low-precision inputs, the
+    eager kernels of an uncompiled framework (:func:`planner.cost.gemm.
+    eager_extra_bytes_per_token`) and the kernels the framework leaves unfused
+    (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`, their own backward traffic).
     """
     tokens = layout.mbs * workload.seq_len / layout.cp
     fmt = layout.precision
-    layers = stage_layers(model, layout.pp, stage)
     table = layer_table(model, workload.seq_len)
-    num_moe = table.total("moe_layers", layers)
-    num_dense = len(layers) - num_moe
-    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
-    rates = (
-        acc.peak_flop_per_s(fmt),
-        acc.gemm_efficiency(fmt),
-        bytes_per_value(fmt),
-        hbm,
-        acc.efficiency.kernel_overhead_us * US,
-        acc.efficiency.expert_gemm,
-    )
+    num_layers = sum(len(r) for r in layers)
+    num_moe = table.sum("moe_layers", layers)
+    num_dense = num_layers - num_moe
+    rates = _rates(acc, fmt)
+    hbm = rates[3]
     degrees = (layout.tp, layout.ep, layout.etp)
     dense_t, dense_in = (
         _layer_linear_time(model, tokens, False, degrees, rates) if num_dense else (0, 0)
@@ -296,7 +317,7 @@ def microbatch_compute(
     bf16 = NumberFormat.BF16
     if workload.flash_attention:
         attention_mma = matmul_time(
-            tokens * table.total("attention_flops", layers) / layout.tp,
+            tokens * table.sum("attention_flops", layers) / layout.tp,
             peak_flop_per_s=acc.peak_flop_per_s(bf16),
             efficiency=attention_efficiency(acc, workload),
         )
@@ -304,7 +325,7 @@ def microbatch_compute(
         attention = attention_mma * exp_forward
         attention_backward = flash_backward_flop_ratio(model) * attention_mma * exp_backward
     else:
-        attention = unfused_attention_time(model, acc, workload, layout, len(layers))
+        attention = unfused_attention_time(model, acc, workload, layout, num_layers)
         attention_backward = 2.0 * attention
     streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
     streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
@@ -316,50 +337,140 @@ def microbatch_compute(
     memory_bound = tokens * streamed / layout.tp / hbm
     if not workload.sequence_parallel and layout.tp > 1:
         # norms and residual adds run on every TP rank's full sequence
-        repeated = norm_residual_bytes_per_token(model) * len(layers)
+        repeated = norm_residual_bytes_per_token(model) * num_layers
         memory_bound += tokens * repeated * (1.0 - 1.0 / layout.tp) / hbm
     unfused_forward, unfused_backward = _unfused_kernel_time(
         model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates
     )
+    return LayersForward(
+        linear, attention, attention_backward, memory_bound, unfused_forward, unfused_backward,
+        num_moe,
+    )  # fmt: skip
+
+
+def _rates(
+    acc: AcceleratorSpec, fmt: NumberFormat
+) -> tuple[float, float, float, float, float, float]:
+    """(peak FLOP/s, GEMM efficiency, bytes per value, effective HBM bytes/s, kernel overhead s,
+    expert-GEMM factor) of ``acc`` in ``fmt``."""
+    return (
+        acc.peak_flop_per_s(fmt),
+        acc.gemm_efficiency(fmt),
+        bytes_per_value(fmt),
+        acc.hbm_bytes_per_s * acc.efficiency.hbm,
+        acc.efficiency.kernel_overhead_us * US,
+        acc.efficiency.expert_gemm,
+    )
+
+
+def head_forward(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout
+) -> tuple[float, float, float]:
+    """(logits forward, loss forward, loss backward) seconds of one pass of the output layer
+    and loss for one micro-batch: the logits GEMM at the bf16 peak and the loss's passes over
+    the logits (:func:`planner.cost.compute.cross_entropy_time`)."""
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    bf16 = NumberFormat.BF16
+    logits = matmul_time(
+        tokens * logits_flops_per_token(model) / layout.tp,
+        peak_flop_per_s=acc.peak_flop_per_s(bf16),
+        efficiency=acc.gemm_efficiency(bf16),
+    )
+    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
+    loss_forward, loss_backward = cross_entropy_time(
+        tokens, model.vocab_size / layout.tp, workload.cross_entropy, hbm
+    )
+    return logits, loss_forward, loss_backward
+
+
+def mtp_projection_time(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout
+) -> float:
+    """Forward seconds of one MTP module's 2D -> D projection (DeepSeek-V3 ``eh_proj``,
+    column-parallel over tp; arXiv 2412.19437 section 2.2) for one micro-batch; its two norms
+    are not counted."""
+    d = model.hidden_size
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    rates = _rates(acc, layout.precision)
+    projection = GemmShape(name="mtp_proj", m=tokens, k=2 * d, n=d / layout.tp, count=1)
+    return gemm_time(
+        projection,
+        peak_flop_per_s=rates[0],
+        efficiency=rates[1],
+        bytes_per_value=rates[2],
+        hbm_bytes_per_s=rates[3],
+        kernel_overhead_s=rates[4],
+    )
+
+
+def microbatch_compute(
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    stage: int,
+    *,
+    split: PipelineSplit | None = None,
+    contents: StageContents | None = None,
+) -> tuple[float, float, float, float]:
+    """(forward, backward, attention-core forward, linear-GEMM forward) seconds of one
+    micro-batch on ``stage`` (its layers under ``split``, or the even split; or ``contents``
+    when given, e.g. one layer for the stage partition's tables).
+
+    The layers: :func:`layers_forward`; backward = 2 x forward otherwise (input and weight
+    gradients); the stage holding the output layer adds the logits GEMM and the loss's passes
+    over the logits (:func:`head_forward`, once per MTP module too); full recompute adds the
+    forward of the layers it recomputes, selective the modules ``workload.recompute_modules``
+    names (:func:`selective_recompute_time`) or the GEMM shares and elementwise work a save list
+    does not keep (:func:`save_list_recompute_time`).
+    """
+    contents = contents or stage_contents(model, workload, layout, stage, split)
+    part = layers_forward(model, acc, workload, layout, contents.layers)
     logits = loss_forward = loss_backward = 0.0
-    if stage == layout.pp - 1:
-        logits = matmul_time(
-            tokens * logits_flops_per_token(model) / layout.tp,
-            peak_flop_per_s=acc.peak_flop_per_s(bf16),
-            efficiency=acc.gemm_efficiency(bf16),
+    heads = contents.num_heads
+    if heads:
+        logits, loss_forward, loss_backward = (
+            heads * t for t in head_forward(model, acc, workload, layout)
         )
-        loss_forward, loss_backward = cross_entropy_time(
-            tokens, model.vocab_size / layout.tp, workload.cross_entropy, hbm
-        )
-    forward = linear + attention + memory_bound + logits
-    backward = 2.0 * (forward - attention) + attention_backward + loss_backward + unfused_backward
-    forward += loss_forward + unfused_forward
+    if contents.mtp:
+        logits += contents.mtp * mtp_projection_time(model, acc, workload, layout)
+    forward = part.linear + part.attention + part.memory_bound + logits
+    backward = (
+        2.0 * (forward - part.attention)
+        + part.attention_backward
+        + loss_backward
+        + part.unfused_backward
+    )
+    forward += loss_forward + part.unfused_forward
     if layout.recompute is Recompute.FULL:
-        backward += recomputed_fraction(workload, layout, len(layers)) * (
-            linear + attention + memory_bound + unfused_forward
-        )
+        if contents.recomputed is None:
+            fraction = recomputed_fraction(workload, layout, contents.num_layers)
+            backward += fraction * part.recomputable
+        elif contents.num_recomputed:
+            again = layers_forward(model, acc, workload, layout, contents.recomputed)
+            backward += again.recomputable
     elif layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None:
         backward += save_list_recompute_time(
             model,
             workload.saved_tensors,
-            tokens=tokens,
-            counts=(num_dense, num_moe),
-            degrees=degrees,
-            rates=rates,
-            forward_s=(attention, memory_bound + unfused_forward),
+            tokens=layout.mbs * workload.seq_len / layout.cp,
+            counts=(contents.num_layers - part.num_moe, part.num_moe),
+            degrees=(layout.tp, layout.ep, layout.etp),
+            rates=_rates(acc, layout.precision),
+            forward_s=(part.attention, part.memory_bound + part.unfused_forward),
         )
     elif layout.recompute is Recompute.SELECTIVE:
         backward += selective_recompute_time(
             model,
             workload,
-            tokens=tokens,
-            num_dense=num_dense,
-            num_moe=num_moe,
-            degrees=degrees,
-            rates=rates,
-            attention_s=attention,
+            tokens=layout.mbs * workload.seq_len / layout.cp,
+            num_dense=int(contents.num_layers - part.num_moe),
+            num_moe=part.num_moe,
+            degrees=(layout.tp, layout.ep, layout.etp),
+            rates=_rates(acc, layout.precision),
+            attention_s=part.attention,
         )
-    return forward, backward, attention, linear
+    return forward, backward, part.attention, part.linear
 
 
 def _unfused_kernel_time(
@@ -423,6 +534,7 @@ def tp_comm_per_microbatch(
     *,
     linear_s: float,
     rates: tuple[float, float],
+    recomputed_layers: float | None = None,
 ) -> float:
     """Exposed TP collectives of one micro-batch: with sequence parallelism, per layer 2
     all-gathers and 2 reduce-scatters of the (B T D) bf16 activation forward and the same
@@ -439,19 +551,23 @@ def tp_comm_per_microbatch(
     chunk after it ends) and is exposed; the rest hides behind the layer's linear GEMM time
     (forward ``linear_s``, x3 with the backward) up to the contention; and every overlapped GEMM
     runs as tp smaller GEMMs, paying tp - 1 more fixed per-kernel costs
-    (:func:`tp_overlap_split_time`). ``rates`` = (per-kernel seconds, contention share)."""
+    (:func:`tp_overlap_split_time`). ``rates`` = (per-kernel seconds, contention share);
+    ``recomputed_layers``: how many of the ``num_layers`` recompute in full (None = the layout's
+    rule)."""
     if tp.size == 1:
         return 0.0
     message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     pairs = 2 * norms_per_layer(model)  # forward and backward, per sub-block (one if parallel)
     per_layer = pairs * (all_gather_time(message, tp) + reduce_scatter_time(message, tp))
-    recomputed = 1.0 + 0.5 * recomputed_fraction(workload, layout, num_layers)
-    comm = per_layer * recomputed * num_layers
+    if recomputed_layers is None:  # the layout's rule (the even split)
+        recomputed_layers = recomputed_fraction(workload, layout, num_layers) * num_layers
+    passes = num_layers + 0.5 * recomputed_layers
+    comm = per_layer * passes
     if not (workload.tp_comm_overlap and workload.sequence_parallel):
         return comm  # Megatron's TP-communication overlap needs sequence parallelism
     kernel_s, contention = rates
     tail = comm / tp.size
-    split = tp_overlap_split_time(model, tp.size, kernel_s) * recomputed * num_layers
+    split = tp_overlap_split_time(model, tp.size, kernel_s) * passes
     return tail + overlapped_exposed_time(comm - tail, 3.0 * linear_s, contention) + split
 
 
@@ -563,47 +679,59 @@ def microbatch_time(
     *,
     stage: int,
     domains: dict[str, CommDomain],
+    split: PipelineSplit | None = None,
+    contents: StageContents | None = None,
 ) -> MicrobatchTime:
-    """Everything on the critical path of one micro-batch on ``stage``."""
-    forward, backward, attention, linear = microbatch_compute(model, acc, workload, layout, stage)
+    """Everything on the critical path of one micro-batch on ``stage`` (its layers under
+    ``split``, or the even split; or ``contents`` when given)."""
+    contents = contents or stage_contents(model, workload, layout, stage, split)
+    forward, backward, attention, linear = microbatch_compute(
+        model, acc, workload, layout, stage, contents=contents
+    )
     contention = acc.efficiency.overlap_contention
-    layers = stage_layers(model, layout.pp, stage)
-    num_moe = layer_table(model, workload.seq_len).total("moe_layers", layers)
+    num_layers = contents.num_layers
+    table = layer_table(model, workload.seq_len)
+    num_moe = table.sum("moe_layers", contents.layers)
+    recomputed_moe = None
+    if contents.recomputed is not None and layout.recompute is Recompute.FULL:
+        recomputed_moe = table.sum("moe_layers", contents.recomputed)
     if model.moe is not None and workload.expert_load_imbalance > 1.0:
-        share = num_moe / max(len(layers), 1)
+        share = num_moe / max(num_layers, 1)
         factor = 1.0 + share * (workload.expert_load_imbalance - 1.0)
         forward, backward = forward * factor, backward * factor
-    return MicrobatchTime(
+    ep_comm = ep_comm_per_microbatch(
+        model, workload, layout, num_moe, domains["ep"], recomputed_moe_layers=recomputed_moe
+    )
+    # built without validation: the search makes hundreds of thousands (floats from the model)
+    return MicrobatchTime.model_construct(
         forward_s=forward,
         backward_s=backward,
         tp_comm_s=tp_comm_per_microbatch(
             model,
             workload,
             layout,
-            len(layers),
+            num_layers,
             domains["tp"],
             linear_s=linear,
             rates=(acc.efficiency.kernel_overhead_us * US, contention),
+            recomputed_layers=None if contents.recomputed is None else contents.num_recomputed,
         ),
         cp_comm_s=cp_comm_per_microbatch(
             model,
             workload,
             layout,
-            len(layers),
+            num_layers,
             cp=domains["cp"],
             attention_s=(attention, attention * flash_backward_flop_ratio(model)),
             contention=contention,
         ),
         ep_comm_s=ep_exposed_per_microbatch(
-            ep_comm_per_microbatch(model, workload, layout, num_moe, domains["ep"]),
-            compute_s=forward + backward,
-            workload=workload,
-            contention=contention,
+            ep_comm, compute_s=forward + backward, workload=workload, contention=contention
         ),
         moe_sync_s=moe_sync_time(acc, workload, num_moe),
         offload_s=activation_offload_time(
             workload.activation_offload_fraction
-            * stored_activation_bytes(model, workload, layout, stage),
+            * activation_bytes_per_microbatch(model, workload, layout, contents),
             acc,
             compute_s=(forward, backward),
             contention=contention,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from planner.cost.memory import (
     ACTIVATION_BYTES,
     activation_bytes_per_layer,
@@ -15,6 +17,7 @@ from planner.cost.memory import (
     stage_layers,
 )
 from planner.cost.params import embedding_params, norm_params
+from planner.cost.partition import StageContents, stage_contents
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.profile import layer_table
 from planner.cost.sharding import sharded_state_bytes
@@ -22,6 +25,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
 
 
@@ -44,26 +48,39 @@ class StageMemory(FrozenSpec):
 
 
 def stage_params_per_gpu(
-    model: ModelSpec, layout: Layout, stage: int, seq_len: int
+    model: ModelSpec,
+    layout: Layout,
+    stage: int,
+    seq_len: int,
+    *,
+    contents: StageContents | None = None,
 ) -> tuple[float, float]:
-    """(dense, expert) parameters held by one GPU of ``stage``.
+    """(dense, expert) parameters held by one GPU of ``stage`` (holding ``contents``; default:
+    the even split without MTP modules).
 
     Dense weights (attention, norms, router, dense FFN, shared experts, embeddings) are split over
     tp, routed experts over ep (whole experts) x etp. The first stage holds the input embedding
     (and learned positions), the last the final norm and output projection; a tied embedding is
-    replicated on the last stage when pp > 1, as Megatron-LM does.
+    replicated on the last stage when pp > 1, as Megatron-LM does. An MTP module adds its
+    layer (in ``contents.layers``), its 2D x D projection and two norms, and a rank other than
+    the last that holds one also holds a copy of the output projection.
     """
-    layers = stage_layers(model, layout.pp, stage)
+    if contents is None:
+        last = stage == layout.pp - 1
+        layers = (stage_layers(model, layout.pp, stage),)
+        contents = StageContents(layers, None, stage == 0, last, 0, last)
     table = layer_table(model, seq_len)
-    dense = table.total("dense_params", layers)
-    expert = table.total("expert_params", layers)
+    dense = table.sum("dense_params", contents.layers)
+    expert = table.sum("expert_params", contents.layers)
     vocab_table = model.vocab_size * model.hidden_size
-    if stage == 0:
+    if contents.first:
         dense += embedding_params(model) - (0 if model.tied_embeddings else vocab_table)
-    if stage == layout.pp - 1:
-        if not model.tied_embeddings or layout.pp > 1:
-            dense += vocab_table
+    if contents.output_weights and (not model.tied_embeddings or layout.pp > 1):
+        dense += vocab_table
+    if contents.last:
         dense += norm_params(model)
+    d = model.hidden_size
+    dense += contents.mtp * (2 * d * d + 2 * norm_params(model))
     return dense / layout.tp, expert / (layout.ep * layout.etp)
 
 
@@ -79,86 +96,179 @@ def _selective_saved_bytes(
     return saved
 
 
-def stored_activation_bytes(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout, stage: int
+def activation_bytes_per_microbatch(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, contents: StageContents
 ) -> float:
-    """Bytes of activations one GPU of ``stage`` keeps for one micro-batch until its backward
-    (Korthikanti et al. 2022 generalised: :mod:`planner.cost.memory`): every layer's stored
-    values, or under full recomputation the recomputed layers' inputs, under selective
-    recomputation without the modules it recomputes (Megatron-LM ``recompute_modules``) or only
-    the layer input and the tensors a save list keeps (``saved_tensors``); split over tp (and
-    cp), except what plain TP without sequence parallelism keeps whole on every rank."""
-    layers = stage_layers(model, layout.pp, stage)
+    """Activation bytes one micro-batch leaves on one GPU of a stage holding ``contents``
+    (Korthikanti et al. 2022 section 4, per layer :func:`planner.cost.memory.
+    activation_bytes_per_layer`'s terms): the layers that keep their activations store them all
+    (minus what selective recomputation drops, or under a save list (``saved_tensors``) only
+    their input and the tensors it names), the layers recomputed in full only their input
+    (2 s b h / t), and each MTP module also the input of its 2D -> D projection."""
     tokens = layout.mbs * workload.seq_len / layout.cp
     table = layer_table(model, workload.seq_len)
-    recomputed = recomputed_fraction(workload, layout, len(layers))
-    kept = 1.0 - recomputed  # share of layers that keep their activations
-    per_token = ACTIVATION_BYTES * model.hidden_size * len(layers) * recomputed
-    selective = layout.recompute is Recompute.SELECTIVE
-    num_moe = table.total("moe_layers", layers)
-    if selective and workload.saved_tensors is not None:
-        saved = workload.saved_tensors
+    layers, num_layers = contents.layers, contents.num_layers
+    full = layout.recompute is Recompute.FULL
+    if contents.recomputed is None:  # the layout's rule: a share of every layer
+        share = recomputed_fraction(workload, layout, num_layers)
+        recomputed = share * num_layers
+
+        def kept(field: str) -> float:
+            return (1.0 - share) * table.sum(field, layers)
+    else:
+        recomputed = contents.num_recomputed if full else 0
+        dropped = contents.recomputed if full else ()
+
+        def kept(field: str) -> float:
+            return table.sum(field, layers) - table.sum(field, dropped)
+
+    kept_layers = num_layers - recomputed
+    per_token = ACTIVATION_BYTES * model.hidden_size * recomputed
+    save_list = layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
+    if save_list:  # each layer keeps its input and the tensors the save list names
+        num_moe = table.sum("moe_layers", layers)
+        saved = workload.saved_tensors or ()
         per_token += ACTIVATION_BYTES * (
             num_moe * save_list_values(model, saved, moe_layer=True)
-            + (len(layers) - num_moe) * save_list_values(model, saved, moe_layer=False)
+            + (num_layers - num_moe) * save_list_values(model, saved, moe_layer=False)
         )
-    elif kept > 0.0:
-        per_token += kept * activation_bytes_per_token(
-            table.total("activation_values", layers),
-            table.total("gemm_input_values", layers),
-            layout.precision,
+    elif kept_layers > 0:
+        per_token += activation_bytes_per_token(
+            kept("activation_values"), kept("gemm_input_values"), layout.precision
         )
-        scores_recomputed = selective and "core_attn" in workload.recompute_modules
+        scores_recomputed = (
+            layout.recompute is Recompute.SELECTIVE and "core_attn" in workload.recompute_modules
+        )
         if not workload.flash_attention and not scores_recomputed:
-            per_token += kept * ACTIVATION_BYTES * table.total("score_values", layers)
-        if selective:
+            per_token += ACTIVATION_BYTES * kept("score_values")
+        if layout.recompute is Recompute.SELECTIVE:
+            num_moe = table.sum("moe_layers", layers)
             per_token -= _selective_saved_bytes(
-                model, workload.recompute_modules, layout.precision, num_moe, len(layers) - num_moe
+                model, workload.recompute_modules, layout.precision, num_moe, num_layers - num_moe
             )
+    projection = 2.0 * model.hidden_size
+    per_token += contents.mtp * activation_bytes_per_token(projection, projection, layout.precision)
     per_microbatch = tokens * per_token / layout.tp
     if not workload.sequence_parallel and layout.tp > 1:
         # what plain TP keeps whole on every rank: the layer inputs that full recomputation
         # stores, and the norm inputs/outputs and dropout masks of the layers that keep theirs
         whole = ACTIVATION_BYTES * model.hidden_size * recomputed
-        whole += kept * ACTIVATION_BYTES * replicated_values_without_sp(model)
-        per_microbatch += tokens * whole * len(layers) * (1.0 - 1.0 / layout.tp)
+        whole += kept_layers * ACTIVATION_BYTES * replicated_values_without_sp(model)
+        per_microbatch += tokens * whole * (1.0 - 1.0 / layout.tp)
     return per_microbatch
 
 
 def stage_memory(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout, stage: int, num_microbatches: int
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    stage: int,
+    num_microbatches: int,
+    *,
+    split: PipelineSplit | None = None,
 ) -> StageMemory:
-    """Memory of one GPU of ``stage``: weights, grads and optimizer state sharded per the ZeRO
-    stage (:func:`planner.cost.sharding.sharded_state_bytes`), the activations of the micro-
-    batches in flight (1F1B / interleaved: :func:`stored_activation_bytes` each), less the share
-    offloaded to host memory (``activation_offload_fraction``; one layer's worth stays while it
-    is copied), plus the allocator's overhead on them (``activation_memory_overhead``), the
-    working set of the layer being recomputed, and fp32 logits on the last stage."""
-    layers = stage_layers(model, layout.pp, stage)
-    params = stage_params_per_gpu(model, layout, stage, workload.seq_len)
-    state = sharded_state_bytes(params, layout, workload, num_layers=len(layers))
-    per_microbatch = stored_activation_bytes(model, workload, layout, stage)
-    offloaded = workload.activation_offload_fraction
-    in_flight = microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, stage)
-    copies = 1.0
-    if workload.pipeline_schedule == "dualpipe" and layout.pp > 1:
-        # two copies of the stage's parameters, pp + 1 micro-batches in flight (DualPipe)
-        in_flight, copies = min(num_microbatches, layout.pp + 1), 2.0
-    activations = per_microbatch * in_flight * (1.0 - offloaded)
-    activations += offloaded * per_microbatch / max(len(layers), 1)
-    activations *= 1.0 + workload.activation_memory_overhead
-    if layout.recompute is Recompute.FULL or (
-        layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
-    ):
-        working = layout.model_copy(update={"recompute": Recompute.NONE})
-        activations += activation_bytes_per_layer(
-            model, working, workload.seq_len, layer_index=model.num_layers - 1
+    """Memory of one GPU of ``stage`` (its layers under ``split``, or the even split): weights,
+    grads and optimizer state sharded per the ZeRO stage (:func:`planner.cost.sharding.
+    sharded_state_bytes`), the activations of the micro-batches in flight (1F1B / interleaved /
+    DualPipe, :func:`activation_bytes_per_microbatch`) less the share offloaded to host memory
+    (``activation_offload_fraction``; one layer's worth stays while it is copied) and plus the
+    allocator's overhead on them (``activation_memory_overhead``), the working set of a layer
+    being recomputed, and fp32 logits per output-layer pass on the stage that holds the loss."""
+    profile = stage_memory_profile(model, workload, layout, stage, split=split)
+    return profile.memory(workload, layout, num_microbatches)
+
+
+class StageMemoryProfile(NamedTuple):
+    """What a stage's memory is made of, before the ZeRO stage, the micro-batch size and the
+    micro-batches in flight are applied (:meth:`memory`): the search climbs ZeRO stages and
+    micro-batches on one profile."""
+
+    stage: int
+    """Pipeline stage."""
+    dense_params: float
+    """Dense parameters per GPU (:func:`stage_params_per_gpu`)."""
+    expert_params: float
+    """Routed-expert parameters per GPU."""
+    activations_per_sequence: float
+    """Activations of one micro-batch in flight, per sequence of the micro-batch (bytes)."""
+    fixed_per_sequence: float
+    """Held once, per sequence: the recomputed layer's working set and the fp32 logits."""
+    num_layers: int = 1
+    """Transformer layers the stage holds (ZeRO-3 gathers a few of them at a time)."""
+
+    def parts(
+        self, workload: TrainWorkload, layout: Layout, num_microbatches: int
+    ) -> tuple[float, float, float, float]:
+        """(weights, gradients, optimizer state, activations) bytes at ``layout``'s ZeRO stage,
+        micro-batch and interleaving (every activation term is proportional to the tokens of a
+        micro-batch)."""
+        state = sharded_state_bytes(
+            (self.dense_params, self.expert_params), layout, workload, num_layers=self.num_layers
         )
-    if stage == layout.pp - 1:
-        activations += logits_bytes(model, layout, workload.seq_len)
-    return StageMemory(
-        weights=copies * state.weights,
-        grads=copies * state.grads,
-        optimizer=state.optimizer,
-        activations=activations,
+        in_flight = microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, self.stage)
+        copies = 1.0
+        if workload.pipeline_schedule == "dualpipe" and layout.pp > 1:
+            # two copies of the stage's parameters, pp + 1 micro-batches in flight (DualPipe)
+            in_flight, copies = min(num_microbatches, layout.pp + 1), 2.0
+        offloaded = workload.activation_offload_fraction
+        stored = self.activations_per_sequence * in_flight * (1.0 - offloaded)
+        stored += offloaded * self.activations_per_sequence / max(self.num_layers, 1)
+        stored *= 1.0 + workload.activation_memory_overhead
+        activations = layout.mbs * (stored + self.fixed_per_sequence)
+        return copies * state.weights, copies * state.grads, state.optimizer, activations
+
+    def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
+        """The StageMemory of :meth:`parts`."""
+        weights, grads, optimizer, activations = self.parts(workload, layout, num_microbatches)
+        return StageMemory.model_construct(
+            weights=weights, grads=grads, optimizer=optimizer, activations=activations
+        )
+
+
+def stage_memory_profile(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    stage: int,
+    *,
+    split: PipelineSplit | None = None,
+) -> StageMemoryProfile:
+    """The :class:`StageMemoryProfile` of ``stage``: it depends on the parallel degrees, the
+    precision, the recomputation and (through ``recompute_num_layers``) vpp, not on the ZeRO
+    stage nor the micro-batch size."""
+    contents = stage_contents(model, workload, layout, stage, split)
+    dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len, contents=contents)
+    activations = activation_bytes_per_microbatch(model, workload, layout, contents)
+    fixed = contents.num_heads * logits_bytes(model, layout, workload.seq_len)
+    recomputes = contents.recomputed is None or contents.num_recomputed > 0
+    save_list = layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
+    if (layout.recompute is Recompute.FULL and recomputes) or save_list:
+        fixed += recompute_working_bytes(model, workload, layout)
+    return StageMemoryProfile(
+        stage,
+        dense,
+        expert,
+        activations / layout.mbs,
+        fixed / layout.mbs,
+        max(contents.num_layers, 1),
+    )
+
+
+def state_bytes(
+    workload: TrainWorkload, layout: Layout, dense: float, expert: float
+) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer state) bytes one GPU holds at rest for ``dense`` and
+    ``expert`` parameters per GPU (:func:`stage_params_per_gpu`), sharded per the ZeRO stage
+    (:func:`planner.cost.sharding.sharded_state_bytes` without the gathered copy of the running
+    layers): additive over layers, for the stage partition's per-layer tables."""
+    state = sharded_state_bytes((dense, expert), layout, workload, num_layers=1, transient=False)
+    return state.weights, state.grads, state.optimizer
+
+
+def recompute_working_bytes(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> float:
+    """Activations of the one layer being recomputed in the backward pass (full recomputation
+    or a save list), held on top of the micro-batches in flight."""
+    working = layout.model_copy(update={"recompute": Recompute.NONE})
+    return activation_bytes_per_layer(
+        model, working, workload.seq_len, layer_index=model.num_layers - 1
     )

@@ -31,6 +31,7 @@ from planner.cost.comm import (
 )
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, stage_layers
+from planner.cost.partition import stage_contents
 from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
@@ -39,13 +40,19 @@ from planner.cost.sharding import (
     shard_ranks,
 )
 from planner.cost.stage import MicrobatchTime, microbatch_time
-from planner.cost.stage_memory import StageMemory, stage_memory, stage_params_per_gpu
+from planner.cost.stage_memory import (
+    StageMemory,
+    StageMemoryProfile,
+    stage_memory_profile,
+    stage_params_per_gpu,
+)
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
 
 OVERLAP_POLICY = (
@@ -83,6 +90,9 @@ class StepCost(FrozenSpec):
     """Model FLOPs of one step (no recompute)."""
     num_microbatches: int = Field(ge=1)
     """Micro-batches per step per pipeline."""
+    stage_times: list[MicrobatchTime] = Field(default_factory=list)
+    """Critical-path time of one micro-batch on each evaluated stage, aligned with ``stages``
+    (they do not depend on the ZeRO stage, so the search reuses them across ZeRO stages)."""
 
     @property
     def peak_stage(self) -> int:
@@ -251,12 +261,42 @@ def dp_tail_params(model: ModelSpec, layout: Layout, stage: int = 0) -> float:
 
 
 def estimate_memory(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    split: PipelineSplit | None = None,
+    profiles: list[StageMemoryProfile] | None = None,
 ) -> tuple[list[int], list[StageMemory]]:
-    """(stages, memory of one GPU of each) for the stages that bound the peak."""
+    """(stages, memory of one GPU of each) for the stages that bound the peak (every stage
+    under an explicit ``split``); ``profiles``: :func:`memory_profiles` of this layout at any
+    ZeRO stage and micro-batch, when already known."""
     m = workload.global_batch // (layout.dp * layout.mbs)
-    stages = representative_stages(layout.pp, model, workload.seq_len)
-    return stages, [stage_memory(model, workload, layout, s, m) for s in stages]
+    profiles = profiles or memory_profiles(model, workload, layout, split=split)
+    return [p.stage for p in profiles], [p.memory(workload, layout, m) for p in profiles]
+
+
+def memory_profiles(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    split: PipelineSplit | None = None,
+) -> list[StageMemoryProfile]:
+    """The memory profile (:func:`planner.cost.stage_memory.stage_memory_profile`) of each stage that
+    bounds the peak; valid for every ZeRO stage and micro-batch of ``layout``'s degrees,
+    recomputation and vpp."""
+    stages = _stages(model, workload, layout, split)
+    return [stage_memory_profile(model, workload, layout, s, split=split) for s in stages]
+
+
+def _stages(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, split: PipelineSplit | None
+) -> list[int]:
+    """The stages to evaluate: the representative ones of the even split, or all of them."""
+    if split is not None:
+        return list(range(layout.pp))
+    return representative_stages(layout.pp, model, workload.seq_len)
 
 
 def estimate_step(
@@ -267,16 +307,21 @@ def estimate_step(
     domains: dict[str, CommDomain],
     *,
     memory: tuple[list[int], list[StageMemory]] | None = None,
+    times: list[MicrobatchTime] | None = None,
+    split: PipelineSplit | None = None,
 ) -> StepCost:
-    """Predicted step time, breakdown and per-stage memory of ``layout``.
+    """Predicted step time, breakdown and per-stage memory of ``layout``; ``memory`` and
+    ``times`` (the per-stage micro-batch times of this layout at any ZeRO stage) when already
+    known; ``split`` assigns the layers to stages (default: the even split).
 
     Pipeline: the slowest stage sets the pace; step = (m + (pp - 1)/v) x t_stage, the second term
     being the bubble (Narayanan et al. SC'21, arXiv 2104.04473, section 2.2).
     """
     m = workload.global_batch // (layout.dp * layout.mbs)
-    stages = representative_stages(layout.pp, model, workload.seq_len)
-    times = [
-        microbatch_time(model, acc, workload, layout, stage=s, domains=domains) for s in stages
+    stages = _stages(model, workload, layout, split)
+    times = times or [
+        microbatch_time(model, acc, workload, layout, stage=s, domains=domains, split=split)
+        for s in stages
     ]
     slowest = max(times, key=lambda t: t.total)
     breakdown = {
@@ -291,7 +336,16 @@ def estimate_step(
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     sends = 2 * (m * layout.vpp + layout.pp - 1) if layout.pp > 1 else 0
     breakdown["pp_comm"] = sends * p2p_time(act_message / layout.tp, domains["pp"])
-    params = {s: stage_params_per_gpu(model, layout, s, workload.seq_len) for s in stages}
+    params = {
+        s: stage_params_per_gpu(
+            model,
+            layout,
+            s,
+            workload.seq_len,
+            contents=stage_contents(model, workload, layout, s, split),
+        )
+        for s in stages
+    }
     breakdown["dp_comm"] = max(
         dp_exposed_time(
             *params[s],
@@ -313,7 +367,7 @@ def estimate_step(
         OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     )
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
-    stages, memories = memory or estimate_memory(model, workload, layout)
+    stages, memories = memory or estimate_memory(model, workload, layout, split=split)
     return StepCost(
         step_time_s=sum(breakdown.values()),
         breakdown_s=breakdown,
@@ -321,6 +375,7 @@ def estimate_step(
         stage_memory=memories,
         model_flops_per_step=flops,
         num_microbatches=m,
+        stage_times=times,
     )
 
 

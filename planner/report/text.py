@@ -55,6 +55,7 @@ def plan_lines(plan: Plan) -> list[str]:
         value = plan.breakdown_s.get(key, 0.0)
         if value > 0:
             lines.append(breakdown_line(key, value, total))
+    lines += pipeline_lines(plan)
     lines.append("placement:")
     for dim, entry in plan.placement.items():
         if entry.size > 1:
@@ -118,6 +119,47 @@ def subproblem_text(info: SubproblemInfo) -> str:
     )
 
 
+def pipeline_lines(plan: Plan) -> list[str]:
+    """How the layers fall on the pipeline stages and, for a CP-SAT split, what it gained over
+    the even split (step time and peak memory)."""
+    info = plan.pipeline_split
+    if info is None or not plan.pipeline_stages:
+        return []
+    stages = plan.pipeline_stages
+    layers = ",".join(str(s.num_layers) for s in stages)
+    redone = ""
+    if str(plan.layout.recompute) == "full":
+        redone = "; recomputed " + ",".join(str(s.recompute_layers) for s in stages)
+    mtp = [s.stage for s in stages if s.mtp_layers]
+    where = f"; MTP on stage {mtp[0]}" if mtp else ""
+    lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
+    if info.method == "cp-sat":
+        gain = 100.0 * (1.0 - plan.step_time_s / info.even_step_time_s)
+        even = f"{format_seconds(info.even_step_time_s)}" + ("" if info.even_fits else
+                                                              " (does not fit)")  # fmt: skip
+        lines.append(
+            f"          even split {even}, peak {info.even_peak_gib:.1f} GiB -> "
+            f"{format_seconds(plan.step_time_s)} ({-gain:+.1f}% step time), peak "
+            f"{plan.memory.peak_gib:.1f} GiB"
+        )
+    return lines
+
+
+def solver_line(result: SearchResult) -> str:
+    """What chose the plans: the sort, and the CP-SAT sub-problems with their sizes."""
+    info = result.solver
+    solved = [s for s in info.subproblems if s.solved_by == "cp-sat"]
+    bound = len(info.subproblems) - len(solved)
+    line = f"{info.name} {info.status}"
+    if solved:
+        statuses = "/".join(sorted({s.status for s in solved}))
+        variables = max(s.num_variables for s in solved)
+        line += f"; CP-SAT split {len(solved)} pipeline(s) ({statuses}, <= {variables} variables)"
+    if bound:
+        line += f"; {bound} even split(s) optimal by a lower bound"
+    return line
+
+
 def search_text(result: SearchResult) -> str:
     """The full terminal answer of ``layout search``."""
     lines = plan_lines(result.best)
@@ -131,7 +173,7 @@ def search_text(result: SearchResult) -> str:
     lines.append(
         f"search  : {result.num_candidates} layouts, {result.num_feasible} feasible"
         + (f", rejected: {rejected}" if rejected else "")
-        + f"; {result.solver.name} {result.solver.status} in {result.search_time_s:.2f} s"
+        + f"; {solver_line(result)} in {result.search_time_s:.2f} s"
         + _gap(result.solver.status, result.solver.objective, result.solver.best_bound)
     )
     if len(result.subproblems) > 1:

@@ -1,4 +1,5 @@
-"""Search: candidates, the CP-SAT model, the exhaustive oracle, the validator (layer L4).
+"""Search: candidates, branch and bound, the ranking sort, the CP-SAT sub-problems (solve/), the
+exhaustive oracles, the validator (layer L4).
 
 ``planner.search`` is also the public API function of DESIGN.md section 8
 (``planner.search(model=..., cluster=...)``). Once this package is imported, Python binds the

@@ -8,10 +8,10 @@ from planner.catalog.clusters import build_cluster, domain_split
 from planner.catalog.frameworks import resolve_workload
 from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.arguments import check_bounds, check_fix, positive_count, shown
-from planner.search.cpsat import LayoutSolver
 from planner.search.evaluate import evaluate, fits, score, to_plan
 from planner.search.exhaustive import exhaustive_ranking
 from planner.search.explain import infeasible_message, no_candidates_message, why_not
+from planner.search.rank import rank_rows
 from planner.search.rules import check_workload, layout_violations, tp_heads_rule
 from planner.search.space import (
     STRUCTURE_FIELDS,
@@ -29,87 +29,35 @@ from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
-from planner.specs.result import Plan, SearchResult, SolverInfo
+from planner.specs.result import PipelineSplitInfo, Plan, SearchResult, SolverInfo
 from planner.specs.solver_config import TIME_QUANTUM_S, SolverConfig
 from planner.specs.workload import TrainWorkload
+from planner.units import GiB
 
-DIMENSIONS: tuple[str, ...] = (
-    "tp",
-    "cp",
-    "pp",
-    "vpp",
-    "dp",
-    "ep",
-    "etp",
-    "mbs",
-    "recompute",
-    "zero",
-    "precision",
-)
-"""Layout fields the CP-SAT model carries as one-hot dimension variables."""
 STRUCTURE: tuple[str, ...] = STRUCTURE_FIELDS
 """Fields that tell runners-up apart (each alternative has different parallel degrees)."""
-_RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
-_PRECISION_CODES = {str(f): i for i, f in enumerate(NumberFormat)}
 
 
-def _row(layout: Layout) -> dict[str, int]:
-    row = {d: getattr(layout, d) for d in DIMENSIONS if d not in ("recompute", "precision")}
-    row["recompute"] = _RECOMPUTE_CODES[str(layout.recompute)]
-    row["precision"] = _PRECISION_CODES[str(layout.precision)]
-    return row
-
-
-def dominant_rows(candidates: list[Candidate], costs: list[int]) -> list[int]:
-    """Per structure (parallel degrees, precision, GPU count) the cheapest row, the first on a
-    tie, in candidate order: no other row of a structure can be the optimum or a runner-up, since
-    runners-up differ in structure (DESIGN.md section 7: prune what is dominated)."""
-    best: dict[tuple[object, ...], int] = {}
-    for i, c in enumerate(candidates):
-        key = (c.layout.num_gpus, *c.structure)
-        if key not in best or costs[i] < costs[best[key]]:
-            best[key] = i
-    return sorted(best.values())
-
-
-def _rank_cpsat(
+def _rank_sorted(
     candidates: list[Candidate], costs: list[int], config: SolverConfig
 ) -> tuple[list[int], SolverInfo]:
-    keep = dominant_rows(candidates, costs)
-    solver = LayoutSolver(
-        [costs[i] for i in keep],
-        [_row(candidates[i].layout) for i in keep],
-        list(STRUCTURE),
-        config,
-    )
-    first = solver.solve()
-    if first.index < 0:
-        raise InternalError(f"CP-SAT ended {first.status} on a non-empty candidate set")
-    chosen = [first.index]
-    while len(chosen) < min(config.top, len({c.structure for c in candidates})):
-        solver.exclude_structure(chosen[-1])
-        nxt = solver.solve()
-        if nxt.index < 0:
-            break
-        chosen.append(nxt.index)
-    chosen = [keep[i] for i in chosen]
-    info = SolverInfo(
-        name="cp-sat",
-        status=first.status,
-        objective=first.objective_s,
-        best_bound=first.best_bound_s,
-        time_quantum_s=TIME_QUANTUM_S,
-    )
-    return chosen, info
+    """The best ``config.top`` rows with distinct structures, by a numpy sort of the scored table
+    (search/rank.py): exact, so the status is OPTIMAL and the bound is the objective."""
+    chosen = rank_rows(costs, [c.structure for c in candidates], config.top)
+    return chosen, _sorted_info("sort", costs[chosen[0]])
 
 
 def _rank_exhaustive(
     candidates: list[Candidate], costs: list[int], config: SolverConfig
 ) -> tuple[list[int], SolverInfo]:
     chosen = exhaustive_ranking(costs, [c.structure for c in candidates], config.top)
-    best = costs[chosen[0]] * TIME_QUANTUM_S
-    return chosen, SolverInfo(
-        name="exhaustive",
+    return chosen, _sorted_info("exhaustive", costs[chosen[0]])
+
+
+def _sorted_info(name: str, best_quanta: int) -> SolverInfo:
+    best = best_quanta * TIME_QUANTUM_S
+    return SolverInfo(
+        name=name,  # type: ignore[arg-type]
         status="OPTIMAL",
         objective=best,
         best_bound=best,
@@ -366,9 +314,11 @@ def search(
             infeasible_message(candidates, model=model.name, cluster=cluster.name)
         )
     costs = _objective_costs(feasible, config)
-    rank = _rank_exhaustive if config.solver == "exhaustive" else _rank_cpsat
+    rank = _rank_exhaustive if config.solver == "exhaustive" else _rank_sorted
     chosen, info = rank(feasible, costs, config)
-    plans = [_plan(model, feasible[i], workload) for i in chosen]
+    plans = [_split_plan(model, feasible[i], workload, config) for i in chosen]
+    plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
+    info = _solver_info(info, plans, config)
     best = plans[0]
     alternatives = [p.model_copy(update={"why_not": why_not(p, best)}) for p in plans[1:]]
     return SearchResult(
@@ -382,18 +332,92 @@ def search(
     )
 
 
-def _plan(model: ModelSpec, candidate: Candidate, workload: TrainWorkload) -> Plan:
-    """The validated plan of one chosen candidate."""
+def _split_plan(
+    model: ModelSpec,
+    candidate: Candidate,
+    workload: TrainWorkload,
+    config: SolverConfig,
+    *,
+    check: bool = True,
+) -> Plan:
+    """The plan of one chosen candidate (validated when ``check``), its pipeline split by
+    CP-SAT when ``config.stage_split`` asks and the cost model scores that split no slower."""
     workload = workload.model_copy(update={"precision": candidate.layout.precision})
-    plan = to_plan(model, candidate.cluster, workload, candidate.layout, candidate.cost)
-    validate_plan(plan, model, candidate.cluster, workload)
+    layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
+    split = cost = info = None
+    if layout.pp > 1 and config.stage_split == "cp-sat":
+        from planner.search.solve.stages import optimise_pipeline  # imports OR-Tools
+
+        split, cost, info = optimise_pipeline(
+            model, cluster, workload, layout, even=even, config=config
+        )
+    split_info = None
+    if layout.pp > 1:
+        split_info = PipelineSplitInfo(
+            method="even" if split is None else "cp-sat",
+            even_step_time_s=even.step_time_s,
+            even_peak_gib=even.peak_memory.total / GiB,
+            even_fits=fits(even, cluster),
+            subproblem=info,
+        )
+    plan = to_plan(
+        model, cluster, workload, layout, cost or even, split=split, split_info=split_info
+    )
+    if check:
+        validate_plan(plan, model, cluster, workload)
     return plan
 
 
+def _plan_objective(plan: Plan, config: SolverConfig) -> tuple[float, float]:
+    """What the ranking minimises, for a plan: (GPUs, step time) with a step-time target, else
+    (step time or GPU-seconds per step, 0)."""
+    if config.target_step_time_s is not None:
+        return float(plan.num_gpus), plan.step_time_s
+    return objective_value(config.objective, plan.num_gpus, plan.step_time_s), 0.0
+
+
+def _solver_info(info: SolverInfo, plans: list[Plan], config: SolverConfig) -> SolverInfo:
+    """The ranking's info with the best plan's objective (after its split), the sub-problems
+    solved and what was enumerated, sorted and solved, in words."""
+    subproblems = [
+        p.pipeline_split.subproblem
+        for p in plans
+        if p.pipeline_split is not None and p.pipeline_split.subproblem is not None
+    ]
+    best = plans[0]
+    value = objective_value(config.objective, best.num_gpus, best.step_time_s)
+    if config.target_step_time_s is not None:
+        value = best.step_time_s
+    ranked = (
+        "every layout scored"
+        if config.solver == "exhaustive"
+        else (
+            "layouts scored in order of a valid step-time lower bound, pruned by branch and bound"
+        )
+    )
+    method = (
+        f"enumerated: parallel degrees, vpp, micro-batch, recompute, ZeRO stage, precision; "
+        f"{ranked}, evenly split over pipeline stages, and ranked by a sort"
+    )
+    if config.stage_split == "cp-sat":
+        method += "; CP-SAT then split each returned plan's layers over its pipeline stages"
+    return info.model_copy(
+        update={"objective": value, "best_bound": value, "method": method,
+                "subproblems": subproblems}
+    )  # fmt: skip
+
+
 def estimate(
-    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    config: SolverConfig | None = None,
 ) -> Plan:
-    """Score one given layout. SpecError when it breaks a rule; the plan says whether it fits."""
+    """Score one given layout. SpecError when it breaks a rule; the plan says whether it fits.
+    With ``config`` asking for it (``stage_split``), CP-SAT splits the pipeline; without a
+    config the even split is scored (the validation set's published runs)."""
     workload = resolve_workload(workload)
     check_workload(model, cluster, workload)
     if layout.precision != workload.precision:
@@ -401,7 +425,12 @@ def estimate(
     violations = layout_violations(model, cluster, workload, layout)
     if violations:
         raise SpecError("; ".join(detail for _, detail in violations))
-    return evaluate(model, cluster, workload, layout)
+    if config is None or layout.pp == 1 or config.stage_split == "even":
+        return evaluate(model, cluster, workload, layout)
+    candidate = Candidate(
+        layout=layout, cost=score(model, cluster, workload, layout), cluster=cluster
+    )
+    return _split_plan(model, candidate, workload, config, check=False)
 
 
 def not_fitting_message(

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from planner.cost.step import StageMemory, StepCost, estimate_step
+from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
+from planner.search.pipeline import pipeline_stages
 from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
 from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
-from planner.specs.result import MemoryBreakdown, Plan
+from planner.specs.pipeline import PipelineSplit
+from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, Plan
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
 from planner.topology import comm_domains, group_domain, placement
 from planner.units import HOUR_S, TFLOP, GiB
@@ -22,10 +24,16 @@ def score(
     layout: Layout,
     *,
     memory: tuple[list[int], list[StageMemory]] | None = None,
+    times: list[MicrobatchTime] | None = None,
+    split: PipelineSplit | None = None,
 ) -> StepCost:
-    """The cost model's StepCost for ``layout`` on ``cluster``."""
+    """The cost model's StepCost for ``layout`` on ``cluster`` (``memory``, ``times`` and
+    ``split``: see :func:`planner.cost.step.estimate_step`)."""
     domains = comm_domains(cluster, layout) | shard_domains(cluster, layout, workload)
-    return estimate_step(model, cluster.accelerator, workload, layout, domains, memory=memory)
+    return estimate_step(
+        model, cluster.accelerator, workload, layout, domains, memory=memory, times=times,
+        split=split,
+    )  # fmt: skip
 
 
 def shard_domains(
@@ -91,9 +99,17 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
 
 
 def to_plan(
-    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout, cost: StepCost
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    cost: StepCost,
+    *,
+    split: PipelineSplit | None = None,
+    split_info: PipelineSplitInfo | None = None,
 ) -> Plan:
-    """Wrap a StepCost into the user-facing Plan."""
+    """Wrap a StepCost (scored with ``split``, default the even one) into the user-facing Plan;
+    ``split_info`` says how the split was chosen (default: even, when pp > 1)."""
     acc = cluster.accelerator
     step = cost.step_time_s
     tokens_per_s = workload.tokens_per_step / step
@@ -125,6 +141,22 @@ def to_plan(
         uncertainty_pct=band.uncertainty_pct,
         uncertainty_level=band.level,
         warnings=warnings,
+        pipeline_stages=pipeline_stages(model, cluster, workload, layout, split),
+        pipeline_split=split_info or even_split_info(cost, cluster, layout),
+    )
+
+
+def even_split_info(
+    cost: StepCost, cluster: ClusterSpec, layout: Layout
+) -> PipelineSplitInfo | None:
+    """The PipelineSplitInfo of a plan scored with the even split (None with one stage)."""
+    if layout.pp == 1:
+        return None
+    return PipelineSplitInfo(
+        method="even",
+        even_step_time_s=cost.step_time_s,
+        even_peak_gib=cost.peak_memory.total / GiB,
+        even_fits=fits(cost, cluster),
     )
 
 

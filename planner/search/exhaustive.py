@@ -1,9 +1,16 @@
-"""Brute-force reference: the same rows, the same integer costs, the minimum by enumeration.
+"""Brute-force references: the minimum by enumeration of the same integer data.
 
-Used by ``--solver exhaustive`` and by the tests that show CP-SAT's optimum equals it.
+- :func:`exhaustive_ranking`: the scored table ranked by a plain sort (``--solver exhaustive``
+  and the twin of the numpy ranking in search/rank.py).
+- :func:`brute_force_stages`: the pipeline-stage partition by enumeration (the twin of the
+  CP-SAT model in search/solve/stages.py, on small instances).
 """
 
 from __future__ import annotations
+
+import itertools
+
+from planner.search.solve.stage_data import Assignment, StageProblem, evaluate_assignment
 
 
 def exhaustive_ranking(costs: list[int], structures: list[tuple[int, ...]], top: int) -> list[int]:
@@ -24,3 +31,31 @@ def exhaustive_ranking(costs: list[int], structures: list[tuple[int, ...]], top:
         if len(chosen) == top:
             break
     return chosen
+
+
+def brute_force_stages(problem: StageProblem) -> tuple[int | None, Assignment | None]:
+    """The pipeline-stage partition by enumeration (the CP-SAT model's twin): every split of
+    the layers over the chunks, every recompute count the problem allows and every chunk for
+    the MTP modules, scored by :func:`planner.search.solve.stage_data.evaluate_assignment`;
+    (the smallest objective, its assignment), (None, None) when nothing fits. Small instances
+    only: the splits alone number C(L + C - 1, C - 1)."""
+    best: tuple[int | None, Assignment | None] = (None, None)
+    chunks, n = problem.num_chunks, problem.num_layers
+    for cuts in itertools.combinations_with_replacement(range(n + 1), chunks - 1):
+        bounds = (0, *cuts, n)
+        layers = tuple(bounds[c + 1] - bounds[c] for c in range(chunks))
+        for redo in _recompute_choices(problem, layers):
+            for mtp in problem.mtp_chunks if problem.num_mtp else [chunks - 1]:
+                assignment = Assignment(chunk_layers=layers, recompute_layers=redo, mtp_chunk=mtp)
+                value = evaluate_assignment(problem, assignment)
+                if value is not None and (best[0] is None or value < best[0]):
+                    best = (value, assignment)
+    return best
+
+
+def _recompute_choices(problem: StageProblem, layers: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every recompute vector for ``layers``: each chunk's 0..n_c (evaluate_assignment keeps
+    the ones the problem's recompute choice allows)."""
+    if problem.recompute == "none":
+        return [(0,) * len(layers)]
+    return list(itertools.product(*(range(count + 1) for count in layers)))

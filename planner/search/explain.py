@@ -37,25 +37,46 @@ def layout_changes(alt: Plan, best: Plan) -> str:
     return ", ".join(parts) or "same degrees"
 
 
+TERM_EPSILON_S = 1e-7
+"""Breakdown differences below 0.1 us are float noise (the ranking resolves 1 us), not a term
+that differs."""
+
+
+def signed_seconds(delta_s: float) -> str:
+    """A time difference with its sign, e.g. '-600 ms' or '+1.20 s'.
+
+    >>> signed_seconds(-0.6)
+    '-600 ms'
+    """
+    return ("-" if delta_s < 0 else "+") + format_seconds(abs(delta_s))
+
+
+def term_differences(alt: Plan, best: Plan) -> list[tuple[str, float]]:
+    """Every breakdown term that differs between ``alt`` and ``best`` with ``alt``'s excess
+    (negative where it saves), largest first; they sum to the step-time gap, since each
+    breakdown sums to its step time."""
+    keys = list(dict.fromkeys([*best.breakdown_s, *alt.breakdown_s]))
+    diffs = [(k, alt.breakdown_s.get(k, 0.0) - best.breakdown_s.get(k, 0.0)) for k in keys]
+    return sorted(
+        ((k, d) for k, d in diffs if abs(d) >= TERM_EPSILON_S), key=lambda kd: -abs(kd[1])
+    )
+
+
 def why_not(alt: Plan, best: Plan) -> str:
-    """One sentence: how much slower, and the breakdown terms that account for it."""
+    """One sentence: how much slower ``alt`` is, whether that is a tie (inside the best plan's
+    uncertainty band), and every breakdown term that differs, signed, which sum to the gap.
+
+    E.g. 'PP 8 (vs 4): +181 ms per step (+3.2%): pipeline bubble +240 ms, TP communication
+    +12 ms, exposed DP communication -71 ms'.
+    """
     delta = alt.step_time_s - best.step_time_s
     pct = 100.0 * delta / best.step_time_s if best.step_time_s else 0.0
-    diffs = sorted(
-        ((alt.breakdown_s.get(k, 0.0) - best.breakdown_s.get(k, 0.0), k) for k in alt.breakdown_s),
-        reverse=True,
-    )
-    worse = [f"{TERM_WORDS.get(k, k)} +{format_seconds(d)}" for d, k in diffs if d > 1e-6][:2]
-    gains = [(d, k) for d, k in diffs if d < -1e-6]
-    reason = "; ".join(worse) or "no single term"
-    offset = ""
-    if gains:
-        gain, key = gains[-1]
-        offset = f" (it saves {format_seconds(-gain)} of {TERM_WORDS.get(key, key)})"
-    return (
-        f"{layout_changes(alt, best)}: {format_seconds(delta)} slower per step ({pct:.1f}%): "
-        f"{reason}{offset}"
-    )
+    verdict = f"{signed_seconds(delta)} per step ({pct:+.1f}%)"
+    band = best.uncertainty_pct
+    if band is not None and abs(pct) <= band:
+        verdict = f"a tie: {verdict} is inside the prediction's +/-{band:.0f}% band"
+    terms = [f"{TERM_WORDS.get(k, k)} {signed_seconds(d)}" for k, d in term_differences(alt, best)]
+    return f"{layout_changes(alt, best)}: {verdict}: {', '.join(terms) or 'no term differs'}"
 
 
 def rejection_histogram(counts: dict[str, int]) -> str:

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from planner.errors import InfeasibleError, SpecError
 from planner.search import engine
-from planner.search.explain import TERM_WORDS
+from planner.search.explain import TERM_WORDS, signed_seconds
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, field_label
@@ -27,7 +27,7 @@ from planner.specs.scenarios import (
 )
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
-from planner.units import DAY_S, HOUR_S, MWH_J, format_seconds
+from planner.units import DAY_S, HOUR_S, MWH_J
 
 COMM_TERMS: tuple[str, ...] = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
 """Breakdown keys that are communication (the bubble is idle time, not traffic)."""
@@ -124,15 +124,6 @@ def bottleneck(plan: Plan) -> Bottleneck | None:
         link=entry.link if entry is not None else "no placement recorded",
         within_domain=entry.within_domain if entry is not None else True,
     )
-
-
-def signed_seconds(delta_s: float) -> str:
-    """A time difference with its sign, e.g. '-600 ms' or '+1.20 s'.
-
-    >>> signed_seconds(-0.6)
-    '-600 ms'
-    """
-    return ("-" if delta_s < 0 else "+") + format_seconds(abs(delta_s))
 
 
 def _term_deltas(terms: tuple[str, ...], before: Plan, after: Plan) -> str:

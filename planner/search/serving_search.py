@@ -1,7 +1,7 @@
 """Serving search: enumerate replica layouts (TP, PP, EP, attention DP, replicas), score each at
-its operating point, and let CP-SAT choose (the same :class:`LayoutSolver` as training).
+its operating point, and rank them by a sort of an integer cost (search/rank.py, as training).
 
-LayoutSolver minimises an integer cost over prepared rows. The serving objectives map onto it as:
+The serving objectives map onto the integer cost as:
 
 - ``throughput`` (maximise output tokens/s per GPU): cost = -round(1000 x tokens/s/GPU), i.e. the
   negated throughput in milli-tokens/s (negation keeps the order exact; the sign is undone when
@@ -10,7 +10,7 @@ LayoutSolver minimises an integer cost over prepared rows. The serving objective
 - ``target_tokens_per_s`` (fewest GPUs that sustain the load): cost = GPUs x 10^9 - round(1000 x
   tokens/s/GPU), i.e. GPUs first, throughput per GPU as the tie-break.
 
-Runners-up are found by re-solving with the winners excluded, and each gets a why-not.
+Runners-up are the next cheapest rows with other layouts, and each gets a why-not.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import time
 from typing import NamedTuple
 
 from planner.cost.serving_time import ServeSetup
-from planner.errors import InfeasibleError, InternalError, SpecError
+from planner.errors import InfeasibleError, SpecError
 from planner.search.arguments import check_fix
-from planner.search.cpsat import LayoutSolver
 from planner.search.exhaustive import exhaustive_ranking
+from planner.search.rank import rank_rows
 from planner.search.serving import (
     ServeMemoryCost,
     check_serve_workload,
@@ -49,7 +49,7 @@ from planner.specs.workload import ServeWorkload
 from planner.units import format_seconds
 
 DIMENSIONS: tuple[str, ...] = ("tp", "pp", "ep", "attention_dp", "replicas")
-"""Layout fields carried as CP-SAT dimension variables (each candidate differs in at least one)."""
+"""Layout fields that tell runners-up apart (each candidate differs in at least one)."""
 SERVE_PINNABLE: dict[str, str] = {
     "tp": "tp",
     "pp": "pp",
@@ -218,7 +218,7 @@ def _score_under_rate(
 
 
 def objective_cost(plan: ServePlan, workload: ServeWorkload) -> int:
-    """The integer cost LayoutSolver minimises for this plan (see the module docstring)."""
+    """The integer cost the ranking sorts by for this plan (see the module docstring)."""
     throughput = round(1000 * plan.throughput_tokens_per_s_per_gpu)
     if workload.request_rate is not None and plan.latency is not None:
         e2e_us = min(GPU_WEIGHT - 1, round(plan.latency.e2e_p90_s * 1e6))
@@ -251,23 +251,13 @@ def objective_value(plan: ServePlan, workload: ServeWorkload) -> float:
 
 
 def _rank(costs: list[int], plans: list[ServePlan], config: SolverConfig) -> tuple[list[int], str]:
-    rows = [{d: getattr(p.layout, d) for d in DIMENSIONS} for p in plans]
+    """The best ``config.top`` plans with distinct layouts: a sort of the integer costs (numpy,
+    search/rank.py; the pure-Python exhaustive_ranking with ``--solver exhaustive``)."""
+    structures = [tuple(getattr(p.layout, d) for d in DIMENSIONS) for p in plans]
     top = min(config.top, len(plans))
     if config.solver == "exhaustive":
-        structures = [tuple(r.values()) for r in rows]
         return exhaustive_ranking(costs, structures, top), "OPTIMAL"
-    solver = LayoutSolver(costs, rows, list(DIMENSIONS), config)
-    first = solver.solve()
-    if first.index < 0:
-        raise InternalError(f"CP-SAT ended {first.status} on a non-empty candidate set")
-    chosen = [first.index]
-    while len(chosen) < top:
-        solver.exclude_structure(chosen[-1])
-        nxt = solver.solve()
-        if nxt.index < 0:
-            break
-        chosen.append(nxt.index)
-    return chosen, first.status
+    return rank_rows(costs, structures, top), "OPTIMAL"
 
 
 def _dim_name(dim: str) -> str:
@@ -377,7 +367,7 @@ def serve_search(
         num_feasible=len(scored),
         rejections=counts,
         solver=ServeSolverInfo(
-            name=config.solver,
+            name="exhaustive" if config.solver == "exhaustive" else "sort",
             status=status,
             objective=objective_words(workload),
             objective_value=objective_value(best, workload),

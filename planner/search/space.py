@@ -3,13 +3,24 @@ by the cost model, with each rejected candidate kept as a (reason, detail) recor
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import Counter
+from collections.abc import Callable
 
 from pydantic import Field
 
 from planner.catalog.frameworks import load_framework
-from planner.cost.step import StepCost, estimate_memory, step_time_lower_bound
+from planner.cost.stage import microbatch_time
+from planner.cost.step import (
+    MicrobatchTime,
+    StageMemoryProfile,
+    StepCost,
+    estimate_memory,
+    memory_profiles,
+    representative_stages,
+    step_time_lower_bound,
+)
 from planner.errors import SpecError
 from planner.search.evaluate import score
 from planner.search.rules import layout_violations, tp_heads_rule
@@ -23,30 +34,21 @@ from planner.specs.workload import TrainWorkload
 from planner.topology import comm_domains
 from planner.units import GiB
 
-MICRO_BATCH_CHOICES: tuple[int, ...] = (1, 2, 4, 8)
-"""Micro-batch sizes tried (sequences)."""
-MICROBATCH_TOKENS_SATURATE = 16384
-"""Tokens per micro-batch beyond which larger micro-batches no longer raise GEMM efficiency
-(M >= 16k rows fill every tile wave on current GPUs); larger ones only add memory and bubble, so
-they are tried only when pinned."""
-VPP_CHOICES: tuple[int, ...] = (1, 2, 4, 8)
-"""Virtual pipeline stages per rank tried."""
 CP_MIN_TOKENS_PER_RANK = 1024
 """Context parallelism is tried while each rank keeps at least this many tokens of a sequence."""
 RECOMPUTE_ORDER: tuple[Recompute, ...] = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
 """Recomputation from weakest (fastest, most memory) to strongest."""
-MEMORY_LADDER: tuple[tuple[Recompute, int], ...] = tuple(
-    (recompute, zero) for zero in (0, 1, 2, 3) for recompute in RECOMPUTE_ORDER
-)
-"""(recompute, ZeRO stage) from least to most memory-saving. A stronger recompute only adds
-compute, and a higher ZeRO stage only adds communication (ZeRO-2 reduce-scatters every
-micro-batch's gradients, ZeRO-3 also gathers the parameters), both for less memory: so once a
-rung fits, every later rung whose recompute is no weaker is dominated and skipped, and a higher
-ZeRO stage is tried only with a weaker recompute than any that fitted (ZeRO-2 with no recompute
-may beat ZeRO-1 with selective). ZeRO-0 is tried only when pinned (``--fix zero=0``): it is dominated
-by ZeRO-1 whenever dp x cp > 1 (the distributed optimizer moves 6 instead of 8 bytes per
-parameter, holds less and steps a shard of the optimizer), and identical at dp x cp = 1
-(tests/test_search.py checks the dominance on the cost model)."""
+ZERO_STAGES: tuple[int, ...] = (1, 0, 2, 3)
+"""ZeRO stages tried (ZeRO-1, Megatron's distributed optimizer, first: on a tie, at dp x cp = 1,
+the ranking keeps the first row), each with its own recompute ladder (RECOMPUTE_ORDER): at one ZeRO stage a
+stronger recompute only adds compute for less memory, so the first rung that fits is the fastest
+of that stage and the stronger ones are skipped. Across stages only one dominance is used: ZeRO-2
+is ZeRO-1 plus a reduce-scatter of every micro-batch's gradients (cost.step.dp_exposed_time:
+identical at one micro-batch, slower beyond), so ZeRO-2 is tried only with a recompute weaker
+than the one that fitted at ZeRO-1. ZeRO-0 (an all-reduce, no sharded optimizer) and ZeRO-3
+(parameters gathered every micro-batch, the reduction hidden behind forward and backward) can
+each beat ZeRO-1 on the cost model, so both are always tried (tests/test_search.py checks the
+dominances used)."""
 Bounds = dict[str, tuple[int | None, int | None]]
 """Layout field -> (lowest, highest) allowed value, from --min / --max."""
 PRUNE_SLACK = 1e-9
@@ -136,18 +138,42 @@ def _degree_choices(
     return out
 
 
+def vpp_choices(model: ModelSpec, pp: int) -> list[int]:
+    """Virtual stages per pipeline rank worth trying: every divisor of the layers per stage (of
+    either count when pp does not divide the layers), so that each model chunk gets whole
+    layers; 1 without pipelining.
+
+    >>> from planner.catalog import load_model
+    >>> vpp_choices(load_model("405B"), 16)  # 126 layers: 7 or 8 per stage
+    [1, 2, 4, 7, 8]
+    """
+    if pp == 1:
+        return [1]
+    low, high = model.num_layers // pp, -(-model.num_layers // pp)
+    return sorted({v for n in {low, high} if n for v in divisors(n)})
+
+
+def mbs_choices(workload: TrainWorkload, dp: int) -> list[int]:
+    """Micro-batch sizes in increasing order: every divisor of the sequences per data-parallel
+    replica (dp x mbs must divide the global batch); memory, not a fixed cap, stops them
+    (:func:`_visit_structure`). [1] when dp does not divide the batch (the rule rejects it).
+
+    >>> mbs_choices(TrainWorkload(global_batch=48), 4)
+    [1, 2, 3, 4, 6, 12]
+    """
+    if workload.global_batch % dp:
+        return [1]
+    return divisors(workload.global_batch // dp)
+
+
 def _inner_choices(
-    workload: TrainWorkload, pp: int, cp: int, fix: dict[str, object]
-) -> list[tuple[int, int]]:
-    """(vpp, mbs) pairs worth trying."""
-    vpps = VPP_CHOICES if pp > 1 else (1,)
-    tokens = workload.seq_len // cp
-    mbss = [m for m in MICRO_BATCH_CHOICES if m == 1 or m * tokens <= MICROBATCH_TOKENS_SATURATE]
-    if "mbs" in fix:
-        mbss = [int(fix["mbs"])]  # type: ignore[call-overload]
-    if "vpp" in fix:
-        vpps = (int(fix["vpp"]),)  # type: ignore[call-overload]
-    return [(v, m) for v in vpps for m in mbss]
+    model: ModelSpec, workload: TrainWorkload, fields: dict[str, object], fix: dict[str, object]
+) -> tuple[list[int], list[int]]:
+    """(vpp values, mbs values in increasing order) of one structure, pins applied."""
+    pp, dp = int(fields["pp"]), int(fields["dp"])  # type: ignore[call-overload]
+    vpps = [int(fix["vpp"])] if "vpp" in fix else vpp_choices(model, pp)  # type: ignore[call-overload]
+    mbss = [int(fix["mbs"])] if "mbs" in fix else mbs_choices(workload, dp)  # type: ignore[call-overload]
+    return vpps, mbss
 
 
 def _pinned(fields: dict[str, object], fix: dict[str, object]) -> bool:
@@ -202,12 +228,22 @@ def _lower_bound(
     fields: dict[str, object],
     fix: dict[str, object],
 ) -> float:
-    """Step-time lower bound of a structure (cost.step.step_time_lower_bound) at its largest
-    micro-batch."""
-    mbs = max(m for _, m in _inner_choices(workload, int(fields["pp"]), int(fields["cp"]), fix))  # type: ignore[call-overload]
-    layout = Layout.model_construct(**fields, vpp=1, mbs=mbs, recompute=Recompute.NONE, zero=1)
+    """Step-time lower bound of every layout of a structure: the compute part of
+    cost.step.step_time_lower_bound at its largest micro-batch M (the time per sequence only
+    falls as the micro-batch grows), plus the bubble (pp - 1) / V x the slowest stage's
+    micro-batch time at mbs 1 (a micro-batch's time only grows with its size), V being the
+    largest vpp tried."""
+    vpps, mbss = _inner_choices(model, workload, fields, fix)
+    layout = Layout.model_construct(
+        **fields, vpp=1, mbs=max(mbss), recompute=Recompute.NONE, zero=1
+    )
     domains = comm_domains(cluster, layout)
-    return step_time_lower_bound(model, cluster.accelerator, workload, layout, domains)
+    floor = step_time_lower_bound(model, cluster.accelerator, workload, layout, domains)
+    pp = int(fields["pp"])  # type: ignore[call-overload]
+    if pp > 1:
+        smallest = layout.model_copy(update={"mbs": min(mbss)})
+        floor += (pp - 1) / max(vpps) * _row_floor(model, cluster, workload, smallest)[0]
+    return floor
 
 
 class _Collector:
@@ -216,22 +252,54 @@ class _Collector:
     def __init__(self, cluster: ClusterSpec, request: SpaceRequest) -> None:
         self.request = request
         self.feasible: list[Candidate] = []
-        self.rejected: list[tuple[float, Rejection]] = []
+        self.rejected: list[tuple[float, int, Layout, str, str | Callable[[], str]]] = []
         self.counts: Counter[str] = Counter()
         self.enumerated = 0
         self.capacity = cluster.accelerator.usable_memory_bytes * (1.0 - request.memory_headroom)
         self.headroom = request.memory_headroom
         self.best_by_structure: dict[tuple[object, ...], float] = {}
+        self.prune_top = 0
+        self.profiles: dict[tuple[int, Recompute], list[StageMemoryProfile]] = {}
+        """Memory profiles of the structure being visited, by (vpp, recompute)."""
+        self._kth: float | None = None  # cached k-th best (None = recompute)
 
     def kth_best(self, k: int) -> float:
-        values = sorted(self.best_by_structure.values())
-        return values[k - 1] if len(values) >= k else float("inf")
+        if self._kth is None:
+            values = heapq.nsmallest(k, self.best_by_structure.values())
+            self._kth = values[k - 1] if len(values) >= k else float("inf")
+        return self._kth
 
-    def reject(self, layout: Layout, reason: str, detail: str, excess: float) -> None:
+    def bounded(self, layout: Layout, floor_s: float) -> bool:
+        """Whether a row with this step-time lower bound can neither improve its structure's
+        best nor enter the best ``prune_top`` structures (then it is counted, not scored)."""
+        value = objective_value(self.request.objective, layout.num_gpus, floor_s)
+        best = self.best_by_structure.get(_structure_key(layout), float("inf"))
+        if value < min(best, self.kth_best(self.prune_top)) * (1 + PRUNE_SLACK):
+            return False
+        self.counts["bounded"] += 1
+        return True
+
+    def reject(
+        self, layout: Layout, reason: str, detail: str | Callable[[], str], excess: float
+    ) -> None:
+        """Count a rejection; ``detail`` may be a function that writes it (only the closest
+        rejections are kept, so most details are never written)."""
         self.counts[reason] += 1
-        finite = excess if excess != float("inf") else None
-        rejection = Rejection(layout=layout, reason=reason, detail=detail, excess=finite)
-        self.rejected.append((excess, rejection))
+        self.rejected.append((excess, len(self.rejected), layout, reason, detail))
+
+    def closest_rejections(self, count: int) -> list[Rejection]:
+        """The ``count`` rejections closest to their limit (the rules broken last)."""
+        out = []
+        for excess, _, layout, reason, detail in heapq.nsmallest(count, self.rejected):
+            out.append(
+                Rejection(
+                    layout=layout,
+                    reason=reason,
+                    detail=detail if isinstance(detail, str) else detail(),
+                    excess=excess if excess != float("inf") else None,
+                )
+            )
+        return out
 
     def accept(self, layout: Layout, cost: StepCost, cluster: ClusterSpec) -> None:
         limit = self.request.max_step_s
@@ -243,9 +311,16 @@ class _Collector:
             self.reject(layout, "target", detail, cost.step_time_s - limit)
             return
         self.feasible.append(Candidate(layout=layout, cost=cost, cluster=cluster))
-        key = (layout.num_gpus, *(str(getattr(layout, k)) for k in STRUCTURE_FIELDS))
+        key = _structure_key(layout)
         value = objective_value(self.request.objective, layout.num_gpus, cost.step_time_s)
-        self.best_by_structure[key] = min(self.best_by_structure.get(key, float("inf")), value)
+        if value < self.best_by_structure.get(key, float("inf")):
+            self.best_by_structure[key] = value
+            self._kth = None
+
+
+def _structure_key(layout: Layout) -> tuple[object, ...]:
+    """The GPU count and the structure (STRUCTURE_FIELDS) of a layout."""
+    return (layout.num_gpus, *(str(getattr(layout, k)) for k in STRUCTURE_FIELDS))
 
 
 def _visit_structure(
@@ -256,50 +331,120 @@ def _visit_structure(
     request: SpaceRequest,
     out: _Collector,
 ) -> None:
-    """Score every (vpp, mbs) of one structure, climbing the memory ladder until a rung fits."""
+    """Score every (vpp, mbs) of one structure: per ZeRO stage the first recompute rung that
+    fits (ZERO_STAGES). Memory only grows with the micro-batch, so micro-batches grow until
+    nothing fits, and a rung that did not fit at one micro-batch is not tried at a larger one.
+    With branch and bound, a (vpp, mbs) whose lower bound (:func:`_row_floor`) cannot beat this
+    structure's best nor the k-th best structure is skipped."""
     fix, bounds = request.fix, request.bounds
-    stages = load_framework(workload.framework).zero_stages
-    ladder = [
-        (r, z)
-        for r, z in MEMORY_LADDER
-        if _pinned({"recompute": r, "zero": z}, fix)
+    profile = load_framework(workload.framework)
+    deepest = profile.max_zero_with_pp if int(fields["pp"]) > 1 else 3  # type: ignore[call-overload]
+    zeros = [
+        z
+        for z in ZERO_STAGES
+        if z in profile.zero_stages
+        and z <= deepest
+        and _pinned({"zero": z}, fix)
         and _within({"zero": z}, bounds)
-        and z in stages
-        and (z != 0 or fix.get("zero") == 0 or 1 not in stages)
     ]
-    pp, cp = int(fields["pp"]), int(fields["cp"])  # type: ignore[call-overload]
-    for vpp, mbs in _inner_choices(workload, pp, cp, fix):
-        if not _within({"vpp": vpp, "mbs": mbs}, bounds):
-            continue
-        fitted_rung: int | None = None  # the weakest recompute that fitted at a lower ZeRO
-        for recompute, zero in ladder:
-            rung = RECOMPUTE_ORDER.index(recompute)
-            if fitted_rung is not None and rung >= fitted_rung:
-                continue  # dominated: as fast or faster at a lower ZeRO, same or weaker recompute
-            out.enumerated += 1
+    recomputes = [r for r in RECOMPUTE_ORDER if _pinned({"recompute": r}, fix)]
+    if not zeros or not recomputes:
+        return
+    vpps, mbss = _inner_choices(model, workload, fields, fix)
+    first_rung = {vpp: dict.fromkeys(zeros, 0) for vpp in vpps}  # weakest rung that may fit
+    out.profiles = {}
+    for mbs in mbss:
+        floor: tuple[float, list[MicrobatchTime]] | None = None
+        for vpp in [v for v in vpps if v in first_rung]:
+            if not _within({"vpp": vpp, "mbs": mbs}, bounds):
+                continue
             layout = Layout.model_construct(
-                **fields, vpp=vpp, mbs=mbs, recompute=recompute, zero=zero
+                **fields, vpp=vpp, mbs=mbs, recompute=recomputes[0], zero=zeros[0]
             )
             violations = layout_violations(
                 model, cluster, workload, layout, num_gpus=layout.num_gpus
             )
             if violations:
+                out.enumerated += 1
                 out.reject(layout, violations[0][0], violations[0][1], float("inf"))
-                break
-            memory = estimate_memory(model, workload, layout)
-            mem = max(memory[1], key=lambda s: s.total)
-            if mem.total > out.capacity:
-                states = mem.grads + mem.optimizer
-                detail = memory_detail(
-                    layout, mem.total, mem.weights, states, mem.activations, out.capacity, cluster
-                )
-                if out.headroom:
-                    detail += f" (the search keeps {out.headroom:.0%} of it free)"
-                out.reject(layout, "memory", detail, mem.total - out.capacity)
                 continue
-            if zero > 0:  # ZeRO-0 does not dominate sharding: it steps the whole optimizer
-                fitted_rung = rung if fitted_rung is None else min(fitted_rung, rung)
-            out.accept(layout, score(model, cluster, workload, layout, memory=memory), cluster)
+            if out.prune_top:
+                floor = floor or _row_floor(model, cluster, workload, layout)
+                if out.bounded(layout, _pipeline_steps(workload, layout) * floor[0]):
+                    continue
+            none_times = floor[1] if floor and recomputes[0] is Recompute.NONE else None
+            rungs = (recomputes, first_rung[vpp], none_times)
+            if not _visit_ladder(model, cluster, workload, layout, rungs, out):
+                del first_rung[vpp]  # nothing fits: a larger mbs holds more activations
+
+
+def _pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
+    """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble)."""
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    return m + (layout.pp - 1) / layout.vpp
+
+
+def _row_floor(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> tuple[float, list[MicrobatchTime]]:
+    """(slowest stage's micro-batch time without recomputation, the per-stage times) of
+    ``layout``'s degrees and mbs. Recomputation only adds to it and interleaving does not
+    change it, so (m + (pp - 1)/vpp) times it bounds the step time of every recompute, ZeRO
+    stage and vpp at this mbs (the bubble, sends, DP and optimizer terms are >= 0)."""
+    plain = layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1})
+    domains = comm_domains(cluster, plain)
+    stages = representative_stages(plain.pp, model, workload.seq_len)
+    times = [
+        microbatch_time(model, cluster.accelerator, workload, plain, stage=s, domains=domains)
+        for s in stages
+    ]
+    return max(t.total for t in times), times
+
+
+def _visit_ladder(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    base: Layout,
+    ladder: tuple[list[Recompute], dict[int, int], list[MicrobatchTime] | None],
+    out: _Collector,
+) -> bool:
+    """Climb each ZeRO stage's recompute ladder for ``base``'s (vpp, mbs) from the first rung
+    that may fit, score the first that fits and record it; whether any rung fitted.
+    ``ladder``: the recompute rungs, the first rung per ZeRO stage, and the per-stage times
+    without recomputation when known."""
+    recomputes, first_rung, none_times = ladder
+    fitted: dict[int, int] = {}  # ZeRO stage -> the recompute rung that fitted
+    times: dict[Recompute, list[MicrobatchTime]] = {}  # per-stage times do not depend on ZeRO
+    if none_times is not None:
+        times[Recompute.NONE] = none_times
+    for zero, start in first_rung.items():
+        for rung in range(start, len(recomputes)):
+            if zero == 2 and 1 in fitted and rung >= fitted[1]:
+                break  # dominated by ZeRO-1 at the same or a weaker recompute
+            out.enumerated += 1
+            recompute = recomputes[rung]
+            layout = base.model_copy(update={"recompute": recompute, "zero": zero})
+            key = (base.vpp, recompute)
+            if key not in out.profiles:  # what memory is made of: the same for every mbs, ZeRO
+                out.profiles[key] = memory_profiles(model, workload, layout)
+            m = workload.global_batch // (layout.dp * layout.mbs)
+            peak = max(sum(p.parts(workload, layout, m)) for p in out.profiles[key])
+            if peak > out.capacity:
+                first_rung[zero] = rung + 1
+                words = _memory_words(
+                    layout, out.profiles[key], workload, out.capacity, cluster, out.headroom
+                )
+                out.reject(layout, "memory", words, peak - out.capacity)
+                continue
+            memory = estimate_memory(model, workload, layout, profiles=out.profiles[key])
+            fitted[zero] = rung
+            cost = score(model, cluster, workload, layout, memory=memory,
+                         times=times.get(recompute))  # fmt: skip
+            times[recompute] = cost.stage_times
+            out.accept(layout, cost, cluster)
+            break
+    return bool(fitted)
 
 
 class SpaceRequest(FrozenSpec):
@@ -340,7 +485,7 @@ def build_candidates(
     so a bound found on one count prunes the others.
 
     For each structure (parallel degrees, precision) and (vpp, mbs) the memory ladder is climbed
-    until a rung fits (MEMORY_LADDER). With ``prune_top`` = k > 0, structures are visited in
+    until a rung fits (ZERO_STAGES). With ``prune_top`` = k > 0, structures are visited in
     order of a valid lower bound of the objective and the visit stops once the bound reaches
     the k-th best structure found (branch and bound: the best k structures are exactly those of
     the full enumeration). ``prune_top`` = 0 scores everything (the exhaustive reference).
@@ -360,6 +505,7 @@ def build_candidates(
         precisions=request.precisions or [workload.precision],
     )
     out = _Collector(cluster, request)
+    out.prune_top = prune_top
     if incumbents is not None:
         out.best_by_structure = incumbents
     order = structures
@@ -380,11 +526,10 @@ def build_candidates(
             out.counts["bounded"] += len(order) - position
             break
         _visit_structure(model, cluster, workload, fields, request, out)
-    out.rejected.sort(key=lambda item: item[0])
     return CandidateSet(
         feasible=out.feasible,
         num_enumerated=out.enumerated + out.counts.get("bounded", 0),
-        rejections=[r for _, r in out.rejected[:20]],
+        rejections=out.closest_rejections(20),
         rejection_counts=dict(out.counts),
     )
 
@@ -404,6 +549,30 @@ def merge_candidate_sets(sets: list[CandidateSet]) -> CandidateSet:
         rejections=rejections[:20],
         rejection_counts=dict(counts),
     )
+
+
+def _memory_words(
+    layout: Layout,
+    profiles: list[StageMemoryProfile],
+    workload: TrainWorkload,
+    capacity: float,
+    cluster: ClusterSpec,
+    headroom: float = 0.0,
+) -> Callable[[], str]:
+    """The memory_detail sentence of the stage that does not fit, written when asked for."""
+
+    def words() -> str:
+        m = workload.global_batch // (layout.dp * layout.mbs)
+        mem = max((p.memory(workload, layout, m) for p in profiles), key=lambda s: s.total)
+        states = mem.grads + mem.optimizer
+        detail = memory_detail(
+            layout, mem.total, mem.weights, states, mem.activations, capacity, cluster
+        )
+        if headroom:
+            detail += f" (the search keeps {headroom:.0%} of it free)"
+        return detail
+
+    return words
 
 
 def memory_detail(

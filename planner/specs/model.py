@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Literal
 
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
@@ -117,8 +118,24 @@ SIZE_LIMITS: dict[str, int] = {
 enough that the cost model's float arithmetic stays finite."""
 
 
+_HASHES: dict[int, int] = {}
+"""Hash of each live ModelSpec by id (see ModelSpec.__hash__)."""
+
+
 class ModelSpec(FrozenSpec):
     """A decoder-only transformer. Parameter counts are computed, never typed in."""
+
+    def __hash__(self) -> int:
+        """The hash of the field values, computed once per instance: the cost model's caches look
+        a model up hundreds of thousands of times in one search, and a nested frozen model
+        hashes all its fields every time. The entry goes when the instance does."""
+        key = id(self)
+        found = _HASHES.get(key)
+        if found is None:
+            found = hash(tuple(self.__dict__[name] for name in type(self).model_fields))
+            _HASHES[key] = found
+            weakref.finalize(self, _HASHES.pop, key, None)
+        return found
 
     name: Name
     """Catalog name (``llama3.1-70b``)."""

@@ -60,6 +60,82 @@ class PlacementEntry(FrozenSpec):
     """Global ranks of the first group."""
 
 
+class StageSolveInfo(FrozenSpec):
+    """One pipeline-stage partition a search or an estimate solved (DESIGN.md section 7); the
+    placement and fleet sub-problems are :class:`planner.specs.cluster_state.SubproblemInfo`."""
+
+    name: Literal["pipeline_stages"]
+    """Which sub-problem: ``pipeline_stages`` = which layers go to which pipeline stage and how
+    many of each stage's layers recompute in full."""
+    subject: Text
+    """What it was solved for: the layout, in its short form."""
+    num_variables: NonNegativeInt
+    """Variables of the CP-SAT model."""
+    num_constraints: NonNegativeInt
+    """Constraints of the CP-SAT model."""
+    status: str
+    """OPTIMAL, FEASIBLE (time limit hit), INFEASIBLE, MODEL_INVALID or UNKNOWN."""
+    objective: float
+    """Objective value of the integer model (``objective_unit``)."""
+    best_bound: float
+    """Proven lower bound on the objective (``objective_unit``); equals it when OPTIMAL."""
+    baseline: float | None = None
+    """The same objective for the even split (the planner's default), when the even split is a
+    solution of the model (it may not fit memory); None otherwise."""
+    objective_unit: str
+    """What the objective counts, in words."""
+    wall_s: NonNegativeFloat
+    """Wall time of building and solving the model (s)."""
+    solved_by: Literal["cp-sat", "bound"] = "cp-sat"
+    """``cp-sat``: the model was solved; ``bound``: the even split already meets a lower bound
+    of the integer model (a stack of identical layers, nothing to recompute), so it is optimal
+    and no model was built."""
+
+
+class PipelineStage(FrozenSpec):
+    """One model chunk of the pipeline (with vpp = 1, one pipeline stage), in layer order."""
+
+    stage: NonNegativeInt
+    """Chunk index in layer order (0 .. pp x vpp - 1)."""
+    rank: NonNegativeInt
+    """Pipeline rank that runs it (stage mod pp)."""
+    first_layer: NonNegativeInt
+    """Index of its first decoder layer (0-based)."""
+    num_layers: NonNegativeInt
+    """Decoder layers it holds."""
+    recompute_layers: NonNegativeInt
+    """How many of its first layers recompute in full in the backward pass."""
+    embedding: bool
+    """Holds the input embedding (the first chunk)."""
+    loss: bool
+    """Holds the final norm, the output layer and the loss (the last chunk)."""
+    mtp_layers: NonNegativeInt = 0
+    """Multi-token-prediction modules it holds (workload ``mtp_num_layers``)."""
+    peak_gib: NonNegativeFloat
+    """Peak memory of one GPU of its pipeline rank (GiB)."""
+    time_s: NonNegativeFloat
+    """Critical-path time of one micro-batch (forward, backward, exposed TP/CP/EP
+    communication) on its pipeline rank (s)."""
+
+
+class PipelineSplitInfo(FrozenSpec):
+    """How the layers were split over the pipeline stages, and what the split gained."""
+
+    method: Literal["even", "cp-sat"]
+    """``even``: the planner's default (as even as possible, the remainder on the middle
+    stages, every layer recomputed under full recomputation); ``cp-sat``: the CP-SAT partition
+    (layers and recomputed layers per stage), used because the cost model scores it faster or
+    it fits where the even split does not."""
+    even_step_time_s: NonNegativeFloat
+    """Step time of the same layout with the even split (s)."""
+    even_peak_gib: NonNegativeFloat
+    """Peak memory per GPU of the same layout with the even split (GiB)."""
+    even_fits: bool
+    """The even split fits memory."""
+    subproblem: StageSolveInfo | None = None
+    """The CP-SAT solve, when one ran."""
+
+
 class Plan(FrozenSpec):
     """One layout scored by the cost model."""
 
@@ -115,6 +191,12 @@ class Plan(FrozenSpec):
     cluster_state: StateReport | None = None
     """With ``--cluster-state``: what is down, taken or slow, the placement chosen on what is
     left, and what the holes cost (step time with and without them); None without a state."""
+    pipeline_stages: list[PipelineStage] = Field(default_factory=list)
+    """Per model chunk (pp x vpp, layer order): its layers, recomputed layers, and its rank's
+    peak memory and micro-batch time. Empty for plans saved by layout before 1.3."""
+    pipeline_split: PipelineSplitInfo | None = None
+    """How the layers were split over the stages (even or CP-SAT) and the even split's figures;
+    None with one stage."""
 
 
 class Rejection(FrozenSpec):
@@ -132,10 +214,12 @@ class Rejection(FrozenSpec):
 
 
 class SolverInfo(FrozenSpec):
-    """How the solver ended."""
+    """How the ranking ended, and the CP-SAT sub-problems solved."""
 
-    name: Literal["cp-sat", "exhaustive"]
-    """Solver used."""
+    name: Literal["sort", "exhaustive", "cp-sat"]
+    """How the best layout was chosen among the scored ones: ``sort`` (a numpy sort of the
+    candidates that branch and bound kept), ``exhaustive`` (every candidate scored, a plain
+    sort); ``cp-sat`` only in plans saved by layout before 1.3 (an argmin over the same table)."""
     status: str
     """OPTIMAL, FEASIBLE (time limit hit), INFEASIBLE or UNKNOWN."""
     objective: float
@@ -144,6 +228,11 @@ class SolverInfo(FrozenSpec):
     """Proven lower bound on the objective (s); equals objective when optimal."""
     time_quantum_s: float
     """Resolution of the integer objective (s)."""
+    method: Text = ""
+    """What was enumerated, sorted and solved, in words."""
+    subproblems: list[StageSolveInfo] = Field(default_factory=list)
+    """Each CP-SAT sub-problem solved (one pipeline-stage partition per returned plan with pp >
+    1), with its size, status, objective and bound."""
 
 
 class SearchResult(FrozenSpec):
@@ -449,8 +538,9 @@ class DisaggregatedPlan(FrozenSpec):
 class ServeSolverInfo(FrozenSpec):
     """How the serving search's solver ended."""
 
-    name: Literal["cp-sat", "exhaustive"]
-    """Solver used."""
+    name: Literal["sort", "exhaustive", "cp-sat"]
+    """How the best layout was chosen: ``sort`` (numpy) or ``exhaustive`` (a plain sort);
+    ``cp-sat`` only in plans saved by layout before 1.3."""
     status: str
     """OPTIMAL, FEASIBLE, INFEASIBLE or UNKNOWN."""
     objective: str

@@ -16,10 +16,21 @@ class SolverConfig(FrozenSpec):
     """How the search runs."""
 
     solver: Literal["cp-sat", "exhaustive"] = "cp-sat"
-    """cp-sat (default) or the brute-force reference (small instances, tests)."""
+    """cp-sat (default: the scored layouts that branch and bound keeps are ranked by a numpy
+    sort, and CP-SAT splits each returned plan's pipeline) or exhaustive (every layout scored,
+    ranked by a plain sort: the reference for tests and small instances)."""
     time_limit_s: float = Field(default=10.0, gt=0, le=3600)
-    """Wall-time limit of each CP-SAT solve (s); on expiry the best plan found is returned with
-    its gap."""
+    """Wall-time limit of each CP-SAT solve (s); on expiry the best solution found is used and
+    its gap reported."""
+    stage_split: Literal["cp-sat", "even"] = "cp-sat"
+    """How a plan's layers are split over its pipeline stages: the CP-SAT partition (layers
+    and recomputed layers per stage; kept only when the cost model scores it no slower than the
+    even split) or the even split the ranking scores every layout with."""
+    stage_recompute: Literal["block", "per_stage"] = "block"
+    """With full recomputation, what the stage partition may choose: ``block``, one count N
+    for every model chunk (its first N layers; Megatron-LM's ``--recompute-method block
+    --recompute-num-layers N``, which every export can spell), or ``per_stage``, a count per
+    pipeline rank (Megatron-LM cannot spell it; the exports say so)."""
     num_workers: PositiveInt = 1
     """CP-SAT search workers (1 = deterministic)."""
     seed: int = 0

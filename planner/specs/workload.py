@@ -190,6 +190,11 @@ class TrainWorkload(FrozenSpec):
     fp8_param_gather: bool = False
     """ZeRO-3 / FSDP with an 8-bit recipe: parameters are all-gathered in fp8 (torchao
     ``enable_fsdp_float8_all_gather``; Megatron-LM ``--fp8-param-gather``), halving the gather."""
+    mtp_num_layers: int = Field(default=0, ge=0, le=16)
+    """Multi-token-prediction modules trained with the model (DeepSeek-V3: 1; Megatron-LM
+    ``--mtp-num-layers``, arXiv 2412.19437 section 2.2): each is one more transformer layer like
+    the model's last, a 2D -> D projection, and one more pass of the shared output layer and
+    loss, on the pipeline stage that holds it (the last by default). 0 = none."""
 
     @field_validator("recompute_modules")
     @classmethod

@@ -16,9 +16,10 @@ from planner.report.export.job import (
     ExportResult,
     comment_block,
     moe_execution_fields,
+    mtp_layers,
     pipeline_split,
-    recompute_settings,
     split_note,
+    split_recompute_settings,
 )
 from planner.report.export.megatron import pipeline_layout
 from planner.report.quote import shell_word
@@ -62,7 +63,8 @@ def _parallel(job: ExportJob) -> list[str]:
         out.append(f"model.num_layers_in_last_pipeline_stage={counts[-1]}")
     elif kind == "custom":
         split_note(job, counts)
-        out.append(f"model.pipeline_model_parallel_layout='{pipeline_layout(counts)}'")
+        layout_string = pipeline_layout(counts, mtp_layers(job))
+        out.append(f"model.pipeline_model_parallel_layout='{layout_string}'")
     return out
 
 
@@ -74,7 +76,7 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
         f"dataset.seq_length={workload.seq_len}",
         f"model.seq_length={workload.seq_len}",
     ]
-    recompute = recompute_settings(layout, workload)
+    recompute = split_recompute_settings(job)
     out.append(f"model.recompute_granularity={recompute.granularity or 'null'}")
     if recompute.modules is not None:
         out.append(f"model.recompute_modules=[{','.join(recompute.modules)}]")

@@ -249,25 +249,77 @@ def layer_counts(model: ModelSpec, num_chunks: int) -> list[int]:
 
 
 def pipeline_split(job: ExportJob) -> tuple[str, list[int]]:
-    """How the plan's layers fall on pipeline chunks (pp x vpp, layer order): ``even``,
-    ``first_last`` (only the first and last stage differ, vpp = 1) or ``custom``."""
-    layout = job.train[0].layout
-    counts = layer_counts(job.model, layout.pp * layout.vpp)
-    if len(set(counts)) == 1:
+    """How the plan's layers fall on pipeline chunks (pp x vpp, layer order): the plan's
+    ``pipeline_stages`` (its CP-SAT split) or the planner's even split; ``even``,
+    ``first_last`` (only the first and last stage differ, vpp = 1, MTP, if any, on the last)
+    or ``custom``."""
+    plan, layout = job.train[0], job.train[0].layout
+    stages = plan.pipeline_stages
+    if len(stages) == layout.pp * layout.vpp:
+        counts = [s.num_layers for s in stages]
+    else:  # a plan saved before pipeline_stages
+        counts = layer_counts(job.model, layout.pp * layout.vpp)
+    mtp_chunk = mtp_layers(job)[1]
+    if len(set(counts)) == 1 and mtp_chunk in (None, len(counts) - 1):
         return "even", counts
-    if layout.vpp == 1 and len(set(counts[1:-1])) <= 1:
+    if layout.vpp == 1 and len(set(counts[1:-1])) <= 1 and mtp_chunk in (None, len(counts) - 1):
         return "first_last", counts
     return "custom", counts
 
 
+def mtp_layers(job: ExportJob) -> tuple[int, int | None]:
+    """(MTP modules, the chunk holding them or None): from the plan's stages, else the
+    workload."""
+    plan = job.train[0]
+    for stage in plan.pipeline_stages:
+        if stage.mtp_layers:
+            return stage.mtp_layers, stage.stage
+    count = job.train[1].mtp_num_layers
+    return count, (plan.layout.pp * plan.layout.vpp - 1 if count else None)
+
+
 def split_note(job: ExportJob, counts: list[int]) -> None:
-    """Say that the layers do not split evenly and how they are placed."""
-    layout = job.train[0].layout
+    """Say how the layers are placed: the CP-SAT split, or the planner's even split when they do
+    not split evenly."""
+    plan = job.train[0]
+    chunks = plan.layout.pp * plan.layout.vpp
+    if plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat":
+        job.note(
+            f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to the CP-SAT "
+            f"split {counts} (layout search: pipeline_stages)"
+        )
+        return
     job.note(
-        f"{job.model.num_layers} layers do not split evenly over pp x vpp = "
-        f"{layout.pp * layout.vpp} chunks; set to the planner's split {counts} "
-        "(remainder on the middle stages)"
+        f"{job.model.num_layers} layers do not split evenly over pp x vpp = {chunks} chunks; "
+        f"set to the planner's split {counts} (remainder on the middle stages)"
     )
+
+
+def split_recompute_settings(job: ExportJob) -> RecomputeSettings:
+    """:func:`recompute_settings` for the plan, with the per-chunk counts of a CP-SAT split:
+    one count N for every chunk (min(N, layers) each) is Megatron's block method; none at all
+    drops recomputation; per-stage counts cannot be spelled (one ``--recompute-num-layers``
+    for every chunk), so the largest is set, which recomputes more (slower, less memory) and
+    is noted."""
+    plan, workload = job.train
+    layout = plan.layout
+    settings = recompute_settings(layout, workload)
+    cpsat = plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat"
+    if layout.recompute is not Recompute.FULL or not cpsat or not plan.pipeline_stages:
+        return settings
+    layers = [s.num_layers for s in plan.pipeline_stages]
+    redo = [s.recompute_layers for s in plan.pipeline_stages]
+    if not any(redo):
+        job.note("the CP-SAT split recomputes no layer: recomputation is off")
+        return RecomputeSettings(None, None, None, None)
+    pairs = list(zip(redo, layers, strict=True))
+    block = [n for n in range(max(layers) + 1) if all(r == min(n, c) for r, c in pairs)]
+    if not block:
+        job.note(
+            f"per-stage recompute counts {redo} (first layers of each chunk) cannot be spelled "
+            f"in Megatron-LM: set to {max(redo)} for every chunk, which recomputes more"
+        )
+    return RecomputeSettings("full", None, "block", block[0] if block else max(redo))
 
 
 EP_OVERLAP_FIELDS: tuple[tuple[str, str], ...] = (

@@ -15,9 +15,10 @@ from planner.report.export.job import (
     ExportResult,
     comment_block,
     moe_execution_fields,
+    mtp_layers,
     pipeline_split,
-    recompute_settings,
     split_note,
+    split_recompute_settings,
 )
 from planner.report.quote import comment_text, shell_word
 from planner.specs.model import ModelSpec
@@ -36,16 +37,23 @@ _PRECISION: dict[str, list[str]] = {
 }
 
 
-def pipeline_layout(counts: list[int]) -> str:
+def pipeline_layout(counts: list[int], mtp: tuple[int, int | None] = (0, None)) -> str:
     """Megatron's ``--pipeline-model-parallel-layout`` string for these layers per chunk
-    (``E`` embedding, ``t`` transformer layer, ``L`` loss; chunks in layer order, ``|`` apart).
+    (``E`` embedding, ``t`` transformer layer, ``m`` MTP layer, ``L`` loss; chunks in layer
+    order, ``|`` apart; ``mtp`` = (MTP layers, their chunk)), as
+    ``PipelineParallelLayerLayout.parse_str_to_list`` reads it.
 
     >>> pipeline_layout([7, 8, 7])
     'Et*7|t*8|t*7L'
+    >>> pipeline_layout([4, 3, 0], (1, 1))
+    'Et*4|t*3m|L'
     """
     last = len(counts) - 1
     chunks = [
-        ("E" if i == 0 else "") + (f"t*{n}" if n else "") + ("L" if i == last else "")
+        ("E" if i == 0 else "")
+        + (f"t*{n}" if n else "")
+        + ("m" * mtp[0] if i == mtp[1] else "")
+        + ("L" if i == last else "")
         for i, n in enumerate(counts)
     ]
     return "|".join(chunks)
@@ -89,7 +97,7 @@ def _split(job: ExportJob) -> list[str]:
             "--decoder-first-pipeline-num-layers", str(counts[0]),
             "--decoder-last-pipeline-num-layers", str(counts[-1]),
         ]  # fmt: skip
-    return ["--pipeline-model-parallel-layout", pipeline_layout(counts)]
+    return ["--pipeline-model-parallel-layout", pipeline_layout(counts, mtp_layers(job))]
 
 
 def _batch(job: ExportJob) -> Group:
@@ -104,9 +112,9 @@ def _batch(job: ExportJob) -> Group:
 
 
 def _memory(job: ExportJob) -> Group:
-    layout, workload = job.train[0].layout, job.train[1]
+    layout = job.train[0].layout
     args: list[str] = []
-    recompute = recompute_settings(layout, workload)
+    recompute = split_recompute_settings(job)
     if recompute.granularity is not None:
         args += ["--recompute-granularity", recompute.granularity]
     if recompute.modules is not None:
@@ -158,6 +166,9 @@ def _architecture(job: ExportJob) -> Group:
         args.append("--qk-layernorm")
     args += _activation_and_bias(job)
     args += _mla(model) + _moe(model)
+    num_mtp = mtp_layers(job)[0]
+    if num_mtp:
+        args += ["--mtp-num-layers", str(num_mtp)]
     unexpressed = [
         ("sliding-window attention", model.num_sliding_window_layers > 0),
         ("attention sinks", model.attention_sinks),

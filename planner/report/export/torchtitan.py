@@ -9,7 +9,14 @@ names are in ``tests/data/framework_args/torchtitan.txt``. torchtitan's device m
 
 from __future__ import annotations
 
-from planner.report.export.job import ExportJob, ExportResult, comment_block, pipeline_split
+from planner.report.export.job import (
+    ExportJob,
+    ExportResult,
+    comment_block,
+    mtp_layers,
+    pipeline_split,
+    split_recompute_settings,
+)
 from planner.report.quote import toml_string
 from planner.specs.layout import Recompute
 
@@ -65,10 +72,16 @@ def _pipeline(job: ExportJob) -> dict[str, TomlValue]:
         if layout.vpp > 1:
             out["pipeline_parallel_layers_per_stage"] = counts[0]
         return out
+    plan = job.train[0]
+    cpsat = plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat"
+    how = "the CP-SAT split" if cpsat else "the planner's split"
     job.note(
-        f"{job.model.num_layers} layers do not split evenly over pp x vpp = {len(counts)} "
-        f"chunks: module_fqns_per_model_part lists the planner's split {counts}"
+        f"{job.model.num_layers} layers over pp x vpp = {len(counts)} chunks: "
+        f"module_fqns_per_model_part lists {how} {counts} (pipeline_parallel_split_points is "
+        "deprecated in this release and refused by its pipelining)"
     )
+    if mtp_layers(job)[0]:
+        job.note("torchtitan has no multi-token-prediction module: the MTP layers are not set")
     out["module_fqns_per_model_part"] = _module_names(counts)
     return out
 
@@ -126,6 +139,17 @@ def training(job: ExportJob) -> dict[str, TomlValue]:
 def activation_checkpoint(job: ExportJob) -> dict[str, TomlValue]:
     """The ``[activation_checkpoint]`` table."""
     recompute = job.train[0].layout.recompute
+    if recompute is Recompute.FULL:
+        settings = split_recompute_settings(job)
+        if settings.granularity is None:
+            return {"mode": "none"}
+        most = max((s.num_layers for s in job.train[0].pipeline_stages), default=0)
+        if settings.method == "block" and settings.num_layers is not None and settings.num_layers < most:
+            job.note(
+                f"the plan recomputes the first {settings.num_layers} layers of each chunk; "
+                "torchtitan's full AC recomputes every layer (more compute, less memory)"
+            )
+        return {"mode": "full"}
     if recompute is Recompute.SELECTIVE:
         job.note(
             "selective recompute (attention core) -> torchtitan's op-level selective AC, "

@@ -1,0 +1,120 @@
+"""What one pipeline rank holds: its decoder layers (the even split, or an explicit
+:class:`~planner.specs.pipeline.PipelineSplit`), which of them recompute in full, and the
+embedding, output layer, loss and multi-token-prediction (MTP) modules.
+
+Every per-stage term of the cost model (:mod:`planner.cost.stage`) reads a rank through
+:func:`stage_contents`, so an explicit split is scored by the same formulas as the even one.
+An MTP module's transformer layer is counted as one more layer of the model's last layer's kind
+(``range(L - 1, L)`` in ``layers``), so its time, memory and parameters come from the per-layer
+tables like any other layer's.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from planner.cost.memory import stage_layers
+from planner.errors import InternalError
+from planner.specs.layout import Layout, Recompute
+from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
+from planner.specs.workload import TrainWorkload
+
+
+class StageContents(NamedTuple):
+    """What one pipeline rank holds."""
+
+    layers: tuple[range, ...]
+    """Decoder-layer index ranges (its chunks', then one ``range(L - 1, L)`` per MTP module)."""
+    recomputed: tuple[range, ...] | None
+    """Layers that recompute in full (within ``layers``; empty unless the layout recomputes in
+    full); None = the layout's rule (:func:`planner.cost.memory.recomputed_fraction`), as the
+    even split applies it."""
+    first: bool
+    """Holds the input embedding."""
+    last: bool
+    """Holds the final norm, the output layer and the loss."""
+    mtp: int
+    """Multi-token-prediction modules held."""
+    output_weights: bool
+    """Holds a copy of the output projection (the last rank, and a rank holding MTP modules)."""
+
+    @property
+    def num_layers(self) -> int:
+        """Transformer layers held, MTP layers included."""
+        return sum(len(r) for r in self.layers)
+
+    @property
+    def num_heads(self) -> int:
+        """Passes of the output layer and loss per micro-batch (main head + MTP heads)."""
+        return int(self.last) + self.mtp
+
+    @property
+    def num_recomputed(self) -> int:
+        """Layers recomputed in full, when explicit (0 otherwise)."""
+        return sum(len(r) for r in self.recomputed or ())
+
+
+def stage_contents(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    stage: int,
+    split: PipelineSplit | None = None,
+) -> StageContents:
+    """What rank ``stage`` of ``layout``'s pipeline holds, under ``split`` or the even split
+    (:func:`planner.cost.memory.stage_layers`; MTP modules on the last rank, as Megatron-LM
+    places them by default).
+
+    >>> from planner.cost.params import _tiny
+    >>> from planner.specs.pipeline import PipelineSplit
+    >>> w = TrainWorkload()
+    >>> stage_contents(_tiny(), w, Layout(pp=2), 0).layers
+    (range(0, 1),)
+    >>> c = stage_contents(_tiny(), w, Layout(pp=2), 1, PipelineSplit(chunk_layers=(0, 2)))
+    >>> c.layers, c.last, c.first
+    ((range(0, 2),), True, False)
+    """
+    last = stage == layout.pp - 1
+    mtp_layer = (range(model.num_layers - 1, model.num_layers),)
+    if split is None:
+        mtp = workload.mtp_num_layers if last else 0
+        layers = (stage_layers(model, layout.pp, stage),) + mtp_layer * mtp
+        return StageContents(layers, None, stage == 0, last, mtp, last)
+    check_split(model, layout, split)
+    starts = [0]
+    for count in split.chunk_layers:
+        starts.append(starts[-1] + count)
+    mtp_chunk = split.num_chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
+    chunks = range(stage, split.num_chunks, layout.pp)
+    layers = tuple(range(starts[c], starts[c + 1]) for c in chunks)
+    recomputed: tuple[range, ...] | None = None
+    if layout.recompute is not Recompute.FULL:
+        recomputed = ()  # only full recomputation drops a layer's activations
+    elif split.recompute_layers is not None:
+        recomputed = tuple(
+            range(starts[c], starts[c] + min(split.recompute_layers[c], split.chunk_layers[c]))
+            for c in chunks
+        )
+    mtp = workload.mtp_num_layers if mtp_chunk in chunks else 0
+    return StageContents(
+        layers + mtp_layer * mtp, recomputed, stage == 0, last, mtp, last or mtp > 0
+    )
+
+
+def check_split(model: ModelSpec, layout: Layout, split: PipelineSplit) -> None:
+    """InternalError unless ``split`` has pp x vpp chunks, sums to the model's layers and
+    recomputes no more layers than a chunk has."""
+    if split.num_chunks != layout.pp * layout.vpp or sum(split.chunk_layers) != model.num_layers:
+        raise InternalError(
+            f"pipeline split {list(split.chunk_layers)} does not fit {layout.pp} x {layout.vpp} "
+            f"chunks of {model.num_layers} layers"
+        )
+    recompute = split.recompute_layers
+    if recompute is not None and (
+        len(recompute) != split.num_chunks
+        or any(r > n for r, n in zip(recompute, split.chunk_layers, strict=True))
+    ):
+        raise InternalError(f"recompute layers {list(recompute)} exceed the chunks' layers")
+    if split.mtp_chunk is not None and split.mtp_chunk >= split.num_chunks:
+        raise InternalError(f"MTP chunk {split.mtp_chunk} of {split.num_chunks} chunks")

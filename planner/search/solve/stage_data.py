@@ -1,0 +1,362 @@
+"""The pipeline-stage partition's prepared data: the cost model tabulated per layer, in integers.
+
+For one layout, every decoder layer's micro-batch time (forward + backward + its exposed TP,
+CP and EP communication) and memory (weights, gradients and optimizer state; activations per
+micro-batch kept and when recomputed in full) come from the cost model (:mod:`planner.cost.stage`
+on a stage holding just that layer), as do the embedding's, the output layer and loss's and
+each MTP module's. Layers of one kind (dense-first, MoE, sliding-window, ...) give identical
+rows, so the cost model runs once per kind. Times become integer microseconds
+(``TIME_QUANTUM_S``) and memory integer 64 KiB units rounded up (a partition that fits here fits
+the cost model); the per-rank count of micro-batches in flight (1F1B, interleaved) multiplies the
+activations, scaled by pp x vpp so it is an integer.
+
+The integer model is separable: a rank's time is the sum of its layers' times, which is exact
+for layers of one kind and close for mixed ones (the cost model overlaps communication with the
+rank's whole compute). The chosen split is therefore re-scored by the cost model itself before
+it is used (:func:`planner.search.solve.stages.optimise_pipeline`).
+
+:func:`evaluate_assignment` scores any assignment on this data without a solver; it is the
+even split's baseline, the brute-force twin's inner loop and the check of every CP-SAT answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Literal
+
+from planner.cost.memory import logits_bytes, stage_layers
+from planner.cost.partition import StageContents
+from planner.cost.pipeline import microbatches_in_flight
+from planner.cost.profile import layer_table
+from planner.cost.stage import microbatch_time
+from planner.cost.stage_memory import (
+    activation_bytes_per_microbatch,
+    recompute_working_bytes,
+    stage_params_per_gpu,
+    state_bytes,
+)
+from planner.specs.base import FrozenSpec
+from planner.specs.cluster import ClusterSpec
+from planner.specs.layout import Layout, Recompute
+from planner.specs.model import ModelSpec
+from planner.specs.solver_config import TIME_QUANTUM_S
+from planner.specs.workload import TrainWorkload
+from planner.topology import comm_domains
+
+MEMORY_QUANTUM_BYTES = 2**16
+"""Resolution of the integer memory tables (64 KiB), rounded up per entry."""
+
+RecomputeChoice = Literal["none", "block", "per_stage"]
+
+
+class StageProblem(FrozenSpec):
+    """Integer data of one pipeline partition problem (times in TIME_QUANTUM_S, memory in
+    MEMORY_QUANTUM_BYTES). Chunk c (of pp x vpp, layer order) runs on rank c mod pp."""
+
+    pp: int
+    """Pipeline ranks."""
+    vpp: int
+    """Model chunks per rank."""
+    layer_time: tuple[int, ...]
+    """Per decoder layer: micro-batch time on the critical path, kept activations."""
+    recompute_time: tuple[int, ...]
+    """Per layer: the time full recomputation adds."""
+    layer_state: tuple[int, ...]
+    """Per layer: weights + gradients + optimizer state on one GPU."""
+    layer_activation: tuple[int, ...]
+    """Per layer: activations one micro-batch stores (kept)."""
+    recompute_saving: tuple[int, ...]
+    """Per layer: the activations full recomputation does not store."""
+    in_flight: tuple[int, ...]
+    """Per rank: micro-batches in flight x ``in_flight_scale`` (an integer)."""
+    in_flight_scale: int
+    """pp x vpp, the denominator of ``in_flight``."""
+    rank_time: tuple[int, ...]
+    """Per rank: time beyond its layers (the output layer and loss on the last)."""
+    rank_state: tuple[int, ...]
+    """Per rank: state beyond its layers (embedding on the first, output layer on the last)."""
+    rank_memory: tuple[int, ...]
+    """Per rank: memory not multiplied by the micro-batches in flight (the logits)."""
+    num_mtp: int
+    """MTP modules (0 = none)."""
+    mtp_time: int
+    """Time of the MTP modules on the rank that holds them."""
+    mtp_state: tuple[int, int]
+    """Their state on the last rank, and on another rank (which adds an output-layer copy)."""
+    mtp_activation: int
+    """Their activations per micro-batch."""
+    mtp_memory: int
+    """Their logits."""
+    working: int
+    """Working set of a layer being recomputed, on a rank that recomputes any."""
+    recompute: RecomputeChoice
+    """none (the layout does not recompute in full), block (one count N: the first N layers of
+    every chunk recompute, Megatron-LM's ``--recompute-method block --recompute-num-layers N``)
+    or per_stage (a count N_s per pipeline rank: the first N_s layers of each of its chunks)."""
+    fixed_recompute: int | None
+    """N when the workload pins it (``recompute_num_layers``)."""
+    capacity: int
+    """Usable memory of one GPU, rounded down."""
+    steps: float
+    """Micro-batch times per step on the slowest rank: m + (pp - 1) / vpp."""
+    min_chunk_layers: int = 1
+    """Decoder layers every chunk but the last holds at least (the interleaved schedule's bubble,
+    (pp - 1) / vpp, assumes every chunk works; the last may hold just the output layer and loss,
+    as in Megatron-LM's layout examples)."""
+    even_layers: tuple[int, ...]
+    """The planner's default layers per chunk (:func:`planner.cost.memory.stage_layers` over
+    pp x vpp chunks: as even as possible, the remainder on the middle chunks)."""
+
+    @property
+    def num_layers(self) -> int:
+        """Decoder layers."""
+        return len(self.layer_time)
+
+    @property
+    def num_chunks(self) -> int:
+        """Model chunks (pp x vpp)."""
+        return self.pp * self.vpp
+
+    @property
+    def mtp_chunks(self) -> range:
+        """Chunks that may hold the MTP modules: the last virtual stage of any rank (Megatron-LM
+        ``PipelineParallelLayerLayout.validate_layer_layout``)."""
+        return range((self.vpp - 1) * self.pp, self.num_chunks)
+
+
+def build_stage_problem(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    recompute: RecomputeChoice = "block",
+) -> StageProblem:
+    """Tabulate ``layout``'s partition problem from the cost model (``recompute``: how the
+    recomputed layers may vary when the layout recomputes in full)."""
+    acc = cluster.accelerator
+    domains = comm_domains(cluster, layout)
+    full = layout.recompute is Recompute.FULL
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    n = model.num_layers
+
+    def time_of(contents: StageContents) -> float:
+        return microbatch_time(
+            model, acc, workload, layout, stage=0, domains=domains, contents=contents
+        ).total
+
+    def state_of(contents: StageContents) -> float:
+        params = stage_params_per_gpu(model, layout, 0, workload.seq_len, contents=contents)
+        return sum(state_bytes(workload, layout, *params))
+
+    rows = _layer_rows(model, workload, layout, time_of, state_of)
+    empty: tuple[range, ...] = ()
+    head = StageContents(empty, (), False, True, 0, True)
+    embedding = StageContents(empty, (), True, False, 0, False)
+    scale = layout.pp * layout.vpp
+    mtp = workload.mtp_num_layers
+    mtp_layers = (range(n - 1, n),) * mtp
+    on_last = StageContents(mtp_layers, (), False, False, mtp, False)
+    elsewhere = on_last._replace(output_weights=True)
+    logits = logits_bytes(model, layout, workload.seq_len)
+    last = layout.pp - 1
+    return StageProblem(
+        pp=layout.pp,
+        vpp=layout.vpp,
+        layer_time=tuple(_time(r[0]) for r in rows),
+        recompute_time=tuple(_time(r[1]) if full else 0 for r in rows),
+        layer_state=tuple(_bytes(r[2]) for r in rows),
+        layer_activation=tuple(_bytes(r[3]) for r in rows),
+        recompute_saving=tuple(_bytes(r[4], down=True) if full else 0 for r in rows),
+        in_flight=tuple(
+            round(scale * microbatches_in_flight(layout.pp, layout.vpp, m, p))
+            for p in range(layout.pp)
+        ),
+        in_flight_scale=scale,
+        rank_time=tuple(_time(time_of(head)) if p == last else 0 for p in range(layout.pp)),
+        rank_state=tuple(
+            _bytes(state_of(embedding) * (p == 0) + state_of(head) * (p == last))
+            for p in range(layout.pp)
+        ),
+        rank_memory=tuple(_bytes(logits) if p == last else 0 for p in range(layout.pp)),
+        num_mtp=mtp,
+        mtp_time=_time(time_of(on_last)) if mtp else 0,
+        mtp_state=(_bytes(state_of(on_last)), _bytes(state_of(elsewhere))) if mtp else (0, 0),
+        mtp_activation=_bytes(activation_bytes_per_microbatch(model, workload, layout, on_last))
+        if mtp
+        else 0,
+        mtp_memory=_bytes(mtp * logits),
+        working=_bytes(recompute_working_bytes(model, workload, layout)) if full else 0,
+        recompute=recompute if full else "none",
+        fixed_recompute=workload.recompute_num_layers if full else None,
+        capacity=int(acc.usable_memory_bytes // MEMORY_QUANTUM_BYTES),
+        steps=m + (layout.pp - 1) / layout.vpp,
+        even_layers=tuple(len(stage_layers(model, scale, c)) for c in range(scale)),
+    )
+
+
+def _layer_rows(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    time_of: Callable[[StageContents], float],
+    state_of: Callable[[StageContents], float],
+) -> list[tuple[float, float, float, float, float]]:
+    """Per layer (time kept, time added by recomputing, state, activations kept, activations
+    saved by recomputing), computed once per kind of layer (identical per-layer table rows)."""
+    table = layer_table(model, workload.seq_len)
+    fields = [f for f in type(table).model_fields]
+    by_kind: dict[tuple[float, ...], tuple[float, float, float, float, float]] = {}
+    rows = []
+    for i in range(model.num_layers):
+        one = (range(i, i + 1),)
+        kind = tuple(table.total(f, one[0]) for f in fields)
+        if kind not in by_kind:
+            kept = StageContents(one, (), False, False, 0, False)
+            redone = kept._replace(recomputed=one)
+            kept_time = time_of(kept)
+            kept_bytes = activation_bytes_per_microbatch(model, workload, layout, kept)
+            by_kind[kind] = (
+                kept_time,
+                time_of(redone) - kept_time,
+                state_of(kept),
+                kept_bytes,
+                kept_bytes - activation_bytes_per_microbatch(model, workload, layout, redone),
+            )
+        rows.append(by_kind[kind])
+    return rows
+
+
+def _time(seconds: float) -> int:
+    return max(0, round(seconds / TIME_QUANTUM_S))
+
+
+def _bytes(value: float, *, down: bool = False) -> int:
+    units = value / MEMORY_QUANTUM_BYTES
+    return max(0, math.floor(units) if down else math.ceil(units))
+
+
+class Assignment(FrozenSpec):
+    """A partition: layers per chunk, recomputed layers per chunk, the chunk holding MTP."""
+
+    chunk_layers: tuple[int, ...]
+    """Decoder layers per chunk, in layer order."""
+    recompute_layers: tuple[int, ...]
+    """How many of each chunk's first layers recompute in full."""
+    mtp_chunk: int
+    """Chunk holding the MTP modules (the last when there are none)."""
+
+
+def rank_loads(problem: StageProblem, assignment: Assignment) -> list[tuple[int, int]]:
+    """(time, memory x in_flight_scale) of each rank under ``assignment``."""
+    p = problem
+    loads = [[p.rank_time[r], p.in_flight_scale * (p.rank_state[r] + p.rank_memory[r])]
+             for r in range(p.pp)]  # fmt: skip
+    recomputing = [False] * p.pp
+    start = 0
+    for c, (count, redo) in enumerate(zip(assignment.chunk_layers, assignment.recompute_layers,
+                                          strict=True)):  # fmt: skip
+        r = c % p.pp
+        layers = range(start, start + count)
+        loads[r][0] += sum(p.layer_time[i] for i in layers)
+        loads[r][0] += sum(p.recompute_time[i] for i in layers[:redo])
+        loads[r][1] += p.in_flight_scale * sum(p.layer_state[i] for i in layers)
+        activations = sum(p.layer_activation[i] for i in layers)
+        activations -= sum(p.recompute_saving[i] for i in layers[:redo])
+        loads[r][1] += p.in_flight[r] * activations
+        recomputing[r] = recomputing[r] or redo > 0
+        start += count
+    if p.num_mtp:
+        r = assignment.mtp_chunk % p.pp
+        loads[r][0] += p.mtp_time
+        state = p.mtp_state[0] if r == p.pp - 1 else p.mtp_state[1]
+        loads[r][1] += p.in_flight_scale * (state + p.mtp_memory)
+        loads[r][1] += p.in_flight[r] * p.mtp_activation
+    for r in range(p.pp):
+        loads[r][1] += p.in_flight_scale * p.working * recomputing[r]
+    return [(t, mem) for t, mem in loads]
+
+
+def evaluate_assignment(problem: StageProblem, assignment: Assignment) -> int | None:
+    """The integer objective (the slowest rank's micro-batch time) of ``assignment``, or None
+    when it breaks a rule: layers not summing to the model's, a recompute count beyond a chunk,
+    one that the recompute choice does not allow, MTP before a decoder layer or outside the last
+    virtual stage, or a rank over memory."""
+    p = problem
+    layers, redo = assignment.chunk_layers, assignment.recompute_layers
+    if len(layers) != p.num_chunks or len(redo) != p.num_chunks or min(layers, default=0) < 0:
+        return None
+    if sum(layers) != p.num_layers or any(
+        r < 0 or r > n for r, n in zip(redo, layers, strict=True)
+    ):
+        return None
+    if min(layers[:-1], default=1) < p.min_chunk_layers:
+        return None
+    if not _recompute_allowed(p, layers, redo):
+        return None
+    if p.num_mtp and (
+        assignment.mtp_chunk not in p.mtp_chunks
+        or sum(layers[: assignment.mtp_chunk + 1]) != p.num_layers
+    ):
+        return None
+    loads = rank_loads(p, assignment)
+    if any(mem > p.in_flight_scale * p.capacity for _, mem in loads):
+        return None
+    return max(t for t, _ in loads)
+
+
+def _recompute_allowed(p: StageProblem, layers: tuple[int, ...], redo: tuple[int, ...]) -> bool:
+    """Whether ``redo`` is min(N, n_c) for one N (block; the pinned N when given) or for one N
+    per rank (per_stage), or nothing (none)."""
+    if p.recompute == "none":
+        return not any(redo)
+    groups = [range(p.num_chunks)]
+    if p.recompute == "per_stage":
+        groups = [range(r, p.num_chunks, p.pp) for r in range(p.pp)]
+    counts = [p.fixed_recompute] if p.fixed_recompute is not None else range(max(layers) + 1)
+    return all(
+        any(all(redo[c] == min(layers[c], k) for c in group) for k in counts) for group in groups
+    )
+
+
+def even_assignment(problem: StageProblem) -> Assignment:
+    """The planner's default split of the layers over the chunks (``even_layers``), with the
+    layout's own recomputation (every layer, or the first N of each chunk) and MTP on the last
+    chunk."""
+    chunks = problem.num_chunks
+    layers = problem.even_layers
+    if problem.recompute == "none":
+        redo = (0,) * chunks
+    elif problem.fixed_recompute is not None:
+        redo = tuple(min(problem.fixed_recompute, n) for n in layers)
+    else:
+        redo = layers
+    return Assignment(chunk_layers=layers, recompute_layers=redo, mtp_chunk=chunks - 1)
+
+
+def uniform_lower_bound(problem: StageProblem) -> int | None:
+    """A lower bound on the objective when every layer is alike (None otherwise): the last rank
+    holds x layers and the output layer and loss, the other pp - 1 ranks the rest, so one of
+    them at least ceil((L - x)/(pp - 1)); the bound is the best x. Recomputation, MTP modules
+    and memory only add time or remove choices, so it holds with them; when the even split
+    reaches it, the even split is optimal and no solve is needed, and the solver gets it as a
+    cut (the LP relaxation alone spreads layers fractionally).
+
+    >>> p = StageProblem.model_construct(pp=4, vpp=1, layer_time=(10,) * 16, recompute="none",
+    ...     num_mtp=0, rank_time=(0, 0, 0, 5), layer_state=(0,) * 16, min_chunk_layers=1,
+    ...     layer_activation=(0,) * 16, recompute_time=(0,) * 16, recompute_saving=(0,) * 16)
+    >>> uniform_lower_bound(p)  # 4 layers + loss on the last rank, or 3 and 13 over 3 ranks
+    45
+    """
+    p = problem
+    rows = set(zip(p.layer_time, p.layer_state, p.layer_activation, strict=True))
+    if len(rows) != 1 or p.pp < 2 or any(p.rank_time[:-1]):
+        return None
+    t, n, last = p.layer_time[0], p.num_layers, p.rank_time[-1]
+    least = p.vpp * p.min_chunk_layers  # layers each of the first pp - 1 ranks holds at least
+    best = None
+    for x in range(max(0, (p.vpp - 1) * p.min_chunk_layers), n - (p.pp - 1) * least + 1):
+        value = max(x * t + last, t * -(-(n - x) // (p.pp - 1)))
+        best = value if best is None else min(best, value)
+    return best

@@ -1,0 +1,341 @@
+"""CP-SAT: which layers go to which pipeline stage, and how many of each stage's layers recompute
+in full (DESIGN.md section 7).
+
+Data (:mod:`planner.search.solve.stage_data`, integers): per decoder layer its micro-batch time,
+the time full recomputation adds, its state (weights, gradients, optimizer) and activations kept
+and saved by recomputing; per rank the micro-batches in flight and what it holds beyond its
+layers (embedding; output layer and loss; MTP modules).
+Variables: the boundary b_j between chunk j - 1 and chunk j (b_0 = 0, b_C = L for C = pp x vpp
+chunks; chunk c runs on rank c mod pp); each chunk's recomputed layers r_c (its first r_c: one N
+for every chunk, r_c = min(N, n_c), with Megatron-LM's block method, or free per chunk); which
+chunk holds the MTP modules; whether a rank recomputes at all.
+Constraints: the prefix sums of every table read at the boundaries (element constraints: a chunk
+sums to P[b_{c+1}] - P[b_c]), per-rank memory within the GPU's usable memory, r_c <= n_c, MTP
+after the last decoder layer in a rank's last virtual stage.
+Objective: the slowest rank's micro-batch time; the step is (m + (pp - 1)/vpp) times it (the
+pipeline with its bubble, Narayanan et al. 2021 section 2.2), so minimising it minimises both.
+
+OR-Tools is imported by this module only; the search imports it when a plan has pp > 1.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+from ortools.sat.python import cp_model
+
+from planner.cost.step import StepCost
+from planner.errors import InternalError
+from planner.search.evaluate import fits, score
+from planner.search.solve.stage_data import (
+    Assignment,
+    StageProblem,
+    build_stage_problem,
+    evaluate_assignment,
+    even_assignment,
+    uniform_lower_bound,
+)
+from planner.specs.cluster import ClusterSpec
+from planner.specs.layout import Layout, Recompute
+from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
+from planner.specs.result import StageSolveInfo
+from planner.specs.solver_config import TIME_QUANTUM_S, SolverConfig
+from planner.specs.workload import TrainWorkload
+
+_STATUS = {
+    cp_model.OPTIMAL: "OPTIMAL",
+    cp_model.FEASIBLE: "FEASIBLE",
+    cp_model.INFEASIBLE: "INFEASIBLE",
+    cp_model.MODEL_INVALID: "MODEL_INVALID",
+    cp_model.UNKNOWN: "UNKNOWN",
+}
+
+
+class StageSolution(NamedTuple):
+    """What one solve found."""
+
+    status: str
+    """OPTIMAL, FEASIBLE (time limit hit), INFEASIBLE, MODEL_INVALID or UNKNOWN."""
+    assignment: Assignment | None
+    """The best partition found (None when none)."""
+    objective: int
+    """Its slowest rank's micro-batch time (TIME_QUANTUM_S units); 0 when none."""
+    best_bound: int
+    """CP-SAT's proven lower bound on it."""
+    num_variables: int
+    """Variables of the model."""
+    num_constraints: int
+    """Constraints of the model."""
+    wall_s: float
+    """Building and solving (s)."""
+
+
+class StageSolver:
+    """The CP-SAT model of one :class:`StageProblem`, built in the OR-Tools samples' order."""
+
+    def __init__(self, problem: StageProblem, config: SolverConfig) -> None:
+        self._start = time.perf_counter()
+        self._p = problem
+        self._config = config
+        self._runs = layer_runs(problem)
+        self._model = cp_model.CpModel()
+        self._add_variables()
+        self._add_constraints()
+        self._add_objective()
+        self._add_hint(even_assignment(problem))
+
+    # --- variables ------------------------------------------------------------------------
+    def _add_variables(self) -> None:
+        p, m = self._p, self._model
+        n, chunks = p.num_layers, p.num_chunks
+        inner = [m.new_int_var(0, n, f"b_{j}") for j in range(1, chunks)]
+        self._bound = [m.new_constant(0), *inner, m.new_constant(n)]
+        self._count = [m.new_int_var(0, n, f"n_{c}") for c in range(chunks)]
+        self._redo = [m.new_int_var(0, n if p.recompute != "none" else 0, f"r_{c}")
+                      for c in range(chunks)]  # fmt: skip
+        self._blocks: list[cp_model.IntVar] = []  # per rank: recompute its chunks' first N
+        if p.recompute == "block":
+            fixed = p.fixed_recompute
+            shared = m.new_constant(fixed) if fixed is not None else m.new_int_var(0, n, "N")
+            self._blocks = [shared] * p.pp
+        elif p.recompute == "per_stage":
+            self._blocks = [m.new_int_var(0, n, f"N_{r}") for r in range(p.pp)]
+        self._any_redo = [m.new_bool_var(f"z_{r}") for r in range(p.pp)]
+        self._mtp = {c: m.new_bool_var(f"q_{c}") for c in p.mtp_chunks} if p.num_mtp else {}
+        self._slowest = m.new_int_var(0, self._time_ceiling(), "T")
+
+    def _time_ceiling(self) -> int:
+        p = self._p
+        return (sum(p.layer_time) + sum(p.recompute_time) + max(p.rank_time, default=0)
+                + p.mtp_time)  # fmt: skip
+
+    # --- constraints ----------------------------------------------------------------------
+    def _add_constraints(self) -> None:
+        p, m = self._p, self._model
+        for c in range(p.num_chunks):
+            m.add(self._count[c] == self._bound[c + 1] - self._bound[c])
+            if c < p.num_chunks - 1:
+                m.add(self._count[c] >= 1)  # see StageProblem.min_chunk_layers
+            m.add(self._redo[c] <= self._count[c])
+            m.add(self._redo[c] <= p.num_layers * self._any_redo[c % p.pp])
+            if self._blocks:
+                m.add_min_equality(self._redo[c], [self._blocks[c % p.pp], self._count[c]])
+        if self._mtp:
+            m.add_exactly_one(list(self._mtp.values()))
+            for c, holds in self._mtp.items():
+                m.add(self._bound[c + 1] == p.num_layers).only_enforce_if(holds)
+        self._add_rank_loads()
+
+    def _fill(self, index: cp_model.LinearExprT, name: str) -> list[cp_model.LinearExprT]:
+        """How many layers of each run lie before layer ``index``: run k holds
+        min(len_k, max(0, index - start_k)), written linearly (they sum to ``index``, and a run
+        has layers before ``index`` only when every earlier run is full), so a table summed over
+        the layers before ``index`` is sum_k value_k x count_k, a linear expression."""
+        m = self._model
+        if isinstance(index, int):
+            return [min(n, max(0, index - start)) for start, n in self._runs]
+        counts = [m.new_int_var(0, n, f"{name}_run{k}") for k, (_, n) in enumerate(self._runs)]
+        m.add(sum(counts) == index)
+        for k in range(len(self._runs) - 1):
+            full = m.new_bool_var(f"{name}_full{k}")
+            m.add(counts[k] >= self._runs[k][1] * full)
+            m.add(counts[k + 1] <= self._runs[k + 1][1] * full)
+        return counts
+
+    def _sum(self, table: tuple[int, ...], counts: list[cp_model.LinearExprT]
+             ) -> cp_model.LinearExprT:  # fmt: skip
+        """Sum of ``table`` over the layers ``counts`` (per run) stand for."""
+        return sum(table[start] * n for (start, _), n in zip(self._runs, counts, strict=True))
+
+    def _add_rank_loads(self) -> None:
+        p, m = self._p, self._model
+        times = [p.rank_time[r] for r in range(p.pp)]
+        memory = [p.in_flight_scale * (p.rank_state[r] + p.rank_memory[r]
+                                       + p.working * self._any_redo[r])
+                  for r in range(p.pp)]  # fmt: skip
+        before = [self._fill(b if j not in (0, p.num_chunks) else (0 if j == 0 else p.num_layers),
+                             f"b{j}") for j, b in enumerate(self._bound)]  # fmt: skip
+        for c in range(p.num_chunks):
+            r = c % p.pp
+            chunk = [end - start for start, end in zip(before[c], before[c + 1], strict=True)]
+            times[r] += self._sum(p.layer_time, chunk)
+            memory[r] += p.in_flight_scale * self._sum(p.layer_state, chunk)
+            memory[r] += p.in_flight[r] * self._sum(p.layer_activation, chunk)
+            if p.recompute == "none":
+                continue
+            upto = self._fill(self._bound[c] + self._redo[c], f"u{c}")
+            for k, count in enumerate(upto):  # the recomputed layers lie within the chunk
+                m.add(count >= before[c][k])
+                m.add(count <= before[c + 1][k])
+            redone = [end - start for start, end in zip(before[c], upto, strict=True)]
+            times[r] += self._sum(p.recompute_time, redone)
+            memory[r] -= p.in_flight[r] * self._sum(p.recompute_saving, redone)
+        for c, holds in self._mtp.items():
+            r = c % p.pp
+            state = p.mtp_state[0] if r == p.pp - 1 else p.mtp_state[1]
+            times[r] += p.mtp_time * holds
+            memory[r] += (p.in_flight_scale * (state + p.mtp_memory)
+                          + p.in_flight[r] * p.mtp_activation) * holds  # fmt: skip
+        for r in range(p.pp):
+            m.add(self._slowest >= times[r])
+            m.add(memory[r] <= p.in_flight_scale * p.capacity)
+
+    # --- objective ------------------------------------------------------------------------
+    def _add_objective(self) -> None:
+        floor = uniform_lower_bound(self._p)
+        if floor is not None:
+            self._model.add(self._slowest >= floor)  # a valid cut: see uniform_lower_bound
+        self._model.minimize(self._slowest)
+
+    def _add_hint(self, assignment: Assignment) -> None:
+        """Start from the even split when it is a solution."""
+        if evaluate_assignment(self._p, assignment) is None:
+            return
+        total = 0
+        for c, count in enumerate(assignment.chunk_layers):
+            self._model.add_hint(self._bound[c], total)
+            self._model.add_hint(self._count[c], count)
+            self._model.add_hint(self._redo[c], assignment.recompute_layers[c])
+            total += count
+        for c, holds in self._mtp.items():
+            self._model.add_hint(holds, c == assignment.mtp_chunk)
+
+    # --- solve ----------------------------------------------------------------------------
+    def solve(self) -> StageSolution:
+        """Solve under the time limit and map the status to a typed solution."""
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = self._config.time_limit_s
+        solver.parameters.num_workers = self._config.num_workers
+        solver.parameters.random_seed = self._config.seed
+        # OR-Tools would install its own SIGINT handler and restore SIG_DFL, not Python's
+        solver.parameters.catch_sigint_signal = False
+        # Measured on 405B and DeepSeek-V3 partitions (benchmarks/bench_stages.py): presolve
+        # expands the run counts into value encodings and costs more than it saves; the
+        # stronger LP relaxation (linearization level 2) proves the optimum sooner.
+        solver.parameters.cp_model_presolve = False
+        solver.parameters.linearization_level = 2
+        status = solver.solve(self._model)
+        proto = self._model.proto
+        size = (len(proto.variables), len(proto.constraints))
+        name = _STATUS.get(status, "UNKNOWN")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return StageSolution(name, None, 0, 0, *size, time.perf_counter() - self._start)
+        p = self._p
+        assignment = Assignment(
+            chunk_layers=tuple(solver.value(v) for v in self._count),
+            recompute_layers=tuple(solver.value(v) for v in self._redo),
+            mtp_chunk=next((c for c, q in self._mtp.items() if solver.value(q)),
+                           p.num_chunks - 1),
+        )  # fmt: skip
+        objective = round(solver.objective_value)
+        bound = min(objective, max(0, round(solver.best_objective_bound)))
+        return StageSolution(
+            name, assignment, objective, bound, *size, time.perf_counter() - self._start
+        )
+
+
+def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
+    """(first layer, length) of each maximal run of layers with identical rows in every table
+    (one run for a uniform dense model; dense-first then MoE for DeepSeek-V3).
+
+    >>> from planner.search.solve.stage_data import StageProblem
+    >>> p = StageProblem.model_construct(layer_time=(1, 1, 2, 2, 2), recompute_time=(0,) * 5,
+    ...     layer_state=(0,) * 5, layer_activation=(0,) * 5, recompute_saving=(0,) * 5)
+    >>> layer_runs(p)
+    [(0, 2), (2, 3)]
+    """
+    rows = list(zip(problem.layer_time, problem.recompute_time, problem.layer_state,
+                    problem.layer_activation, problem.recompute_saving, strict=True))  # fmt: skip
+    runs: list[tuple[int, int]] = []
+    for i, row in enumerate(rows):
+        if runs and rows[runs[-1][0]] == row:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((i, 1))
+    return runs
+
+
+def seconds_per_step(problem: StageProblem, quanta: int) -> float:
+    """The step time an integer objective stands for: (m + (pp - 1)/vpp) x the slowest rank."""
+    return problem.steps * quanta * TIME_QUANTUM_S
+
+
+STAGE_OBJECTIVE_UNIT = (
+    "s per step: (m + (pp - 1)/vpp) x the slowest pipeline rank's micro-batch time, each rank "
+    "the sum of its layers' times (integer model)"
+)
+
+
+class PipelineOutcome(NamedTuple):
+    """The partition to use for one plan, and what the solve found."""
+
+    split: PipelineSplit | None
+    """The CP-SAT split, or None to keep the even split."""
+    cost: StepCost | None
+    """The cost model's answer under ``split`` (None with it)."""
+    info: StageSolveInfo
+    """The solve, for the plan's JSON."""
+
+
+def optimise_pipeline(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    even: StepCost,
+    config: SolverConfig,
+) -> PipelineOutcome:
+    """Split ``layout``'s layers over its pipeline stages with CP-SAT, re-score the split with
+    the cost model and keep it when it fits and is no slower than the even split (``even``,
+    the cost model's answer for it); a split that fits where the even one does not is kept."""
+    problem = build_stage_problem(
+        model, cluster, workload, layout, recompute=config.stage_recompute
+    )
+    baseline = evaluate_assignment(problem, even_assignment(problem))
+    if baseline is not None and baseline == uniform_lower_bound(problem):
+        info = StageSolveInfo(
+            name="pipeline_stages",
+            subject=layout.short(),
+            num_variables=0,
+            num_constraints=0,
+            status="OPTIMAL",
+            objective=seconds_per_step(problem, baseline),
+            best_bound=seconds_per_step(problem, baseline),
+            baseline=seconds_per_step(problem, baseline),
+            objective_unit=STAGE_OBJECTIVE_UNIT,
+            wall_s=0.0,
+            solved_by="bound",
+        )
+        return PipelineOutcome(None, None, info)
+    solution = StageSolver(problem, config).solve()
+    info = StageSolveInfo(
+        name="pipeline_stages",
+        subject=layout.short(),
+        num_variables=solution.num_variables,
+        num_constraints=solution.num_constraints,
+        status=solution.status,
+        objective=seconds_per_step(problem, solution.objective),
+        best_bound=seconds_per_step(problem, solution.best_bound),
+        baseline=None if baseline is None else seconds_per_step(problem, baseline),
+        objective_unit=STAGE_OBJECTIVE_UNIT,
+        wall_s=solution.wall_s,
+    )
+    if solution.assignment is None:
+        return PipelineOutcome(None, None, info)
+    if evaluate_assignment(problem, solution.assignment) != solution.objective:
+        raise InternalError(f"CP-SAT's stage partition of {layout.short()} fails its own data")
+    split = PipelineSplit(
+        chunk_layers=solution.assignment.chunk_layers,
+        recompute_layers=solution.assignment.recompute_layers
+        if layout.recompute is Recompute.FULL
+        else None,
+        mtp_chunk=solution.assignment.mtp_chunk if workload.mtp_num_layers else None,
+    )
+    cost = score(model, cluster, workload, layout, split=split)
+    even_fits = fits(even, cluster)
+    if not fits(cost, cluster) or (even_fits and cost.step_time_s > even.step_time_s):
+        return PipelineOutcome(None, None, info)
+    return PipelineOutcome(split, cost, info)
