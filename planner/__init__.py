@@ -8,8 +8,8 @@ Public API (imported lazily so that ``layout --help`` stays instant)::
     print(planner.export(result, format="megatron").text)   # or bridge, torchtitan, deepspeed, ...
     ranks = planner.placement(result)                        # node, GPU and groups of every rank
 
-``estimate``, ``migrate``, ``whatif``, ``load_model`` and ``load_cluster`` complete it (README
-"Python API"; the JSON shapes: ``layout schema``).
+``estimate``, ``migrate``, ``whatif``, ``serve_search``, ``serve_estimate``, ``load_model`` and
+``load_cluster`` complete it (README "Python API"; the JSON shapes: ``layout schema``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ __all__ = [
     "migrate",
     "placement",
     "search",
+    "serve_estimate",
+    "serve_search",
     "whatif",
 ]
 
@@ -36,3 +38,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'planner' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    """The public API as well as the module's own names (``dir(planner)``, tab completion)."""
+    return sorted(set(globals()) | set(__all__))
