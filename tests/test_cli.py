@@ -79,7 +79,10 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | {"--max-scenarios"},
     "export": WORKLOAD_FLAGS
     | EDIT_FLAGS
-    | {"--format", "--plan", "--fix", "--time-limit", "--solver", "--placement"},
+    | {"--format", "--plan", "--fix", "--time-limit", "--solver", "--placement"}
+    # issue 21: `export --mode serve` takes the flags of `search --mode serve`
+    | SERVE_FLAGS
+    | {"--objective"},
     "schema": {"-h", "--help", "--kind"},
 }
 

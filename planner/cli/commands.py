@@ -386,27 +386,60 @@ def _export_job(args: argparse.Namespace) -> object:
     from planner.errors import SpecError
     from planner.report.export import load_plan_file, make_job, workload_for_plan
     from planner.specs.solver_config import SolverConfig
-    from planner.specs.workload import ServeWorkload, TrainWorkload
+    from planner.specs.workload import TrainWorkload
 
     if args.plan:
         plan = load_plan_file(args.plan)
         args.cluster = args.cluster or plan.cluster
-        batch = _workload(args).get("global_batch")
-        workload = (
-            ServeWorkload(context=args.seq_len)
-            if plan.mode == "serve"
-            else workload_for_plan(plan, seq_len=args.seq_len, global_batch=batch)  # type: ignore[arg-type]
-        )
+        if plan.mode == "serve":
+            given = _serve_workload(args) if args.mode == "serve" else {}
+            workload = _validated_serve_workload(given or {"context": args.seq_len})
+        else:
+            _check_train_flags(args)
+            batch = _workload(args).get("global_batch")
+            workload = workload_for_plan(plan, seq_len=args.seq_len, global_batch=batch)  # type: ignore[arg-type,assignment]
         model = load_model(args.model or plan.model)
         return make_job(plan, model=model, cluster=_cluster(args), workload=workload)  # type: ignore[arg-type]
     if not (args.model and args.cluster):
         raise SpecError("export needs --plan FILE, or --model and --cluster to search")
+    if args.mode == "serve":
+        if args.format not in ("vllm", "sglang"):
+            raise SpecError(
+                f"--format {args.format} runs a training job; --mode serve exports to vllm or "
+                "sglang"
+            )
+        return _serve_export_job(args)
+    _check_train_flags(args)
     model, cluster, workload = load_model(args.model), _cluster(args), _workload(args)
-    config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
+    config = SolverConfig(
+        solver=args.solver, time_limit_s=args.time_limit, top=1, objective=args.objective
+    )
     fix = _parse_fix(args.fix)
     result = search(model=model, cluster=cluster, workload=workload, fix=fix, config=config)  # type: ignore[arg-type]
     train = TrainWorkload(**workload)  # type: ignore[arg-type]
     return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
+
+
+def _validated_serve_workload(fields: dict[str, object]) -> object:
+    from planner.catalog.io import validate_spec
+    from planner.specs.workload import ServeWorkload
+
+    return validate_spec(ServeWorkload, {"mode": "serve", **fields}, where="serving workload")
+
+
+def _serve_export_job(args: argparse.Namespace) -> object:
+    """``export --mode serve``: the best plan of ``search --mode serve`` with the same flags."""
+    from planner.api import load_model, serve_search
+    from planner.report.export import make_job
+    from planner.specs.solver_config import SolverConfig
+
+    model, cluster = load_model(args.model), _cluster(args)
+    workload = _validated_serve_workload(_serve_workload(args))
+    config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
+    result = serve_search(
+        model=model, cluster=cluster, workload=workload, fix=_parse_fix(args.fix), config=config  # type: ignore[arg-type]
+    )
+    return make_job(result.best, model=model, cluster=cluster, workload=workload)  # type: ignore[arg-type]
 
 
 SAVED_PLAN_REL_TOL = 1e-3

@@ -89,6 +89,7 @@ def export(job: ExportJob, fmt: str) -> ExportResult:
     if fmt not in FORMATS:
         raise SpecError(f"unknown export format '{fmt}' (one of: {', '.join(FORMATS)})")
     job.notes.clear()
+    job.expressed.clear()
     changes = job.cluster.changes()
     if changes:  # the arguments cannot say it: the hardware they were planned for
         job.note(

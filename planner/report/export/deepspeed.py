@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from planner.report.export.assumed import DP_OVERLAP, note_unexpressed
 from planner.report.export.job import ExportJob, ExportResult
 from planner.specs.layout import Recompute
 
@@ -25,12 +26,19 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
     if layout.pp > 1 and stage > 1:
         job.note(f"DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only: ZeRO-{stage} -> 1")
         stage = 1
+    zero: dict[str, object] = {"stage": stage}
+    if layout.dp * layout.cp > 1:  # overlap_comm defaults to on for ZeRO-3 only
+        zero["overlap_comm"] = True
+    job.express(DP_OVERLAP)
     config: dict[str, object] = {
         "train_batch_size": workload.global_batch,
         "train_micro_batch_size_per_gpu": layout.mbs,
         "gradient_accumulation_steps": job.num_microbatches,
-        "zero_optimization": {"stage": stage},
+        "zero_optimization": zero,
+        "communication_data_type": workload.grad_reduce_dtype,
+        "data_types": {"grad_accum_dtype": workload.grad_reduce_dtype},
     }
+    job.express("global_batch", "grad_reduce_dtype")
     if str(layout.precision) == "fp16":
         config["fp16"] = {"enabled": True}
     else:
@@ -40,10 +48,14 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
             f"precision {layout.precision}: DeepSpeed's config has no switch for it (use "
             "Transformer Engine in the model); bf16 is set"
         )
+    else:
+        job.express("precision")
     if layout.tp > 1:
         config["tensor_parallel"] = {"autotp_size": layout.tp}
         job.note(f"tp={layout.tp} uses DeepSpeed AutoTP training (tensor_parallel.autotp_size)")
     _code_level_notes(job)
+    job.express("recompute_modules", "recompute_num_layers")  # in the recompute note
+    note_unexpressed(job, "DeepSpeed's config", {"seq_len": "the data loader sets it"})
     return config
 
 
@@ -61,8 +73,16 @@ def _code_level_notes(job: ExportJob) -> None:
     if layout.ep > 1:
         job.note(f"ep={layout.ep}: set ep_size in deepspeed.moe.layer.MoE in the model code")
     if layout.recompute is not Recompute.NONE:
+        workload = job.train[1]
+        what = (
+            f"of {', '.join(workload.recompute_modules)}"
+            if layout.recompute is Recompute.SELECTIVE
+            else "of every layer"
+            if workload.recompute_num_layers is None
+            else f"of the first {workload.recompute_num_layers} layers of each pipeline chunk"
+        )
         job.note(
-            f"recompute {layout.recompute}: wrap the layers with "
+            f"recompute {layout.recompute} ({what}): wrap them with "
             "deepspeed.checkpointing.checkpoint in the model code"
         )
 

@@ -9,6 +9,12 @@ names are in ``tests/data/framework_args/torchtitan.txt``. torchtitan's device m
 
 from __future__ import annotations
 
+from planner.report.export.assumed import (
+    DP_OVERLAP,
+    MODEL_ROPE,
+    note_unexpressed,
+    setting_words,
+)
 from planner.report.export.job import ExportJob, ExportResult, comment_block, pipeline_split
 from planner.report.quote import toml_string
 from planner.specs.layout import Recompute
@@ -16,7 +22,7 @@ from planner.specs.layout import Recompute
 FRAMEWORK = "torchtitan job config (TOML)"
 VERSION = "v0.2.2 (73a0e69)"
 
-TomlValue = int | str | bool | list[list[str]]
+TomlValue = int | str | bool | list[str] | list[list[str]]
 
 _RESHARD = {1: "never", 2: "never", 3: "always"}
 
@@ -29,12 +35,12 @@ def _toml(value: TomlValue) -> str:
         return str(value)
     if isinstance(value, str):
         return toml_string(value)
-    rows = ", ".join("[" + ", ".join(_toml(item) for item in row) + "]" for row in value)
-    return f"[{rows}]"
+    return "[" + ", ".join(_toml(item) for item in value) + "]"
 
 
 def _data_parallel(job: ExportJob) -> dict[str, TomlValue]:
     layout = job.train[0].layout
+    job.express(DP_OVERLAP)  # FSDP2 and DDP overlap their collectives with compute by default
     if layout.zero == 0:
         return {"data_parallel_replicate_degree": layout.dp, "data_parallel_shard_degree": 1}
     if layout.zero == 1:
@@ -94,7 +100,20 @@ def parallelism(job: ExportJob) -> dict[str, TomlValue]:
     table["tensor_parallel_degree"] = layout.tp
     table.update(_pipeline(job))
     table["context_parallel_degree"] = layout.cp
+    workload = job.train[1]
+    if layout.tp > 1:
+        # async TP (torch.compile's collective-matmul fusion) is torchtitan's TP overlap
+        table["enable_async_tensor_parallel"] = workload.tp_comm_overlap
+        job.express("tp_comm_overlap")
+        if workload.sequence_parallel:  # torchtitan's TP plans always shard the norms (SP)
+            job.express("sequence_parallel")
     if job.model.moe is not None:
+        table["expert_parallel_comm_backend"] = (
+            "deepep" if workload.moe_dispatch_dedup else "standard"
+        )
+        job.express("moe_dispatch_dedup")
+        if workload.moe_host_sync:  # its all-to-all reads the split sizes on the host
+            job.express("moe_host_sync")
         etp = layout.etp
         if etp not in (1, layout.tp):
             job.note(f"torchtitan supports etp = 1 or tp only: etp {etp} -> 1")
@@ -109,27 +128,62 @@ def training(job: ExportJob) -> dict[str, TomlValue]:
     schedule; without PP each local batch is one micro-batch and torchtitan accumulates."""
     layout, workload = job.train[0].layout, job.train[1]
     local = workload.global_batch // layout.dp if layout.pp > 1 else layout.mbs
-    precision = str(layout.precision)
-    if precision != "bf16":
-        job.note(
-            f"precision {precision}: enable it with [model] converters / [quantize] "
-            "(not written here); the tables below keep bf16 mixed precision"
-        )
-    return {
+    job.express("seq_len", "global_batch")
+    table: dict[str, TomlValue] = {
         "local_batch_size": local,
         "global_batch_size": workload.global_batch,
         "seq_len": workload.seq_len,
         "mixed_precision_param": "bfloat16",
     }
+    if workload.grad_reduce_dtype == "fp32":  # the only reduce dtype its FSDP offers
+        table["mixed_precision_reduce"] = "float32"
+        job.express("grad_reduce_dtype")
+    return table
+
+
+_CONVERTERS = {"fp8": "float8", "mxfp8": "mx"}
+"""Training precision -> torchtitan's quantize converter family (torchtitan/components/
+quantization/float8.py, mx.py)."""
+_LINEAR_RECIPES = {"fp8": "tensorwise", "mxfp8": "mxfp8_cublas"}
+"""The linear-layer recipe per precision: per-tensor current scaling (as the Megatron export's
+fp8 recipe), MXFP8 with cuBLAS block-scaled GEMMs."""
+
+
+def quantization(job: ExportJob) -> dict[str, dict[str, TomlValue]]:
+    """``[model] converters`` and the ``[quantize...]`` tables of an 8-bit training precision
+    (the linear layers, and the experts' grouped GEMMs of an MoE model); {} for bf16."""
+    precision = str(job.train[0].layout.precision)
+    if precision == "bf16":
+        job.express("precision")
+        return {}
+    family = _CONVERTERS.get(precision)
+    if family is None:
+        job.note(
+            f"precision {precision}: torchtitan v0.2.2 has no {precision} training converter; "
+            "the tables keep bf16 mixed precision"
+        )
+        return {}
+    job.express("precision")
+    converters: list[str] = [f"quantize.linear.{family}"]
+    tables: dict[str, dict[str, TomlValue]] = {
+        f"quantize.linear.{family}": {"recipe_name": _LINEAR_RECIPES[precision]},
+    }
+    if job.model.moe is not None:
+        converters.append(f"quantize.grouped_mm.{family}")
+        tables[f"quantize.grouped_mm.{family}"] = {"fqns": ["experts"]}
+    return {"model": {"converters": converters}, **tables}
 
 
 def activation_checkpoint(job: ExportJob) -> dict[str, TomlValue]:
     """The ``[activation_checkpoint]`` table."""
     recompute = job.train[0].layout.recompute
+    if recompute is Recompute.FULL and job.train[1].recompute_num_layers is None:
+        job.express("recompute_num_layers")  # full AC wraps every block
     if recompute is Recompute.SELECTIVE:
+        job.express("recompute_modules")
         job.note(
-            "selective recompute (attention core) -> torchtitan's op-level selective AC, "
-            "the nearest setting"
+            f"the prediction assumes {setting_words(job, 'recompute_modules')}: torchtitan's "
+            "op-level selective AC is the nearest setting"
         )
         return {"mode": "selective", "selective_ac_option": "op"}
     return {"mode": "full" if recompute is Recompute.FULL else "none"}
@@ -137,11 +191,27 @@ def activation_checkpoint(job: ExportJob) -> dict[str, TomlValue]:
 
 def render(job: ExportJob) -> ExportResult:
     """The three TOML tables, with a header comment naming the torchtitan release."""
-    tables = {
+    tables: dict[str, dict[str, TomlValue]] = {
         "parallelism": parallelism(job),
         "training": training(job),
         "activation_checkpoint": activation_checkpoint(job),
     }
+    if tables["parallelism"].get("enable_async_tensor_parallel"):
+        tables["compile"] = {"enable": True}  # async TP runs only under torch.compile
+    tables.update(quantization(job))
+    workload = job.train[1]
+    if workload.flash_attention:  # its attention is SDPA (flash / cuDNN kernels)
+        job.express("flash_attention")
+    note_unexpressed(
+        job,
+        "torchtitan",
+        {
+            MODEL_ROPE: "the model flavor sets it (torchtitan/models/<model>/__init__.py), "
+            "not the job config",
+            "sequence_parallel": "torchtitan's TP plans always shard the norms (sequence "
+            "parallel)",
+        },
+    )
     plan = job.train[0]
     header = [
         f"torchtitan job-config sections; names checked against pytorch/torchtitan {VERSION},",
