@@ -416,7 +416,9 @@ def test_nvlink_check_on_nvl72_and_ep(plans: dict[str, Plan]) -> None:
 def test_placement_files_csv_jsonl_and_hostfile(tmp_path: Path, plans: dict[str, Plan]) -> None:
     plan, cluster = plans["70b_tp4_pp2_vpp2"], planner.load_cluster("hgx_b200x16")
     files = placement_files(tmp_path / "ranks.csv", plan, cluster)
-    assert set(files) == {tmp_path / "ranks.csv", tmp_path / "ranks.hostfile"}
+    assert set(files) == {tmp_path / "ranks.csv", tmp_path / "ranks.csv.hostfile"}
+    jsonl = placement_files(tmp_path / "ranks.jsonl", plan, cluster)
+    assert set(jsonl) == {tmp_path / "ranks.jsonl", tmp_path / "ranks.jsonl.hostfile"}
     rows = list(csv.DictReader(io.StringIO(files[tmp_path / "ranks.csv"])))
     assert len(rows) == 16 and rows[5]["host"] == "node0" and rows[12]["gpu"] == "4"
     jsonl = placement_files(tmp_path / "ranks.jsonl", plan, cluster)[tmp_path / "ranks.jsonl"]
@@ -436,7 +438,7 @@ def test_cli_placement_flag(command: str, tmp_path: Path) -> None:
     assert code == 0, err
     assert f"wrote {target}" in err
     assert target.read_text().count("\n") == 17
-    assert (tmp_path / "placement.hostfile").exists()
+    assert (tmp_path / "placement.csv.hostfile").exists()
 
 
 # --- examples/: run each as a user would and check what it prints ---------------------------
@@ -535,4 +537,4 @@ def test_example_export_plan_sh(tmp_path: Path) -> None:
         name = "torchtitan.toml" if fmt == "torchtitan" else f"{fmt}.{suffix}"
         check_names(fmt, (out / name).read_text())
     assert (out / "ranks.csv").read_text().count("\n") == 9
-    assert (out / "ranks.hostfile").read_text().splitlines()[-1] == "node0 slots=8"
+    assert (out / "ranks.csv.hostfile").read_text().splitlines()[-1] == "node0 slots=8"

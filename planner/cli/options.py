@@ -260,7 +260,8 @@ def _add_placement(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--placement",
         metavar="FILE",
-        help="write the rank placement: FILE (.csv, else JSON lines) and FILE.hostfile",
+        help="write the rank placement: FILE (.csv, else JSON lines) and FILE.hostfile "
+        "(ranks.csv -> ranks.csv.hostfile)",
     )
 
 

@@ -36,7 +36,7 @@ def output_targets(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
     if placement is not None:
         path = Path(placement)
         yield "--placement", path
-        yield "--placement", path.with_suffix(".hostfile")
+        yield "--placement", path.with_name(path.name + ".hostfile")  # placement_file.hostfile_path
     for report in getattr(args, "report", None) or []:
         yield "--report", Path(report)
     if getattr(args, "out", None) is not None:
