@@ -399,7 +399,16 @@ def _export_job(args: argparse.Namespace) -> object:
             batch = _workload(args).get("global_batch")
             workload = workload_for_plan(plan, seq_len=args.seq_len, global_batch=batch)  # type: ignore[arg-type,assignment]
         model = load_model(args.model or plan.model)
-        return make_job(plan, model=model, cluster=_cluster(args), workload=workload)  # type: ignore[arg-type]
+        cluster = _cluster(args)
+        if plan.num_gpus < cluster.num_accelerators and plan.mode == "train":  # type: ignore[attr-defined]
+            from contextlib import suppress
+
+            from planner.errors import InternalError
+            from planner.search.engine import sub_cluster
+
+            with suppress(InternalError):  # the plan's first GPUs of the cluster (--gpus, cost)
+                cluster = sub_cluster(cluster, plan.num_gpus)  # type: ignore[arg-type]
+        return make_job(plan, model=model, cluster=cluster, workload=workload)  # type: ignore[arg-type]
     if not (args.model and args.cluster):
         raise SpecError("export needs --plan FILE, or --model and --cluster to search")
     if args.mode == "serve":
