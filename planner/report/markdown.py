@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from planner.report.quote import markdown_cell, markdown_text, terminal_lines
+from planner.report.width import COLUMNS
 from planner.specs.result import Plan
 from planner.specs.scenarios import (
     Bottleneck,
@@ -266,14 +267,30 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
+def short_bottleneck(neck: Bottleneck | None) -> str:
+    """The bottleneck for a terminal table: dimension, exposed time and the tier it runs on
+    ('DP 58 ms scale-out'); the link in words is in the reports and the JSON."""
+    if neck is None:
+        return "none exposed"
+    tier = "scale-up" if neck.within_domain else "scale-out"
+    return f"{neck.dimension.upper()} {format_seconds(neck.exposed_s)} {tier}"
+
+
 def whatif_text(result: WhatIfResult) -> str:
-    """The terminal answer of ``layout whatif``."""
-    lines = [f"cluster : {result.cluster_description}", "", summary_sentence(result), ""]
-    lines += _aligned(SCENARIO_HEADER, scenario_rows(result))
+    """The terminal answer of ``layout whatif`` (prose wrapped at 100 columns; the table's
+    bottleneck column short, the link in words being in ``--report`` and ``--json``)."""
+    prose = [f"cluster : {result.cluster_description}", "", summary_sentence(result), ""]
+    rows = scenario_rows(result)
+    for row, scenario in zip(rows, result.scenarios, strict=True):
+        if scenario.plan is not None:
+            row[-1] = short_bottleneck(scenario.bottleneck)
+    table = _aligned(SCENARIO_HEADER, rows)
     runs = run_rows(result)
     if runs:
-        lines += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
-    return terminal_lines(lines)
+        table += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
+    return terminal_lines(prose, width=COLUMNS) + "\n" + terminal_lines(
+        line.rstrip() for line in table
+    )
 
 
 def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str, str]]:
@@ -293,6 +310,15 @@ def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str,
     return rows
 
 
+def mfu_cell(plan: Plan) -> str:
+    """MFU for a table cell: over the BF16 peak for bf16; else over the running format's peak,
+    the BF16-convention figure labelled ('26.1% of nvfp4 peak (BF16-eq. 104.3%)')."""
+    fmt = str(plan.layout.precision)
+    if plan.mfu_precision_peak is None or fmt == "bf16":
+        return f"{100 * plan.mfu:.1f}%"
+    return f"{100 * plan.mfu_precision_peak:.1f}% of {fmt} peak (BF16-eq. {100 * plan.mfu:.1f}%)"
+
+
 def migrate_text(result: MigrateResult) -> str:
     """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
     before, after = result.from_plan, result.to_plan
@@ -305,7 +331,7 @@ def migrate_text(result: MigrateResult) -> str:
             f"{before.tokens_per_s_per_gpu:,.0f}",
             f"{after.tokens_per_s_per_gpu:,.0f}",
         ),
-        ("MFU", f"{100 * before.mfu:.1f}%", f"{100 * after.mfu:.1f}%"),
+        ("MFU", mfu_cell(before), mfu_cell(after)),
         ("memory peak", mem(before), mem(after)),
         *_economics_rows(result.from_economics, result.to_economics),
     ]
@@ -325,4 +351,4 @@ def migrate_text(result: MigrateResult) -> str:
         f"old layout on new: {result.old_layout_note}",
     ]
     lines += [f"warning : {w}" for w in dict.fromkeys(before.warnings + after.warnings)]
-    return terminal_lines(lines)
+    return terminal_lines(lines, width=COLUMNS)

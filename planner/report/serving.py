@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from planner.report.quote import terminal_lines, terminal_text
 from planner.report.text import band_text, breakdown_line
+from planner.report.width import COLUMNS
 from planner.search.explain import rejection_histogram
 from planner.specs.result import ServePlan, ServeSearchResult
 from planner.units import KiB, format_seconds
@@ -69,9 +70,9 @@ def serve_search_text(result: ServeSearchResult) -> str:
         + f"; {result.solver.objective}; {result.solver.name} {result.solver.status} "
         f"in {result.search_time_s:.2f} s"
     )
-    return terminal_lines(lines)
+    return terminal_lines(lines, width=COLUMNS)
 
 
 def serve_estimate_text(plan: ServePlan) -> str:
     """The terminal answer of ``layout estimate --mode serve``."""
-    return terminal_lines(serve_plan_lines(plan))
+    return terminal_lines(serve_plan_lines(plan), width=COLUMNS)

@@ -9,7 +9,7 @@ COLUMNS = 100
 """Widest line a text report prints (a terminal's width; the README's promise, checked by the
 tests)."""
 
-_LABEL = re.compile(r"^(\s*(?:[\w ./%-]{1,12}:|\d+\.|-) )")
+_LABEL = re.compile(r"^(\s*(?:[\w ./%-]{1,20}:|\d+\.|-) )")
 """A line's label (``cluster : ``, ``  2. ``, ``  - ``): continuation lines are indented past it."""
 
 
