@@ -347,6 +347,8 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
     given = isinstance(layout, Mapping)
     fields = dict(layout) if given else load_mapping(Path(layout))  # type: ignore[arg-type]
     where = "layout" if given else f"layout {layout}"
+    if not given:
+        fields = _layout_of_saved_plan(fields, where)
     _check_numbers(fields, where)
     if given:
         _same_precision(fields, "precision", workload.precision)
@@ -354,6 +356,27 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
         fields["dp"] = max(1, cluster.num_accelerators // _per_replica(fields, where))
     fields.setdefault("precision", workload.precision)
     return validate_spec(Layout, fields, where=where)
+
+
+def _layout_of_saved_plan(data: dict[str, object], where: str) -> dict[str, object]:
+    """The layout fields of a layout file: the file itself, or the ``layout`` of a saved
+    ``estimate --json`` plan or the best plan of a ``search --json`` (a newer major
+    ``schema_version`` is refused, as ``export --plan`` refuses it)."""
+    from planner.specs.result import SCHEMA_VERSION
+
+    plan = data.get("best") if isinstance(data.get("best"), Mapping) else data
+    if not isinstance(plan, Mapping) or not isinstance(plan.get("layout"), Mapping):
+        return data
+    if plan.get("mode") == "serve":
+        raise SpecError(f"{where}: a serving plan; migrate takes a training layout")
+    version = str(data.get("schema_version", ""))
+    major, supported = version.split(".")[0], SCHEMA_VERSION.split(".")[0]
+    if not (major.isascii() and major.isdigit()) or len(major) > 6 or int(major) > int(supported):
+        raise SpecError(
+            f"{where}: schema_version {shown(version)}; this layout reads {supported}.x: "
+            "upgrade layout to read it"
+        )
+    return dict(plan["layout"])  # type: ignore[arg-type]
 
 
 def _priced(cluster: ClusterLike, prices: dict[str, float]) -> ClusterSpec:

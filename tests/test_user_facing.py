@@ -189,3 +189,39 @@ def test_show_is_readable_text(cluster: str) -> None:
     _fits(out)
     for section in ("cluster :", "accelerator:", "network (per accelerator", "totals:"):
         assert section in out
+
+
+# --- migrate --layout takes the tool's own JSON -----------------------------------------------
+
+
+def test_migrate_layout_takes_estimate_and_search_json(tmp_path: Path) -> None:
+    base = ["--model", "70B", "--cluster", "hgx_h100x16"]
+    code, out, err = run_main(["estimate", *base, "--tp", "8", "--cp", "2", "--zero", "3",
+                               "--recompute", "full", "--json"])  # fmt: skip
+    assert code == 0, err
+    estimate = tmp_path / "estimate.json"
+    estimate.write_text(out, encoding="utf-8")
+    code, out, err = run_main(["search", *base, "--json", "--top", "1"])
+    assert code == 0, err
+    search = tmp_path / "search.json"
+    search.write_text(out, encoding="utf-8")
+    expected = json.loads(out)["best"]["layout"]
+    migrate = ["migrate", "--model", "70B", "--from", "hgx_h100x16", "--to", "hgx_b200x16"]
+    for saved, layout in ((estimate, "TP8 PP1 DP1 CP2 mbs1 full zero3 bf16"), (search, None)):
+        code, out, err = run_main([*migrate, "--layout", str(saved), "--json"])
+        assert code == 0, err
+        source = json.loads(out)["from"]["layout"]
+        if layout is None:
+            assert source == expected
+        else:
+            assert source["tp"] == 8 and source["cp"] == 2 and source["zero"] == 3
+    serve = tmp_path / "serve.json"
+    code, out, _ = run_main(["search", "--mode", "serve", "--model", "70B", "--cluster",
+                             "hgx_h200x8", "--json", "--top", "1"])  # fmt: skip
+    serve.write_text(out, encoding="utf-8")
+    code, _, err = run_main([*migrate, "--layout", str(serve)])
+    assert code == 2 and "a serving plan" in err
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**json.loads(search.read_text()), "schema_version": "2.0"}))
+    code, _, err = run_main([*migrate, "--layout", str(newer)])
+    assert code == 2 and "schema_version '2.0'" in err
