@@ -160,7 +160,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     serving, ids = _serving_validation(args, ids)
     if serving is not None and ids is None:  # serving rows only
         return 0
-    report = run_validation(ids=ids or None)
+    from planner.accuracy.rows import expand_cases, load_rows, training_file
+    from planner.accuracy.run import select_cases
+    from planner.cli.progress import progress, wanted
+
+    total = len(select_cases(expand_cases(load_rows(training_file())), ids or None))
+    with progress("validate", total, enabled=wanted(), unit="rows") as update:
+        done = iter(range(1, total + 1))
+        report = run_validation(ids=ids or None, progress=lambda row: update(next(done), item=row.id))
     if args.markdown:
         target = Path(args.markdown)
         write_text_atomic(target, validation_markdown(report))
@@ -232,15 +239,18 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.accuracy.calibrate import overlay_yaml, run_calibration
     from planner.accuracy.rows import expand_cases, load_rows, training_file
     from planner.catalog import catalog_root
+    from planner.cli.progress import progress, wanted
     from planner.report.calibration import calibration_text
 
     cases = expand_cases(load_rows(training_file()))
-    fits = run_calibration(
-        cases,
-        date=datetime.date.today().isoformat(),
-        families=args.family,
-        heldout=args.write,  # the written overlay carries fresh out-of-sample bands (minutes)
-    )
+    with progress("calibrate --fit", None, enabled=wanted(), unit="families") as update:
+        fits = run_calibration(
+            cases,
+            date=datetime.date.today().isoformat(),
+            families=args.family,
+            heldout=args.write,  # the written overlay carries fresh out-of-sample bands (minutes)
+            progress=lambda done, total, family: update(done, total, item=family),
+        )
     if args.write:
         folder = catalog_root() / "topologies" / "calibration"
         folder.mkdir(parents=True, exist_ok=True)
@@ -300,24 +310,14 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 def _cmd_whatif(args: argparse.Namespace) -> int:
     from planner.api import whatif
+    from planner.cli.progress import progress, wanted
     from planner.report.markdown import whatif_text
 
     renderers = _check_report_targets(args)  # before the sweep: fail in seconds, not after it
-    result = whatif(
-        model=args.model,
-        cluster=_cluster(args),  # type: ignore[arg-type]
-        workload=_workload(args),
-        vary=args.vary,
-        fix=_parse_fix(args.fix),
-        workers=args.workers,
-        engine=args.engine,
-        tokens=args.tokens,
-        steps=args.steps,
-        progress=_progress_bar if args.progress or sys.stderr.isatty() else None,
-        max_scenarios=args.max_scenarios,
-        note=lambda line: sys.stderr.write(f"layout whatif: note: {line}\n"),
-    )
+    with progress("whatif", None, enabled=wanted(args.progress), unit="scenarios") as update:
+        result = _whatif_with(args, whatif, lambda done, total: update(done, total))
     for target, render in renderers:
+
         _write_text(target, render(result))
         wrote("whatif", target)
     print(result.model_dump_json(indent=2) if args.json else whatif_text(result))
@@ -336,13 +336,23 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     return 2 if invalid else 1
 
 
-def _progress_bar(done: int, total: int) -> None:
-    """A one-line progress bar on stderr, redrawn in place."""
-    width = 30
-    filled = width * done // max(1, total)
-    sys.stderr.write(f"\rwhatif [{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios")
-    sys.stderr.write("\n" if done >= total else "")
-    sys.stderr.flush()
+def _whatif_with(
+    args: argparse.Namespace, whatif: Callable[..., object], progress: Callable[[int, int], None]
+) -> object:
+    return whatif(
+        model=args.model,
+        cluster=_cluster(args),
+        workload=_workload(args),
+        vary=args.vary,
+        fix=_parse_fix(args.fix),
+        workers=args.workers,
+        engine=args.engine,
+        tokens=args.tokens,
+        steps=args.steps,
+        progress=progress,
+        max_scenarios=args.max_scenarios,
+        note=lambda line: sys.stderr.write(f"layout whatif: note: {line}\n"),
+    )
 
 
 def _check_report_targets(args: argparse.Namespace) -> list[tuple[str, Callable[..., str]]]:

@@ -4,10 +4,13 @@ by the cost model, with each rejected candidate kept as a (reason, detail) recor
 from __future__ import annotations
 
 import itertools
-from collections import Counter
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pydantic import Field
 
+from planner.cost.stage import StageMemory
 from planner.cost.step import StepCost, estimate_memory, step_time_lower_bound
 from planner.errors import SpecError
 from planner.search.evaluate import score
@@ -206,11 +209,64 @@ def _lower_bound(
     return step_time_lower_bound(model, cluster.accelerator, workload, layout, domains)
 
 
+MemoryEstimate = tuple[list[int], list[StageMemory]]
+LayoutKey = tuple[object, ...]
+
+
+class MemoryMemo:
+    """Memory estimates of layouts kept across searches of one model and workload in one
+    process (a what-if sweep): a layout's memory depends on the model, the workload and the
+    layout only (:func:`planner.cost.step.estimate_memory`), not on the cluster's network, so
+    the scenarios of a NIC or oversubscription sweep re-use them. Bounded: the last
+    ``MAX_WORKLOADS`` (model, workload) pairs, ``MAX_LAYOUTS`` layouts each."""
+
+    MAX_WORKLOADS = 4
+    MAX_LAYOUTS = 100_000
+
+    def __init__(self) -> None:
+        self.tables: OrderedDict[tuple[ModelSpec, TrainWorkload], dict[LayoutKey, MemoryEstimate]]
+        self.tables = OrderedDict()
+
+    def table(self, model: ModelSpec, workload: TrainWorkload) -> dict[LayoutKey, MemoryEstimate]:
+        """The estimates of ``model`` under ``workload`` (a new table if none)."""
+        key = (model, workload)
+        if key in self.tables:
+            self.tables.move_to_end(key)
+        else:
+            self.tables[key] = {}
+            while len(self.tables) > self.MAX_WORKLOADS:
+                self.tables.popitem(last=False)
+        return self.tables[key]
+
+
+_MEMO: MemoryMemo | None = None
+"""The process's memo while a sweep shares memory estimates (None: every search computes its
+own, as a single ``layout search`` does)."""
+
+
+@contextmanager
+def shared_memory_estimates() -> Iterator[None]:
+    """Within the block, searches of the same model and workload share memory estimates."""
+    global _MEMO
+    previous, _MEMO = _MEMO, MemoryMemo()
+    try:
+        yield
+    finally:
+        _MEMO = previous
+
+
+def share_memory_estimates_for_process() -> None:
+    """From now on, this process's searches share memory estimates (a sweep's worker)."""
+    global _MEMO
+    _MEMO = _MEMO or MemoryMemo()
+
+
 class _Collector:
     """Accumulates scored candidates and rejections while the structures are visited."""
 
     def __init__(self, cluster: ClusterSpec, request: SpaceRequest) -> None:
         self.request = request
+        self.memo: dict[LayoutKey, MemoryEstimate] | None = None
         self.feasible: list[Candidate] = []
         self.rejected: list[tuple[float, Rejection]] = []
         self.counts: Counter[str] = Counter()
@@ -279,7 +335,7 @@ def _visit_structure(
             if violations:
                 out.reject(layout, violations[0][0], violations[0][1], float("inf"))
                 break
-            memory = estimate_memory(model, workload, layout)
+            memory = _memory(model, workload, layout, out.memo)
             mem = max(memory[1], key=lambda s: s.total)
             if mem.total > out.capacity:
                 states = mem.grads + mem.optimizer
@@ -290,6 +346,25 @@ def _visit_structure(
                 continue
             fitted_rung = rung if fitted_rung is None else min(fitted_rung, rung)
             out.accept(layout, score(model, cluster, workload, layout, memory=memory), cluster)
+
+
+def _memory(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    memo: dict[LayoutKey, MemoryEstimate] | None,
+) -> MemoryEstimate:
+    """estimate_memory, through the sweep's memo when there is one."""
+    if memo is None:
+        return estimate_memory(model, workload, layout)
+    key = (layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.etp, layout.vpp,
+           layout.mbs, layout.recompute, layout.zero, layout.precision)  # fmt: skip
+    memory = memo.get(key)
+    if memory is None:
+        memory = estimate_memory(model, workload, layout)
+        if len(memo) < MemoryMemo.MAX_LAYOUTS:
+            memo[key] = memory
+    return memory
 
 
 class SpaceRequest(FrozenSpec):
@@ -348,6 +423,8 @@ def build_candidates(
         precisions=request.precisions or [workload.precision],
     )
     out = _Collector(cluster, request)
+    if _MEMO is not None:
+        out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
         out.best_by_structure = incumbents
     order = structures
