@@ -507,7 +507,7 @@ def whatif(
         WhatIfOptions,
         {
             "fix": dict(fix or {}),
-            "config": config or SolverConfig(top=1),
+            "config": config or SolverConfig(top=_whatif.WHATIF_TOP),
             "run": _run_length(tokens, steps),
             "workers": workers,
             "engine": engine,

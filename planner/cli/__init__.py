@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``layout`` console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    repeated = repeated_flag(parser, args.command, list(sys.argv[1:] if argv is None else argv))
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for reports that name their command
+    repeated = repeated_flag(parser, args.command, args.argv)
     if repeated:
         sys.stderr.write(f"layout {args.command}: error: {repeated}\n")
         return EXIT_BAD_INPUT

@@ -309,6 +309,8 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_whatif(args: argparse.Namespace) -> int:
+    import shlex
+
     from planner.api import whatif
     from planner.cli.progress import progress, wanted
     from planner.report.markdown import whatif_text
@@ -316,8 +318,8 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     renderers = _check_report_targets(args)  # before the sweep: fail in seconds, not after it
     with progress("whatif", None, enabled=wanted(args.progress), unit="scenarios") as update:
         result = _whatif_with(args, whatif, lambda done, total: update(done, total))
+    result = result.model_copy(update={"command": shlex.join(["layout", *args.argv])})  # type: ignore[attr-defined]
     for target, render in renderers:
-
         _write_text(target, render(result))
         wrote("whatif", target)
     print(result.model_dump_json(indent=2) if args.json else whatif_text(result))

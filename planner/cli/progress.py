@@ -11,8 +11,6 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from planner.specs.text import printable
-
 Update = Callable[..., None]
 """``update(done, total=None, item="")``: ``done`` of ``total`` items, the last one named."""
 
@@ -47,6 +45,8 @@ def progress(
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+
+    from planner.specs.text import printable
 
     console = Console(stderr=True, highlight=False)
     columns = (

@@ -178,6 +178,71 @@ def scenario_rows(result: WhatIfResult) -> list[list[str]]:
 
 SCENARIO_HEADER = ["scenario", "layout", "step", "tokens/s", "$/M tokens", "J/token", "bottleneck"]
 
+DETAIL_HEADER = [
+    "layout", "step", "tokens/s", "$/M tokens", "J/token", "memory GiB", "MFU", "bottleneck",
+]  # fmt: skip
+"""The report tables' columns after the scenario: step with its ± band, peak / usable memory
+per GPU, MFU (of the running format's peak when not bf16)."""
+
+
+def step_with_band(plan: Plan) -> str:
+    """'5.35 s ±14%' (no band when the plan has none)."""
+    band = "" if plan.uncertainty_pct is None else f" ±{plan.uncertainty_pct:.0f}%"
+    return f"{format_seconds(plan.step_time_s)}{band}"
+
+
+def short_mfu(plan: Plan) -> str:
+    """'48.8%' over the BF16 peak for bf16, '42.7% of fp8' over the running format's peak."""
+    fmt = str(plan.layout.precision)
+    if plan.mfu_precision_peak is None or fmt == "bf16":
+        return f"{100 * plan.mfu:.1f}%"
+    return f"{100 * plan.mfu_precision_peak:.1f}% of {fmt}"
+
+
+def memory_cell(plan: Plan) -> str:
+    """Peak / usable GiB per GPU."""
+    return f"{plan.memory.peak_gib:.1f} / {plan.memory.capacity_gib:.1f}"
+
+
+def detail_cells(scenario: Scenario) -> list[str]:
+    """The DETAIL_HEADER cells of a scenario (its status and reason when it has no plan)."""
+    if scenario.plan is None or scenario.economics is None:
+        return [f"{scenario.status}: {scenario.error or ''}", *[""] * (len(DETAIL_HEADER) - 1)]
+    p = scenario.plan
+    return [
+        p.layout.short(),
+        step_with_band(p),
+        f"{p.tokens_per_s:,.0f}",
+        money(scenario.economics.usd_per_million_tokens),
+        f"{scenario.economics.joules_per_token:.3g}",
+        memory_cell(p),
+        short_mfu(p),
+        short_bottleneck(scenario.bottleneck),
+    ]
+
+
+def runner_rows(scenario: Scenario) -> list[list[str]]:
+    """The scenario's best layout and runners-up: rank, layout, step, $/M tokens, why not."""
+    if scenario.plan is None:
+        return []
+    plans = [scenario.plan, *scenario.alternatives]
+    return [
+        [str(rank), p.layout.short(), step_with_band(p), money(p.usd_per_million_tokens),
+         p.why_not or "the best"]
+        for rank, p in enumerate(plans, start=1)
+    ]  # fmt: skip
+
+
+RUNNER_HEADER = ["#", "layout", "step", "$/M tokens", "why not"]
+
+
+def made_by(result: WhatIfResult) -> str:
+    """'Made by `layout whatif ...` (layout 0.1.0, 2026-12-02 01:25:22 UTC)'."""
+    command = result.command or "planner.whatif(...) (Python API)"
+    version = f"layout {result.version}" if result.version else "layout"
+    when = result.created.replace("T", " ").replace("+00:00", " UTC")
+    return f"{command} ({version}{', ' + when if when else ''})"
+
 
 def _seconds_or_dash(seconds: float) -> str:
     return format_seconds(seconds) if seconds > 0 else "-"
@@ -226,8 +291,18 @@ def whatif_markdown(result: WhatIfResult) -> str:
         f"{wl.global_batch}, {wl.precision}. Cost at the catalog price per GPU-hour; energy with "
         "every accelerator at TDP (an upper bound)."
     )
+    ok = [s for s in result.scenarios if s.plan is not None]
+    fastest = min(ok, key=lambda s: s.plan.step_time_s) if ok else None  # type: ignore[union-attr]
+    runners = (
+        ["", f"## Runners-up in {markdown_text(scenario_label(fastest))}", "",
+         *_table(RUNNER_HEADER, runner_rows(fastest))]
+        if fastest is not None and fastest.alternatives else []
+    )  # fmt: skip
     lines = [
         f"# What-if: {markdown_text(result.model)} on {markdown_text(result.cluster)}",
+        "",
+        f"Made by {markdown_text(made_by(result))}; {len(result.scenarios)} scenarios planned "
+        f"in {result.elapsed_s:.1f} s.",
         "",
         markdown_text(summary_sentence(result)),
         "",
@@ -235,7 +310,11 @@ def whatif_markdown(result: WhatIfResult) -> str:
         "",
         "## Scenarios",
         "",
-        *_table(SCENARIO_HEADER, scenario_rows(result)),
+        *_table(
+            ["scenario", *DETAIL_HEADER],
+            [[scenario_label(s), *detail_cells(s)] for s in result.scenarios],
+        ),
+        *runners,
         "",
         "## Where the time goes (exposed seconds per step)",
         "",

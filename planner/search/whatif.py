@@ -13,6 +13,7 @@ so memory grows with the results kept, not with the requests.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
 import multiprocessing
@@ -37,7 +38,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.cluster import BaseHardware, ClusterEdits, ClusterSpec
 from planner.specs.formats import TRAINING_FORMATS
 from planner.specs.model import ModelSpec
-from planner.specs.scenarios import KnobValue, RunLength, Scenario, WhatIfResult
+from planner.specs.scenarios import WHATIF_TOP, KnobValue, RunLength, Scenario, WhatIfResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import MOE_DISPATCHERS, TrainWorkload, moe_framework_fields
 
@@ -139,8 +140,8 @@ class WhatIfOptions(FrozenSpec):
 
     fix: dict[str, object] = Field(default_factory=dict)
     """Layout fields pinned in every search (``--fix``)."""
-    config: SolverConfig = Field(default_factory=lambda: SolverConfig(top=1))
-    """Solver settings of each search (only the best plan is kept)."""
+    config: SolverConfig = Field(default_factory=lambda: SolverConfig(top=WHATIF_TOP))
+    """Solver settings of each search (the best plan and its runners-up are kept)."""
     run: RunLength | None = None
     """Token or step count for time-to-train figures."""
     workers: PositiveInt = 1
@@ -429,6 +430,7 @@ def run_scenario(request: ScenarioRequest) -> Scenario:
         plan=plan,
         economics=economics(plan, cluster, request.run),
         bottleneck=bottleneck(plan),
+        alternatives=result.alternatives,
     )
 
 
@@ -600,6 +602,8 @@ def whatif(
         scenarios = _run_ray(requests, count, report)
     else:
         scenarios = _run_local(requests, count, processes, report)
+    from planner import __version__
+
     return WhatIfResult(
         model=model.name,
         cluster=cluster.name,
@@ -608,4 +612,6 @@ def whatif(
         knobs=knobs,
         scenarios=scenarios,
         elapsed_s=time.perf_counter() - start,
+        version=__version__,
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     )
