@@ -225,3 +225,15 @@ def test_migrate_layout_takes_estimate_and_search_json(tmp_path: Path) -> None:
     newer.write_text(json.dumps({**json.loads(search.read_text()), "schema_version": "2.0"}))
     code, _, err = run_main([*migrate, "--layout", str(newer)])
     assert code == 2 and "schema_version '2.0'" in err
+
+
+def test_whatif_and_migrate_text_fit_100_columns() -> None:
+    code, out, _ = run_main(["whatif", "--model", "8B", "--cluster", "hgx_h100x16",
+                             "--vary", "nic_gbps=200,400,800", "--vary", "oversubscription=1,2"])  # fmt: skip
+    assert code == 0
+    _fits(out)
+    assert "every layout:" in out  # the words all layouts share, said once above the table
+    code, out, _ = run_main(["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to",
+                             "hgx_b200x8", "--seq-len", "4096", "--global-batch", "64"])  # fmt: skip
+    assert code == 0
+    _fits(out)

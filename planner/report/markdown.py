@@ -355,15 +355,47 @@ def short_bottleneck(neck: Bottleneck | None) -> str:
     return f"{neck.dimension.upper()} {format_seconds(neck.exposed_s)} {tier}"
 
 
+def terminal_scenario_table(result: WhatIfResult) -> tuple[str, list[str]]:
+    """The scenario table for a terminal: one column per knob (its value), the layout without
+    the words every scenario shares (returned, to print once), step time, tokens/s, $ per
+    million tokens and the bottleneck's dimension, time and tier; J/token and the link in words
+    are in ``--report`` and ``--json``."""
+    words = [s.plan.layout.short().split() for s in result.scenarios if s.plan is not None]
+    tails = [w[-3:] for w in words]  # recompute, ZeRO, precision
+    shared = tails[0] if tails and all(t == tails[0] for t in tails) else []
+    mbs = [w[-4] for w in words]
+    if shared and all(m == mbs[0] for m in mbs):
+        shared = [mbs[0], *shared]
+    rows = []
+    for s in result.scenarios:
+        knobs = [knob_text(s.vary[k]) for k in result.knobs]
+        if s.plan is None or s.economics is None:
+            rows.append([*knobs, f"{s.status}: {s.error or ''}", "", "", "", ""])
+            continue
+        layout = s.plan.layout.short().split()
+        kept = layout[: len(layout) - len(shared)] if shared else layout
+        rows.append(
+            [
+                *knobs,
+                " ".join(kept),
+                format_seconds(s.plan.step_time_s),
+                f"{s.plan.tokens_per_s:,.0f}",
+                money(s.economics.usd_per_million_tokens),
+                short_bottleneck(s.bottleneck),
+            ]
+        )
+    header = [*result.knobs, "layout", "step", "tokens/s", "$/M tok", "bottleneck"]
+    note = f"every layout: {' '.join(shared)}" if shared else ""
+    return note, _aligned(header, rows)
+
+
 def whatif_text(result: WhatIfResult) -> str:
-    """The terminal answer of ``layout whatif`` (prose wrapped at 100 columns; the table's
-    bottleneck column short, the link in words being in ``--report`` and ``--json``)."""
+    """The terminal answer of ``layout whatif`` (prose wrapped at 100 columns; the table as
+    :func:`terminal_scenario_table` writes it)."""
     prose = [f"cluster : {result.cluster_description}", "", summary_sentence(result), ""]
-    rows = scenario_rows(result)
-    for row, scenario in zip(rows, result.scenarios, strict=True):
-        if scenario.plan is not None:
-            row[-1] = short_bottleneck(scenario.bottleneck)
-    table = _aligned(SCENARIO_HEADER, rows)
+    note, table = terminal_scenario_table(result)
+    if note:
+        prose.append(note)
     runs = run_rows(result)
     if runs:
         table += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
