@@ -353,12 +353,23 @@ def test_cli_export_refuses_a_newer_major_in_one_line(tmp_path: Path) -> None:
 def test_cli_export_warns_when_seq_len_does_not_reproduce(
     tmp_path: Path, plans: dict[str, Plan]
 ) -> None:
-    saved = _saved(tmp_path, json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json()))
+    data = json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json())
+    data.pop("workload")  # a plan saved before schema 1.3 does not record its workload
+    saved = _saved(tmp_path, data)
     code, _, err = run_main(
         ["export", "--format", "megatron", "--plan", str(saved), "--seq-len", "4096"]
     )
     assert code == 0
     assert "warning: re-scoring the plan with --seq-len 4096" in err
+    # a 1.3 plan records it: another --seq-len (or framework flag) is an error, the same is not
+    recorded = _saved(tmp_path, json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json()))
+    argv = ["export", "--format", "megatron", "--plan", str(recorded)]
+    code, _, err = run_main([*argv, "--seq-len", "4096"])
+    assert code == 2 and "the plan was made with seq_len 8192, not 4096: drop --seq-len" in err
+    code, _, err = run_main([*argv, "--grad-reduce", "bf16"])
+    assert code == 2 and "drop --grad-reduce" in err
+    code, out, err = run_main([*argv, "--seq-len", "8192"])
+    assert code == 0 and "warning" not in err and "--seq-length 8192" in out
 
 
 def test_cli_export_needs_a_plan_or_a_model() -> None:

@@ -416,3 +416,25 @@ def test_cli_export_mode_serve_exports_the_serving_plan() -> None:
     assert code == 2 and "vllm or sglang" in err and len(err.splitlines()) == 1
     code, _, err = run_main(["export", "--format", "vllm", *flags[2:], "--context", "4096"])
     assert code == 2 and "--context needs --mode serve" in err
+
+
+def test_a_plan_exports_the_settings_it_was_scored_with() -> None:
+    """The plan records its workload (schema 1.3): exporting it, from the API or a saved JSON,
+    sets what it was scored on, not the defaults."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from tests.test_cli import run_main
+
+    result = planner.search(model="8B", cluster="hgx_h100x8", seq_len=4096, grad_reduce="bf16",
+                            workload={"tp_comm_overlap": False}, top=1)  # fmt: skip
+    args = planner.export(result, format="megatron").args
+    assert args[args.index("--seq-length") + 1] == "4096"
+    assert "--grad-reduce-in-bf16" in args and "--tp-comm-overlap" not in args
+    with tempfile.TemporaryDirectory() as folder:
+        saved = Path(folder) / "plan.json"
+        saved.write_text(json.dumps(json.loads(result.model_dump_json())), encoding="utf-8")
+        code, out, err = run_main(["export", "--format", "bridge", "--plan", str(saved)])
+    assert code == 0, err
+    assert "ddp.grad_reduce_in_fp32=false" in out and "dataset.seq_length=4096" in out

@@ -406,6 +406,9 @@ def _export_job(args: argparse.Namespace) -> object:
         if plan.mode == "serve":
             given = _serve_workload(args) if args.mode == "serve" else {}
             workload = _validated_serve_workload(given or {"context": args.seq_len})
+        elif plan.workload is not None:  # type: ignore[union-attr]
+            _check_train_flags(args)
+            workload = _saved_workload(args, plan.workload)  # type: ignore[union-attr]
         else:
             _check_train_flags(args)
             batch = _workload(args).get("global_batch")
@@ -439,6 +442,42 @@ def _export_job(args: argparse.Namespace) -> object:
     result = search(model=model, cluster=cluster, workload=workload, fix=fix, config=config)  # type: ignore[arg-type]
     train = TrainWorkload(**workload)  # type: ignore[arg-type]
     return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
+
+
+_WORKLOAD_FLAGS = {
+    "seq_len": "--seq-len",
+    "global_batch": "--global-batch",
+    "grad_reduce_dtype": "--grad-reduce",
+    "sequence_parallel": "--no-sequence-parallel",
+    "tp_comm_overlap": "--no-tp-overlap",
+    "recompute_modules": "--recompute-modules",
+    "recompute_num_layers": "--recompute-num-layers",
+    "moe_dispatch_dedup": "--moe-dispatcher",
+    "ep_comm_overlap": "--ep-overlap",
+    "moe_host_sync": "--moe-cuda-graphs",
+}
+"""TrainWorkload field -> the flag that sets it."""
+
+
+def _saved_workload(args: argparse.Namespace, saved: object) -> object:
+    """The workload a saved plan records; a workload flag given with ``--plan`` must say the
+    same (the plan was scored on it: another would export settings it did not predict)."""
+    from planner.errors import SpecError
+
+    given = _workload(args)
+    typed = set(getattr(args, "argv", []))
+    for key, value in given.items():
+        flag = _WORKLOAD_FLAGS.get(key, key)
+        if key == "precision" or (key in ("seq_len", "global_batch") and not any(
+            t.startswith(flag) for t in typed
+        )):  # fmt: skip
+            continue  # precision comes from the plan's layout; defaults were not typed
+        if getattr(saved, key) != value:
+            raise SpecError(
+                f"the plan was made with {key} {getattr(saved, key)!s}, not {value!s}: drop "
+                f"{flag} (a saved plan records its workload) or re-run the search"
+            )
+    return saved
 
 
 def _validated_serve_workload(fields: dict[str, object]) -> object:

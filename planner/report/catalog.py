@@ -78,15 +78,15 @@ def systems_listing(*, as_json: bool) -> str:
         )
     if as_json:
         return json.dumps({"systems": rows}, indent=2)
-    lines = [
-        f"{'system':<14} {'accelerator':<11} {'kind':<11} {'domain':>6} {'unit':>4} "
-        f"{'HBM GB':>7} {'BF16 TF':>8} {'scale-up/dir':>12}  {'NIC/accel':<16} example"
+    lines = [  # within 100 columns
+        f"{'system':<12} {'accel':<9} {'kind':<11} {'domain':>6} {'unit':>4} "
+        f"{'HBM GB':>6} {'BF16 TF':>7} {'up GB/s':>7} {'NIC/accel':<15} example"
     ]
     for r in rows:
         lines.append(
-            f"{r['system']:<14} {r['accelerator']:<11} {r['kind']:<11} {r['domain_size']:>6} "
-            f"{r['unit_size']:>4} {r['hbm_GB']:>7g} {r['bf16_TFLOP_per_s']:>8g} "
-            f"{r['scale_up_GB_per_s']:>5g} GB/s  {r['nic']:<16} {r['example']}"
+            f"{r['system']:<12} {r['accelerator']:<9} {r['kind']:<11} {r['domain_size']:>6} "
+            f"{r['unit_size']:>4} {r['hbm_GB']:>6g} {r['bf16_TFLOP_per_s']:>7g} "
+            f"{r['scale_up_GB_per_s']:>7g} {r['nic']:<15} {r['example']}"
         )
     lines.append(
         "cluster names: <system>x<N accelerators>, e.g. hgx_b200x16, gb200_nvl72x144, tpu_v5p_8x8x16"
