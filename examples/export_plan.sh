@@ -4,7 +4,7 @@
 #   bash examples/export_plan.sh [MODEL] [CLUSTER] [OUTDIR]      # default 70B hgx_b200x16
 #
 # Writes OUTDIR/plan.json (layout search --json), megatron.sh, bridge.sh, torchtitan.toml,
-# deepspeed.json, vllm.sh, sglang.sh, ranks.csv and ranks.hostfile; the notes on what each
+# deepspeed.json, vllm.sh, sglang.sh, ranks.csv and ranks.csv.hostfile; the notes on what each
 # framework cannot express go to stderr. Set LAYOUT to the layout executable if not on PATH.
 set -euo pipefail
 model=${1:-70B}
@@ -19,4 +19,4 @@ done
 "$layout" export --format torchtitan --plan "$out/plan.json" > "$out/torchtitan.toml"
 "$layout" export --format deepspeed --plan "$out/plan.json" --placement "$out/ranks.csv" \
   > "$out/deepspeed.json"
-echo "wrote $out: plan.json, 6 exports, ranks.csv, ranks.hostfile"
+echo "wrote $out: plan.json, 6 exports, ranks.csv, ranks.csv.hostfile"

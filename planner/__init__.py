@@ -8,10 +8,11 @@ Public API (imported lazily so that ``layout --help`` stays instant)::
     print(planner.export(result, format="megatron").text)   # or bridge, torchtitan, deepspeed, ...
     ranks = planner.placement(result)                        # node, GPU and groups of every rank
 
-``estimate``, ``migrate``, ``whatif``, ``pack`` (a fleet of jobs on one cluster), ``load_model``
-and ``load_cluster`` complete it (README "Python API"; the JSON shapes: ``layout schema``).
-``search``, ``estimate`` and ``placement`` take ``cluster_state=`` (what is down, taken or
-slow): the ranks are then placed by CP-SAT on what is free.
+``estimate``, ``migrate``, ``whatif``, ``pack`` (a fleet of jobs on one cluster),
+``serve_search``, ``serve_estimate``, ``load_model`` and ``load_cluster`` complete it (README
+"Python API"; the JSON shapes: ``layout schema``). ``search``, ``estimate`` and ``placement``
+take ``cluster_state=`` (what is down, taken or slow): the ranks are then placed by CP-SAT on
+what is free.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ __all__ = [
     "pack",
     "placement",
     "search",
+    "serve_estimate",
+    "serve_search",
     "whatif",
 ]
 
@@ -39,3 +42,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'planner' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    """The public API as well as the module's own names (``dir(planner)``, tab completion)."""
+    return sorted(set(globals()) | set(__all__))

@@ -49,7 +49,7 @@ from planner.specs.model import ModelSpec
 from planner.specs.result import Plan, SearchResult, ServeLayout, ServePlan, ServeSearchResult
 from planner.specs.scenarios import KnobValue, MigrateResult, RunLength, WhatIfResult
 from planner.specs.solver_config import SolverConfig
-from planner.specs.workload import ServeWorkload, TrainWorkload
+from planner.specs.workload import MOE_DISPATCHERS, ServeWorkload, TrainWorkload
 
 if TYPE_CHECKING:
     from planner.report.export import ExportResult
@@ -118,6 +118,80 @@ def _workload(workload: WorkloadLike) -> TrainWorkload:
     return resolve_workload(validate_spec(TrainWorkload, dict(workload or {}), where="workload"))
 
 
+TRAIN_SETTING_ALIASES = ("moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce",
+                         "global_batch_tokens")  # fmt: skip
+"""CLI flag names (with ``_``) a training call accepts besides the TrainWorkload fields:
+``moe_dispatcher="deepep"``, ``ep_overlap=True``, ``moe_cuda_graphs=True``,
+``grad_reduce="bf16"``, ``global_batch_tokens=2**24``."""
+
+
+def _with_settings(
+    workload: object, settings: dict[str, object], kind: type[TrainWorkload | ServeWorkload]
+) -> object:
+    """``workload`` with the workload settings given as keyword arguments by their CLI names
+    (``precision="fp8"``, ``seq_len=4096``, ``tpot_ms=50``, ...): a TrainWorkload or
+    ServeWorkload field, or for training one of TRAIN_SETTING_ALIASES. A name that is neither,
+    or one given both here and in ``workload``, is an error."""
+    if not settings:
+        return workload
+    fields = set(kind.model_fields) - {"mode"}
+    aliases = TRAIN_SETTING_ALIASES if kind is TrainWorkload else ()
+    for key in settings:
+        if key not in fields and key not in aliases:
+            raise SpecError(
+                f"unknown argument '{key}': a workload setting is one of "
+                f"{', '.join(sorted(fields | set(aliases)))}"
+            )
+    given = dict(settings)
+    if kind is TrainWorkload:
+        given = _train_aliases(given)
+    for key, value in list(given.items()):
+        if key.endswith("precision") and isinstance(value, str):
+            given[key] = value.lower()
+    if isinstance(workload, BaseModel):
+        base = workload.model_dump(exclude_unset=True)
+    elif workload is None:
+        base = {}
+    elif isinstance(workload, Mapping):
+        base = dict(workload)
+    else:
+        return workload  # the workload check names its type
+    twice = sorted(set(base) & set(given))
+    if twice:
+        raise SpecError(f"{twice[0]} is given twice (as an argument and in workload): give it once")
+    return {**base, **given}
+
+
+def _train_aliases(given: dict[str, object]) -> dict[str, object]:
+    """The CLI-named training settings as TrainWorkload fields."""
+    from planner.specs.workload import moe_framework_fields
+
+    out = {k: v for k, v in given.items() if k not in TRAIN_SETTING_ALIASES}
+    moe = {k: given[k] for k in ("moe_dispatcher", "ep_overlap", "moe_cuda_graphs") if k in given}
+    for key in ("ep_overlap", "moe_cuda_graphs"):
+        if key in moe and not isinstance(moe[key], bool):
+            raise SpecError(f"{key} {shown(moe[key])}: must be True or False")
+    if "moe_dispatcher" in moe and moe["moe_dispatcher"] not in MOE_DISPATCHERS:
+        raise SpecError(
+            f"moe_dispatcher {shown(moe['moe_dispatcher'])}: must be one of "
+            f"{', '.join(MOE_DISPATCHERS)}"
+        )
+    out.update(moe_framework_fields(**moe))  # type: ignore[arg-type]
+    if "grad_reduce" in given:
+        out["grad_reduce_dtype"] = given["grad_reduce"]
+    if "global_batch_tokens" in given:
+        tokens = positive_count("global_batch_tokens", given["global_batch_tokens"])
+        seq_len = out.get("seq_len", TrainWorkload().seq_len)
+        if not isinstance(seq_len, int) or tokens % seq_len:
+            raise SpecError(
+                f"global_batch_tokens {tokens}: not a whole number of {seq_len}-token sequences"
+            )
+        if "global_batch" in out:
+            raise SpecError("give global_batch or global_batch_tokens, not both")
+        out["global_batch"] = tokens // seq_len
+    return out
+
+
 MAX_TOP = 50
 """Most plans a search returns (SolverConfig.top's limit; a larger ``top`` returns this many, as
 ``--top`` does)."""
@@ -171,6 +245,7 @@ def search(
     precisions: list[str] | None = None,
     gpus: int | None = None,
     cluster_state: StateLike = None,
+    **settings: object,
 ) -> SearchResult:
     """Best training layout and runners-up (raises InfeasibleError / SpecError).
 
@@ -181,8 +256,17 @@ def search(
     fields); ``top`` plans (at most MAX_TOP) are returned. ``cluster_state`` (a YAML path, a
     dict or a ClusterState: GPUs and nodes down or taken, slow nodes) searches on what is free
     and places the ranks with CP-SAT (``best.cluster_state`` says what the holes cost).
+    Workload settings may also be given by their CLI names (``seq_len=4096,
+    precision="fp8"``; ``precision="auto"`` as ``--precision auto``; TRAIN_SETTING_ALIASES).
     """
     config = _config(config, top)
+    spec_cluster = load_cluster(cluster)
+    if isinstance(settings.get("precision"), str) and str(settings["precision"]).lower() == "auto":
+        if precisions is not None:
+            raise SpecError("precision 'auto' and precisions are both given: give one")
+        settings.pop("precision")
+        precisions = [f for f in ("bf16", "fp8", "mxfp8") if spec_cluster.accelerator.supports(f)]
+        settings["precision"] = precisions[0]
     formats = check_precisions(precisions)
     state, state_name = _cluster_state(cluster_state)
     if state is not None:
@@ -202,8 +286,8 @@ def search(
         )
     return engine.search(
         load_model(model),
-        load_cluster(cluster),
-        _workload(workload),
+        spec_cluster,
+        _workload(_with_settings(workload, settings, TrainWorkload)),  # type: ignore[arg-type]
         fix=fix,
         config=config,
         bounds=bounds,
@@ -220,18 +304,20 @@ def estimate(
     workload: WorkloadLike = None,
     cluster_state: StateLike = None,
     config: SolverConfig | dict[str, object] | None = None,
+    **settings: object,
 ) -> Plan:
     """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
     workload's (a dict that names another is an error: the workload's is the one scored).
     ``cluster_state``: score it on the free accelerators (``dp`` then defaults to filling
     them), placed by CP-SAT. With pp > 1, CP-SAT splits the layers over the stages unless
-    ``config`` (a SolverConfig or a dict of its fields) says ``stage_split="even"``."""
+    ``config`` (a SolverConfig or a dict of its fields) says ``stage_split="even"``. Workload
+    settings may also be given by their CLI names (``seq_len=4096``)."""
     if not isinstance(layout, Layout | Mapping):
         raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster, spec_workload = (
         load_model(model),
         load_cluster(cluster),
-        _workload(workload),
+        _workload(_with_settings(workload, settings, TrainWorkload)),  # type: ignore[arg-type]
     )
     state, state_name = _cluster_state(cluster_state)
     if state is None:
@@ -316,6 +402,8 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
     given = isinstance(layout, Mapping)
     fields = dict(layout) if given else load_mapping(Path(layout))  # type: ignore[arg-type]
     where = "layout" if given else f"layout {layout}"
+    if not given:
+        fields = _layout_of_saved_plan(fields, where)
     _check_numbers(fields, where)
     if given:
         _same_precision(fields, "precision", workload.precision)
@@ -328,6 +416,27 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
         )
     fields.setdefault("precision", workload.precision)
     return validate_spec(Layout, fields, where=where)
+
+
+def _layout_of_saved_plan(data: dict[str, object], where: str) -> dict[str, object]:
+    """The layout fields of a layout file: the file itself, or the ``layout`` of a saved
+    ``estimate --json`` plan or the best plan of a ``search --json`` (a newer major
+    ``schema_version`` is refused, as ``export --plan`` refuses it)."""
+    from planner.specs.result import SCHEMA_VERSION
+
+    plan = data.get("best") if isinstance(data.get("best"), Mapping) else data
+    if not isinstance(plan, Mapping) or not isinstance(plan.get("layout"), Mapping):
+        return data
+    if plan.get("mode") == "serve":
+        raise SpecError(f"{where}: a serving plan; migrate takes a training layout")
+    version = str(data.get("schema_version", ""))
+    major, supported = version.split(".")[0], SCHEMA_VERSION.split(".")[0]
+    if not (major.isascii() and major.isdigit()) or len(major) > 6 or int(major) > int(supported):
+        raise SpecError(
+            f"{where}: schema_version {shown(version)}; this layout reads {supported}.x: "
+            "upgrade layout to read it"
+        )
+    return dict(plan["layout"])  # type: ignore[arg-type]
 
 
 def _priced(cluster: ClusterLike, prices: dict[str, float]) -> ClusterSpec:
@@ -458,7 +567,7 @@ def whatif(
         WhatIfOptions,
         {
             "fix": dict(fix or {}),
-            "config": config or SolverConfig(top=1),
+            "config": config or SolverConfig(top=_whatif.WHATIF_TOP),
             "run": _run_length(tokens, steps),
             "workers": workers,
             "engine": engine,
@@ -501,18 +610,22 @@ def serve_search(
     top: int | None = None,
     config: SolverConfig | None = None,
     disaggregate: bool = False,
+    **settings: object,
 ) -> ServeSearchResult:
     """Best serving layout (TP, PP, EP, attention DP, replicas) and runners-up with why-not
     (CLI ``layout search --mode serve``); raises InfeasibleError naming the binding limit.
     ``fix`` pins tp, pp, ep, attention_dp or replicas (alias dp); ``top``: at most MAX_TOP;
-    ``disaggregate`` also searches prefill/decode pools (``disaggregated``)."""
+    ``disaggregate`` also searches prefill/decode pools (``disaggregated``). Workload settings
+    may also be given by their CLI names (``precision="fp8", kv_precision="fp8",
+    context=8192, tpot_ms=50``: the ServeWorkload fields)."""
     config = _config(config, top)
     if not isinstance(disaggregate, bool):
         raise _kind_error("disaggregate", disaggregate, "True or False")
+    spec_workload = _serve_workload(_with_settings(workload, settings, ServeWorkload))  # type: ignore[arg-type]
     return serving_search.serve_search(
         load_model(model),
         load_cluster(cluster),
-        _serve_workload(workload),
+        spec_workload,
         fix=fix,
         config=config,
         disaggregate=disaggregate,
@@ -525,6 +638,7 @@ def serve_estimate(
     cluster: ClusterLike,
     layout: ServeLayout | dict[str, object],
     workload: ServeWorkloadLike = None,
+    **settings: object,
 ) -> ServePlan:
     """Score one serving layout (CLI ``layout estimate --mode serve``); ``replicas`` (alias
     ``dp``) defaults to filling the cluster; ``precision`` and ``kv_precision`` are the
@@ -532,7 +646,10 @@ def serve_estimate(
     if not isinstance(layout, ServeLayout | Mapping):
         raise _kind_error("layout", layout, "a ServeLayout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster = load_model(model), load_cluster(cluster)
-    spec_workload = serving_search.resolve_formats(spec_model, _serve_workload(workload))
+    spec_workload = serving_search.resolve_formats(
+        spec_model,
+        _serve_workload(_with_settings(workload, settings, ServeWorkload)),  # type: ignore[arg-type]
+    )
     if isinstance(layout, Mapping):
         fields = dict(layout)
         if "dp" in fields:

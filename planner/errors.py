@@ -42,6 +42,7 @@ class InternalError(PlannerError):
 MAX_MESSAGE_CHARS = 2_000
 """Longest error line printed; the rest is elided (a message never carries an unbounded value)."""
 
+
 def escape_char(char: str) -> str:
     """A non-printable character as a visible escape (Python's, as :func:`repr` writes it).
 

@@ -86,7 +86,10 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     "export": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | {"--format", "--plan", "--fix", "--time-limit", "--solver", "--placement"}
-    | {"--cluster-state"},
+    | {"--cluster-state"}
+    # issue 21: `export --mode serve` takes the flags of `search --mode serve`
+    | SERVE_FLAGS
+    | {"--objective"},
     "schema": {"-h", "--help", "--kind"},
     "pack": {"-h", "--help", "--cluster", "--job", "--cluster-state", "--time-limit", "--json"},
 }

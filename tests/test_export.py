@@ -362,12 +362,23 @@ def test_cli_export_refuses_a_newer_major_in_one_line(tmp_path: Path) -> None:
 def test_cli_export_warns_when_seq_len_does_not_reproduce(
     tmp_path: Path, plans: dict[str, Plan]
 ) -> None:
-    saved = _saved(tmp_path, json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json()))
+    data = json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json())
+    data.pop("workload")  # a plan saved before schema 1.3 does not record its workload
+    saved = _saved(tmp_path, data)
     code, _, err = run_main(
         ["export", "--format", "megatron", "--plan", str(saved), "--seq-len", "4096"]
     )
     assert code == 0
     assert "warning: re-scoring the plan with --seq-len 4096" in err
+    # a 1.3 plan records it: another --seq-len (or framework flag) is an error, the same is not
+    recorded = _saved(tmp_path, json.loads(plans["70b_tp4_pp2_vpp2"].model_dump_json()))
+    argv = ["export", "--format", "megatron", "--plan", str(recorded)]
+    code, _, err = run_main([*argv, "--seq-len", "4096"])
+    assert code == 2 and "the plan was made with seq_len 8192, not 4096: drop --seq-len" in err
+    code, _, err = run_main([*argv, "--grad-reduce", "bf16"])
+    assert code == 2 and "drop --grad-reduce" in err
+    code, out, err = run_main([*argv, "--seq-len", "8192"])
+    assert code == 0 and "warning" not in err and "--seq-length 8192" in out
 
 
 def test_cli_export_needs_a_plan_or_a_model() -> None:
@@ -425,7 +436,9 @@ def test_nvlink_check_on_nvl72_and_ep(plans: dict[str, Plan]) -> None:
 def test_placement_files_csv_jsonl_and_hostfile(tmp_path: Path, plans: dict[str, Plan]) -> None:
     plan, cluster = plans["70b_tp4_pp2_vpp2"], planner.load_cluster("hgx_b200x16")
     files = placement_files(tmp_path / "ranks.csv", plan, cluster)
-    assert set(files) == {tmp_path / "ranks.csv", tmp_path / "ranks.hostfile"}
+    assert set(files) == {tmp_path / "ranks.csv", tmp_path / "ranks.csv.hostfile"}
+    jsonl = placement_files(tmp_path / "ranks.jsonl", plan, cluster)
+    assert set(jsonl) == {tmp_path / "ranks.jsonl", tmp_path / "ranks.jsonl.hostfile"}
     rows = list(csv.DictReader(io.StringIO(files[tmp_path / "ranks.csv"])))
     assert len(rows) == 16 and rows[5]["host"] == "node0" and rows[12]["gpu"] == "4"
     jsonl = placement_files(tmp_path / "ranks.jsonl", plan, cluster)[tmp_path / "ranks.jsonl"]
@@ -445,7 +458,7 @@ def test_cli_placement_flag(command: str, tmp_path: Path) -> None:
     assert code == 0, err
     assert f"wrote {target}" in err
     assert target.read_text().count("\n") == 17
-    assert (tmp_path / "placement.hostfile").exists()
+    assert (tmp_path / "placement.csv.hostfile").exists()
 
 
 # --- examples/: run each as a user would and check what it prints ---------------------------
@@ -544,7 +557,7 @@ def test_example_export_plan_sh(tmp_path: Path) -> None:
         name = "torchtitan.toml" if fmt == "torchtitan" else f"{fmt}.{suffix}"
         check_names(fmt, (out / name).read_text())
     assert (out / "ranks.csv").read_text().count("\n") == 9
-    assert (out / "ranks.hostfile").read_text().splitlines()[-1] == "node0 slots=8"
+    assert (out / "ranks.csv.hostfile").read_text().splitlines()[-1] == "node0 slots=8"
 
 
 # --- the CP-SAT pipeline split (issue 19) ----------------------------------------------------

@@ -407,8 +407,8 @@ CASES: list[Case] = [
                                 "--placement", "{tmp}/m.yaml"], 2,
          ("--placement", "is the --model file"), {"m.yaml": LLAMA_8B}),
     Case("placement-hostfile-is-cluster", ["search", "--model", "8B", "--cluster",
-                                           "{tmp}/c.hostfile", "--placement", "{tmp}/c.csv"], 2,
-         ("c.hostfile", "is the --cluster file"), {"c.hostfile": OK_CLUSTER}),
+                                           "{tmp}/c.csv.hostfile", "--placement", "{tmp}/c.csv"], 2,
+         ("c.csv.hostfile", "is the --cluster file"), {"c.csv.hostfile": OK_CLUSTER}),
     Case("placement-is-calibration", [*S8, "--calibration", "{tmp}/cal.yaml", "--placement",
                                       "{tmp}/cal.yaml"], 2, ("is the --calibration file",),
          {"cal.yaml": HOPPER}),
@@ -616,7 +616,7 @@ def test_written_outputs_are_whole_and_keep_the_umask(tmp_path: Path) -> None:
     code, _, err = run_main([*S8, "--placement", str(target)])
     assert code == 0, err
     assert target.read_text(encoding="utf-8").startswith("schema_version,rank,")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv", "p.hostfile"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv", "p.csv.hostfile"]
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask

@@ -227,7 +227,12 @@ def test_cli_70b_h100_to_b200_explains_every_change_in_one_line() -> None:
     assert code == 0, err
     _, out_json, _ = run_main([*argv, "--json"])
     data = json.loads(out_json)
-    lines = out.splitlines()
+    lines = []  # a change longer than 100 columns wraps onto lines indented past its own
+    for ln in out.splitlines():
+        if ln.startswith("    ") and lines:
+            lines[-1] += " " + ln.strip()
+        else:
+            lines.append(ln)
     start = lines.index("changes :") + 1 if "changes :" in lines else len(lines)
     change_lines = [ln for ln in lines[start:] if ln.startswith("  ")]
     assert len(change_lines) == len(data["changes"]) >= 1

@@ -382,7 +382,7 @@ def test_cli_search_with_a_state(tmp_path: Path) -> None:
     data = json.loads(out)
     assert data["best"]["cluster_state"]["gpus_down"] == 8
     assert data["subproblems"][0]["name"] == "placement"
-    hosts = target.with_suffix(".hostfile").read_text(encoding="utf-8")
+    hosts = target.with_name(target.name + ".hostfile").read_text(encoding="utf-8")
     report = data["best"]["cluster_state"]
     assert "node1 " not in hosts  # down
     # the slow node is used only when the faster level loses (24 GPUs at 0.9 vs 16 at 1.0)

@@ -170,7 +170,9 @@ def test_recipes_reach_the_rows(rows: dict[str, object]) -> None:
 def test_every_recipe_cites_its_source() -> None:
     recipes = load_recipes(training_file().with_name("recipes.yaml"))
     assert {"N12", "N13", "N15", "N16", "N18", "N19", "N20", "N21"} <= set(recipes)
-    shared = {r.id for r in load_rows(training_file()) if r.framework == "megatron" and not r.settings}
+    shared = {
+        r.id for r in load_rows(training_file()) if r.framework == "megatron" and not r.settings
+    }
     for row_id, recipe in recipes.items():
         if row_id in shared:  # NVIDIA's recipe repositories
             assert any(repo in recipe.source for repo in ("Megatron-Bridge", "NeMo", "Megatron-LM"))

@@ -16,8 +16,10 @@ import pytest
 import planner
 from planner.report.html import whatif_html
 from planner.report.markdown import migrate_text, scenario_label, whatif_markdown, whatif_text
+from planner.report.quote import html_text
 from planner.report.svg import bar_chart, degree_grid, stacked_bar_chart
 from planner.specs.scenarios import WhatIfResult
+from planner.units import format_seconds
 from tests.test_migrate import run_main
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -71,9 +73,12 @@ def test_sweep_has_six_scenarios_with_plans(sweep: WhatIfResult) -> None:
 def test_html_parses_and_holds_the_charts(sweep: WhatIfResult) -> None:
     html = whatif_html(sweep)
     parsed = _parse(html)
-    assert parsed.tags.count("svg") == 4  # step time, cost, time breakdown, layout degrees
+    # Pareto scatter, one step-time heatmap (two knobs), and under <details>: step time, cost,
+    # time breakdown, layout degrees
+    assert parsed.tags.count("svg") == 6
     titles = " | ".join(parsed.svg_titles)
     for chart in (
+        "Throughput against cost",
         "Step time",
         "$ per million tokens",
         "Exposed time per step by term",
@@ -81,9 +86,72 @@ def test_html_parses_and_holds_the_charts(sweep: WhatIfResult) -> None:
     ):
         assert chart in titles
     assert parsed.tags.count("rect") > 6 * 4
-    assert html.count("<tr>") >= 1 + 6  # the scenario table
+    assert html.count("<tr") >= 1 + 6  # the scenario table
     for scenario in sweep.scenarios:
         assert scenario_label(scenario) in html
+
+
+def test_html_charts_have_axes_ticks_and_gridlines(sweep: WhatIfResult) -> None:
+    html = whatif_html(sweep)
+    pareto = html[html.index("Throughput against cost</title>") :]
+    pareto = pareto[: pareto.index("</svg>")]
+    assert "$ per million tokens (lower is better)" in pareto and "tokens/s, whole job" in pareto
+    assert pareto.count('stroke="#e1e4e8"') >= 6  # gridlines on both axes
+    assert pareto.count("<circle") == 6 and ">fastest<" in pareto  # the winner is marked
+    bars = html[html.index("<title>Step time</title>") :]
+    bars = bars[: bars.index("</svg>")]
+    assert "seconds per step" in bars and bars.count('stroke="#e1e4e8"') >= 3
+
+
+def test_html_heatmap_of_two_knobs_marks_the_fastest(sweep: WhatIfResult) -> None:
+    from planner.report.html import fastest, step_heatmaps
+
+    charts = step_heatmaps(sweep)
+    assert len(charts) == 1  # two knobs: one grid
+    grid = charts[0]
+    win = fastest(sweep)
+    assert win is not None and win.plan is not None
+    assert grid.count('stroke="#d1242f"') == 1  # one outlined cell: the fastest scenario
+    assert f">{format_seconds(win.plan.step_time_s)}<" in grid
+    assert ">nic_gbps<" in grid and ">oversubscription<" in grid
+
+
+def test_html_shows_memory_mfu_band_runners_up_and_provenance(sweep: WhatIfResult) -> None:
+    from planner.report.markdown import memory_cell, short_mfu, step_with_band
+
+    command = "layout whatif --model 405B --cluster hgx_h100x4096 --vary nic_gbps=200,400,800"
+    html = whatif_html(sweep.model_copy(update={"command": command}))
+    assert html_text(command) in html and f"layout {planner.__version__}" in html
+    assert sweep.created[:10] in html
+    for s in sweep.scenarios:
+        assert s.plan is not None
+        assert html_text(step_with_band(s.plan)) in html  # e.g. 5.35 s ±14%
+        assert memory_cell(s.plan) in html and short_mfu(s.plan) in html
+    assert "Runners-up in" in html and "why not" in html
+    win = min(sweep.scenarios, key=lambda s: s.plan.step_time_s)  # type: ignore[union-attr]
+    for alt in win.alternatives:
+        assert html_text(alt.why_not or "") in html
+
+
+def test_html_stays_compact_at_36_scenarios() -> None:
+    """The per-scenario charts and tables sit under <details>: what is open is the summary,
+    the overview charts and one table row per scenario."""
+    result = planner.whatif(
+        model="8B", cluster="hgx_h100x64", workload={"seq_len": 4096, "global_batch": 64},
+        vary=["nic_gbps=200,400,800", "oversubscription=1,2,4", "domain_size=8,16",
+              "precision=bf16,fp8"],
+    )  # fmt: skip
+    from planner.report.html import step_heatmaps
+
+    html = whatif_html(result)
+    opened = re.sub(r"<details>.*?</details>", "", html, flags=re.DOTALL)
+    facets = len(step_heatmaps(result))  # one per value pair of the two other knobs: 4 or 6
+    assert facets in (4, 6)
+    assert opened.count("<svg") == 1 + facets  # the Pareto plot and the small multiples
+    heights = [float(h) for h in re.findall(r'<svg class="chart"[^>]* height="([\d.]+)"', opened)]
+    assert max(heights) < 400  # no chart grows a row per scenario
+    assert opened.count("<tr") == 1 + 36 + 1 + 3  # scenario table, runners-up table
+    assert html.count("<details>") == 4
 
 
 def test_html_is_self_contained(sweep: WhatIfResult) -> None:
@@ -121,7 +189,7 @@ def test_reports_render_infeasible_and_invalid_scenarios(mixed: WhatIfResult) ->
     _parse(html)
     assert html.count("no plan") >= 2 * 3  # bar, stacked-bar and degree charts
     assert "infeasible:" in whatif_markdown(mixed) and "invalid:" in whatif_text(mixed)
-    assert "2 scenario(s) have no feasible plan" in whatif_text(mixed)
+    assert "2 scenario(s) have no feasible plan" in " ".join(whatif_text(mixed).split())
 
 
 def test_time_to_train_section_when_tokens_are_given() -> None:
@@ -168,7 +236,9 @@ def test_cli_writes_both_reports(tmp_path: Path) -> None:
     argv += [arg for v in SWEEP for arg in ("--vary", v)]
     code, _, err = run_main(argv)
     assert code == 0, err
-    assert html.read_text(encoding="utf-8").count("<svg") == 4
+    page = html.read_text(encoding="utf-8")
+    assert page.count("<svg") == 6
+    assert html_text(" ".join(["layout", *argv])) in page  # the command line that made it
     assert md.read_text(encoding="utf-8").count("| nic_gbps=") == 18
     assert f"wrote {html}" in err and f"wrote {md}" in err
 

@@ -219,6 +219,7 @@ def test_tpot_and_ttft_grow_with_load(llama70b) -> None:  # type: ignore[no-unty
     cluster = load_cluster("hgx_h200x2")
     workload = ServeWorkload(precision="fp8", context=4096)
     setup = serve_setup(llama70b, cluster, workload, ServeLayout(tp=2, precision="fp8"))
+
     def ttft_at(w: ServeWorkload, b: int) -> float:
         return ttft_service_s(setup, w, steady_state(setup, w, b))
 

@@ -89,7 +89,9 @@ def test_row(row: dict) -> None:
     degrees = layout["tp"] * layout["pp"] * layout["cp"] * layout["dp"]
     assert degrees == count, f"tp*pp*cp*dp = {degrees}, GPUs = {count}"
     ep = layout.get("ep") or 1
-    assert (layout["dp"] * layout["tp"] * layout["cp"]) % ep == 0, "EP must live inside dp x tp x cp"
+    assert (layout["dp"] * layout["tp"] * layout["cp"]) % ep == 0, (
+        "EP must live inside dp x tp x cp"
+    )
     if layout.get("shard_group"):
         assert layout["fsdp"] and layout["dp"] % layout["shard_group"] == 0
     if layout.get("fsdp"):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from planner.accuracy.rows import (
     Case,
@@ -107,7 +107,9 @@ def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
             if all(k in stated for k in LAYOUT_FIELDS):
                 layout = Layout.model_validate({**stated, "precision": workload.precision})
             else:
-                config = SolverConfig(solver="exhaustive", top=1, stage_split="even", memory_headroom=0.0)
+                config = SolverConfig(
+                    solver="exhaustive", top=1, stage_split="even", memory_headroom=0.0
+                )
                 layout = engine.search(
                     model, cluster, workload, fix=stated, config=config
                 ).best.layout
@@ -341,12 +343,18 @@ class FamilyFit(FrozenSpec):
 
 
 def run_calibration(
-    cases: Sequence[Case], *, date: str, families: Sequence[str] = (), heldout: bool = False
+    cases: Sequence[Case],
+    *,
+    date: str,
+    families: Sequence[str] = (),
+    heldout: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> list[FamilyFit]:
     """Fit every family that has validation rows (or only ``families``). With ``heldout`` each
     record gets fresh out-of-sample bands (minutes); without, it keeps the stored overlay's
     bands when its rows and fitted factors are unchanged (the refits they come from would
-    then be the same), and has none otherwise."""
+    then be the same), and has none otherwise. ``progress(done, total, family)`` is called as
+    each family starts and when the last one ends."""
     grouped: dict[str, list[PreparedCase]] = {}
     for case in prepare(cases):
         grouped.setdefault(case.cluster.accelerator.family, []).append(case)
@@ -357,13 +365,18 @@ def run_calibration(
             f"{', '.join(sorted(grouped))}"
         )
     out = []
-    for family in sorted(families or grouped):
+    chosen = sorted(families or grouped)
+    for done, family in enumerate(chosen):
+        if progress is not None:
+            progress(done, len(chosen), family)
         rows = grouped[family]
         before = residuals(rows, rows[0].cluster.accelerator.efficiency)
         record = calibrate_family(rows, date=date, heldout=heldout)
         if not heldout:
             record = _keep_heldout(record)
         out.append(FamilyFit(record=record, before=before))
+    if progress is not None:
+        progress(len(chosen), len(chosen), "done")
     return out
 
 

@@ -379,7 +379,9 @@ def row_cluster(row: TrainingRow) -> ClusterSpec:
     edits = row.recipe.cluster if row.recipe is not None and row.recipe.cluster else None
     if edits is None:
         return load_cluster(row.cluster)
-    return load_cluster(row.cluster, edits=validate_spec(ClusterEdits, edits, where=f"row {row.id}"))
+    return load_cluster(
+        row.cluster, edits=validate_spec(ClusterEdits, edits, where=f"row {row.id}")
+    )
 
 
 def to_model_spec(row: TrainingRow) -> ModelSpec:

@@ -431,9 +431,7 @@ def run_serving_validation(
         for r in results
         if r.measured_ttft_ms
     ]
-    online = [
-        r for r in results if r.mode == "online" and r.metric == "itl_ms"
-    ]
+    online = [r for r in results if r.mode == "online" and r.metric == "itl_ms"]
     regimes = [
         summarize("dense", [r for r in results if not r.moe]),  # type: ignore[arg-type]
         summarize("moe", [r for r in results if r.moe]),  # type: ignore[arg-type]

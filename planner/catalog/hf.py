@@ -1,8 +1,8 @@
 """Import a Hugging Face ``config.json`` as a :class:`~planner.specs.model.ModelSpec`.
 
 One mapping function per ``model_type`` family turns the config's keys into ModelSpec fields;
-:data:`_FAMILIES` dispatches on ``model_type``. Keys the spec does not model (rope_theta,
-rms_norm_eps, ...) are ignored; ``quantization_config`` sets the model's checkpoint format
+:data:`_FAMILIES` dispatches on ``model_type``. Keys the spec does not model (rms_norm_eps,
+...) are ignored; ``quantization_config`` sets the model's checkpoint format
 (:mod:`planner.catalog.hf_quant`). Every problem (unknown ``model_type``, a
 missing or mistyped key, an architecture the spec cannot express, a spec that does not
 validate) raises :class:`~planner.errors.SpecError` with a one-line message.
@@ -66,6 +66,7 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     fields = mapper(config)
     if fields.get("position_embedding", "rope") == "rope":
         fields["rope_attention_factor"] = _yarn_attention_factor(config, name)
+        fields.update(_rope(config, name))
     fields.update(
         name=name,
         family=model_type,
@@ -131,7 +132,9 @@ def _yarn_attention_factor(config: Config, name: str) -> float:
     if scaling is None:
         return 1.0
     if not isinstance(scaling, Mapping):
-        raise SpecError(f"{name}: config.json rope_scaling must be an object, got {short_repr(scaling)}")
+        raise SpecError(
+            f"{name}: config.json rope_scaling must be an object, got {short_repr(scaling)}"
+        )
     if (scaling.get("rope_type") or scaling.get("type")) != "yarn":
         return 1.0
     try:
@@ -151,13 +154,67 @@ def _yarn_attention_factor(config: Config, name: str) -> float:
     return yarn_attention_factor(*factors)
 
 
+_ROPE_KINDS = {"llama3": "llama3", "yarn": "yarn", "linear": "linear"}
+"""config.json ``rope_scaling`` type -> RopeScaling.kind (``rope_type``, or ``type`` in older
+configs)."""
+_ROPE_KEYS = {
+    "factor": "factor",
+    "original_max_position_embeddings": "original_context",
+    "low_freq_factor": "low_freq_factor",
+    "high_freq_factor": "high_freq_factor",
+    "beta_fast": "beta_fast",
+    "beta_slow": "beta_slow",
+    "mscale": "mscale",
+    "mscale_all_dim": "mscale_all_dim",
+    "truncate": "truncate",
+}
+"""config.json ``rope_scaling`` key -> RopeScaling field (the others, such as
+``attention_factor``, are read by :func:`_yarn_attention_factor` or not modelled)."""
+
+
+def _rope(config: Config, name: str) -> Fields:
+    """``rope_theta``, ``rope_scaling`` and ``partial_rotary_factor`` as ModelSpec fields
+    (the spec's defaults when absent; a scaling type the spec has no name for is an error).
+
+    >>> _rope({"rope_theta": 5e5, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+    ...        "original_max_position_embeddings": 8192}}, "m")["rope_scaling"]
+    {'kind': 'llama3', 'factor': 8.0, 'original_context': 8192}
+    """
+    out: Fields = {}
+    if config.get("rope_theta") is not None:
+        out["rope_theta"] = config["rope_theta"]
+    if config.get("partial_rotary_factor") is not None:
+        out["rotary_fraction"] = config["partial_rotary_factor"]
+    scaling = config.get("rope_scaling")
+    if scaling is None:
+        return out
+    if not isinstance(scaling, Mapping):
+        raise SpecError(
+            f"{name}: config.json rope_scaling must be an object, got {short_repr(scaling)}"
+        )
+    kind = scaling.get("rope_type") or scaling.get("type")
+    if kind == "default":  # transformers writes rope_type "default" for plain RoPE
+        return out
+    if kind not in _ROPE_KINDS:
+        raise SpecError(
+            f"{name}: config.json rope_scaling type {short_repr(kind)} is not supported "
+            f"(one of: {', '.join(_ROPE_KINDS)}, or null)"
+        )
+    fields: Fields = {"kind": _ROPE_KINDS[str(kind)]}
+    fields.update({field: scaling[key] for key, field in _ROPE_KEYS.items() if key in scaling})
+    out["rope_scaling"] = fields
+    return out
+
+
 # --- typed key access ---------------------------------------------------------------------
 
 
 def _int(config: Config, key: str) -> int:
     """The required integer ``key``."""
     if config.get(key) is None:
-        raise SpecError(f"config.json (model_type={short_repr(config.get('model_type'))}) lacks {key!r}")
+        raise SpecError(
+            f"config.json (model_type={short_repr(config.get('model_type'))}) lacks {key!r}"
+        )
     return _as_int(config, key)
 
 
@@ -165,7 +222,9 @@ def _positive_int(config: Config, key: str) -> int:
     """The required integer ``key``, which must be at least 1 (a divisor, a count of heads)."""
     value = _int(config, key)
     if value < 1:
-        raise SpecError(f"config.json key {key!r} must be a positive integer, got {short_repr(value)}")
+        raise SpecError(
+            f"config.json key {key!r} must be a positive integer, got {short_repr(value)}"
+        )
     return value
 
 

@@ -163,9 +163,7 @@ def parse_json(text: str, where: str) -> Any:
     """JSON text, refusing duplicate keys, numbers past Python's 4,300-digit limit, NaN and
     Infinity literals (not JSON) and nesting too deep to be a spec; one SpecError line."""
     try:
-        return json.loads(
-            text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant
-        )
+        return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise SpecError(f"cannot parse {where}: {exc}") from None
     except RecursionError:

@@ -200,10 +200,30 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
         if path.suffix.lower() == ".json" or "model_type" in data:
             from planner.catalog.hf import model_from_hf_config
 
-            return model_from_hf_config(data, name=path.parent.name or path.stem)
+            return model_from_hf_config(data, name=hf_config_name(data, path))
         return validate_spec(ModelSpec, data, where=str(path))
     name = model_aliases().get(text.lower(), text)
     return _load_catalog_model(name)
+
+
+def hf_config_name(data: dict[str, object], path: Path) -> str:
+    """The name of a model read from a Hugging Face config: its ``_name_or_path`` (the hub id
+    or folder it was saved from), else the file's stem, or for a file named ``config.json``
+    (a checkpoint folder) the folder's name.
+
+    >>> hf_config_name({"_name_or_path": "meta-llama/Llama-3.1-405B"}, Path("x/config.json"))
+    'meta-llama/Llama-3.1-405B'
+    >>> hf_config_name({}, Path("models/llama-3.1-405b.json"))
+    'llama-3.1-405b'
+    >>> hf_config_name({}, Path("ckpt/Llama-3.1-8B/config.json"))
+    'Llama-3.1-8B'
+    """
+    given = data.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        return given.strip()
+    if path.name.lower() == "config.json" and path.parent.name:
+        return path.parent.name
+    return path.stem
 
 
 @lru_cache(maxsize=64)

@@ -55,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``layout`` console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    repeated = repeated_flag(parser, args.command, list(sys.argv[1:] if argv is None else argv))
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for reports that name their command
+    repeated = repeated_flag(parser, args.command, args.argv)
     if repeated:
         sys.stderr.write(f"layout {args.command}: error: {repeated}\n")
         return EXIT_BAD_INPUT
@@ -125,9 +126,9 @@ def repeated_flag(parser: argparse.ArgumentParser, command: str, argv: list[str]
     """'--x is given twice' when a flag that takes one value (or a switch, or one of a pair
     such as --rail-optimized / --no-rail-optimized) appears twice: argparse keeps the last one
     silently. Repeatable flags (--fix, --vary, --report, ...) are not counted. '' if none."""
-    sub = next(
-        a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
-    ).choices[command]
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[
+        command
+    ]
     options: dict[str, argparse.Action] = {}
     for action in sub._actions:
         if isinstance(action, argparse._AppendAction | argparse._HelpAction):

@@ -200,7 +200,16 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     serving, ids = _serving_validation(args, ids)
     if serving is not None and ids is None:  # serving rows only
         return 0
-    report = run_validation(ids=ids or None)
+    from planner.accuracy.rows import expand_cases, load_rows, training_file
+    from planner.accuracy.run import select_cases
+    from planner.cli.progress import progress, wanted
+
+    total = len(select_cases(expand_cases(load_rows(training_file())), ids or None))
+    with progress("validate", total, enabled=wanted(), unit="rows") as update:
+        done = iter(range(1, total + 1))
+        report = run_validation(
+            ids=ids or None, progress=lambda row: update(next(done), item=row.id)
+        )
     if args.markdown:
         target = Path(args.markdown)
         write_text_atomic(target, validation_markdown(report))
@@ -272,15 +281,18 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.accuracy.calibrate import overlay_yaml, run_calibration
     from planner.accuracy.rows import expand_cases, load_rows, training_file
     from planner.catalog import catalog_root
+    from planner.cli.progress import progress, wanted
     from planner.report.calibration import calibration_text
 
     cases = expand_cases(load_rows(training_file()))
-    fits = run_calibration(
-        cases,
-        date=datetime.date.today().isoformat(),
-        families=args.family,
-        heldout=args.write,  # the written overlay carries fresh out-of-sample bands (minutes)
-    )
+    with progress("calibrate --fit", None, enabled=wanted(), unit="families") as update:
+        fits = run_calibration(
+            cases,
+            date=datetime.date.today().isoformat(),
+            families=args.family,
+            heldout=args.write,  # the written overlay carries fresh out-of-sample bands (minutes)
+            progress=lambda done, total, family: update(done, total, item=family),
+        )
     if args.write:
         folder = catalog_root() / "topologies" / "calibration"
         folder.mkdir(parents=True, exist_ok=True)
@@ -339,24 +351,16 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_whatif(args: argparse.Namespace) -> int:
+    import shlex
+
     from planner.api import whatif
+    from planner.cli.progress import progress, wanted
     from planner.report.markdown import whatif_text
 
     renderers = _check_report_targets(args)  # before the sweep: fail in seconds, not after it
-    result = whatif(
-        model=args.model,
-        cluster=_cluster(args),  # type: ignore[arg-type]
-        workload=_workload(args),
-        vary=args.vary,
-        fix=_parse_fix(args.fix),
-        workers=args.workers,
-        engine=args.engine,
-        tokens=args.tokens,
-        steps=args.steps,
-        progress=_progress_bar if args.progress or sys.stderr.isatty() else None,
-        max_scenarios=args.max_scenarios,
-        note=lambda line: sys.stderr.write(f"layout whatif: note: {line}\n"),
-    )
+    with progress("whatif", None, enabled=wanted(args.progress), unit="scenarios") as update:
+        result = _whatif_with(args, whatif, lambda done, total: update(done, total))
+    result = result.model_copy(update={"command": shlex.join(["layout", *args.argv])})  # type: ignore[attr-defined]
     for target, render in renderers:
         _write_text(target, render(result))
         wrote("whatif", target)
@@ -376,13 +380,23 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     return 2 if invalid else 1
 
 
-def _progress_bar(done: int, total: int) -> None:
-    """A one-line progress bar on stderr, redrawn in place."""
-    width = 30
-    filled = width * done // max(1, total)
-    sys.stderr.write(f"\rwhatif [{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios")
-    sys.stderr.write("\n" if done >= total else "")
-    sys.stderr.flush()
+def _whatif_with(
+    args: argparse.Namespace, whatif: Callable[..., object], progress: Callable[[int, int], None]
+) -> object:
+    return whatif(
+        model=args.model,
+        cluster=_cluster(args),
+        workload=_workload(args),
+        vary=args.vary,
+        fix=_parse_fix(args.fix),
+        workers=args.workers,
+        engine=args.engine,
+        tokens=args.tokens,
+        steps=args.steps,
+        progress=progress,
+        max_scenarios=args.max_scenarios,
+        note=lambda line: sys.stderr.write(f"layout whatif: note: {line}\n"),
+    )
 
 
 def _check_report_targets(args: argparse.Namespace) -> list[tuple[str, Callable[..., str]]]:
@@ -426,23 +440,46 @@ def _export_job(args: argparse.Namespace) -> object:
     from planner.errors import SpecError
     from planner.report.export import load_plan_file, make_job, workload_for_plan
     from planner.specs.solver_config import SolverConfig
-    from planner.specs.workload import ServeWorkload, TrainWorkload
+    from planner.specs.workload import TrainWorkload
 
     if args.plan:
         plan = load_plan_file(args.plan)
         args.cluster = args.cluster or plan.cluster
-        batch = _workload(args).get("global_batch")
-        workload = (
-            ServeWorkload(context=args.seq_len)
-            if plan.mode == "serve"
-            else workload_for_plan(plan, seq_len=args.seq_len, global_batch=batch)  # type: ignore[arg-type]
-        )
+        if plan.mode == "serve":
+            given = _serve_workload(args) if args.mode == "serve" else {}
+            workload = _validated_serve_workload(given or {"context": args.seq_len})
+        elif plan.workload is not None:  # type: ignore[union-attr]
+            _check_train_flags(args)
+            workload = _saved_workload(args, plan.workload)  # type: ignore[union-attr]
+        else:
+            _check_train_flags(args)
+            batch = _workload(args).get("global_batch")
+            workload = workload_for_plan(plan, seq_len=args.seq_len, global_batch=batch)  # type: ignore[arg-type,assignment]
         model = load_model(args.model or plan.model)
-        return make_job(plan, model=model, cluster=_cluster(args), workload=workload)  # type: ignore[arg-type]
+        cluster = _cluster(args)
+        if plan.num_gpus < cluster.num_accelerators and plan.mode == "train":  # type: ignore[attr-defined]
+            from contextlib import suppress
+
+            from planner.errors import InternalError
+            from planner.search.engine import sub_cluster
+
+            with suppress(InternalError):  # the plan's first GPUs of the cluster (--gpus, cost)
+                cluster = sub_cluster(cluster, plan.num_gpus)  # type: ignore[arg-type]
+        return make_job(plan, model=model, cluster=cluster, workload=workload)  # type: ignore[arg-type]
     if not (args.model and args.cluster):
         raise SpecError("export needs --plan FILE, or --model and --cluster to search")
+    if args.mode == "serve":
+        if args.format not in ("vllm", "sglang"):
+            raise SpecError(
+                f"--format {args.format} runs a training job; --mode serve exports to vllm or "
+                "sglang"
+            )
+        return _serve_export_job(args)
+    _check_train_flags(args)
     model, cluster, workload = load_model(args.model), _cluster(args), _workload(args)
-    config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
+    config = SolverConfig(
+        solver=args.solver, time_limit_s=args.time_limit, top=1, objective=args.objective
+    )
     fix = _parse_fix(args.fix)
     result = search(
         model=model,  # type: ignore[arg-type]
@@ -454,6 +491,68 @@ def _export_job(args: argparse.Namespace) -> object:
     )
     train = TrainWorkload(**workload)  # type: ignore[arg-type]
     return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
+
+
+_WORKLOAD_FLAGS = {
+    "seq_len": "--seq-len",
+    "global_batch": "--global-batch",
+    "grad_reduce_dtype": "--grad-reduce",
+    "sequence_parallel": "--no-sequence-parallel",
+    "tp_comm_overlap": "--no-tp-overlap",
+    "recompute_modules": "--recompute-modules",
+    "recompute_num_layers": "--recompute-num-layers",
+    "moe_dispatch_dedup": "--moe-dispatcher",
+    "ep_comm_overlap": "--ep-overlap",
+    "moe_host_sync": "--moe-cuda-graphs",
+}
+"""TrainWorkload field -> the flag that sets it."""
+
+
+def _saved_workload(args: argparse.Namespace, saved: object) -> object:
+    """The workload a saved plan records; a workload flag given with ``--plan`` must say the
+    same (the plan was scored on it: another would export settings it did not predict)."""
+    from planner.errors import SpecError
+
+    given = _workload(args)
+    typed = set(getattr(args, "argv", []))
+    for key, value in given.items():
+        flag = _WORKLOAD_FLAGS.get(key, key)
+        if key == "precision" or (key in ("seq_len", "global_batch") and not any(
+            t.startswith(flag) for t in typed
+        )):  # fmt: skip
+            continue  # precision comes from the plan's layout; defaults were not typed
+        if getattr(saved, key) != value:
+            raise SpecError(
+                f"the plan was made with {key} {getattr(saved, key)!s}, not {value!s}: drop "
+                f"{flag} (a saved plan records its workload) or re-run the search"
+            )
+    return saved
+
+
+def _validated_serve_workload(fields: dict[str, object]) -> object:
+    from planner.catalog.io import validate_spec
+    from planner.specs.workload import ServeWorkload
+
+    return validate_spec(ServeWorkload, {"mode": "serve", **fields}, where="serving workload")
+
+
+def _serve_export_job(args: argparse.Namespace) -> object:
+    """``export --mode serve``: the best plan of ``search --mode serve`` with the same flags."""
+    from planner.api import load_model, serve_search
+    from planner.report.export import make_job
+    from planner.specs.solver_config import SolverConfig
+
+    model, cluster = load_model(args.model), _cluster(args)
+    workload = _validated_serve_workload(_serve_workload(args))
+    config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
+    result = serve_search(
+        model=model,
+        cluster=cluster,
+        workload=workload,
+        fix=_parse_fix(args.fix),
+        config=config,  # type: ignore[arg-type]
+    )
+    return make_job(result.best, model=model, cluster=cluster, workload=workload)  # type: ignore[arg-type]
 
 
 SAVED_PLAN_REL_TOL = 1e-3
@@ -505,7 +604,15 @@ def _check_saved_plan(job: object) -> None:
             f"the plan's layout {layout.short()} does not fit (peak {memory.peak_gib:.4g} GiB of "
             f"{memory.capacity_gib:.4g}): there is nothing to export"
         )
-    again = estimate(model=job.model, cluster=cluster, layout=layout, workload=job.workload)  # type: ignore[attr-defined]
+    split = plan.pipeline_split
+    config = {"stage_split": "even"} if split is None or split.method == "even" else None
+    again = estimate(
+        model=job.model,
+        cluster=cluster,
+        layout=layout,
+        workload=job.workload,
+        config=config,  # type: ignore[attr-defined]
+    )
     if not again.fits:
         reason = not_fitting_reason(again, job.model, cluster, job.workload)  # type: ignore[attr-defined]
         raise SpecError(f"the plan's layout {layout.short()} does not fit: {reason}")

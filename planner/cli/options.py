@@ -82,7 +82,9 @@ def time_limit(text: str) -> float:
     """Seconds for one solve: a finite number > 0 and at most an hour."""
     value = positive_float(text)
     if value > MAX_TIME_LIMIT_S:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} s exceeds the {MAX_TIME_LIMIT_S:g} s limit")
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} s exceeds the {MAX_TIME_LIMIT_S:g} s limit"
+        )
     return value
 
 
@@ -102,7 +104,9 @@ def _add_cluster_edits(p: argparse.ArgumentParser) -> None:
     g.add_argument("--domain-size", type=positive_int, help="accelerators per scale-up domain")
     g.add_argument("--price-per-gpu-hour", type=positive_float, help="USD per accelerator-hour")
     g.add_argument(
-        "--hbm-gb", type=positive_float, help="HBM per accelerator, GB as on the spec sheet (1-4096)"
+        "--hbm-gb",
+        type=positive_float,
+        help="HBM per accelerator, GB as on the spec sheet (1-4096)",
     )
     g.add_argument("--hbm-tbps", type=positive_float, help="HBM bandwidth, TB/s (0.1-100)")
     g.add_argument(
@@ -337,7 +341,8 @@ def _add_placement(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--placement",
         metavar="FILE",
-        help="write the rank placement: FILE (.csv, else JSON lines) and FILE.hostfile",
+        help="write the rank placement: FILE (.csv, else JSON lines) and FILE.hostfile "
+        "(ranks.csv -> ranks.csv.hostfile)",
     )
     p.add_argument(
         "--cluster-state",

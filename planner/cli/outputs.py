@@ -38,7 +38,7 @@ def output_targets(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
     if placement is not None:
         path = Path(placement)
         yield "--placement", path
-        yield "--placement", path.with_suffix(".hostfile")
+        yield "--placement", path.with_name(path.name + ".hostfile")  # placement_file.hostfile_path
     for report in getattr(args, "report", None) or []:
         yield "--report", Path(report)
     if getattr(args, "out", None) is not None:
@@ -130,7 +130,9 @@ def _unwritable(target: Path, folder: Path) -> str | None:
     if target.exists() and not target.resolve().is_file():  # a device, a FIFO, a socket
         return "exists and is not a regular file; name a new or regular file"
     if _in_catalog(target):
-        return "is inside the planner's catalog (models, topologies, validation rows); write elsewhere"
+        return (
+            "is inside the planner's catalog (models, topologies, validation rows); write elsewhere"
+        )
     if not folder.is_dir():
         return f"the folder '{folder}' does not exist"
     if not os.access(folder, os.W_OK | os.X_OK):

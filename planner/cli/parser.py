@@ -265,7 +265,14 @@ def _add_export(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
     )
     export.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
+    export.add_argument(
+        "--objective",
+        choices=("time", "cost", "energy", "latency"),
+        default="time",
+        help="what the search minimises, as for search (serve: throughput or latency)",
+    )
     _add_placement(export)
+    _add_serve(export)
 
 
 def _add_schema(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -17,6 +17,25 @@ from planner.specs.workload import TrainWorkload
 from planner.units import US
 
 
+def expert_load_factor(workload: TrainWorkload) -> float:
+    """Tokens the busiest expert rank processes over its balanced share.
+
+    Dropless routing (``moe_capacity_factor`` None): the routing imbalance,
+    ``expert_load_imbalance``. Capacity-padded experts (GShard, Lepikhin et al. 2020, arXiv
+    2006.16668 section 2.2; Switch Transformer, Fedus et al. 2021, section 2.2): every expert
+    runs exactly capacity = factor x balanced tokens (overflow dropped, the rest padded), so the
+    factor, whatever the routing.
+
+    >>> expert_load_factor(TrainWorkload(expert_load_imbalance=1.3))
+    1.3
+    >>> expert_load_factor(TrainWorkload(expert_load_imbalance=1.3, moe_capacity_factor=1.0))
+    1.0
+    """
+    if workload.moe_capacity_factor is not None:
+        return workload.moe_capacity_factor
+    return workload.expert_load_imbalance
+
+
 def ep_comm_per_microbatch(
     model: ModelSpec,
     workload: TrainWorkload,
@@ -28,7 +47,8 @@ def ep_comm_per_microbatch(
 ) -> float:
     """EP all-to-all: dispatch and combine, forward and backward (and the recomputed forward
     under full recomputation or the ``moe`` recompute module), per MoE layer, scaled by the
-    expert load imbalance (the busiest rank sets the pace).
+    expert load factor (:func:`expert_load_factor`: the busiest rank sets the pace, and padded
+    experts send their padding).
 
     Each rank sends the (ep - 1)/ep remote share of its top-k routed copies (B T k D bf16
     values) over the group's bottleneck link (NCCL all-to-all, Megatron's alltoall dispatcher).
@@ -40,7 +60,7 @@ def ep_comm_per_microbatch(
     if moe is None or ep.size == 1:
         return 0.0
     tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
-    per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * workload.expert_load_imbalance
+    per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * expert_load_factor(workload)
     if ep.num_domains > 1 and workload.moe_dispatch_dedup:
         crossing = per_copy * routed_copies_crossing_domains(moe.top_k, ep.num_domains)
         one_way = crossing / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s

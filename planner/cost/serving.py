@@ -167,7 +167,9 @@ def kv_bytes_per_sequence_per_gpu(
     return kv_bytes_per_sequence(model, kv_format, context) * share * stage
 
 
-def linear_formats(model: ModelSpec, weight_format: NumberFormat) -> tuple[NumberFormat, NumberFormat]:
+def linear_formats(
+    model: ModelSpec, weight_format: NumberFormat
+) -> tuple[NumberFormat, NumberFormat]:
     """(non-expert, routed-expert) formats of the linear weights served in ``weight_format``:
     both ``weight_format``, except when it is the checkpoint's own format and the checkpoint
     quantises only its experts (gpt-oss MXFP4: attention, router and dense layers stay BF16).
@@ -402,7 +404,9 @@ def decode_hbm_floor_s(
         model, layout.precision, layout, tokens=sequences, skew=skew
     )
     per_rank = max(sequences / layout.attention_dp, min(sequences, 1.0))
-    kv = per_rank * kv_bytes_per_sequence_per_gpu(
-        model, layout.kv_precision, max(1, round(context)), layout
-    ) * layout.pp
+    kv = (
+        per_rank
+        * kv_bytes_per_sequence_per_gpu(model, layout.kv_precision, max(1, round(context)), layout)
+        * layout.pp
+    )
     return (weights + kv) / hbm_bytes_per_s

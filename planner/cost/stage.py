@@ -21,7 +21,12 @@ from planner.cost.compute import (
     logits_flops_per_token,
     matmul_time,
 )
-from planner.cost.expert import ep_comm_per_microbatch, ep_exposed_per_microbatch, moe_sync_time
+from planner.cost.expert import (
+    ep_comm_per_microbatch,
+    ep_exposed_per_microbatch,
+    expert_load_factor,
+    moe_sync_time,
+)
 from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
@@ -252,7 +257,9 @@ def save_list_recompute_time(
         for name in {g.name for g in gemms}:
             share = unsaved_output_share(model, name, saved)
             if share:
-                one = _layer_linear_time(model, tokens, moe_layer, degrees, rates, frozenset({name}))
+                one = _layer_linear_time(
+                    model, tokens, moe_layer, degrees, rates, frozenset({name})
+                )
                 time += count * share * one[0]
     return time
 
@@ -695,9 +702,10 @@ def microbatch_time(
     recomputed_moe = None
     if contents.recomputed is not None and layout.recompute is Recompute.FULL:
         recomputed_moe = table.sum("moe_layers", contents.recomputed)
-    if model.moe is not None and workload.expert_load_imbalance > 1.0:
+    load = expert_load_factor(workload)
+    if model.moe is not None and load != 1.0:
         share = num_moe / max(num_layers, 1)
-        factor = 1.0 + share * (workload.expert_load_imbalance - 1.0)
+        factor = 1.0 + share * (load - 1.0)
         forward, backward = forward * factor, backward * factor
     ep_comm = ep_comm_per_microbatch(
         model, workload, layout, num_moe, domains["ep"], recomputed_moe_layers=recomputed_moe

@@ -135,9 +135,7 @@ def _first_heaviest_middle_stage(model: ModelSpec, pp: int, seq_len: int) -> int
     return -max(weights)[1]
 
 
-def pipeline_bubble_time(
-    workload: TrainWorkload, layout: Layout, slowest: MicrobatchTime
-) -> float:
+def pipeline_bubble_time(workload: TrainWorkload, layout: Layout, slowest: MicrobatchTime) -> float:
     """Idle time of the slowest stage per step: (pp - 1)/v micro-batch times under 1F1B and its
     interleaved form (Narayanan et al. SC'21, section 2.2), or DualPipe's
     (:func:`planner.cost.pipeline.dualpipe_bubble_time`)."""

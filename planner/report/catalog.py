@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from planner.catalog import (
     load_accelerator,
@@ -14,6 +15,7 @@ from planner.catalog import (
 )
 from planner.cost.params import active_params, total_params
 from planner.report.quote import terminal_lines
+from planner.report.width import COLUMNS
 from planner.specs.cluster import ClusterSpec
 from planner.topology.metrics import topology_summary
 from planner.units import GB
@@ -76,15 +78,15 @@ def systems_listing(*, as_json: bool) -> str:
         )
     if as_json:
         return json.dumps({"systems": rows}, indent=2)
-    lines = [
-        f"{'system':<14} {'accelerator':<11} {'kind':<11} {'domain':>6} {'unit':>4} "
-        f"{'HBM GB':>7} {'BF16 TF':>8} {'scale-up/dir':>12}  {'NIC/accel':<16} example"
+    lines = [  # within 100 columns
+        f"{'system':<12} {'accel':<9} {'kind':<11} {'domain':>6} {'unit':>4} "
+        f"{'HBM GB':>6} {'BF16 TF':>7} {'up GB/s':>7} {'NIC/accel':<15} example"
     ]
     for r in rows:
         lines.append(
-            f"{r['system']:<14} {r['accelerator']:<11} {r['kind']:<11} {r['domain_size']:>6} "
-            f"{r['unit_size']:>4} {r['hbm_GB']:>7g} {r['bf16_TFLOP_per_s']:>8g} "
-            f"{r['scale_up_GB_per_s']:>5g} GB/s  {r['nic']:<16} {r['example']}"
+            f"{r['system']:<12} {r['accelerator']:<9} {r['kind']:<11} {r['domain_size']:>6} "
+            f"{r['unit_size']:>4} {r['hbm_GB']:>6g} {r['bf16_TFLOP_per_s']:>7g} "
+            f"{r['scale_up_GB_per_s']:>7g} {r['nic']:<15} {r['example']}"
         )
     lines.append(
         "cluster names: <system>x<N accelerators>, e.g. hgx_b200x16, gb200_nvl72x144, tpu_v5p_8x8x16"
@@ -120,6 +122,67 @@ def cluster_summary(cluster: ClusterSpec, *, as_json: bool) -> str:
     }
     if as_json:
         return json.dumps(data, indent=2)
-    topology = data.pop("topology")
-    lines = [f"{k:<36} {v}" for k, v in data.items()]
-    return terminal_lines([*lines, *(f"{'topology.' + k:<36} {v}" for k, v in topology.items())])
+    return terminal_lines(cluster_summary_lines(cluster, data), width=COLUMNS)
+
+
+def _row(label: str, value: object) -> str:
+    return f"  {label:<24} {value}"
+
+
+def cluster_summary_lines(cluster: ClusterSpec, data: dict[str, Any]) -> list[str]:
+    """``layout show`` as text: the JSON's figures in sections, with units, one per line."""
+    acc, system, fabric = cluster.accelerator, cluster.system, cluster.fabric
+    topo: dict[str, Any] = data["topology"]
+    peaks = ", ".join(f"{k} {v:,g}" for k, v in data["peak_TFLOP_per_s"].items())
+    shape = (
+        "" if cluster.slice_shape is None else ", slice " + "x".join(map(str, cluster.slice_shape))
+    )
+    nodes = ", ".join(f"{v:,} {k}" for k, v in topo["nodes"].items())
+    domain = f"{system.domain_size}-accelerator domain, {system.unit_size}-accelerator unit"
+    spread = (
+        f"{cluster.num_accelerators:,} in {cluster.num_domains:,} domain(s) of "
+        f"{cluster.accelerators_per_domain}{shape}, {cluster.num_nodes:,} node(s)"
+    )
+    lines = [
+        f"cluster : {cluster.describe()}",
+        _row("system", f"{system.name} ({system.kind}, {domain})"),
+        _row("accelerators", spread),
+        "accelerator:",
+        _row("name", acc.name),
+        _row("HBM", f"{acc.hbm_GB:g} GB, {acc.hbm_bandwidth_GB_per_s / 1e3:g} TB/s"),
+        _row("dense peak, TFLOP/s", peaks),
+        _row("price", f"${cluster.price_per_gpu_hour_usd:g} per accelerator-hour"),
+        "network (per accelerator, per direction):",
+    ]
+    for tier in topo["tiers"]:
+        link = f"{tier['GB_per_s_per_accelerator']:,g} GB/s over {tier['kind']}"
+        detail = f"{tier['latency_us']:g} us, efficiency {tier['efficiency']:g}"
+        lines.append(_row(str(tier["tier"]).replace("_", "-"), f"{link}, {detail}"))
+    wiring = f"{topo['wiring']}, {fabric.oversubscription:g}:1 oversubscription"
+    units = f"{topo['planes']} plane(s), {topo['num_scalable_units']} scalable unit(s)"
+    lines.append(_row("wiring", f"{wiring}, {units}"))
+    if topo["spine"]:
+        lines.append(_row("spine", topo["spine"]))
+    ring = topo["ring_in_domain_GB_per_s_per_accelerator"]
+    lines.append(_row("ring inside a domain", f"{ring:,.1f} GB/s"))
+    if topo["ring_across_domains_bottleneck"]:
+        lines.append(_row("ring across domains", topo["ring_across_domains_bottleneck"]))
+    halves = (
+        f"scale-up {topo['bisection_scale_up_GB_per_s']:,.0f}, "
+        f"scale-out {topo['bisection_scale_out_GB_per_s']:,.0f}"
+    )
+    hops = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in topo["diameter_hops"].items())
+    lines += [
+        _row("bisection", f"{topo['bisection_GB_per_s']:,.0f} GB/s ({halves})"),
+        _row("diameter", f"{hops} hops"),
+        _row("graph", f"{nodes}; {topo['num_links']:,} links"),
+    ]
+    if topo["torus_wraparound"]:
+        wrap = ", ".join("yes" if w else "no" for w in topo["torus_wraparound"])
+        lines.append(_row("torus wrap-around", f"{wrap} (per axis)"))
+    lines += [
+        "totals:",
+        _row("BF16 dense peak", f"{data['total_bf16_PFLOP_per_s']:,.1f} PFLOP/s"),
+        _row("HBM", f"{data['total_hbm_TB']:,.1f} TB"),
+    ]
+    return lines

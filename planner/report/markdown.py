@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from planner.report.quote import markdown_cell, markdown_text, terminal_lines
+from planner.report.width import COLUMNS
 from planner.specs.result import Plan
 from planner.specs.scenarios import (
     Bottleneck,
@@ -179,6 +180,71 @@ def scenario_rows(result: WhatIfResult) -> list[list[str]]:
 
 SCENARIO_HEADER = ["scenario", "layout", "step", "tokens/s", "$/M tokens", "J/token", "bottleneck"]
 
+DETAIL_HEADER = [
+    "layout", "step", "tokens/s", "$/M tokens", "J/token", "memory GiB", "MFU", "bottleneck",
+]  # fmt: skip
+"""The report tables' columns after the scenario: step with its ± band, peak / usable memory
+per GPU, MFU (of the running format's peak when not bf16)."""
+
+
+def step_with_band(plan: Plan) -> str:
+    """'5.35 s ±14%' (no band when the plan has none)."""
+    band = "" if plan.uncertainty_pct is None else f" ±{plan.uncertainty_pct:.0f}%"
+    return f"{format_seconds(plan.step_time_s)}{band}"
+
+
+def short_mfu(plan: Plan) -> str:
+    """'48.8%' over the BF16 peak for bf16, '42.7% of fp8' over the running format's peak."""
+    fmt = str(plan.layout.precision)
+    if plan.mfu_precision_peak is None or fmt == "bf16":
+        return f"{100 * plan.mfu:.1f}%"
+    return f"{100 * plan.mfu_precision_peak:.1f}% of {fmt}"
+
+
+def memory_cell(plan: Plan) -> str:
+    """Peak / usable GiB per GPU."""
+    return f"{plan.memory.peak_gib:.1f} / {plan.memory.capacity_gib:.1f}"
+
+
+def detail_cells(scenario: Scenario) -> list[str]:
+    """The DETAIL_HEADER cells of a scenario (its status and reason when it has no plan)."""
+    if scenario.plan is None or scenario.economics is None:
+        return [f"{scenario.status}: {scenario.error or ''}", *[""] * (len(DETAIL_HEADER) - 1)]
+    p = scenario.plan
+    return [
+        p.layout.short(),
+        step_with_band(p),
+        f"{p.tokens_per_s:,.0f}",
+        money(scenario.economics.usd_per_million_tokens),
+        f"{scenario.economics.joules_per_token:.3g}",
+        memory_cell(p),
+        short_mfu(p),
+        short_bottleneck(scenario.bottleneck),
+    ]
+
+
+def runner_rows(scenario: Scenario) -> list[list[str]]:
+    """The scenario's best layout and runners-up: rank, layout, step, $/M tokens, why not."""
+    if scenario.plan is None:
+        return []
+    plans = [scenario.plan, *scenario.alternatives]
+    return [
+        [str(rank), p.layout.short(), step_with_band(p), money(p.usd_per_million_tokens),
+         p.why_not or "the best"]
+        for rank, p in enumerate(plans, start=1)
+    ]  # fmt: skip
+
+
+RUNNER_HEADER = ["#", "layout", "step", "$/M tokens", "why not"]
+
+
+def made_by(result: WhatIfResult) -> str:
+    """'Made by `layout whatif ...` (layout 0.1.0, 2026-12-02 01:25:22 UTC)'."""
+    command = result.command or "planner.whatif(...) (Python API)"
+    version = f"layout {result.version}" if result.version else "layout"
+    when = result.created.replace("T", " ").replace("+00:00", " UTC")
+    return f"{command} ({version}{', ' + when if when else ''})"
+
 
 def _seconds_or_dash(seconds: float) -> str:
     return format_seconds(seconds) if seconds > 0 else "-"
@@ -227,8 +293,18 @@ def whatif_markdown(result: WhatIfResult) -> str:
         f"{wl.global_batch}, {wl.precision}. Cost at the catalog price per GPU-hour; energy with "
         "every accelerator at TDP (an upper bound)."
     )
+    ok = [s for s in result.scenarios if s.plan is not None]
+    fastest = min(ok, key=lambda s: s.plan.step_time_s) if ok else None  # type: ignore[union-attr]
+    runners = (
+        ["", f"## Runners-up in {markdown_text(scenario_label(fastest))}", "",
+         *_table(RUNNER_HEADER, runner_rows(fastest))]
+        if fastest is not None and fastest.alternatives else []
+    )  # fmt: skip
     lines = [
         f"# What-if: {markdown_text(result.model)} on {markdown_text(result.cluster)}",
+        "",
+        f"Made by {markdown_text(made_by(result))}; {len(result.scenarios)} scenarios planned "
+        f"in {result.elapsed_s:.1f} s.",
         "",
         markdown_text(summary_sentence(result)),
         "",
@@ -236,7 +312,11 @@ def whatif_markdown(result: WhatIfResult) -> str:
         "",
         "## Scenarios",
         "",
-        *_table(SCENARIO_HEADER, scenario_rows(result)),
+        *_table(
+            ["scenario", *DETAIL_HEADER],
+            [[scenario_label(s), *detail_cells(s)] for s in result.scenarios],
+        ),
+        *runners,
         "",
         "## Where the time goes (exposed seconds per step)",
         "",
@@ -268,14 +348,64 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
+def short_bottleneck(neck: Bottleneck | None) -> str:
+    """The bottleneck for a terminal table: dimension, exposed time and the tier it runs on
+    ('DP 58 ms scale-out'); the link in words is in the reports and the JSON."""
+    if neck is None:
+        return "none exposed"
+    tier = "scale-up" if neck.within_domain else "scale-out"
+    return f"{neck.dimension.upper()} {format_seconds(neck.exposed_s)} {tier}"
+
+
+def terminal_scenario_table(result: WhatIfResult) -> tuple[str, list[str]]:
+    """The scenario table for a terminal: one column per knob (its value), the layout without
+    the words every scenario shares (returned, to print once), step time, tokens/s, $ per
+    million tokens and the bottleneck's dimension, time and tier; J/token and the link in words
+    are in ``--report`` and ``--json``."""
+    words = [s.plan.layout.short().split() for s in result.scenarios if s.plan is not None]
+    tails = [w[-3:] for w in words]  # recompute, ZeRO, precision
+    shared = tails[0] if tails and all(t == tails[0] for t in tails) else []
+    mbs = [w[-4] for w in words]
+    if shared and all(m == mbs[0] for m in mbs):
+        shared = [mbs[0], *shared]
+    rows = []
+    for s in result.scenarios:
+        knobs = [knob_text(s.vary[k]) for k in result.knobs]
+        if s.plan is None or s.economics is None:
+            rows.append([*knobs, f"{s.status}: {s.error or ''}", "", "", "", ""])
+            continue
+        layout = s.plan.layout.short().split()
+        kept = layout[: len(layout) - len(shared)] if shared else layout
+        rows.append(
+            [
+                *knobs,
+                " ".join(kept),
+                format_seconds(s.plan.step_time_s),
+                f"{s.plan.tokens_per_s:,.0f}",
+                money(s.economics.usd_per_million_tokens),
+                short_bottleneck(s.bottleneck),
+            ]
+        )
+    header = [*result.knobs, "layout", "step", "tokens/s", "$/M tok", "bottleneck"]
+    note = f"every layout: {' '.join(shared)}" if shared else ""
+    return note, _aligned(header, rows)
+
+
 def whatif_text(result: WhatIfResult) -> str:
-    """The terminal answer of ``layout whatif``."""
-    lines = [f"cluster : {result.cluster_description}", "", summary_sentence(result), ""]
-    lines += _aligned(SCENARIO_HEADER, scenario_rows(result))
+    """The terminal answer of ``layout whatif`` (prose wrapped at 100 columns; the table as
+    :func:`terminal_scenario_table` writes it)."""
+    prose = [f"cluster : {result.cluster_description}", "", summary_sentence(result), ""]
+    note, table = terminal_scenario_table(result)
+    if note:
+        prose.append(note)
     runs = run_rows(result)
     if runs:
-        lines += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
-    return terminal_lines(lines)
+        table += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
+    return (
+        terminal_lines(prose, width=COLUMNS)
+        + "\n"
+        + terminal_lines(line.rstrip() for line in table)
+    )
 
 
 def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str, str]]:
@@ -295,6 +425,15 @@ def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str,
     return rows
 
 
+def mfu_cell(plan: Plan) -> str:
+    """MFU for a table cell: over the BF16 peak for bf16; else over the running format's peak,
+    the BF16-convention figure labelled ('26.1% of nvfp4 peak (BF16-eq. 104.3%)')."""
+    fmt = str(plan.layout.precision)
+    if plan.mfu_precision_peak is None or fmt == "bf16":
+        return f"{100 * plan.mfu:.1f}%"
+    return f"{100 * plan.mfu_precision_peak:.1f}% of {fmt} peak (BF16-eq. {100 * plan.mfu:.1f}%)"
+
+
 def migrate_text(result: MigrateResult) -> str:
     """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
     before, after = result.from_plan, result.to_plan
@@ -307,7 +446,7 @@ def migrate_text(result: MigrateResult) -> str:
             f"{before.tokens_per_s_per_gpu:,.0f}",
             f"{after.tokens_per_s_per_gpu:,.0f}",
         ),
-        ("MFU", f"{100 * before.mfu:.1f}%", f"{100 * after.mfu:.1f}%"),
+        ("MFU", mfu_cell(before), mfu_cell(after)),
         ("memory peak", mem(before), mem(after)),
         *_economics_rows(result.from_economics, result.to_economics),
     ]
@@ -327,4 +466,4 @@ def migrate_text(result: MigrateResult) -> str:
         f"old layout on new: {result.old_layout_note}",
     ]
     lines += [f"warning : {w}" for w in dict.fromkeys(before.warnings + after.warnings)]
-    return terminal_lines(lines)
+    return terminal_lines(lines, width=COLUMNS)

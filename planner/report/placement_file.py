@@ -169,12 +169,24 @@ def placement_files(
     path: str | Path, plan: Plan, cluster: ClusterSpec, *, state: ClusterState | None = None
 ) -> dict[Path, str]:
     """What ``--placement PATH`` writes: the per-rank table (CSV when PATH ends in ``.csv``,
-    else JSON lines) and ``PATH`` with suffix ``.hostfile``; after checking the domains.
-    ``state``: the ranks go where the CP-SAT placement on the free accelerators put them."""
+    else JSON lines) and :func:`hostfile_path` (``PATH.hostfile``: ``ranks.csv`` and
+    ``ranks.jsonl`` get hostfiles of their own); after checking the domains. ``state``: the
+    ranks go where the CP-SAT placement on the free accelerators put them."""
     target = Path(path)
     if target.suffix == ".hostfile":
         raise SpecError(f"--placement {target}: use a .csv or .jsonl name (the hostfile is added)")
     records = placement_records(plan, cluster, state=state)
     check_domains(plan, records)
     table = placement_csv(records) if target.suffix == ".csv" else placement_jsonl(records)
-    return {target: table, target.with_suffix(".hostfile"): hostfile(plan, records)}
+    return {target: table, hostfile_path(target): hostfile(plan, records)}
+
+
+def hostfile_path(path: str | Path) -> Path:
+    """The hostfile written beside the placement table ``path``: its whole name plus
+    ``.hostfile``, so that a CSV and a JSON-lines table of one stem do not share one.
+
+    >>> hostfile_path("out/ranks.csv").as_posix(), hostfile_path("ranks.jsonl").name
+    ('out/ranks.csv.hostfile', 'ranks.jsonl.hostfile')
+    """
+    target = Path(path)
+    return target.with_name(target.name + ".hostfile")

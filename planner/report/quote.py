@@ -41,10 +41,17 @@ def terminal_text(text: str) -> str:
     return printable(text)
 
 
-def terminal_lines(lines: Iterable[str]) -> str:
+def terminal_lines(lines: Iterable[str], width: int | None = None) -> str:
     """The lines of a text report joined by newlines, each made one terminal line first: one
-    output line per intended line, and no escape byte anywhere."""
-    return "\n".join(terminal_text(line) for line in lines)
+    output line per intended line, and no escape byte anywhere. With ``width``, a longer line
+    is then broken between words into indented continuation lines (planner.report.width), so
+    no continuation can start with a label."""
+    quoted = [terminal_text(line) for line in lines]
+    if width is not None:
+        from planner.report.width import wrap_all
+
+        quoted = wrap_all(quoted, width)
+    return "\n".join(quoted)
 
 
 def comment_text(text: str) -> str:

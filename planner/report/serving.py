@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from planner.report.quote import terminal_lines, terminal_text
 from planner.report.text import band_text
+from planner.report.width import COLUMNS
 from planner.specs.result import DisaggregatedPlan, ServePlan, ServeSearchResult, TargetCheck
 from planner.units import KiB, format_seconds
 
@@ -154,9 +155,7 @@ def serve_plan_lines(plan: ServePlan) -> list[str]:
     for key, words in TERM_WORDS.items():
         value = plan.breakdown_s.get(key, 0.0)
         if value > 0:
-            lines.append(
-                f"  {words:<27} {format_seconds(value):>10}  {100 * value / total:5.1f}%"
-            )
+            lines.append(f"  {words:<27} {format_seconds(value):>10}  {100 * value / total:5.1f}%")
     lines += [f"warning    : {w}" for w in plan.warnings]
     return [terminal_text(line) for line in lines]  # names come from user files: one line each
 
@@ -203,9 +202,9 @@ def serve_search_text(result: ServeSearchResult) -> str:
         + f"; {result.solver.objective}; {result.solver.name} {result.solver.status} "
         f"in {result.search_time_s:.2f} s"
     )
-    return terminal_lines([terminal_text(line) for line in lines])
+    return terminal_lines([terminal_text(line) for line in lines], width=COLUMNS)
 
 
 def serve_estimate_text(plan: ServePlan) -> str:
     """The terminal answer of ``layout estimate --mode serve``."""
-    return terminal_lines(serve_plan_lines(plan))
+    return terminal_lines(serve_plan_lines(plan), width=COLUMNS)

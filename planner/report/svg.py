@@ -19,6 +19,8 @@ TOP = 34
 """Space above the first row for the title (px)."""
 CHAR_PX = 6.6
 """Approximate width of one character of 12 px sans-serif text (for label columns)."""
+TITLE_CHAR_PX = 8.2
+"""Approximate width of one character of a 14 px bold title."""
 BAR_COLOR = "#3b6ea5"
 NO_DATA = "#b0b0b0"
 TERM_COLORS: dict[str, str] = {
@@ -71,16 +73,22 @@ def bar_chart(
     value_format: Formatter,
     color: str = BAR_COLOR,
     width: int = WIDTH,
+    axis_label: str = "",
 ) -> str:
-    """Horizontal bars, one per label; a None value is drawn as 'no plan'.
+    """Horizontal bars, one per label, over a value axis with ticks and gridlines; a None
+    value is drawn as 'no plan'.
 
     >>> "<rect" in bar_chart(["a"], [1.0], title="t", value_format=str)
     True
     """
     label_w = _label_width(labels)
     bar_w = width - label_w - 70
-    peak = max((v for v in values if v is not None), default=0.0) or 1.0
-    parts = _open(TOP + ROW * len(labels) + 8, title, width)
+    ticks = nice_ticks(0.0, max((v for v in values if v is not None), default=0.0) or 1.0, 4)
+    peak = ticks[-1]
+    bottom = TOP + ROW * len(labels) + 4
+    parts = _open(bottom + AXIS_SPACE, title, width)
+    parts += _x_axis(label_w, label_w + bar_w, bottom, ticks, lambda v: label_w + bar_w * v / peak,
+                     top=TOP, label=axis_label or title, fmt=value_format)  # fmt: skip
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         y = TOP + i * ROW
         parts.append(_row_label(y, label_w, label))
@@ -115,16 +123,22 @@ def stacked_bar_chart(
     *,
     title: str,
     value_format: Formatter,
+    axis_label: str = "",
 ) -> str:
     """Horizontal stacked bars: ``series`` is (name, one value per label, colour); the legend
-    sits under the title. Rows whose values are all None are drawn as 'no plan'."""
+    sits under the title, a value axis with ticks and gridlines under the bars. Rows whose
+    values are all None are drawn as 'no plan'."""
     label_w = _label_width(labels)
     bar_w = WIDTH - label_w - 90
     totals = [sum(s[1][i] or 0.0 for s in series) for i in range(len(labels))]
-    peak = max(totals, default=0.0) or 1.0
+    ticks = nice_ticks(0.0, max(totals, default=0.0) or 1.0, 4)
+    peak = ticks[-1]
     top = TOP + 18
-    parts = _open(top + ROW * len(labels) + 8, title)
+    bottom = top + ROW * len(labels) + 4
+    parts = _open(bottom + AXIS_SPACE, title)
     parts += _legend([(name, color) for name, _, color in series], TOP + 4, label_w)
+    parts += _x_axis(label_w, label_w + bar_w, bottom, ticks, lambda v: label_w + bar_w * v / peak,
+                     top=top, label=axis_label or title, fmt=value_format)  # fmt: skip
     for i, label in enumerate(labels):
         y = top + i * ROW
         parts.append(_row_label(y, label_w, label))
@@ -203,25 +217,267 @@ def degree_grid(
     return "\n".join(parts)
 
 
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values (1, 2 or 5 x 10^k apart) covering [low, high].
+# --- axes, scatter and heatmap ------------------------------------------------------------------
 
-    >>> nice_ticks(0, 97)
-    [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
-    >>> nice_ticks(3, 3)
-    [3.0]
+AXIS_COLOR = "#57606a"
+GRID_COLOR = "#e1e4e8"
+AXIS_SPACE = 40
+"""Height under a chart for the value axis: tick labels and the axis label (px)."""
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values (1, 2 or 5 times a power of ten apart) covering [low, high].
+
+    >>> nice_ticks(0, 9.3)
+    [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    >>> nice_ticks(0.43, 0.61, 4)
+    [0.4, 0.45, 0.5, 0.55, 0.6, 0.65]
     """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return [0.0, 1.0]
     if high <= low:
-        return [float(low)]
-    raw = (high - low) / count
+        high = low + (abs(low) or 1.0)
+    raw = (high - low) / max(1, count)
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.floor(low / step) * step
-    ticks, value = [], first
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    start = float(math.floor(low / step) * step)
+    ticks, value = [], start
     while value < high + step * 0.999:
-        ticks.append(float(round(value, 10)))
+        ticks.append(round(float(value), 12))
         value += step
     return ticks
+
+
+def compact(value: float) -> str:
+    """A tick label: 3 significant digits with k/M suffixes (``12.5k``, ``1.2M``, ``0.05``).
+
+    >>> compact(12500), compact(0.05), compact(2e6), compact(0.0)
+    ('12.5k', '0.05', '2M', '0')
+    """
+    size = abs(value)
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if size >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def _x_axis(
+    x0: float, x1: float, y: float, ticks: Sequence[float], to_x: Callable[[float], float],
+    *, top: float, label: str, fmt: Formatter = compact,
+) -> list[str]:  # fmt: skip
+    """Vertical gridlines from ``top`` to ``y``, the axis line at ``y``, tick labels and the
+    axis label under it."""
+    parts = [f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="{AXIS_COLOR}"/>']
+    for tick in ticks:
+        x = to_x(tick)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{y:.1f}" stroke="{GRID_COLOR}"/>'
+        )
+        parts.append(f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{x:.1f}" y2="{y + 4:.1f}" '
+                     f'stroke="{AXIS_COLOR}"/>')  # fmt: skip
+        parts.append(
+            f'<text x="{x:.1f}" y="{y + 16:.1f}" text-anchor="middle" fill="{AXIS_COLOR}">'
+            f"{html_text('0' if tick == 0 else fmt(tick))}</text>"
+        )
+    parts.append(
+        f'<text x="{(x0 + x1) / 2:.1f}" y="{y + 32:.1f}" text-anchor="middle">'
+        f"{html_text(label)}</text>"
+    )
+    return parts
+
+
+def _y_axis(
+    x: float, y0: float, y1: float, ticks: Sequence[float], to_y: Callable[[float], float],
+    *, right: float, label: str, fmt: Formatter = compact,
+) -> list[str]:  # fmt: skip
+    """Horizontal gridlines from ``x`` to ``right``, the axis line at ``x``, tick labels to its
+    left and the axis label turned along it."""
+    parts = [f'<line x1="{x:.1f}" y1="{y0:.1f}" x2="{x:.1f}" y2="{y1:.1f}" stroke="{AXIS_COLOR}"/>']
+    for tick in ticks:
+        y = to_y(tick)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" stroke="{GRID_COLOR}"/>'
+        )
+        parts.append(f'<line x1="{x - 4:.1f}" y1="{y:.1f}" x2="{x:.1f}" y2="{y:.1f}" '
+                     f'stroke="{AXIS_COLOR}"/>')  # fmt: skip
+        parts.append(
+            f'<text x="{x - 7:.1f}" y="{y + 4:.1f}" text-anchor="end" fill="{AXIS_COLOR}">'
+            f"{html_text(fmt(tick))}</text>"
+        )
+    mid = (y0 + y1) / 2
+    parts.append(
+        f'<text x="12" y="{mid:.1f}" text-anchor="middle" transform="rotate(-90 12 {mid:.1f})">'
+        f"{html_text(label)}</text>"
+    )
+    return parts
+
+
+class Point:
+    """One scatter point: its label, coordinates and how it is drawn."""
+
+    def __init__(self, label: str, x: float, y: float, *, mark: str = "") -> None:
+        self.label, self.x, self.y, self.mark = label, x, y, mark
+
+
+def pareto_front(points: Sequence[Point]) -> list[int]:
+    """Indices of the points no other point beats on both axes (lower x, higher y), by x.
+
+    >>> pareto_front([Point("a", 1, 1), Point("b", 2, 3), Point("c", 3, 2), Point("d", 1, 2)])
+    [3, 1]
+    """
+    front = []
+    for i, p in enumerate(points):
+        beaten = any(
+            (q.x <= p.x and q.y >= p.y) and (q.x < p.x or q.y > p.y)
+            for j, q in enumerate(points) if j != i
+        )  # fmt: skip
+        if not beaten:
+            front.append(i)
+    return sorted(front, key=lambda i: (points[i].x, -points[i].y))
+
+
+def scatter_chart(
+    points: Sequence[Point],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    width: int = 520,
+    height: int = 340,
+    x_format: Formatter = compact,
+    y_format: Formatter = compact,
+) -> str:
+    """Points on linear axes with ticks and gridlines; the Pareto front (lower x, higher y) is
+    joined by a line, and points with a ``mark`` ('winner', 'cheapest') are drawn larger and
+    labelled.
+
+    >>> svg = scatter_chart([Point("a", 1, 2, mark="winner")], title="t", x_label="x", y_label="y")
+    >>> "<circle" in svg and "winner" in svg
+    True
+    """
+    left, right, top, bottom = 64.0, width - 16.0, TOP + 8.0, height - 44.0
+    xs, ys = [p.x for p in points] or [0.0], [p.y for p in points] or [0.0]
+    x_ticks = nice_ticks(min(xs), max(xs), 5)
+    y_ticks = nice_ticks(min(ys), max(ys), 5)
+    x_lo, x_hi, y_lo, y_hi = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
+
+    def to_x(v: float) -> float:
+        return left + (right - left) * (v - x_lo) / ((x_hi - x_lo) or 1.0)
+
+    def to_y(v: float) -> float:
+        return bottom - (bottom - top) * (v - y_lo) / ((y_hi - y_lo) or 1.0)
+
+    parts = _open(height, title, width)
+    parts += _y_axis(left, top, bottom, y_ticks, to_y, right=right, label=y_label, fmt=y_format)
+    parts += _x_axis(left, right, bottom, x_ticks, to_x, top=top, label=x_label, fmt=x_format)
+    front = pareto_front(points)
+    if len(front) > 1:
+        path = " ".join(f"{to_x(points[i].x):.1f},{to_y(points[i].y):.1f}" for i in front)
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{BAR_COLOR}" stroke-width="1.5" '
+            'stroke-dasharray="4 3"/>'
+        )
+    for i, p in enumerate(points):
+        on_front = i in front
+        radius, fill = (7, "#d1242f") if p.mark else (4.5, BAR_COLOR if on_front else "#9fb6d4")
+        parts.append(
+            f'<circle cx="{to_x(p.x):.1f}" cy="{to_y(p.y):.1f}" r="{radius}" fill="{fill}" '
+            f'stroke="#ffffff" stroke-width="1"><title>{html_text(p.label)}: '
+            f"{html_text(x_format(p.x))}, {html_text(y_format(p.y))}</title></circle>"
+        )
+    for p in points:
+        if p.mark:
+            anchor = "end" if to_x(p.x) > (left + right) / 2 else "start"
+            dx = -10 if anchor == "end" else 10
+            parts.append(
+                f'<text x="{to_x(p.x) + dx:.1f}" y="{to_y(p.y) + 4:.1f}" text-anchor="{anchor}" '
+                f'font-weight="bold" fill="#d1242f">{html_text(p.mark)}</text>'
+            )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _ramp(fraction: float) -> tuple[str, str]:
+    """(fill, text colour) on a light-to-dark blue ramp for ``fraction`` in [0, 1]."""
+    low, high = (239, 243, 255), (8, 69, 148)
+    red, green, blue = (round(a + (b - a) * fraction) for a, b in zip(low, high, strict=True))
+    return f"rgb({red},{green},{blue})", ("#ffffff" if fraction > 0.55 else "#1f2328")
+
+
+def heatmap(
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    *,
+    title: str,
+    row_title: str,
+    col_title: str,
+    value_format: Formatter,
+    best: tuple[int, int] | None = None,
+    scale: tuple[float, float] | None = None,
+    cell_w: float = 72.0,
+) -> str:
+    """A table of coloured cells (rows x columns), each with its value; darker is larger on
+    the ``scale`` (default: this grid's range), ``best`` outlined. None cells read 'no plan'.
+
+    >>> svg = heatmap(["a"], ["x", "y"], [[1.0, None]], title="t", row_title="r",
+    ...               col_title="c", value_format=str, best=(0, 0))
+    >>> svg.count("<rect") >= 2 and "no plan" in svg
+    True
+    """
+    cell_h = 26.0
+    label_w = max(_label_width(row_labels), 12 + CHAR_PX * len(row_title))
+    top = TOP + 34.0
+    width = int(label_w + cell_w * len(col_labels) + 12)
+    height = top + cell_h * len(row_labels) + 8
+    numbers = [v for row in values for v in row if v is not None]
+    lo, hi = scale if scale is not None else (min(numbers, default=0.0), max(numbers, default=1.0))
+    parts = _open(height, title, max(width, int(TITLE_CHAR_PX * len(title) + 8)))
+    parts.append(
+        f'<text x="{label_w + cell_w * len(col_labels) / 2:.1f}" y="{TOP + 6:.1f}" '
+        f'text-anchor="middle" fill="{AXIS_COLOR}">{html_text(col_title)}</text>'
+    )
+    parts.append(
+        f'<text x="{label_w - 8:.1f}" y="{top - 8:.1f}" text-anchor="end" fill="{AXIS_COLOR}">'
+        f"{html_text(row_title)}</text>"
+    )
+    for j, col in enumerate(col_labels):
+        parts.append(
+            f'<text x="{label_w + cell_w * (j + 0.5):.1f}" y="{top - 8:.1f}" text-anchor="middle" '
+            f'font-weight="bold">{html_text(col)}</text>'
+        )
+    for i, row_label in enumerate(row_labels):
+        y = top + i * cell_h
+        parts.append(
+            f'<text x="{label_w - 8:.1f}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="end" '
+            f'font-weight="bold">{html_text(row_label)}</text>'
+        )
+        for j, value in enumerate(values[i]):
+            x = label_w + j * cell_w
+            if value is None:
+                parts.append(
+                    f'<rect x="{x + 1:.1f}" y="{y + 1:.1f}" width="{cell_w - 2:.1f}" '
+                    f'height="{cell_h - 2:.1f}" fill="#f4f4f4"/>'
+                )
+                parts.append(
+                    f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" '
+                    f'text-anchor="middle" fill="{NO_DATA}">no plan</text>'
+                )
+                continue
+            fraction = (value - lo) / (hi - lo) if hi > lo else 0.0
+            fill, ink = _ramp(min(1.0, max(0.0, fraction)))
+            outline = ' stroke="#d1242f" stroke-width="3"' if best == (i, j) else ""
+            parts.append(
+                f'<rect x="{x + 1:.1f}" y="{y + 1:.1f}" width="{cell_w - 2:.1f}" '
+                f'height="{cell_h - 2:.1f}" fill="{fill}"{outline}><title>{html_text(row_label)}, '
+                f"{html_text(col_labels[j])}: {html_text(value_format(value))}</title></rect>"
+            )
+            parts.append(
+                f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" '
+                f'text-anchor="middle" fill="{ink}">{html_text(value_format(value))}</text>'
+            )
+    parts.append("</svg>")
+    return "\n".join(parts)
 
 
 def xy_chart(

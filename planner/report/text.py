@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from planner.report.markdown import TERM_ORDER
 from planner.report.quote import terminal_lines, terminal_text
+from planner.report.width import COLUMNS
 from planner.search.explain import rejection_histogram
 from planner.specs.cluster_state import SubproblemInfo
 from planner.specs.result import Plan, SearchResult
@@ -34,16 +35,81 @@ def _band(plan: Plan) -> str:
     return band_text(plan.uncertainty_pct, plan.uncertainty_level)
 
 
+def mfu_text(plan: Plan) -> str:
+    """MFU as the plan runs it: over the BF16 dense peak for bf16; for a faster format, over
+    that format's peak, with the BF16-convention figure labelled (it can pass 100%).
+
+    >>> import planner
+    >>> mfu_text(planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2}))[:4]
+    'MFU '
+    """
+    fmt = str(plan.layout.precision)
+    if plan.mfu_precision_peak is None or fmt == "bf16":
+        return f"MFU {100 * plan.mfu:.1f}%"
+    why = f": {fmt} GEMMs run faster than BF16's peak" if plan.mfu > 1 else ""
+    return (
+        f"MFU {100 * plan.mfu_precision_peak:.1f}% of the {fmt} peak "
+        f"(BF16-equivalent {100 * plan.mfu:.1f}%{why})"
+    )
+
+
+def workload_text(plan: Plan) -> str:
+    """'8,192-token sequences x 512 = 4,194,304 tokens per step (4.19M)', from the plan's
+    workload (or its tokens per step alone for a plan saved before schema 1.3)."""
+    tokens = plan.tokens_per_s * plan.step_time_s
+    if plan.workload is None:
+        return f"{tokens:,.0f} tokens per step"
+    w = plan.workload
+    return (
+        f"{w.seq_len:,}-token sequences x {w.global_batch:,} = {w.tokens_per_step:,} tokens "
+        f"per step ({w.tokens_per_step / 1e6:.3g}M)"
+    )
+
+
+def economics_text(plan: Plan) -> str:
+    """$ per million tokens and energy per token (J, and kWh per million tokens)."""
+    kwh = plan.joules_per_token * 1e6 / 3.6e6
+    per_gpu = plan.tokens_per_s_per_gpu  # price and power per GPU, back from the per-token figures
+    price = plan.usd_per_million_tokens / 1e6 * per_gpu * 3600.0
+    watts = plan.joules_per_token * per_gpu
+    return (
+        f"${plan.usd_per_million_tokens:.3g} per million tokens (${price:.3g} per GPU-hour); "
+        f"{plan.joules_per_token:.3g} J per token at {watts:,.0f} W per GPU "
+        f"({kwh:.3g} kWh per million tokens)"
+    )
+
+
+OBJECTIVE_UNITS = {"cost": "$/M tokens", "energy": "J/token"}
+"""How a runner-up line labels its objective figure."""
+
+
+def objective_figure(plan: Plan, objective: str) -> str:
+    """The objective's figure of ``plan`` in its unit (step time for time and target).
+
+    >>> import planner
+    >>> p = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2})
+    >>> objective_figure(p, "cost").startswith("$"), objective_figure(p, "energy")[-7:]
+    (True, 'J/token')
+    """
+    if objective == "cost":
+        return f"${plan.usd_per_million_tokens:.3g}/M tokens"
+    if objective == "energy":
+        return f"{plan.joules_per_token:.3g} J/token"
+    return format_seconds(plan.step_time_s)
+
+
 def plan_lines(plan: Plan) -> list[str]:
-    """The headline, memory and time breakdown of one plan."""
+    """The headline, workload, memory and time breakdown of one plan."""
     mem = plan.memory
     lines = [
         f"cluster : {plan.cluster_description}",
         f"model   : {plan.model}",
+        f"workload: {workload_text(plan)}",
         f"layout  : {plan.layout.short()}  ({plan.num_gpus} GPUs)",
         f"step    : {format_seconds(plan.step_time_s)}{_band(plan)}"
         f"   tokens/s/GPU {plan.tokens_per_s_per_gpu:,.0f}"
-        f"   model TFLOP/s/GPU {plan.model_tflops_per_gpu:,.0f}   MFU {100 * plan.mfu:.1f}%",
+        f"   model TFLOP/s/GPU {plan.model_tflops_per_gpu:,.0f}   {mfu_text(plan)}",
+        f"cost    : {economics_text(plan)}",
         f"memory  : {mem.peak_gib:.1f} / {mem.capacity_gib:.1f} GiB usable "
         f"(stage {mem.binding_stage}: weights {mem.weights_gib:.1f}, grads {mem.grads_gib:.1f}, "
         f"optimizer {mem.optimizer_gib:.1f}, activations {mem.activations_gib:.1f})"
@@ -160,15 +226,31 @@ def solver_line(result: SearchResult) -> str:
     return line
 
 
+OBJECTIVE_WORDS = {
+    "time": "shortest step time",
+    "cost": "lowest $ per token",
+    "energy": "lowest energy per token",
+    "target": "fewest GPUs that meet the step-time target, then shortest step",
+}
+
+
 def search_text(result: SearchResult) -> str:
-    """The full terminal answer of ``layout search``."""
+    """The full terminal answer of ``layout search`` (lines within 100 columns)."""
+    objective = result.objective
     lines = plan_lines(result.best)
+    if objective != "time":
+        lines.insert(
+            3,
+            f"ranked  : by {OBJECTIVE_WORDS[objective]} (best {objective_figure(result.best, objective)})",
+        )
     if result.alternatives:
-        lines.append("runners-up:")
+        unit = OBJECTIVE_UNITS.get(objective)
+        lines.append("runners-up:" + (f" (step time, {unit})" if unit else " (step time)"))
         for i, alt in enumerate(result.alternatives, start=2):
-            lines.append(
-                f"  {i}. {alt.layout.short():<42} {format_seconds(alt.step_time_s):>9}  {alt.why_not}"
-            )
+            figures = format_seconds(alt.step_time_s)
+            if unit:
+                figures += f", {objective_figure(alt, objective)}"
+            lines.append(f"  {i}. {alt.layout.short()}  {figures}: {alt.why_not}")
     rejected = rejection_histogram(result.rejections)
     lines.append(
         f"search  : {result.num_candidates} layouts, {result.num_feasible} feasible"
@@ -178,7 +260,7 @@ def search_text(result: SearchResult) -> str:
     )
     if len(result.subproblems) > 1:
         lines += [f"cp-sat  : {subproblem_text(info)}" for info in result.subproblems]
-    return terminal_lines(lines)
+    return terminal_lines(lines, width=COLUMNS)
 
 
 def _gap(status: str, objective: float, bound: float) -> str:
@@ -194,5 +276,5 @@ def _gap(status: str, objective: float, bound: float) -> str:
 
 
 def estimate_text(plan: Plan) -> str:
-    """The terminal answer of ``layout estimate``."""
-    return terminal_lines(plan_lines(plan))
+    """The terminal answer of ``layout estimate`` (lines within 100 columns)."""
+    return terminal_lines(plan_lines(plan), width=COLUMNS)

@@ -73,9 +73,11 @@ def gpu_counts(
     group_sizes: tuple[int, ...] = (),
     extra: tuple[int, ...] = (),
 ) -> list[int]:
-    """GPU counts the search may use: the cluster's (or ``gpus``) and, when asked for the fewest
-    GPUs (--target-step-time) or given a cap (--gpus), the smaller legal sub-clusters on a
-    1-1.5-2-3-4-6-8 ladder of scale-up units, so the count itself is a decision.
+    """GPU counts the search may use: the cap (``gpus``, else the cluster's size) and, when
+    fewer GPUs can win (``fewest``: a step-time target, or a cost or energy objective, where a
+    smaller job spends less per token), the smaller legal sub-clusters on a 1-1.5-2-3-4-6-8
+    ladder of scale-up units, so the count itself is a decision. The set depends on the cap's
+    value only: ``gpus`` equal to the cluster's size is the same search as no ``gpus``.
 
     ``group_sizes``: TP degrees the model allows that do not divide the scale-up domain (16 on
     72-GPU NVL72 racks). With every GPU in use one such group in nine straddles two racks and
@@ -99,7 +101,7 @@ def gpu_counts(
         )
     tiled = tiling_counts(cluster, cap, group_sizes)
     more = {n for n in extra if 0 < n < cap and _split(cluster, n) is not None}
-    if not (fewest or gpus):
+    if not fewest:
         return sorted({cap, *tiled, *more})
     unit = cluster.system.unit_size
     ladder = {unit * m * 2**k for k in range(40) for m in (2, 3) if unit * m * 2**k <= 2 * cap}
@@ -161,7 +163,8 @@ def sub_cluster(cluster: ClusterSpec, num_gpus: int) -> ClusterSpec:
     split = _split(cluster, num_gpus)
     if split is None:
         raise InternalError(f"{num_gpus} is not a legal size of {cluster.system.name}")
-    return cluster.model_copy(update={"num_accelerators": num_gpus, **split})
+    part_of = cluster.part_of or cluster.num_accelerators
+    return cluster.model_copy(update={"num_accelerators": num_gpus, "part_of": part_of, **split})
 
 
 def _straddling_tp(
@@ -282,7 +285,7 @@ def search(
         counts=gpu_counts(
             cluster,
             gpus,
-            fewest=fewest,
+            fewest=fewest or config.objective in ("cost", "energy"),
             group_sizes=_straddling_tp(model, cluster, fix, bounds),
             extra=extra_counts,
         ),
@@ -306,9 +309,7 @@ def search(
             )
         if not candidates.rejections and candidates.rejection_counts.get("target"):
             raise InfeasibleError(
-                f"no layout of '{model.name}' on {cluster.name} can meet the "
-                f"{config.target_step_time_s:.3g} s step-time target: the step-time lower bound "
-                f"of every layout ({candidates.rejection_counts['target']}) exceeds it"
+                _target_message(model, cluster, workload, request, gpus, config, candidates)
             )
         raise InfeasibleError(
             infeasible_message(candidates, model=model.name, cluster=cluster.name)
@@ -320,8 +321,12 @@ def search(
     plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
     info = _solver_info(info, plans, config)
     best = plans[0]
-    alternatives = [p.model_copy(update={"why_not": why_not(p, best)}) for p in plans[1:]]
+    objective = "target" if fewest else config.objective
+    alternatives = [
+        p.model_copy(update={"why_not": why_not(p, best, objective)}) for p in plans[1:]
+    ]
     return SearchResult(
+        objective=objective,  # type: ignore[arg-type]
         best=best,
         alternatives=alternatives,
         search_time_s=time.perf_counter() - start,
@@ -329,6 +334,40 @@ def search(
         num_feasible=len(feasible),
         rejections=candidates.rejection_counts,
         solver=info,
+    )
+
+
+def _target_message(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    request: SpaceRequest,
+    gpus: int | None,
+    config: SolverConfig,
+    candidates: CandidateSet,
+) -> str:
+    """Why no layout meets --target-step-time, with the best step time achievable: the
+    fastest layout that fits on all the GPUs allowed (a search without the target)."""
+    target = config.target_step_time_s
+    head = (
+        f"no layout of '{model.name}' on {cluster.name} can meet the {target:.3g} s step-time "
+        f"target: the step-time lower bound of all {candidates.rejection_counts['target']:,} "
+        "layouts exceeds it"
+    )
+    cap = gpus or cluster.num_accelerators
+    fastest = build_candidates(
+        model,
+        sub_cluster(cluster, cap),
+        workload,
+        request.model_copy(update={"max_step_s": None, "objective": "time"}),
+        prune_top=1,
+    ).feasible
+    if not fastest:
+        return head + f"; and no layout fits on {cap} GPUs"
+    best = min(fastest, key=lambda c: c.cost.step_time_s)
+    return (
+        f"{head}; the fastest that fits on {cap} GPUs, {best.layout.short()}, takes "
+        f"{best.cost.step_time_s:.3g} s per step ({best.cost.step_time_s / target:.1f}x the target)"
     )
 
 

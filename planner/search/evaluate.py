@@ -127,6 +127,7 @@ def to_plan(
         tokens_per_s_per_gpu=tokens_per_s / layout.num_gpus,
         model_tflops_per_gpu=model_flops_per_gpu / TFLOP,
         mfu=model_flops_per_gpu / acc.peak_flop_per_s(NumberFormat.BF16),  # DESIGN.md section 8
+        mfu_precision_peak=model_flops_per_gpu / acc.peak_flop_per_s(layout.precision),
         usd_per_million_tokens=layout.num_gpus
         * step
         * cluster.price_per_gpu_hour_usd
@@ -141,6 +142,7 @@ def to_plan(
         uncertainty_pct=band.uncertainty_pct,
         uncertainty_level=band.level,
         warnings=warnings,
+        workload=workload,
         pipeline_stages=pipeline_stages(model, cluster, workload, layout, split),
         pipeline_split=split_info or even_split_info(cost, cluster, layout),
     )

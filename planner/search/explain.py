@@ -62,21 +62,60 @@ def term_differences(alt: Plan, best: Plan) -> list[tuple[str, float]]:
     )
 
 
-def why_not(alt: Plan, best: Plan) -> str:
-    """One sentence: how much slower ``alt`` is, whether that is a tie (inside the best plan's
-    uncertainty band), and every breakdown term that differs, signed, which sum to the gap.
+def objective_gap(alt: Plan, best: Plan, objective: str) -> str:
+    """How much more ``alt`` spends than ``best`` in the objective's own unit, with the sign
+    written as a word: '$0.012 more per million tokens (+2.3%)', '0.41 J more per token
+    (+3.0%)', '32 more GPUs (128 vs 96)'; '' for the time objective (the step gap says it)."""
+    if objective == "target":
+        if alt.num_gpus == best.num_gpus:
+            return ""
+        more = "more" if alt.num_gpus > best.num_gpus else "fewer"
+        return (
+            f"{abs(alt.num_gpus - best.num_gpus)} {more} GPUs ({alt.num_gpus} vs {best.num_gpus})"
+        )
+    if objective not in ("cost", "energy"):
+        return ""
+    if objective == "cost":
+        a, b, unit = alt.usd_per_million_tokens, best.usd_per_million_tokens, "per million tokens"
+        amount = f"${abs(a - b):.3g}"
+    else:
+        a, b, unit = alt.joules_per_token, best.joules_per_token, "per token"
+        amount = f"{abs(a - b):.3g} J"
+    pct = 100.0 * (a - b) / b if b else 0.0
+    return f"{amount} {'more' if a >= b else 'less'} {unit} ({pct:+.1f}%)"
 
-    E.g. 'PP 8 (vs 4): +181 ms per step (+3.2%): pipeline bubble +240 ms, TP communication
-    +12 ms, exposed DP communication -71 ms'.
-    """
+
+def step_gap(alt: Plan, best: Plan) -> str:
+    """The step-time difference with the sign as a word: '2.1 s slower per step (+3.4%)' or
+    '1.5 s faster per step (-2.0%)' (a runner-up of a cost objective may be faster)."""
     delta = alt.step_time_s - best.step_time_s
     pct = 100.0 * delta / best.step_time_s if best.step_time_s else 0.0
-    verdict = f"{signed_seconds(delta)} per step ({pct:+.1f}%)"
+    word = "slower" if delta >= 0 else "faster"
+    return f"{format_seconds(abs(delta))} {word} per step ({pct:+.1f}%)"
+
+
+def why_not(alt: Plan, best: Plan, objective: str = "time") -> str:
+    """One sentence: how much more the runner-up spends in the objective's unit (cost, energy,
+    GPUs), how much slower (or faster) its step is, whether that is a tie (inside the best
+    plan's uncertainty band), and every breakdown term that differs, signed, which sum to the
+    step-time gap.
+
+    E.g. 'PP 8 (vs 4): 181 ms slower per step (+3.2%): pipeline bubble +240 ms, TP
+    communication +12 ms, exposed DP communication -71 ms'.
+    """
+    gap = step_gap(alt, best)
+    pct = (
+        100.0 * (alt.step_time_s - best.step_time_s) / best.step_time_s if best.step_time_s else 0.0
+    )
     band = best.uncertainty_pct
     if band is not None and abs(pct) <= band:
-        verdict = f"a tie: {verdict} is inside the prediction's +/-{band:.0f}% band"
+        gap = f"a tie: {gap} is inside the prediction's +/-{band:.0f}% band"
     terms = [f"{TERM_WORDS.get(k, k)} {signed_seconds(d)}" for k, d in term_differences(alt, best)]
-    return f"{layout_changes(alt, best)}: {verdict}: {', '.join(terms) or 'no term differs'}"
+    lead = objective_gap(alt, best, objective)
+    if lead and alt.num_gpus != best.num_gpus and objective != "target":
+        lead += f" on {alt.num_gpus} GPUs (vs {best.num_gpus})"
+    head = f"{layout_changes(alt, best)}: " + (f"{lead}; " if lead else "")
+    return f"{head}{gap}: {', '.join(terms) or 'no term differs'}"
 
 
 def rejection_histogram(counts: dict[str, int]) -> str:

@@ -159,9 +159,7 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
         )
     group = workload.zero_shard_group
     if group is not None and (layout.dp * layout.cp) % group:
-        out.append(
-            f"the ZeRO shard group ({group}) must divide dp x cp ({layout.dp * layout.cp})"
-        )
+        out.append(f"the ZeRO shard group ({group}) must divide dp x cp ({layout.dp * layout.cp})")
     if workload.pipeline_schedule == "dualpipe" and layout.pp > 1 and layout.pp % 2:
         out.append(f"DualPipe needs an even pp (got {layout.pp})")
     if layout.tp > 1 and not profile.tensor_parallel:

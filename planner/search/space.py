@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from pydantic import Field
 
@@ -246,11 +247,66 @@ def _lower_bound(
     return floor
 
 
+MemoryEstimate = list[StageMemoryProfile]
+"""What a layout's memory is made of (:func:`planner.cost.step.memory_profiles`): valid for
+every ZeRO stage and micro-batch of its degrees, vpp, recomputation and precision."""
+LayoutKey = tuple[object, ...]
+
+
+class MemoryMemo:
+    """Memory profiles of layouts kept across searches of one model and workload in one
+    process (a what-if sweep): a layout's memory depends on the model, the workload and the
+    layout only (:func:`planner.cost.step.memory_profiles`), not on the cluster's network, so
+    the scenarios of a NIC or oversubscription sweep re-use them. Bounded: the last
+    ``MAX_WORKLOADS`` (model, workload) pairs, ``MAX_LAYOUTS`` layouts each."""
+
+    MAX_WORKLOADS = 4
+    MAX_LAYOUTS = 100_000
+
+    def __init__(self) -> None:
+        self.tables: OrderedDict[tuple[ModelSpec, TrainWorkload], dict[LayoutKey, MemoryEstimate]]
+        self.tables = OrderedDict()
+
+    def table(self, model: ModelSpec, workload: TrainWorkload) -> dict[LayoutKey, MemoryEstimate]:
+        """The estimates of ``model`` under ``workload`` (a new table if none)."""
+        key = (model, workload)
+        if key in self.tables:
+            self.tables.move_to_end(key)
+        else:
+            self.tables[key] = {}
+            while len(self.tables) > self.MAX_WORKLOADS:
+                self.tables.popitem(last=False)
+        return self.tables[key]
+
+
+_MEMO: MemoryMemo | None = None
+"""The process's memo while a sweep shares memory estimates (None: every search computes its
+own, as a single ``layout search`` does)."""
+
+
+@contextmanager
+def shared_memory_estimates() -> Iterator[None]:
+    """Within the block, searches of the same model and workload share memory estimates."""
+    global _MEMO
+    previous, _MEMO = _MEMO, MemoryMemo()
+    try:
+        yield
+    finally:
+        _MEMO = previous
+
+
+def share_memory_estimates_for_process() -> None:
+    """From now on, this process's searches share memory estimates (a sweep's worker)."""
+    global _MEMO
+    _MEMO = _MEMO or MemoryMemo()
+
+
 class _Collector:
     """Accumulates scored candidates and rejections while the structures are visited."""
 
     def __init__(self, cluster: ClusterSpec, request: SpaceRequest) -> None:
         self.request = request
+        self.memo: dict[LayoutKey, MemoryEstimate] | None = None
         self.feasible: list[Candidate] = []
         self.rejected: list[tuple[float, int, Layout, str, str | Callable[[], str]]] = []
         self.counts: Counter[str] = Counter()
@@ -378,6 +434,25 @@ def _visit_structure(
                 del first_rung[vpp]  # nothing fits: a larger mbs holds more activations
 
 
+def _profiles(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    memo: dict[LayoutKey, MemoryEstimate] | None,
+) -> MemoryEstimate:
+    """memory_profiles, through the sweep's memo when there is one."""
+    if memo is None:
+        return memory_profiles(model, workload, layout)
+    key = (layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.etp, layout.vpp,
+           layout.recompute, layout.precision)  # fmt: skip
+    profiles = memo.get(key)
+    if profiles is None:
+        profiles = memory_profiles(model, workload, layout)
+        if len(memo) < MemoryMemo.MAX_LAYOUTS:
+            memo[key] = profiles
+    return profiles
+
+
 def _pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
     """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble)."""
     m = workload.global_batch // (layout.dp * layout.mbs)
@@ -427,7 +502,7 @@ def _visit_ladder(
             layout = base.model_copy(update={"recompute": recompute, "zero": zero})
             key = (base.vpp, recompute)
             if key not in out.profiles:  # what memory is made of: the same for every mbs, ZeRO
-                out.profiles[key] = memory_profiles(model, workload, layout)
+                out.profiles[key] = _profiles(model, workload, layout, out.memo)
             m = workload.global_batch // (layout.dp * layout.mbs)
             peak = max(sum(p.parts(workload, layout, m)) for p in out.profiles[key])
             if peak > out.capacity:
@@ -506,6 +581,8 @@ def build_candidates(
     )
     out = _Collector(cluster, request)
     out.prune_top = prune_top
+    if _MEMO is not None:
+        out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
         out.best_by_structure = incumbents
     order = structures

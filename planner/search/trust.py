@@ -55,9 +55,7 @@ class Basis:
         """The basis of one stored band."""
         formats = None if band.formats is None else tuple(band.formats)
         frameworks = None if band.frameworks is None else tuple(band.frameworks)
-        return cls(
-            band.band_abs, level, band.max_num_gpus, band.max_seq_len, formats, frameworks
-        )
+        return cls(band.band_abs, level, band.max_num_gpus, band.max_seq_len, formats, frameworks)
 
 
 def pooled_basis(regime: str, level: float) -> Basis | None:

@@ -13,13 +13,16 @@ so memory grows with the results kept, not with the requests.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
+import multiprocessing
 import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing.context import BaseContext
 from typing import Literal
 
 from pydantic import Field, PositiveInt
@@ -30,11 +33,12 @@ from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
 from planner.search import engine
 from planner.search.migrate import bottleneck, economics
+from planner.search.space import share_memory_estimates_for_process, shared_memory_estimates
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import BaseHardware, ClusterEdits, ClusterSpec
 from planner.specs.formats import TRAINING_FORMATS
 from planner.specs.model import ModelSpec
-from planner.specs.scenarios import KnobValue, RunLength, Scenario, WhatIfResult
+from planner.specs.scenarios import WHATIF_TOP, KnobValue, RunLength, Scenario, WhatIfResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import MOE_DISPATCHERS, TrainWorkload, moe_framework_fields
 
@@ -136,8 +140,8 @@ class WhatIfOptions(FrozenSpec):
 
     fix: dict[str, object] = Field(default_factory=dict)
     """Layout fields pinned in every search (``--fix``)."""
-    config: SolverConfig = Field(default_factory=lambda: SolverConfig(top=1))
-    """Solver settings of each search (only the best plan is kept)."""
+    config: SolverConfig = Field(default_factory=lambda: SolverConfig(top=WHATIF_TOP))
+    """Solver settings of each search (the best plan and its runners-up are kept)."""
     run: RunLength | None = None
     """Token or step count for time-to-train figures."""
     workers: PositiveInt = 1
@@ -426,6 +430,7 @@ def run_scenario(request: ScenarioRequest) -> Scenario:
         plan=plan,
         economics=economics(plan, cluster, request.run),
         bottleneck=bottleneck(plan),
+        alternatives=result.alternatives,
     )
 
 
@@ -445,14 +450,17 @@ def _run_local(
     IN_FLIGHT_PER_WORKER per process submitted ahead; results in request order."""
     results: list[Scenario | None] = [None] * count
     if processes <= 1:
-        for done, request in enumerate(requests, start=1):
-            results[done - 1] = run_scenario(request)
-            progress(done, count)
+        with shared_memory_estimates():
+            for done, request in enumerate(requests, start=1):
+                results[done - 1] = run_scenario(request)
+                progress(done, count)
         return _in_order(results)
     source = enumerate(requests)
-    # The platform's default start method; under spawn/forkserver a calling script needs the
-    # usual `if __name__ == "__main__":` guard (the `layout` entry point has it).
-    pool = ProcessPoolExecutor(max_workers=processes)
+    # Under spawn or forkserver a calling script needs the usual `if __name__ == "__main__":`
+    # guard (the `layout` entry point has it).
+    pool = ProcessPoolExecutor(
+        max_workers=processes, mp_context=worker_context(), initializer=start_worker
+    )
     try:
         pending: dict[Future[Scenario], int] = {}
 
@@ -476,6 +484,40 @@ def _run_local(
     return _in_order(results)
 
 
+WORKER_PRELOAD = ("planner.search.whatif", "planner.api")
+"""Modules a forkserver imports once, so that its workers start with them loaded."""
+
+
+def worker_context() -> BaseContext:
+    """The start method of the sweep's processes: the platform's default when it is fork (the
+    workers inherit this process's imports and catalog caches: no start-up cost), else the
+    forkserver with :data:`WORKER_PRELOAD` imported once in the server (where fork is not the
+    default: macOS, Python 3.14+), else spawn (Windows: each worker imports the planner)."""
+    default = (
+        multiprocessing.get_start_method(allow_none=True)
+        or (multiprocessing.get_all_start_methods()[0])
+    )
+    if default == "fork":
+        return multiprocessing.get_context("fork")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(WORKER_PRELOAD))
+        return context
+    return multiprocessing.get_context()
+
+
+def start_worker() -> None:
+    """Initializer of a sweep's process: its searches share memory estimates across the
+    scenarios it runs (space.MemoryMemo)."""
+    share_memory_estimates_for_process()
+
+
+def _scenario_in_worker(request: ScenarioRequest) -> Scenario:
+    """run_scenario in a Ray worker, sharing memory estimates across its tasks."""
+    share_memory_estimates_for_process()
+    return run_scenario(request)
+
+
 def _run_ray(
     requests: Iterator[ScenarioRequest], count: int, progress: ProgressCallback
 ) -> list[Scenario]:
@@ -489,7 +531,7 @@ def _run_ray(
         ) from None
     if not ray.is_initialized():
         ray.init()  # joins the cluster named by RAY_ADDRESS, else starts a local one
-    remote = ray.remote(run_scenario)
+    remote = ray.remote(_scenario_in_worker)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     results: list[Scenario | None] = [None] * count
     source = enumerate(requests)
@@ -561,6 +603,8 @@ def whatif(
         scenarios = _run_ray(requests, count, report)
     else:
         scenarios = _run_local(requests, count, processes, report)
+    from planner import __version__
+
     return WhatIfResult(
         model=model.name,
         cluster=cluster.name,
@@ -569,4 +613,6 @@ def whatif(
         knobs=knobs,
         scenarios=scenarios,
         elapsed_s=time.perf_counter() - start,
+        version=__version__,
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     )

@@ -68,6 +68,10 @@ class ClusterSpec(FrozenSpec):
     """Price of one accelerator-hour used for cost figures (USD)."""
     edits: dict[str, str] = Field(default_factory=dict)
     """What-if edits applied to the catalog system (knob -> value as given)."""
+    part_of: PositiveInt | None = None
+    """When a search uses only the first ``num_accelerators`` of a larger cluster (``--gpus``,
+    a cost or energy objective, a step-time target): that cluster's size; None = the whole
+    cluster is used."""
     base: BaseHardware | None = None
     """The system and accelerator before the what-if edits, and their origins (None for a
     cluster built by hand): what a what-if sweep re-applies its knobs to."""
@@ -87,8 +91,11 @@ class ClusterSpec(FrozenSpec):
         fab = self.fabric
         rail = "rail-optimized" if fab.rail_optimized else "ToR"
         over = f", {fab.oversubscription:g}:1 oversubscribed" if fab.oversubscription > 1 else ""
+        used = f"{self.num_accelerators}"
+        if self.part_of is not None and self.part_of != self.num_accelerators:
+            used += f" of {self.part_of}"
         line = (
-            f"{self.name}: {self.num_accelerators} x {acc.name} "
+            f"{self.name}: {used} x {acc.name} "
             f"({acc.hbm_GB:g} GB, {acc.hbm_bandwidth_GB_per_s / 1000:g} TB/s) in "
             f"{self.num_domains} {self.system.kind} domain(s) of {self.accelerators_per_domain}"
             f"{shape} [{self.system.name}]; scale-out {fab.nics_per_accelerator:g} x "

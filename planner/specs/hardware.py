@@ -43,7 +43,9 @@ def check_fraction(where: str, value: float, *, floor: float = MIN_PLAUSIBLE_FRA
     ValueError: gemm.bf16 must be in [0.01, 1] (a fraction of the peak), got 1e-300
     """
     if not floor <= value <= 1.0:
-        raise ValueError(f"{where} must be in [{floor:g}, 1] (a fraction of the peak), got {value:g}")
+        raise ValueError(
+            f"{where} must be in [{floor:g}, 1] (a fraction of the peak), got {value:g}"
+        )
 
 
 class AcceleratorEfficiency(FrozenSpec):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import Literal
 
-from pydantic import NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
@@ -80,6 +80,39 @@ class CheckpointQuantization(FrozenSpec):
     16-bit (gpt-oss ``modules_to_not_convert``: self_attn, router, embeddings, lm_head)."""
     source: Text = ""
     """Where the quantisation comes from (the checkpoint's config.json)."""
+
+
+class RopeScaling(FrozenSpec):
+    """How the rotary frequencies are stretched past the context the model was pre-trained on
+    (Hugging Face ``rope_scaling``). It changes no FLOP or byte the planner counts (YaRN's
+    attention factor aside: :attr:`ModelSpec.rope_attention_factor`); the exports pass it on so
+    that the framework builds the same model."""
+
+    kind: Literal["llama3", "yarn", "linear"]
+    """``llama3``: Llama 3.1's per-band frequency scaling (Meta, Llama 3 herd paper, and
+    ``_compute_llama3_parameters`` in transformers); ``yarn``: YaRN (Peng et al. 2023, arXiv
+    2309.00071); ``linear``: position interpolation (Chen et al. 2023, arXiv 2306.15595)."""
+    factor: PositiveFloat = 1.0
+    """Context extension s (Llama 3.1: 8; gpt-oss: 32; DeepSeek-V3: 40; 1 when not given)."""
+    original_context: PositiveInt | None = None
+    """Pre-training context the scaling starts from (``original_max_position_embeddings``);
+    None when the config does not give it (linear)."""
+    low_freq_factor: PositiveFloat | None = None
+    """llama3 only: wavelengths longer than original_context / low_freq_factor are scaled by
+    the full factor."""
+    high_freq_factor: PositiveFloat | None = None
+    """llama3 only: wavelengths shorter than original_context / high_freq_factor are kept."""
+    beta_fast: PositiveFloat | None = None
+    """yarn only: the ramp's fast boundary (rotations); None = the framework default (32)."""
+    beta_slow: PositiveFloat | None = None
+    """yarn only: the ramp's slow boundary (rotations); None = the framework default (1)."""
+    mscale: float | None = None
+    """yarn only (DeepSeek): the attention factor's coefficient; None = not given."""
+    mscale_all_dim: float | None = None
+    """yarn only (DeepSeek): the coefficient it is divided by; None = not given."""
+    truncate: bool | None = None
+    """yarn only: round the correction range to whole dimensions (Hugging Face ``truncate``,
+    default true; gpt-oss: false); None = not given."""
 
 
 class PublishedCounts(FrozenSpec):
@@ -172,6 +205,14 @@ class ModelSpec(FrozenSpec):
     for a context extension s (Peng et al. 2023, arXiv 2309.00071, eq. 22); 1 without YaRN.
     Megatron-LM's fused RoPE kernel does not take it, so a factor other than 1 runs RoPE unfused
     (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`)."""
+    rope_theta: PositiveFloat = 10000.0
+    """RoPE base frequency theta (Hugging Face ``rope_theta``; 10,000 in Su et al. 2021 and the
+    frameworks' default; Llama 3.1: 500,000)."""
+    rope_scaling: RopeScaling | None = None
+    """Context extension of the rotary frequencies; None = none."""
+    rotary_fraction: float = Field(default=1.0, gt=0.0, le=1.0)
+    """Share of each head's dimensions that RoPE rotates (Hugging Face
+    ``partial_rotary_factor``, Megatron ``--rotary-percent``; Nemotron-4: 0.5)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     """Normalisation; layernorm has a bias vector as well as a scale."""
     parallel_block: bool = False

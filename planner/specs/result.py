@@ -16,6 +16,7 @@ from planner.specs.comm import Tier
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
+from planner.specs.workload import TrainWorkload
 
 SCHEMA_VERSION = "1.3"
 
@@ -162,7 +163,11 @@ class Plan(FrozenSpec):
     model_tflops_per_gpu: NonNegativeFloat
     """Model FLOPs (6 N_active per token + attention, no recompute) per second per GPU (TFLOP/s)."""
     mfu: NonNegativeFloat
-    """Model FLOPs utilisation: model FLOP/s over the BF16 dense peak."""
+    """Model FLOPs utilisation: model FLOP/s over the BF16 dense peak (the usual convention;
+    above 1 is possible when the GEMMs run in a faster format, e.g. NVFP4 at 4x BF16's rate)."""
+    mfu_precision_peak: NonNegativeFloat | None = None
+    """Model FLOP/s over the dense peak of the format the GEMMs run in (``layout.precision``):
+    the utilisation of what runs, at most 1; equals ``mfu`` for bf16 (schema 1.3)."""
     usd_per_million_tokens: NonNegativeFloat = 0.0
     """Price of a million training tokens: GPUs x step time x price per GPU-hour / tokens."""
     joules_per_token: NonNegativeFloat = 0.0
@@ -197,6 +202,9 @@ class Plan(FrozenSpec):
     pipeline_split: PipelineSplitInfo | None = None
     """How the layers were split over the stages (even or CP-SAT) and the even split's figures;
     None with one stage."""
+    workload: TrainWorkload | None = None
+    """The workload the plan was scored on (sequence length, global batch, framework
+    settings); None in plans saved before schema 1.3."""
 
 
 class Rejection(FrozenSpec):
@@ -240,6 +248,10 @@ class SearchResult(FrozenSpec):
 
     schema_version: str = SCHEMA_VERSION
     """Version of this JSON shape."""
+    objective: Literal["time", "cost", "energy", "target"] = "time"
+    """What the ranking minimised: step time, $ per token (``usd_per_million_tokens``), joules
+    per token (``joules_per_token``), or with a step-time target the fewest GPUs that meet it,
+    then step time (schema 1.3)."""
     best: Plan
     """The best plan."""
     alternatives: list[Plan]

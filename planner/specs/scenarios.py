@@ -18,7 +18,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
 
-SCENARIOS_SCHEMA_VERSION = "1.0"
+SCENARIOS_SCHEMA_VERSION = "1.1"
 
 KnobValue = bool | int | float | str
 """A what-if knob's value: a number, a flag or a name (system, precision)."""
@@ -135,6 +135,9 @@ class Scenario(FrozenSpec):
     """Slowest exposed communication term; None when the plan exposes no communication."""
     error: str | None = None
     """Why there is no plan (one line), for infeasible and invalid scenarios."""
+    alternatives: list[Plan] = Field(default_factory=list)
+    """The scenario's runners-up, best first, each with ``why_not`` (the sweep keeps
+    ``WHATIF_TOP`` - 1 of them; schema 1.1)."""
 
 
 class WhatIfResult(FrozenSpec):
@@ -156,7 +159,17 @@ class WhatIfResult(FrozenSpec):
     """One per combination: the last knob varies fastest."""
     elapsed_s: NonNegativeFloat
     """Wall time of the sweep (s)."""
+    command: str | None = None
+    """The command line that made the sweep (``layout whatif ...``, shell-quoted); None from
+    the Python API (schema 1.1)."""
+    version: str = ""
+    """The layout version that made it (schema 1.1; '' in older files)."""
+    created: str = ""
+    """When the sweep ended, ISO 8601 in UTC (schema 1.1; '' in older files)."""
 
+
+WHATIF_TOP = 3
+"""Plans a what-if search keeps per scenario: the best and two runners-up."""
 
 MAX_RUN_TOKENS = 1e16
 """Most tokens a run may be costed for: ~600x Llama 3's 15.6T (arXiv 2407.21783) and ~100x the

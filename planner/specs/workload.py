@@ -188,7 +188,7 @@ class TrainWorkload(FrozenSpec):
     transient buffers of the backward, as a fraction of the stored activations (0 = none beyond
     the accelerator's fixed runtime reserve)."""
     fp8_param_gather: bool = False
-    """ZeRO-3 / FSDP with an 8-bit recipe: parameters are all-gathered in fp8 (torchao
+    """ZeRO-1 and above with an 8-bit recipe: parameters are all-gathered in fp8 (torchao
     ``enable_fsdp_float8_all_gather``; Megatron-LM ``--fp8-param-gather``), halving the gather."""
     mtp_num_layers: int = Field(default=0, ge=0, le=16)
     """Multi-token-prediction modules trained with the model (DeepSeek-V3: 1; Megatron-LM

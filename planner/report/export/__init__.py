@@ -62,10 +62,12 @@ def make_job(
     workload: TrainWorkload | ServeWorkload | None = None,
 ) -> ExportJob:
     """An export job; the model and cluster default to the plan's catalog names, a training
-    workload to the default sequence length with the plan's tokens per step, a serving workload
-    to the defaults (context 8,192)."""
+    workload to the one the plan records (else the default sequence length with the plan's
+    tokens per step), a serving workload to the defaults (context 8,192)."""
     from planner.catalog import load_cluster, load_model
 
+    if workload is None and isinstance(plan, Plan) and plan.workload is not None:
+        workload = plan.workload  # what the plan was scored on (schema 1.3)
     if workload is None:
         workload = (
             ServeWorkload()
@@ -89,6 +91,7 @@ def export(job: ExportJob, fmt: str) -> ExportResult:
     if fmt not in FORMATS:
         raise SpecError(f"unknown export format '{fmt}' (one of: {', '.join(FORMATS)})")
     job.notes.clear()
+    job.expressed.clear()
     changes = job.cluster.changes()
     if changes:  # the arguments cannot say it: the hardware they were planned for
         job.note(

@@ -10,6 +10,12 @@ at the pinned submodule cd4afff), ``train``, ``dataset``, ``ddp``, ``optimizer``
 
 from __future__ import annotations
 
+from planner.report.export.assumed import (
+    DP_OVERLAP,
+    MODEL_ROPE,
+    express_framework,
+    note_unexpressed,
+)
 from planner.report.export.job import (
     EP_OVERLAP_FIELDS,
     ExportJob,
@@ -21,7 +27,19 @@ from planner.report.export.job import (
     split_note,
     split_recompute_settings,
 )
-from planner.report.export.megatron import pipeline_layout
+from planner.report.export.mcore import (
+    CP_COMM_TYPE,
+    EIGHT_BIT_GATHER,
+    UNEXPRESSED_WHERE,
+    attention_backend,
+    cp_hierarchy,
+    fp8_param_gather,
+    mcore_defaults,
+    moe_capacity,
+    offload_layers,
+    optimizer_instances,
+)
+from planner.report.export.megatron import pipeline_layout, whole_or_float
 from planner.report.quote import shell_word
 
 FRAMEWORK = "Megatron-Bridge run_recipe.py ConfigContainer overrides"
@@ -48,7 +66,15 @@ def _parallel(job: ExportJob) -> list[str]:
         f"model.context_parallel_size={layout.cp}",
         f"model.sequence_parallel={_bool(layout.tp > 1 and job.train[1].sequence_parallel)}",
     ]
+    job.express("sequence_parallel")
+    if layout.cp > 1:
+        job.express("cp_comm")
+        out.append(f"model.cp_comm_type={CP_COMM_TYPE[job.train[1].cp_comm]}")
+        if job.train[1].cp_comm == "a2a+p2p":
+            sizes = ",".join(str(size) for size in cp_hierarchy(job))
+            out.append(f"model.hierarchical_context_parallel_sizes=[{sizes}]")
     if job.model.moe is not None:
+        job.express("moe_dispatch_dedup", "ep_comm_overlap")
         out.append(f"model.expert_model_parallel_size={layout.ep}")
         out.append(f"model.expert_tensor_parallel_size={layout.etp}")
         out += [f"model.{name}={value}" for name, value in moe_execution_fields(job)]
@@ -76,6 +102,7 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
         f"dataset.seq_length={workload.seq_len}",
         f"model.seq_length={workload.seq_len}",
     ]
+    job.express("seq_len", "global_batch", "recompute_modules", "recompute_num_layers")
     recompute = split_recompute_settings(job)
     out.append(f"model.recompute_granularity={recompute.granularity or 'null'}")
     if recompute.modules is not None:
@@ -99,6 +126,84 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
             "checkpoint.ckpt_format=fsdp_dtensor",
         ]
         job.note(f"ZeRO-{layout.zero} is Megatron-FSDP ({strategy})")
+    instances = optimizer_instances(job)
+    if instances is not None:
+        out.append(f"ddp.num_distributed_optimizer_instances={instances}")
+    offloaded = offload_layers(job)
+    if offloaded is not None:
+        out += [
+            "model.cpu_offloading=true",
+            f"model.cpu_offloading_num_layers={offloaded}",
+            "model.cpu_offloading_activations=true",
+            "model.cpu_offloading_weights=false",
+        ]
+    out.append(f"ddp.grad_reduce_in_fp32={_bool(workload.grad_reduce_dtype == 'fp32')}")
+    job.express("grad_reduce_dtype")
+    return out
+
+
+def _overlap(job: ExportJob) -> list[str]:
+    """TP and DP overlap, attention, loss and MoE CUDA graphs, as the prediction assumes them
+    (Megatron-Bridge applies ``comm_overlap`` over the model's TP overlap, so it is set there)."""
+    layout, workload = job.train[0].layout, job.train[1]
+    out: list[str] = []
+    if layout.tp > 1:
+        out.append(f"comm_overlap.tp_comm_overlap={_bool(workload.tp_comm_overlap)}")
+    job.express("tp_comm_overlap")
+    if layout.dp * layout.cp > 1:
+        out.append("ddp.overlap_grad_reduce=true")
+        if layout.zero >= 1:
+            out.append("ddp.overlap_param_gather=true")
+    job.express(DP_OVERLAP)
+    out.append(f"model.attention_backend={attention_backend(workload)}")
+    job.express("attention_kernel")
+    fused = workload.cross_entropy != "unfused"
+    out.append(f"model.cross_entropy_loss_fusion={_bool(fused)}")
+    if fused:
+        out.append(f"model.cross_entropy_fusion_impl={workload.cross_entropy}")
+    job.express("flash_attention", "cross_entropy")
+    if job.model.moe is not None:
+        job.express("moe_host_sync")
+        if not workload.moe_host_sync:
+            out.append("model.cuda_graph_impl=transformer_engine")
+        capacity = moe_capacity(job)
+        if capacity is not None:
+            out.append(f"model.moe_expert_capacity_factor={capacity}")
+            out.append("model.moe_pad_expert_input_to_capacity=true")
+    return out
+
+
+def _rope(job: ExportJob) -> list[str]:
+    """The rotary embedding on the model provider (GPTModelProvider; MLATransformerConfig's
+    own YaRN fields for MLA models)."""
+    model = job.model
+    if model.position_embedding != "rope":
+        return []
+    job.express(MODEL_ROPE)
+    out = [f"model.rotary_base={whole_or_float(model.rope_theta)}"]
+    if model.rotary_fraction < 1:
+        out.append(f"model.rotary_percent={model.rotary_fraction:g}")
+    scaling = model.rope_scaling
+    if scaling is None:
+        return out
+    if scaling.kind == "llama3":
+        return [*out, "model.rope_scaling=true", f"model.rope_scaling_factor={scaling.factor:g}"]
+    if scaling.kind == "linear":
+        return [*out, f"model.seq_len_interpolation_factor={scaling.factor:g}"]
+    fields = {
+        "rotary_scaling_factor": scaling.factor,
+        "original_max_position_embeddings": scaling.original_context,
+        "beta_fast": scaling.beta_fast,
+        "beta_slow": scaling.beta_slow,
+        "mscale": scaling.mscale,
+        "mscale_all_dim": scaling.mscale_all_dim,
+    }
+    if model.mla is not None:  # MLATransformerConfig's unprefixed YaRN fields
+        return out + [f"model.{k}={v:g}" for k, v in fields.items() if v is not None]
+    out.append("model.position_embedding_type=yarn")
+    out += [f"model.yarn_{k}={v:g}" for k, v in fields.items() if v is not None]
+    if scaling.truncate is not None:
+        out.append(f"model.yarn_correction_range_round_to_int={_bool(scaling.truncate)}")
     return out
 
 
@@ -111,12 +216,36 @@ def _precision(job: ExportJob) -> list[str]:
             f"{_MIXED_PRECISION[nearest]}"
         )
         precision = nearest
-    return [f"mixed_precision={_MIXED_PRECISION[precision]}"]
+    else:
+        job.express("precision")
+    out = [f"mixed_precision={_MIXED_PRECISION[precision]}"]
+    if precision in EIGHT_BIT_GATHER:  # the recipe turns fp8_param_gather on: say what we assumed
+        out.append(f"mixed_precision.fp8_param_gather={_bool(fp8_param_gather(job))}")
+    return out
+
+
+def _mtp(job: ExportJob) -> list[str]:
+    """Multi-token-prediction modules (TransformerConfig.mtp_num_layers)."""
+    count = mtp_layers(job)[0]
+    if not count:
+        return []
+    job.express("mtp_num_layers")
+    return [f"model.mtp_num_layers={count}"]
 
 
 def bridge_overrides(job: ExportJob) -> list[str]:
     """The overrides, in order (notes go to ``job.notes``)."""
-    return _parallel(job) + _batch_and_memory(job) + _precision(job)
+    out = _parallel(job) + _batch_and_memory(job) + _precision(job) + _overlap(job) + _rope(job)
+    out += _mtp(job)
+    mcore_defaults(job)
+    express_framework(job, "megatron")
+    note_unexpressed(
+        job,
+        "Megatron-Bridge",
+        {"expert_load_imbalance": "routing decides it (model.moe_router_force_load_balancing "
+         "forces balance, for benchmarks only)", **UNEXPRESSED_WHERE},
+    )  # fmt: skip
+    return out
 
 
 def render(job: ExportJob) -> ExportResult:
@@ -128,7 +257,8 @@ def render(job: ExportJob) -> ExportResult:
         f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} GPUs)",
         "use with the model's recipe, e.g.: torchrun ... scripts/training/run_recipe.py "
         '--recipe <model>_pretrain_config "${BRIDGE_OVERRIDES[@]}"',
-        "the recipe sets the architecture; these set the layout, batch and precision",
+        "the recipe sets the architecture; these set the layout, batch, precision, overlaps "
+        "and RoPE the prediction assumes",
         *(f"note: {note}" for note in job.notes),
     ]
     lines = [*comment_block(header), "BRIDGE_OVERRIDES=("]

@@ -10,7 +10,10 @@ JSON has no comments, so the notes travel in :attr:`ExportResult.notes` (stderr 
 from __future__ import annotations
 
 import json
+import math
 
+from planner.cost.params import layer_dense_and_expert_params
+from planner.report.export.assumed import DP_OVERLAP, express_framework, note_unexpressed
 from planner.report.export.job import ExportJob, ExportResult
 from planner.specs.layout import Recompute
 
@@ -25,12 +28,21 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
     if layout.pp > 1 and stage > 1:
         job.note(f"DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only: ZeRO-{stage} -> 1")
         stage = 1
+    zero: dict[str, object] = {"stage": stage}
+    if layout.dp * layout.cp > 1:  # overlap_comm defaults to on for ZeRO-3 only
+        zero["overlap_comm"] = True
+    job.express(DP_OVERLAP)
+    if stage == 3:
+        zero.update(_stage3(job))
     config: dict[str, object] = {
         "train_batch_size": workload.global_batch,
         "train_micro_batch_size_per_gpu": layout.mbs,
         "gradient_accumulation_steps": job.num_microbatches,
-        "zero_optimization": {"stage": stage},
+        "zero_optimization": zero,
+        "communication_data_type": workload.grad_reduce_dtype,
+        "data_types": {"grad_accum_dtype": workload.grad_reduce_dtype},
     }
+    job.express("global_batch", "grad_reduce_dtype")
     if str(layout.precision) == "fp16":
         config["fp16"] = {"enabled": True}
     else:
@@ -40,11 +52,54 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
             f"precision {layout.precision}: DeepSpeed's config has no switch for it (use "
             "Transformer Engine in the model); bf16 is set"
         )
+    else:
+        job.express("precision")
     if layout.tp > 1:
         config["tensor_parallel"] = {"autotp_size": layout.tp}
         job.note(f"tp={layout.tp} uses DeepSpeed AutoTP training (tensor_parallel.autotp_size)")
+    if not workload.fp32_params:  # bf16 parameters, fp32 master copy in the optimizer
+        job.express("fp32_params")
+    if not workload.fp8_param_gather:  # ZeRO gathers the bf16 parameters
+        job.express("fp8_param_gather")
+    if workload.pipeline_schedule == "1f1b" and layout.vpp == 1:  # its TrainSchedule is 1F1B
+        job.express("pipeline_schedule")
+    express_framework(job, "deepspeed")
     _code_level_notes(job)
+    job.express("recompute_modules", "recompute_num_layers")  # in the recompute note
+    note_unexpressed(
+        job,
+        "DeepSpeed's config",
+        {
+            "seq_len": "the data loader sets it",
+            "fp32_params": "DeepSpeed keeps bf16 parameters and an fp32 master copy in the "
+            "optimizer",
+        },
+    )
     return config
+
+
+def _stage3(job: ExportJob) -> dict[str, object]:
+    """ZeRO-3 keys: hybrid sharding as MiCS (``mics_shard_size``: parameters, gradients and
+    optimizer state sharded within groups of that many ranks, replicated across them; Zhang et
+    al., "MiCS", VLDB 2023) and the gathered parameters alive at once
+    (``stage3_max_live_parameters``, in parameters: ``unsharded_param_layers`` of the largest
+    layer's shard on one rank, dense weights over tp and experts over ep x etp)."""
+    layout, workload = job.train[0].layout, job.train[1]
+    out: dict[str, object] = {}
+    group = workload.zero_shard_group
+    if group is not None and (layout.dp * layout.cp) % group == 0:
+        out["mics_shard_size"] = group
+        job.express("zero_shard_group")
+    largest = max(
+        dense / layout.tp + expert / (layout.ep * layout.etp)
+        for dense, expert in (
+            layer_dense_and_expert_params(job.model, i) for i in range(job.model.num_layers)
+        )
+    )
+    live = math.ceil(workload.unsharded_param_layers * largest)
+    out["stage3_max_live_parameters"] = live
+    job.express("unsharded_param_layers")
+    return out
 
 
 def _code_level_notes(job: ExportJob) -> None:
@@ -61,8 +116,16 @@ def _code_level_notes(job: ExportJob) -> None:
     if layout.ep > 1:
         job.note(f"ep={layout.ep}: set ep_size in deepspeed.moe.layer.MoE in the model code")
     if layout.recompute is not Recompute.NONE:
+        workload = job.train[1]
+        what = (
+            f"of {', '.join(workload.recompute_modules)}"
+            if layout.recompute is Recompute.SELECTIVE
+            else "of every layer"
+            if workload.recompute_num_layers is None
+            else f"of the first {workload.recompute_num_layers} layers of each pipeline chunk"
+        )
         job.note(
-            f"recompute {layout.recompute}: wrap the layers with "
+            f"recompute {layout.recompute} ({what}): wrap them with "
             "deepspeed.checkpointing.checkpoint in the model code"
         )
 

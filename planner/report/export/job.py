@@ -65,6 +65,13 @@ class ExportJob:
     cluster: ClusterSpec
     workload: TrainWorkload | ServeWorkload
     notes: list[str] = field(default_factory=list)
+    expressed: set[str] = field(default_factory=set)
+    """Settings of :mod:`planner.report.export.assumed` the current render has set (or said in
+    a note of its own)."""
+
+    def express(self, *keys: str) -> None:
+        """Record that the render set these settings (planner.report.export.assumed keys)."""
+        self.expressed.update(keys)
 
     def note(self, message: str) -> None:
         """Record what the framework cannot express (once), as one printable line: notes hold

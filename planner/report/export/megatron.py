@@ -9,6 +9,12 @@ planner's (TP innermost, PP outermost), so the placement file's ranks are Megatr
 
 from __future__ import annotations
 
+from planner.report.export.assumed import (
+    DP_OVERLAP,
+    MODEL_ROPE,
+    express_framework,
+    note_unexpressed,
+)
 from planner.report.export.job import (
     EP_OVERLAP_FIELDS,
     ExportJob,
@@ -19,6 +25,16 @@ from planner.report.export.job import (
     pipeline_split,
     split_note,
     split_recompute_settings,
+)
+from planner.report.export.mcore import (
+    UNEXPRESSED_WHERE,
+    attention_backend,
+    cp_comm_args,
+    fp8_param_gather,
+    mcore_defaults,
+    moe_capacity,
+    offload_layers,
+    optimizer_instances,
 )
 from planner.report.quote import comment_text, shell_word
 from planner.specs.model import ModelSpec
@@ -67,14 +83,17 @@ def _parallel(job: ExportJob) -> Group:
     ]  # fmt: skip
     if layout.tp > 1 and job.train[1].sequence_parallel:
         args.append("--sequence-parallel")
+    job.express("sequence_parallel")
     if layout.cp > 1:
         args += ["--context-parallel-size", str(layout.cp)]
+        args += cp_comm_args(job, "--cp-comm-type", "--hierarchical-context-parallel-sizes")
     if model.moe is not None:
         args += ["--expert-model-parallel-size", str(layout.ep)]
         args += ["--expert-tensor-parallel-size", str(layout.etp)]
         fields = moe_execution_fields(job)
         if job.train[1].ep_comm_overlap:
             fields += EP_OVERLAP_FIELDS
+        job.express("moe_dispatch_dedup", "ep_comm_overlap")
         for name, value in fields:
             args.append("--" + name.replace("_", "-"))
             if value != "true":
@@ -108,13 +127,15 @@ def _batch(job: ExportJob) -> Group:
         "--seq-length", str(workload.seq_len),
         "--max-position-embeddings", str(max(job.model.max_context, workload.seq_len)),
     ]  # fmt: skip
+    job.express("seq_len", "global_batch")
     return f"batch: {job.num_microbatches} micro-batches per replica per step", args
 
 
 def _memory(job: ExportJob) -> Group:
-    layout = job.train[0].layout
+    layout, workload = job.train[0].layout, job.train[1]
     args: list[str] = []
     recompute = split_recompute_settings(job)
+    job.express("recompute_modules", "recompute_num_layers")
     if recompute.granularity is not None:
         args += ["--recompute-granularity", recompute.granularity]
     if recompute.modules is not None:
@@ -124,6 +145,12 @@ def _memory(job: ExportJob) -> Group:
         args += ["--recompute-num-layers", str(recompute.num_layers)]
     if layout.zero >= 1:
         args.append("--use-distributed-optimizer")
+    instances = optimizer_instances(job)
+    if instances is not None:
+        args += ["--num-distributed-optimizer-instances", str(instances)]
+    offloaded = offload_layers(job)
+    if offloaded is not None:
+        args += ["--cpu-offloading-num-layers", str(offloaded)]
     if layout.zero >= 2:
         strategy = "optim_grads" if layout.zero == 2 else "optim_grads_params"
         args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", strategy]
@@ -140,8 +167,57 @@ def _memory(job: ExportJob) -> Group:
             f"({' '.join(_PRECISION[nearest])})"
         )
         precision = nearest
+    else:
+        job.express("precision")
     args += _PRECISION[precision]
+    if fp8_param_gather(job):
+        args.append("--fp8-param-gather")
+    if workload.grad_reduce_dtype == "bf16":
+        args.append("--grad-reduce-in-bf16")
+    else:
+        args.append("--accumulate-allreduce-grads-in-fp32")
+    job.express("grad_reduce_dtype")
     return f"recompute {layout.recompute}, ZeRO-{layout.zero}, {layout.precision}", args
+
+
+def _overlap(job: ExportJob) -> Group:
+    """TP and DP overlap, attention, loss and CUDA graphs: how the step was modelled to run."""
+    layout, workload = job.train[0].layout, job.train[1]
+    args: list[str] = []
+    if layout.tp > 1 and workload.tp_comm_overlap:
+        args.append("--tp-comm-overlap")
+        if not workload.sequence_parallel:
+            job.note(
+                "Megatron-LM's --tp-comm-overlap needs --sequence-parallel; without it the "
+                "TP collectives run exposed"
+            )
+    job.express("tp_comm_overlap")
+    if layout.dp * layout.cp > 1:
+        args.append("--overlap-grad-reduce")
+        if layout.zero >= 1:
+            args.append("--overlap-param-gather")
+    job.express(DP_OVERLAP)
+    args += ["--attention-backend", attention_backend(workload)]
+    job.express("flash_attention", "attention_kernel")
+    if workload.cross_entropy != "unfused":
+        args += ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl"]
+        args.append(workload.cross_entropy)
+    job.express("cross_entropy")
+    if job.model.moe is not None:
+        args += _cuda_graphs(job)
+    return "overlap, kernels and graphs the prediction assumes", args
+
+
+def _cuda_graphs(job: ExportJob) -> list[str]:
+    """MoE layers in whole-layer CUDA graphs (``moe_host_sync`` off: Transformer Engine graphs
+    of each layer) and experts padded to capacity (:func:`moe_capacity`)."""
+    workload = job.train[1]
+    job.express("moe_host_sync")
+    args = [] if workload.moe_host_sync else ["--cuda-graph-impl", "transformer_engine"]
+    capacity = moe_capacity(job)
+    if capacity is not None:
+        args += ["--moe-expert-capacity-factor", capacity, "--moe-pad-expert-input-to-capacity"]
+    return args
 
 
 def _architecture(job: ExportJob) -> Group:
@@ -152,7 +228,7 @@ def _architecture(job: ExportJob) -> Group:
         "--num-attention-heads", str(model.num_attention_heads),
         "--kv-channels", str(model.head_dim),
         "--normalization", "RMSNorm" if model.norm == "rmsnorm" else "LayerNorm",
-        "--position-embedding-type", "rope" if model.position_embedding == "rope" else "learned_absolute",
+        "--position-embedding-type", _position_type(model),
         "--attention-dropout", "0.1" if model.dropout else "0.0",
         "--hidden-dropout", "0.1" if model.dropout else "0.0",
     ]  # fmt: skip
@@ -165,10 +241,12 @@ def _architecture(job: ExportJob) -> Group:
     if model.qk_norm:
         args.append("--qk-layernorm")
     args += _activation_and_bias(job)
+    args += _rope(job)
     args += _mla(model) + _moe(model)
     num_mtp = mtp_layers(job)[0]
     if num_mtp:
         args += ["--mtp-num-layers", str(num_mtp)]
+        job.express("mtp_num_layers")
     unexpressed = [
         ("sliding-window attention", model.num_sliding_window_layers > 0),
         ("attention sinks", model.attention_sinks),
@@ -178,6 +256,79 @@ def _architecture(job: ExportJob) -> Group:
         if present:
             job.note(f"{model.name} uses {what}: not set here (model-specific flags)")
     return f"model: {model.name} ({model.source})", args
+
+
+LLAMA3_DEFAULTS = {"original_context": 8192, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+"""What Megatron-LM's ``--use-rope-scaling`` fixes (core/models/common/embeddings/
+rotary_pos_embedding.py ``_apply_scaling``): only the factor is a flag."""
+MLA_YARN_DEFAULTS = {"original_context": 4096, "beta_fast": 32.0, "beta_slow": 1.0}
+"""MLATransformerConfig's YaRN fields that have no flag (transformer_config.py)."""
+
+
+def _rope(job: ExportJob) -> list[str]:
+    """Megatron-LM's rotary flags: base, rotated share, and the context scaling."""
+    model = job.model
+    if model.position_embedding != "rope":
+        return []
+    job.express(MODEL_ROPE)
+    args = ["--rotary-base", whole_or_float(model.rope_theta)]
+    if model.rotary_fraction < 1:
+        args += ["--rotary-percent", f"{model.rotary_fraction:g}"]
+    scaling = model.rope_scaling
+    if scaling is None:
+        return args
+    if scaling.kind == "llama3":
+        _fixed_note(job, scaling, LLAMA3_DEFAULTS, "--use-rope-scaling")
+        return [*args, "--use-rope-scaling", "--rope-scaling-factor", f"{scaling.factor:g}"]
+    if scaling.kind == "linear":
+        factor = scaling.factor
+        if factor != int(factor):
+            job.note(f"linear RoPE scaling x{factor:g}: Megatron-LM takes a whole factor")
+        return [*args, "--rotary-seq-len-interpolation-factor", str(max(1, round(factor)))]
+    args += ["--rotary-scaling-factor", f"{scaling.factor:g}"]
+    if scaling.mscale is not None:
+        args += ["--mscale", f"{scaling.mscale:g}"]
+    if scaling.mscale_all_dim is not None:
+        args += ["--mscale-all-dim", f"{scaling.mscale_all_dim:g}"]
+    if model.mla is not None:  # MLA runs YaRN itself: --rope-type, and defaults for the rest
+        _fixed_note(job, scaling, MLA_YARN_DEFAULTS, "MLA's YaRN")
+        return ["--rope-type", "yarn", *args]
+    if scaling.original_context is not None:
+        args += ["--yarn-original-max-position-embeddings", str(scaling.original_context)]
+    if scaling.beta_fast is not None:
+        args += ["--yarn-beta-fast", f"{scaling.beta_fast:g}"]
+    if scaling.beta_slow is not None:
+        args += ["--yarn-beta-slow", f"{scaling.beta_slow:g}"]
+    if scaling.truncate is False:
+        args.append("--no-yarn-correction-range-round-to-int")
+    return args
+
+
+def _position_type(model: ModelSpec) -> str:
+    """``--position-embedding-type``: YaRN is its own type outside MLA (MLA takes
+    ``--rope-type``)."""
+    if model.position_embedding != "rope":
+        return "learned_absolute"
+    yarn = model.rope_scaling is not None and model.rope_scaling.kind == "yarn"
+    return "yarn" if yarn and model.mla is None else "rope"
+
+
+def whole_or_float(value: float) -> str:
+    """A float as an integer field takes it when whole (``500000``, not ``500000.0`` or
+    ``5e+05``), else in full.
+
+    >>> whole_or_float(1e6), whole_or_float(0.5)
+    ('1000000', '0.5')
+    """
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _fixed_note(job: ExportJob, scaling: object, fixed: dict[str, float], what: str) -> None:
+    """Note the scaling fields ``what`` fixes at other values than the model's."""
+    for name, value in fixed.items():
+        given = getattr(scaling, name)
+        if given is not None and given != value:
+            job.note(f"RoPE scaling {name} {given:g}: {what} fixes it at {value:g}")
 
 
 def _activation_and_bias(job: ExportJob) -> list[str]:
@@ -239,7 +390,18 @@ def _smoke_run(job: ExportJob) -> Group:
 
 def megatron_groups(job: ExportJob) -> list[Group]:
     """The arguments in commented groups: parallelism, batch, memory, model, data."""
-    groups = [_parallel(job), _batch(job), _memory(job), _architecture(job), _smoke_run(job)]
+    groups = [
+        _parallel(job), _batch(job), _memory(job), _overlap(job), _architecture(job),
+        _smoke_run(job),
+    ]  # fmt: skip
+    mcore_defaults(job)
+    express_framework(job, "megatron")
+    note_unexpressed(
+        job,
+        "Megatron-LM",
+        {"expert_load_imbalance": "routing decides it (--moe-router-force-load-balancing "
+         "forces balance, for benchmarks only)", **UNEXPRESSED_WHERE},
+    )  # fmt: skip
     return [(title, args) for title, args in groups if args]
 
 

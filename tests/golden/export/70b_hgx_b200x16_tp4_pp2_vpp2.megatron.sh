@@ -16,6 +16,14 @@ MEGATRON_ARGS=(
   --recompute-granularity selective
   --use-distributed-optimizer
   --bf16
+  --accumulate-allreduce-grads-in-fp32
+  # overlap, kernels and graphs the prediction assumes
+  --tp-comm-overlap
+  --overlap-grad-reduce
+  --overlap-param-gather
+  --attention-backend fused
+  --cross-entropy-loss-fusion
+  --cross-entropy-fusion-impl te
   # model: llama3.1-70b (https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json)
   --num-layers 80
   --hidden-size 8192
@@ -31,6 +39,9 @@ MEGATRON_ARGS=(
   --untie-embeddings-and-output-weights
   --swiglu
   --disable-bias-linear
+  --rotary-base 500000
+  --use-rope-scaling
+  --rope-scaling-factor 8
   # data: synthetic tokens; use --data-path and a real tokenizer for training
   --mock-data
   --tokenizer-type NullTokenizer

@@ -1,0 +1,341 @@
+"""What a training plan's prediction assumes about how the framework runs it, setting by setting.
+
+Three kinds of setting: the workload's fields (:class:`~planner.specs.workload.TrainWorkload`:
+batch, precision and the framework settings such as TP overlap or the MoE dispatcher), the
+model's rotary embedding (base, scaling, rotated fraction), and what the cost model always
+assumes (DP reduction overlapped in buckets, :mod:`planner.cost.step`). Every training export
+either sets each relevant one as its framework spells it, or says it in a note
+(:func:`note_unexpressed`); ``tests/test_export_settings.py`` walks them for every format, so a
+new workload field without an export mapping fails there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from planner.report.export.job import ExportJob, mtp_layers
+from planner.specs.layout import Recompute
+from planner.specs.model import ModelSpec
+
+Words = Callable[[ExportJob], str]
+Relevant = Callable[[ExportJob], bool]
+
+MODEL_ROPE = "model.rope"
+"""Key of the model's rotary embedding (rope_theta, rope_scaling, rotary_fraction)."""
+DP_OVERLAP = "cost.dp_overlap"
+"""Key of the cost model's DP overlap: gradient reduce-scatter behind the backward and parameter
+all-gather behind the forward, in buckets, the last bucket exposed."""
+
+
+def _on(flag: bool, yes: str, no: str) -> str:
+    return yes if flag else no
+
+
+def _moe(job: ExportJob) -> bool:
+    return job.model.moe is not None
+
+
+def _tp(job: ExportJob) -> bool:
+    return job.train[0].layout.tp > 1
+
+
+def rope_words(model: ModelSpec) -> str:
+    """The model's rotary embedding in words.
+
+    >>> from planner.catalog import load_model
+    >>> rope_words(load_model("70B"))
+    'RoPE base 500000, llama3 scaling x8 from 8192 tokens (low/high frequency factors 1/4)'
+    """
+    theta = model.rope_theta
+    text = f"RoPE base {int(theta) if theta == int(theta) else theta:g}"
+    scaling = model.rope_scaling
+    if scaling is not None:
+        text += f", {scaling.kind} scaling x{scaling.factor:g}"
+        if scaling.original_context is not None:
+            text += f" from {scaling.original_context} tokens"
+        if scaling.low_freq_factor is not None or scaling.high_freq_factor is not None:
+            text += (
+                f" (low/high frequency factors {scaling.low_freq_factor or 1:g}/"
+                f"{scaling.high_freq_factor or 4:g})"
+            )
+        if scaling.beta_fast is not None or scaling.beta_slow is not None:
+            text += f" (beta fast/slow {scaling.beta_fast or 32:g}/{scaling.beta_slow or 1:g})"
+    if model.rotary_fraction < 1:
+        text += f", rotating {100 * model.rotary_fraction:g}% of each head"
+    return text
+
+
+SETTINGS: dict[str, tuple[Relevant, Words]] = {
+    "seq_len": (lambda j: True, lambda j: f"{j.train[1].seq_len}-token sequences"),
+    "global_batch": (
+        lambda j: True,
+        lambda j: f"a global batch of {j.train[1].global_batch} sequences",
+    ),
+    "precision": (lambda j: True, lambda j: f"{j.train[0].layout.precision} GEMM inputs"),
+    "grad_reduce_dtype": (
+        lambda j: True,
+        lambda j: f"gradients accumulated and reduced in {j.train[1].grad_reduce_dtype}",
+    ),
+    "sequence_parallel": (
+        _tp,
+        lambda j: _on(
+            j.train[1].sequence_parallel,
+            "sequence parallelism (norms and dropouts on T / tp tokens)",
+            "no sequence parallelism (norms replicated on every TP rank)",
+        ),
+    ),
+    "tp_comm_overlap": (
+        _tp,
+        lambda j: _on(
+            j.train[1].tp_comm_overlap,
+            "TP collectives overlapped with their GEMMs",
+            "TP collectives not overlapped (exposed)",
+        ),
+    ),
+    "flash_attention": (
+        lambda j: True,
+        lambda j: _on(
+            j.train[1].flash_attention,
+            "fused (flash) attention (scores never stored)",
+            "unfused attention (the scores go through HBM and are stored)",
+        ),
+    ),
+    "moe_dispatch_dedup": (
+        _moe,
+        lambda j: _on(
+            j.train[1].moe_dispatch_dedup,
+            "a deduplicating MoE dispatcher (DeepEP / HybridEP)",
+            "the NCCL all-to-all MoE dispatcher",
+        ),
+    ),
+    "ep_comm_overlap": (
+        _moe,
+        lambda j: _on(
+            j.train[1].ep_comm_overlap,
+            "the EP all-to-all overlapped with another micro-batch",
+            "the EP all-to-all exposed (not overlapped)",
+        ),
+    ),
+    "cross_entropy": (
+        lambda j: True,
+        lambda j: {
+            "unfused": "an unfused vocab-parallel cross entropy",
+            "native": "a fused cross entropy (native implementation)",
+            "te": "a fused cross entropy (Transformer Engine kernel on the bf16 logits)",
+        }[j.train[1].cross_entropy],
+    ),
+    "recompute_num_layers": (
+        lambda j: j.train[0].layout.recompute is Recompute.FULL,
+        lambda j: (
+            "full recomputation of every layer"
+            if j.train[1].recompute_num_layers is None
+            else f"full recomputation of the first {j.train[1].recompute_num_layers} layers "
+            "of each pipeline chunk"
+        ),
+    ),
+    "moe_host_sync": (
+        _moe,
+        lambda j: _on(
+            j.train[1].moe_host_sync,
+            "one host sync per MoE layer and micro-batch (no CUDA graphs over the MoE layers)",
+            "MoE layers in CUDA graphs on capacity-padded shapes (no per-layer host sync)",
+        ),
+    ),
+    "recompute_modules": (
+        lambda j: (
+            j.train[0].layout.recompute is Recompute.SELECTIVE and j.train[1].saved_tensors is None
+        ),
+        lambda j: f"selective recomputation of {', '.join(j.train[1].recompute_modules)}",
+    ),
+    "expert_load_imbalance": (
+        lambda j: _moe(j) and j.train[1].moe_capacity_factor is None,
+        lambda j: (
+            f"expert load imbalance {j.train[1].expert_load_imbalance:g} (busiest expert rank "
+            "over the mean; 1 = balanced routing, as NVIDIA's MoE benchmarks force)"
+        ),
+    ),
+    "framework": (
+        lambda j: True,
+        lambda j: (
+            f"the {j.train[1].framework} framework profile (its kernels, memory behaviour "
+            "and the parallelism it supports)"
+        ),
+    ),
+    "moe_capacity_factor": (
+        _moe,
+        lambda j: (
+            "dropless MoE routing (each expert runs the tokens routed to it)"
+            if j.train[1].moe_capacity_factor is None
+            else f"experts padded to capacity factor {j.train[1].moe_capacity_factor:g} "
+            "(overflow tokens dropped)"
+        ),
+    ),
+    "saved_tensors": (
+        lambda j: (
+            j.train[0].layout.recompute is Recompute.SELECTIVE
+            and j.train[1].saved_tensors is not None
+        ),
+        lambda j: (
+            "a save list: each layer keeps its input and "
+            + (", ".join(j.train[1].saved_tensors or ()) or "nothing else")
+            + ", and recomputes the rest"
+        ),
+    ),
+    "cp_comm": (
+        lambda j: j.train[0].layout.cp > 1,
+        lambda j: {
+            "p2p": "context parallelism as a K/V ring (p2p, overlapped with attention)",
+            "a2a": "context parallelism as an all-to-all over heads (Ulysses)",
+            "a2a+p2p": "context parallelism as an all-to-all inside the scale-up domain and a "
+            "K/V ring across",
+            "allgather": "context parallelism by all-gathering K/V before attention",
+        }[j.train[1].cp_comm],
+    ),
+    "reshard_after_forward": (
+        lambda j: j.train[0].layout.zero == 3,
+        lambda j: {
+            "default": "ZeRO-3 parameters resharded after each layer's forward unless "
+            "pipeline parallel",
+            "always": "ZeRO-3 parameters resharded after each layer's forward",
+            "never": "ZeRO-3 parameters kept gathered from forward to backward",
+        }[j.train[1].reshard_after_forward],
+    ),
+    "pipeline_schedule": (
+        lambda j: j.train[0].layout.pp > 1,
+        lambda j: (
+            "the DualPipe schedule (both ends fed, two copies of each stage's parameters)"
+            if j.train[1].pipeline_schedule == "dualpipe"
+            else "the interleaved 1F1B schedule"
+            if j.train[0].layout.vpp > 1
+            else "the 1F1B schedule"
+        ),
+    ),
+    "zero_shard_group": (
+        lambda j: j.train[0].layout.zero >= 1 and j.train[1].zero_shard_group is not None,
+        lambda j: (
+            f"hybrid sharding: ZeRO shards over groups of {j.train[1].zero_shard_group} "
+            "data-parallel ranks, replicated across groups"
+        ),
+    ),
+    "fp32_params": (
+        lambda j: True,
+        lambda j: _on(
+            j.train[1].fp32_params,
+            "fp32 parameters that are the optimizer's master copy (cast to bf16 for compute)",
+            "bf16 parameters with a separate fp32 master copy in the optimizer",
+        ),
+    ),
+    "unsharded_param_layers": (
+        lambda j: j.train[0].layout.zero == 3,
+        lambda j: (
+            f"{j.train[1].unsharded_param_layers:g} layers' parameters gathered at once "
+            "under ZeRO-3 (the running layer and the prefetched one)"
+        ),
+    ),
+    "activation_offload_fraction": (
+        lambda j: j.train[1].activation_offload_fraction > 0,
+        lambda j: (
+            f"{100 * j.train[1].activation_offload_fraction:g}% of the saved activations "
+            "offloaded to host memory"
+        ),
+    ),
+    "fused_elementwise": (
+        lambda j: True,
+        lambda j: _on(
+            j.train[1].fused_elementwise,
+            "fused norm, RoPE and activation kernels",
+            "eager (unfused) norm, RoPE and activation kernels, op by op",
+        ),
+    ),
+    "attention_kernel": (
+        lambda j: j.train[1].flash_attention,
+        lambda j: {
+            "vendor": "the vendor's fused attention kernel (cuDNN / FlashAttention-3)",
+            "flash2": "FlashAttention-2",
+        }[j.train[1].attention_kernel],
+    ),
+    "activation_memory_overhead": (
+        lambda j: j.train[1].activation_memory_overhead > 0,
+        lambda j: (
+            f"{100 * j.train[1].activation_memory_overhead:g}% allocator overhead on the "
+            "stored activations"
+        ),
+    ),
+    "fp8_param_gather": (
+        lambda j: (
+            str(j.train[0].layout.precision) != "bf16"
+            and j.train[0].layout.zero >= 1
+            and j.train[0].layout.dp * j.train[0].layout.cp > 1
+        ),
+        lambda j: _on(
+            j.train[1].fp8_param_gather,
+            "parameters all-gathered in 8 bits",
+            "parameters all-gathered in bf16",
+        ),
+    ),
+    "mtp_num_layers": (
+        lambda j: mtp_layers(j)[0] > 0,
+        lambda j: f"{mtp_layers(j)[0]} multi-token-prediction module(s)",
+    ),
+    MODEL_ROPE: (
+        lambda j: j.model.position_embedding == "rope",
+        lambda j: rope_words(j.model),
+    ),
+    DP_OVERLAP: (
+        lambda j: j.train[0].layout.dp * j.train[0].layout.cp > 1,
+        lambda j: (
+            "DP gradient reduction overlapped with the backward"
+            + (" and parameter gathers with the forward" if j.train[0].layout.zero >= 1 else "")
+            + ", in buckets (the last one exposed)"
+        ),
+    ),
+}
+"""Setting key -> (does the plan use it, the setting in words). Keys are the TrainWorkload
+fields (``mode`` aside), :data:`MODEL_ROPE` and :data:`DP_OVERLAP`."""
+
+
+def profile_exports_to(job: ExportJob, *formats: str) -> bool:
+    """Whether the framework profile the plan was scored with exports to one of ``formats``
+    (its ``export_format``)."""
+    from planner.catalog.frameworks import load_framework
+
+    return load_framework(job.train[1].framework).export_format in formats
+
+
+def express_framework(job: ExportJob, *formats: str) -> None:
+    """Mark the framework profile expressed when it is one of ``formats``' frameworks."""
+    if profile_exports_to(job, *formats):
+        job.express("framework")
+
+
+FRAMEWORK_ELSEWHERE = (
+    "scored for another framework; run the search with --framework for this one to score it "
+    "as it runs here"
+)
+"""Where the framework setting lives when the export is for another framework."""
+
+
+def relevant_settings(job: ExportJob) -> list[str]:
+    """The settings ``job``'s prediction depends on, in :data:`SETTINGS` order."""
+    return [key for key, (relevant, _) in SETTINGS.items() if relevant(job)]
+
+
+def setting_words(job: ExportJob, key: str) -> str:
+    """Setting ``key`` of ``job`` in words."""
+    return SETTINGS[key][1](job)
+
+
+def note_unexpressed(job: ExportJob, framework: str, where: dict[str, str] | None = None) -> None:
+    """A note for every relevant setting the render did not set (``job.expressed``): the
+    prediction assumes it, and the output cannot say it; ``where[key]`` says where the setting
+    lives instead (default: that the framework's output has no setting for it)."""
+    where = {
+        "framework": FRAMEWORK_ELSEWHERE,
+        "activation_memory_overhead": "an allowance of the cost model for the caching "
+        "allocator, not a framework setting",
+        **(where or {}),
+    }
+    for key in relevant_settings(job):
+        if key not in job.expressed:
+            tail = where.get(key, f"{framework} has no setting for it here")
+            job.note(f"the prediction assumes {setting_words(job, key)}: {tail}")

@@ -1,0 +1,156 @@
+"""Settings the Megatron-LM and Megatron-Bridge exports share: both configure Megatron Core's
+TransformerConfig and DistributedDataParallelConfig, one as flags, one as overrides.
+
+Names and semantics from NVIDIA/Megatron-LM tag ``core_v0.19.0``:
+``megatron/core/transformer/transformer_config.py`` (``cp_comm_type``: "p2p", "all_gather",
+"a2a", "a2a+p2p"; CPU offloading refused with pipeline parallelism or recomputation),
+``megatron/core/model_parallel_config.py`` (``hierarchical_context_parallel_sizes``,
+``cpu_offloading_num_layers``), ``megatron/core/distributed/distributed_data_parallel_config.py``
+(``num_distributed_optimizer_instances``: the factor by which the DP domain is sharded) and
+``megatron/core/transformer/enums.py`` (``AttnBackend``: flash, fused, unfused, local, auto).
+"""
+
+from __future__ import annotations
+
+from planner.report.export.job import ExportJob
+from planner.specs.layout import Recompute
+from planner.specs.workload import TrainWorkload
+
+CP_COMM_TYPE = {"p2p": "p2p", "a2a": "a2a", "a2a+p2p": "a2a+p2p", "allgather": "all_gather"}
+"""The planner's context-parallel algorithm -> Megatron Core's ``cp_comm_type`` spelling."""
+
+EIGHT_BIT_GATHER = ("fp8", "mxfp8")
+"""Precisions whose recipe can keep and all-gather the parameters in 8 bits
+(``--fp8-param-gather``)."""
+
+
+def attention_backend(workload: TrainWorkload) -> str:
+    """Megatron's ``attention_backend``: ``fused`` (cuDNN through Transformer Engine, the
+    vendor kernel), ``flash`` (the flash-attn package) or ``local`` (unfused, Megatron's own)."""
+    if not workload.flash_attention:
+        return "local"
+    return "flash" if workload.attention_kernel == "flash2" else "fused"
+
+
+def cp_hierarchy(job: ExportJob) -> tuple[int, int]:
+    """(all-to-all size, ring size) of ``a2a+p2p`` context parallelism: the CP ranks inside one
+    scale-up domain exchange heads, the domains pass K/V round a ring. CP ranks follow TP in
+    Megatron's rank order, so a domain of D accelerators holds the largest divisor of cp that
+    fits D / tp."""
+    layout = job.train[0].layout
+    room = max(1, job.cluster.accelerators_per_domain // layout.tp)
+    inner = max(d for d in range(1, layout.cp + 1) if layout.cp % d == 0 and d <= room)
+    return inner, layout.cp // inner
+
+
+def cp_comm_args(job: ExportJob, type_name: str, sizes_name: str) -> list[str]:
+    """Megatron's CP algorithm as (name, value) tokens: ``type_name`` and, for ``a2a+p2p``,
+    ``sizes_name`` with the (all-to-all, ring) sizes."""
+    kind = job.train[1].cp_comm
+    job.express("cp_comm")
+    args = [type_name, CP_COMM_TYPE[kind]]
+    if kind == "a2a+p2p":
+        args += [sizes_name, *(str(size) for size in cp_hierarchy(job))]
+    return args
+
+
+def moe_capacity(job: ExportJob) -> str | None:
+    """The expert capacity factor to pad to, or None for dropless experts.
+
+    ``moe_capacity_factor`` when set; else, with the MoE layers in CUDA graphs
+    (``moe_host_sync`` off), the modelled load imbalance, since graphs need static shapes. The
+    DeepEP dispatcher cannot pad: a note says so and nothing is set."""
+    workload = job.train[1]
+    capacity = workload.moe_capacity_factor
+    graphs = not workload.moe_host_sync
+    if capacity is None and not graphs:
+        job.express("moe_capacity_factor")  # dropless: Megatron's default
+        return None
+    if workload.moe_dispatch_dedup:
+        job.note(
+            "Megatron's DeepEP dispatcher cannot pad experts to capacity: the padded experts "
+            "the prediction assumes need the all-to-all dispatcher"
+        )
+        return None
+    if capacity is None:
+        job.express("moe_capacity_factor", "expert_load_imbalance")
+        return f"{workload.expert_load_imbalance:g}"
+    job.express("moe_capacity_factor")
+    return f"{capacity:g}"
+
+
+def optimizer_instances(job: ExportJob) -> int | None:
+    """``num_distributed_optimizer_instances``: the DP x CP ranks over the hybrid shard group
+    (``zero_shard_group``), None without one; a note when the group does not divide them."""
+    layout, workload = job.train[0].layout, job.train[1]
+    group = workload.zero_shard_group
+    if group is None or layout.zero == 0:
+        return None
+    ranks = layout.dp * layout.cp
+    if ranks % group:
+        job.note(f"the ZeRO shard group of {group} does not divide the {ranks} DP x CP ranks")
+        return None
+    job.express("zero_shard_group")
+    return ranks // group
+
+
+def offload_layers(job: ExportJob) -> int | None:
+    """``cpu_offloading_num_layers``: the offloaded share of the layers, rounded (at least 1,
+    fewer than all, as Megatron requires); None, with a note, where Megatron refuses CPU
+    offloading (pipeline parallelism, recomputation) or the plan offloads nothing."""
+    layout, workload = job.train[0].layout, job.train[1]
+    fraction = workload.activation_offload_fraction
+    if fraction <= 0:
+        return None
+    num_layers = job.model.num_layers
+    if layout.pp > 1 or layout.recompute is not Recompute.NONE:
+        why = "pipeline parallelism" if layout.pp > 1 else "activation recomputation"
+        job.note(
+            f"Megatron-LM refuses CPU activation offloading with {why} "
+            "(TransformerConfig.__post_init__): the offload the prediction assumes is not set"
+        )
+        job.express("activation_offload_fraction")
+        return None
+    job.express("activation_offload_fraction")
+    return min(num_layers - 1, max(1, round(fraction * num_layers)))
+
+
+def fp8_param_gather(job: ExportJob) -> bool:
+    """Whether to set ``fp8_param_gather``: asked for, with an 8-bit recipe and a distributed
+    optimizer (Megatron asserts both); a note where the prediction assumes it and the
+    precision has no such recipe."""
+    layout, workload = job.train[0].layout, job.train[1]
+    precision = str(layout.precision)
+    if not workload.fp8_param_gather or layout.zero == 0:
+        job.express("fp8_param_gather")
+        return False
+    if precision not in EIGHT_BIT_GATHER:
+        return False  # note_unexpressed says the assumption
+    job.express("fp8_param_gather")
+    return True
+
+
+def mcore_defaults(job: ExportJob) -> None:
+    """Settings that are Megatron Core's behaviour without a flag: bf16 parameters with an
+    fp32 master copy in the optimizer, fused elementwise kernels (bias-activation, RoPE and
+    norm fusions on by default), the 1F1B schedule (interleaved with virtual stages)."""
+    workload = job.train[1]
+    if not workload.fp32_params:
+        job.express("fp32_params")
+    if workload.fused_elementwise:
+        job.express("fused_elementwise")
+    if workload.pipeline_schedule == "1f1b":
+        job.express("pipeline_schedule")
+
+
+UNEXPRESSED_WHERE = {
+    "pipeline_schedule": "Megatron-LM has no DualPipe schedule; nearest is interleaved 1F1B "
+    "with --overlap-moe-expert-parallel-comm",
+    "fp32_params": "Megatron-LM keeps bf16 parameters and an fp32 master copy in the optimizer",
+    "fused_elementwise": "Megatron-LM fuses them by default (TE and its bias-activation, RoPE "
+    "and norm fusions)",
+    "reshard_after_forward": "Megatron-FSDP (optim_grads_params) decides it",
+    "unsharded_param_layers": "Megatron-FSDP's double buffer decides it",
+    "saved_tensors": "Megatron-LM recomputes by module (--recompute-modules), not by a save list",
+}
+"""Where a Megatron Core setting the export cannot set lives instead (note tails)."""

@@ -1,0 +1,669 @@
+"""Every setting a training prediction assumes is in every training export: set as the framework
+spells it, or said in a note where the framework cannot express it (issue 21, item 1).
+
+The test walks :data:`planner.report.export.assumed.SETTINGS` (every TrainWorkload field, the
+model's RoPE and the cost model's DP overlap) and, for each format, tries each setting at its
+default and at other values on a plan where it matters; :data:`EXPECT` says, per format and
+setting, how the output must show the value. A new TrainWorkload field fails
+``test_every_workload_field_has_a_mapping_in_every_format`` until it is mapped here and in the
+exports.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import planner
+from planner.catalog.frameworks import load_framework
+from planner.report.export import ExportResult, export, make_job
+from planner.report.export.assumed import DP_OVERLAP, MODEL_ROPE, SETTINGS, setting_words
+from planner.report.export.job import ExportJob
+from planner.specs.result import Plan
+from planner.specs.workload import TrainWorkload
+from tests.test_export import _bash_array, check_names
+
+FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed")
+"""The training exports (vllm and sglang serve: their settings are the serving plan's)."""
+
+PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
+    "dense": ("70B", "hgx_b200x16", {"tp": 4, "pp": 2, "vpp": 2, "recompute": "selective"}),
+    "full": ("70B", "hgx_b200x48", {"tp": 8, "pp": 6, "recompute": "full"}),
+    "moe": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8, "zero": 1, "mbs": 1}),
+    "zero0": ("8B", "hgx_h100x8", {"tp": 2, "zero": 0}),
+    "yarn": ("gpt-oss-120b", "hgx_b200x16", {"ep": 8}),
+    "mla": ("671B", "gb200_nvl72x128", {"pp": 8, "ep": 16, "zero": 0}),
+    "half_rope": ("nemotron4-340b", "hgx_h100x128", {"tp": 8, "pp": 8, "recompute": "full"}),  # 4K
+    "plain_rope": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8}),
+    "cp": ("70B", "hgx_b200x16", {"tp": 4, "cp": 2, "zero": 1}),
+    "zero3": ("8B", "hgx_h100x16", {"zero": 3}),
+    "offload": ("8B", "hgx_h100x8", {"tp": 2, "zero": 1, "recompute": "none"}),
+}
+
+TORCHTITAN_SAVE_LIST = tuple(load_framework("torchtitan").workload["saved_tensors"])
+"""torchtitan's op-level selective AC save list (its framework profile)."""
+
+VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    # setting -> (plan, workload fields) pairs: the default and other values
+    "seq_len": [("dense", {}), ("dense", {"seq_len": 4096})],
+    "global_batch": [("dense", {}), ("dense", {"global_batch": 256})],
+    "precision": [("dense", {"precision": p}) for p in ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")],
+    "grad_reduce_dtype": [("dense", {"grad_reduce_dtype": d}) for d in ("fp32", "bf16")],
+    "sequence_parallel": [("dense", {"sequence_parallel": v}) for v in (True, False)],
+    "tp_comm_overlap": [("dense", {"tp_comm_overlap": v}) for v in (True, False)],
+    "flash_attention": [("dense", {"flash_attention": v}) for v in (True, False)],
+    "moe_dispatch_dedup": [("moe", {"moe_dispatch_dedup": v}) for v in (False, True)],
+    "ep_comm_overlap": [("moe", {"ep_comm_overlap": v}) for v in (False, True)],
+    "cross_entropy": [("dense", {"cross_entropy": v}) for v in ("unfused", "native", "te")],
+    "recompute_num_layers": [("full", {}), ("full", {"recompute_num_layers": 4})],
+    "moe_host_sync": [("moe", {"moe_host_sync": v}) for v in (True, False)],
+    "recompute_modules": [
+        ("dense", {}),
+        ("dense", {"recompute_modules": ("layernorm", "core_attn")}),
+    ],
+    "expert_load_imbalance": [
+        ("moe", {"expert_load_imbalance": 1.3}),
+        ("moe", {"expert_load_imbalance": 1.3, "moe_host_sync": False}),
+    ],
+    "framework": [("dense", {"framework": f}) for f in ("megatron", "torchtitan", "deepspeed")],
+    "moe_capacity_factor": [("moe", {}), ("moe", {"moe_capacity_factor": 1.25})],
+    "saved_tensors": [
+        ("dense", {"saved_tensors": TORCHTITAN_SAVE_LIST}),
+        ("dense", {"saved_tensors": ("context",)}),
+    ],
+    "cp_comm": [("cp", {"cp_comm": v}) for v in ("p2p", "a2a", "a2a+p2p", "allgather")],
+    "reshard_after_forward": [
+        ("zero3", {"reshard_after_forward": v}) for v in ("default", "always", "never")
+    ],
+    "pipeline_schedule": [("dense", {}), ("dense", {"pipeline_schedule": "dualpipe"})],
+    "zero_shard_group": [("zero3", {"zero_shard_group": 8}), ("cp", {"zero_shard_group": 2})],
+    "fp32_params": [("dense", {"fp32_params": v}) for v in (False, True)],
+    "unsharded_param_layers": [("zero3", {}), ("zero3", {"unsharded_param_layers": 3.0})],
+    "activation_offload_fraction": [
+        ("offload", {"activation_offload_fraction": 0.5}),
+        ("dense", {"activation_offload_fraction": 0.5}),
+    ],
+    "fused_elementwise": [
+        ("dense", {"fused_elementwise": True}),
+        ("dense", {"fused_elementwise": False}),
+        ("zero0", {"fused_elementwise": False, "tp_comm_overlap": False}),
+    ],
+    "attention_kernel": [("dense", {"attention_kernel": v}) for v in ("vendor", "flash2")],
+    "activation_memory_overhead": [("dense", {"activation_memory_overhead": 0.1})],
+    "fp8_param_gather": [
+        ("dense", {"precision": "fp8", "fp8_param_gather": False}),
+        ("dense", {"precision": "fp8", "fp8_param_gather": True}),
+        ("dense", {"precision": "mxfp8", "fp8_param_gather": True}),
+    ],
+    "mtp_num_layers": [("mla", {"mtp_num_layers": 1})],
+    MODEL_ROPE: [(p, {}) for p in ("dense", "yarn", "mla", "half_rope", "plain_rope")],
+    DP_OVERLAP: [("dense", {}), ("zero0", {})],
+}
+
+
+class Case:
+    """One export of one variant: the parsed names, the raw text and the notes."""
+
+    def __init__(self, fmt: str, job: ExportJob, result: ExportResult, key: str) -> None:
+        self.fmt, self.job, self.result, self.key = fmt, job, result, key
+        self.names = check_names(fmt, result.text)
+        self.w: TrainWorkload = job.train[1]
+        self.layout = job.train[0].layout
+
+    def said(self) -> bool:
+        """A note says the setting in the words of planner.report.export.assumed."""
+        words = setting_words(self.job, self.key)
+        return any(words in note for note in self.result.notes)
+
+    def has(self, name: str, value: object = None) -> bool:
+        if name not in self.names:
+            return False
+        return value is None or str(self.names[name]).strip("'") == str(value)
+
+    def tokens(self) -> list[str]:
+        return _bash_array(self.result.text, "MEGATRON_ARGS")
+
+
+Check = Callable[[Case], bool]
+
+
+def _precision_megatron(c: Case) -> bool:
+    p = str(c.layout.precision)
+    return {
+        "bf16": c.has("--bf16") and not c.has("--fp8-format") and not c.has("--fp4-format"),
+        "fp8": c.has("--fp8-format", "hybrid") and c.has("--fp8-recipe", "tensorwise"),
+        "mxfp8": c.has("--fp8-recipe", "mxfp8"),
+        "nvfp4": c.has("--fp4-recipe", "nvfp4"),
+        "mxfp4": any("mxfp4" in n for n in c.result.notes),
+    }[p]
+
+
+def _precision_bridge(c: Case) -> bool:
+    p = str(c.layout.precision)
+    recipe = {"bf16": "bf16_mixed", "fp8": "bf16_with_fp8_current_scaling_mixed",
+              "mxfp8": "bf16_with_mxfp8_mixed", "nvfp4": "bf16_with_nvfp4_mixed"}  # fmt: skip
+    if p in recipe:
+        return c.has("mixed_precision", recipe[p])
+    return any(p in n for n in c.result.notes)
+
+
+def _precision_torchtitan(c: Case) -> bool:
+    p = str(c.layout.precision)
+    converters = c.names.get("model.converters") or []
+    if p == "bf16":
+        return not converters
+    family = {"fp8": "float8", "mxfp8": "mx"}.get(p)
+    if family is None:
+        return any(p in n for n in c.result.notes)
+    return f"quantize.linear.{family}" in converters  # type: ignore[operator]
+
+
+def _rope_megatron(c: Case) -> bool:
+    m = c.job.model
+    ok = c.has("--rotary-base", int(m.rope_theta))
+    if m.rotary_fraction < 1:
+        ok &= c.has("--rotary-percent", f"{m.rotary_fraction:g}")
+    s = m.rope_scaling
+    if s is not None and s.kind == "llama3":
+        ok &= c.has("--use-rope-scaling") and c.has("--rope-scaling-factor", f"{s.factor:g}")
+    if s is not None and s.kind == "yarn":
+        ok &= c.has("--rotary-scaling-factor", f"{s.factor:g}")
+        if m.mla is None:
+            ok &= c.has("--position-embedding-type", "yarn")
+            ok &= c.has("--yarn-original-max-position-embeddings", s.original_context)
+        else:
+            ok &= c.has("--rope-type", "yarn") and c.has("--mscale-all-dim", "1")
+    return ok
+
+
+def _rope_bridge(c: Case) -> bool:
+    m = c.job.model
+    ok = c.has("model.rotary_base", int(m.rope_theta))
+    if m.rotary_fraction < 1:
+        ok &= c.has("model.rotary_percent", f"{m.rotary_fraction:g}")
+    s = m.rope_scaling
+    if s is not None and s.kind == "llama3":
+        ok &= c.has("model.rope_scaling", "true") and c.has("model.rope_scaling_factor", "8")
+    if s is not None and s.kind == "yarn":
+        prefix = "model.yarn_" if m.mla is None else "model."
+        ok &= c.has(f"{prefix}rotary_scaling_factor", f"{s.factor:g}")
+    return ok
+
+
+def _recompute_modules_megatron(c: Case) -> bool:
+    tokens = c.tokens()
+    if c.w.recompute_modules == ("core_attn",):  # Megatron's default: not repeated
+        return "--recompute-modules" not in tokens
+    i = tokens.index("--recompute-modules")
+    return tuple(tokens[i + 1 : i + 1 + len(c.w.recompute_modules)]) == c.w.recompute_modules
+
+
+def _dp_megatron(c: Case) -> bool:
+    return c.has("--overlap-grad-reduce") and c.has("--overlap-param-gather") == (
+        c.layout.zero >= 1
+    )
+
+
+def _dp_bridge(c: Case) -> bool:
+    return c.has("ddp.overlap_grad_reduce", "true") and c.has(
+        "ddp.overlap_param_gather", "true"
+    ) == (c.layout.zero >= 1)
+
+
+def _default_or_said(default: Callable[[Case], bool]) -> Check:
+    """The framework does it by default when ``default`` holds (no setting needed); else a
+    note says it."""
+    return lambda c: default(c) or c.said()
+
+
+def _full_words(c: Case) -> str:
+    n = c.w.recompute_num_layers
+    return "every layer" if n is None else f"first {n} layers"
+
+
+def _said(c: Case) -> bool:
+    return c.said()
+
+
+def _native(value: Callable[[Case], bool]) -> Check:
+    """The framework does it without a setting exactly when ``value`` holds: no note then, a
+    note otherwise."""
+    return lambda c: c.said() != value(c)
+
+
+def _framework(*formats: str) -> Check:
+    """A plan scored for this format's framework says nothing; one scored for another says so."""
+    return _native(lambda c: load_framework(c.w.framework).export_format in formats)
+
+
+def _instances(c: Case) -> int:
+    return c.layout.dp * c.layout.cp // (c.w.zero_shard_group or 1)
+
+
+def _cp_sizes_ok(c: Case, name: str) -> bool:
+    if c.w.cp_comm != "a2a+p2p":
+        return name not in c.names
+    if c.fmt == "megatron":
+        tokens = c.tokens()
+        i = tokens.index(name)
+        sizes = [int(tokens[i + 1]), int(tokens[i + 2])]
+    else:
+        sizes = [int(v) for v in str(c.names[name]).strip("[]").split(",")]
+    return sizes[0] * sizes[1] == c.layout.cp and sizes[0] > 1
+
+
+_MCORE_CP = {"p2p": "p2p", "a2a": "a2a", "a2a+p2p": "a2a+p2p", "allgather": "all_gather"}
+
+
+def _offload(flag: str, value: object = None) -> Check:
+    def check(c: Case) -> bool:
+        if c.layout.pp > 1 or str(c.layout.recompute) != "none":
+            return any("refuses CPU activation offloading" in n for n in c.result.notes)
+        return c.has(flag, value) and not c.said()
+
+    return check
+
+
+def _eight_bit(c: Case) -> bool:
+    return str(c.layout.precision) in ("fp8", "mxfp8")
+
+
+EXPECT: dict[str, dict[str, Check]] = {
+    "megatron": {
+        "seq_len": lambda c: c.has("--seq-length", c.w.seq_len),
+        "global_batch": lambda c: c.has("--global-batch-size", c.w.global_batch),
+        "precision": _precision_megatron,
+        "grad_reduce_dtype": lambda c: (
+            c.has("--grad-reduce-in-bf16")
+            if c.w.grad_reduce_dtype == "bf16"
+            else c.has("--accumulate-allreduce-grads-in-fp32")
+        ),
+        "sequence_parallel": lambda c: c.has("--sequence-parallel") == c.w.sequence_parallel,
+        "tp_comm_overlap": lambda c: c.has("--tp-comm-overlap") == c.w.tp_comm_overlap,
+        "flash_attention": lambda c: c.has(
+            "--attention-backend", "fused" if c.w.flash_attention else "local"
+        ),
+        "moe_dispatch_dedup": lambda c: c.has(
+            "--moe-token-dispatcher-type", "flex" if c.w.moe_dispatch_dedup else "alltoall"
+        ),
+        "ep_comm_overlap": lambda c: (
+            c.has("--overlap-moe-expert-parallel-comm") == c.w.ep_comm_overlap
+        ),
+        "cross_entropy": lambda c: (
+            not c.has("--cross-entropy-loss-fusion")
+            if c.w.cross_entropy == "unfused"
+            else c.has("--cross-entropy-fusion-impl", c.w.cross_entropy)
+        ),
+        "recompute_num_layers": lambda c: (
+            c.has("--recompute-method", "uniform")
+            if c.w.recompute_num_layers is None
+            else c.has("--recompute-method", "block")
+            and c.has("--recompute-num-layers", c.w.recompute_num_layers)
+        ),
+        "moe_host_sync": lambda c: c.has("--cuda-graph-impl") != c.w.moe_host_sync,
+        "recompute_modules": _recompute_modules_megatron,
+        "expert_load_imbalance": lambda c: (
+            c.said()
+            if c.w.moe_host_sync
+            else c.has("--moe-expert-capacity-factor", f"{c.w.expert_load_imbalance:g}")
+        ),
+        "framework": _framework("megatron"),
+        "moe_capacity_factor": lambda c: (
+            c.has("--moe-expert-capacity-factor", f"{c.w.moe_capacity_factor:g}")
+            and c.has("--moe-pad-expert-input-to-capacity")
+            if c.w.moe_capacity_factor
+            else not c.has("--moe-expert-capacity-factor")
+        ),
+        "saved_tensors": _said,
+        "cp_comm": lambda c: (
+            c.has("--cp-comm-type", _MCORE_CP[c.w.cp_comm])
+            and _cp_sizes_ok(c, "--hierarchical-context-parallel-sizes")
+        ),
+        "reshard_after_forward": _said,
+        "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
+        "zero_shard_group": lambda c: c.has("--num-distributed-optimizer-instances", _instances(c)),
+        "fp32_params": _native(lambda c: not c.w.fp32_params),
+        "unsharded_param_layers": _said,
+        "activation_offload_fraction": _offload("--cpu-offloading-num-layers"),
+        "fused_elementwise": _native(lambda c: c.w.fused_elementwise),
+        "attention_kernel": lambda c: c.has(
+            "--attention-backend", "flash" if c.w.attention_kernel == "flash2" else "fused"
+        ),
+        "activation_memory_overhead": _said,
+        "fp8_param_gather": lambda c: (
+            c.has("--fp8-param-gather") == c.w.fp8_param_gather and _eight_bit(c)
+        ),
+        "mtp_num_layers": lambda c: c.has("--mtp-num-layers", c.w.mtp_num_layers),
+        MODEL_ROPE: _rope_megatron,
+        DP_OVERLAP: _dp_megatron,
+    },
+    "bridge": {
+        "seq_len": lambda c: (
+            c.has("dataset.seq_length", c.w.seq_len) and c.has("model.seq_length", c.w.seq_len)
+        ),
+        "global_batch": lambda c: c.has("train.global_batch_size", c.w.global_batch),
+        "precision": _precision_bridge,
+        "grad_reduce_dtype": lambda c: c.has(
+            "ddp.grad_reduce_in_fp32", "true" if c.w.grad_reduce_dtype == "fp32" else "false"
+        ),
+        "sequence_parallel": lambda c: c.has(
+            "model.sequence_parallel", "true" if c.w.sequence_parallel else "false"
+        ),
+        "tp_comm_overlap": lambda c: c.has(
+            "comm_overlap.tp_comm_overlap", "true" if c.w.tp_comm_overlap else "false"
+        ),
+        "flash_attention": lambda c: c.has(
+            "model.attention_backend", "fused" if c.w.flash_attention else "local"
+        ),
+        "moe_dispatch_dedup": lambda c: c.has(
+            "model.moe_token_dispatcher_type", "flex" if c.w.moe_dispatch_dedup else "alltoall"
+        ),
+        "ep_comm_overlap": lambda c: (
+            c.has("comm_overlap.overlap_moe_expert_parallel_comm") == c.w.ep_comm_overlap
+        ),
+        "cross_entropy": lambda c: (
+            c.has("model.cross_entropy_loss_fusion", "false")
+            if c.w.cross_entropy == "unfused"
+            else c.has("model.cross_entropy_fusion_impl", c.w.cross_entropy)
+        ),
+        "recompute_num_layers": lambda c: (
+            c.has("model.recompute_method", "uniform")
+            if c.w.recompute_num_layers is None
+            else c.has("model.recompute_num_layers", c.w.recompute_num_layers)
+        ),
+        "moe_host_sync": lambda c: c.has("model.cuda_graph_impl") != c.w.moe_host_sync,
+        "recompute_modules": lambda c: (
+            not c.has("model.recompute_modules")
+            if c.w.recompute_modules == ("core_attn",)
+            else c.has("model.recompute_modules", f"[{','.join(c.w.recompute_modules)}]")
+        ),
+        "expert_load_imbalance": lambda c: (
+            c.said()
+            if c.w.moe_host_sync
+            else c.has("model.moe_expert_capacity_factor", f"{c.w.expert_load_imbalance:g}")
+        ),
+        "framework": _framework("megatron"),
+        "moe_capacity_factor": lambda c: (
+            c.has("model.moe_expert_capacity_factor", f"{c.w.moe_capacity_factor:g}")
+            and c.has("model.moe_pad_expert_input_to_capacity", "true")
+            if c.w.moe_capacity_factor
+            else not c.has("model.moe_expert_capacity_factor")
+        ),
+        "saved_tensors": _said,
+        "cp_comm": lambda c: (
+            c.has("model.cp_comm_type", _MCORE_CP[c.w.cp_comm])
+            and _cp_sizes_ok(c, "model.hierarchical_context_parallel_sizes")
+        ),
+        "reshard_after_forward": _said,
+        "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
+        "zero_shard_group": lambda c: c.has(
+            "ddp.num_distributed_optimizer_instances", _instances(c)
+        ),
+        "fp32_params": _native(lambda c: not c.w.fp32_params),
+        "unsharded_param_layers": _said,
+        "activation_offload_fraction": _offload("model.cpu_offloading", "true"),
+        "fused_elementwise": _native(lambda c: c.w.fused_elementwise),
+        "attention_kernel": lambda c: c.has(
+            "model.attention_backend", "flash" if c.w.attention_kernel == "flash2" else "fused"
+        ),
+        "activation_memory_overhead": _said,
+        "fp8_param_gather": lambda c: c.has(
+            "mixed_precision.fp8_param_gather", "true" if c.w.fp8_param_gather else "false"
+        ),
+        "mtp_num_layers": lambda c: c.has("model.mtp_num_layers", c.w.mtp_num_layers),
+        MODEL_ROPE: _rope_bridge,
+        DP_OVERLAP: _dp_bridge,
+    },
+    "torchtitan": {
+        "seq_len": lambda c: c.has("training.seq_len", c.w.seq_len),
+        "global_batch": lambda c: c.has("training.global_batch_size", c.w.global_batch),
+        "precision": _precision_torchtitan,
+        "grad_reduce_dtype": lambda c: (
+            c.has("training.mixed_precision_reduce", "float32")
+            if c.w.grad_reduce_dtype == "fp32"
+            else c.said()
+        ),
+        # torchtitan's TP plans always shard the norms (sequence parallel)
+        "sequence_parallel": _default_or_said(lambda c: c.w.sequence_parallel),
+        "tp_comm_overlap": lambda c: (
+            c.names.get("parallelism.enable_async_tensor_parallel") is c.w.tp_comm_overlap
+            and (c.has("compile.enable") or not c.w.tp_comm_overlap)
+        ),
+        # SDPA picks flash or cuDNN kernels: fused attention is its default
+        "flash_attention": _default_or_said(lambda c: c.w.flash_attention),
+        "moe_dispatch_dedup": lambda c: c.has(
+            "parallelism.expert_parallel_comm_backend",
+            "deepep" if c.w.moe_dispatch_dedup else "standard",
+        ),
+        "ep_comm_overlap": _said,
+        "cross_entropy": _said,
+        "recompute_num_layers": lambda c: (
+            c.has("activation_checkpoint.mode", "full")
+            if c.w.recompute_num_layers is None
+            else c.said()
+        ),
+        # its all-to-all reads the split sizes on the host: a sync per MoE layer by default
+        "moe_host_sync": _default_or_said(lambda c: c.w.moe_host_sync),
+        "recompute_modules": lambda c: (
+            c.has("activation_checkpoint.selective_ac_option", "op") and c.said()
+        ),
+        "expert_load_imbalance": _said,
+        "framework": _framework("torchtitan"),
+        "moe_capacity_factor": _native(lambda c: c.w.moe_capacity_factor is None),
+        "saved_tensors": lambda c: (
+            c.has("activation_checkpoint.selective_ac_option", "op")
+            and c.said() != (c.w.saved_tensors == TORCHTITAN_SAVE_LIST)
+        ),
+        "cp_comm": lambda c: (
+            c.has(
+                "parallelism.context_parallel_rotate_method",
+                {"p2p": "alltoall", "allgather": "allgather"}[c.w.cp_comm],
+            )
+            if c.w.cp_comm in ("p2p", "allgather")
+            else c.said()
+        ),
+        "reshard_after_forward": lambda c: c.has(
+            "parallelism.fsdp_reshard_after_forward", c.w.reshard_after_forward
+        ),
+        "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
+        "zero_shard_group": lambda c: (
+            c.has("parallelism.data_parallel_shard_degree", c.w.zero_shard_group // c.layout.cp)
+            and c.has("parallelism.data_parallel_replicate_degree", _instances(c))
+        ),
+        "fp32_params": _native(lambda c: c.w.fp32_params),
+        "unsharded_param_layers": _native(lambda c: c.w.unsharded_param_layers == 2.0),
+        "activation_offload_fraction": _said,
+        "fused_elementwise": lambda c: (
+            c.names.get("compile.enable") is True
+            if c.w.fused_elementwise
+            else (c.names.get("compile.enable") is False) != c.said()
+        ),
+        "attention_kernel": _native(lambda c: c.w.attention_kernel == "flash2"),
+        "activation_memory_overhead": _said,
+        "fp8_param_gather": lambda c: (
+            c.names.get("quantize.linear.float8.enable_fsdp_float8_all_gather")
+            is c.w.fp8_param_gather
+            if str(c.layout.precision) == "fp8"
+            else c.said() == c.w.fp8_param_gather
+        ),
+        "mtp_num_layers": _said,
+        MODEL_ROPE: _said,
+        # FSDP2 and DDP overlap their collectives with compute by default
+        DP_OVERLAP: lambda c: True,
+    },
+    "deepspeed": {
+        "seq_len": _said,
+        "global_batch": lambda c: c.has("train_batch_size", c.w.global_batch),
+        "precision": lambda c: (
+            c.has("bf16.enabled")
+            if str(c.layout.precision) == "bf16"
+            else any(str(c.layout.precision) in n for n in c.result.notes)
+        ),
+        "grad_reduce_dtype": lambda c: (
+            c.has("communication_data_type", c.w.grad_reduce_dtype)
+            and c.has("data_types.grad_accum_dtype", c.w.grad_reduce_dtype)
+        ),
+        "sequence_parallel": _said,
+        "tp_comm_overlap": _said,
+        "flash_attention": _said,
+        "moe_dispatch_dedup": _said,
+        "ep_comm_overlap": _said,
+        "cross_entropy": _said,
+        "recompute_num_layers": lambda c: any(_full_words(c) in n for n in c.result.notes),
+        "moe_host_sync": _said,
+        "recompute_modules": lambda c: any(
+            ", ".join(c.w.recompute_modules) in n for n in c.result.notes
+        ),
+        "expert_load_imbalance": _said,
+        "framework": _framework("deepspeed"),
+        "moe_capacity_factor": _said,
+        "saved_tensors": _said,
+        "cp_comm": _said,
+        "reshard_after_forward": _said,
+        "pipeline_schedule": _native(
+            lambda c: c.w.pipeline_schedule == "1f1b" and c.layout.vpp == 1
+        ),
+        "zero_shard_group": lambda c: (
+            c.has("zero_optimization.mics_shard_size", c.w.zero_shard_group)
+            if c.layout.zero == 3
+            else c.said()
+        ),
+        "fp32_params": _native(lambda c: not c.w.fp32_params),
+        "unsharded_param_layers": lambda c: c.has("zero_optimization.stage3_max_live_parameters"),
+        "activation_offload_fraction": _said,
+        "fused_elementwise": _said,
+        "attention_kernel": _said,
+        "activation_memory_overhead": _said,
+        "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
+        "mtp_num_layers": _said,
+        MODEL_ROPE: _said,
+        DP_OVERLAP: lambda c: c.has("zero_optimization.overlap_comm"),
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, Plan]:
+    even = {"stage_split": "even"}  # the layout's own recomputation on every stage
+    return {
+        key: planner.estimate(
+            model=model, cluster=cluster, layout=layout, seq_len=_seq_len(key), config=even
+        )
+        for key, (model, cluster, layout) in PLANS.items()
+    }
+
+
+def _seq_len(plan_id: str) -> int:
+    return 4096 if plan_id == "half_rope" else 8192  # Nemotron-4's context is 4,096
+
+
+def test_every_workload_field_has_a_mapping_in_every_format() -> None:
+    """SETTINGS names every TrainWorkload field, and every format maps every setting."""
+    fields = set(TrainWorkload.model_fields) - {"mode"}
+    assert fields <= set(SETTINGS), f"no words for {sorted(fields - set(SETTINGS))}"
+    assert set(SETTINGS) == set(VARIANTS)
+    for fmt in FORMATS:
+        missing = set(SETTINGS) - set(EXPECT[fmt])
+        assert not missing, f"{fmt}: no export mapping for {sorted(missing)}"
+
+
+def _export(
+    plan: Plan, plan_id: str, fields: dict[str, Any], fmt: str
+) -> tuple[ExportJob, ExportResult]:
+    fields = dict(fields)
+    precision = fields.pop("precision", None)
+    if precision is not None:
+        layout = plan.layout.model_copy(update={"precision": precision})
+        plan = plan.model_copy(update={"layout": layout})
+    workload = TrainWorkload(
+        seq_len=fields.pop("seq_len", _seq_len(plan_id)),
+        global_batch=fields.pop("global_batch", 512),
+        precision=plan.layout.precision,
+        **fields,
+    )
+    job = make_job(plan, workload=workload)
+    return job, export(job, fmt)
+
+
+CASES = [(fmt, key, i) for fmt in FORMATS for key in SETTINGS for i in range(len(VARIANTS[key]))]
+
+
+@pytest.mark.parametrize(("fmt", "key", "index"), CASES)
+def test_the_export_sets_or_says_each_setting(
+    fmt: str, key: str, index: int, plans: dict[str, Plan]
+) -> None:
+    plan_id, fields = VARIANTS[key][index]
+    job, result = _export(plans[plan_id], plan_id, fields, fmt)
+    case = Case(fmt, job, result, key)
+    assert SETTINGS[key][0](job), f"{key} is not relevant to plan {plan_id}: pick another"
+    assert EXPECT[fmt][key](case), (
+        f"{fmt} does not show {key}={fields or 'default'} ({setting_words(job, key)}):\n"
+        + result.text
+        + "\nnotes: "
+        + "; ".join(result.notes)
+    )
+
+
+def test_job_scripts_carry_the_megatron_settings() -> None:
+    """The sbatch example embeds the Megatron export: its TP and DP overlap flags too."""
+    import examples.make_sbatch as make_sbatch
+
+    script = make_sbatch.sbatch_script(
+        model="70B", cluster="hgx_b200x16", megatron="/opt/m", partition=None, time="1:00:00"
+    )
+    words = shlex.split(script, comments=True)
+    assert "--tp-comm-overlap" in words or "--tensor-model-parallel-size" in words
+    assert "--overlap-grad-reduce" in words and "--rotary-base" in words
+
+
+def test_cli_export_mode_serve_exports_the_serving_plan() -> None:
+    """``export --mode serve`` takes search's serving flags and exports that search's best
+    plan; a training format with --mode serve is one line and exit 2."""
+    import json
+
+    from tests.test_cli import run_main
+
+    flags = ["--mode", "serve", "--model", "70B", "--cluster", "hgx_h200x8", "--precision", "fp8"]
+    flags += ["--tpot-ms", "50"]
+    code, out, _ = run_main(["search", *flags, "--json"])
+    assert code == 0
+    best = json.loads(out)["best"]
+    code, out, err = run_main(["export", "--format", "vllm", *flags])
+    assert code == 0, err
+    argv = shlex.split(out, comments=True)
+    assert argv[:2] == ["vllm", "serve"]
+    layout = best["layout"]
+    assert argv[argv.index("--tensor-parallel-size") + 1] == str(layout["tp"])
+    assert argv[argv.index("--pipeline-parallel-size") + 1] == str(layout["pp"])
+    assert argv[argv.index("--max-num-seqs") + 1] == str(best["concurrency"])
+    code, out, err = run_main(["export", "--format", "sglang", *flags])
+    assert code == 0 and "--tp-size" in out
+    code, _, err = run_main(["export", "--format", "megatron", *flags])
+    assert code == 2 and "vllm or sglang" in err and len(err.splitlines()) == 1
+    code, _, err = run_main(["export", "--format", "vllm", *flags[2:], "--context", "4096"])
+    assert code == 2 and "--context needs --mode serve" in err
+
+
+def test_a_plan_exports_the_settings_it_was_scored_with() -> None:
+    """The plan records its workload (schema 1.3): exporting it, from the API or a saved JSON,
+    sets what it was scored on, not the defaults."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from tests.test_cli import run_main
+
+    result = planner.search(model="8B", cluster="hgx_h100x8", seq_len=4096, grad_reduce="bf16",
+                            workload={"tp_comm_overlap": False}, top=1)  # fmt: skip
+    args = planner.export(result, format="megatron").args
+    assert args[args.index("--seq-length") + 1] == "4096"
+    assert "--grad-reduce-in-bf16" in args and "--tp-comm-overlap" not in args
+    with tempfile.TemporaryDirectory() as folder:
+        saved = Path(folder) / "plan.json"
+        saved.write_text(json.dumps(json.loads(result.model_dump_json())), encoding="utf-8")
+        code, out, err = run_main(["export", "--format", "bridge", "--plan", str(saved)])
+    assert code == 0, err
+    assert "ddp.grad_reduce_in_fp32=false" in out and "dataset.seq_length=4096" in out

@@ -1,0 +1,111 @@
+"""The README's claims, checked against what the tool computes (issue 21, item 10): row counts,
+the in-sample accuracy summary and the ± bands come from ``layout validate`` (its Python
+equivalent), the aliases, export formats and what-if knobs from the code. A number that moves
+(a refit, a new row) fails here until the README says the new one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from planner.accuracy.rows import load_rows, training_file
+from planner.accuracy.run import run_validation
+from planner.accuracy.serving import run_serving_validation
+from planner.catalog import model_aliases
+from planner.report.export import megatron
+from planner.search import whatif
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+TEXT = " ".join(README.split())  # one line: claims may wrap anywhere
+FAMILY = {"A100": "ampere", "H100": "hopper", "B200": "blackwell"}
+"""README accelerator -> calibration family of its band."""
+
+
+def claim(pattern: str) -> re.Match[str]:
+    match = re.search(pattern, TEXT)
+    assert match, f"the README no longer says /{pattern}/"
+    return match
+
+
+@pytest.fixture(scope="module")
+def report():  # type: ignore[no-untyped-def]
+    return run_validation()
+
+
+def pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def test_row_counts(report) -> None:  # type: ignore[no-untyped-def]
+    m = claim(r"(\d+) training rows, (\d+) published runs of which (\d+) are scored with both")
+    assert int(m.group(1)) == report.overall.rows == report.overall.evaluated
+    runs = len(load_rows(training_file()))
+    assert int(m.group(2)) == runs
+    assert int(m.group(3)) == report.overall.rows - runs
+    serving = run_serving_validation()
+    assert int(claim(r"(\d+) TensorRT-LLM serving rows").group(1)) == serving.overall.rows
+
+
+def test_in_sample_summary(report) -> None:  # type: ignore[no-untyped-def]
+    m = claim(r"Today, training: median \|error\| ([\d.]+)%, max ([\d.]+)%, bias ([+-][\d.]+)%")
+    overall = report.overall
+    assert m.group(1) == pct(overall.median_abs_error)
+    assert m.group(2) == pct(overall.max_abs_error)
+    assert float(m.group(3)) == pytest.approx(100 * overall.bias, abs=0.051)
+    families = {f.group: f for f in report.families}
+    listed = claim(r"\((A100 dense [^)]*) median\)").group(1)
+    for acc, kind, value in re.findall(r"(A100|H100|B200) (dense|MoE) ([\d.]+)%", listed):
+        group = f"{acc.lower()} {kind.lower()}"
+        assert value == pct(families[group].median_abs_error), group
+
+
+def test_serving_median() -> None:
+    serving = run_serving_validation()
+    m = claim(r"Serving: median ([\d.]+)%")
+    assert m.group(1) == pct(serving.overall.median_abs_error)
+
+
+def test_bands_and_coverage(report) -> None:  # type: ignore[no-untyped-def]
+    band = report.band
+    assert band is not None
+    regimes = {(r.family, r.regime): r for r in band.regimes}
+    listed = claim(r"predictions of their regime \(([^)]*)\)").group(1)
+    found = re.findall(r"(A100|H100|B200) (dense|MoE) ±([\d.]+)%", listed)
+    assert len(found) == 5
+    for acc, kind, value in found:
+        assert value == f"{regimes[(FAMILY[acc], kind.lower())].band_pct:.1f}", (acc, kind)
+    serving = claim(r"serving ±([\d.]+)% on Hopper").group(1)
+    assert serving == f"{regimes[('hopper', 'serving')].band_pct:.1f}"
+    families = [r for r in band.regimes if r.family != "pooled" and r.regime != "serving"]
+    inside = sum(r.inside_without_row for r in families)
+    rows = sum(r.rows for r in families)
+    m = claim(r"Coverage: (\d+)% of the training rows fall inside the band recomputed")
+    assert int(m.group(1)) == round(100 * inside / rows)
+    checks = {c.name: c for c in band.checks}
+    m = claim(r"(\d+) of (\d+) rows of the 26\.04\.01 set")
+    blackwell = checks["heldout_blackwell_2604"]
+    assert (int(m.group(1)), int(m.group(2))) == (blackwell.inside, blackwell.rows)
+    m = claim(r"and (\d+) of (\d+) of the 26\.08 GB200 set")
+    gb200 = checks["heldout_gb200"]
+    assert (int(m.group(1)), int(m.group(2))) == (gb200.inside, gb200.rows)
+    m = claim(r"heldout_blackwell_2604\.py`, (\d+) runs\): median ([\d.]+)%")
+    assert int(m.group(1)) == blackwell.rows
+    assert float(m.group(2)) == blackwell.median_abs_error_pct
+    m = claim(r"heldout_gb200\.py`\): median ([\d.]+)%")
+    assert float(m.group(1)) == gb200.median_abs_error_pct
+
+
+def test_aliases_formats_and_knobs() -> None:
+    aliases = claim(r"aliases \(((?:`\w+`(?:, )?)+)\)").group(1)
+    for alias in re.findall(r"`(\w+)`", aliases):
+        assert alias.lower() in model_aliases(), alias
+    assert f"Megatron-LM `{megatron.VERSION.split()[0]}`" in TEXT
+    knobs = claim(r"re-plans every combination of the knobs \(([^)]*)\)").group(1)
+    named = set(re.findall(r"\b[a-z_]+\b", knobs)) - {"and", "for", "models"}
+    assert named == set(whatif.KNOBS), sorted(named ^ set(whatif.KNOBS))
+    m = claim(r"a sweep of more than (\d+) scenarios")
+    assert int(m.group(1)) == whatif.DEFAULT_MAX_SCENARIOS
+    m = claim(r"\(at most ([\d,]+);")
+    assert int(m.group(1).replace(",", "")) == whatif.MAX_SCENARIOS_LIMIT

@@ -1,0 +1,241 @@
+"""What a user reads (issue 21): objectives print what they rank, in their unit; the header says
+how many of the cluster's accelerators a plan uses; MFU never passes 100% unexplained; the
+step-time target's failure names the best achievable time; search prints the workload; text
+reports fit in 100 columns; the API's names are the CLI's; HF configs are named from the config;
+``layout show`` is readable text."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import planner
+from planner.errors import InfeasibleError, SpecError
+from planner.report.text import search_text
+from planner.report.width import COLUMNS
+from tests.test_cli import run_main
+
+SMALL = {"model": "8B", "cluster": "hgx_h100x64"}
+
+
+def _fits(text: str) -> None:
+    wide = [line for line in text.splitlines() if len(line) > COLUMNS]
+    assert not wide, f"{len(wide)} lines over {COLUMNS} columns: {wide[0]!r}"
+
+
+# --- objectives -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("objective", ["cost", "energy"])
+def test_gpus_equal_to_the_cluster_is_the_same_search(objective: str) -> None:
+    """The cap's value decides the search, not whether --gpus is given: cost and energy
+    consider fewer GPUs either way (before, only when --gpus was passed)."""
+    config = {"objective": objective}
+    plain = planner.search(**SMALL, config=config, top=3)
+    capped = planner.search(**SMALL, config=config, top=3, gpus=64)
+    assert plain.best.layout == capped.best.layout
+    assert [a.layout for a in plain.alternatives] == [a.layout for a in capped.alternatives]
+    assert plain.objective == objective
+    time = planner.search(**SMALL, top=1)
+    assert time.best.num_gpus == 64 and time.objective == "time"
+
+
+def test_cost_objective_prints_dollars_for_the_winner_and_every_runner_up() -> None:
+    result = planner.search(**SMALL, config={"objective": "cost"}, top=4)
+    best = result.best
+    assert best.num_gpus < 64  # fewer GPUs win on cost here
+    text = search_text(result)
+    _fits(text)
+    assert f"hgx_h100x64: {best.num_gpus} of 64 x h100_sxm" in " ".join(text.split())
+    assert f"(best ${best.usd_per_million_tokens:.3g}/M tokens)" in text
+    flat = " ".join(text.split())
+    for alt in result.alternatives:
+        assert f"${alt.usd_per_million_tokens:.3g}/M tokens" in flat
+        assert alt.why_not is not None and "more per million tokens" in alt.why_not
+        # the sign is a word: never "-3 s slower" or "(-12%)" after "slower"
+        assert not re.search(r"-[\d.]+ ?(s|ms|us) (slower|faster)", alt.why_not)
+        assert not re.search(r"slower per step \(-", alt.why_not)
+        assert not re.search(r"faster per step \(\+", alt.why_not)
+
+
+def test_energy_objective_prints_joules() -> None:
+    result = planner.search(**SMALL, config={"objective": "energy"}, top=3)
+    text = " ".join(search_text(result).split())
+    assert f"(best {result.best.joules_per_token:.3g} J/token)" in text
+    for alt in result.alternatives:
+        assert f"{alt.joules_per_token:.3g} J/token" in text
+        assert "J more per token" in (alt.why_not or "")
+
+
+def test_cli_objective_json_and_text() -> None:
+    code, out, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x64",
+                               "--objective", "cost", "--json", "--top", "2"])  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["objective"] == "cost" and data["best"]["usd_per_million_tokens"] > 0
+    code, out, _ = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x64",
+                             "--objective", "energy", "--top", "2"])  # fmt: skip
+    assert code == 0 and "ranked  : by lowest energy per token" in out
+    _fits(out)
+
+
+# --- MFU --------------------------------------------------------------------------------------
+
+
+def test_nvfp4_mfu_is_against_the_format_peak_and_says_why_bf16_passes_100() -> None:
+    plan = planner.estimate(model="70B", cluster="hgx_b200x64", layout={"tp": 4}, precision="nvfp4")
+    # against the BF16 peak an nvfp4 plan may pass 100% (its GEMMs run at 4x that rate)
+    assert plan.mfu_precision_peak is not None and plan.mfu_precision_peak < 1.0
+    assert plan.mfu_precision_peak == pytest.approx(plan.mfu * 2250 / 9000, rel=1e-6)
+    code, out, _ = run_main(["estimate", "--model", "70B", "--cluster", "hgx_b200x64",
+                             "--tp", "4", "--precision", "nvfp4"])  # fmt: skip
+    assert code == 0
+    flat = " ".join(out.split())
+    assert f"MFU {100 * plan.mfu_precision_peak:.1f}% of the nvfp4 peak" in flat
+    assert f"BF16-equivalent {100 * plan.mfu:.1f}%" in flat
+    # the why is there exactly when the BF16-equivalent figure passes 100%
+    assert (": nvfp4 GEMMs run faster than BF16's peak" in flat) == (plan.mfu > 1.0)
+    bf16 = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2})
+    assert bf16.mfu_precision_peak == pytest.approx(bf16.mfu)
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+def test_target_step_time_failure_gives_units_and_the_best_achievable_time() -> None:
+    with pytest.raises(InfeasibleError) as info:
+        planner.search(**SMALL, config={"target_step_time_s": 0.5})
+    message = str(info.value)
+    match = re.search(r"the fastest that fits on 64 GPUs, (.+), takes ([\d.]+) s per step", message)
+    assert match, message
+    fastest = planner.search(**SMALL, top=1).best
+    assert float(match.group(2)) == pytest.approx(fastest.step_time_s, rel=2e-3)
+    assert fastest.layout.short() == match.group(1)
+    assert "0.5 s step-time target" in message and "layouts exceeds it" in message
+
+
+def test_target_step_time_header_names_the_gpus_used_of_the_cluster() -> None:
+    result = planner.search(**SMALL, config={"target_step_time_s": 60.0}, top=2)
+    used = result.best.num_gpus
+    assert used < 64 and result.objective == "target"
+    assert result.best.cluster_description.startswith(f"hgx_h100x64: {used} of 64 x ")
+    assert "step-time target, then shortest step" in search_text(result)
+
+
+def test_search_prints_the_workload_and_fits_100_columns() -> None:
+    code, out, _ = run_main(["search", "--model", "70B", "--cluster", "hgx_b200x16",
+                             "--seq-len", "4096", "--global-batch", "256"])  # fmt: skip
+    assert code == 0
+    assert "workload: 4,096-token sequences x 256 = 1,048,576 tokens per step" in out
+    _fits(out)
+    code, out, _ = run_main(["estimate", "--model", "671B", "--cluster", "gb200_nvl72x128",
+                             "--pp", "8", "--ep", "16"])  # fmt: skip
+    _fits(out)
+
+
+# --- API names, HF names, show ------------------------------------------------------------------
+
+
+def test_dir_planner_lists_the_api() -> None:
+    names = dir(planner)
+    for name in ("search", "estimate", "export", "migrate", "whatif", "placement",
+                 "serve_search", "serve_estimate", "load_model", "load_cluster"):  # fmt: skip
+        assert name in names, name
+
+
+def test_api_takes_the_clis_names() -> None:
+    serve = planner.serve_search(
+        model="70B", cluster="hgx_h200x8", precision="fp8", kv_precision="FP8", context=8192,
+        tpot_ms=50, top=1,
+    )  # fmt: skip
+    assert (
+        str(serve.best.layout.precision) == "fp8" and str(serve.best.layout.kv_precision) == "fp8"
+    )
+    plan = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2}, seq_len=4096,
+                            grad_reduce="bf16")  # fmt: skip
+    assert plan.workload is not None and plan.workload.seq_len == 4096
+    assert plan.workload.grad_reduce_dtype == "bf16"
+    auto = planner.search(model="8B", cluster="hgx_h100x8", precision="auto", top=1)
+    assert str(auto.best.layout.precision) in ("bf16", "fp8")
+    with pytest.raises(SpecError, match="unknown argument 'precison'"):
+        planner.serve_search(model="70B", cluster="hgx_h200x8", precison="fp8")
+    with pytest.raises(SpecError, match="given twice"):
+        planner.search(model="8B", cluster="hgx_h100x8", workload={"seq_len": 4096}, seq_len=2048)
+
+
+def test_hf_config_is_named_from_the_config_or_the_file(tmp_path: Path) -> None:
+    from tests.test_hf_import import LLAMA_3_1_70B
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    plain = folder / "llama-3.1-405b.json"
+    plain.write_text(json.dumps(LLAMA_3_1_70B), encoding="utf-8")
+    assert planner.load_model(plain).name == "llama-3.1-405b"
+    named = folder / "other.json"
+    named.write_text(json.dumps({**LLAMA_3_1_70B, "_name_or_path": "meta-llama/Llama-3.1-70B"}))
+    assert planner.load_model(named).name == "meta-llama/Llama-3.1-70B"
+    ckpt = tmp_path / "Llama-3.1-70B"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(json.dumps(LLAMA_3_1_70B), encoding="utf-8")
+    assert planner.load_model(ckpt / "config.json").name == "Llama-3.1-70B"
+
+
+@pytest.mark.parametrize("cluster", ["hgx_h100x1024", "tpu_v5p_8x8x16", "gb200_nvl72x144"])
+def test_show_is_readable_text(cluster: str) -> None:
+    code, out, _ = run_main(["show", cluster])
+    assert code == 0
+    assert "{" not in out and "[{" not in out and "None" not in out
+    _fits(out)
+    for section in ("cluster :", "accelerator:", "network (per accelerator", "totals:"):
+        assert section in out
+
+
+# --- migrate --layout takes the tool's own JSON -----------------------------------------------
+
+
+def test_migrate_layout_takes_estimate_and_search_json(tmp_path: Path) -> None:
+    base = ["--model", "70B", "--cluster", "hgx_h200x16"]
+    code, out, err = run_main(["estimate", *base, "--tp", "8", "--cp", "2", "--zero", "3",
+                               "--recompute", "full", "--json"])  # fmt: skip
+    assert code == 0, err
+    estimate = tmp_path / "estimate.json"
+    estimate.write_text(out, encoding="utf-8")
+    code, out, err = run_main(["search", *base, "--json", "--top", "1"])
+    assert code == 0, err
+    search = tmp_path / "search.json"
+    search.write_text(out, encoding="utf-8")
+    expected = json.loads(out)["best"]["layout"]
+    migrate = ["migrate", "--model", "70B", "--from", "hgx_h200x16", "--to", "hgx_b200x16"]
+    for saved, layout in ((estimate, "TP8 PP1 DP1 CP2 mbs1 full zero3 bf16"), (search, None)):
+        code, out, err = run_main([*migrate, "--layout", str(saved), "--json"])
+        assert code == 0, err
+        source = json.loads(out)["from"]["layout"]
+        if layout is None:
+            assert source == expected
+        else:
+            assert source["tp"] == 8 and source["cp"] == 2 and source["zero"] == 3
+    serve = tmp_path / "serve.json"
+    code, out, _ = run_main(["search", "--mode", "serve", "--model", "70B", "--cluster",
+                             "hgx_h200x8", "--json", "--top", "1"])  # fmt: skip
+    serve.write_text(out, encoding="utf-8")
+    code, _, err = run_main([*migrate, "--layout", str(serve)])
+    assert code == 2 and "a serving plan" in err
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**json.loads(search.read_text()), "schema_version": "2.0"}))
+    code, _, err = run_main([*migrate, "--layout", str(newer)])
+    assert code == 2 and "schema_version '2.0'" in err
+
+
+def test_whatif_and_migrate_text_fit_100_columns() -> None:
+    code, out, _ = run_main(["whatif", "--model", "8B", "--cluster", "hgx_h100x16",
+                             "--vary", "nic_gbps=200,400,800", "--vary", "oversubscription=1,2"])  # fmt: skip
+    assert code == 0
+    _fits(out)
+    assert "every layout:" in out  # the words all layouts share, said once above the table
+    code, out, _ = run_main(["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to",
+                             "hgx_b200x8", "--seq-len", "4096", "--global-batch", "64"])  # fmt: skip
+    assert code == 0
+    _fits(out)
