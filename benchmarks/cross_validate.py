@@ -57,6 +57,8 @@ def _print(records: list[CalibrationRecord]) -> None:
 
 def _write(record: CalibrationRecord) -> None:
     """Store ``record``'s held-out bands in the committed overlay, its fit untouched."""
+    if not record.efficiency.model_dump(exclude_none=True):
+        return  # a family too small to fit has no overlay: the pooled band applies
     stored = load_calibration(record.family)
     if stored is None or stored.efficiency != record.efficiency or stored.rows != record.rows:
         sys.exit(

@@ -47,7 +47,7 @@ def test_plan_band_is_the_stored_heldout_band_of_its_regime() -> None:
 
 
 def test_band_widens_beyond_the_largest_validated_job() -> None:
-    plan = _plan("405B", "hgx_h100x16384", {"tp": 8, "pp": 16})
+    plan = _plan("405B", "hgx_h100x32768", {"tp": 8, "pp": 16})
     largest = load_calibration("hopper").heldout.bands["dense"].max_num_gpus  # type: ignore[union-attr]
     assert plan.num_gpus > largest
     assert plan.uncertainty_pct == pytest.approx(

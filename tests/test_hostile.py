@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -353,9 +354,9 @@ CASES: list[Case] = [
          {"c.yaml": OK_CLUSTER.replace("num_accelerators: 16", "num_accelerators: true")}),
     Case("calibration-tiny-gemm", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
          ("efficiency.gemm.bf16", "[0.01, 1]", "1e-300"),
-         {"cal.yaml": HOPPER.replace("bf16: 0.5625", "bf16: 1.0e-300")}),
+         {"cal.yaml": re.sub(r"bf16: [0-9.]+", "bf16: 1.0e-300", HOPPER, count=1)}),
     Case("calibration-bool-factor", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
-         ("hbm", "true"), {"cal.yaml": HOPPER.replace("hbm: 0.77", "hbm: true")}),
+         ("hbm", "true"), {"cal.yaml": re.sub(r"hbm: [0-9.]+", "hbm: true", HOPPER, count=1)}),
     # --- issue 17: crashes that were 'internal error' --------------------------------------
     Case("cluster-superscript-digit", ["search", "--model", "8B", "--cluster", "hgx_h100x²"], 2,
          ("unknown cluster 'hgx_h100x²'",)),

@@ -35,6 +35,10 @@ class RegimeBand(FrozenSpec):
     """Half-width of the band before any widening (percent)."""
     heldout_median_pct: float
     """Median |held-out error| (percent)."""
+    heldout_max_pct: float = 0.0
+    """Largest |held-out error| (percent)."""
+    heldout_bias_pct: float = 0.0
+    """Mean signed held-out error (percent; positive = optimistic)."""
     in_sample_median_pct: float | None
     """Median |in-sample error| of the same regime (percent), for comparison."""
     inside: int
@@ -56,6 +60,10 @@ class BandReport(FrozenSpec):
     """The widening factors (topologies/trust.yaml)."""
     checks: list[CoverageCheck] = Field(default_factory=list)
     """Coverage on the held-out benchmarks."""
+    errors: dict[str, float] = Field(default_factory=dict)
+    """Held-out (leave-one-source-out) signed error of every fitted training row, by row id."""
+    fitted_rows: list[str] = Field(default_factory=list)
+    """Ids of the rows some overlay's factors were fitted on (the others were never fitted)."""
 
 
 def leave_one_out_inside(errors: Sequence[float], level: float) -> int:
@@ -94,6 +102,8 @@ def regime_band(
         rows=band.count,
         band_pct=100 * band.band_abs,
         heldout_median_pct=100 * band.median_abs,
+        heldout_max_pct=100 * band.max_abs,
+        heldout_bias_pct=100 * band.bias,
         in_sample_median_pct=None if in_sample is None else 100 * in_sample,
         inside=round(coverage(errors, [band.band_abs] * len(errors)) * len(errors)),
         inside_without_row=leave_one_out_inside(errors, level),
@@ -116,7 +126,18 @@ def band_report(records: Sequence[CalibrationRecord], spec: TrustSpec) -> BandRe
     for regime, errors in pooled.items():
         band = BandSummary.of(errors, spec.level)
         rows.append(regime_band("pooled", regime, band, spec.level, None))
-    return BandReport(level=spec.level, regimes=rows, widen=spec.widen, checks=spec.coverage_checks)
+    training = {
+        rid: err for regime, errors in pooled.items() if regime != "serving"
+        for rid, err in errors.items()
+    }  # fmt: skip
+    return BandReport(
+        level=spec.level,
+        regimes=rows,
+        widen=spec.widen,
+        checks=spec.coverage_checks,
+        errors=training,
+        fitted_rows=sorted({rid for record in records for rid in record.rows}),
+    )
 
 
 def catalog_band_report() -> BandReport:

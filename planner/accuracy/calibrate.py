@@ -163,6 +163,15 @@ def _with(eff: AcceleratorEfficiency, name: str, value: float) -> AcceleratorEff
     return eff.model_copy(update={name: value})
 
 
+def fit_set(cases: Sequence[PreparedCase]) -> list[PreparedCase]:
+    """The cases whose framework profile calibrates (``FrameworkSpec.calibrates``: Megatron-LM,
+    whose published runs state their recipes); the other frameworks' rows are left out of every
+    fit and stay out-of-sample tests of their profiles."""
+    from planner.catalog.frameworks import load_framework
+
+    return [c for c in cases if load_framework(c.workload.framework).calibrates]
+
+
 def fittable(cases: Sequence[PreparedCase]) -> bool:
     """Whether ``cases`` are enough to fit a family's factors (:data:`MIN_FIT_ROWS` rows).
 
@@ -268,7 +277,8 @@ def calibrate_family(
     accelerator = cases[0].cluster.accelerator
     prior = accelerator.efficiency
     method = (
-        f"mean absolute log error of tokens/s/GPU over tests/validation/training.yaml rows, "
+        f"mean absolute log error of tokens/s/GPU over the Megatron-LM rows of tests/validation "
+        f"(the profiles that calibrate), "
         f"prior pull {PRIOR_WEIGHT}, coordinate descent ({PASSES} passes x {GRID_POINTS} "
         f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
     )
@@ -356,7 +366,7 @@ def run_calibration(
     then be the same), and has none otherwise. ``progress(done, total, family)`` is called as
     each family starts and when the last one ends."""
     grouped: dict[str, list[PreparedCase]] = {}
-    for case in prepare(cases):
+    for case in fit_set(prepare(cases)):
         grouped.setdefault(case.cluster.accelerator.family, []).append(case)
     unknown = set(families) - set(grouped)
     if unknown:

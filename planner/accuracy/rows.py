@@ -502,18 +502,25 @@ Pax (PaLM) compiles with the same XLA GSPMD partitioner as MaxText, llm-foundry 
 PyTorch FSDP through Composer. A recipe's ``profile`` overrides it for one row."""
 
 
+def row_profile(row: TrainingRow) -> str:
+    """The framework profile a row runs under: its recipe's ``profile``, else
+    :data:`FRAMEWORK_PROFILES` of its framework."""
+    recipe = row.recipe
+    profile = recipe.profile if recipe is not None and recipe.profile else None
+    profile = profile or FRAMEWORK_PROFILES.get(row.framework)
+    if profile is None:
+        raise SpecError(f"row {row.id}: framework '{row.framework}' has no profile")
+    return profile
+
+
 def workload_of(row: TrainingRow) -> TrainWorkload:
     """The planner workload of a row: sequence length, global batch, precision, its framework's
     profile, and the framework settings its recipe records (``recipes.yaml``)."""
     if row.workload.global_batch is None:
         raise SpecError(f"row {row.id}: the source states no global batch, so no step to score")
     recipe = row.recipe
-    profile = recipe.profile if recipe is not None and recipe.profile else None
-    profile = profile or FRAMEWORK_PROFILES.get(row.framework)
-    if profile is None:
-        raise SpecError(f"row {row.id}: framework '{row.framework}' has no profile")
     fields: dict[str, object] = {
-        "framework": profile,
+        "framework": row_profile(row),
         "seq_len": row.workload.seq_len,
         "global_batch": row.workload.global_batch,
         "precision": precision_of(row),

@@ -24,6 +24,7 @@ from planner.accuracy.rows import (
     is_moe,
     load_rows,
     row_cluster,
+    row_profile,
     stated_layout,
     to_model_spec,
     training_file,
@@ -61,6 +62,8 @@ class RowResult(FrozenSpec):
     """Accelerator family: a100, h100, b200."""
     kind: Literal["dense", "moe"]
     """Dense or mixture-of-experts model."""
+    framework: str = "megatron"
+    """Framework profile the row runs under (``topologies/frameworks/``)."""
     precision: str
     """Training precision."""
     stated: dict[str, str | int]
@@ -184,6 +187,7 @@ def evaluate_case(case: Case) -> RowResult:
         "cluster": row.cluster,
         "accelerator": row.hardware.family,
         "kind": "moe" if is_moe(row) else "dense",
+        "framework": row_profile(row),
         "precision": row.precision,
         "stated": stated,
         "method": method,

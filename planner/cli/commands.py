@@ -297,6 +297,14 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         folder = catalog_root() / "topologies" / "calibration"
         folder.mkdir(parents=True, exist_ok=True)
         for fit in fits:
+            if not fit.record.efficiency.model_dump(exclude_none=True):
+                # too few rows to fit: the priors stay, and the pooled band (widened) applies
+                print(
+                    f"calibrate: {fit.record.family} not fitted ({len(fit.record.rows)} rows): "
+                    "no overlay written",
+                    file=sys.stderr,
+                )
+                continue
             target = folder / f"{fit.record.family}.yaml"
             target.write_text(overlay_yaml(fit.record), encoding="utf-8")
             wrote("calibrate", target)

@@ -190,8 +190,8 @@ def envelope_steps(
     known = basis.frameworks if basis.frameworks is not None else ("megatron",)
     if workload.framework not in known:
         note = (
-            f"no validated runs of framework '{workload.framework}' on this family "
-            f"(validated: {', '.join(known)})"
+            f"the factors are fitted on {', '.join(known)} runs; framework "
+            f"'{workload.framework}' is predicted through its profile"
         )
         steps.append((spec.widen.framework_without_rows.factor, note))
     return steps

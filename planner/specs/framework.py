@@ -59,6 +59,11 @@ class FrameworkSpec(FrozenSpec):
     """Tensor parallelism may exceed the KV heads, each rank holding a replica of the KV head
     its query heads share (GSPMD sharding; Megatron-LM and torchtitan split KV heads and need tp
     to divide them)."""
+    calibrates: bool = False
+    """Its validation rows fit the accelerator efficiency factors (``layout calibrate --fit``).
+    The other profiles' rows are never fitted: they are predicted through the profile, so they
+    test its mechanisms out of sample instead of bending the accelerator's factors toward one
+    framework's overheads."""
     workload: dict[str, Any] = Field(default_factory=dict)
     """TrainWorkload fields this framework sets unless the user sets them (its defaults: which
     overlaps run, the gradient dtype, the loss kernel, the MoE dispatcher's host sync, how
