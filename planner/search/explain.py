@@ -166,11 +166,6 @@ def _pin_rules(
     tp = degrees.get("tp", 1)
     if rule := tp_heads_rule(model, tp):
         out.append(rule)
-    if tp > cluster.accelerators_per_domain:
-        out.append(
-            f"tp ({tp}) exceeds the {cluster.accelerators_per_domain} accelerators of one "
-            "scale-up domain"
-        )
     if rule := pp_layers_rule(model, degrees.get("pp", 1)):
         out.append(rule)
     cp = degrees.get("cp", 1)

@@ -126,8 +126,7 @@ def _degree_choices(
         t
         for t in divisors(num_gpus)
         if not tp_heads_rule(model, t, replicate_kv=replicate_kv)
-        and t <= cluster.accelerators_per_domain
-    ]
+    ]  # TP beyond a scale-up domain is priced over the scale-out fabric, not refused
     out = []
     for tp in tps:
         for cp in divisors(num_gpus // tp):
