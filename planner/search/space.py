@@ -123,9 +123,7 @@ def _degree_choices(
     """(tp, cp, pp, dp) combinations that multiply to ``num_gpus`` and can be legal."""
     replicate_kv = load_framework(workload.framework).tp_beyond_kv_heads
     tps = [
-        t
-        for t in divisors(num_gpus)
-        if not tp_heads_rule(model, t, replicate_kv=replicate_kv)
+        t for t in divisors(num_gpus) if not tp_heads_rule(model, t, replicate_kv=replicate_kv)
     ]  # TP beyond a scale-up domain is priced over the scale-out fabric, not refused
     out = []
     for tp in tps:
