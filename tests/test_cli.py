@@ -244,17 +244,17 @@ def test_search_is_deterministic(b200_json: dict) -> None:
     code, out, err = run_main(["search", "--model", "70B", "--cluster", "hgx_b200x16", "--json"])
     assert code == 0, err
     again = json.loads(out)
-    assert json.dumps(_untimed(b200_json), sort_keys=True) == json.dumps(
-        _untimed(again), sort_keys=True
+    assert json.dumps(untimed(b200_json), sort_keys=True) == json.dumps(
+        untimed(again), sort_keys=True
     )
 
 
-def _untimed(data: object) -> object:
+def untimed(data: object) -> object:
     """``data`` without its wall times (search_time_s, a CP-SAT solve's wall_s)."""
     if isinstance(data, dict):
-        return {k: _untimed(v) for k, v in data.items() if k not in ("search_time_s", "wall_s")}
+        return {k: untimed(v) for k, v in data.items() if k not in ("search_time_s", "wall_s")}
     if isinstance(data, list):
-        return [_untimed(v) for v in data]
+        return [untimed(v) for v in data]
     return data
 
 

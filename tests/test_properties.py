@@ -31,7 +31,7 @@ from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
-from tests.test_cli import run_main
+from tests.test_cli import run_main, untimed
 
 CLUSTERS = ["hgx_h100x8", "hgx_h100x16", "hgx_h100x32", "hgx_b200x16", "hgx_a100x16"]
 CLUSTERS += ["gb200_nvl72x72", "hgx_h200x8"]
@@ -125,18 +125,9 @@ def test_search_is_deterministic(model: ModelSpec, cluster: str, workload: Train
     if isinstance(first, PlannerError):
         assert type(second) is type(first) and str(second) == str(first)
         return
-    a = _untimed(json.loads(first.model_dump_json()))  # type: ignore[attr-defined]
-    b = _untimed(json.loads(second.model_dump_json()))  # type: ignore[attr-defined]
+    a = untimed(json.loads(first.model_dump_json()))  # type: ignore[attr-defined]
+    b = untimed(json.loads(second.model_dump_json()))  # type: ignore[attr-defined]
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-
-def _untimed(data: object) -> object:
-    """``data`` without its wall times (search_time_s, a CP-SAT solve's wall_s)."""
-    if isinstance(data, dict):
-        return {k: _untimed(v) for k, v in data.items() if k not in ("search_time_s", "wall_s")}
-    if isinstance(data, list):
-        return [_untimed(v) for v in data]
-    return data
 
 
 @st.composite

@@ -20,6 +20,7 @@ from planner.search.whatif import (
 )
 from planner.specs.scenarios import WhatIfResult
 from planner.specs.workload import TrainWorkload
+from tests.test_cli import untimed
 from tests.test_migrate import assert_one_line_error, run_main
 
 SMALL = {"seq_len": 4096, "global_batch": 64}
@@ -29,15 +30,7 @@ SMALL = {"seq_len": 4096, "global_batch": 64}
 def _dump(result: WhatIfResult) -> list[object]:
     """The scenarios as JSON without wall-clock times (a CP-SAT split's ``wall_s`` differs from
     run to run)."""
-    return [_no_wall_times(s.model_dump(mode="json")) for s in result.scenarios]
-
-
-def _no_wall_times(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _no_wall_times(v) for k, v in value.items() if k != "wall_s"}
-    if isinstance(value, list):
-        return [_no_wall_times(v) for v in value]
-    return value
+    return [untimed(s.model_dump(mode="json")) for s in result.scenarios]
 
 
 @pytest.fixture(scope="module")
