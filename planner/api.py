@@ -17,10 +17,11 @@ argument that would be ignored is an error too (a ``cluster`` other than the pla
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
@@ -28,6 +29,7 @@ from planner.catalog import load_cluster as _load_cluster
 from planner.catalog import load_model as _load_model
 from planner.catalog.io import load_mapping, validate_spec
 from planner.errors import InternalError, SpecError
+from planner.limits import in_range, rule
 from planner.search import engine, serving_search
 from planner.search import migrate as _migrate
 from planner.search import whatif as _whatif
@@ -91,10 +93,34 @@ def _kind_error(argument: str, value: object, expected: str) -> SpecError:
 
 def _workload(workload: WorkloadLike) -> TrainWorkload:
     if isinstance(workload, TrainWorkload):
-        return workload
+        return _plausible(workload, "workload")
     if workload is not None and not isinstance(workload, Mapping):
         raise _kind_error("workload", workload, "a TrainWorkload or a dict of its fields")
-    return validate_spec(TrainWorkload, dict(workload or {}), where="workload")
+    return _plausible(validate_spec(TrainWorkload, dict(workload or {}), where="workload"), "workload")
+
+
+SpecLike = TypeVar("SpecLike", bound=BaseModel)
+
+
+def _plausible(spec: SpecLike, where: str) -> SpecLike:
+    """``spec`` when each of its numbers that has a plausible range (planner.limits.RANGES: a
+    sequence length, a latency target, a load) lies in it; SpecError '<where>: <field>: <value>
+    must be <range>' otherwise (``target_tokens_per_s=1e308`` would print a 300-digit GPU
+    count)."""
+    for name in type(spec).model_fields:
+        value = getattr(spec, name)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and not in_range(name, value):
+            raise SpecError(f"{where}: {name}: {shown(value)} must be {rule(name)}")
+    return spec
+
+
+def _plausible_count(argument: str, value: object) -> int:
+    """A positive whole number (``gpus``, ``workers``) in its plausible range."""
+    number = positive_count(argument, value)
+    if not in_range(argument, number):
+        raise SpecError(f"{argument} {shown(value)}: must be {rule(argument)}")
+    return number
 
 
 MAX_TOP = 50
@@ -115,6 +141,7 @@ def _config(config: SolverConfig | dict[str, object] | None, top: object,
         spec = validate_spec(SolverConfig, dict(config), where="config")
     else:
         raise _kind_error("config", config, "a SolverConfig or a dict of its fields")
+    _plausible(spec, "config")
     if top is None:
         return spec
     return spec.model_copy(update={"top": min(positive_count("top", top), MAX_TOP)})
@@ -168,7 +195,7 @@ def search(
         config=config,
         bounds=bounds,
         precisions=formats,
-        gpus=gpus,
+        gpus=None if gpus is None else _plausible_count("gpus", gpus),
     )
 
 
@@ -369,36 +396,25 @@ def whatif(
     UserWarning), or ``engine="ray"`` (the optional ``ray`` extra). ``progress(done, total)`` is
     called after each scenario.
     """
-    from collections.abc import Sequence
-
-    given: list[tuple[str, Sequence[object]]] = []
-    for entry in vary if isinstance(vary, list) else vary.items():
-        if isinstance(entry, tuple):  # {knob: values}: counted before a value is converted
-            key, values = entry
-            if isinstance(values, str):
-                texts: Sequence[object] = [t for t in values.split(",") if t.strip()]
-            else:
-                texts = values if isinstance(values, Sequence) else list(values)
-            given.append((_whatif.knob_of(key), texts))
-        else:
-            given.append(_whatif.split_vary(str(entry)))
-    items: dict[str, Sequence[object]] = {}
-    for knob, texts in given:
-        if knob in items:
-            raise SpecError(f"--vary {knob} is given twice: list all its values in one --vary")
-        items[knob] = texts
+    _callable("progress", progress, "progress(done, total)")
+    _callable("note", note, "note(line)")
+    _whatif.check_max_scenarios(max_scenarios)
+    items = _vary_items(vary, max_scenarios)
     _whatif.check_scenario_count({k: len(v) for k, v in items.items()}, max_scenarios)
     knobs: dict[str, list[KnobValue]] = {
         knob: _whatif.parse_values(knob, (_whatif_text(v) for v in texts))
         for knob, texts in items.items()
     }
+    pins = check_fix(fix)
+    spec_workload, spec_cluster = _workload(workload), load_cluster(cluster)
+    _check_vary_overlap(knobs, pins, spec_workload, spec_cluster)
     options = validate_spec(
         WhatIfOptions,
         {
-            "fix": dict(fix or {}),
-            "config": config or SolverConfig(top=1),
+            "fix": pins,
+            "config": _config(config, None, SolverConfig(top=1)),
             "run": _run_length(tokens, steps),
-            "workers": workers,
+            "workers": _plausible_count("workers", workers),
             "engine": engine,
             "max_scenarios": max_scenarios,
         },
@@ -406,13 +422,107 @@ def whatif(
     )
     return _whatif.whatif(
         load_model(model),
-        load_cluster(cluster),
-        _workload(workload),
+        spec_cluster,
+        spec_workload,
         knobs=knobs,
         options=options,
         progress=progress,
         note=note,
     )
+
+
+def _callable(argument: str, value: object, signature: str) -> None:
+    if value is not None and not callable(value):
+        raise _kind_error(argument, value, f"a function called as {signature}, or None")
+
+
+def _vary_items(vary: object, max_scenarios: int) -> dict[str, list[object]]:
+    """``vary`` (a dict of knob -> values, or a list of ``KEY=V1,V2`` strings) as knob -> value
+    list, not parsed yet. A list's length is counted, not its values; a generator (or any other
+    iterable) is consumed only up to the scenario cap, so one that never ends is refused."""
+    from collections.abc import Iterable, Sequence
+
+    shape = "a dict of knob -> list of values, or a list of 'KEY=V1,V2' strings"
+    given: list[tuple[str, Sequence[object]]] = []
+    if isinstance(vary, Mapping):
+        for key, values in vary.items():
+            knob = _whatif.knob_of(key)
+            label = f"--vary {knob}={shown(values)}"
+            if isinstance(values, str):
+                texts: Sequence[object] = [t for t in values.split(",") if t.strip()]
+            elif isinstance(values, Sequence) and not isinstance(values, bytes | bytearray):
+                texts = values
+            elif isinstance(values, Iterable) and not isinstance(values, Mapping | bytes | bytearray):
+                texts = list(itertools.islice(values, max_scenarios + 1))  # bounded
+                if len(texts) > max_scenarios:
+                    raise SpecError(
+                        f"{label}: more than {max_scenarios:,} values, over the cap of "
+                        f"{max_scenarios:,} scenarios: narrow the list or raise max_scenarios "
+                        f"(at most {_whatif.MAX_SCENARIOS_LIMIT:,})"
+                    )
+            else:
+                raise SpecError(f"{label}: must be a list of values (or 'V1,V2' text)")
+            if not texts:
+                raise SpecError(f"--vary {knob}: give at least one value")
+            given.append((knob, texts))
+    elif isinstance(vary, list | tuple):
+        for entry in vary:
+            if not isinstance(entry, str):
+                raise SpecError(f"vary entry {shown(entry)}: must be a 'KEY=V1,V2' string")
+            given.append(_whatif.split_vary(entry))
+    else:
+        raise _kind_error("vary", vary, shape)
+    if not given:
+        raise SpecError(f"vary {shown(vary)}: give at least one knob ({shape})")
+    items: dict[str, list[object]] = {}
+    for knob, texts in given:
+        if knob in items:
+            raise SpecError(f"--vary {knob} is given twice: list all its values in one --vary")
+        items[knob] = texts  # type: ignore[assignment]
+    return items
+
+
+VARY_WORKLOAD_FIELDS: dict[str, tuple[str, ...]] = {
+    "seq_len": ("seq_len",),
+    "global_batch": ("global_batch",),
+    "precision": ("precision",),
+    "moe_dispatcher": ("moe_dispatch_dedup",),
+    "ep_overlap": ("ep_comm_overlap",),
+    "moe_cuda_graphs": ("moe_host_sync",),
+}
+"""TrainWorkload fields that a what-if knob sets in every scenario."""
+
+
+def _check_vary_overlap(
+    knobs: Mapping[str, object], fix: Mapping[str, object], workload: TrainWorkload,
+    cluster: ClusterSpec,
+) -> None:  # fmt: skip
+    """A knob that the workload, a pin or a cluster edit sets too is an error: every scenario
+    would replace that value without a word."""
+    for knob in knobs:
+        for name in VARY_WORKLOAD_FIELDS.get(knob, ()):
+            if name in workload.model_fields_set:
+                raise SpecError(
+                    f"--vary {knob} and workload {name}={_field_text(workload, name)} both "
+                    f"set {knob}: give the values in vary alone"
+                )
+        if knob in fix:
+            raise SpecError(
+                f"--vary {knob} and fix {knob}={shown(fix[knob])} both set {knob}: give the "
+                "values in vary alone"
+            )
+        if knob in cluster.edits:
+            raise SpecError(
+                f"--vary {knob}: cluster '{cluster.name}' already sets {knob}="
+                f"{cluster.edits[knob]} (an edit), which every scenario would replace: give the "
+                "values in vary alone"
+            )
+
+
+def _field_text(spec: BaseModel, name: str) -> str:
+    """A spec field's value for a message (an enum by its value: 'bf16')."""
+    value = getattr(spec, name)
+    return shown(getattr(value, "value", value))
 
 
 def _whatif_text(value: object) -> str:
@@ -424,10 +534,11 @@ ServeWorkloadLike = ServeWorkload | dict[str, object] | None
 
 def _serve_workload(workload: ServeWorkloadLike) -> ServeWorkload:
     if isinstance(workload, ServeWorkload):
-        return workload
+        return _plausible(workload, "workload")
     if workload is not None and not isinstance(workload, Mapping):
         raise _kind_error("workload", workload, "a ServeWorkload or a dict of its fields")
-    return validate_spec(ServeWorkload, {"mode": "serve", **(workload or {})}, where="workload")
+    spec = validate_spec(ServeWorkload, {"mode": "serve", **(workload or {})}, where="workload")
+    return _plausible(spec, "workload")
 
 
 def serve_search(

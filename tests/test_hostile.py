@@ -130,12 +130,16 @@ CASES: list[Case] = [
     # --- numbers: zero, negative, fractional, NaN, inf, absurd ----------------------------
     Case("seq-len-inf", [*S8, "--seq-len", "inf"], 2, ("--seq-len", "'inf'", "positive whole")),
     Case("seq-len-1e9", [*S8, "--seq-len", str(10**9)], 2,
-         ("seq-len 1000000000", "exceeds the 131072-token context")),
+         ("--seq-len", "'1000000000'", "from 1 to 16,777,216 tokens")),
+    Case("seq-len-1e6", [*S8, "--seq-len", str(10**6)], 2,
+         ("seq-len 1000000", "exceeds the 131072-token context")),
     Case("global-batch-zero", [*S8, "--global-batch", "0"], 2, ("--global-batch", "'0'")),
     Case("global-batch-absurd", [*S8, "--global-batch", str(10**30)], 2,
-         (str(10**30), "exceeds the 16,777,216")),
+         (str(10**30), "from 1 to 16,777,216 sequences")),
     Case("batch-tokens-absurd", [*S8, "--global-batch-tokens", "99999999999999999999G"], 2,
-         ("global batch", "exceeds the 16,777,216")),
+         ("--global-batch-tokens", "from 1 to 281,474,976,710,656 tokens")),
+    Case("batch-tokens-over-the-batch", [*S8, "--global-batch-tokens", "1G", "--seq-len", "1"],
+         2, ("1,073,741,824 sequences", "from 1 to 16,777,216 sequences")),
     Case("nic-zero", [*S8, "--nic-gbps", "0"], 2, ("--nic-gbps", "'0'", "> 0")),
     Case("nic-negative", [*S8, "--nic-gbps", "-400"], 2, ("--nic-gbps", "'-400'")),
     Case("nic-absurd", [*S8, "--nic-gbps", "1e308"], 2, ("nic_gbps", "100000", "1e+308")),
@@ -189,14 +193,16 @@ CASES: list[Case] = [
     Case("migrate-tokens-nan", [*M8, "--tokens", "nan"], 2, ("--tokens", "'nan'")),
     Case("migrate-steps-zero", [*M8, "--steps", "0"], 2, ("--steps", "'0'")),
     Case("migrate-price-nan", [*M8, "--price", "hgx_b200=nan"], 2, ("hgx_b200=nan",)),
-    Case("migrate-seq-len-1e9", [*M8, "--seq-len", str(10**9)], 2, ("seq-len 1000000000",)),
+    Case("migrate-seq-len-1e9", [*M8, "--seq-len", str(10**9)], 2,
+         ("--seq-len", "from 1 to 16,777,216")),
     Case("migrate-global-batch-0", [*M8, "--global-batch", "0"], 2, ("--global-batch", "'0'")),
-    Case("whatif-nic-zero", [*W8, "--vary", "nic_gbps=0"], 2, ("nic_gbps", "'0'", "> 0")),
+    Case("whatif-nic-zero", [*W8, "--vary", "nic_gbps=0"], 2,
+         ("nic_gbps", "'0'", "from 1 to 100,000")),
     Case("whatif-gpus-fraction", [*W8, "--vary", "gpus=1.5"], 2, ("gpus", "'1.5'", "whole")),
     Case("whatif-workers-zero", [*W8, "--vary", "nic_gbps=400", "--workers", "0"], 2,
          ("--workers", "'0'")),
     Case("whatif-price-absurd", [*W8, "--vary", "price_per_gpu_hour=1e308"], 2,
-         ("price_per_gpu_hour=1e+308", "10000"), quiet=False),
+         ("price_per_gpu_hour", "'1e308'", "at most 10,000 (usd")),
     # --- clusters that do not fill whole scale-up units -----------------------------------
     Case("nvl72-partial-tray", ["search", "--model", "8B", "--cluster", "gb200_nvl72x70"], 2,
          ("70 accelerators", "4-GPU units", "nearest valid: 68 and 72")),
@@ -427,7 +433,7 @@ CASES: list[Case] = [
                                         "{tmp}/no/o.yaml"], 2, ("--out", "does not exist")),
     # --- issue 17, second pass: what a fresh hostile pass found ------------------------------
     Case("seq-len-overflows-a-float", [*S8, "--seq-len", "9" * 300 + ".0T"], 2,
-         ("seq-len", "exceeds the 131072-token context")),
+         ("seq-len", "from 1 to 16,777,216 tokens")),
     Case("top-almost-whole", [*S8, "--top", "1.0000000000000000001"], 2,
          ("--top", "positive whole number")),
     Case("whatif-gpus-inf", [*W8, "--vary", "gpus=inf"], 2, ("gpus", "'inf'", "finite")),
@@ -466,6 +472,90 @@ CASES: list[Case] = [
     Case("model-name-osc", ["search", "--model", "\x1b]0;owned\x07", "--cluster", "hgx_h100x8"],
          2, ("unknown model", "\\x1b]0;owned\\x07")),
     Case("seq-len-ansi", [*S8, "--seq-len", "\x1b[31m8"], 2, ("--seq-len", "\\x1b[31m8")),
+    # --- issue 17, third pass: flags accepted but ignored ------------------------------------
+    Case("whatif-vary-and-flag", [*W8, "--vary", "nic_gbps=400,800", "--nic-gbps", "200"], 2,
+         ("--vary nic_gbps and --nic-gbps", "both set nic_gbps")),
+    Case("whatif-vary-and-seq-len", [*W8, "--vary", "seq_len=2048", "--seq-len", "4096"], 2,
+         ("--vary seq_len and --seq-len",)),
+    Case("whatif-vary-and-precision", [*W8, "--vary", "precision=fp8", "--precision", "bf16"], 2,
+         ("--vary precision and --precision",)),
+    Case("whatif-vary-and-batch-tokens", [*W8, "--vary", "global_batch=64",
+                                          "--global-batch-tokens", "1M"], 2,
+         ("--vary global_batch and --global-batch-tokens",)),
+    Case("whatif-vary-and-negated-switch", [*W8, "--vary", "rail_optimized=true",
+                                            "--no-rail-optimized"], 2,
+         ("--vary rail_optimized and --no-rail-optimized",)),
+    Case("whatif-vary-and-abbreviated-flag", [*W8, "--vary", "ep_overlap=true", "--ep-over"], 2,
+         ("--vary ep_overlap and --ep-overlap",)),
+    Case("whatif-vary-and-fix", [*W8, "--vary", "precision=fp8", "--fix", "precision=bf16"], 2,
+         ("--vary precision and --fix precision=bf16",)),
+    Case("serve-seq-len", [*SERVE, "--seq-len", "4096"], 2,
+         ("--seq-len is a training flag", "--mode serve", "--context")),
+    Case("serve-seq-len-at-its-default", [*SERVE, "--seq-len", "8192"], 2,
+         ("--seq-len is a training flag",)),
+    Case("serve-global-batch", [*SERVE, "--global-batch", "64"], 2,
+         ("--global-batch is a training flag",)),
+    Case("serve-recompute-modules", [*SERVE, "--recompute-modules", "mlp"], 2,
+         ("--recompute-modules is a training flag",)),
+    Case("serve-grad-reduce", [*SERVE, "--grad-reduce", "bf16"], 2,
+         ("--grad-reduce is a training flag",)),
+    Case("serve-objective-cost", [*SERVE, "--objective", "cost"], 2,
+         ("--objective cost is a training objective", "latency")),
+    Case("serve-fix-zero", [*SERVE, "--fix", "zero=1"], 2,
+         ("--fix zero", "training field", "--mode serve")),
+    Case("serve-fix-dp-and-replicas", [*SERVE, "--fix", "dp=2", "--fix", "replicas=4"], 2,
+         ("--fix dp=2 and --fix replicas=4 both pin replicas",)),
+    Case("serve-estimate-recompute", ["estimate", "--mode", "serve", "--model", "8B", "--cluster",
+                                      "hgx_h100x8", "--recompute", "full"], 2,
+         ("--recompute is a training flag",)),
+    Case("serve-estimate-zero", ["estimate", "--mode", "serve", "--model", "8B", "--cluster",
+                                 "hgx_h100x8", "--zero", "1"], 2, ("--zero is a training flag",)),
+    Case("serve-estimate-mbs", ["estimate", "--mode", "serve", "--model", "8B", "--cluster",
+                                "hgx_h100x8", "--mbs", "2"], 2, ("--mbs is a training flag",)),
+    Case("train-kv-cache-fraction", [*S8, "--kv-cache-fraction", "0.5"], 2,
+         ("--kv-cache-fraction is a serving flag", "the mode is train")),
+    Case("train-attention-dp-at-its-default", [*E8, "--attention-dp", "1"], 2,
+         ("--attention-dp is a serving flag",)),
+    Case("train-objective-latency", [*S8, "--objective", "latency"], 2,
+         ("--objective latency needs --mode serve",)),
+    # --- issue 17, third pass: absurd magnitudes are refused with their range ---------------
+    Case("serve-target-absurd", [*SERVE, "--target-tokens-per-s", "1e308"], 2,
+         ("--target-tokens-per-s", "'1e308'", "at most 1,000,000,000,000 tokens/s")),
+    Case("serve-tpot-absurd", [*SERVE, "--tpot-ms", "1e300"], 2, ("--tpot-ms", "3,600,000 ms")),
+    Case("serve-context-absurd", [*SERVE, "--context", "9" * 40], 2,
+         ("--context", "from 1 to 16,777,216 tokens")),
+    Case("whatif-gpus-absurd", [*W8, "--vary", "gpus=1e300"], 2,
+         ("--vary gpus", "'1e300'", "from 1 to 1,048,576 (accelerators)")),
+    Case("whatif-nic-absurd", [*W8, "--vary", "nic_gbps=1e300"], 2,
+         ("--vary nic_gbps", "from 1 to 100,000 (gb/s")),
+    Case("whatif-workers-absurd", [*W8, "--vary", "nic_gbps=400", "--workers", "9" * 30], 2,
+         ("--workers", "from 1 to 1,024 processes")),
+    Case("gpus-absurd", [*S8, "--gpus", "9" * 30], 2, ("--gpus", "from 1 to 1,048,576")),
+    Case("target-step-absurd", [*S8, "--target-step-time", "1e300"], 2,
+         ("--target-step-time", "at most 86,400 s")),
+    Case("recompute-num-layers-absurd", [*E8, "--recompute", "full", "--recompute-num-layers",
+                                         "9" * 30], 2, ("--recompute-num-layers", "16,384 layers")),
+    Case("calibration-residual-absurd", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("residuals.all.median_abs", "1e+300", "plausible prediction error", "0 to 10"),
+         {"cal.yaml": HOPPER.replace("median_abs: 0.05214912466596089", "median_abs: 1e300", 1)}),
+    Case("calibration-band-bias-absurd", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("heldout.bands.serving.bias", "-1e+300", "plausible prediction error"),
+         {"cal.yaml": HOPPER.replace("      bias: 0.11624785053068104", "      bias: -1.0e+300")}),
+    Case("calibration-count-absurd", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("residuals.all.count", "0 to 1,000,000"),
+         {"cal.yaml": HOPPER.replace("count: 31", "count: " + "9" * 40, 1)}),
+    # --- issue 17, third pass: digits other than 0-9, torus names on GPU systems ------------
+    Case("tpot-arabic-digits", [*SERVE, "--tpot-ms", "٣٠"], 2, ("--tpot-ms", "not a number")),
+    Case("tpot-full-width-digits", [*SERVE, "--tpot-ms", "３０"], 2, ("--tpot-ms", "not a number")),
+    Case("nic-full-width-digits", [*S8, "--nic-gbps", "４００"], 2, ("--nic-gbps", "not a number")),
+    Case("time-limit-underscore", [*S8, "--time-limit", "1_0"], 2, ("--time-limit", "not a number")),
+    Case("fix-zero-arabic-digit", [*S8, "--fix", "zero=٢"], 2, ("--fix zero=٢", "0, 1, 2 or 3")),
+    Case("whatif-arabic-digits", [*W8, "--vary", "nic_gbps=٤٠٠"], 2,
+         ("--vary nic_gbps", "not a number")),
+    Case("gpu-system-torus-name", ["search", "--model", "8B", "--cluster", "hgx_h100_2x4"], 2,
+         ("hgx_h100_2x4", "not a torus", "write 'hgx_h100x8'")),
+    Case("nvl72-torus-name", ["show", "gb200_nvl72_8x9"], 2,
+         ("gb200_nvl72_8x9", "write 'gb200_nvl72x72'")),
 ]  # fmt: skip
 
 
@@ -742,3 +832,59 @@ def test_ctrl_c_in_the_cli_prints_one_line_and_exits_130(tmp_path: Path) -> None
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "layout: interrupted" and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+# --- issue 17, third pass: flags that --plan or --mode would ignore -----------------------
+
+
+@pytest.fixture(scope="module")
+def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A saved training search and a saved serving search of 8B on hgx_h100x8."""
+    folder = tmp_path_factory.mktemp("plans")
+    out = {}
+    for mode, argv in (("train", S8), ("serve", SERVE)):
+        code, text, err = run_main([*argv, "--json"])
+        assert code == 0, err
+        out[mode] = folder / f"{mode}.json"
+        out[mode].write_text(text, encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mode", "flags", "named"),
+    [
+        ("train", ["--fix", "tp=2"], "--fix"),
+        ("train", ["--time-limit", "5"], "--time-limit"),
+        ("train", ["--solver", "exhaustive"], "--solver"),
+        ("train", ["--precision", "fp8"], "--precision"),
+        ("train", ["--precision", "bf16"], "--precision"),  # even the plan's own
+        ("train", ["--recompute-modules", "mlp"], "--recompute-modules"),
+        ("train", ["--no-tp-overlap"], "--no-tp-overlap"),
+        ("serve", ["--global-batch", "64"], "--global-batch"),
+        ("serve", ["--fix", "tp=1"], "--fix"),
+    ],
+)
+def test_export_plan_refuses_the_flags_the_plan_settles(
+    saved_plans: dict[str, Path], mode: str, flags: list[str], named: str
+) -> None:
+    code, out, err = run_main([*EXPORT, str(saved_plans[mode]), *flags])
+    line = assert_one_line_error(code, err, 2)
+    assert f"{named} does not apply with --plan" in line and out == ""
+
+
+def test_export_plan_keeps_the_flags_that_say_its_workload(saved_plans: dict[str, Path]) -> None:
+    """--seq-len and --global-batch say which workload the plan was made for: still accepted."""
+    code, out, err = run_main(
+        [*EXPORT, str(saved_plans["train"]), "--seq-len", "8192", "--global-batch", "512"]
+    )
+    assert code == 0 and err == "" and "--tensor-model-parallel-size" in out
+
+
+@pytest.mark.parametrize("pin", ["replicas=2", "attention_dp=2", "dp=2", "tp=4"])
+def test_serving_pins_are_legal_on_the_cli(pin: str) -> None:
+    """The serving fields (replicas, attention_dp) were refused as 'not a training field'."""
+    code, out, err = run_main([*SERVE, "--fix", pin, "--json"])
+    assert code == 0, err
+    layout = json.loads(out)["best"]["layout"]
+    key, value = pin.split("=")
+    assert layout[{"dp": "replicas"}.get(key, key)] == int(value)

@@ -11,6 +11,7 @@ then fuzzes ``fix``, ``bounds``, ``top`` and ``gpus`` with arbitrary JSON-like v
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -33,6 +34,8 @@ SMALL = {"model": "8B", "cluster": "hgx_h100x8"}
 """A model and cluster that search in a few milliseconds."""
 PLAN, RESULT, SERVE_PLAN, SERVE_RESULT = "<plan>", "<result>", "<serve plan>", "<serve result>"
 """Stand-ins in the table for plans made once per session (see :func:`_fixtures`)."""
+EDITED_CLUSTER = "<edited cluster>"
+"""Stand-in for hgx_h100x8 with a what-if edit (nic_gbps 200)."""
 
 
 @cache
@@ -44,6 +47,7 @@ def _fixtures() -> dict[str, object]:
         RESULT: api.search(**SMALL, top=2),
         SERVE_PLAN: serve.best,
         SERVE_RESULT: serve,
+        EDITED_CLUSTER: api.load_cluster("hgx_h100x8", edits={"nic_gbps": 200}),
     }
 
 
@@ -279,6 +283,59 @@ CASES: list[Case] = [
          args=(PLAN, "70B", "hgx_h100x8", None)),
     Case("not-fitting-workload", "not_fitting_reason", {}, ("workload 5",),
          args=(PLAN, "8B", "hgx_h100x8", 5)),
+    # --- whatif: argument types, generators, pins, knobs set twice (issue 17, third pass) -------
+    Case("whatif-vary-none", "whatif", {**SMALL, "vary": None}, ("vary None", "must be a dict")),
+    Case("whatif-vary-string", "whatif", {**SMALL, "vary": "nic_gbps=400"},
+         ("vary 'nic_gbps=400'", "list of 'KEY=V1,V2' strings", "(got str)")),
+    Case("whatif-vary-number", "whatif", {**SMALL, "vary": 5}, ("vary 5",)),
+    Case("whatif-vary-empty", "whatif", {**SMALL, "vary": {}}, ("vary {}", "at least one knob")),
+    Case("whatif-vary-scalar-value", "whatif", {**SMALL, "vary": {"nic_gbps": 400}},
+         ("--vary nic_gbps=400", "must be a list of values")),
+    Case("whatif-vary-mapping-value", "whatif", {**SMALL, "vary": {"nic_gbps": {"a": 1}}},
+         ("--vary nic_gbps={'a': 1}", "must be a list of values")),
+    Case("whatif-vary-bytes-value", "whatif", {**SMALL, "vary": {"nic_gbps": b"400"}},
+         ("must be a list of values",)),
+    Case("whatif-vary-list-of-numbers", "whatif", {**SMALL, "vary": [1, 2]},
+         ("vary entry 1", "'KEY=V1,V2' string")),
+    Case("whatif-vary-endless-generator", "whatif",
+         {**SMALL, "vary": {"nic_gbps": itertools.count(1)}, "max_scenarios": 10},
+         ("--vary nic_gbps=count(1)", "more than 10 values", "cap of 10")),
+    Case("whatif-progress-not-callable", "whatif", {**SMALL, "vary": ["nic_gbps=400"],
+                                                    "progress": 5},
+         ("progress 5", "progress(done, total)")),
+    Case("whatif-note-not-callable", "whatif", {**SMALL, "vary": ["nic_gbps=400"], "note": "x"},
+         ("note 'x'", "note(line)")),
+    Case("whatif-fix-unknown", "whatif", {**SMALL, "vary": ["nic_gbps=400"], "fix": {"bogus": 1}},
+         ("fix bogus=1", "cannot pin 'bogus'")),
+    Case("whatif-fix-not-a-dict", "whatif", {**SMALL, "vary": ["nic_gbps=400"], "fix": [1]},
+         ("fix [1]", "must be a dict")),
+    Case("whatif-workload-and-vary", "whatif",
+         {**SMALL, "vary": {"seq_len": [2048]}, "workload": {"seq_len": 4096}},
+         ("--vary seq_len and workload seq_len=4096",)),
+    Case("whatif-precision-and-vary", "whatif",
+         {**SMALL, "vary": {"precision": ["fp8"]}, "workload": {"precision": "bf16"}},
+         ("--vary precision and workload precision='bf16'",)),
+    Case("whatif-fix-and-vary", "whatif",
+         {**SMALL, "vary": {"precision": ["fp8"]}, "fix": {"precision": "bf16"}},
+         ("--vary precision and fix precision='bf16'",)),
+    Case("whatif-edit-and-vary", "whatif",
+         {"model": "8B", "cluster": "<edited cluster>", "vary": {"nic_gbps": [400]}},
+         ("--vary nic_gbps", "already sets nic_gbps=200.0", "an edit")),
+    Case("whatif-gpus-absurd", "whatif", {**SMALL, "vary": {"gpus": [1e300]}},
+         ("--vary gpus", "from 1 to 1,048,576 (accelerators)")),
+    Case("whatif-workers-absurd", "whatif", {**SMALL, "vary": ["nic_gbps=400"],
+                                             "workers": 10**30},
+         ("workers 1000000000000000000000000000000", "from 1 to 1,024 processes")),
+    # --- plausible ranges of workload numbers (issue 17, third pass) ----------------------------
+    _serve("serve-target-absurd", ("workload: target_tokens_per_s: 1e+308",
+                                   "at most 1,000,000,000,000 tokens/s"),
+           workload={"target_tokens_per_s": 1e308}),
+    _serve("serve-tpot-absurd", ("tpot_ms", "at most 3,600,000 ms"), workload={"tpot_ms": 1e300}),
+    _s("search-seq-len-absurd", ("workload: seq_len", "from 1 to 16,777,216 tokens"),
+       workload={"seq_len": 10**300}),
+    _s("search-gpus-absurd", ("gpus 1000000000000", "from 1 to 1,048,576"), gpus=10**12),
+    _s("search-target-step-absurd", ("config: target_step_time_s", "at most 86,400 s"),
+       config={"target_step_time_s": 1e300}),
     # --- nothing fits ---------------------------------------------------------------------------
     Case("search-nothing-fits", "search", {"model": "405B", "cluster": "hgx_h100x8"},
          ("nothing fits 'llama3.1-405b'", "GiB"), InfeasibleError),
@@ -299,8 +356,9 @@ def assert_planner_error(exc: BaseException, case_error: type[PlannerError]) -> 
 def test_hostile_api(case: Case) -> None:
     call = getattr(api, case.function)
     args = [_resolve(a) for a in case.args]
+    kwargs = {k: _resolve(v) for k, v in case.kwargs.items()}
     with pytest.raises(PlannerError) as info:
-        call(*args, **case.kwargs)
+        call(*args, **kwargs)
     message = assert_planner_error(info.value, case.error)
     for text in case.expect:
         assert text in message, f"{text!r} not in {message!r}"

@@ -54,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``layout`` console script; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    repeated = repeated_flag(parser, args.command, list(sys.argv[1:] if argv is None else argv))
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    repeated = repeated_flag(parser, args.command, tokens)
+    args.given = given_flags(parser, args.command, tokens)
     if repeated:
         sys.stderr.write(f"layout {args.command}: error: {repeated}\n")
         return EXIT_BAD_INPUT
@@ -119,6 +121,47 @@ _STDOUT_ERRNOS = frozenset(
 """What writing to a full disk, a closed descriptor or a vanished terminal raises."""
 
 
+def given_flags(parser: argparse.ArgumentParser, command: str, argv: list[str]) -> dict[str, str]:
+    """The flags given on the command line (argparse cannot tell a flag given at its default
+    value from one left out): each destination -> the flag as the parser spells it, e.g.
+    ``{"seq_len": "--seq-len"}``. Abbreviations are resolved as argparse resolves them."""
+    return {dest: names[0] for dest, names in _flag_uses(parser, command, argv).items()}
+
+
+def _flag_uses(
+    parser: argparse.ArgumentParser, command: str, argv: list[str]
+) -> dict[str, list[str]]:
+    """Each destination given on the command line -> the option strings it was given as, in
+    order (a repeatable flag appears once per use)."""
+    sub = next(
+        a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices[command]
+    options: dict[str, argparse.Action] = {}
+    for action in sub._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        for name in action.option_strings:
+            options[name] = action
+    uses: dict[str, list[str]] = {}
+    takes_value = False
+    for token in argv:
+        if token == "--":
+            break
+        if takes_value:  # the value of the flag before (it may start with '--' only after '=')
+            takes_value = False
+            continue
+        name = token.split("=", 1)[0]
+        if not name.startswith("--"):
+            continue
+        matches = [o for o in options if o == name] or [o for o in options if o.startswith(name)]
+        if len(matches) != 1:
+            continue
+        action = options[matches[0]]
+        uses.setdefault(action.dest, []).append(matches[0])
+        takes_value = "=" not in token and action.nargs != 0
+    return uses
+
+
 def repeated_flag(parser: argparse.ArgumentParser, command: str, argv: list[str]) -> str:
     """'--x is given twice' when a flag that takes one value (or a switch, or one of a pair
     such as --rail-optimized / --no-rail-optimized) appears twice: argparse keeps the last one
@@ -126,28 +169,13 @@ def repeated_flag(parser: argparse.ArgumentParser, command: str, argv: list[str]
     sub = next(
         a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
     ).choices[command]
-    options: dict[str, argparse.Action] = {}
-    for action in sub._actions:
-        if isinstance(action, argparse._AppendAction | argparse._HelpAction):
+    repeatable = {a.dest for a in sub._actions if isinstance(a, argparse._AppendAction)}
+    for dest, names in _flag_uses(parser, command, argv).items():
+        if dest in repeatable or len(names) < 2:
             continue
-        for name in action.option_strings:
-            options[name] = action
-    seen: dict[str, str] = {}
-    for token in argv:
-        if token == "--":
-            break
-        name = token.split("=", 1)[0]
-        if not name.startswith("--"):
-            continue
-        matches = [o for o in options if o == name] or [o for o in options if o.startswith(name)]
-        if len(matches) != 1:
-            continue
-        dest = options[matches[0]].dest
-        if dest in seen:
-            if seen[dest] == matches[0]:
-                return f"{matches[0]} is given twice: give it once"
-            return f"{seen[dest]} and {matches[0]} are both given: give one"
-        seen[dest] = matches[0]
+        if names[0] == names[1]:
+            return f"{names[0]} is given twice: give it once"
+        return f"{names[0]} and {names[1]} are both given: give one"
     return ""
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from planner.cli.options import (
     _auto_precisions,
+    _check_serve_flags,
     _check_train_flags,
     _cluster,
     _edits,
@@ -22,6 +23,7 @@ from planner.cli.options import (
     _workload,
     _write_placement,
     _write_text,
+    given,
 )
 from planner.cli.outputs import wrote
 
@@ -98,6 +100,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "--placement writes the rank table of a training plan; it does not apply to "
             "--mode serve"
         )
+    _check_serve_flags(args)
     cluster, workload = _cluster(args), _serve_workload(args)
     if args.command == "estimate":
         layout = {"tp": args.tp, "pp": args.pp, "ep": args.ep, "attention_dp": args.attention_dp}
@@ -110,7 +113,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if unused:
         raise SpecError(f"--{unused[0].replace('_', '-')} does not apply to --mode serve")
     config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=min(args.top, 50))
-    fix = _parse_fix(args.fix)
+    fix = _parse_fix(args.fix, serve=True)
     result = serve_search(
         model=args.model, cluster=cluster, workload=workload, fix=fix, config=config
     )
@@ -303,12 +306,16 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     from planner.report.markdown import whatif_text
 
     renderers = _check_report_targets(args)  # before the sweep: fail in seconds, not after it
+    fix = _parse_fix(args.fix)
+    workload = _workload(args)
+    for knob in _varied_flags(args, fix):  # a default the sweep replaces is not a conflict
+        workload.pop(knob, None)
     result = whatif(
         model=args.model,
         cluster=_cluster(args),  # type: ignore[arg-type]
-        workload=_workload(args),
+        workload=workload,
         vary=args.vary,
-        fix=_parse_fix(args.fix),
+        fix=fix,
         workers=args.workers,
         engine=args.engine,
         tokens=args.tokens,
@@ -334,6 +341,38 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     word = "error: no scenario is valid" if invalid else "no scenario has a plan"
     sys.stderr.write(f"layout whatif: {word}; {vary}: {first.error}\n")
     return 2 if invalid else 1
+
+
+VARY_FLAGS: dict[str, tuple[str, ...]] = {
+    "global_batch": ("global_batch", "global_batch_tokens"),
+    "ep_overlap": ("ep_overlap",),
+    "moe_dispatcher": ("moe_dispatcher",),
+    "moe_cuda_graphs": ("moe_cuda_graphs",),
+}
+"""Flags (destinations) that set what a --vary knob sets, where they are not the knob's name."""
+
+
+def _varied_flags(args: argparse.Namespace, fix: dict[str, object]) -> list[str]:
+    """The knobs of ``--vary``, after checking that no flag sets one of them too: the sweep
+    would replace the flag's value in every scenario without a word."""
+    from planner.errors import SpecError
+    from planner.search.whatif import split_vary
+
+    flags = given(args)
+    knobs = [split_vary(text)[0] for text in args.vary]
+    for knob in knobs:
+        for dest in VARY_FLAGS.get(knob, (knob,)):
+            if dest in flags:
+                raise SpecError(
+                    f"--vary {knob} and {flags[dest]} both set {knob}: the sweep would replace "
+                    f"{flags[dest]} in every scenario; give the values in --vary alone"
+                )
+        if knob in fix:
+            raise SpecError(
+                f"--vary {knob} and --fix {knob}={fix[knob]} both set {knob}: give the values "
+                "in --vary alone"
+            )
+    return knobs
 
 
 def _progress_bar(done: int, total: int) -> None:
@@ -390,6 +429,7 @@ def _export_job(args: argparse.Namespace) -> object:
 
     if args.plan:
         plan = load_plan_file(args.plan)
+        _check_plan_flags(args, plan)
         args.cluster = args.cluster or plan.cluster
         batch = _workload(args).get("global_batch")
         workload = (
@@ -407,6 +447,32 @@ def _export_job(args: argparse.Namespace) -> object:
     result = search(model=model, cluster=cluster, workload=workload, fix=fix, config=config)  # type: ignore[arg-type]
     train = TrainWorkload(**workload)  # type: ignore[arg-type]
     return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
+
+
+PLAN_FIXES: tuple[str, ...] = (
+    "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
+    "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "no_sequence_parallel",
+    "no_tp_overlap",
+)  # fmt: skip
+"""Search and workload flags that a saved plan already settles: with --plan they are refused."""
+
+
+def _check_plan_flags(args: argparse.Namespace, plan: object) -> None:
+    """With --plan, a search or workload flag the plan settles would be ignored: refuse it.
+    (--seq-len and --global-batch stay: they say which workload the plan was made for.)"""
+    from planner.errors import SpecError
+    from planner.specs.result import ServePlan
+
+    flags = given(args)
+    refused = list(PLAN_FIXES)
+    if isinstance(plan, ServePlan):  # a serving plan has a context, no global batch
+        refused += ["global_batch", "global_batch_tokens"]
+    for dest in refused:
+        if dest in flags:
+            raise SpecError(
+                f"{flags[dest]} does not apply with --plan: the saved plan settles its layout, "
+                "precision and settings (to search, give --model and --cluster without --plan)"
+            )
 
 
 SAVED_PLAN_REL_TOL = 1e-3
