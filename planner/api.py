@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from planner.catalog import load_cluster as _load_cluster
 from planner.catalog import load_model as _load_model
 from planner.catalog.io import load_mapping, validate_spec
-from planner.errors import InternalError, SpecError
+from planner.errors import InternalError, PlannerError, SpecError
 from planner.limits import in_range, rule
 from planner.search import engine, serving_search
 from planner.search import migrate as _migrate
@@ -592,6 +592,215 @@ def serve_estimate(
     return serving_search.serve_estimate(spec_model, spec_cluster, spec_workload, layout)
 
 
+SAVED_PLAN_REL_TOL = 1e-3
+"""How closely a plan's recorded figures must match its layout re-scored by this version (a saved
+plan's JSON keeps 6+ significant digits; a cost-model change moves step time, not memory)."""
+PLAN_EDITED = "the plan was changed after it was made: make it again with search or estimate"
+"""What a plan edited in Python is told."""
+PLAN_EDITED_CLI = "the file was edited; re-run 'layout search --json'"
+"""What a hand-edited saved plan is told."""
+
+
+def check_plan(
+    plan: Plan | ServePlan,
+    *,
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload | ServeWorkload | None = None,
+    warn: NoteCallback | None = None,
+    cli: bool = False,
+) -> Plan | ServePlan:
+    """``plan`` re-validated against the model and cluster it names before it is exported or
+    placed: its fields have their types (a plan built with ``model_copy(update=...)`` is not
+    validated by pydantic), its layout uses the GPUs it says, within the cluster, and fits; its
+    recorded fit, memory and placement are what re-scoring gives (a hand-edited ``fits``,
+    ``peak_gib`` or ``num_gpus`` is an error; ``cli``: the messages name the CLI's flags). Without a
+    ``workload`` (placement) only what does not depend on it is compared; with one, a step
+    time that differs only ``warn``s (default: a UserWarning): the plan may have been made for
+    another sequence length or framework settings, which it does not record."""
+    say = warn or _warn
+    edited = PLAN_EDITED_CLI if cli else PLAN_EDITED
+    plan = _typed_plan(plan)
+    layout = plan.layout
+    if plan.num_gpus != layout.num_gpus:
+        raise SpecError(
+            f"the plan says num_gpus {plan.num_gpus}, but its layout {_layout_text(plan)} uses "
+            f"{layout.num_gpus}: {edited}"
+        )
+    if layout.num_gpus > cluster.num_accelerators:
+        raise SpecError(
+            f"the plan's layout {_layout_text(plan)} uses {layout.num_gpus} GPUs; cluster "
+            f"'{cluster.name}' has {cluster.num_accelerators}"
+        )
+    try:
+        used = engine.sub_cluster(cluster, layout.num_gpus)  # a --gpus plan uses the first N
+    except InternalError:
+        raise SpecError(
+            f"the plan's layout {_layout_text(plan)} uses {layout.num_gpus} GPUs, not a size "
+            f"cluster '{cluster.name}' can be cut to: {edited}"
+        ) from None
+    if used.describe() != plan.cluster_description:
+        how = "--cluster and cluster-edit flags" if cli else "cluster and cluster edits"
+        say(f"the plan was made on '{plan.cluster_description}'; pass the same {how}")
+    if isinstance(plan, Plan):
+        _check_training_plan(plan, model, used, workload, say, cli)  # type: ignore[arg-type]
+    else:
+        _check_serving_plan(plan, model, used, PLAN_EDITED_CLI if cli else PLAN_EDITED)  # type: ignore[arg-type]
+    return plan
+
+
+def _warn(line: str) -> None:
+    import warnings
+
+    warnings.warn(line, stacklevel=4)
+
+
+def _layout_text(plan: Plan | ServePlan) -> str:
+    layout = plan.layout
+    return layout.short() if isinstance(layout, Layout) else f"TP{layout.tp} PP{layout.pp}"
+
+
+def _typed_plan(plan: Plan | ServePlan) -> Plan | ServePlan:
+    """``plan`` validated again from its fields: ``model_copy(update=...)`` skips validation,
+    so ``fits="yes"`` or a layout given as text would otherwise reach the export."""
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        data = plan.model_dump(warnings=False)
+    except (PydanticSerializationError, TypeError, ValueError):
+        raise SpecError(f"plan <{type(plan).__name__}>: a field holds a value of the wrong type") from None
+    return validate_spec(type(plan), data, where="plan")
+
+
+def _close(recorded: float, rescored: float) -> bool:
+    import math
+
+    return math.isclose(recorded, rescored, rel_tol=SAVED_PLAN_REL_TOL, abs_tol=1e-6)
+
+
+def _check_training_plan(
+    plan: Plan, model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload | None,
+    say: NoteCallback, cli: bool,
+) -> None:  # fmt: skip
+    import math
+
+    edited = PLAN_EDITED_CLI if cli else PLAN_EDITED
+    from planner.topology.hierarchy import placement as placement_of
+
+    layout, memory = plan.layout, plan.memory
+    parts = memory.weights_gib + memory.grads_gib + memory.optimizer_gib + memory.activations_gib
+    if not _close(memory.peak_gib, parts) or plan.fits != (memory.peak_gib <= memory.capacity_gib):
+        raise SpecError(
+            f"the plan records peak {memory.peak_gib:.4g} GiB and fits="
+            f"{str(plan.fits).lower()}, but its parts sum to {parts:.4g} GiB of "
+            f"{memory.capacity_gib:.4g}: {edited}"
+        )
+    if not plan.fits:
+        raise SpecError(
+            f"the plan's layout {layout.short()} does not fit (peak {memory.peak_gib:.4g} GiB of "
+            f"{memory.capacity_gib:.4g}): there is nothing to export"
+        )
+    usable = cluster.accelerator.usable_memory_bytes / 2**30
+    if not _close(memory.capacity_gib, usable):
+        raise SpecError(
+            f"the plan records {memory.capacity_gib:.4g} GiB usable per GPU; cluster "
+            f"'{cluster.name}' has {usable:.4g}: {edited}"
+        )
+    if placement_of(cluster, layout) != plan.placement:
+        raise SpecError(
+            f"the plan's placement is not where its layout {layout.short()} lands on cluster "
+            f"'{cluster.name}': {edited}"
+        )
+    probe = workload or _probe_workload(plan)
+    if probe is None:
+        return
+    try:
+        again = engine.estimate(model, cluster, probe, layout)
+    except SpecError as exc:
+        if workload is None:  # the guessed workload may not be the plan's: nothing to compare
+            return
+        raise SpecError(f"the plan's layout {layout.short()}: {exc}") from None
+    if not _close(memory.weights_gib, again.memory.weights_gib):  # whatever the workload
+        raise SpecError(
+            f"the plan records weights of {memory.weights_gib:.4g} GiB per GPU; its layout "
+            f"re-scored for model '{model.name}' gives {again.memory.weights_gib:.4g}: {edited}"
+        )
+    if workload is None:
+        return
+    if not again.fits:
+        reason = engine.not_fitting_message(again, model, cluster, workload)
+        raise SpecError(f"the plan's layout {layout.short()} does not fit: {reason}")
+    if not math.isclose(again.step_time_s, plan.step_time_s, rel_tol=1e-6):
+        seq_len = "--seq-len" if cli else "seq_len"
+        say(
+            f"re-scoring the plan with {seq_len} {workload.seq_len} gives "
+            f"{again.step_time_s:.4g} s per step, not {plan.step_time_s:.4g} s: pass the "
+            f"{seq_len} the plan was made with (or it predates this version's cost model)"
+        )
+        return
+    recorded, rescored = memory.peak_gib, again.memory.peak_gib
+    if not _close(recorded, rescored):
+        raise SpecError(
+            f"the plan records a peak of {recorded:.4g} GiB; its layout re-scored gives the same "
+            f"step time but {rescored:.4g} GiB: {edited}"
+        )
+    for name in ("tokens_per_s", "mfu", "model_tflops_per_gpu"):
+        if not _close(getattr(plan, name), getattr(again, name)):
+            raise SpecError(
+                f"the plan records {name} {getattr(plan, name):.4g}; its layout re-scored gives "
+                f"the same step time but {getattr(again, name):.4g}: {edited}"
+            )
+
+
+def _probe_workload(plan: Plan) -> TrainWorkload | None:
+    """A workload to re-score ``plan`` by when none is given (its tokens per step as 8,192-token
+    sequences), None when that is not a whole number of sequences."""
+    from planner.report.export import workload_for_plan
+
+    try:
+        return workload_for_plan(plan, seq_len=TrainWorkload().seq_len)
+    except SpecError:
+        return None
+
+
+def _check_serving_plan(
+    plan: ServePlan, model: ModelSpec, cluster: ClusterSpec, edited: str
+) -> None:
+    from planner.search.serving import serve_placement
+
+    layout, memory = plan.layout, plan.memory
+    if serve_placement(cluster, layout) != plan.placement:
+        raise SpecError(
+            f"the plan's placement is not where its layout {_layout_text(plan)} lands on cluster "
+            f"'{cluster.name}': {edited}"
+        )
+    # Re-scored for one short sequence in the plan's own formats: the weights and the memory
+    # compared below do not depend on the load, which the plan does not record.
+    probe = ServeWorkload(
+        precision=layout.precision,
+        kv_precision=layout.kv_precision,
+        compute_precision=plan.compute_precision,
+        context=2,
+        prompt_len=1,
+        output_len=1,
+    )
+    try:
+        again = serving_search.serve_estimate(model, cluster, probe, layout)
+    except PlannerError as exc:  # a broken rule, or weights that do not fit (InfeasibleError)
+        raise SpecError(f"the serving plan's layout {_layout_text(plan)}: {exc}") from None
+    if not plan.fits:
+        raise SpecError(
+            f"the plan records fits=false, but its layout {_layout_text(plan)} re-scored fits: "
+            f"{edited}"
+        )
+    for name in ("weights_gib", "capacity_gib", "hbm_gib"):
+        if not _close(getattr(memory, name), getattr(again.memory, name)):
+            raise SpecError(
+                f"the plan records {name} {getattr(memory, name):.4g}; its layout re-scored on "
+                f"cluster '{cluster.name}' gives {getattr(again.memory, name):.4g}: {edited}"
+            )
+
+
 def export(
     plan: Plan | ServePlan | SearchResult | ServeSearchResult,
     *,
@@ -620,7 +829,7 @@ def export(
         )
     if not isinstance(plan, Plan | ServePlan | SearchResult | ServeSearchResult):
         raise _kind_error("plan", plan, "a Plan, ServePlan, SearchResult or ServeSearchResult")
-    best = plan.best if isinstance(plan, SearchResult | ServeSearchResult) else plan
+    best = _typed_plan(plan.best if isinstance(plan, SearchResult | ServeSearchResult) else plan)
     spec_workload: TrainWorkload | ServeWorkload | None = None
     if isinstance(best, ServePlan):
         spec_workload = _serve_workload(workload)  # type: ignore[arg-type]
@@ -632,6 +841,7 @@ def export(
         cluster=_plan_cluster(best, cluster),
         workload=spec_workload,
     )
+    check_plan(job.plan, model=job.model, cluster=job.cluster, workload=job.workload)
     return _export(job, format)
 
 
@@ -650,8 +860,9 @@ def placement(
         )
     if not isinstance(plan, Plan | SearchResult):
         raise _kind_error("plan", plan, "a training Plan or SearchResult")
-    best = plan.best if isinstance(plan, SearchResult) else plan
+    best = _typed_plan(plan.best if isinstance(plan, SearchResult) else plan)
     spec_cluster = _plan_cluster(best, cluster) or load_cluster(best.cluster)
+    check_plan(best, model=load_model(best.model), cluster=spec_cluster)
     records = placement_records(best, spec_cluster)
     check_domains(best, records)
     return records

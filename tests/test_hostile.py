@@ -923,3 +923,16 @@ def test_serving_pins_are_legal_on_the_cli(pin: str) -> None:
     layout = json.loads(out)["best"]["layout"]
     key, value = pin.split("=")
     assert layout[{"dp": "replicas"}.get(key, key)] == int(value)
+
+
+def test_a_saved_plan_on_fewer_gpus_than_its_cluster_exports(tmp_path: Path) -> None:
+    """A --gpus plan uses the first N accelerators: re-scoring it on the whole cluster refused
+    it ('tp x pp x cp x dp = 8 but the cluster has 16')."""
+    code, out, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x16", "--gpus",
+                               "8", "--json"])  # fmt: skip
+    assert code == 0, err
+    path = tmp_path / "p.json"
+    path.write_text(out, encoding="utf-8")
+    code, out, err = run_main([*EXPORT, str(path), "--placement", str(tmp_path / "r.csv")])
+    assert code == 0 and "--tensor-model-parallel-size" in out, err
+    assert len((tmp_path / "r.csv").read_text(encoding="utf-8").splitlines()) == 1 + 8

@@ -525,3 +525,75 @@ def test_max_top_is_the_solver_configs_limit() -> None:
     from annotated_types import Le
 
     assert Le(api.MAX_TOP) in SolverConfig.model_fields["top"].metadata
+
+
+# --- plans edited in Python are re-validated before export and placement (issue 17) --------
+
+
+def _edit(plan: Plan | ServePlan, edit: str) -> object:
+    """``plan`` with one hand edit made the way Python allows: model_copy(update=...), which
+    pydantic does not validate."""
+    memory = plan.memory
+    edits: dict[str, dict[str, object]] = {
+        "fits-false": {"fits": False},
+        "fits-text": {"fits": "yes"},
+        "num-gpus": {"num_gpus": 4096},
+        "peak": {"memory": memory.model_copy(update={"peak_gib": 500.0})},
+        "weights": {"memory": memory.model_copy(update={"weights_gib": 1.0})},
+        "layout-text": {"layout": "tp=2"},
+        "tp16": {"layout": plan.layout.model_copy(update={"tp": 16})},
+        "model": {"model": "llama3.1-70b"},
+        "cluster": {"cluster": "hgx_b200x8"},
+        "placement": {"placement": {}},
+        "step-negative": {"step_time_s": -1.0},
+        "tokens-inf": {"tokens_per_s": float("inf")},
+    }
+    return plan.model_copy(update=edits[edit])
+
+
+EDITS = ["fits-false", "fits-text", "num-gpus", "peak", "weights", "layout-text", "tp16",
+         "model", "cluster", "placement", "step-negative", "tokens-inf"]  # fmt: skip
+SERVE_EDITS = ["fits-false", "fits-text", "num-gpus", "weights", "layout-text", "model",
+               "cluster", "placement"]  # fmt: skip
+
+
+@pytest.mark.parametrize("edit", EDITS)
+@pytest.mark.parametrize("function", ["export", "placement"])
+def test_an_edited_training_plan_is_refused(function: str, edit: str) -> None:
+    plan = _edit(_fixtures()[PLAN], edit)  # type: ignore[arg-type]
+    kwargs = {"format": "megatron"} if function == "export" else {}
+    with pytest.raises(PlannerError) as info:
+        getattr(api, function)(plan, **kwargs)
+    assert_planner_error(info.value, SpecError)
+
+
+@pytest.mark.parametrize("edit", SERVE_EDITS)
+def test_an_edited_serving_plan_is_refused(edit: str) -> None:
+    plan = _edit(_fixtures()[SERVE_PLAN], edit)  # type: ignore[arg-type]
+    with pytest.raises(PlannerError) as info:
+        api.export(plan, format="vllm")
+    assert_planner_error(info.value, SpecError)
+
+
+def test_an_edited_search_result_is_refused() -> None:
+    result = _fixtures()[RESULT]
+    best = _edit(result.best, "num-gpus")  # type: ignore[attr-defined]
+    edited = result.model_copy(update={"best": best})  # type: ignore[attr-defined]
+    for call in (lambda: api.export(edited, format="megatron"), lambda: api.placement(edited)):
+        with pytest.raises(PlannerError) as info:
+            call()
+        assert "num_gpus 4096" in assert_planner_error(info.value, SpecError)
+
+
+def test_untouched_plans_export_and_place_without_a_warning() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in (PLAN, RESULT):
+            api.export(_fixtures()[name], format="megatron")  # type: ignore[arg-type]
+            api.placement(_fixtures()[name])  # type: ignore[arg-type]
+        api.export(_fixtures()[SERVE_RESULT], format="vllm")  # type: ignore[arg-type]
+        fewer = api.search(model="8B", cluster="hgx_h100x16", gpus=8)  # the first 8 of 16
+        api.export(fewer, format="megatron")
+        assert len(api.placement(fewer)) == 8

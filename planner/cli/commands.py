@@ -5,7 +5,6 @@ Heavy modules are imported inside the functions so that ``layout --help`` stays 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -475,72 +474,21 @@ def _check_plan_flags(args: argparse.Namespace, plan: object) -> None:
             )
 
 
-SAVED_PLAN_REL_TOL = 1e-3
-"""How closely a saved plan's recorded memory must match its layout re-scored by this version
-(the JSON keeps 6+ significant digits; a cost-model change moves step time, not the GPU count)."""
-
-
 def _check_saved_plan(job: object) -> None:
     """A saved plan is re-validated against the model and cluster it names before it is
-    exported: the layout must use the GPUs the plan says, within the cluster, and still fit;
-    its recorded fit and peak memory must be what re-scoring gives (a hand-edited ``fits`` or
-    ``peak_gib`` is an error). The file does not record its workload or cluster edits, so a
-    step time that differs only warns (pass the same --seq-len / cluster flags)."""
-    from planner.api import estimate, not_fitting_reason
-    from planner.errors import SpecError
-    from planner.specs.result import Plan
+    exported (planner.api.check_plan): a hand-edited ``fits``, ``peak_gib`` or ``num_gpus`` is
+    an error. The file does not record its workload or cluster edits, so a step time or a
+    cluster that differs only warns (pass the same --seq-len / cluster flags)."""
+    from planner.api import check_plan
 
-    plan, cluster = job.plan, job.cluster  # type: ignore[attr-defined]
-    if not isinstance(plan, Plan):
-        return
-    layout = plan.layout
-    if plan.num_gpus != layout.num_gpus:
-        raise SpecError(
-            f"the plan says num_gpus {plan.num_gpus}, but its layout {layout.short()} uses "
-            f"{layout.num_gpus}: the file was edited; re-run 'layout search --json'"
-        )
-    if layout.num_gpus > cluster.num_accelerators:
-        raise SpecError(
-            f"the plan's layout {layout.short()} uses {layout.num_gpus} GPUs; cluster "
-            f"'{cluster.name}' has {cluster.num_accelerators}"
-        )
-    if cluster.describe() != plan.cluster_description:
-        sys.stderr.write(
-            f"layout export: warning: the plan was made on '{plan.cluster_description}'; "
-            "pass the same --cluster and cluster-edit flags\n"
-        )
-    memory = plan.memory
-    parts = memory.weights_gib + memory.grads_gib + memory.optimizer_gib + memory.activations_gib
-    if not math.isclose(memory.peak_gib, parts, rel_tol=SAVED_PLAN_REL_TOL) or plan.fits != (
-        memory.peak_gib <= memory.capacity_gib
-    ):
-        raise SpecError(
-            f"the plan records peak {memory.peak_gib:.4g} GiB and fits="
-            f"{str(plan.fits).lower()}, but its parts sum to {parts:.4g} GiB of "
-            f"{memory.capacity_gib:.4g}: the file was edited; re-run 'layout search --json'"
-        )
-    if not plan.fits:
-        raise SpecError(
-            f"the plan's layout {layout.short()} does not fit (peak {memory.peak_gib:.4g} GiB of "
-            f"{memory.capacity_gib:.4g}): there is nothing to export"
-        )
-    again = estimate(model=job.model, cluster=cluster, layout=layout, workload=job.workload)  # type: ignore[attr-defined]
-    if not again.fits:
-        reason = not_fitting_reason(again, job.model, cluster, job.workload)  # type: ignore[attr-defined]
-        raise SpecError(f"the plan's layout {layout.short()} does not fit: {reason}")
-    same_workload = math.isclose(again.step_time_s, plan.step_time_s, rel_tol=1e-6)
-    recorded, rescored = memory.peak_gib, again.memory.peak_gib
-    if same_workload and not math.isclose(recorded, rescored, rel_tol=SAVED_PLAN_REL_TOL):
-        raise SpecError(
-            f"the plan records a peak of {recorded:.4g} GiB; its layout re-scored gives the same "
-            f"step time but {rescored:.4g} GiB: the file was edited; re-run 'layout search --json'"
-        )
-    if not same_workload:
-        sys.stderr.write(
-            f"layout export: warning: re-scoring the plan with --seq-len {job.workload.seq_len} "  # type: ignore[attr-defined]
-            f"gives {again.step_time_s:.4g} s per step, not {plan.step_time_s:.4g} s: pass the "
-            "--seq-len the plan was made with (or it predates this version's cost model)\n"
-        )
+    check_plan(
+        job.plan,  # type: ignore[attr-defined]
+        model=job.model,  # type: ignore[attr-defined]
+        cluster=job.cluster,  # type: ignore[attr-defined]
+        workload=job.workload,  # type: ignore[attr-defined]
+        warn=lambda line: sys.stderr.write(f"layout export: warning: {line}\n"),
+        cli=True,
+    )
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
