@@ -14,8 +14,6 @@ Public API (imported lazily so that ``layout --help`` stays instant)::
 
 from __future__ import annotations
 
-from typing import Any
-
 __version__ = "0.1.0"
 __all__ = [
     "__version__",
@@ -30,7 +28,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no typing import: the console script starts here
     if name in __all__ and name != "__version__":
         from planner import api
 

@@ -936,3 +936,95 @@ def test_a_saved_plan_on_fewer_gpus_than_its_cluster_exports(tmp_path: Path) -> 
     code, out, err = run_main([*EXPORT, str(path), "--placement", str(tmp_path / "r.csv")])
     assert code == 0 and "--tensor-model-parallel-size" in out, err
     assert len((tmp_path / "r.csv").read_text(encoding="utf-8").splitlines()) == 1 + 8
+
+
+# --- issue 17, third pass: Ctrl-C during imports, standard error closed or full -----------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("delay_s", [0.08, 0.15, 0.25, 0.35, 0.5])
+def test_ctrl_c_at_any_moment_is_one_line_and_130(delay_s: float) -> None:
+    """SIGINT to the process group (as a terminal sends it) while the modules load or the
+    search runs: exit 130 and the one line, or the plan if it came first; never a traceback,
+    an ImportError or death by the signal."""
+    proc = subprocess.Popen(
+        [*layout_command(), *S8], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    time.sleep(delay_s)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        assert err == "" and "layout" in out
+    else:
+        assert (proc.returncode, err) == (130, "layout: interrupted\n")
+
+
+_INTERRUPTED_IMPORT = """
+import os, signal, sys, time
+from planner import interrupt
+interrupt.watch()
+sys.path.insert(0, sys.argv[1])
+try:
+    import halfway  # SIGINT lands inside its import
+    time.sleep(2)
+    sys.exit(3)  # the interrupt was lost
+except KeyboardInterrupt:
+    sys.exit(0 if sys.modules["halfway"].done and interrupt.seen() else 4)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_interrupt_inside_an_import_waits_for_the_import(tmp_path: Path) -> None:
+    """Raised inside an import, a KeyboardInterrupt can leave a half-initialised extension
+    module (ImportError, or a traceback it prints itself): it is raised once the import is done."""
+    (tmp_path / "halfway.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.05)\n"
+        "done = True\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_IMPORT, str(tmp_path)], capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+
+
+def test_any_error_after_an_interrupt_is_reported_as_the_interrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An extension interrupted while it loads raises ImportError('initialization failed'):
+    after a SIGINT, whatever the exception, the command prints the one line and exits 130."""
+    from planner import interrupt
+
+    def interrupted_import(args: object) -> int:
+        interrupt._State.seen = True  # as the handler records it
+        raise ImportError("initialization failed")
+
+    monkeypatch.setattr("planner.cli._cmd_models", interrupted_import)
+    code, out, err = run_main(["models"])
+    assert (code, out, err) == (130, "", "layout: interrupted\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        ([*S8, "--seq-len", "0"], 2),  # refused by argparse
+        ([*S8, "--fix", "tp=3"], 2),  # refused by the planner
+        (["search", "--model", "405B", "--cluster", "hgx_h100x8"], 1),  # nothing fits
+        ([*S8], 0),
+    ],
+)
+@pytest.mark.parametrize("stderr", ["closed", "full"])
+def test_exit_codes_do_not_depend_on_standard_error(
+    argv: list[str], code: int, stderr: str
+) -> None:
+    """`2>&-` made bad input exit 1 (writing to a missing stderr raised); `2>/dev/full` too."""
+    if stderr == "full" and not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    with open("/dev/full" if stderr == "full" else os.devnull, "w") as sink:
+        proc = subprocess.run(
+            [*layout_command(), *argv], stdout=subprocess.DEVNULL, stderr=sink, timeout=60,
+            check=False, preexec_fn=(lambda: os.close(2)) if stderr == "closed" else None,
+        )  # fmt: skip
+    assert proc.returncode == code

@@ -51,7 +51,26 @@ __all__ = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``layout`` console script; returns the exit code."""
+    """Entry point of the ``layout`` command; returns the exit code.
+
+    Ctrl-C anywhere is one line and exit 130 (planner.interrupt); standard error closed or full
+    (``2>&-``, ``2>/dev/full``) loses the message but not the exit code (2 for bad input)."""
+    from planner import interrupt  # stdlib only
+
+    previous = interrupt.watch()
+    restore_streams = _guard_standard_streams()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return interrupt.report()
+    finally:
+        restore_streams()
+        interrupt.restore(previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from planner import interrupt
+
     parser = build_parser()
     args = parser.parse_args(argv)
     tokens = list(sys.argv[1:] if argv is None else argv)
@@ -60,8 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if repeated:
         sys.stderr.write(f"layout {args.command}: error: {repeated}\n")
         return EXIT_BAD_INPUT
-    from planner.errors import InfeasibleError, PlannerError, one_line
-
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "search": _cmd_search,
         "estimate": _cmd_estimate,
@@ -76,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schema": _cmd_schema,
     }
     try:
+        from planner.errors import PlannerError
+
         if sys.stdout is None:  # started with standard output closed (`layout ... >&-`)
             raise PlannerError("standard output is closed: the output would be lost")
         from planner.cli.outputs import check_outputs
@@ -84,16 +103,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = handlers[args.command](args)
         sys.stdout.flush()  # a full disk (`> /dev/full`) is an error here, not lost at exit
         return code
-    except InfeasibleError as exc:
-        sys.stderr.write(f"layout {args.command}: {one_line(str(exc))}\n")
+    except KeyboardInterrupt:
+        return interrupt.report()
+    except Exception as exc:
+        if interrupt.seen():  # e.g. an import interrupted midway raises ImportError
+            return interrupt.report()
+        return _failure(args.command, exc)
+
+
+def _failure(command: str, exc: Exception) -> int:
+    """The one line for an exception that ended ``command``, and the exit code."""
+    from planner.errors import InfeasibleError, PlannerError, one_line
+
+    if isinstance(exc, InfeasibleError):
+        sys.stderr.write(f"layout {command}: {one_line(str(exc))}\n")
         return exc.exit_code
-    except PlannerError as exc:
-        sys.stderr.write(f"layout {args.command}: error: {one_line(str(exc))}\n")
+    if isinstance(exc, PlannerError):
+        sys.stderr.write(f"layout {command}: error: {one_line(str(exc))}\n")
         return exc.exit_code
-    except BrokenPipeError:  # e.g. `layout models | head`: the reader left; not an error
+    if isinstance(exc, BrokenPipeError):  # `layout models | head`: the reader left; not an error
         _drop_stdout()
         return 0
-    except OSError as exc:
+    if isinstance(exc, OSError):
         if exc.filename is not None:
             where = f"cannot access '{exc.filename}'"
         elif exc.errno in _STDOUT_ERRNOS:
@@ -102,17 +133,73 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             where = "internal error: OSError"
         reason = one_line(exc.strerror or str(exc))
-        sys.stderr.write(f"layout {args.command}: error: {where}: {reason}\n")
+        sys.stderr.write(f"layout {command}: error: {where}: {reason}\n")
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        sys.stderr.write("layout: interrupted\n")
-        return 130
-    except Exception as exc:
-        sys.stderr.write(
-            f"layout {args.command}: internal error: {type(exc).__name__}: "
-            f"{one_line(str(exc))[:300]}\n"
-        )
-        return EXIT_BAD_INPUT
+    sys.stderr.write(
+        f"layout {command}: internal error: {type(exc).__name__}: {one_line(str(exc))[:300]}\n"
+    )
+    return EXIT_BAD_INPUT
+
+
+class _SafeStderr:
+    """Standard error that cannot fail the command: with it closed or full (``2>&-``,
+    ``2>/dev/full``) a message is lost, but the exit code stays the one the input deserves
+    (writing to a missing stderr raised AttributeError, a full one OSError, and the command
+    ended with exit 1). After a failed write, descriptor 2 is pointed at /dev/null so that the
+    flush at exit cannot fail again."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if self._stream is not None:
+            try:
+                self._stream.write(text)  # type: ignore[attr-defined]
+                self._stream.flush()  # type: ignore[attr-defined]
+            except (OSError, ValueError, AttributeError):
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            try:
+                self._stream.flush()  # type: ignore[attr-defined]
+            except (OSError, ValueError, AttributeError):
+                self._drop()
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self._stream is not None and self._stream.isatty())  # type: ignore[attr-defined]
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+    def _drop(self) -> None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if self._stream.fileno() == 2:  # type: ignore[attr-defined]
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        self._stream = None
+
+
+def _guard_standard_streams() -> Callable[[], None]:
+    """Make standard error safe to write (:class:`_SafeStderr`) and give a closed descriptor
+    0, 1 or 2 /dev/null, so that no file the command opens takes its number (a message a
+    library writes to descriptor 2 would land in it); returns what puts sys.stderr back."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:  # closed: the lowest free descriptor, which os.open returns, is this one
+            with contextlib.suppress(OSError):
+                os.open(os.devnull, os.O_RDWR)
+    previous = sys.stderr
+    sys.stderr = _SafeStderr(previous)  # type: ignore[assignment]
+
+    def restore() -> None:
+        sys.stderr = previous
+
+    return restore
 
 
 _STDOUT_ERRNOS = frozenset(

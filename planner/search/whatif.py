@@ -30,6 +30,7 @@ from planner.catalog.clusters import MAX_ACCELERATORS
 from planner.catalog.io import short_repr, validate_spec
 from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
+from planner.interrupt import quiet_worker
 from planner.search import engine
 from planner.search.migrate import bottleneck, economics
 from planner.search.rules import MAX_GLOBAL_BATCH
@@ -504,7 +505,7 @@ def _run_local(
     source = enumerate(requests)
     # The platform's default start method; under spawn/forkserver a calling script needs the
     # usual `if __name__ == "__main__":` guard (the `layout` entry point has it).
-    pool = ProcessPoolExecutor(max_workers=processes)
+    pool = ProcessPoolExecutor(max_workers=processes, initializer=quiet_worker)
     try:
         pending: dict[Future[Scenario], int] = {}
 
