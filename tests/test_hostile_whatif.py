@@ -205,9 +205,9 @@ def test_processes_never_exceed_cores_or_scenarios(monkeypatch: pytest.MonkeyPat
 class _RecordingPool(ProcessPoolExecutor):
     started: ClassVar[list[int]] = []
 
-    def __init__(self, max_workers: int) -> None:
+    def __init__(self, max_workers: int, **kwargs: object) -> None:
         _RecordingPool.started.append(max_workers)
-        super().__init__(max_workers=max_workers)
+        super().__init__(max_workers=max_workers, **kwargs)  # type: ignore[arg-type]
 
 
 def test_cli_workers_above_cores_are_clamped_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
