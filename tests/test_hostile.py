@@ -591,6 +591,10 @@ CASES: list[Case] = [
                                  "hgx_h100x8"], 2, ("rope_scaling factor must be a number", "true"),
          {"config.json": json.dumps(HF_LLAMA | {"rope_scaling": {"rope_type": "yarn",
                                                                "factor": True}})}),
+    Case("validate-row-twice", ["validate", "--rows", "M1,M1"], 2,
+         ("--rows lists M1 twice",)),
+    Case("validate-serving-row-twice", ["validate", "--rows", "V1, V1"], 2,
+         ("--rows lists V1 twice",)),
 ]  # fmt: skip
 
 

@@ -159,6 +159,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     ids = [i.strip() for i in (args.rows or "").split(",") if i.strip()]
     if args.rows is not None and not ids:
         raise SpecError("--rows needs at least one row id, e.g. --rows S1,N4")
+    twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
+    if twice is not None:
+        raise SpecError(f"--rows lists {twice} twice: give each row once")
     serving, ids = _serving_validation(args, ids)
     if serving is not None and ids is None:  # serving rows only
         return 0
