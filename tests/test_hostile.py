@@ -33,6 +33,8 @@ from tests.test_cli import assert_one_line_error, layout_command, run_exe, run_m
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA_8B = (ROOT / "models" / "llama3.1-8b.yaml").read_text(encoding="utf-8")
 HOPPER = (ROOT / "topologies" / "calibration" / "hopper.yaml").read_text(encoding="utf-8")
+H100 = (ROOT / "topologies" / "accelerators" / "h100_sxm.yaml").read_text(encoding="utf-8")
+HGX_H100 = (ROOT / "topologies" / "systems" / "hgx_h100.yaml").read_text(encoding="utf-8")
 HF_LLAMA = {
     "model_type": "llama",
     "hidden_size": 4096,
@@ -595,6 +597,19 @@ CASES: list[Case] = [
          ("--rows lists M1 twice",)),
     Case("validate-serving-row-twice", ["validate", "--rows", "V1, V1"], 2,
          ("--rows lists V1 twice",)),
+    # --- issue 17, third pass: the files a cluster file names are inputs too ----------------
+    Case("placement-is-the-cluster-files-accelerator", ["search", "--model", "8B", "--cluster",
+                                                        "{tmp}/c.yaml", "--placement",
+                                                        "{tmp}/acc.yaml"], 2,
+         ("--placement", "is the --cluster file's accelerator file"),
+         {"c.yaml": OK_CLUSTER + "accelerator: ./acc.yaml\n", "acc.yaml": H100}),
+    Case("graphml-is-the-cluster-files-system", ["show", "{tmp}/c.yaml", "--graphml",
+                                                 "{tmp}/sys.yaml"], 2,
+         ("--graphml", "is the --cluster file's system file"),
+         {"c.yaml": OK_CLUSTER.replace("system: hgx_h100", "system: ./sys.yaml"),
+          "sys.yaml": HGX_H100}),
+    Case("graphml-too-large-prints-nothing", ["show", "hgx_h100x1048576", "--graphml",
+                                              "{tmp}/g.xml"], 2, ("--graphml", "32,768")),
 ]  # fmt: skip
 
 

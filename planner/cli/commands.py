@@ -139,11 +139,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from planner.report.catalog import cluster_summary
 
     cluster = load_cluster(args.cluster, edits=_edits(args))
-    print(cluster_summary(cluster, as_json=args.json))
-    if args.graphml:
+    graph = None
+    if args.graphml:  # built before the summary is printed: a refusal prints nothing else
         from planner.topology.graph import graphml_lines
 
-        _write_text(args.graphml, "".join(line + "\n" for line in graphml_lines(cluster)))
+        graph = graphml_lines(cluster)
+    print(cluster_summary(cluster, as_json=args.json))
+    if graph is not None:
+        _write_text(args.graphml, "".join(line + "\n" for line in graph))
     return 0
 
 
