@@ -604,9 +604,9 @@ PLAN_EDITED_CLI = "the file was edited; re-run 'layout search --json'"
 def check_plan(
     plan: Plan | ServePlan,
     *,
-    model: ModelSpec,
-    cluster: ClusterSpec,
-    workload: TrainWorkload | ServeWorkload | None = None,
+    model: ModelLike,
+    cluster: ClusterLike,
+    workload: TrainWorkload | ServeWorkload | dict[str, object] | None = None,
     warn: NoteCallback | None = None,
     cli: bool = False,
 ) -> Plan | ServePlan:
@@ -618,9 +618,19 @@ def check_plan(
     ``workload`` (placement) only what does not depend on it is compared; with one, a step
     time that differs only ``warn``s (default: a UserWarning): the plan may have been made for
     another sequence length or framework settings, which it does not record."""
+    if not isinstance(plan, Plan | ServePlan):
+        raise _kind_error("plan", plan, "a Plan or ServePlan")
+    _callable("warn", warn, "warn(line)")
     say = warn or _warn
     edited = PLAN_EDITED_CLI if cli else PLAN_EDITED
     plan = _typed_plan(plan)
+    model, cluster = load_model(model), load_cluster(cluster)
+    if isinstance(workload, Mapping) or (workload is not None and not isinstance(
+        workload, TrainWorkload | ServeWorkload
+    )):  # fmt: skip
+        workload = _workload(workload) if isinstance(plan, Plan) else _serve_workload(workload)  # type: ignore[arg-type]
+    if isinstance(plan, Plan) and isinstance(workload, ServeWorkload):
+        raise SpecError("workload <ServeWorkload>: a training plan is re-scored with a TrainWorkload")
     layout = plan.layout
     if plan.num_gpus != layout.num_gpus:
         raise SpecError(

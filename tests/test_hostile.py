@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -610,6 +611,21 @@ CASES: list[Case] = [
           "sys.yaml": HGX_H100}),
     Case("graphml-too-large-prints-nothing", ["show", "hgx_h100x1048576", "--graphml",
                                               "{tmp}/g.xml"], 2, ("--graphml", "32,768")),
+    # --- issue 17, third pass: a long value is cut in every message ------------------------
+    Case("whatif-precision-400-digits", [*W8, "--vary", "precision=" + "9" * 400], 2,
+         ("--vary precision", "unknown precision", "...")),
+    Case("whatif-knob-400-digits", [*W8, "--vary", "9" * 400 + "=1"], 2, ("--vary", "key one of")),
+    Case("whatif-rail-400-digits", [*W8, "--vary", "rail_optimized=" + "9" * 400], 2,
+         ("rail_optimized", "true or false")),
+    Case("fix-tp-400-digits", [*S8, "--fix", "tp=" + "9" * 400], 2, ("--fix tp=", "whole number")),
+    Case("fix-400-digit-key", [*S8, "--fix", "9" * 400], 2, ("--fix", "key=value")),
+    Case("max-twice-400-digits", [*S8, "--max", "pp=2", "--max", "pp=" + "9" * 400], 2,
+         ("--max pp is given twice",)),
+    Case("price-400-digits", [*M8, "--price", "9" * 400], 2, ("--price", "cluster=usd")),
+    Case("kv-precision-400-digits", [*SERVE, "--kv-precision", "9" * 400], 2,
+         ("unknown --kv-precision",)),
+    Case("recompute-modules-400-digits", [*S8, "--recompute-modules", "9" * 400], 2,
+         ("--recompute-modules",)),
 ]  # fmt: skip
 
 
@@ -639,6 +655,7 @@ def test_hostile_input(case: Case, tmp_path: Path) -> None:
     line = assert_one_line_error(code, err, case.code).lower()
     for text in case.expect:
         assert text.lower() in line, f"{text!r} not in {line!r}"
+    assert re.search(r"[0-9]{41,}", line) is None, line  # a value is cut, a range stated
     if case.code == 2 and case.quiet:
         assert out == ""  # bad input prints no half-made result
     assert not (tmp_path / MARKER).exists()  # nothing in a YAML file ever ran

@@ -38,6 +38,15 @@ def _shown(text: str, limit: int = 40) -> str:
     return f"'{text}'" if len(text) <= limit else f"'{text[: limit - 3]}...'"
 
 
+def _cut(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters for a message (no quotes: ``--fix tp=999...``).
+
+    >>> _cut("tp=" + "9" * 60)
+    'tp=9999999999999999999999999999999999...'
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1, with an optional K/M/B/T suffix (``16M`` = 16,000,000)."""
     match = re.fullmatch(r"\s*([0-9]{1,300}(?:\.[0-9]{1,30})?)\s*([KMBGT]?)\s*", text, flags=re.I)
@@ -242,7 +251,7 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
         if unknown or not modules:
             raise SpecError(
-                f"--recompute-modules '{args.recompute_modules}': each must be one of "
+                f"--recompute-modules {_shown(args.recompute_modules)}: each must be one of "
                 f"{', '.join(RECOMPUTE_MODULES)}"
             )
         out["recompute_modules"] = modules
@@ -360,7 +369,9 @@ def _key_value(flag: str, item: str, allowed: tuple[str, ...]) -> tuple[str, str
     key, sep, value = item.partition("=")
     key = key.strip().lower()
     if not sep or key not in allowed:
-        raise SpecError(f"{flag} '{item}' must be KEY=VALUE with KEY one of {', '.join(allowed)}")
+        raise SpecError(
+            f"{flag} {_shown(item)} must be KEY=VALUE with KEY one of {', '.join(allowed)}"
+        )
     return key, value
 
 
@@ -388,7 +399,8 @@ def _once(flag: str, key: str, value: str, given: dict[str, str]) -> None:
 
     if key in given:
         raise SpecError(
-            f"{flag} {key} is given twice ({key}={given[key]} and {key}={value}): give it once"
+            f"{flag} {key} is given twice ({key}={_cut(given[key])} and {key}={_cut(value)}): "
+            "give it once"
         )
     given[key] = value
 
@@ -422,14 +434,15 @@ def _parse_fix(items: list[str], *, serve: bool = False) -> dict[str, object]:
             field = SERVE_PINNABLE[key]  # dp is an alias of replicas
             if field in given:
                 raise SpecError(
-                    f"--fix {given[field]} and --fix {key}={value} both pin {field}: give it once"
+                    f"--fix {_cut(given[field])} and --fix {key}={_cut(value)} both pin "
+                    f"{field}: give it once"
                 )
             given[field] = f"{key}={value}"
             out[key] = _layout_number("--fix", key, value, "a positive whole number")
             continue
         _once("--fix", key, value, given)
         if key == "recompute":
-            out[key] = pin_value(f"--fix {key}={value}", key, value)
+            out[key] = pin_value(f"--fix {key}={_cut(value)}", key, value)
             continue
         if key == "precision":
             out[key] = _precision(value)
@@ -454,8 +467,8 @@ def _layout_number(flag: str, key: str, value: str, what: str) -> int:
             number = positive_int(value)
     except (argparse.ArgumentTypeError, ValueError):
         rule = "0, 1, 2 or 3" if key == "zero" else what
-        raise SpecError(f"{flag} {key}={value}: must be {rule}") from None
-    return layout_number(f"{flag} {key}={value}", key, number, what)
+        raise SpecError(f"{flag} {key}={_cut(value)}: must be {rule}") from None
+    return layout_number(f"{flag} {key}={_cut(value)}", key, number, what)
 
 
 def _parse_prices(items: list[str]) -> dict[str, float]:
@@ -472,7 +485,9 @@ def _parse_prices(items: list[str]) -> dict[str, float]:
         except argparse.ArgumentTypeError:
             sep = ""
         if not sep or not name.strip():
-            raise SpecError(f"--price '{item}' must be CLUSTER=USD_PER_GPU_HOUR, e.g. hgx_b200=4.5")
+            raise SpecError(
+                f"--price {_shown(item)} must be CLUSTER=USD_PER_GPU_HOUR, e.g. hgx_b200=4.5"
+            )
     return prices
 
 
@@ -542,7 +557,9 @@ def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
     for key, text in ((k, getattr(args, k)) for k in formats if getattr(args, k)):
         if text.lower() not in names:
             flag = "--" + key.replace("_", "-")
-            raise SpecError(f"unknown {flag} '{text}'{suggest(text, names)} ({', '.join(names)})")
+            raise SpecError(
+                f"unknown {flag} {_shown(text)}{suggest(text, names)} ({', '.join(names)})"
+            )
     flags = ("prompt_len", "output_len", "concurrency", "tpot_ms", "ttft_ms")
     flags += ("target_tokens_per_s", "kv_cache_fraction", "context")
     out: dict[str, object] = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}

@@ -221,7 +221,7 @@ def _figure(number: float) -> str:
 
 def _name(knob: str, text: str, choices: list[str]) -> str:
     if text not in choices:
-        raise SpecError(f"--vary {knob}: unknown {knob} '{text}'{suggest(text, choices)}")
+        raise SpecError(f"--vary {knob}: unknown {knob} {short_repr(text)}{suggest(text, choices)}")
     return text
 
 
@@ -232,7 +232,7 @@ def parse_value(knob: str, text: object) -> KnobValue:
     if knob in _BOOL_KNOBS:
         word = str(text).strip().lower()
         if word not in _TRUE + _FALSE:
-            raise SpecError(f"--vary {knob}: '{text}' must be true or false")
+            raise SpecError(f"--vary {knob}: {short_repr(text)} must be true or false")
         return word in _TRUE
     if knob == "moe_dispatcher":
         return _name(knob, str(text).strip().lower(), list(MOE_DISPATCHERS))
@@ -256,7 +256,8 @@ def knob_of(key: object, text: str | None = None) -> str:
     knob = _ALIASES.get(knob, knob)
     if knob not in KNOBS:
         raise SpecError(
-            f"--vary '{text if text is not None else key}' must be KEY=V1,V2,... with KEY one "
+            f"--vary {short_repr(text if text is not None else str(key))} must be KEY=V1,V2,... "
+            "with KEY one "
             f"of {', '.join(KNOBS)}{suggest(knob, list(KNOBS))}"
         )
     return knob
@@ -271,7 +272,9 @@ def split_vary(text: str) -> tuple[str, list[str]]:
     """
     key, sep, values = text.partition("=")
     if not sep:
-        raise SpecError(f"--vary '{text}' must be KEY=V1,V2,... with KEY one of {', '.join(KNOBS)}")
+        raise SpecError(
+            f"--vary {short_repr(text)} must be KEY=V1,V2,... with KEY one of {', '.join(KNOBS)}"
+        )
     knob = knob_of(key, text)
     items = [v for v in values.split(",") if v.strip()]
     if not items:
@@ -296,7 +299,7 @@ def parse_values(knob: str, items: Iterable[object]) -> list[KnobValue]:
         value = parse_value(knob, item)
         if value in seen:
             raise SpecError(
-                f"--vary {knob}: '{str(item).strip()}' repeats {knob}={_shown(value)}: "
+                f"--vary {knob}: {short_repr(str(item).strip())} repeats {knob}={_shown(value)}: "
                 "give each value once"
             )
         seen.add(value)
