@@ -46,6 +46,8 @@ LAYOUT = [str(Path(sys.executable).with_name("layout"))]
 if not Path(LAYOUT[0]).exists():
     LAYOUT = [sys.executable, "-m", "planner"]
 MARKER = "PWNED"
+CATALOG = [str(ROOT)]
+"""The catalog root of the planner under test (its own models/ and topologies/)."""
 LLAMA = (ROOT / "models" / "llama3.1-8b.yaml").read_text(encoding="utf-8")
 MIXTRAL = (ROOT / "models" / "mixtral-8x7b.yaml").read_text(encoding="utf-8")
 HOPPER = (ROOT / "topologies" / "calibration" / "hopper.yaml").read_text(encoding="utf-8")
@@ -127,7 +129,7 @@ def run_cli(case: Cli) -> str:
         tmp = Path(name)
         _files(tmp, case.files)
         before = _digest(tmp)
-        argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
+        argv = [a.replace("{tmp}", str(tmp)).replace("{catalog}", CATALOG[0]) for a in case.argv]
         try:
             proc = subprocess.run(
                 [*LAYOUT, *argv],
@@ -587,7 +589,7 @@ def overwrite_cases() -> list[Cli]:
         Cli(
             "report-into-catalog",
             "overwrite",
-            [*W8, "--vary", "nic_gbps=400", "--report", str(ROOT / "models" / "llama3.1-8b.md")],
+            [*W8, "--vary", "nic_gbps=400", "--report", "{catalog}/models/llama3.1-8b.md"],
             "bad",
         )
     )
@@ -1682,8 +1684,12 @@ def run_stderr(case: Cli) -> str:
 # --- API cases ------------------------------------------------------------------------------
 
 API_PRELUDE = """
-import itertools, json, math, signal, sys, warnings
+import itertools, json, math, resource, signal, sys, warnings
 warnings.simplefilter("ignore")
+resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))  # an endless list: MemoryError
+def _timeout(signum, frame):
+    raise TimeoutError("ran past 60 s (unbounded work?)")
+signal.signal(signal.SIGALRM, _timeout)
 import planner, planner.api as api
 from planner.errors import SpecError, InfeasibleError, PlannerError
 P = api.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2})
@@ -1988,6 +1994,12 @@ def main() -> int:
     args = parser.parse_args()
     if args.layout:
         LAYOUT[:] = args.layout.split()
+    CATALOG[0] = subprocess.run(
+        [sys.executable, "-c", "from planner.catalog import catalog_root; print(catalog_root())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     groups: dict[str, list[Cli]] = {
         "injection": injection_cases(),
         "overwrite": overwrite_cases(),
