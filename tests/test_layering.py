@@ -10,6 +10,7 @@ LAYERS = {
     "units": 0,
     "errors": 0,
     "limits": 0,
+    "interrupt": 0,
     "specs": 1,
     "catalog": 2,
     "topology": 2,
