@@ -17,8 +17,6 @@ what is free.
 
 from __future__ import annotations
 
-from typing import Any
-
 __version__ = "0.1.0"
 __all__ = [
     "__version__",
@@ -36,7 +34,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no typing import: the console script starts here
     if name in __all__ and name != "__version__":
         from planner import api
 

@@ -17,17 +17,19 @@ argument that would be ignored is an error too (a ``cluster`` other than the pla
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
 from planner.catalog import load_cluster as _load_cluster
 from planner.catalog import load_model as _load_model
 from planner.catalog.io import load_mapping, validate_spec
-from planner.errors import InternalError, SpecError
+from planner.errors import InternalError, PlannerError, SpecError
+from planner.limits import in_range, rule
 from planner.search import engine, serving_search
 from planner.search import migrate as _migrate
 from planner.search import whatif as _whatif
@@ -110,12 +112,13 @@ def _workload(workload: WorkloadLike) -> TrainWorkload:
     if isinstance(workload, TrainWorkload):
         from planner.catalog.frameworks import resolve_workload
 
-        return resolve_workload(workload)
+        return _plausible(resolve_workload(workload), "workload")
     if workload is not None and not isinstance(workload, Mapping):
         raise _kind_error("workload", workload, "a TrainWorkload or a dict of its fields")
     from planner.catalog.frameworks import resolve_workload
 
-    return resolve_workload(validate_spec(TrainWorkload, dict(workload or {}), where="workload"))
+    checked = validate_spec(TrainWorkload, dict(workload or {}), where="workload")
+    return _plausible(resolve_workload(checked), "workload")
 
 
 TRAIN_SETTING_ALIASES = ("moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce",
@@ -192,6 +195,30 @@ def _train_aliases(given: dict[str, object]) -> dict[str, object]:
     return out
 
 
+SpecLike = TypeVar("SpecLike", bound=BaseModel)
+
+
+def _plausible(spec: SpecLike, where: str) -> SpecLike:
+    """``spec`` when each of its numbers that has a plausible range (planner.limits.RANGES: a
+    sequence length, a latency target, a load) lies in it; SpecError '<where>: <field>: <value>
+    must be <range>' otherwise (``target_tokens_per_s=1e308`` would print a 300-digit GPU
+    count)."""
+    for name in type(spec).model_fields:
+        value = getattr(spec, name)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and not in_range(name, value):
+            raise SpecError(f"{where}: {name}: {shown(value)} must be {rule(name)}")
+    return spec
+
+
+def _plausible_count(argument: str, value: object) -> int:
+    """A positive whole number (``gpus``, ``workers``) in its plausible range."""
+    number = positive_count(argument, value)
+    if not in_range(argument, number):
+        raise SpecError(f"{argument} {shown(value)}: must be {rule(argument)}")
+    return number
+
+
 MAX_TOP = 50
 """Most plans a search returns (SolverConfig.top's limit; a larger ``top`` returns this many, as
 ``--top`` does)."""
@@ -210,6 +237,7 @@ def _config(config: SolverConfig | dict[str, object] | None, top: object,
         spec = validate_spec(SolverConfig, dict(config), where="config")
     else:
         raise _kind_error("config", config, "a SolverConfig or a dict of its fields")
+    _plausible(spec, "config")
     if top is None:
         return spec
     return spec.model_copy(update={"top": min(positive_count("top", top), MAX_TOP)})
@@ -292,7 +320,7 @@ def search(
         config=config,
         bounds=bounds,
         precisions=formats,
-        gpus=gpus,
+        gpus=None if gpus is None else _plausible_count("gpus", gpus),
     )
 
 
@@ -540,36 +568,25 @@ def whatif(
     UserWarning), or ``engine="ray"`` (the optional ``ray`` extra). ``progress(done, total)`` is
     called after each scenario.
     """
-    from collections.abc import Sequence
-
-    given: list[tuple[str, Sequence[object]]] = []
-    for entry in vary if isinstance(vary, list) else vary.items():
-        if isinstance(entry, tuple):  # {knob: values}: counted before a value is converted
-            key, values = entry
-            if isinstance(values, str):
-                texts: Sequence[object] = [t for t in values.split(",") if t.strip()]
-            else:
-                texts = values if isinstance(values, Sequence) else list(values)
-            given.append((_whatif.knob_of(key), texts))
-        else:
-            given.append(_whatif.split_vary(str(entry)))
-    items: dict[str, Sequence[object]] = {}
-    for knob, texts in given:
-        if knob in items:
-            raise SpecError(f"--vary {knob} is given twice: list all its values in one --vary")
-        items[knob] = texts
+    _callable("progress", progress, "progress(done, total)")
+    _callable("note", note, "note(line)")
+    _whatif.check_max_scenarios(max_scenarios)
+    items = _vary_items(vary, max_scenarios)
     _whatif.check_scenario_count({k: len(v) for k, v in items.items()}, max_scenarios)
     knobs: dict[str, list[KnobValue]] = {
         knob: _whatif.parse_values(knob, (_whatif_text(v) for v in texts))
         for knob, texts in items.items()
     }
+    pins = check_fix(fix)
+    spec_workload, spec_cluster = _workload(workload), load_cluster(cluster)
+    _check_vary_overlap(knobs, pins, spec_workload)
     options = validate_spec(
         WhatIfOptions,
         {
-            "fix": dict(fix or {}),
-            "config": config or SolverConfig(top=_whatif.WHATIF_TOP),
+            "fix": pins,
+            "config": _config(config, None, SolverConfig(top=_whatif.WHATIF_TOP)),
             "run": _run_length(tokens, steps),
-            "workers": workers,
+            "workers": _plausible_count("workers", workers),
             "engine": engine,
             "max_scenarios": max_scenarios,
         },
@@ -577,13 +594,104 @@ def whatif(
     )
     return _whatif.whatif(
         load_model(model),
-        load_cluster(cluster),
-        _workload(workload),
+        spec_cluster,
+        spec_workload,
         knobs=knobs,
         options=options,
         progress=progress,
         note=note,
     )
+
+
+def _callable(argument: str, value: object, signature: str) -> None:
+    if value is not None and not callable(value):
+        raise _kind_error(argument, value, f"a function called as {signature}, or None")
+
+
+def _vary_items(vary: object, max_scenarios: int) -> dict[str, list[object]]:
+    """``vary`` (a dict of knob -> values, or a list of ``KEY=V1,V2`` strings) as knob -> value
+    list, not parsed yet. A list's length is counted, not its values; a generator (or any other
+    iterable) is consumed only up to the scenario cap, so one that never ends is refused."""
+    from collections.abc import Iterable, Sequence
+
+    shape = "a dict of knob -> list of values, or a list of 'KEY=V1,V2' strings"
+    given: list[tuple[str, Sequence[object]]] = []
+    if isinstance(vary, Mapping):
+        for key, values in vary.items():
+            knob = _whatif.knob_of(key)
+            label = f"--vary {knob}={shown(values)}"
+            if isinstance(values, str):
+                texts: Sequence[object] = [t for t in values.split(",") if t.strip()]
+            elif isinstance(values, Sequence) and not isinstance(values, bytes | bytearray):
+                texts = values
+            elif isinstance(values, Iterable) and not isinstance(
+                values, Mapping | bytes | bytearray
+            ):
+                texts = list(itertools.islice(values, max_scenarios + 1))  # bounded
+                if len(texts) > max_scenarios:
+                    raise SpecError(
+                        f"{label}: more than {max_scenarios:,} values, over the cap of "
+                        f"{max_scenarios:,} scenarios: narrow the list or raise max_scenarios "
+                        f"(at most {_whatif.MAX_SCENARIOS_LIMIT:,})"
+                    )
+            else:
+                raise SpecError(f"{label}: must be a list of values (or 'V1,V2' text)")
+            if not texts:
+                raise SpecError(f"--vary {knob}: give at least one value")
+            given.append((knob, texts))
+    elif isinstance(vary, list | tuple):
+        for entry in vary:
+            if not isinstance(entry, str):
+                raise SpecError(f"vary entry {shown(entry)}: must be a 'KEY=V1,V2' string")
+            given.append(_whatif.split_vary(entry))
+    else:
+        raise _kind_error("vary", vary, shape)
+    if not given:
+        raise SpecError(f"vary {shown(vary)}: give at least one knob ({shape})")
+    items: dict[str, list[object]] = {}
+    for knob, texts in given:
+        if knob in items:
+            raise SpecError(f"--vary {knob} is given twice: list all its values in one --vary")
+        items[knob] = texts  # type: ignore[assignment]
+    return items
+
+
+VARY_WORKLOAD_FIELDS: dict[str, tuple[str, ...]] = {
+    "seq_len": ("seq_len",),
+    "global_batch": ("global_batch",),
+    "precision": ("precision",),
+    "moe_dispatcher": ("moe_dispatch_dedup",),
+    "ep_overlap": ("ep_comm_overlap",),
+    "moe_cuda_graphs": ("moe_host_sync",),
+}
+"""TrainWorkload fields that a what-if knob sets in every scenario."""
+
+
+def _check_vary_overlap(
+    knobs: Mapping[str, object], fix: Mapping[str, object], workload: TrainWorkload
+) -> None:
+    """A knob that the workload or a pin sets too is an error: every scenario would replace
+    that value without a word. (A cluster's own edits are the base a knob replaces, as a cluster
+    file's ``power_cap_w`` is: they are part of the hardware, not a setting of this sweep; the
+    CLI refuses an edit flag given with its knob.)"""
+    for knob in knobs:
+        for name in VARY_WORKLOAD_FIELDS.get(knob, ()):
+            if name in workload.model_fields_set:
+                raise SpecError(
+                    f"--vary {knob} and workload {name}={_field_text(workload, name)} both "
+                    f"set {knob}: give the values in vary alone"
+                )
+        if knob in fix:
+            raise SpecError(
+                f"--vary {knob} and fix {knob}={shown(fix[knob])} both set {knob}: give the "
+                "values in vary alone"
+            )
+
+
+def _field_text(spec: BaseModel, name: str) -> str:
+    """A spec field's value for a message (an enum by its value: 'bf16')."""
+    value = getattr(spec, name)
+    return shown(getattr(value, "value", value))
 
 
 def _whatif_text(value: object) -> str:
@@ -595,10 +703,11 @@ ServeWorkloadLike = ServeWorkload | dict[str, object] | None
 
 def _serve_workload(workload: ServeWorkloadLike) -> ServeWorkload:
     if isinstance(workload, ServeWorkload):
-        return workload
+        return _plausible(workload, "workload")
     if workload is not None and not isinstance(workload, Mapping):
         raise _kind_error("workload", workload, "a ServeWorkload or a dict of its fields")
-    return validate_spec(ServeWorkload, {"mode": "serve", **(workload or {})}, where="workload")
+    spec = validate_spec(ServeWorkload, {"mode": "serve", **(workload or {})}, where="workload")
+    return _plausible(spec, "workload")
 
 
 def serve_search(
@@ -669,6 +778,234 @@ def serve_estimate(
     return serving_search.serve_estimate(spec_model, spec_cluster, spec_workload, layout)
 
 
+SAVED_PLAN_REL_TOL = 1e-3
+"""How closely a plan's recorded figures must match its layout re-scored by this version (a saved
+plan's JSON keeps 6+ significant digits; a cost-model change moves step time, not memory)."""
+PLAN_EDITED = "the plan was changed after it was made: make it again with search or estimate"
+"""What a plan edited in Python is told."""
+PLAN_EDITED_CLI = "the file was edited; re-run 'layout search --json'"
+"""What a hand-edited saved plan is told."""
+
+
+def check_plan(
+    plan: Plan | ServePlan,
+    *,
+    model: ModelLike,
+    cluster: ClusterLike,
+    workload: TrainWorkload | ServeWorkload | dict[str, object] | None = None,
+    warn: NoteCallback | None = None,
+    cli: bool = False,
+) -> Plan | ServePlan:
+    """``plan`` re-validated against the model and cluster it names before it is exported or
+    placed: its fields have their types (a plan built with ``model_copy(update=...)`` is not
+    validated by pydantic), its layout uses the GPUs it says, within the cluster, and fits; its
+    recorded fit, memory and placement are what re-scoring gives (a hand-edited ``fits``,
+    ``peak_gib`` or ``num_gpus`` is an error; ``cli``: the messages name the CLI's flags). Without a
+    ``workload`` (placement) only what does not depend on it is compared; with one, a step
+    time that differs only ``warn``s (default: a UserWarning): the plan may have been made for
+    another sequence length or framework settings, which it does not record."""
+    if not isinstance(plan, Plan | ServePlan):
+        raise _kind_error("plan", plan, "a Plan or ServePlan")
+    _callable("warn", warn, "warn(line)")
+    say = warn or _warn
+    edited = PLAN_EDITED_CLI if cli else PLAN_EDITED
+    plan = _typed_plan(plan)
+    model, cluster = load_model(model), load_cluster(cluster)
+    if isinstance(workload, Mapping) or (workload is not None and not isinstance(
+        workload, TrainWorkload | ServeWorkload
+    )):  # fmt: skip
+        workload = _workload(workload) if isinstance(plan, Plan) else _serve_workload(workload)  # type: ignore[arg-type]
+    if isinstance(plan, Plan) and isinstance(workload, ServeWorkload):
+        raise SpecError(
+            "workload <ServeWorkload>: a training plan is re-scored with a TrainWorkload"
+        )
+    layout = plan.layout
+    if plan.num_gpus != layout.num_gpus:
+        raise SpecError(
+            f"the plan says num_gpus {plan.num_gpus}, but its layout {_layout_text(plan)} uses "
+            f"{layout.num_gpus}: {edited}"
+        )
+    if layout.num_gpus > cluster.num_accelerators:
+        raise SpecError(
+            f"the plan's layout {_layout_text(plan)} uses {layout.num_gpus} GPUs; cluster "
+            f"'{cluster.name}' has {cluster.num_accelerators}"
+        )
+    try:
+        used = engine.sub_cluster(cluster, layout.num_gpus)  # a --gpus plan uses the first N
+    except InternalError:
+        raise SpecError(
+            f"the plan's layout {_layout_text(plan)} uses {layout.num_gpus} GPUs, not a size "
+            f"cluster '{cluster.name}' can be cut to: {edited}"
+        ) from None
+    if used.describe() != plan.cluster_description:
+        how = "--cluster and cluster-edit flags" if cli else "cluster and cluster edits"
+        say(f"the plan was made on '{plan.cluster_description}'; pass the same {how}")
+    if isinstance(plan, Plan):
+        _check_training_plan(plan, model, used, workload, say, cli)  # type: ignore[arg-type]
+    else:
+        _check_serving_plan(plan, model, used, PLAN_EDITED_CLI if cli else PLAN_EDITED)  # type: ignore[arg-type]
+    return plan
+
+
+def _warn(line: str) -> None:
+    import warnings
+
+    warnings.warn(line, stacklevel=4)
+
+
+def _layout_text(plan: Plan | ServePlan) -> str:
+    layout = plan.layout
+    return layout.short() if isinstance(layout, Layout) else f"TP{layout.tp} PP{layout.pp}"
+
+
+def _typed_plan(plan: Plan | ServePlan) -> Plan | ServePlan:
+    """``plan`` validated again from its fields: ``model_copy(update=...)`` skips validation,
+    so ``fits="yes"`` or a layout given as text would otherwise reach the export."""
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        data = plan.model_dump(warnings=False)
+    except (PydanticSerializationError, TypeError, ValueError):
+        raise SpecError(
+            f"plan <{type(plan).__name__}>: a field holds a value of the wrong type"
+        ) from None
+    return validate_spec(type(plan), data, where="plan")
+
+
+def _close(recorded: float, rescored: float) -> bool:
+    import math
+
+    return math.isclose(recorded, rescored, rel_tol=SAVED_PLAN_REL_TOL, abs_tol=1e-6)
+
+
+def _check_training_plan(
+    plan: Plan, model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload | None,
+    say: NoteCallback, cli: bool,
+) -> None:  # fmt: skip
+    import math
+
+    edited = PLAN_EDITED_CLI if cli else PLAN_EDITED
+    from planner.topology.hierarchy import placement as placement_of
+
+    layout, memory = plan.layout, plan.memory
+    parts = memory.weights_gib + memory.grads_gib + memory.optimizer_gib + memory.activations_gib
+    if not _close(memory.peak_gib, parts) or plan.fits != (memory.peak_gib <= memory.capacity_gib):
+        raise SpecError(
+            f"the plan records peak {memory.peak_gib:.4g} GiB and fits="
+            f"{str(plan.fits).lower()}, but its parts sum to {parts:.4g} GiB of "
+            f"{memory.capacity_gib:.4g}: {edited}"
+        )
+    if not plan.fits:
+        raise SpecError(
+            f"the plan's layout {layout.short()} does not fit (peak {memory.peak_gib:.4g} GiB of "
+            f"{memory.capacity_gib:.4g}): there is nothing to export"
+        )
+    usable = cluster.accelerator.usable_memory_bytes / 2**30
+    if not _close(memory.capacity_gib, usable):
+        raise SpecError(
+            f"the plan records {memory.capacity_gib:.4g} GiB usable per GPU; cluster "
+            f"'{cluster.name}' has {usable:.4g}: {edited}"
+        )
+    if placement_of(cluster, layout) != plan.placement:
+        raise SpecError(
+            f"the plan's placement is not where its layout {layout.short()} lands on cluster "
+            f"'{cluster.name}': {edited}"
+        )
+    if workload is None and plan.workload is not None:
+        workload = plan.workload  # the plan records what it was scored on (schema 1.3)
+    probe = workload or _probe_workload(plan)
+    if probe is None:
+        return
+    split = plan.pipeline_split
+    # re-score as it was scored: the even split, or the CP-SAT split the search made
+    config = None if split is None or split.method == "even" else SolverConfig(top=1)
+    try:
+        again = engine.estimate(model, cluster, probe, layout, config=config)
+    except SpecError as exc:
+        if workload is None:  # the guessed workload may not be the plan's: nothing to compare
+            return
+        raise SpecError(f"the plan's layout {layout.short()}: {exc}") from None
+    if not _close(memory.weights_gib, again.memory.weights_gib):  # whatever the workload
+        raise SpecError(
+            f"the plan records weights of {memory.weights_gib:.4g} GiB per GPU; its layout "
+            f"re-scored for model '{model.name}' gives {again.memory.weights_gib:.4g}: {edited}"
+        )
+    if workload is None:
+        return
+    if not again.fits:
+        reason = engine.not_fitting_message(again, model, cluster, workload)
+        raise SpecError(f"the plan's layout {layout.short()} does not fit: {reason}")
+    if not math.isclose(again.step_time_s, plan.step_time_s, rel_tol=1e-6):
+        seq_len = "--seq-len" if cli else "seq_len"
+        say(
+            f"re-scoring the plan with {seq_len} {workload.seq_len} gives "
+            f"{again.step_time_s:.4g} s per step, not {plan.step_time_s:.4g} s: pass the "
+            f"{seq_len} the plan was made with (or it predates this version's cost model)"
+        )
+        return
+    recorded, rescored = memory.peak_gib, again.memory.peak_gib
+    if not _close(recorded, rescored):
+        raise SpecError(
+            f"the plan records a peak of {recorded:.4g} GiB; its layout re-scored gives the same "
+            f"step time but {rescored:.4g} GiB: {edited}"
+        )
+    for name in ("tokens_per_s", "mfu", "model_tflops_per_gpu"):
+        if not _close(getattr(plan, name), getattr(again, name)):
+            raise SpecError(
+                f"the plan records {name} {getattr(plan, name):.4g}; its layout re-scored gives "
+                f"the same step time but {getattr(again, name):.4g}: {edited}"
+            )
+
+
+def _probe_workload(plan: Plan) -> TrainWorkload | None:
+    """A workload to re-score ``plan`` by when none is given (its tokens per step as 8,192-token
+    sequences), None when that is not a whole number of sequences."""
+    from planner.report.export import workload_for_plan
+
+    try:
+        return workload_for_plan(plan, seq_len=TrainWorkload().seq_len)
+    except SpecError:
+        return None
+
+
+def _check_serving_plan(
+    plan: ServePlan, model: ModelSpec, cluster: ClusterSpec, edited: str
+) -> None:
+    from planner.search.serving import serve_placement
+
+    layout, memory = plan.layout, plan.memory
+    if serve_placement(cluster, layout) != plan.placement:
+        raise SpecError(
+            f"the plan's placement is not where its layout {_layout_text(plan)} lands on cluster "
+            f"'{cluster.name}': {edited}"
+        )
+    # Re-scored for one short sequence in the plan's own formats: the weights and the memory
+    # compared below do not depend on the load, which the plan does not record.
+    probe = ServeWorkload(
+        precision=layout.precision,
+        kv_precision=layout.kv_precision,
+        compute_precision=plan.compute_precision,
+        context=2,
+        prompt_len=1,
+        output_len=1,
+    )
+    try:
+        again = serving_search.serve_estimate(model, cluster, probe, layout)
+    except PlannerError as exc:  # a broken rule, or weights that do not fit (InfeasibleError)
+        raise SpecError(f"the serving plan's layout {_layout_text(plan)}: {exc}") from None
+    if not plan.fits:
+        raise SpecError(
+            f"the plan records fits=false, but its layout {_layout_text(plan)} re-scored fits: "
+            f"{edited}"
+        )
+    for name in ("weights_gib", "capacity_gib", "hbm_gib"):
+        if not _close(getattr(memory, name), getattr(again.memory, name)):
+            raise SpecError(
+                f"the plan records {name} {getattr(memory, name):.4g}; its layout re-scored on "
+                f"cluster '{cluster.name}' gives {getattr(again.memory, name):.4g}: {edited}"
+            )
+
+
 def export(
     plan: Plan | ServePlan | SearchResult | ServeSearchResult,
     *,
@@ -697,7 +1034,7 @@ def export(
         )
     if not isinstance(plan, Plan | ServePlan | SearchResult | ServeSearchResult):
         raise _kind_error("plan", plan, "a Plan, ServePlan, SearchResult or ServeSearchResult")
-    best = plan.best if isinstance(plan, SearchResult | ServeSearchResult) else plan
+    best = _typed_plan(plan.best if isinstance(plan, SearchResult | ServeSearchResult) else plan)
     spec_workload: TrainWorkload | ServeWorkload | None = None
     if isinstance(best, ServePlan):
         spec_workload = _serve_workload(workload)  # type: ignore[arg-type]
@@ -709,6 +1046,7 @@ def export(
         cluster=_plan_cluster(best, cluster),
         workload=spec_workload,
     )
+    check_plan(job.plan, model=job.model, cluster=job.cluster, workload=job.workload)
     return _export(job, format)
 
 
@@ -731,8 +1069,9 @@ def placement(
         )
     if not isinstance(plan, Plan | SearchResult):
         raise _kind_error("plan", plan, "a training Plan or SearchResult")
-    best = plan.best if isinstance(plan, SearchResult) else plan
+    best = _typed_plan(plan.best if isinstance(plan, SearchResult) else plan)
     spec_cluster = _plan_cluster(best, cluster) or load_cluster(best.cluster)
+    check_plan(best, model=load_model(best.model), cluster=spec_cluster)
     state, _ = _cluster_state(cluster_state)
     records = placement_records(best, spec_cluster, state=state)
     check_domains(best, records)

@@ -644,7 +644,7 @@ def test_cli_export_mode_serve_exports_the_serving_plan() -> None:
     code, _, err = run_main(["export", "--format", "megatron", *flags])
     assert code == 2 and "vllm or sglang" in err and len(err.splitlines()) == 1
     code, _, err = run_main(["export", "--format", "vllm", *flags[2:], "--context", "4096"])
-    assert code == 2 and "--context needs --mode serve" in err
+    assert code == 2 and "--context is a serving flag: it needs --mode serve" in err
 
 
 def test_a_plan_exports_the_settings_it_was_scored_with() -> None:

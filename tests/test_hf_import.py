@@ -523,7 +523,15 @@ def test_wrong_type_and_invalid_spec_are_one_line_spec_errors() -> None:
     ("scaling", "message"),
     [
         (["yarn"], "rope_scaling must be an object"),
-        ({"rope_type": "yarn", "factor": "big"}, "non-numeric YaRN factor"),
+        ({"rope_type": "yarn", "factor": "big"}, "rope_scaling factor must be a number, got 'big'"),
+        # issue 17: a boolean or text is not a number (float(True) is 1.0, float("32") 32.0)
+        ({"rope_type": "yarn", "factor": True}, "rope_scaling factor must be a number, got True"),
+        ({"rope_type": "yarn", "factor": "32"}, "rope_scaling factor must be a number"),
+        ({"rope_type": "yarn", "factor": 32.0, "mscale": False}, "mscale must be a number"),
+        ({"rope_type": "yarn", "attention_factor": True}, "attention_factor must be a number"),
+        ({"rope_type": "yarn", "factor": 0.5}, "factor 0.5 must be from 1 to 1024"),
+        ({"rope_type": "yarn", "factor": 1e300}, "factor 1e\\+300 must be from 1 to 1024"),
+        ({"rope_type": "yarn", "factor": 32.0, "mscale_all_dim": float("nan")}, "must be from"),
     ],
 )
 def test_malformed_rope_scaling_is_a_one_line_spec_error(scaling: object, message: str) -> None:

@@ -33,6 +33,17 @@ from tests.test_cli import assert_one_line_error, layout_command, run_exe, run_m
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA_8B = (ROOT / "models" / "llama3.1-8b.yaml").read_text(encoding="utf-8")
 HOPPER = (ROOT / "topologies" / "calibration" / "hopper.yaml").read_text(encoding="utf-8")
+H100 = (ROOT / "topologies" / "accelerators" / "h100_sxm.yaml").read_text(encoding="utf-8")
+HGX_H100 = (ROOT / "topologies" / "systems" / "hgx_h100.yaml").read_text(encoding="utf-8")
+
+
+def _serving_bias(overlay: str, value: str) -> str:
+    """``overlay`` with the bias of its held-out serving band set to ``value`` (text)."""
+    start = overlay.index("    serving:\n", overlay.index("heldout:"))
+    head, tail = overlay[:start], overlay[start:]
+    return head + re.sub(r"bias: [-+0-9.e]+", f"bias: {value}", tail, count=1)
+
+
 HF_LLAMA = {
     "model_type": "llama",
     "hidden_size": 4096,
@@ -130,12 +141,16 @@ CASES: list[Case] = [
     # --- numbers: zero, negative, fractional, NaN, inf, absurd ----------------------------
     Case("seq-len-inf", [*S8, "--seq-len", "inf"], 2, ("--seq-len", "'inf'", "positive whole")),
     Case("seq-len-1e9", [*S8, "--seq-len", str(10**9)], 2,
-         ("seq-len 1000000000", "exceeds the 131072-token context")),
+         ("--seq-len", "'1000000000'", "from 1 to 16,777,216 tokens")),
+    Case("seq-len-1e6", [*S8, "--seq-len", str(10**6)], 2,
+         ("seq-len 1000000", "exceeds the 131072-token context")),
     Case("global-batch-zero", [*S8, "--global-batch", "0"], 2, ("--global-batch", "'0'")),
     Case("global-batch-absurd", [*S8, "--global-batch", str(10**30)], 2,
-         (str(10**30), "exceeds the 16,777,216")),
+         (str(10**30), "from 1 to 16,777,216 sequences")),
     Case("batch-tokens-absurd", [*S8, "--global-batch-tokens", "99999999999999999999G"], 2,
-         ("global batch", "exceeds the 16,777,216")),
+         ("--global-batch-tokens", "from 1 to 281,474,976,710,656 tokens")),
+    Case("batch-tokens-over-the-batch", [*S8, "--global-batch-tokens", "1G", "--seq-len", "1"],
+         2, ("1,073,741,824 sequences", "from 1 to 16,777,216 sequences")),
     Case("nic-zero", [*S8, "--nic-gbps", "0"], 2, ("--nic-gbps", "'0'", "> 0")),
     Case("nic-negative", [*S8, "--nic-gbps", "-400"], 2, ("--nic-gbps", "'-400'")),
     Case("nic-absurd", [*S8, "--nic-gbps", "1e308"], 2, ("nic_gbps", "100000", "1e+308")),
@@ -189,14 +204,16 @@ CASES: list[Case] = [
     Case("migrate-tokens-nan", [*M8, "--tokens", "nan"], 2, ("--tokens", "'nan'")),
     Case("migrate-steps-zero", [*M8, "--steps", "0"], 2, ("--steps", "'0'")),
     Case("migrate-price-nan", [*M8, "--price", "hgx_b200=nan"], 2, ("hgx_b200=nan",)),
-    Case("migrate-seq-len-1e9", [*M8, "--seq-len", str(10**9)], 2, ("seq-len 1000000000",)),
+    Case("migrate-seq-len-1e9", [*M8, "--seq-len", str(10**9)], 2,
+         ("--seq-len", "from 1 to 16,777,216")),
     Case("migrate-global-batch-0", [*M8, "--global-batch", "0"], 2, ("--global-batch", "'0'")),
-    Case("whatif-nic-zero", [*W8, "--vary", "nic_gbps=0"], 2, ("nic_gbps", "'0'", "> 0")),
+    Case("whatif-nic-zero", [*W8, "--vary", "nic_gbps=0"], 2,
+         ("nic_gbps", "'0'", "from 1 to 100,000")),
     Case("whatif-gpus-fraction", [*W8, "--vary", "gpus=1.5"], 2, ("gpus", "'1.5'", "whole")),
     Case("whatif-workers-zero", [*W8, "--vary", "nic_gbps=400", "--workers", "0"], 2,
          ("--workers", "'0'")),
     Case("whatif-price-absurd", [*W8, "--vary", "price_per_gpu_hour=1e308"], 2,
-         ("price_per_gpu_hour=1e+308", "10000"), quiet=False),
+         ("price_per_gpu_hour", "'1e308'", "at most 10,000 (usd")),
     # --- clusters that do not fill whole scale-up units -----------------------------------
     Case("nvl72-partial-tray", ["search", "--model", "8B", "--cluster", "gb200_nvl72x70"], 2,
          ("70 accelerators", "4-GPU units", "nearest valid: 68 and 72")),
@@ -427,7 +444,7 @@ CASES: list[Case] = [
                                         "{tmp}/no/o.yaml"], 2, ("--out", "does not exist")),
     # --- issue 17, second pass: what a fresh hostile pass found ------------------------------
     Case("seq-len-overflows-a-float", [*S8, "--seq-len", "9" * 300 + ".0T"], 2,
-         ("seq-len", "exceeds the 131072-token context")),
+         ("seq-len", "from 1 to 16,777,216 tokens")),
     Case("top-almost-whole", [*S8, "--top", "1.0000000000000000001"], 2,
          ("--top", "positive whole number")),
     Case("whatif-gpus-inf", [*W8, "--vary", "gpus=inf"], 2, ("gpus", "'inf'", "finite")),
@@ -466,6 +483,157 @@ CASES: list[Case] = [
     Case("model-name-osc", ["search", "--model", "\x1b]0;owned\x07", "--cluster", "hgx_h100x8"],
          2, ("unknown model", "\\x1b]0;owned\\x07")),
     Case("seq-len-ansi", [*S8, "--seq-len", "\x1b[31m8"], 2, ("--seq-len", "\\x1b[31m8")),
+    # --- issue 17, third pass: flags accepted but ignored ------------------------------------
+    Case("whatif-vary-and-flag", [*W8, "--vary", "nic_gbps=400,800", "--nic-gbps", "200"], 2,
+         ("--vary nic_gbps and --nic-gbps", "both set nic_gbps")),
+    Case("whatif-vary-and-seq-len", [*W8, "--vary", "seq_len=2048", "--seq-len", "4096"], 2,
+         ("--vary seq_len and --seq-len",)),
+    Case("whatif-vary-and-precision", [*W8, "--vary", "precision=fp8", "--precision", "bf16"], 2,
+         ("--vary precision and --precision",)),
+    Case("whatif-vary-and-batch-tokens", [*W8, "--vary", "global_batch=64",
+                                          "--global-batch-tokens", "1M"], 2,
+         ("--vary global_batch and --global-batch-tokens",)),
+    Case("whatif-vary-and-negated-switch", [*W8, "--vary", "rail_optimized=true",
+                                            "--no-rail-optimized"], 2,
+         ("--vary rail_optimized and --no-rail-optimized",)),
+    Case("whatif-vary-and-abbreviated-flag", [*W8, "--vary", "ep_overlap=true", "--ep-over"], 2,
+         ("--vary ep_overlap and --ep-overlap",)),
+    Case("whatif-vary-and-fix", [*W8, "--vary", "precision=fp8", "--fix", "precision=bf16"], 2,
+         ("--vary precision and --fix precision=bf16",)),
+    Case("serve-seq-len", [*SERVE, "--seq-len", "4096"], 2,
+         ("--seq-len is a training flag", "--mode serve", "--context")),
+    Case("serve-seq-len-at-its-default", [*SERVE, "--seq-len", "8192"], 2,
+         ("--seq-len is a training flag",)),
+    Case("serve-global-batch", [*SERVE, "--global-batch", "64"], 2,
+         ("--global-batch is a training flag",)),
+    Case("serve-recompute-modules", [*SERVE, "--recompute-modules", "mlp"], 2,
+         ("--recompute-modules is a training flag",)),
+    Case("serve-grad-reduce", [*SERVE, "--grad-reduce", "bf16"], 2,
+         ("--grad-reduce is a training flag",)),
+    Case("serve-objective-cost", [*SERVE, "--objective", "cost"], 2,
+         ("--objective cost is a training objective", "latency")),
+    Case("serve-fix-zero", [*SERVE, "--fix", "zero=1"], 2,
+         ("--fix zero", "training field", "--mode serve")),
+    Case("serve-fix-dp-and-replicas", [*SERVE, "--fix", "dp=2", "--fix", "replicas=4"], 2,
+         ("--fix dp=2 and --fix replicas=4 both pin replicas",)),
+    Case("serve-estimate-recompute", ["estimate", "--mode", "serve", "--model", "8B", "--cluster",
+                                      "hgx_h100x8", "--recompute", "full"], 2,
+         ("--recompute is a training flag",)),
+    Case("serve-estimate-zero", ["estimate", "--mode", "serve", "--model", "8B", "--cluster",
+                                 "hgx_h100x8", "--zero", "1"], 2, ("--zero is a training flag",)),
+    Case("serve-estimate-mbs", ["estimate", "--mode", "serve", "--model", "8B", "--cluster",
+                                "hgx_h100x8", "--mbs", "2"], 2, ("--mbs is a training flag",)),
+    Case("train-kv-cache-fraction", [*S8, "--kv-cache-fraction", "0.5"], 2,
+         ("--kv-cache-fraction is a serving flag", "the mode is train")),
+    Case("train-attention-dp-at-its-default", [*E8, "--attention-dp", "1"], 2,
+         ("--attention-dp is a serving flag",)),
+    Case("train-objective-latency", [*S8, "--objective", "latency"], 2,
+         ("--objective latency needs --mode serve",)),
+    # --- issue 17, third pass: absurd magnitudes are refused with their range ---------------
+    Case("serve-target-absurd", [*SERVE, "--target-tokens-per-s", "1e308"], 2,
+         ("--target-tokens-per-s", "'1e308'", "at most 1,000,000,000,000 tokens/s")),
+    Case("serve-tpot-absurd", [*SERVE, "--tpot-ms", "1e300"], 2, ("--tpot-ms", "3,600,000 ms")),
+    Case("serve-context-absurd", [*SERVE, "--context", "9" * 40], 2,
+         ("--context", "from 1 to 16,777,216 tokens")),
+    Case("whatif-gpus-absurd", [*W8, "--vary", "gpus=1e300"], 2,
+         ("--vary gpus", "'1e300'", "from 1 to 1,048,576 (accelerators)")),
+    Case("whatif-nic-absurd", [*W8, "--vary", "nic_gbps=1e300"], 2,
+         ("--vary nic_gbps", "from 1 to 100,000 (gb/s")),
+    Case("whatif-workers-absurd", [*W8, "--vary", "nic_gbps=400", "--workers", "9" * 30], 2,
+         ("--workers", "from 1 to 1,024 processes")),
+    Case("gpus-absurd", [*S8, "--gpus", "9" * 30], 2, ("--gpus", "from 1 to 1,048,576")),
+    Case("target-step-absurd", [*S8, "--target-step-time", "1e300"], 2,
+         ("--target-step-time", "at most 86,400 s")),
+    Case("recompute-num-layers-absurd", [*E8, "--recompute", "full", "--recompute-num-layers",
+                                         "9" * 30], 2, ("--recompute-num-layers", "16,384 layers")),
+    Case("calibration-residual-absurd", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("residuals.all.median_abs", "1e+300", "plausible prediction error", "0 to 10"),
+         {"cal.yaml": re.sub(r"median_abs: [0-9.]+", "median_abs: 1e300", HOPPER, count=1)}),
+    Case("calibration-band-bias-absurd", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("heldout.bands.serving.bias", "-1e+300", "plausible prediction error"),
+         {"cal.yaml": _serving_bias(HOPPER, "-1.0e+300")}),
+    Case("calibration-count-absurd", [*S8, "--calibration", "{tmp}/cal.yaml"], 2,
+         ("residuals.all.count", "0 to 1,000,000"),
+         {"cal.yaml": re.sub(r"count: [0-9]+", "count: " + "9" * 40, HOPPER, count=1)}),
+    # --- issue 17, third pass: digits other than 0-9, torus names on GPU systems ------------
+    Case("tpot-arabic-digits", [*SERVE, "--tpot-ms", "٣٠"], 2, ("--tpot-ms", "not a number")),
+    Case("tpot-full-width-digits", [*SERVE, "--tpot-ms", "３０"], 2, ("--tpot-ms", "not a number")),
+    Case("nic-full-width-digits", [*S8, "--nic-gbps", "４００"], 2, ("--nic-gbps", "not a number")),
+    Case("time-limit-underscore", [*S8, "--time-limit", "1_0"], 2, ("--time-limit", "not a number")),
+    Case("fix-zero-arabic-digit", [*S8, "--fix", "zero=٢"], 2, ("--fix zero=٢", "0, 1, 2 or 3")),
+    Case("whatif-arabic-digits", [*W8, "--vary", "nic_gbps=٤٠٠"], 2,
+         ("--vary nic_gbps", "not a number")),
+    Case("gpu-system-torus-name", ["search", "--model", "8B", "--cluster", "hgx_h100_2x4"], 2,
+         ("hgx_h100_2x4", "not a torus", "write 'hgx_h100x8'")),
+    Case("nvl72-torus-name", ["show", "gb200_nvl72_8x9"], 2,
+         ("gb200_nvl72_8x9", "write 'gb200_nvl72x72'")),
+    # --- issue 17, third pass: YAML 1.1 forms are not numbers, booleans or dates ------------
+    Case("model-yaml-octal", ["search", "--model", "{tmp}/m.yaml", "--cluster", "hgx_h100x8"], 2,
+         ("num_layers", "valid integer", "'040'"),
+         {"m.yaml": LLAMA_8B.replace("num_layers: 32", "num_layers: 040")}),
+    Case("model-yaml-0o-octal", ["search", "--model", "{tmp}/m.yaml", "--cluster", "hgx_h100x8"],
+         2, ("num_layers", "'0o40'"),
+         {"m.yaml": LLAMA_8B.replace("num_layers: 32", "num_layers: 0o40")}),
+    Case("model-yaml-sexagesimal", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                    "hgx_h100x8"], 2, ("hidden_size", "'1:08:16'"),
+         {"m.yaml": LLAMA_8B.replace("hidden_size: 4096", "hidden_size: 1:08:16")}),
+    Case("model-yaml-underscores", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                    "hgx_h100x8"], 2, ("hidden_size", "'4_096'"),
+         {"m.yaml": LLAMA_8B.replace("hidden_size: 4096", "hidden_size: 4_096")}),
+    Case("model-yaml-yes-for-a-number", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                         "hgx_h100x8"], 2, ("num_layers", "'yes'"),
+         {"m.yaml": LLAMA_8B.replace("num_layers: 32", "num_layers: yes")}),
+    Case("model-yaml-binary", ["search", "--model", "{tmp}/m.yaml", "--cluster", "hgx_h100x8"], 2,
+         ("m.yaml", "tag !!binary", "not allowed"),
+         {"m.yaml": LLAMA_8B.replace("num_layers: 32", "num_layers: !!binary MzI=")}),
+    Case("model-yaml-explicit-int-octal", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                           "hgx_h100x8"], 2, ("m.yaml", "'040'", "plain decimal"),
+         {"m.yaml": LLAMA_8B.replace("num_layers: 32", "num_layers: !!int 040")}),
+    Case("model-yaml-timestamp-tag", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                      "hgx_h100x8"], 2, ("tag !!timestamp",),
+         {"m.yaml": LLAMA_8B.replace("num_layers: 32", "num_layers: !!timestamp 2025-01-01")}),
+    Case("model-yaml-date-for-a-number", ["search", "--model", "{tmp}/m.yaml", "--cluster",
+                                          "hgx_h100x8"], 2, ("num_layers", "'2025-01-01'"),
+         {"m.yaml": LLAMA_8B.replace("num_layers: 32", "num_layers: 2025-01-01")}),
+    Case("cluster-yaml-on-for-a-boolean", ["search", "--model", "8B", "--cluster", "{tmp}/c.yaml"],
+         2, ("rail_optimized", "'on'"),
+         {"c.yaml": OK_CLUSTER + "edits:\n  rail_optimized: on\n"}),
+    Case("hf-yarn-factor-true", ["search", "--model", "{tmp}/config.json", "--cluster",
+                                 "hgx_h100x8"], 2, ("rope_scaling factor must be a number", "true"),
+         {"config.json": json.dumps(HF_LLAMA | {"rope_scaling": {"rope_type": "yarn",
+                                                               "factor": True}})}),
+    Case("validate-row-twice", ["validate", "--rows", "M1,M1"], 2,
+         ("--rows lists M1 twice",)),
+    Case("validate-serving-row-twice", ["validate", "--rows", "V1, V1"], 2,
+         ("--rows lists V1 twice",)),
+    # --- issue 17, third pass: the files a cluster file names are inputs too ----------------
+    Case("placement-is-the-cluster-files-accelerator", ["search", "--model", "8B", "--cluster",
+                                                        "{tmp}/c.yaml", "--placement",
+                                                        "{tmp}/acc.yaml"], 2,
+         ("--placement", "is the --cluster file's accelerator file"),
+         {"c.yaml": OK_CLUSTER + "accelerator: ./acc.yaml\n", "acc.yaml": H100}),
+    Case("graphml-is-the-cluster-files-system", ["show", "{tmp}/c.yaml", "--graphml",
+                                                 "{tmp}/sys.yaml"], 2,
+         ("--graphml", "is the --cluster file's system file"),
+         {"c.yaml": OK_CLUSTER.replace("system: hgx_h100", "system: ./sys.yaml"),
+          "sys.yaml": HGX_H100}),
+    Case("graphml-too-large-prints-nothing", ["show", "hgx_h100x1048576", "--graphml",
+                                              "{tmp}/g.xml"], 2, ("--graphml", "32,768")),
+    # --- issue 17, third pass: a long value is cut in every message ------------------------
+    Case("whatif-precision-400-digits", [*W8, "--vary", "precision=" + "9" * 400], 2,
+         ("--vary precision", "unknown precision", "...")),
+    Case("whatif-knob-400-digits", [*W8, "--vary", "9" * 400 + "=1"], 2, ("--vary", "key one of")),
+    Case("whatif-rail-400-digits", [*W8, "--vary", "rail_optimized=" + "9" * 400], 2,
+         ("rail_optimized", "true or false")),
+    Case("fix-tp-400-digits", [*S8, "--fix", "tp=" + "9" * 400], 2, ("--fix tp=", "whole number")),
+    Case("fix-400-digit-key", [*S8, "--fix", "9" * 400], 2, ("--fix", "key=value")),
+    Case("max-twice-400-digits", [*S8, "--max", "pp=2", "--max", "pp=" + "9" * 400], 2,
+         ("--max pp is given twice",)),
+    Case("price-400-digits", [*M8, "--price", "9" * 400], 2, ("--price", "cluster=usd")),
+    Case("kv-precision-400-digits", [*SERVE, "--kv-precision", "9" * 400], 2,
+         ("unknown --kv-precision",)),
+    Case("recompute-modules-400-digits", [*S8, "--recompute-modules", "9" * 400], 2,
+         ("--recompute-modules",)),
 ]  # fmt: skip
 
 
@@ -495,6 +663,7 @@ def test_hostile_input(case: Case, tmp_path: Path) -> None:
     line = assert_one_line_error(code, err, case.code).lower()
     for text in case.expect:
         assert text.lower() in line, f"{text!r} not in {line!r}"
+    assert re.search(r"[0-9]{41,}", line) is None, line  # a value is cut, a range stated
     if case.code == 2 and case.quiet:
         assert out == ""  # bad input prints no half-made result
     assert not (tmp_path / MARKER).exists()  # nothing in a YAML file ever ran
@@ -726,3 +895,164 @@ def test_ctrl_c_in_the_cli_prints_one_line_and_exits_130(tmp_path: Path) -> None
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "layout: interrupted" and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+# --- issue 17, third pass: flags that --plan or --mode would ignore -----------------------
+
+
+@pytest.fixture(scope="module")
+def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A saved training search and a saved serving search of 8B on hgx_h100x8."""
+    folder = tmp_path_factory.mktemp("plans")
+    out = {}
+    for mode, argv in (("train", S8), ("serve", SERVE)):
+        code, text, err = run_main([*argv, "--json"])
+        assert code == 0, err
+        out[mode] = folder / f"{mode}.json"
+        out[mode].write_text(text, encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mode", "flags", "named"),
+    [
+        ("train", ["--fix", "tp=2"], "--fix"),
+        ("train", ["--time-limit", "5"], "--time-limit"),
+        ("train", ["--solver", "exhaustive"], "--solver"),
+        ("train", ["--precision", "fp8"], "--precision"),
+        ("train", ["--precision", "bf16"], "--precision"),  # even the plan's own
+        ("train", ["--recompute-modules", "mlp"], "--recompute-modules"),
+        ("train", ["--no-tp-overlap"], "--no-tp-overlap"),
+        ("serve", ["--global-batch", "64"], "--global-batch"),
+        ("serve", ["--fix", "tp=1"], "--fix"),
+    ],
+)
+def test_export_plan_refuses_the_flags_the_plan_settles(
+    saved_plans: dict[str, Path], mode: str, flags: list[str], named: str
+) -> None:
+    code, out, err = run_main([*EXPORT, str(saved_plans[mode]), *flags])
+    line = assert_one_line_error(code, err, 2)
+    assert f"{named} does not apply with --plan" in line and out == ""
+
+
+def test_export_plan_keeps_the_flags_that_say_its_workload(saved_plans: dict[str, Path]) -> None:
+    """--seq-len and --global-batch say which workload the plan was made for: still accepted."""
+    code, out, err = run_main(
+        [*EXPORT, str(saved_plans["train"]), "--seq-len", "8192", "--global-batch", "512"]
+    )
+    assert code == 0 and err == "" and "--tensor-model-parallel-size" in out
+
+
+@pytest.mark.parametrize("pin", ["replicas=2", "attention_dp=2", "dp=2", "tp=4"])
+def test_serving_pins_are_legal_on_the_cli(pin: str) -> None:
+    """The serving fields (replicas, attention_dp) were refused as 'not a training field'."""
+    code, out, err = run_main([*SERVE, "--fix", pin, "--json"])
+    assert code == 0, err
+    layout = json.loads(out)["best"]["layout"]
+    key, value = pin.split("=")
+    assert layout[{"dp": "replicas"}.get(key, key)] == int(value)
+
+
+def test_a_saved_plan_on_fewer_gpus_than_its_cluster_exports(tmp_path: Path) -> None:
+    """A --gpus plan uses the first N accelerators: re-scoring it on the whole cluster refused
+    it ('tp x pp x cp x dp = 8 but the cluster has 16')."""
+    code, out, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x16", "--gpus",
+                               "8", "--json"])  # fmt: skip
+    assert code == 0, err
+    path = tmp_path / "p.json"
+    path.write_text(out, encoding="utf-8")
+    code, out, err = run_main([*EXPORT, str(path), "--placement", str(tmp_path / "r.csv")])
+    assert code == 0 and "--tensor-model-parallel-size" in out, err
+    assert len((tmp_path / "r.csv").read_text(encoding="utf-8").splitlines()) == 1 + 8
+
+
+# --- issue 17, third pass: Ctrl-C during imports, standard error closed or full -----------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("delay_s", [0.08, 0.15, 0.25, 0.35, 0.5])
+def test_ctrl_c_at_any_moment_is_one_line_and_130(delay_s: float) -> None:
+    """SIGINT to the process group (as a terminal sends it) while the modules load or the
+    search runs: exit 130 and the one line, or the plan if it came first; never a traceback,
+    an ImportError or death by the signal."""
+    proc = subprocess.Popen(
+        [*layout_command(), *S8], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    time.sleep(delay_s)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        assert err == "" and "layout" in out
+    else:
+        assert (proc.returncode, err) == (130, "layout: interrupted\n")
+
+
+_INTERRUPTED_IMPORT = """
+import os, signal, sys, time
+from planner import interrupt
+interrupt.watch()
+sys.path.insert(0, sys.argv[1])
+try:
+    import halfway  # SIGINT lands inside its import
+    time.sleep(2)
+    sys.exit(3)  # the interrupt was lost
+except KeyboardInterrupt:
+    sys.exit(0 if sys.modules["halfway"].done and interrupt.seen() else 4)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_interrupt_inside_an_import_waits_for_the_import(tmp_path: Path) -> None:
+    """Raised inside an import, a KeyboardInterrupt can leave a half-initialised extension
+    module (ImportError, or a traceback it prints itself): it is raised once the import is done."""
+    (tmp_path / "halfway.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.05)\n"
+        "done = True\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_IMPORT, str(tmp_path)], capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+
+
+def test_any_error_after_an_interrupt_is_reported_as_the_interrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An extension interrupted while it loads raises ImportError('initialization failed'):
+    after a SIGINT, whatever the exception, the command prints the one line and exits 130."""
+    from planner import interrupt
+
+    def interrupted_import(args: object) -> int:
+        interrupt._State.seen = True  # as the handler records it
+        raise ImportError("initialization failed")
+
+    monkeypatch.setattr("planner.cli._cmd_models", interrupted_import)
+    code, out, err = run_main(["models"])
+    assert (code, out, err) == (130, "", "layout: interrupted\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        ([*S8, "--seq-len", "0"], 2),  # refused by argparse
+        ([*S8, "--fix", "tp=3"], 2),  # refused by the planner
+        (["search", "--model", "405B", "--cluster", "hgx_h100x8"], 1),  # nothing fits
+        ([*S8], 0),
+    ],
+)
+@pytest.mark.parametrize("stderr", ["closed", "full"])
+def test_exit_codes_do_not_depend_on_standard_error(
+    argv: list[str], code: int, stderr: str
+) -> None:
+    """`2>&-` made bad input exit 1 (writing to a missing stderr raised); `2>/dev/full` too."""
+    if stderr == "full" and not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    with open("/dev/full" if stderr == "full" else os.devnull, "w") as sink:
+        proc = subprocess.run(
+            [*layout_command(), *argv], stdout=subprocess.DEVNULL, stderr=sink, timeout=60,
+            check=False, preexec_fn=(lambda: os.close(2)) if stderr == "closed" else None,
+        )  # fmt: skip
+    assert proc.returncode == code

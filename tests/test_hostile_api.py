@@ -11,6 +11,8 @@ then fuzzes ``fix``, ``bounds``, ``top`` and ``gpus`` with arbitrary JSON-like v
 
 from __future__ import annotations
 
+import itertools
+import warnings
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -279,6 +281,65 @@ CASES: list[Case] = [
          args=(PLAN, "70B", "hgx_h100x8", None)),
     Case("not-fitting-workload", "not_fitting_reason", {}, ("workload 5",),
          args=(PLAN, "8B", "hgx_h100x8", 5)),
+    # --- whatif: argument types, generators, pins, knobs set twice (issue 17, third pass) -------
+    Case("whatif-vary-none", "whatif", {**SMALL, "vary": None}, ("vary None", "must be a dict")),
+    Case("whatif-vary-string", "whatif", {**SMALL, "vary": "nic_gbps=400"},
+         ("vary 'nic_gbps=400'", "list of 'KEY=V1,V2' strings", "(got str)")),
+    Case("whatif-vary-number", "whatif", {**SMALL, "vary": 5}, ("vary 5",)),
+    Case("whatif-vary-empty", "whatif", {**SMALL, "vary": {}}, ("vary {}", "at least one knob")),
+    Case("whatif-vary-scalar-value", "whatif", {**SMALL, "vary": {"nic_gbps": 400}},
+         ("--vary nic_gbps=400", "must be a list of values")),
+    Case("whatif-vary-mapping-value", "whatif", {**SMALL, "vary": {"nic_gbps": {"a": 1}}},
+         ("--vary nic_gbps={'a': 1}", "must be a list of values")),
+    Case("whatif-vary-bytes-value", "whatif", {**SMALL, "vary": {"nic_gbps": b"400"}},
+         ("must be a list of values",)),
+    Case("whatif-vary-list-of-numbers", "whatif", {**SMALL, "vary": [1, 2]},
+         ("vary entry 1", "'KEY=V1,V2' string")),
+    Case("whatif-vary-endless-generator", "whatif",
+         {**SMALL, "vary": {"nic_gbps": itertools.count(1)}, "max_scenarios": 10},
+         ("--vary nic_gbps=count(1)", "more than 10 values", "cap of 10")),
+    Case("whatif-progress-not-callable", "whatif", {**SMALL, "vary": ["nic_gbps=400"],
+                                                    "progress": 5},
+         ("progress 5", "progress(done, total)")),
+    Case("whatif-note-not-callable", "whatif", {**SMALL, "vary": ["nic_gbps=400"], "note": "x"},
+         ("note 'x'", "note(line)")),
+    Case("whatif-fix-unknown", "whatif", {**SMALL, "vary": ["nic_gbps=400"], "fix": {"bogus": 1}},
+         ("fix bogus=1", "cannot pin 'bogus'")),
+    Case("whatif-fix-not-a-dict", "whatif", {**SMALL, "vary": ["nic_gbps=400"], "fix": [1]},
+         ("fix [1]", "must be a dict")),
+    Case("whatif-workload-and-vary", "whatif",
+         {**SMALL, "vary": {"seq_len": [2048]}, "workload": {"seq_len": 4096}},
+         ("--vary seq_len and workload seq_len=4096",)),
+    Case("whatif-precision-and-vary", "whatif",
+         {**SMALL, "vary": {"precision": ["fp8"]}, "workload": {"precision": "bf16"}},
+         ("--vary precision and workload precision='bf16'",)),
+    Case("whatif-fix-and-vary", "whatif",
+         {**SMALL, "vary": {"precision": ["fp8"]}, "fix": {"precision": "bf16"}},
+         ("--vary precision and fix precision='bf16'",)),
+    Case("whatif-gpus-absurd", "whatif", {**SMALL, "vary": {"gpus": [1e300]}},
+         ("--vary gpus", "from 1 to 1,048,576 (accelerators)")),
+    Case("whatif-workers-absurd", "whatif", {**SMALL, "vary": ["nic_gbps=400"],
+                                             "workers": 10**30},
+         ("workers 1000000000000000000000000000000", "from 1 to 1,024 processes")),
+    Case("check-plan-no-model", "check_plan", {"model": None, "cluster": "hgx_h100x8"},
+         ("model None", "(got NoneType)"), args=(PLAN,)),
+    Case("check-plan-not-a-plan", "check_plan", {"model": "8B", "cluster": "hgx_h100x8"},
+         ("plan None", "Plan or ServePlan"), args=(None,)),
+    Case("check-plan-workload-type", "check_plan", {"model": "8B", "cluster": "hgx_h100x8",
+                                                    "workload": 5},
+         ("workload 5",), args=(PLAN,)),
+    Case("check-plan-warn-type", "check_plan", {"model": "8B", "cluster": "hgx_h100x8",
+                                                "warn": 3}, ("warn 3",), args=(PLAN,)),
+    # --- plausible ranges of workload numbers (issue 17, third pass) ----------------------------
+    _serve("serve-target-absurd", ("workload: target_tokens_per_s: 1e+308",
+                                   "at most 1,000,000,000,000 tokens/s"),
+           workload={"target_tokens_per_s": 1e308}),
+    _serve("serve-tpot-absurd", ("tpot_ms", "at most 3,600,000 ms"), workload={"tpot_ms": 1e300}),
+    _s("search-seq-len-absurd", ("workload: seq_len", "from 1 to 16,777,216 tokens"),
+       workload={"seq_len": 10**300}),
+    _s("search-gpus-absurd", ("gpus 1000000000000", "from 1 to 1,048,576"), gpus=10**12),
+    _s("search-target-step-absurd", ("config: target_step_time_s", "at most 86,400 s"),
+       config={"target_step_time_s": 1e300}),
     # --- nothing fits ---------------------------------------------------------------------------
     Case("search-nothing-fits", "search", {"model": "405B", "cluster": "hgx_h100x8"},
          ("nothing fits 'llama3.1-405b'", "GiB"), InfeasibleError),
@@ -299,8 +360,9 @@ def assert_planner_error(exc: BaseException, case_error: type[PlannerError]) -> 
 def test_hostile_api(case: Case) -> None:
     call = getattr(api, case.function)
     args = [_resolve(a) for a in case.args]
+    kwargs = {k: _resolve(v) for k, v in case.kwargs.items()}
     with pytest.raises(PlannerError) as info:
-        call(*args, **case.kwargs)
+        call(*args, **kwargs)
     message = assert_planner_error(info.value, case.error)
     for text in case.expect:
         assert text in message, f"{text!r} not in {message!r}"
@@ -467,3 +529,75 @@ def test_max_top_is_the_solver_configs_limit() -> None:
     from annotated_types import Le
 
     assert Le(api.MAX_TOP) in SolverConfig.model_fields["top"].metadata
+
+
+# --- plans edited in Python are re-validated before export and placement (issue 17) --------
+
+
+def _edit(plan: Plan | ServePlan, edit: str) -> object:
+    """``plan`` with one hand edit made the way Python allows: model_copy(update=...), which
+    pydantic does not validate."""
+    memory = plan.memory
+    edits: dict[str, dict[str, object]] = {
+        "fits-false": {"fits": False},
+        "fits-text": {"fits": "yes"},
+        "num-gpus": {"num_gpus": 4096},
+        "peak": {"memory": memory.model_copy(update={"peak_gib": 500.0})},
+        "weights": {"memory": memory.model_copy(update={"weights_gib": 1.0})},
+        "layout-text": {"layout": "tp=2"},
+        "tp16": {"layout": plan.layout.model_copy(update={"tp": 16})},
+        "model": {"model": "llama3.1-70b"},
+        "cluster": {"cluster": "hgx_b200x8"},
+        "placement": {"placement": {}},
+        "step-negative": {"step_time_s": -1.0},
+        "tokens-inf": {"tokens_per_s": float("inf")},
+    }
+    return plan.model_copy(update=edits[edit])
+
+
+EDITS = ["fits-false", "fits-text", "num-gpus", "peak", "weights", "layout-text", "tp16",
+         "model", "cluster", "placement", "step-negative", "tokens-inf"]  # fmt: skip
+SERVE_EDITS = ["fits-false", "fits-text", "num-gpus", "weights", "layout-text", "model",
+               "cluster", "placement"]  # fmt: skip
+
+
+@pytest.mark.parametrize("edit", EDITS)
+@pytest.mark.parametrize("function", ["export", "placement"])
+def test_an_edited_training_plan_is_refused(function: str, edit: str) -> None:
+    plan = _edit(_fixtures()[PLAN], edit)  # type: ignore[arg-type]
+    kwargs = {"format": "megatron"} if function == "export" else {}
+    with pytest.raises(PlannerError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 'the plan was made on ...': then refused
+        getattr(api, function)(plan, **kwargs)
+    assert_planner_error(info.value, SpecError)
+
+
+@pytest.mark.parametrize("edit", SERVE_EDITS)
+def test_an_edited_serving_plan_is_refused(edit: str) -> None:
+    plan = _edit(_fixtures()[SERVE_PLAN], edit)  # type: ignore[arg-type]
+    with pytest.raises(PlannerError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        api.export(plan, format="vllm")
+    assert_planner_error(info.value, SpecError)
+
+
+def test_an_edited_search_result_is_refused() -> None:
+    result = _fixtures()[RESULT]
+    best = _edit(result.best, "num-gpus")  # type: ignore[attr-defined]
+    edited = result.model_copy(update={"best": best})  # type: ignore[attr-defined]
+    for call in (lambda: api.export(edited, format="megatron"), lambda: api.placement(edited)):
+        with pytest.raises(PlannerError) as info:
+            call()
+        assert "num_gpus 4096" in assert_planner_error(info.value, SpecError)
+
+
+def test_untouched_plans_export_and_place_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in (PLAN, RESULT):
+            api.export(_fixtures()[name], format="megatron")  # type: ignore[arg-type]
+            api.placement(_fixtures()[name])  # type: ignore[arg-type]
+        api.export(_fixtures()[SERVE_RESULT], format="vllm")  # type: ignore[arg-type]
+        fewer = api.search(model="8B", cluster="hgx_h100x16", gpus=8)  # the first 8 of 16
+        api.export(fewer, format="megatron")
+        assert len(api.placement(fewer)) == 8

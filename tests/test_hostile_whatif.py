@@ -384,7 +384,7 @@ def test_report_still_written_after_a_good_sweep(tmp_path: Path) -> None:
 
 
 def test_cartesian_order_is_kept_by_the_stream() -> None:
-    result = planner.whatif(model="8B", cluster="hgx_h100x8", workload=SMALL,
+    result = planner.whatif(model="8B", cluster="hgx_h100x8", workload={"global_batch": 64},
                             vary=["nic_gbps=100,400", "seq_len=2048,4096", "rail_optimized=on,off"],
                             workers=2)  # fmt: skip
     expected = [

@@ -9,6 +9,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "planner"
 LAYERS = {
     "units": 0,
     "errors": 0,
+    "limits": 0,
+    "interrupt": 0,
     "specs": 1,
     "catalog": 2,
     "topology": 2,

@@ -289,3 +289,133 @@ def test_a_hostile_flag_value_is_one_line_or_a_plan(flag: str, text: str) -> Non
         text = f"tp={text}"
     code, _, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x8", flag, text])
     _assert_clean_exit(code, err)
+
+
+# --- issue 17, third pass: digits, ranges, YAML 1.1 forms, whatif arguments ---------------
+
+_NUMBER_TEXT = (
+    _HOSTILE_TEXT
+    | st.integers(min_value=-(10**400), max_value=10**400).map(str)
+    | st.floats(allow_nan=True, allow_infinity=True).map(repr)
+    | st.sampled_from(["٣٠", "３０", "1_000", " 30 ", "3e5", "1e308", "1e-300", "0x10", "²"])
+)
+_RANGED_FLAGS = {
+    "--seq-len": "seq_len", "--global-batch": "global_batch", "--gpus": "gpus",
+    "--target-step-time": "target_step_time_s",
+}  # fmt: skip
+_SERVE_RANGED = {"--tpot-ms": "tpot_ms", "--ttft-ms": "ttft_ms", "--context": "context",
+                 "--target-tokens-per-s": "target_tokens_per_s", "--concurrency": "concurrency"}  # fmt: skip
+
+
+@settings(SETTINGS, max_examples=80)
+@given(text=_NUMBER_TEXT)
+def test_a_float_flag_reads_only_the_digits_0_to_9(text: str) -> None:
+    """float() reads '٣٠' and '３０' as 30 and '1_0' as 10; the integer flags never did."""
+    import argparse
+
+    from planner.cli.options import positive_float
+
+    try:
+        value = positive_float(text)
+    except argparse.ArgumentTypeError as exc:  # made one line by the parser's error()
+        assert len(str(exc)) < 120
+        return
+    assert text.strip().isascii() and "_" not in text and value > 0
+
+
+@settings(SETTINGS, max_examples=60)
+@given(flag=st.sampled_from(sorted({**_RANGED_FLAGS, **_SERVE_RANGED})), text=_NUMBER_TEXT)
+def test_a_number_out_of_its_range_is_refused_with_the_range(flag: str, text: str) -> None:
+    """No message prints a figure of more than 40 digits (the value is cut, the range stated)."""
+    import re
+
+    from planner.limits import rule
+
+    name = {**_RANGED_FLAGS, **_SERVE_RANGED}[flag]
+    serve = ["--mode", "serve"] if flag in _SERVE_RANGED else []
+    code, out, err = run_main(
+        ["search", "--model", "8B", "--cluster", "hgx_h100x8", *serve, flag, text, "--json"]
+    )
+    _assert_clean_exit(code, err)
+    assert re.search(r"[0-9]{41,}", err) is None, err
+    if code == 2 and ("must be from" in err or "at most" in err):
+        assert rule(name) in err, err
+    if code == 0:
+        assert re.search(r"[0-9]{41,}", out) is None
+
+
+@settings(SETTINGS, max_examples=60)
+@given(
+    knob=st.sampled_from(["gpus", "nic_gbps", "seq_len", "global_batch", "hbm_gb", "power_cap_w",
+                          "oversubscription", "domain_size", "price_per_gpu_hour"]),
+    text=_NUMBER_TEXT.filter(lambda t: "," not in t and "=" not in t),
+)  # fmt: skip
+def test_a_vary_number_is_in_its_range_or_refused_with_it(knob: str, text: str) -> None:
+    from planner.search.whatif import knob_range, parse_value
+
+    try:
+        value = parse_value(knob, text)
+    except SpecError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 200, str(exc)
+        return
+    low, high, _ = knob_range(knob)
+    assert isinstance(value, int | float) and low <= value <= high
+    assert text.strip().isascii()
+
+
+_YAML_SCALARS = st.sampled_from(
+    ["yes", "no", "on", "off", "Y", "017", "0o17", "0x1F", "0b101", "1:00:00", "1_000",
+     "2025-01-01", "2025-01-01T10:00:00Z", ".inf", "-.inf", ".nan", "~", "''", "1e3", "32",
+     "32.0", "+32", "!!binary MzI=", "!!int 040", "!!float 32", "!!str 32", "!!timestamp 2025-01-01",
+     "!!set {a}", "&a 32", "[32]", "{a: 32}"]
+) | st.from_regex(r"\A[0-9:_oOxXbB.+eE-]{1,10}\Z")  # fmt: skip
+
+
+@settings(SETTINGS, max_examples=80)
+@given(scalar=_YAML_SCALARS)
+def test_a_yaml_number_field_is_a_plain_decimal_or_refused(scalar: str) -> None:
+    """Written as is into a model YAML, a scalar is read as the number it spells in YAML 1.2's
+    core schema, or refused: never as YAML 1.1's octal, base 60, boolean or date."""
+    import re
+
+    from planner.catalog import load_model
+
+    text = (Path(__file__).resolve().parents[1] / "models" / "llama3.1-8b.yaml").read_text("utf-8")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.yaml"
+        path.write_text(text.replace("num_layers: 32", f"num_layers: {scalar}"), encoding="utf-8")
+        try:
+            model = load_model(path)
+        except SpecError as exc:
+            assert "\n" not in str(exc)
+            return
+    plain = scalar.removeprefix("!!int ").removeprefix("!!float ").removeprefix("&a ")
+    assert re.fullmatch(r"\+?[0-9]+(?:\.0*)?(?:[eE]\+?[0-9]+)?", plain), scalar
+    assert model.num_layers == int(float(plain))
+
+
+@settings(SETTINGS, max_examples=60, suppress_health_check=list(HealthCheck))
+@given(vary=_HOSTILE_VALUES, fix=_HOSTILE_VALUES | st.none(), progress=_HOSTILE_VALUES | st.none())
+def test_whatif_arguments_are_one_spec_error_or_a_sweep(
+    vary: object, fix: object, progress: object
+) -> None:
+    """Any JSON-like vary, fix and progress: a SpecError line before anything runs, or the sweep
+    is handed over (stubbed here) with checked knobs."""
+    from unittest import mock
+
+    import planner
+
+    with mock.patch("planner.search.whatif.whatif", return_value="swept") as sweep:
+        try:
+            out = planner.whatif(
+                model="8B",
+                cluster="hgx_h100x8",
+                vary=vary,
+                fix=fix,
+                progress=progress,  # type: ignore[arg-type]
+            )
+        except SpecError as exc:
+            assert "\n" not in str(exc) and len(str(exc)) <= 2000
+            sweep.assert_not_called()
+            return
+    assert out == "swept" and isinstance(vary, dict | list)

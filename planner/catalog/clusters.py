@@ -15,6 +15,7 @@ from pathlib import Path
 from planner.catalog.io import load_mapping, path_exists, validate_spec
 from planner.catalog.store import (
     apply_calibration,
+    check_calibration,
     load_calibration_file,
     load_system,
     suggest,
@@ -127,7 +128,8 @@ def build_cluster(
     edits = edits or ClusterEdits()
     if not 0 < n <= MAX_ACCELERATORS:
         raise SpecError(
-            f"accelerator count {n} in '{name}' must be between 1 and {MAX_ACCELERATORS:,}"
+            f"accelerator count {n if n < 10**12 else f'{n:.3g}'} in '{_shorten(name)}' must be "
+            f"between 1 and {MAX_ACCELERATORS:,}"
         )
     base = system_name if isinstance(system_name, BaseHardware) else catalog_hardware(system_name)
     system, fabric = _apply_edits(base.system, edits)
@@ -202,7 +204,15 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
     match = _SHAPE_RE.match(name)
     if match and match.group("system") in systems:
         shape = tuple(int(a) for a in match.group("shape").split("x"))
-        return match.group("system"), _product(shape), shape
+        system = match.group("system")
+        if load_system(system).kind != "torus":  # a slice shape names a torus, not a GPU box
+            count = _product(shape)
+            spelling = f"{system}x{count}" if 0 < count <= MAX_ACCELERATORS else f"{system}x<N>"
+            raise SpecError(
+                f"cluster '{_shorten(name)}': a _AxB shape names a TPU torus slice, and "
+                f"{system} is not a torus; write '{spelling}' (<system>x<N>)"
+            )
+        return system, _product(shape), shape
     for system in sorted(systems, key=len, reverse=True):
         rest = name[len(system) + 1 :]
         if name.startswith(system + "x") and _is_count(rest):
@@ -266,7 +276,10 @@ def apply_cluster_calibration(
     family's fit to published runs, that fit's end-to-end residuals ('all', 'dense', 'moe': the
     planner's error band) are kept beside the overlay's own kernel residuals.
     """
-    record = overlay if isinstance(overlay, CalibrationRecord) else load_calibration_file(overlay)
+    if isinstance(overlay, CalibrationRecord):
+        record = check_calibration(overlay, "calibration record")
+    else:
+        record = load_calibration_file(overlay)
     if record.dry_run:
         raise SpecError(
             f"calibration overlay {_overlay_name(overlay)} is a 'calibrate --measure --dry-run' "

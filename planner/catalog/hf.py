@@ -137,21 +137,44 @@ def _yarn_attention_factor(config: Config, name: str) -> float:
         )
     if (scaling.get("rope_type") or scaling.get("type")) != "yarn":
         return 1.0
-    try:
-        if scaling.get("attention_factor") is not None:
-            return float(scaling["attention_factor"])  # type: ignore[arg-type]
-        mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
-        factors = (
-            float(scaling.get("factor", 1.0)),  # type: ignore[arg-type]
-            None if mscale is None else float(mscale),  # type: ignore[arg-type]
-            None if mscale_all_dim is None else float(mscale_all_dim),  # type: ignore[arg-type]
-        )
-    except (TypeError, ValueError, OverflowError):
+    if scaling.get("attention_factor") is not None:
+        return _yarn_number(scaling, "attention_factor", name)  # type: ignore[return-value]
+    factor = _yarn_number(scaling, "factor", name)
+    return yarn_attention_factor(
+        1.0 if factor is None else factor,
+        _yarn_number(scaling, "mscale", name),
+        _yarn_number(scaling, "mscale_all_dim", name),
+    )
+
+
+YARN_RANGES: dict[str, tuple[float, float]] = {
+    "factor": (1.0, 1024.0),
+    "attention_factor": (0.01, 100.0),
+    "mscale": (-1000.0, 1000.0),
+    "mscale_all_dim": (-1000.0, 1000.0),
+}
+"""Plausible range of each YaRN number in ``rope_scaling``: the context extension factor s is
+at least 1 (published configs: 4-40); mscale and mscale_all_dim are the 0.1 x c in YaRN's
+``0.1 c ln(s) + 1`` (published: 0.707-1)."""
+
+
+def _yarn_number(scaling: Mapping[str, object], key: str, name: str) -> float | None:
+    """The number ``rope_scaling[key]`` (None when absent or null): an int or a float, never a
+    boolean or text (``factor: true`` is not 1), within :data:`YARN_RANGES`."""
+    value = scaling.get(key)
+    if value is None:
+        return None
+    low, high = YARN_RANGES[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(
-            f"{name}: config.json rope_scaling has a non-numeric YaRN factor: "
-            f"{short_repr(dict(scaling))}"
-        ) from None
-    return yarn_attention_factor(*factors)
+            f"{name}: config.json rope_scaling {key} must be a number, got {short_repr(value)}"
+        )
+    if not low <= value <= high:  # a NaN fails this too
+        raise SpecError(
+            f"{name}: config.json rope_scaling {key} {short_repr(value)} must be from {low:g} "
+            f"to {high:g}"
+        )
+    return float(value)
 
 
 _ROPE_KINDS = {"llama3": "llama3", "yarn": "yarn", "linear": "linear"}

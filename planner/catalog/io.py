@@ -98,17 +98,60 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-# YAML 1.1 (PyYAML) reads `1e-3` as a string because its float pattern wants a dot; YAML 1.2
-# and every JSON parser read it as a number. Resolve it as a float, so that a spec's number
-# field (strict: no strings) accepts what its author meant.
-_StrictLoader.yaml_implicit_resolvers = {
-    key: list(value) for key, value in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
+# The plain scalars YAML 1.2's core schema resolves, and nothing else. PyYAML follows YAML 1.1,
+# which also reads `yes`/`no`/`on`/`off` as booleans (`family: no` is False), `017` as octal 15,
+# `1:00:00` as the base-60 number 3600, `1_000` as 1000 and `2025-01-01` as a date, while it reads
+# `1e-3` (no dot) as text. Here those are text, so a spec's strict number or boolean field
+# refuses them by name instead of taking a number the author may not have meant; `1e-3` is a
+# number, as in YAML 1.2 and JSON.
+_CORE_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_CORE_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
+_CORE_FLOAT = re.compile(
+    r"^(?:[-+]?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
+_CORE_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_StrictLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("bool", _CORE_BOOL, "tTfF"),
+    ("int", _CORE_INT, "-+0123456789"),
+    ("float", _CORE_FLOAT, "-+0123456789."),
+    ("null", _CORE_NULL, ["~", "n", "N", ""]),
+    ("merge", re.compile(r"^<<$"), ["<"]),  # resolved to be refused by name (construct_mapping)
+):
+    _StrictLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", _pattern, list(_first))
+
+
+def _core_number(loader: _StrictLoader, node: Any) -> Any:
+    """An int or float scalar (an explicit ``!!int`` / ``!!float`` too) in YAML 1.2's core
+    form: ``!!int 017`` or ``!!int 1:00:00`` is an error, not 15 or 3600."""
+    text = loader.construct_scalar(node)
+    kind = node.tag.rsplit(":", 1)[-1]
+    patterns = (_CORE_INT,) if kind == "int" else (_CORE_FLOAT, _CORE_INT)
+    if not isinstance(text, str) or not any(p.match(text) for p in patterns):
+        line = node.start_mark.line + 1
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{short_repr(text)} (line {line}) is not a plain decimal {kind}: "
+            "write it with the digits 0-9 (no octal, base 60 or '_')", None
+        )  # fmt: skip
+    if kind == "int":
+        return int(text)
+    return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+
+def _refused_tag(loader: _StrictLoader, node: Any) -> Any:
+    """A YAML 1.1 type a spec never holds (``!!binary``, ``!!timestamp``, ``!!set``, ...)."""
+    line = node.start_mark.line + 1
+    raise yaml.constructor.ConstructorError(
+        None, None, f"tag {node.tag.replace('tag:yaml.org,2002:', '!!')} (line {line}) is not "
+        "allowed in a spec: write a number, text, true/false, a list or a mapping", None
+    )  # fmt: skip
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _core_number)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _core_number)
+for _tag in ("binary", "timestamp", "omap", "pairs", "set"):
+    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refused_tag)
 
 
 def _check_alias_expansion(root: Any) -> None:

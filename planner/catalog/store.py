@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from planner.catalog.io import SpecT, load_mapping, path_exists, validate_spec
+from planner.catalog.io import SpecT, load_mapping, path_exists, short_repr, validate_spec
 from planner.errors import SpecError
 from planner.specs.hardware import AcceleratorSpec, CalibrationRecord, SystemSpec
 from planner.specs.model import ModelSpec
@@ -125,14 +125,62 @@ def load_calibration(family: str) -> CalibrationRecord | None:
     path = catalog_file("topologies/calibration", family)
     if path is None:
         return None
-    return validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
+    return _calibration(path)
 
 
 def load_calibration_file(path: str | Path) -> CalibrationRecord:
     """A calibration overlay from a file the user names (``--calibration my-h100.yaml``), e.g. a
     measured overlay written by ``layout calibrate --measure`` (docs/calibration.md)."""
-    path = Path(path)
-    return validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
+    return _calibration(Path(path))
+
+
+MAX_PLAUSIBLE_ERROR = 10.0
+"""Largest prediction error (a fraction: 10 = 1,000%) a calibration overlay may record in its
+residuals and held-out bands; the largest in the fitted overlays is 1.74 (serving row V10)."""
+MAX_PLAUSIBLE_ROWS = 1_000_000
+"""Most validation rows a residual or band may count."""
+
+
+def _calibration(path: Path) -> CalibrationRecord:
+    record = validate_spec(CalibrationRecord, load_mapping(path), where=str(path))
+    return check_calibration(record, str(path))
+
+
+def check_calibration(record: CalibrationRecord, where: str) -> CalibrationRecord:
+    """``record`` when its residuals and held-out bands are plausible statistics; SpecError
+    naming the first that is not (``where``: the file, or 'record' for one built in Python)."""
+    for name, summary in record.residuals.items():
+        _plausible_errors(f"{where}: residuals.{name}", summary)
+    for name, band in (record.heldout.bands if record.heldout else {}).items():
+        label = f"{where}: heldout.bands.{name}"
+        _plausible_errors(label, band)
+        for row, error in band.errors.items():
+            _plausible_error(f"{label}.errors.{row}", error, signed=True)
+    return record
+
+
+def _plausible_errors(where: str, summary: object) -> None:
+    """The statistics of a residual or band summary lie in their plausible ranges (a 1e300
+    median error would be printed as a 300-digit ± band)."""
+    count = getattr(summary, "count", 0)
+    if not 0 <= count <= MAX_PLAUSIBLE_ROWS:
+        raise SpecError(
+            f"{where}.count: {short_repr(count)} is not a plausible number of rows "
+            f"(0 to {MAX_PLAUSIBLE_ROWS:,})"
+        )
+    for key in ("median_abs", "max_abs", "band_abs"):
+        if hasattr(summary, key):
+            _plausible_error(f"{where}.{key}", getattr(summary, key), signed=False)
+    _plausible_error(f"{where}.bias", summary.bias, signed=True)  # type: ignore[attr-defined]
+
+
+def _plausible_error(where: str, value: float, *, signed: bool) -> None:
+    low = -MAX_PLAUSIBLE_ERROR if signed else 0.0
+    if not low <= value <= MAX_PLAUSIBLE_ERROR:
+        raise SpecError(
+            f"{where}: {short_repr(value)} is not a plausible prediction error (a fraction from "
+            f"{low:g} to {MAX_PLAUSIBLE_ERROR:g}, i.e. up to {100 * MAX_PLAUSIBLE_ERROR:,.0f}%)"
+        )
 
 
 @lru_cache(maxsize=1)

@@ -153,6 +153,22 @@ def file_hardware(spec: ClusterFile, *, path: Path) -> BaseHardware:
     )
 
 
+def named_files(cluster_path: Path) -> list[tuple[str, Path]]:
+    """(key, path) of the system and accelerator files a cluster file names (resolved as
+    :func:`file_hardware` resolves them); [] when it names none or cannot be read (its load
+    reports that). The CLI keeps its outputs off these inputs too."""
+    try:
+        data = load_mapping(cluster_path)
+    except SpecError:
+        return []
+    out = []
+    for key in ("system", "accelerator"):
+        text = data.get(key)
+        if isinstance(text, str) and _is_file(text):
+            out.append((key, _beside(cluster_path, text)))
+    return out
+
+
 def _is_file(text: str) -> bool:
     return Path(text).suffix.lower() in FILE_SUFFIXES
 

@@ -5,13 +5,13 @@ Heavy modules are imported inside the functions so that ``layout --help`` stays 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Callable
 
 from planner.cli.options import (
     _auto_precisions,
+    _check_serve_flags,
     _check_train_flags,
     _cluster,
     _edits,
@@ -22,6 +22,7 @@ from planner.cli.options import (
     _workload,
     _write_placement,
     _write_text,
+    given,
     stage_split_fields,
 )
 from planner.cli.outputs import wrote
@@ -109,11 +110,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "--placement writes the rank table of a training plan; it does not apply to "
             "--mode serve"
         )
-    if getattr(args, "cluster_state", None):
-        raise SpecError(
-            "--cluster-state places a training job; it does not apply to --mode serve "
-            "('layout pack' packs serving jobs on a cluster)"
-        )
+    _check_serve_flags(args)
     cluster, workload = _cluster(args), _serve_workload(args)
     if args.command == "estimate":
         layout = {"tp": args.tp, "pp": args.pp, "ep": args.ep, "attention_dp": args.attention_dp}
@@ -126,7 +123,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if unused:
         raise SpecError(f"--{unused[0].replace('_', '-')} does not apply to --mode serve")
     config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=min(args.top, 50))
-    fix = _parse_fix(args.fix, extra=("attention_dp", "replicas"))
+    fix = _parse_fix(args.fix, serve=True)
     result = serve_search(
         model=args.model,
         cluster=cluster,
@@ -177,11 +174,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from planner.report.catalog import cluster_summary
 
     cluster = load_cluster(args.cluster, edits=_edits(args))
-    print(cluster_summary(cluster, as_json=args.json))
-    if args.graphml:
+    graph = None
+    if args.graphml:  # built before the summary is printed: a refusal prints nothing else
         from planner.topology.graph import graphml_lines
 
-        _write_text(args.graphml, "".join(line + "\n" for line in graphml_lines(cluster)))
+        graph = graphml_lines(cluster)
+    print(cluster_summary(cluster, as_json=args.json))
+    if graph is not None:
+        _write_text(args.graphml, "".join(line + "\n" for line in graph))
     return 0
 
 
@@ -197,6 +197,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     ids = [i.strip() for i in (args.rows or "").split(",") if i.strip()]
     if args.rows is not None and not ids:
         raise SpecError("--rows needs at least one row id, e.g. --rows S1,N4")
+    twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
+    if twice is not None:
+        raise SpecError(f"--rows lists {twice} twice: give each row once")
     serving, ids = _serving_validation(args, ids)
     if serving is not None and ids is None:  # serving rows only
         return 0
@@ -366,8 +369,12 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     from planner.report.markdown import whatif_text
 
     renderers = _check_report_targets(args)  # before the sweep: fail in seconds, not after it
+    fix = _parse_fix(args.fix)
+    workload = _workload(args)
+    for knob in _varied_flags(args, fix):  # a default the sweep replaces is not a conflict
+        workload.pop(knob, None)
     with progress("whatif", None, enabled=wanted(args.progress), unit="scenarios") as update:
-        result = _whatif_with(args, whatif, lambda done, total: update(done, total))
+        result = _whatif_with(args, whatif, fix, workload, lambda done, total: update(done, total))
     result = result.model_copy(update={"command": shlex.join(["layout", *args.argv])})  # type: ignore[attr-defined]
     for target, render in renderers:
         _write_text(target, render(result))
@@ -389,14 +396,18 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
 
 
 def _whatif_with(
-    args: argparse.Namespace, whatif: Callable[..., object], progress: Callable[[int, int], None]
+    args: argparse.Namespace,
+    whatif: Callable[..., object],
+    fix: dict[str, object],
+    workload: dict[str, object],
+    progress: Callable[[int, int], None],
 ) -> object:
     return whatif(
         model=args.model,
         cluster=_cluster(args),
-        workload=_workload(args),
+        workload=workload,
         vary=args.vary,
-        fix=_parse_fix(args.fix),
+        fix=fix,
         workers=args.workers,
         engine=args.engine,
         tokens=args.tokens,
@@ -405,6 +416,38 @@ def _whatif_with(
         max_scenarios=args.max_scenarios,
         note=lambda line: sys.stderr.write(f"layout whatif: note: {line}\n"),
     )
+
+
+VARY_FLAGS: dict[str, tuple[str, ...]] = {
+    "global_batch": ("global_batch", "global_batch_tokens"),
+    "ep_overlap": ("ep_overlap",),
+    "moe_dispatcher": ("moe_dispatcher",),
+    "moe_cuda_graphs": ("moe_cuda_graphs",),
+}
+"""Flags (destinations) that set what a --vary knob sets, where they are not the knob's name."""
+
+
+def _varied_flags(args: argparse.Namespace, fix: dict[str, object]) -> list[str]:
+    """The knobs of ``--vary``, after checking that no flag sets one of them too: the sweep
+    would replace the flag's value in every scenario without a word."""
+    from planner.errors import SpecError
+    from planner.search.whatif import split_vary
+
+    flags = given(args)
+    knobs = [split_vary(text)[0] for text in args.vary]
+    for knob in knobs:
+        for dest in VARY_FLAGS.get(knob, (knob,)):
+            if dest in flags:
+                raise SpecError(
+                    f"--vary {knob} and {flags[dest]} both set {knob}: the sweep would replace "
+                    f"{flags[dest]} in every scenario; give the values in --vary alone"
+                )
+        if knob in fix:
+            raise SpecError(
+                f"--vary {knob} and --fix {knob}={fix[knob]} both set {knob}: give the values "
+                "in --vary alone"
+            )
+    return knobs
 
 
 def _check_report_targets(args: argparse.Namespace) -> list[tuple[str, Callable[..., str]]]:
@@ -452,6 +495,7 @@ def _export_job(args: argparse.Namespace) -> object:
 
     if args.plan:
         plan = load_plan_file(args.plan)
+        _check_plan_flags(args, plan)
         args.cluster = args.cluster or plan.cluster
         if plan.mode == "serve":
             given = _serve_workload(args) if args.mode == "serve" else {}
@@ -568,75 +612,47 @@ SAVED_PLAN_REL_TOL = 1e-3
 (the JSON keeps 6+ significant digits; a cost-model change moves step time, not the GPU count)."""
 
 
+PLAN_FIXES: tuple[str, ...] = (
+    "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
+    "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "no_sequence_parallel",
+    "no_tp_overlap",
+)  # fmt: skip
+"""Search and workload flags that a saved plan already settles: with --plan they are refused."""
+
+
+def _check_plan_flags(args: argparse.Namespace, plan: object) -> None:
+    """With --plan, a search or workload flag the plan settles would be ignored: refuse it.
+    (--seq-len and --global-batch stay: they say which workload the plan was made for.)"""
+    from planner.errors import SpecError
+    from planner.specs.result import ServePlan
+
+    flags = given(args)
+    refused = list(PLAN_FIXES)
+    if isinstance(plan, ServePlan):  # a serving plan has a context, no global batch
+        refused += ["global_batch", "global_batch_tokens"]
+    for dest in refused:
+        if dest in flags:
+            raise SpecError(
+                f"{flags[dest]} does not apply with --plan: the saved plan settles its layout, "
+                "precision and settings (to search, give --model and --cluster without --plan)"
+            )
+
+
 def _check_saved_plan(job: object) -> None:
     """A saved plan is re-validated against the model and cluster it names before it is
-    exported: the layout must use the GPUs the plan says, within the cluster, and still fit;
-    its recorded fit and peak memory must be what re-scoring gives (a hand-edited ``fits`` or
-    ``peak_gib`` is an error). The file does not record its workload or cluster edits, so a
-    step time that differs only warns (pass the same --seq-len / cluster flags)."""
-    from planner.api import estimate, not_fitting_reason
-    from planner.errors import SpecError
-    from planner.specs.result import Plan
+    exported (planner.api.check_plan): a hand-edited ``fits``, ``peak_gib`` or ``num_gpus`` is
+    an error. The file does not record its workload or cluster edits, so a step time or a
+    cluster that differs only warns (pass the same --seq-len / cluster flags)."""
+    from planner.api import check_plan
 
-    plan, cluster = job.plan, job.cluster  # type: ignore[attr-defined]
-    if not isinstance(plan, Plan):
-        return
-    layout = plan.layout
-    if plan.num_gpus != layout.num_gpus:
-        raise SpecError(
-            f"the plan says num_gpus {plan.num_gpus}, but its layout {layout.short()} uses "
-            f"{layout.num_gpus}: the file was edited; re-run 'layout search --json'"
-        )
-    if layout.num_gpus > cluster.num_accelerators:
-        raise SpecError(
-            f"the plan's layout {layout.short()} uses {layout.num_gpus} GPUs; cluster "
-            f"'{cluster.name}' has {cluster.num_accelerators}"
-        )
-    if cluster.describe() != plan.cluster_description:
-        sys.stderr.write(
-            f"layout export: warning: the plan was made on '{plan.cluster_description}'; "
-            "pass the same --cluster and cluster-edit flags\n"
-        )
-    memory = plan.memory
-    parts = memory.weights_gib + memory.grads_gib + memory.optimizer_gib + memory.activations_gib
-    if not math.isclose(memory.peak_gib, parts, rel_tol=SAVED_PLAN_REL_TOL) or plan.fits != (
-        memory.peak_gib <= memory.capacity_gib
-    ):
-        raise SpecError(
-            f"the plan records peak {memory.peak_gib:.4g} GiB and fits="
-            f"{str(plan.fits).lower()}, but its parts sum to {parts:.4g} GiB of "
-            f"{memory.capacity_gib:.4g}: the file was edited; re-run 'layout search --json'"
-        )
-    if not plan.fits:
-        raise SpecError(
-            f"the plan's layout {layout.short()} does not fit (peak {memory.peak_gib:.4g} GiB of "
-            f"{memory.capacity_gib:.4g}): there is nothing to export"
-        )
-    split = plan.pipeline_split
-    config = {"stage_split": "even"} if split is None or split.method == "even" else None
-    again = estimate(
-        model=job.model,
-        cluster=cluster,
-        layout=layout,
-        workload=job.workload,
-        config=config,  # type: ignore[attr-defined]
+    check_plan(
+        job.plan,  # type: ignore[attr-defined]
+        model=job.model,  # type: ignore[attr-defined]
+        cluster=job.cluster,  # type: ignore[attr-defined]
+        workload=job.workload,  # type: ignore[attr-defined]
+        warn=lambda line: sys.stderr.write(f"layout export: warning: {line}\n"),
+        cli=True,
     )
-    if not again.fits:
-        reason = not_fitting_reason(again, job.model, cluster, job.workload)  # type: ignore[attr-defined]
-        raise SpecError(f"the plan's layout {layout.short()} does not fit: {reason}")
-    same_workload = math.isclose(again.step_time_s, plan.step_time_s, rel_tol=1e-6)
-    recorded, rescored = memory.peak_gib, again.memory.peak_gib
-    if same_workload and not math.isclose(recorded, rescored, rel_tol=SAVED_PLAN_REL_TOL):
-        raise SpecError(
-            f"the plan records a peak of {recorded:.4g} GiB; its layout re-scored gives the same "
-            f"step time but {rescored:.4g} GiB: the file was edited; re-run 'layout search --json'"
-        )
-    if not same_workload:
-        sys.stderr.write(
-            f"layout export: warning: re-scoring the plan with --seq-len {job.workload.seq_len} "  # type: ignore[attr-defined]
-            f"gives {again.step_time_s:.4g} s per step, not {plan.step_time_s:.4g} s: pass the "
-            "--seq-len the plan was made with (or it predates this version's cost model)\n"
-        )
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:

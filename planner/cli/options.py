@@ -6,6 +6,7 @@ import argparse
 import math
 import re
 import sys
+from collections.abc import Callable
 from fractions import Fraction
 from typing import NoReturn
 
@@ -37,6 +38,15 @@ def _shown(text: str, limit: int = 40) -> str:
     return f"'{text}'" if len(text) <= limit else f"'{text[: limit - 3]}...'"
 
 
+def _cut(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters for a message (no quotes: ``--fix tp=999...``).
+
+    >>> _cut("tp=" + "9" * 60)
+    'tp=9999999999999999999999999999999999...'
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1, with an optional K/M/B/T suffix (``16M`` = 16,000,000)."""
     match = re.fullmatch(r"\s*([0-9]{1,300}(?:\.[0-9]{1,30})?)\s*([KMBGT]?)\s*", text, flags=re.I)
@@ -63,15 +73,41 @@ def batch_tokens(text: str) -> int:
     return value
 
 
+_FLOAT = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+"""A number in ASCII digits (float() would also read '٣٠', '３０' and '1_0', which the integer
+flags refuse)."""
+
+
 def positive_float(text: str) -> float:
-    """A finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
+    """A finite number > 0, written with the digits 0-9."""
+    if not _FLOAT.fullmatch(text):
+        word = text.strip().lower().lstrip("+-")
+        if word in ("inf", "infinity", "nan"):
+            raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number > 0")
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} is not a number (digits 0-9, e.g. 30 or 2.5e3)"
+        )
+    value = float(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number > 0")
     return value
+
+
+def ranged(parse: Callable[[str], float], name: str) -> Callable[[str], float]:
+    """The argument type ``parse`` (positive_int, positive_float, batch_tokens) that also
+    refuses a value outside the plausible range of ``name`` (planner.limits.RANGES), stating
+    the range: ``--seq-len 1e300`` is an error, not a 300-digit figure in a later message."""
+
+    def check(text: str) -> float:
+        from planner.limits import in_range, rule
+
+        value = parse(text)
+        if not in_range(name, value):
+            raise argparse.ArgumentTypeError(f"{_shown(text)} must be {rule(name)}")
+        return value
+
+    check.__name__ = f"{parse.__name__}_{name}"
+    return check
 
 
 MAX_TIME_LIMIT_S = 3600.0
@@ -128,13 +164,19 @@ def _add_workload(
             "--cluster", required=required, help="<system>x<N> (hgx_b200x16), TPU slice, or YAML"
         )
     p.add_argument(
-        "--seq-len", type=positive_int, default=8192, help="tokens per sequence (default 8192)"
+        "--seq-len",
+        type=ranged(positive_int, "seq_len"),
+        default=8192,
+        help="tokens per sequence (default 8192)",
     )
     batch = p.add_mutually_exclusive_group()
-    batch.add_argument("--global-batch", type=positive_int, help="sequences per step (default 512)")
+    batch.add_argument(
+        "--global-batch", type=ranged(positive_int, "global_batch"),
+        help="sequences per step (default 512)",
+    )  # fmt: skip
     batch.add_argument(
         "--global-batch-tokens",
-        type=batch_tokens,
+        type=ranged(batch_tokens, "global_batch_tokens"),
         help="tokens per step; K/M/G are binary: 16M = 2048 x 8192",
     )
     p.add_argument(
@@ -177,7 +219,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--recompute-num-layers",
-        type=positive_int,
+        type=ranged(positive_int, "recompute_num_layers"),
         metavar="N",
         help="with full recompute: only the first N layers of each pipeline chunk (block method)",
     )
@@ -264,7 +306,7 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
         if unknown or not modules:
             raise SpecError(
-                f"--recompute-modules '{args.recompute_modules}': each must be one of "
+                f"--recompute-modules {_shown(args.recompute_modules)}: each must be one of "
                 f"{', '.join(RECOMPUTE_MODULES)}"
             )
         out["recompute_modules"] = modules
@@ -298,7 +340,7 @@ DEFAULT_PRECISION = _Default("bf16")
 """``--precision`` when not given: bf16 for training; serving then follows the checkpoint."""
 
 
-def given(value: object) -> bool:
+def typed(value: object) -> bool:
     """Whether a flag's value came from the command line (not its default)."""
     return value is not None and not isinstance(value, _Default)
 
@@ -306,16 +348,35 @@ def given(value: object) -> bool:
 def _add_serve(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("serving (--mode serve)")
     g.add_argument("--mode", choices=("train", "serve"), default="train", help="default train")
-    g.add_argument("--context", type=positive_int, help="KV tokens per sequence (default: "
-                   "prompt + output when given, else 8192)")  # fmt: skip
-    g.add_argument("--prompt-len", type=positive_int, help="prompt tokens (default 1024)")
-    g.add_argument("--output-len", type=positive_int, help="output tokens (default 1024)")
-    g.add_argument("--concurrency", type=positive_int, help="sequences per replica (default: max)")
+    g.add_argument(
+        "--context",
+        type=ranged(positive_int, "context"),
+        help="KV tokens per sequence (default: prompt + output when given, else 8192)",
+    )
+    g.add_argument(
+        "--prompt-len", type=ranged(positive_int, "prompt_len"), help="prompt tokens (default 1024)"
+    )
+    g.add_argument(
+        "--output-len", type=ranged(positive_int, "output_len"), help="output tokens (default 1024)"
+    )
+    g.add_argument(
+        "--concurrency",
+        type=ranged(positive_int, "concurrency"),
+        help="sequences per replica (default: max)",
+    )
     g.add_argument("--kv-precision", help="KV-cache format (default: follows the weights)")
     g.add_argument("--compute-precision", help="GEMM format (default: the weights' if native)")
-    g.add_argument("--tpot-ms", type=positive_float, help="time per output token target, ms")
-    g.add_argument("--ttft-ms", type=positive_float, help="time to first token target, ms")
-    g.add_argument("--target-tokens-per-s", type=positive_float, help="fewest GPUs for this load")
+    g.add_argument(
+        "--tpot-ms", type=ranged(positive_float, "tpot_ms"), help="time per output token target, ms"
+    )
+    g.add_argument(
+        "--ttft-ms", type=ranged(positive_float, "ttft_ms"), help="time to first token target, ms"
+    )
+    g.add_argument(
+        "--target-tokens-per-s",
+        type=ranged(positive_float, "target_tokens_per_s"),
+        help="fewest GPUs for this load",
+    )
     g.add_argument("--kv-cache-fraction", type=positive_float,
                    help="share of free memory for KV (default 0.9)")  # fmt: skip
     g.add_argument("--request-rate", type=positive_float,
@@ -390,7 +451,14 @@ def _workload(args: argparse.Namespace) -> dict[str, object]:
                 f"--global-batch-tokens {args.global_batch_tokens} is not a whole number "
                 f"of {args.seq_len}-token sequences"
             )
-        workload["global_batch"] = args.global_batch_tokens // args.seq_len
+        workload["global_batch"] = sequences = args.global_batch_tokens // args.seq_len
+        from planner.limits import in_range, rule
+
+        if not in_range("global_batch", sequences):
+            raise SpecError(
+                f"--global-batch-tokens {args.global_batch_tokens} is {sequences:,} sequences "
+                f"of {args.seq_len} tokens: the global batch must be {rule('global_batch')}"
+            )
     elif args.global_batch is not None:
         workload["global_batch"] = args.global_batch
     workload.update(_framework(args))
@@ -411,7 +479,9 @@ def _key_value(flag: str, item: str, allowed: tuple[str, ...]) -> tuple[str, str
     key, sep, value = item.partition("=")
     key = key.strip().lower()
     if not sep or key not in allowed:
-        raise SpecError(f"{flag} '{item}' must be KEY=VALUE with KEY one of {', '.join(allowed)}")
+        raise SpecError(
+            f"{flag} {_shown(item)} must be KEY=VALUE with KEY one of {', '.join(allowed)}"
+        )
     return key, value
 
 
@@ -439,7 +509,8 @@ def _once(flag: str, key: str, value: str, given: dict[str, str]) -> None:
 
     if key in given:
         raise SpecError(
-            f"{flag} {key} is given twice ({key}={given[key]} and {key}={value}): give it once"
+            f"{flag} {key} is given twice ({key}={_cut(given[key])} and {key}={_cut(value)}): "
+            "give it once"
         )
     given[key] = value
 
@@ -450,19 +521,38 @@ def _precision(text: str) -> str:
     return training_precision(text)
 
 
-def _parse_fix(items: list[str], extra: tuple[str, ...] = ()) -> dict[str, object]:
-    """``--fix KEY=VALUE`` pins; ``extra`` keys are accepted beyond the training ones (serve:
-    attention_dp, replicas)."""
+def _parse_fix(items: list[str], *, serve: bool = False) -> dict[str, object]:
+    """The --fix pins: training layout fields, or with ``serve`` the serving ones (tp, pp, ep,
+    dp = replicas, attention_dp); a field of the other mode is named as such."""
+    from planner.errors import SpecError
     from planner.search.arguments import pin_value
+    from planner.search.serving_search import SERVE_PINNABLE
     from planner.search.space import PINNABLE
 
+    allowed, other = (tuple(SERVE_PINNABLE), PINNABLE) if serve else (PINNABLE, ())
     out: dict[str, object] = {}
     given: dict[str, str] = {}
     for item in items:
-        key, value = _key_value("--fix", item, (*PINNABLE, *extra))
+        key = item.partition("=")[0].strip().lower()
+        if "=" in item and key in other and key not in allowed:
+            raise SpecError(
+                f"--fix {key}: {key} is a training field; it does not apply to --mode serve "
+                f"(serving pins {', '.join(allowed)})"
+            )
+        key, value = _key_value("--fix", item, allowed)
+        if serve:
+            field = SERVE_PINNABLE[key]  # dp is an alias of replicas
+            if field in given:
+                raise SpecError(
+                    f"--fix {_cut(given[field])} and --fix {key}={_cut(value)} both pin "
+                    f"{field}: give it once"
+                )
+            given[field] = f"{key}={value}"
+            out[key] = _layout_number("--fix", key, value, "a positive whole number")
+            continue
         _once("--fix", key, value, given)
         if key == "recompute":
-            out[key] = pin_value(f"--fix {key}={value}", key, value)
+            out[key] = pin_value(f"--fix {key}={_cut(value)}", key, value)
             continue
         if key == "precision":
             out[key] = _precision(value)
@@ -479,10 +569,16 @@ def _layout_number(flag: str, key: str, value: str, what: str) -> int:
     from planner.search.arguments import layout_number
 
     try:
-        number = positive_int(value) if key != "zero" else int(value)
+        if key == "zero":  # int() would read '٢' or '2_0' too
+            if not re.fullmatch(r"\s*[0-9]{1,9}\s*", value):
+                raise ValueError(value)
+            number = int(value)
+        else:
+            number = positive_int(value)
     except (argparse.ArgumentTypeError, ValueError):
-        raise SpecError(f"{flag} {key}={value}: must be {what}") from None
-    return layout_number(f"{flag} {key}={value}", key, number, what)
+        rule = "0, 1, 2 or 3" if key == "zero" else what
+        raise SpecError(f"{flag} {key}={_cut(value)}: must be {rule}") from None
+    return layout_number(f"{flag} {key}={_cut(value)}", key, number, what)
 
 
 def _parse_prices(items: list[str]) -> dict[str, float]:
@@ -499,27 +595,71 @@ def _parse_prices(items: list[str]) -> dict[str, float]:
         except argparse.ArgumentTypeError:
             sep = ""
         if not sep or not name.strip():
-            raise SpecError(f"--price '{item}' must be CLUSTER=USD_PER_GPU_HOUR, e.g. hgx_b200=4.5")
+            raise SpecError(
+                f"--price {_shown(item)} must be CLUSTER=USD_PER_GPU_HOUR, e.g. hgx_b200=4.5"
+            )
     return prices
+
+
+def given(args: argparse.Namespace) -> dict[str, str]:
+    """The flags given on the command line: destination -> flag (planner.cli.given_flags)."""
+    return getattr(args, "given", None) or {}
+
+
+SERVE_ONLY: tuple[str, ...] = (
+    "context", "prompt_len", "output_len", "concurrency", "kv_precision", "compute_precision",
+    "tpot_ms", "ttft_ms", "target_tokens_per_s", "kv_cache_fraction", "attention_dp",
+    "request_rate", "max_num_tokens", "e2e_ms", "slo_percentile", "routing_skew", "pareto",
+    "report", "disaggregate",
+)  # fmt: skip
+"""Flags (destinations) that only serving reads."""
+TRAIN_ONLY: tuple[str, ...] = (
+    "seq_len", "global_batch", "global_batch_tokens", "recompute", "zero", "vpp", "cp", "etp",
+    "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
+    "moe_cuda_graphs", "grad_reduce", "no_sequence_parallel", "no_tp_overlap", "framework",
+    "cp_comm", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
+)  # fmt: skip
+"""Flags (destinations) that only training reads: --mode serve would ignore them."""
+_SERVE_HINTS = {
+    "cluster_state": " ('layout pack' packs serving jobs on a cluster)",
+    "seq_len": " (the KV length per sequence is --context)",
+    "global_batch": " (the load is --concurrency or --target-tokens-per-s)",
+    "global_batch_tokens": " (the load is --concurrency or --target-tokens-per-s)",
+}
 
 
 def _check_train_flags(args: argparse.Namespace) -> None:
     """Serving flags without --mode serve are a mistake, not something to ignore."""
     from planner.errors import SpecError
 
-    serve_only = ("context", "prompt_len", "output_len", "concurrency", "kv_precision")
-    serve_only += ("compute_precision", "tpot_ms", "ttft_ms", "target_tokens_per_s")
-    serve_only += ("request_rate", "max_num_tokens", "e2e_ms", "slo_percentile", "routing_skew")
-    serve_only += tuple(k for k in ("pareto", "report") if getattr(args, k, None))
-    named = [k for k in (*serve_only, "kv_cache_fraction") if getattr(args, k) is not None]
+    flags = given(args)
     if getattr(args, "objective", None) == "latency":
-        named.insert(0, "objective latency")
+        raise SpecError("--objective latency needs --mode serve (training minimises time)")
+    for dest in SERVE_ONLY:
+        unset = (None, False, [])  # --report's default is [], --disaggregate's False
+        if dest in flags or (dest != "attention_dp" and getattr(args, dest, None) not in unset):
+            flag = flags.get(dest, "--" + dest.replace("_", "-"))
+            raise SpecError(f"{flag} is a serving flag: it needs --mode serve (the mode is train)")
     if getattr(args, "attention_dp", 1) != 1:
-        named.append("attention_dp")
-    if getattr(args, "disaggregate", False):
-        named.append("disaggregate")
-    if named:
-        raise SpecError(f"--{named[0].replace('_', '-')} needs --mode serve")
+        raise SpecError("--attention-dp is a serving flag: it needs --mode serve")
+
+
+def _check_serve_flags(args: argparse.Namespace) -> None:
+    """Training flags with --mode serve are a mistake: serving would ignore them."""
+    from planner.errors import SpecError
+
+    flags = given(args)
+    for dest in TRAIN_ONLY:
+        if dest in flags:
+            raise SpecError(
+                f"{flags[dest]} is a training flag: it does not apply to --mode serve"
+                f"{_SERVE_HINTS.get(dest, '')}"
+            )
+    if getattr(args, "objective", "time") in ("cost", "energy"):
+        raise SpecError(
+            f"--objective {args.objective} is a training objective: --mode serve ranks by "
+            "throughput per GPU (time, the default) or latency"
+        )
 
 
 def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
@@ -529,17 +669,19 @@ def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
 
     names = [str(f) for f in NumberFormat]
     formats = ("precision", "kv_precision", "compute_precision")
-    for key, text in ((k, getattr(args, k)) for k in formats if given(getattr(args, k))):
+    for key, text in ((k, getattr(args, k)) for k in formats if typed(getattr(args, k))):
         if text.lower() not in names:
             flag = "--" + key.replace("_", "-")
-            raise SpecError(f"unknown {flag} '{text}'{suggest(text, names)} ({', '.join(names)})")
+            raise SpecError(
+                f"unknown {flag} {_shown(text)}{suggest(text, names)} ({', '.join(names)})"
+            )
     flags = ("prompt_len", "output_len", "concurrency", "tpot_ms", "ttft_ms")
     flags += ("target_tokens_per_s", "kv_cache_fraction", "context", "request_rate", "e2e_ms")
     flags += ("slo_percentile", "routing_skew")
     out: dict[str, object] = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
     if args.max_num_tokens is not None:
         out["max_batch_tokens"] = args.max_num_tokens
-    out.update({k: getattr(args, k).lower() for k in formats if given(getattr(args, k))})
+    out.update({k: getattr(args, k).lower() for k in formats if typed(getattr(args, k))})
     if args.context is None and (args.prompt_len or args.output_len):
         out["context"] = (args.prompt_len or 1024) + (args.output_len or 1024)
     if getattr(args, "objective", "time") == "latency":

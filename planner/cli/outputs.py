@@ -55,7 +55,8 @@ def output_targets(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
 
 
 def input_files(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
-    """(flag, path) of every existing file among the command's inputs."""
+    """(flag, path) of every existing file among the command's inputs, with the system and
+    accelerator files a cluster file names (``accelerator: ./h100_96gb.yaml``)."""
     for dest, flag in INPUT_FLAGS.items():
         value = getattr(args, dest, None)
         if isinstance(value, str | Path) and str(value).strip():
@@ -63,6 +64,19 @@ def input_files(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
             with contextlib.suppress(OSError, ValueError):
                 if path.is_file():
                     yield flag, path
+                    if dest in ("cluster", "source", "target"):
+                        yield from _named_by(flag, path)
+
+
+def _named_by(flag: str, cluster_path: Path) -> Iterator[tuple[str, Path]]:
+    from planner.catalog.variants import named_files
+
+    if cluster_path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        return
+    for key, path in named_files(cluster_path):
+        with contextlib.suppress(OSError, ValueError):
+            if path.is_file():
+                yield f"{flag} file's {key}", path
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -18,6 +18,7 @@ from planner.cli.options import (
     _OneLineParser,
     positive_float,
     positive_int,
+    ranged,
     time_limit,
 )
 
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument(
         "--gpus",
-        type=positive_int,
+        type=ranged(positive_int, "gpus"),
         help="use at most this many accelerators (fewer may win on cost)",
     )
     search.add_argument(
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument(
         "--target-step-time",
-        type=positive_float,
+        type=ranged(positive_float, "target_step_time_s"),
         metavar="SECONDS",
         help="find the fewest GPUs whose best layout meets this step time",
     )
@@ -233,7 +234,7 @@ def _add_whatif(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     )
     p.add_argument("--report", action="append", default=[], metavar="FILE",
                    help="write a report: .html (self-contained, charts) or .md; repeatable")  # fmt: skip
-    p.add_argument("--workers", type=positive_int, default=1,
+    p.add_argument("--workers", type=ranged(positive_int, "workers"), default=1,
                    help="local processes (default 1; at most one per available core)")  # fmt: skip
     p.add_argument(
         "--max-scenarios", type=positive_int, default=WHATIF_MAX_SCENARIOS, metavar="N",

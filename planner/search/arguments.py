@@ -89,7 +89,9 @@ def training_precision(value: object, label: str = "") -> str:
         return value.lower()
     hint = suggest(value, names) if isinstance(value, str) else ""
     head = (
-        f"{label}: unknown training precision" if label else f"unknown training precision '{value}'"
+        f"{label}: unknown training precision"
+        if label
+        else f"unknown training precision {shown(value)}"
     )
     raise SpecError(f"{head}{hint} (one of: {', '.join(names)})")
 

@@ -461,6 +461,11 @@ def _infeasible_message(
 def _serve_pins(fix: object) -> dict[str, int]:
     """The ServeLayout fields ``fix`` pins (dp = replicas), each a positive whole number."""
     pins = check_fix(fix, pinnable=tuple(SERVE_PINNABLE), mode=" in serve mode")
+    if "dp" in pins and "replicas" in pins:  # one field twice: neither may win silently
+        raise SpecError(
+            f"fix dp={pins['dp']}: dp is an alias of replicas (given as {pins['replicas']}); "
+            "give one of them"
+        )
     return {SERVE_PINNABLE[key]: value for key, value in pins.items()}  # type: ignore[misc]
 
 

@@ -18,6 +18,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,11 +29,14 @@ from typing import Literal
 from pydantic import Field, PositiveInt
 
 from planner.catalog import accelerator_names, build_cluster, load_system, system_names
-from planner.catalog.io import validate_spec
+from planner.catalog.clusters import MAX_ACCELERATORS
+from planner.catalog.io import short_repr, validate_spec
 from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
+from planner.interrupt import quiet_worker
 from planner.search import engine
 from planner.search.migrate import bottleneck, economics
+from planner.search.rules import MAX_GLOBAL_BATCH
 from planner.search.space import share_memory_estimates_for_process, shared_memory_estimates
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import BaseHardware, ClusterEdits, ClusterSpec
@@ -152,27 +156,76 @@ class WhatIfOptions(FrozenSpec):
     """Refuse a sweep of more scenarios than this (``--max-scenarios``)."""
 
 
+KNOB_UNITS: dict[str, str] = {
+    "nic_gbps": "Gb/s per NIC", "nics_per_gpu": "NICs per accelerator",
+    "oversubscription": "spine taper, 1 = non-blocking", "domain_size": "accelerators",
+    "price_per_gpu_hour": "USD per accelerator-hour", "hbm_gb": "GB", "hbm_tbps": "TB/s",
+    "power_cap_w": "W", "gpus": "accelerators", "seq_len": "tokens", "global_batch": "sequences",
+}  # fmt: skip
+"""The unit of each numeric knob, for the range in its messages."""
+MAX_SEQ_LEN = 2**24
+"""Longest sequence a what-if may ask for (16,777,216 tokens: beyond every model's context)."""
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A number as the CLI reads one: ASCII digits only (float() would also take '٣٠' and '1_0')."""
+
+
+def knob_range(knob: str) -> tuple[float, float, bool]:
+    """(low, high, low is exclusive) of a numeric knob: a cluster edit's bounds (ClusterEdits),
+    the largest cluster for gpus, the largest global batch, MAX_SEQ_LEN for seq_len.
+
+    >>> knob_range("nic_gbps"), knob_range("gpus")
+    ((1.0, 100000.0, False), (1, 1048576, False))
+    """
+    if knob == "gpus":
+        return 1, MAX_ACCELERATORS, False
+    if knob == "seq_len":
+        return 1, MAX_SEQ_LEN, False
+    if knob == "global_batch":
+        return 1, MAX_GLOBAL_BATCH, False
+    low, high, exclusive = 0.0, math.inf, True
+    for bound in ClusterEdits.model_fields[knob].metadata:
+        if hasattr(bound, "ge"):
+            low, exclusive = bound.ge, False
+        elif hasattr(bound, "gt"):
+            low, exclusive = bound.gt, True
+        elif hasattr(bound, "le"):
+            high = bound.le
+    if knob == "domain_size":
+        low, exclusive = 1, False
+    return low, high, exclusive
+
+
 def _number(knob: str, text: str) -> KnobValue:
-    try:
-        value = float(text)
-    except ValueError:
-        raise SpecError(f"--vary {knob}: '{text}' is not a number") from None
-    if not math.isfinite(value):
-        raise SpecError(f"--vary {knob}: '{text}' must be a finite number")
-    if knob in _INT_KNOBS:
-        if value != int(value) or value < 1:
-            raise SpecError(f"--vary {knob}: '{text}' must be a positive whole number")
-        return int(value)
-    if not value > 0 or value == float("inf"):
-        raise SpecError(f"--vary {knob}: '{text}' must be a finite number > 0")
-    if knob == "oversubscription" and value < 1:
-        raise SpecError(f"--vary oversubscription: '{text}' must be >= 1 (1 = non-blocking)")
-    return int(value) if value == int(value) else value
+    """A numeric knob's value from its text, in the knob's range (stated in the message)."""
+    label = f"--vary {knob}: {short_repr(text)}"
+    if not _NUMBER_TEXT.fullmatch(text):
+        word = text.strip().lower().lstrip("+-")
+        if word in ("inf", "infinity", "nan"):
+            raise SpecError(f"{label} must be a finite number")
+        raise SpecError(f"{label} is not a number (digits 0-9, e.g. 400 or 1.5e3)")
+    value = float(text)  # digits past the float range read as inf: out of range below
+    low, high, exclusive = knob_range(knob)
+    whole = knob in _INT_KNOBS
+    if whole and math.isfinite(value) and (value != int(value) or value < 1):
+        raise SpecError(f"{label} must be a positive whole number")
+    if not low <= value <= high or (exclusive and value == low):
+        span = f"> {_figure(low)} and at most" if exclusive else f"from {_figure(low)} to"
+        raise SpecError(f"{label} must be {span} {_figure(high)} ({KNOB_UNITS[knob]})")
+    return int(value) if whole or value == int(value) else value
+
+
+def _figure(number: float) -> str:
+    """A bound for a message: 1,048,576 or 0.01.
+
+    >>> _figure(2**20), _figure(0.01), _figure(1e5)
+    ('1,048,576', '0.01', '100,000')
+    """
+    return f"{int(number):,}" if number == int(number) else f"{number:g}"
 
 
 def _name(knob: str, text: str, choices: list[str]) -> str:
     if text not in choices:
-        raise SpecError(f"--vary {knob}: unknown {knob} '{text}'{suggest(text, choices)}")
+        raise SpecError(f"--vary {knob}: unknown {knob} {short_repr(text)}{suggest(text, choices)}")
     return text
 
 
@@ -183,7 +236,7 @@ def parse_value(knob: str, text: object) -> KnobValue:
     if knob in _BOOL_KNOBS:
         word = str(text).strip().lower()
         if word not in _TRUE + _FALSE:
-            raise SpecError(f"--vary {knob}: '{text}' must be true or false")
+            raise SpecError(f"--vary {knob}: {short_repr(text)} must be true or false")
         return word in _TRUE
     if knob == "moe_dispatcher":
         return _name(knob, str(text).strip().lower(), list(MOE_DISPATCHERS))
@@ -207,7 +260,8 @@ def knob_of(key: object, text: str | None = None) -> str:
     knob = _ALIASES.get(knob, knob)
     if knob not in KNOBS:
         raise SpecError(
-            f"--vary '{text if text is not None else key}' must be KEY=V1,V2,... with KEY one "
+            f"--vary {short_repr(text if text is not None else str(key))} must be KEY=V1,V2,... "
+            "with KEY one "
             f"of {', '.join(KNOBS)}{suggest(knob, list(KNOBS))}"
         )
     return knob
@@ -222,7 +276,9 @@ def split_vary(text: str) -> tuple[str, list[str]]:
     """
     key, sep, values = text.partition("=")
     if not sep:
-        raise SpecError(f"--vary '{text}' must be KEY=V1,V2,... with KEY one of {', '.join(KNOBS)}")
+        raise SpecError(
+            f"--vary {short_repr(text)} must be KEY=V1,V2,... with KEY one of {', '.join(KNOBS)}"
+        )
     knob = knob_of(key, text)
     items = [v for v in values.split(",") if v.strip()]
     if not items:
@@ -247,7 +303,7 @@ def parse_values(knob: str, items: Iterable[object]) -> list[KnobValue]:
         value = parse_value(knob, item)
         if value in seen:
             raise SpecError(
-                f"--vary {knob}: '{str(item).strip()}' repeats {knob}={_shown(value)}: "
+                f"--vary {knob}: {short_repr(str(item).strip())} repeats {knob}={_shown(value)}: "
                 "give each value once"
             )
         seen.add(value)
@@ -507,8 +563,10 @@ def worker_context() -> BaseContext:
 
 
 def start_worker() -> None:
-    """Initializer of a sweep's process: its searches share memory estimates across the
+    """Initializer of a sweep's process: Ctrl-C ends it at once and quietly
+    (:func:`planner.interrupt.quiet_worker`), and its searches share memory estimates across the
     scenarios it runs (space.MemoryMemo)."""
+    quiet_worker()
     share_memory_estimates_for_process()
 
 

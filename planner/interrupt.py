@@ -1,0 +1,102 @@
+"""Ctrl-C for the ``layout`` command: one line on stderr and exit 130 wherever SIGINT lands.
+
+Python's own handler raises KeyboardInterrupt where the signal lands, and a KeyboardInterrupt
+raised inside an import can come out as another exception (an extension module whose
+initialisation was interrupted raises ``ImportError: initialization failed``). The CLI's handler
+also records that the signal came, so that whatever exception follows is reported as the
+interrupt it is. Stdlib only: the console script installs it before importing anything else.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+EXIT_INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT, as shells report a process the signal ended)."""
+MESSAGE = "layout: interrupted"
+"""The one line printed."""
+
+
+RETRY_S = 0.005
+"""How soon an interrupt that landed inside an import is raised again (it waits for the import
+to finish: a KeyboardInterrupt inside one can leave a half-initialised extension module that
+prints its own traceback, or surface as an ImportError)."""
+
+
+class _State:
+    seen = False
+    """Whether SIGINT arrived since :func:`watch`."""
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    """Record the interrupt and raise KeyboardInterrupt, unless it landed inside an import:
+    then raise it once the import is done (a timer signal retries every RETRY_S)."""
+    _State.seen = True
+    if _importing(frame) and _retry_later():
+        return
+    raise KeyboardInterrupt
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _retry_later() -> bool:
+    """Arrange for :func:`_on_sigint` to run again in RETRY_S (POSIX interval timers); False
+    where that cannot be done (the interrupt is then raised at once)."""
+    try:
+        signal.signal(signal.SIGALRM, _on_sigint)
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+    except (AttributeError, ValueError, OSError):  # no SIGALRM (Windows), not the main thread
+        return False
+    return True
+
+
+def watch() -> object:
+    """Install the handler; returns the handler it replaces (for :func:`restore`), or None when
+    none could be installed (a thread other than the main one cannot set signal handlers)."""
+    _State.seen = False
+    try:
+        return signal.signal(signal.SIGINT, _on_sigint)
+    except ValueError:  # not the main thread: the embedding program's handler stays
+        return None
+
+
+def restore(previous: object) -> None:
+    """Put back the handler :func:`watch` replaced (and stop a retry timer of ours)."""
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
+        if getattr(signal, "SIGALRM", None) and signal.getsignal(signal.SIGALRM) is _on_sigint:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def quiet_worker() -> None:
+    """Initializer of a worker process: Ctrl-C ends it at once and without a traceback (the
+    parent, which gets the same signal from the terminal, reports it)."""
+    import os
+
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(EXIT_INTERRUPTED))
+
+
+def seen() -> bool:
+    """Whether SIGINT arrived since :func:`watch` (the exception it caused may be another)."""
+    return _State.seen
+
+
+def report() -> int:
+    """Print the one line (if standard error can take it) and return the exit code."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(MESSAGE + "\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return EXIT_INTERRUPTED
