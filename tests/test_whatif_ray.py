@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_cli import untimed
+
 pytest.importorskip("ray")
 
 SWEEP = ["whatif", "--model", "8B", "--cluster", "hgx_h100x16", "--seq-len", "4096",
@@ -95,7 +97,7 @@ def test_cli_whatif_engine_ray_joins_the_cluster_and_matches_local(ray_head: str
         s["vary"]
         for s in local["scenarios"]  # type: ignore[union-attr]
     ]
-    assert [s["plan"] for s in remote["scenarios"]] == [  # type: ignore[union-attr]
-        s["plan"]
+    assert [untimed(s["plan"]) for s in remote["scenarios"]] == [  # type: ignore[union-attr]
+        untimed(s["plan"])  # a CP-SAT split's wall time differs from run to run
         for s in local["scenarios"]  # type: ignore[union-attr]
     ]
