@@ -439,7 +439,8 @@ EXPECT: dict[str, dict[str, Check]] = {
             "deepep" if c.w.moe_dispatch_dedup else "standard",
         ),
         "ep_comm_overlap": _said,
-        "cross_entropy": _said,
+        # its loss upcasts the logits and calls cross_entropy: the planner's unfused
+        "cross_entropy": _native(lambda c: c.w.cross_entropy == "unfused"),
         "recompute_num_layers": lambda c: (
             c.has("activation_checkpoint.mode", "full")
             if c.w.recompute_num_layers is None
@@ -667,3 +668,24 @@ def test_a_plan_exports_the_settings_it_was_scored_with() -> None:
         code, out, err = run_main(["export", "--format", "bridge", "--plan", str(saved)])
     assert code == 0, err
     assert "ddp.grad_reduce_in_fp32=false" in out and "dataset.seq_length=4096" in out
+
+
+def test_cli_export_scores_with_the_framework_profile() -> None:
+    """``export --framework torchtitan`` searches and exports as torchtitan runs the plan: the
+    plan's recorded workload (the profile's defaults) is what the export carries, so nothing
+    of Megatron-LM's defaults is left to a note."""
+    import json
+
+    from tests.test_cli import run_main
+
+    flags = ["--model", "70B", "--cluster", "hgx_h100x64", "--framework", "torchtitan"]
+    code, out, _ = run_main(["search", *flags, "--json", "--top", "1"])
+    assert code == 0
+    layout = json.loads(out)["best"]["layout"]
+    code, out, err = run_main(["export", "--format", "torchtitan", *flags])
+    assert code == 0, err
+    assert f"TP{layout['tp']} PP{layout['pp']}" in out  # the search's best, in the header
+    assert "fp32 master copy" not in err and "Transformer Engine" not in err
+    assert "framework profile" not in err  # scored for torchtitan, exported to torchtitan
+    code, _, err = run_main(["export", "--format", "megatron", *flags])
+    assert code == 0 and "the torchtitan framework profile" in err

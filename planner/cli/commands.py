@@ -541,7 +541,8 @@ def _export_job(args: argparse.Namespace) -> object:
         config=config,
         cluster_state=args.cluster_state,
     )
-    train = TrainWorkload(**workload)  # type: ignore[arg-type]
+    # the workload the plan was scored on: the framework profile's defaults resolved
+    train = result.best.workload or TrainWorkload(**workload)  # type: ignore[arg-type]
     return make_job(result.best, model=model, cluster=cluster, workload=train)  # type: ignore[arg-type]
 
 

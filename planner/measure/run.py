@@ -106,7 +106,7 @@ _PHASE_SHARE = {"hbm": 0.1, "gemm": 0.75, "attention": 1.0}
 
 
 class Progress:
-    """A progress bar on stderr (one line per phase when stderr is not a terminal)."""
+    """A progress bar on stderr when it is a terminal; quiet otherwise (notes still print)."""
 
     def __init__(self, total: int, stream: TextIO | None = None) -> None:
         self.total, self.done = max(1, total), 0
@@ -124,8 +124,6 @@ class Progress:
             self.stream.write(
                 f"\r[{bar}] {self.done}/{self.total} {phase} {label}"[:100].ljust(100)
             )
-        elif phase != self.phase:
-            self.stream.write(f"layout calibrate: measuring {phase} ({self.done}/{self.total})\n")
         self.phase = phase
         self.stream.flush()
 
@@ -133,7 +131,7 @@ class Progress:
         """A line of its own."""
         if self.tty:
             self.stream.write("\r" + " " * 100 + "\r")
-        self.stream.write(f"layout calibrate: {text}\n")
+        self.stream.write(f"layout calibrate: note: {text}\n")
         self.stream.flush()
 
     def close(self) -> None:

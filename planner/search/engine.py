@@ -276,7 +276,7 @@ def search(
         memory_headroom=config.memory_headroom,
     )
     fewest = config.target_step_time_s is not None
-    prune = 0 if config.solver == "exhaustive" else config.top
+    prune = 0 if config.solver == "exhaustive" else _ranked_count(config)
     sets = _candidate_sets(
         model,
         cluster,
@@ -291,7 +291,7 @@ def search(
         ),
         prune=prune,
         fewest=fewest,
-        top=config.top,
+        top=_ranked_count(config),
     )
     feasible = [c for cs in sets for c in cs.feasible]
     candidates = merge_candidate_sets(sets)
@@ -316,10 +316,14 @@ def search(
         )
     costs = _objective_costs(feasible, config)
     rank = _rank_exhaustive if config.solver == "exhaustive" else _rank_sorted
-    chosen, info = rank(feasible, costs, config)
+    # CP-SAT splits the best split_candidates layouts whatever --top asks, so that a layout
+    # the even split ranks second can win once split with --top 1 as with --top 5
+    pool = config.model_copy(update={"top": _ranked_count(config)})
+    chosen, info = rank(feasible, costs, pool)
     plans = [_split_plan(model, feasible[i], workload, config) for i in chosen]
     plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
-    info = _solver_info(info, plans, config)
+    info = _solver_info(info, plans, config)  # every split solved, returned or not
+    plans = plans[: config.top]
     best = plans[0]
     objective = "target" if fewest else config.objective
     alternatives = [
@@ -367,8 +371,16 @@ def _target_message(
     best = min(fastest, key=lambda c: c.cost.step_time_s)
     return (
         f"{head}; the fastest that fits on {cap} GPUs, {best.layout.short()}, takes "
-        f"{best.cost.step_time_s:.3g} s per step ({best.cost.step_time_s / target:.1f}x the target)"
+        f"{best.cost.step_time_s:.3g} s per step ({best.cost.step_time_s / target:.3g}x the target)"
     )
+
+
+def _ranked_count(config: SolverConfig) -> int:
+    """Layouts the ranking keeps (and branch and bound must not prune): ``top``, or with the
+    CP-SAT stage split at least ``split_candidates``, which are split and ranked again."""
+    if config.stage_split == "cp-sat":
+        return max(config.top, config.split_candidates)
+    return config.top
 
 
 def _split_plan(
@@ -439,7 +451,10 @@ def _solver_info(info: SolverInfo, plans: list[Plan], config: SolverConfig) -> S
         f"{ranked}, evenly split over pipeline stages, and ranked by a sort"
     )
     if config.stage_split == "cp-sat":
-        method += "; CP-SAT then split each returned plan's layers over its pipeline stages"
+        method += (
+            f"; CP-SAT then split the layers of the best {_ranked_count(config)} "
+            "over their pipeline stages and they were ranked again"
+        )
     return info.model_copy(
         update={"objective": value, "best_bound": value, "method": method,
                 "subproblems": subproblems}

@@ -35,6 +35,10 @@ class SolverConfig(FrozenSpec):
     """CP-SAT search workers (1 = deterministic)."""
     seed: int = 0
     """CP-SAT random seed."""
+    split_candidates: int = Field(default=5, ge=1, le=50)
+    """With the CP-SAT stage split: how many of the best layouts by the even split's ranking
+    are split and ranked again (at least ``top``), so the best plan does not depend on how many
+    runners-up are asked for; a layout ranked below them keeps the even split."""
     top: int = Field(default=5, ge=1, le=50)
     """Plans to return: the best and top - 1 runners-up with distinct parallel degrees."""
     objective: Literal["time", "cost", "energy"] = "time"

@@ -288,6 +288,8 @@ def render(job: ExportJob) -> ExportResult:
     if compiled == workload.fused_elementwise:  # compile fuses the elementwise ops
         job.express("fused_elementwise")
     tables.update(quantization(job))
+    if workload.cross_entropy == "unfused":  # its loss: cross_entropy on the upcast logits
+        job.express("cross_entropy")
     if workload.flash_attention:  # its attention is SDPA (flash / cuDNN kernels)
         job.express("flash_attention")
         if workload.attention_kernel == "flash2":  # SDPA's flash backend is FlashAttention-2
