@@ -206,7 +206,9 @@ class StageSolver:
     def solve(self) -> StageSolution:
         """Solve under the time limit and map the status to a typed solution."""
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = self._config.time_limit_s
+        solver.parameters.max_time_in_seconds = min(
+            self._config.time_limit_s, self._config.stage_time_limit_s
+        )
         solver.parameters.num_workers = self._config.num_workers
         solver.parameters.random_seed = self._config.seed
         # OR-Tools would install its own SIGINT handler and restore SIG_DFL, not Python's
