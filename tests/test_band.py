@@ -111,13 +111,20 @@ def test_serving_band_is_the_stored_serving_band_widened() -> None:
     assert hopper.uncertainty_pct == pytest.approx(
         _band("hopper", "serving") * WIDEN.serving_not_held_out.factor
     )
-    assert any("no held-out serving set" in w for w in hopper.warnings)
+    assert any("fitted without each row's source" in w for w in hopper.warnings)
     amd = serve_search(model="70B", cluster="mi300xx8", workload=workload).best
     pooled = pooled_basis("serving", TRUST.level)
     assert pooled is not None
     assert amd.uncertainty_pct == pytest.approx(
         100 * pooled.band_abs * WIDEN.no_family_rows.factor * WIDEN.serving_not_held_out.factor
     )
+    vllm = serve_search(
+        model="70B", cluster="hgx_h200x8", workload={**workload, "engine": "vllm"}
+    ).best
+    assert vllm.uncertainty_pct == pytest.approx(
+        hopper.uncertainty_pct * WIDEN.engine_without_rows.factor  # type: ignore[operator]
+    )
+    assert any("vllm engine" in w for w in vllm.warnings)
 
 
 def test_stored_heldout_bands_are_never_narrower_than_the_in_sample_median() -> None:

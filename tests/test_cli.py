@@ -58,6 +58,8 @@ SERVE_FLAGS = {
     "--compute-precision", "--tpot-ms", "--ttft-ms", "--target-tokens-per-s", "--kv-cache-fraction",
     # issue 20: load, token budget, end-to-end target, MoE routing skew
     "--request-rate", "--max-num-tokens", "--e2e-ms", "--slo-percentile", "--routing-skew",
+    # the serving engine profile (topologies/engines/)
+    "--serving-engine",
 }  # fmt: skip
 FROZEN_FLAGS: dict[str, set[str]] = {
     "search": WORKLOAD_FLAGS

@@ -98,7 +98,15 @@ def _median(values: list[float]) -> float:
 
 def test_serving_median() -> None:
     serving = run_serving_validation()
-    m = claim(r"Serving: median ([\d.]+)%")
+    held = {s.group: s for s in serving.heldout}
+    m = claim(r"Serving, out of sample\s+first: median ([\d.]+)% over (\d+) published")
+    assert m.group(1) == pct(held["all"].median_abs_error)
+    assert int(m.group(2)) == held["all"].evaluated
+    m = claim(r"\(MoE ([\d.]+)% on (\d+), dense ([\d.]+)% on (\d+), max\s+([\d.]+)%")
+    assert m.group(1) == pct(held["moe"].median_abs_error)
+    assert m.group(3) == pct(held["dense"].median_abs_error)
+    assert m.group(5) == f"{100 * held['all'].max_abs_error:.0f}"
+    m = claim(r"in sample ([\d.]+)%\. The GPU")
     assert m.group(1) == pct(serving.overall.median_abs_error)
 
 

@@ -319,7 +319,27 @@ def calibrate_family(
         return record
     from planner.accuracy.loso import heldout_record  # loso.py refits with this module
 
-    return record.model_copy(update={"heldout": heldout_record(cases, serving, date=date)})
+    heldout_serving = serving_heldout_errors(accelerator.family, eff)
+    return record.model_copy(update={"heldout": heldout_record(cases, heldout_serving, date=date)})
+
+
+def serving_heldout_errors(family: str, eff: AcceleratorEfficiency) -> dict[str, float]:
+    """Row id -> out-of-sample error of the serving rows on ``family`` predicted with ``eff``:
+    for a row its engine was fitted on, the error with the engine figures fitted without its
+    source (the engine's fit record, ``benchmarks/fit_serving_engine.py``); for any other row
+    its plain error (nothing was fitted on it)."""
+    from planner.accuracy.serving import heldout_error_of, load_serving_rows, serving_file
+
+    try:
+        rows = {r.id: r for r in load_serving_rows(serving_file())}
+    except SpecError:
+        return {}
+    errors = {}
+    for row_id, error in serving_errors(family, eff).items():
+        held = heldout_error_of(rows[row_id], error)
+        if held is not None:
+            errors[row_id] = held
+    return errors
 
 
 def serving_errors(family: str, eff: AcceleratorEfficiency) -> dict[str, float]:

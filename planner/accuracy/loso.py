@@ -24,8 +24,8 @@ METHOD = (
     "leave one source out (a source = the row ids' letter prefix): refit the family's factors "
     "with `calibrate.fit_efficiency` on its other sources, predict the held-out rows with their "
     "layouts fixed; band = split-conformal quantile of |error| at the level (specs/trust.py "
-    "band_quantile). serving: the bundled serving rows scored with the full fit (no serving row "
-    "is fitted)"
+    "band_quantile). serving: the bundled serving rows, each predicted with the engine's "
+    "overheads fitted without its source (topologies/engines/*.yaml fit.heldout_errors)"
 )
 """What ``heldout.method`` says."""
 

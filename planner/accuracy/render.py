@@ -362,8 +362,10 @@ def band_markdown(band: BandReport) -> list[str]:
         f"held-out rows; the band is the split-conformal {level} quantile of their |error| "
         "(the ceil((n+1) x level)-th smallest). `python benchmarks/cross_validate.py --write` "
         "stores the errors and bands in `topologies/calibration/<family>.yaml` (`heldout:`) "
-        "without touching the fitted factors. Serving bands use the serving rows, which are "
-        "scored, not fitted. A family without rows takes the pooled band of its regime; a plan "
+        "without touching the fitted factors. Serving bands use the serving rows' held-out "
+        "errors: each row predicted with the engine's two overheads fitted without its source "
+        "(`benchmarks/fit_serving_engine.py`; the GPU terms are the training fit's). A family "
+        "without rows takes the pooled band of its regime; a plan "
         "that extrapolates (below) multiplies its band by the factors of `topologies/trust.yaml`, "
         "each with its justification there, and says so in a warning.",
         "",

@@ -21,6 +21,7 @@ row names: NVIDIA ModelOpt's quantised checkpoints (8-bit or 4-bit weights) stor
 from __future__ import annotations
 
 import math
+import re
 import time
 from pathlib import Path
 from typing import Literal
@@ -37,6 +38,7 @@ from planner.accuracy.rows import (
 )
 from planner.accuracy.run import Summary, summarize
 from planner.catalog import load_cluster
+from planner.catalog.engines import DEFAULT_ENGINE, load_engine
 from planner.catalog.io import load_list, validate_spec
 from planner.catalog.store import suggest
 from planner.cost.serving_cycle import burst_ttft_mean_s, steady_state
@@ -46,6 +48,7 @@ from planner.search.serving import memory_cost, serve_setup
 from planner.search.serving_point import operating_point
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
+from planner.specs.engine import ServingEngineSpec
 from planner.specs.formats import NumberFormat, bits_per_value
 from planner.specs.hardware import AcceleratorEfficiency
 from planner.specs.model import ModelSpec
@@ -141,6 +144,41 @@ class ServingRow(RowModel):
     """Results."""
     origin: Literal["shared", "project"] = "shared"
     """``project`` for the rows this project added (not from ../shared/validation)."""
+    engine: str | None = None
+    """The engine and version that ran it, as the source names it."""
+
+
+ENGINE_PROFILES: dict[str, str] = {
+    "tensorrt-llm": "tensorrt-llm",
+    "vllm": "vllm",
+    "sglang": "sglang",
+}
+"""Lower-case words of a row's ``engine`` text -> the engine profile that prices it."""
+
+
+def engine_profile_of(row: ServingRow) -> str:
+    """The engine profile of a row: the first profile whose word its ``engine`` text holds,
+    else the default engine (:data:`planner.catalog.engines.DEFAULT_ENGINE`).
+
+    >>> engine_profile_of(ServingRow.model_construct(engine="TensorRT-LLM 0.17 (TensorRT engine)"))
+    'tensorrt-llm'
+    """
+    text = (row.engine or "").lower()
+    for word, profile in ENGINE_PROFILES.items():
+        if word in text:
+            return profile
+    return DEFAULT_ENGINE
+
+
+def serving_source_of(row: ServingRow) -> str:
+    """The source document of a row (its ``source`` up to the table or section it cites), the
+    unit a leave-one-source-out fit holds out: rows of one document share an engine version,
+    a harness and a way of measuring.
+
+    >>> serving_source_of(ServingRow.model_construct(source="docs/perf.md, v0.20 revision, table 'A'"))
+    'docs/perf.md, v0.20 revision'
+    """
+    return re.split(r",\s+(?:table|section)\b", row.source, maxsplit=1)[0].strip()
 
 
 class ServingRowResult(FrozenSpec):
@@ -184,6 +222,9 @@ class ServingRowResult(FrozenSpec):
     """Published mean TTFT."""
     ttft_error: float | None = None
     """TTFT predicted / measured - 1."""
+    heldout_error: float | None = None
+    """The error with the engine's overheads fitted without this row's source (the engine
+    profile's fit record); None for a row no engine fit holds out."""
 
 
 class ServingValidationReport(FrozenSpec):
@@ -207,6 +248,10 @@ class ServingValidationReport(FrozenSpec):
     ttft: Summary
     """Statistics of TTFT over the rows that publish it (queueing included; overloaded finite
     runs not predicted)."""
+    heldout: list[Summary] = Field(default_factory=list)
+    """Out of sample, first: the same groups (all, dense, moe, under load) over the held-out
+    errors, each row predicted with the engine's overheads fitted without its source; empty
+    for a file no engine fit covers."""
     total_time_s: float = Field(default=0.0)
     """Wall time (s)."""
 
@@ -251,6 +296,7 @@ def serve_workload_of(row: ServingRow) -> ServeWorkload:
         concurrency=w.batch,
         kv_cache_fraction=w.kv_cache_fraction or DEFAULT_KV_FRACTION,
         request_rate=qps,
+        engine=engine_profile_of(row),
         **optional,
     )
 
@@ -288,10 +334,13 @@ def _metric(row: ServingRow) -> tuple[str, float]:
 
 
 def predict_row(
-    row: ServingRow, efficiency: AcceleratorEfficiency | None = None
+    row: ServingRow,
+    efficiency: AcceleratorEfficiency | None = None,
+    engine: ServingEngineSpec | None = None,
 ) -> ServingRowResult:
     """Score one row; a SpecError or InfeasibleError becomes a not-evaluated row.
-    ``efficiency`` replaces the accelerator's factors (the calibration scores a fit with it)."""
+    ``efficiency`` replaces the accelerator's factors (the calibration scores a fit with it);
+    ``engine`` replaces the row's engine profile (the engine fit scores its candidates)."""
     metric, measured = _metric(row)
     workload = serve_workload_of(row)
     lay = row.layout
@@ -324,7 +373,7 @@ def predict_row(
             acc = cluster.accelerator.model_copy(update={"efficiency": efficiency})
             cluster = cluster.model_copy(update={"accelerator": acc})
         base["accelerator"] = cluster.accelerator.name
-        predicted, concurrency, ttft_ms = _predict(row, workload, layout, cluster)
+        predicted, concurrency, ttft_ms = _predict(row, workload, layout, cluster, engine)
     except (SpecError, InfeasibleError) as exc:
         return ServingRowResult(**base, status="not_evaluated", reason=one_line(str(exc)))
     ttft_error = None
@@ -342,12 +391,18 @@ def predict_row(
 
 
 def _predict(
-    row: ServingRow, workload: ServeWorkload, layout: ServeLayout, cluster: ClusterSpec
+    row: ServingRow,
+    workload: ServeWorkload,
+    layout: ServeLayout,
+    cluster: ClusterSpec,
+    engine: ServingEngineSpec | None = None,
 ) -> tuple[float, int, float | None]:
     """(predicted metric, concurrency, TTFT in ms or None) of one row."""
     model = _model_of(row)
     mem = memory_cost(model, cluster, workload, layout)
     setup = serve_setup(model, cluster, workload, layout)
+    if engine is not None:
+        setup = setup.model_copy(update={"engine": engine})
     point = operating_point(
         setup,
         workload,
@@ -402,6 +457,26 @@ def _overloaded(
     return busy / state.tpot_s, busy, ttft_ms
 
 
+def heldout_error_of(row: ServingRow, error: float | None) -> float | None:
+    """The out-of-sample error of a row whose in-sample error is ``error``: the one its engine's
+    fit record stores when the engine was fitted on it (predicted with figures fitted without
+    its source), else ``error`` itself (no figure was fitted on the row: an engine without a
+    fit, or a row added after the fit)."""
+    if error is None:
+        return None
+    fit = load_engine(engine_profile_of(row)).fit
+    if fit is not None and row.id in fit.heldout_errors:
+        return fit.heldout_errors[row.id]
+    return error
+
+
+def _with_heldout(row: ServingRow, result: ServingRowResult) -> ServingRowResult:
+    """``result`` with its held-out error (:func:`heldout_error_of`)."""
+    if result.status != "ok":
+        return result
+    return result.model_copy(update={"heldout_error": heldout_error_of(row, result.error)})
+
+
 def run_serving_validation(
     path: Path | None = None, *, ids: list[str] | None = None
 ) -> ServingValidationReport:
@@ -418,6 +493,8 @@ def run_serving_validation(
                 )
         rows = [r for r in rows if r.id in ids]
     results = [predict_row(r) for r in rows]
+    if path.resolve() == serving_file().resolve():
+        results = [_with_heldout(row, r) for row, r in zip(rows, results, strict=True)]
     groups: dict[str, list[ServingRowResult]] = {}
     for r in results:
         groups.setdefault(r.accelerator, []).append(r)
@@ -439,7 +516,19 @@ def run_serving_validation(
         summarize("project rows", [r for r in results if r.origin == "project"]),  # type: ignore[arg-type]
         summarize("under load", online),  # type: ignore[arg-type]
     ]
+    held = [
+        r.model_copy(update={"error": r.heldout_error})
+        for r in results
+        if r.heldout_error is not None
+    ]
+    heldout = [
+        summarize("all", held),  # type: ignore[arg-type]
+        summarize("dense", [r for r in held if not r.moe]),  # type: ignore[arg-type]
+        summarize("moe", [r for r in held if r.moe]),  # type: ignore[arg-type]
+        summarize("under load", [r for r in held if r.mode == "online" and r.metric == "itl_ms"]),  # type: ignore[arg-type]
+    ]
     return ServingValidationReport(
+        heldout=[h for h in heldout if h.rows] if held else [],
         data="tests/validation/serving.yaml"
         if path.resolve() == serving_file().resolve()
         else str(path),

@@ -6,6 +6,8 @@ same code and data reproduces it byte for byte.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from planner.accuracy.render import aligned_table, markdown_table, summary_cells
 from planner.accuracy.serving import ServingRowResult, ServingValidationReport
 from planner.report.quote import terminal_lines
@@ -49,6 +51,23 @@ def _summaries(report: ServingValidationReport) -> list[list[str]]:
     return [summary_cells(s) for s in groups]  # type: ignore[arg-type]
 
 
+HELDOUT_TITLE = (
+    "held out (each row predicted with the engine's two overheads fitted without its source "
+    "document; the GPU terms are the training fit's):"
+)
+INSAMPLE_TITLE = "in sample (the engine's overheads fitted on every row):"
+
+
+def _heldout_lines(report: ServingValidationReport, table: Callable[..., list[str]]) -> list[str]:
+    """The held-out summary first, then the in-sample one, each under its title."""
+    lines: list[str] = []
+    if report.heldout:
+        rows = [summary_cells(s) for s in report.heldout]  # type: ignore[arg-type]
+        lines += [HELDOUT_TITLE, "", *table(_SUMMARY_HEADERS, rows, {1, 2, 3, 4, 5, 6}), ""]
+        lines += [INSAMPLE_TITLE, ""]
+    return [*lines, *table(_SUMMARY_HEADERS, _summaries(report), {1, 2, 3, 4, 5, 6})]
+
+
 def _notes(report: ServingValidationReport) -> list[tuple[str, str]]:
     notes = [(r.id, f"not evaluated: {r.reason}") for r in report.rows if r.status != "ok"]
     notes += [
@@ -71,7 +90,7 @@ def serving_validation_text(report: ServingValidationReport) -> str:
         "",
         *aligned_table(_HEADERS, [row_cells(r) for r in report.rows], _RIGHT),
         "",
-        *aligned_table(_SUMMARY_HEADERS, _summaries(report), {1, 2, 3, 4, 5, 6}),
+        *_heldout_lines(report, aligned_table),
     ]
     notes = _notes(report)
     if notes:
@@ -106,12 +125,16 @@ def serving_validation_markdown(report: ServingValidationReport) -> str:
         "../shared/validation) / `project rows` (V18-V49, added by the project, marked "
         "`origin: project`), `under load` (online rows at a finite request rate); the `ttft` "
         "line summarises TTFT, queueing included (M/D/c for batch slots, M/D/1 for the "
-        "prefill; a burst of requests at once is served in waves). Rows are scored, never "
-        "fitted.",
+        "prefill; a burst of requests at once is served in waves). What is fitted on these "
+        "rows: the serving engine's two overheads (`topologies/engines/tensorrt-llm.yaml`: "
+        "launch gaps and syncs per layer, host work per request, each per iteration, by "
+        "`benchmarks/fit_serving_engine.py`); the GPU terms are the training calibration's. "
+        "The held-out figures come first: each row predicted with the two overheads fitted "
+        "without its source document.",
         "",
         "## Summary",
         "",
-        *markdown_table(_SUMMARY_HEADERS, _summaries(report), {1, 2, 3, 4, 5, 6}),
+        *_heldout_lines(report, markdown_table),
         "",
         "## Rows",
         "",

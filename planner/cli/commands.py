@@ -596,7 +596,10 @@ def _serve_export_job(args: argparse.Namespace) -> object:
     from planner.specs.solver_config import SolverConfig
 
     model, cluster = load_model(args.model), _cluster(args)
-    workload = _validated_serve_workload(_serve_workload(args))
+    given = _serve_workload(args)
+    # the plan is priced with the engine it is exported to unless --serving-engine says otherwise
+    given.setdefault("engine", args.format)
+    workload = _validated_serve_workload(given)
     config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
     result = serve_search(
         model=model,

@@ -388,6 +388,9 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
                    help="percentile the TTFT and end-to-end targets apply to (default 90)")  # fmt: skip
     g.add_argument("--routing-skew", type=float,
                    help="MoE: Zipf exponent of expert popularity (default 0 = uniform)")  # fmt: skip
+    g.add_argument("--serving-engine", metavar="NAME",
+                   help="engine profile for its host time per iteration: tensorrt-llm (default), "
+                   "vllm, sglang (topologies/engines/)")  # fmt: skip
 
 
 def _add_run_length(p: argparse.ArgumentParser) -> None:
@@ -610,7 +613,7 @@ SERVE_ONLY: tuple[str, ...] = (
     "context", "prompt_len", "output_len", "concurrency", "kv_precision", "compute_precision",
     "tpot_ms", "ttft_ms", "target_tokens_per_s", "kv_cache_fraction", "attention_dp",
     "request_rate", "max_num_tokens", "e2e_ms", "slo_percentile", "routing_skew", "pareto",
-    "report", "disaggregate",
+    "report", "disaggregate", "serving_engine",
 )  # fmt: skip
 """Flags (destinations) that only serving reads."""
 TRAIN_ONLY: tuple[str, ...] = (
@@ -681,6 +684,10 @@ def _serve_workload(args: argparse.Namespace) -> dict[str, object]:
     out: dict[str, object] = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
     if args.max_num_tokens is not None:
         out["max_batch_tokens"] = args.max_num_tokens
+    if typed(getattr(args, "serving_engine", None)):
+        from planner.catalog.engines import load_engine
+
+        out["engine"] = load_engine(args.serving_engine).name
     out.update({k: getattr(args, k).lower() for k in formats if typed(getattr(args, k))})
     if args.context is None and (args.prompt_len or args.output_len):
         out["context"] = (args.prompt_len or 1024) + (args.output_len or 1024)

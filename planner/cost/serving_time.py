@@ -34,6 +34,7 @@ from planner.cost.serving import (
 from planner.cost.serving_moe import busiest_rank_experts, experts_touched, grouped_gemm_time
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
+from planner.specs.engine import ServingEngineSpec
 from planner.specs.formats import NumberFormat, bytes_per_value
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.model import ModelSpec
@@ -82,6 +83,8 @@ class ServeSetup(FrozenSpec):
     """Stage-to-stage sends."""
     routing_skew: float = 0.0
     """Zipf exponent of the experts' shares of the router's choices (0 = uniform)."""
+    engine: ServingEngineSpec | None = None
+    """The serving engine: its exposed host time per iteration (None = none, the GPU alone)."""
 
 
 class PassLoad(FrozenSpec):
@@ -130,6 +133,9 @@ class PassTime(FrozenSpec):
     elementwise_s: float = 0.0
     """HBM traffic of the non-GEMM kernels (norms, residual adds, rotary, activation, MoE
     permutation) over the streaming bandwidth."""
+    engine_s: float = 0.0
+    """The engine's time outside the kernels: launch gaps and syncs per layer, host work per
+    request (:meth:`planner.specs.engine.ServingEngineSpec.iteration_s`)."""
 
     @property
     def total_s(self) -> float:
@@ -146,6 +152,7 @@ class PassTime(FrozenSpec):
             "pp_comm": self.pp_comm_s,
             "overhead": self.overhead_s,
             "elementwise": self.elementwise_s,
+            "engine": self.engine_s,
         }
 
     def scaled(self, factor: float) -> PassTime:
@@ -423,7 +430,22 @@ def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
     terms["linear"] += _gemms_time(setup, [head], NumberFormat.BF16)
     activations = (load.decode_sequences + load.prefill_tokens) * model.hidden_size
     terms["pp_comm"] += p2p_time(activations * ACTIVATION_BYTES, setup.pp_comm)
+    terms["engine"] += engine_iteration_time(setup, load)
     return PassTime(**{f"{k}_s": v for k, v in terms.items()})
+
+
+def engine_iteration_time(setup: ServeSetup, load: PassLoad) -> float:
+    """The engine's time in one pass of a stage outside its kernels (s): launch gaps and syncs
+    of each of the stage's layers, and host work for each request the pass carries (decoding
+    sequences and prompts being prefilled; a prompt cut into chunks counts once per chunk):
+    t_engine = L_stage t_layer + (B_decode + prefill tokens / prompt length) t_request
+    (:class:`planner.specs.engine.ServingEngineSpec`, fitted on the engine's validation rows).
+    Zero without an engine."""
+    if setup.engine is None:
+        return 0.0
+    requests = load.decode_sequences + load.prefill_tokens / max(load.prompt_len, 1)
+    layers = layers_per_stage(setup.model, setup.layout.pp)
+    return setup.engine.iteration_s(layers, requests)
 
 
 def decode_token_time(setup: ServeSetup, *, concurrency: float, load: PassLoad) -> PassTime:

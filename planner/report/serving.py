@@ -20,6 +20,7 @@ TERM_WORDS: dict[str, str] = {
     "overhead": "fixed kernel costs",
     "elementwise": "norms/activations via HBM",
     "prefill": "prompt chunks interleaved",
+    "engine": "engine overheads",
 }
 """Breakdown keys of ServePlan.breakdown_s in words, in display order."""
 LIMIT_WORDS: dict[str, str] = {
@@ -121,6 +122,24 @@ def _latency_lines(plan: ServePlan) -> list[str]:
     return lines
 
 
+def _engine_lines(plan: ServePlan) -> list[str]:
+    """The engine profile that priced the plan and its two overheads."""
+    if plan.engine is None:
+        return []
+    from planner.catalog.engines import load_engine
+
+    spec = load_engine(plan.engine.profile)
+    basis = (
+        f"fitted on {plural(len(spec.fitted_on), 'published run')}"
+        if spec.has_rows
+        else "no published run: another engine's fit"
+    )
+    return [
+        f"engine     : {spec.name}, {spec.layer_overhead_us:g} us per layer + "
+        f"{spec.sequence_overhead_us:g} us per request each iteration ({basis})"
+    ]
+
+
 def serve_plan_lines(plan: ServePlan) -> list[str]:
     """Headline, placement, latency, targets, capacity and the per-token breakdown."""
     lay, mem = plan.layout, plan.memory
@@ -131,6 +150,7 @@ def serve_plan_lines(plan: ServePlan) -> list[str]:
         f"compute {plan.compute_precision}",
         f"layout     : {lay.short()}  ({plural(plan.num_gpus, 'GPU')}, "
         f"{lay.gpus_per_replica} per replica)",
+        *_engine_lines(plan),
         *_placement_lines(plan),
         f"throughput : {plan.throughput_tokens_per_s_per_gpu:,.0f} output tokens/s/GPU{_band(plan)}, "
         f"{plan.throughput_tokens_per_s:,.0f} tokens/s in all",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from planner.catalog.engines import load_engine
 from planner.cost.serving import (
     decode_ceiling_tokens_per_s,
     decode_hbm_floor_s,
@@ -178,6 +179,7 @@ def serve_setup(
         ep_comm=group_domain(cluster, layout.ep, 1, pattern=ALL_TO_ALL, num_ranks=ranks),
         pp_comm=group_domain(cluster, layout.pp, layout.tp, pattern=P2P, num_ranks=ranks),
         routing_skew=workload.routing_skew,
+        engine=load_engine(workload.engine),
     )
 
 
@@ -320,7 +322,7 @@ def to_serve_plan(
     tpot = state.tpot_s
     per_replica = point.concurrency / tpot
     read = weight_bytes_read_per_token(model, layout.precision, layout)
-    band = serve_band(acc)
+    band = serve_band(acc, setup.engine)
     warnings = [*band.warnings, *point.warnings]
     if layout.precision in (NumberFormat.NVFP4, NumberFormat.MXFP4):
         warnings.append(f"{layout.precision} serving is validated on few published runs")
@@ -378,6 +380,7 @@ def to_serve_plan(
             mixed_prefill=workload.mixed_prefill,
             kv_cache_fraction=workload.kv_cache_fraction,
             max_model_len=workload.context,
+            profile=workload.engine,
         ),
     )
 

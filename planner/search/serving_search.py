@@ -279,6 +279,7 @@ _TERM_WORDS = {
     "overhead": "fixed costs",
     "elementwise": "norm/activation traffic",
     "prefill": "interleaved prefill",
+    "engine": "engine overheads",
 }
 
 

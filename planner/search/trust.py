@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from planner.catalog.store import fitted_calibrations, load_trust
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
+from planner.specs.engine import ServingEngineSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.hardware import AcceleratorSpec, CalibrationRecord
 from planner.specs.layout import Layout
@@ -220,14 +221,23 @@ def train_band(
     return widened(basis, steps)
 
 
-def serve_band(acc: AcceleratorSpec) -> TrustBand:
-    """The band of a serving plan: the family's serving band, widened because the serving rows
-    are the ones the serving model was built against (no held-out serving set)."""
+def serve_band(acc: AcceleratorSpec, engine: ServingEngineSpec | None = None) -> TrustBand:
+    """The band of a serving plan: the family's serving band (the engine fit's leave-one-
+    source-out errors on the family's serving rows), widened because the serving model's terms
+    were built against those rows, and again when the engine has no rows of its own."""
     spec = load_trust()
     basis, steps = family_basis(acc, "serving", spec)
     note = (
-        "the serving band is the spread of the bundled serving rows' errors; no serving row is "
-        "fitted, but the serving model was built against them (there is no held-out serving set)"
+        "the serving band is the spread of the serving rows' errors with the engine's figures "
+        "fitted without each row's source; the serving model's terms were built against them"
     )
     steps.append((spec.widen.serving_not_held_out.factor, note))
+    if engine is not None and not engine.has_rows:
+        steps.append(
+            (
+                spec.widen.engine_without_rows.factor,
+                f"no published run of the {engine.name} engine is validated: its overheads are "
+                "another engine's fit",
+            )
+        )
     return widened(basis, steps)

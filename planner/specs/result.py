@@ -391,6 +391,8 @@ class ServeEngine(FrozenSpec):
     """Share of the free memory given to the KV cache."""
     max_model_len: PositiveInt
     """Context each sequence may reach (tokens)."""
+    profile: Name = "tensorrt-llm"
+    """Engine profile whose overheads priced the plan (``topologies/engines/``)."""
 
 
 class ServePlan(FrozenSpec):
@@ -473,9 +475,9 @@ class ServePlan(FrozenSpec):
     """The engine settings the prediction assumed."""
     uncertainty_pct: float | None = None
     """Half-width of the error band (percent): the ``uncertainty_level`` quantile of |error| of
-    the serving validation rows of this accelerator family (scored, not fitted), widened by the
-    factors of ``topologies/trust.yaml`` (``warnings`` says which); None when no family has
-    serving rows."""
+    the serving validation rows of this accelerator family, each predicted with the engine's
+    overheads fitted without its source, widened by the factors of ``topologies/trust.yaml``
+    (``warnings`` says which); None when no family has serving rows."""
     uncertainty_level: float | None = None
     """Share of runs the band is meant to hold (0.8 = an 80% band); None with no band."""
     warnings: list[str] = Field(default_factory=list)

@@ -112,7 +112,8 @@ class HeldoutRecord(FrozenSpec):
     """When (ISO date)."""
     bands: dict[Name, BandSummary]
     """Per regime: 'dense' and 'moe' (leave-one-source-out training errors), 'serving' (the
-    serving rows scored with the fitted factors; no serving row is fitted)."""
+    serving rows scored with the fitted factors and the engine figures fitted without each
+    row's source: the held-out errors of ``topologies/engines/<engine>.yaml``)."""
 
     @model_validator(mode="after")
     def _bands_match_errors(self) -> HeldoutRecord:
@@ -163,6 +164,9 @@ class WideningFactors(FrozenSpec):
     """An overlay with in-sample residuals but no held-out band (hand-written or older overlay)."""
     serving_not_held_out: Widening
     """Serving: the band comes from the rows the serving model was built against."""
+    engine_without_rows: Widening
+    """Serving with an engine profile that has no validated runs (its figures are another
+    engine's fit)."""
 
 
 class TrustSpec(FrozenSpec):

@@ -284,6 +284,9 @@ class ServeWorkload(FrozenSpec):
     """MoE only: Zipf exponent s of the experts' shares of the router's choices,
     p_i ~ (i + 1)^-s (0 = uniform routing; 1 = the most popular expert takes twice the second's
     share). Skew lowers the experts a step touches and loads the busiest EP rank."""
+    engine: Name = "tensorrt-llm"
+    """Serving engine profile (``topologies/engines/<name>.yaml``): the host time it adds to
+    each forward iteration (CLI ``--serving-engine``)."""
 
     @model_validator(mode="after")
     def _request_fits_context(self) -> ServeWorkload:

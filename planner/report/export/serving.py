@@ -102,6 +102,16 @@ def _model_id(job: ExportJob) -> str:
     return hf_id
 
 
+def _engine_note(job: ExportJob, name: str) -> None:
+    """Say so when the plan was priced with another engine's overheads than the one exported."""
+    plan = job.plan
+    if isinstance(plan, ServePlan) and plan.engine is not None and plan.engine.profile != name:
+        job.note(
+            f"the plan was priced with the {plan.engine.profile} engine's overheads, not "
+            f"{name}'s (search with --serving-engine {name})"
+        )
+
+
 def _replica_notes(job: ExportJob, rep: Replica) -> int:
     """Say how many replicas to start; return the nodes one replica spans (1 = one node)."""
     per_replica = rep.tp * rep.pp
@@ -121,6 +131,7 @@ def vllm_argv(job: ExportJob) -> list[str]:
     """``vllm serve MODEL ...`` for one replica, as an argument list."""
     rep = replica(job)
     nodes = _replica_notes(job, rep)
+    _engine_note(job, "vllm")
     tp, dp = rep.tp, 1
     if rep.attention_dp > 1:
         tp, dp = rep.tp // rep.attention_dp, rep.attention_dp
@@ -170,6 +181,7 @@ def sglang_argv(job: ExportJob) -> list[str]:
     """``python -m sglang.launch_server ...`` for one replica (its node 0), as a list."""
     rep = replica(job)
     nodes = _replica_notes(job, rep)
+    _engine_note(job, "sglang")
     argv = ["python", "-m", "sglang.launch_server", "--model-path", _model_id(job)]
     argv += ["--tp-size", str(rep.tp), "--pp-size", str(rep.pp)]
     if rep.attention_dp > 1:
