@@ -76,3 +76,47 @@ def test_ngb1_llama3_70b_fp8_fsdp_on_gb200_fits() -> None:
     assert memory.optimizer_gib == pytest.approx(12 * shard / GiB, rel=1e-6)
     gathered = 2 * total_params(model) / 80  # two of the 80 layers' share, 1 B each
     assert memory.weights_gib == pytest.approx((shard + gathered) / GiB, rel=1e-3)
+
+
+def test_llama3_405b_stage_activations_from_the_paper_shapes() -> None:
+    """Llama 3.1 405B on TP8 (sequence parallel), 8K tokens, no recompute: one layer stores,
+    per token, the two norm inputs and outputs (4 x 16384), Q, K, V (16384 + 2 x 1024), the
+    attention output (16384) and its fp32 log-sum-exp (2 x 128), and the SwiGLU's gate, up and
+    product (3 x 53248): 260,352 values x 2 B / 8 = 65,088 B per token, 533.2 MB per layer for
+    8,192 tokens; PP16's second stage (8 layers) holds 15 micro-batches under 1F1B: 63.97 GB."""
+    from planner.cost.step import estimate_memory
+
+    row = _row("LLM1")
+    model, workload = to_model_spec(row), workload_of(row)
+    layout = Layout(tp=8, pp=16, dp=64, mbs=1, zero=3, recompute="none")
+    stages, memory = estimate_memory(model, workload, layout)
+    per_layer = 260352 * 2 / 8 * 8192
+    assert memory[stages.index(1)].activations == pytest.approx(15 * 8 * per_layer, rel=1e-9)
+
+
+def test_llama3_fsdp_shards_its_gradients_under_pp() -> None:
+    """Llama 3's FSDP 'shards optimizer states and gradients' (arXiv 2407.21783 section 3.3.2):
+    with gradients reduce-scattered per run of contiguous micro-batches (pp_grad_sync round),
+    a stage of 3.19e9 parameters per GPU holds an fp32 shard (/64) and two of its 7 chunks
+    unsharded, 3.6 GB, where torchtitan's pipelining holds all of them in fp32 (12.7 GB)."""
+    params = (3.19e9, 0.0)
+    layout = Layout(tp=8, pp=16, vpp=7, dp=64, zero=3)
+    step = TrainWorkload(framework="torchtitan", reshard_after_forward="never")
+    rounds = step.model_copy(update={"pp_grad_sync": "round"})
+    held = sharded_state_bytes(params, layout, step, num_layers=8).grads
+    sharded = sharded_state_bytes(params, layout, rounds, num_layers=8).grads
+    assert held == pytest.approx(4 * 3.19e9)
+    assert sharded == pytest.approx(4 * 3.19e9 / 64 + 4 * 3.19e9 * 2 / 7)
+
+
+@pytest.mark.parametrize(("row_id", "measured"), [("LLM1", 163.0), ("LLM2", 151.6)])
+def test_llama3_405b_rows_fit_and_predict(row_id: str, measured: float) -> None:
+    """LLM1 / LLM2 (Table 4: TP8 PP16 DP64 / DP128, 8K, no activation checkpointing) fit and
+    land within 10% of the measured tokens/s/GPU."""
+    from planner.accuracy.rows import expand_cases
+    from planner.accuracy.run import evaluate_case
+
+    case = next(c for c in expand_cases(load_rows(training_file())) if c.id == row_id)
+    result = evaluate_case(case)
+    assert result.status == "ok" and result.fits
+    assert result.predicted_tokens_per_s_per_gpu == pytest.approx(measured, rel=0.10)

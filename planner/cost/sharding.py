@@ -137,9 +137,14 @@ def sharded_state_bytes(
         grads = grad * (shard if layout.zero >= 2 else total)
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
         return ShardedState(weights=weights, grads=grads, optimizer=optimizer)
+    shard_grad = GRAD_BYTES["fp32"] if workload.fp32_params else grad
     if reduces_once_per_step(workload, layout):
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
-        return ShardedState(weights=weights, grads=grad * total, optimizer=optimizer)
+        grads = grad * total
+        if workload.pp_grad_sync == "round":  # a sharded accumulator, two chunks unsharded
+            chunks = min(1.0, 2.0 / layout.vpp) * total if transient else 0.0
+            grads = shard_grad * shard + grad * chunks
+        return ShardedState(weights=weights, grads=grads, optimizer=optimizer)
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
     gathered = running if zero3_reshards(workload, layout) else total
     if not transient:  # the state at rest, additive over layers (the stage partition's tables)
@@ -147,7 +152,6 @@ def sharded_state_bytes(
     at_rest = 0.0
     if not workload.fp32_params:
         at_rest = weight_bytes(shard, layout.precision, low_precision_params=fp8_params)
-    shard_grad = GRAD_BYTES["fp32"] if workload.fp32_params else grad
     return ShardedState(
         weights=at_rest + weight_bytes(gathered, layout.precision, low_precision_params=fp8_params),
         grads=shard_grad * shard + grad * running,
