@@ -40,6 +40,7 @@ PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
     "plain_rope": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8}),
     "cp": ("70B", "hgx_b200x16", {"tp": 4, "cp": 2, "zero": 1}),
     "zero3": ("8B", "hgx_h100x16", {"zero": 3}),
+    "zero3pp": ("70B", "hgx_h100x64", {"tp": 8, "pp": 4, "vpp": 2, "zero": 3}),
     "offload": ("8B", "hgx_h100x8", {"tp": 2, "zero": 1, "recompute": "none"}),
 }
 
@@ -79,6 +80,9 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("zero3", {"reshard_after_forward": v}) for v in ("default", "always", "never")
     ],
     "pipeline_schedule": [("dense", {}), ("dense", {"pipeline_schedule": "dualpipe"})],
+    "pp_grad_sync": [
+        ("zero3pp", {"framework": "torchtitan", "pp_grad_sync": v}) for v in ("step", "round")
+    ],
     "zero_shard_group": [("zero3", {"zero_shard_group": 8}), ("cp", {"zero_shard_group": 2})],
     "fp32_params": [("dense", {"fp32_params": v}) for v in (False, True)],
     "unsharded_param_layers": [("zero3", {}), ("zero3", {"unsharded_param_layers": 3.0})],
@@ -323,6 +327,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             and _cp_sizes_ok(c, "--hierarchical-context-parallel-sizes")
         ),
         "reshard_after_forward": _said,
+        "pp_grad_sync": _said,
         "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
         "zero_shard_group": lambda c: c.has("--num-distributed-optimizer-instances", _instances(c)),
         "fp32_params": _native(lambda c: not c.w.fp32_params),
@@ -398,6 +403,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             and _cp_sizes_ok(c, "model.hierarchical_context_parallel_sizes")
         ),
         "reshard_after_forward": _said,
+        "pp_grad_sync": _said,
         "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
         "zero_shard_group": lambda c: c.has(
             "ddp.num_distributed_optimizer_instances", _instances(c)
@@ -466,6 +472,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.w.cp_comm in ("p2p", "allgather")
             else c.said()
         ),
+        "pp_grad_sync": _said,
         "reshard_after_forward": lambda c: c.has(
             "parallelism.fsdp_reshard_after_forward", c.w.reshard_after_forward
         ),
@@ -524,6 +531,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "saved_tensors": _said,
         "cp_comm": _said,
         "reshard_after_forward": _said,
+        "pp_grad_sync": _said,
         "pipeline_schedule": _native(
             lambda c: c.w.pipeline_schedule == "1f1b" and c.layout.vpp == 1
         ),
@@ -551,7 +559,12 @@ def plans() -> dict[str, Plan]:
     even = {"stage_split": "even"}  # the layout's own recomputation on every stage
     return {
         key: planner.estimate(
-            model=model, cluster=cluster, layout=layout, seq_len=_seq_len(key), config=even
+            model=model,
+            cluster=cluster,
+            layout=layout,
+            seq_len=_seq_len(key),
+            config=even,
+            framework="torchtitan" if key == "zero3pp" else "megatron",  # ZeRO-3 under PP
         )
         for key, (model, cluster, layout) in PLANS.items()
     }

@@ -209,7 +209,10 @@ def test_the_cpsat_split_gains_over_the_even_split(
     name, cluster_name, workload = case
     model, cluster = load_model(name), load_cluster(cluster_name)
     even = score(model, cluster, workload, layout)
-    outcome = optimise_pipeline(model, cluster, workload, layout, even=even, config=CONFIG)
+    # optimality, not the search's 1 s budget per solve, is what this checks: the DeepSeek VPP2
+    # split proves optimal in about 1.1 s on two busy cores
+    proof = CONFIG.model_copy(update={"stage_time_limit_s": 10.0})
+    outcome = optimise_pipeline(model, cluster, workload, layout, even=even, config=proof)
     assert outcome.info.status == "OPTIMAL"
     assert outcome.split is not None and outcome.cost is not None
     assert outcome.cost.step_time_s < even.step_time_s

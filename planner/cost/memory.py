@@ -31,9 +31,13 @@ bf16 params + fp32 grads = 6 + 12/d bytes per parameter; bf16 grads = 4 + 16/d (
 gradient moves into the sharded optimizer state)."""
 SHARDED_MAIN_GRAD_BYTES = {"fp32": 0.0, "bf16": 4.0}
 """fp32 main-gradient shard the distributed optimizer keeps when gradients reduce in bf16."""
-LOGIT_BYTES = 4.0
-"""Logits are held in fp32 for the vocab-parallel cross entropy (Megatron-LM
-``theoretical_memory_usage.py``: 4 s b V / t on the last stage)."""
+LOGIT_BYTES: dict[str, float] = {"unfused": 4.0, "native": 4.0, "te": 2.0}
+"""Bytes per logit the loss keeps for its backward, by implementation
+(``TrainWorkload.cross_entropy``): Megatron-LM's vocab-parallel cross entropy, plain or jit-fused,
+upcasts the logits and keeps the fp32 softmax (``theoretical_memory_usage.py``: 4 s b V / t on the
+last stage); Transformer Engine's fused kernel (``transformer_engine/pytorch/cross_entropy.py``
+``CrossEntropyFunction``) saves its bf16 input and writes the gradient into it in place: 2 s b V / t.
+"""
 
 
 def stage_layers(model: ModelSpec, pp: int, stage: int) -> range:
@@ -68,17 +72,25 @@ def recomputed_fraction(workload: TrainWorkload, layout: Layout, num_layers: flo
     return min(1.0, workload.recompute_num_layers * layout.vpp / num_layers)
 
 
-def weight_bytes(params: float, fmt: NumberFormat) -> float:
+def weight_bytes(params: float, fmt: NumberFormat, *, low_precision_params: bool = False) -> float:
     """Bytes of weights: bf16 copy (2 B) plus, for low-precision training, the cast copy the
     GEMMs read (Transformer Engine keeps an fp8/fp4 weight cache: bytes_per_value(fmt)).
+    ``low_precision_params`` (an 8-bit format only): the compute parameters are the fp8 tensors
+    themselves, with no bf16 copy (Megatron-LM ``--fp8-param-gather``: "Keep the compute param
+    in fp8 (do not use any other intermediate dtype)"; the fp32 master copy is the optimizer's).
 
     >>> weight_bytes(1e9, NumberFormat.BF16)
     2000000000.0
     >>> weight_bytes(1e9, NumberFormat.FP8)
     3000000000.0
+    >>> weight_bytes(1e9, NumberFormat.FP8, low_precision_params=True)
+    1000000000.0
     """
-    extra = 0.0 if fmt in (NumberFormat.BF16, NumberFormat.FP16) else bytes_per_value(fmt)
-    return params * (2.0 + extra)
+    if fmt in (NumberFormat.BF16, NumberFormat.FP16):
+        return params * 2.0
+    if low_precision_params and element_bits(fmt) == 8:
+        return params * bytes_per_value(fmt)
+    return params * (2.0 + bytes_per_value(fmt))
 
 
 def attention_value_widths(model: ModelSpec) -> tuple[float, float, float]:
@@ -323,14 +335,19 @@ def activation_bytes_per_layer(
     return ACTIVATION_BYTES * tokens * values / layout.tp
 
 
-def logits_bytes(model: ModelSpec, layout: Layout, seq_len: int) -> float:
-    """fp32 logits of one micro-batch on the last stage: 4 s b V / t (vocab-parallel).
+def logits_bytes(
+    model: ModelSpec, layout: Layout, seq_len: int, cross_entropy: str = "unfused"
+) -> float:
+    """Logits of one micro-batch the loss keeps on the last stage: b s V / t values
+    (vocab-parallel) at :data:`LOGIT_BYTES` of the ``cross_entropy`` implementation (fp32, 4 s b
+    V / t; Transformer Engine's fused loss 2 s b V / t).
 
     >>> from planner.cost.params import _tiny
-    >>> logits_bytes(_tiny(), Layout(tp=2), 10)
-    20000.0
+    >>> logits_bytes(_tiny(), Layout(tp=2), 10), logits_bytes(_tiny(), Layout(tp=2), 10, "te")
+    (20000.0, 10000.0)
     """
-    return LOGIT_BYTES * layout.mbs * seq_len / layout.cp * model.vocab_size / layout.tp
+    values = layout.mbs * seq_len / layout.cp * model.vocab_size / layout.tp
+    return LOGIT_BYTES[cross_entropy] * values
 
 
 def model_weight_bytes(

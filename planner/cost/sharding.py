@@ -125,25 +125,35 @@ def sharded_state_bytes(
     total = dense + expert
     shard = dense / dp + expert / edp
     grad = GRAD_BYTES[workload.grad_reduce_dtype]
-    optimizer = (
-        OPTIMIZER_BYTES_PER_PARAM + SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype]
-    ) * (shard if layout.zero >= 1 else total)
+    fp8_params = workload.fp8_param_gather and layout.zero >= 1
+    main_grad = SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype]
+    if layout.zero >= 3:
+        # FSDP steps the optimizer on the gradient shard its reduce-scatter wrote, with no fp32
+        # copy (Megatron-FSDP: DistributedOptimizer._copy_model_grads_to_main_grads returns early;
+        # FSDP2 casts the reduced shard to the sharded parameter's dtype, fp32 with fp32_params)
+        main_grad = 0.0
+    optimizer = (OPTIMIZER_BYTES_PER_PARAM + main_grad) * (shard if layout.zero >= 1 else total)
     if layout.zero < 3:
         grads = grad * (shard if layout.zero >= 2 else total)
-        return ShardedState(
-            weights=weight_bytes(total, layout.precision), grads=grads, optimizer=optimizer
-        )
+        weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
+        return ShardedState(weights=weights, grads=grads, optimizer=optimizer)
+    shard_grad = GRAD_BYTES["fp32"] if workload.fp32_params else grad
     if reduces_once_per_step(workload, layout):
-        return ShardedState(
-            weights=weight_bytes(total, layout.precision), grads=grad * total, optimizer=optimizer
-        )
+        weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
+        grads = grad * total
+        if workload.pp_grad_sync == "round":  # a sharded accumulator, two chunks unsharded
+            chunks = min(1.0, 2.0 / layout.vpp) * total if transient else 0.0
+            grads = shard_grad * shard + grad * chunks
+        return ShardedState(weights=weights, grads=grads, optimizer=optimizer)
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
     gathered = running if zero3_reshards(workload, layout) else total
     if not transient:  # the state at rest, additive over layers (the stage partition's tables)
         running = gathered = 0.0
-    at_rest = 0.0 if workload.fp32_params else weight_bytes(shard, layout.precision)
+    at_rest = 0.0
+    if not workload.fp32_params:
+        at_rest = weight_bytes(shard, layout.precision, low_precision_params=fp8_params)
     return ShardedState(
-        weights=at_rest + weight_bytes(gathered, layout.precision),
-        grads=grad * (shard + running),
+        weights=at_rest + weight_bytes(gathered, layout.precision, low_precision_params=fp8_params),
+        grads=shard_grad * shard + grad * running,
         optimizer=optimizer,
     )

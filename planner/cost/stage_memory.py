@@ -239,7 +239,9 @@ def stage_memory_profile(
     contents = stage_contents(model, workload, layout, stage, split)
     dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len, contents=contents)
     activations = activation_bytes_per_microbatch(model, workload, layout, contents)
-    fixed = contents.num_heads * logits_bytes(model, layout, workload.seq_len)
+    fixed = contents.num_heads * logits_bytes(
+        model, layout, workload.seq_len, workload.cross_entropy
+    )
     recomputes = contents.recomputed is None or contents.num_recomputed > 0
     save_list = layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
     if (layout.recompute is Recompute.FULL and recomputes) or save_list:

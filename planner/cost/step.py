@@ -18,6 +18,7 @@ The step time is the sum of the exposed terms (``breakdown_s``).
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from pydantic import Field
@@ -226,6 +227,11 @@ def dp_exposed_time(
             first_gather = bucketed(gather, tail_gather, slowest.forward_s)
         return num_microbatches * per_microbatch + first_gather
     exposed = bucketed(reduce, tail_reduce, slowest.backward_s)
+    rounds = math.ceil(num_microbatches / layout.pp)
+    if workload.pp_grad_sync == "round" and layout.zero >= 3 and rounds > 1:
+        # each earlier round's reduction hides behind the rounds that follow it
+        later = (num_microbatches - layout.pp) * (slowest.forward_s + slowest.backward_s)
+        exposed += overlapped_exposed_time((rounds - 1) * reduce, later, contention)
     return (
         exposed
         + tail_gather

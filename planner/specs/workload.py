@@ -151,6 +151,15 @@ class TrainWorkload(FrozenSpec):
     held (Llama 3's layout, arXiv 2407.21783 section 3.3.2); ``default`` reshards unless
     pipeline parallelism is on (torchtitan's ``fsdp_reshard_after_forward = "default"``: "for
     PP, do not reshard after forward to avoid per-microbatch all-gathers")."""
+    pp_grad_sync: Literal["step", "round"] = "step"
+    """ZeRO-3 that keeps its parameters under pipeline parallelism: when a virtual stage's
+    gradients are reduce-scattered. ``step``: once, after the step's last backward; each
+    stage's unsharded gradients accumulate until then (``torch.distributed.pipelining`` turns
+    FSDP's gradient sync off until the last backward; torchtitan). ``round``: after each run of
+    pp contiguous backwards the interleaved schedule gives one virtual stage, into a sharded
+    accumulator, so only the chunk in its run and the one reducing hold unsharded gradients
+    (Llama 3, arXiv 2407.21783 section 3.3.2: FSDP 'shards optimizer states and gradients',
+    FP32 accumulation over micro-batches, N contiguous micro-batches per stage)."""
     pipeline_schedule: Literal["1f1b", "dualpipe"] = "1f1b"
     """Pipeline schedule: 1F1B (interleaved when vpp > 1), or DualPipe (DeepSeek-V3, arXiv
     2412.19437 section 3.2.1: micro-batches fed from both ends, forward and backward chunks

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from planner.cost.sharding import zero3_reshards
 from planner.report.export.job import ExportJob, mtp_layers
 from planner.specs.layout import Recompute
 from planner.specs.model import ModelSpec
@@ -199,6 +200,19 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "always": "ZeRO-3 parameters resharded after each layer's forward",
             "never": "ZeRO-3 parameters kept gathered from forward to backward",
         }[j.train[1].reshard_after_forward],
+    ),
+    "pp_grad_sync": (
+        lambda j: (
+            j.train[0].layout.zero == 3
+            and j.train[0].layout.pp > 1
+            and not zero3_reshards(j.train[1], j.train[0].layout)
+        ),
+        lambda j: {
+            "step": "ZeRO-3 gradients of each pipeline stage reduced once, after the step's "
+            "last backward",
+            "round": "ZeRO-3 gradients reduce-scattered after each run of pp contiguous "
+            "backwards of a virtual stage, into a sharded accumulator",
+        }[j.train[1].pp_grad_sync],
     ),
     "pipeline_schedule": (
         lambda j: j.train[0].layout.pp > 1,

@@ -159,7 +159,7 @@ def build_stage_problem(
     mtp_layers = (range(n - 1, n),) * mtp
     on_last = StageContents(mtp_layers, (), False, False, mtp, False)
     elsewhere = on_last._replace(output_weights=True)
-    logits = logits_bytes(model, layout, workload.seq_len)
+    logits = logits_bytes(model, layout, workload.seq_len, workload.cross_entropy)
     last = layout.pp - 1
     return StageProblem(
         pp=layout.pp,

@@ -1,0 +1,122 @@
+"""Published layouts that really ran must fit the memory model (issue 18, "every published
+layout in the validation set is accepted as fitting"), for the reason their source gives, with
+numbers a reader can check by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.accuracy.rows import (
+    TrainingRow,
+    load_rows,
+    stated_layout,
+    to_model_spec,
+    workload_of,
+)
+from planner.accuracy.run import training_file
+from planner.catalog import load_model
+from planner.cost.memory import logits_bytes, weight_bytes
+from planner.cost.params import total_params
+from planner.cost.sharding import sharded_state_bytes
+from planner.specs.formats import NumberFormat
+from planner.specs.layout import Layout
+from planner.specs.workload import TrainWorkload
+
+GiB = 2.0**30
+
+
+def _row(row_id: str) -> TrainingRow:
+    return next(r for r in load_rows(training_file()) if r.id == row_id)
+
+
+def test_fp8_param_gather_keeps_one_byte_per_weight() -> None:
+    """Megatron-LM ``--fp8-param-gather`` keeps the compute parameters in fp8 only: 1 byte per
+    parameter instead of the bf16 copy plus its fp8 cache (3 bytes)."""
+    assert weight_bytes(70e9, NumberFormat.FP8) == 210e9
+    assert weight_bytes(70e9, NumberFormat.FP8, low_precision_params=True) == 70e9
+    assert weight_bytes(70e9, NumberFormat.BF16, low_precision_params=True) == 140e9
+
+
+def test_te_cross_entropy_keeps_bf16_logits() -> None:
+    """Transformer Engine's fused loss saves its bf16 input: 2 b s V bytes (Llama 3 70B, mbs 2,
+    8K tokens: 2 x 2 x 8192 x 128256 = 4.20 GB); Megatron's own loss keeps fp32, twice that."""
+    model, layout = load_model("70B"), Layout(dp=64, mbs=2)
+    assert logits_bytes(model, layout, 8192, "te") == 2 * 2 * 8192 * 128256
+    assert logits_bytes(model, layout, 8192, "native") == 4 * 2 * 8192 * 128256
+
+
+def test_megatron_fsdp_steps_on_its_gradient_shard() -> None:
+    """ZeRO-3 (Megatron-FSDP, FSDP2) has no fp32 copy of the gradient shard beside the optimizer
+    state: 12 bytes of master weight and Adam moments per sharded parameter; the distributed
+    optimizer (ZeRO-1) with bf16 gradients copies its shard to fp32 (4 more bytes)."""
+    workload = TrainWorkload(grad_reduce_dtype="bf16")
+    params = (64e9, 0.0)
+    zero3 = sharded_state_bytes(params, Layout(dp=64, zero=3), workload, num_layers=80)
+    zero1 = sharded_state_bytes(params, Layout(dp=64, zero=1), workload, num_layers=80)
+    assert zero3.optimizer == 12 * 1e9
+    assert zero1.optimizer == 16 * 1e9
+
+
+def test_ngb1_llama3_70b_fp8_fsdp_on_gb200_fits() -> None:
+    """NGB1 (Megatron-Bridge 26.04.01, Llama 3 70B FP8-CS, FSDP 64, mbs 2, 8K, GB200): fp8
+    parameters (1 B each: the 70.55e9 / 64 shard and 2 / 80 of them gathered), bf16 logits
+    (2 x 2 x 8192 x 128256 B = 3.9 GiB) and Megatron-FSDP's bf16 gradient shard make it fit the
+    163.9 GiB the planner allows a GB200 (it needed 174.4 GiB before)."""
+    from planner.accuracy.rows import row_cluster
+    from planner.search import engine
+
+    row = _row("NGB1")
+    model, workload = to_model_spec(row), workload_of(row)
+    assert workload.fp8_param_gather and workload.cross_entropy == "te"
+    layout = Layout.model_validate({**stated_layout(row), "precision": workload.precision})
+    plan = engine.estimate(model, row_cluster(row), workload, layout)
+    memory = plan.memory
+    assert plan.fits and memory.peak_gib <= memory.capacity_gib
+    shard = total_params(model) / 64
+    assert memory.optimizer_gib == pytest.approx(12 * shard / GiB, rel=1e-6)
+    gathered = 2 * total_params(model) / 80  # two of the 80 layers' share, 1 B each
+    assert memory.weights_gib == pytest.approx((shard + gathered) / GiB, rel=1e-3)
+
+
+def test_llama3_405b_stage_activations_from_the_paper_shapes() -> None:
+    """Llama 3.1 405B on TP8 (sequence parallel), 8K tokens, no recompute: one layer stores,
+    per token, the two norm inputs and outputs (4 x 16384), Q, K, V (16384 + 2 x 1024), the
+    attention output (16384) and its fp32 log-sum-exp (2 x 128), and the SwiGLU's gate, up and
+    product (3 x 53248): 260,352 values x 2 B / 8 = 65,088 B per token, 533.2 MB per layer for
+    8,192 tokens; PP16's second stage (8 layers) holds 15 micro-batches under 1F1B: 63.97 GB."""
+    from planner.cost.step import estimate_memory
+
+    row = _row("LLM1")
+    model, workload = to_model_spec(row), workload_of(row)
+    layout = Layout(tp=8, pp=16, dp=64, mbs=1, zero=3, recompute="none")
+    stages, memory = estimate_memory(model, workload, layout)
+    per_layer = 260352 * 2 / 8 * 8192
+    assert memory[stages.index(1)].activations == pytest.approx(15 * 8 * per_layer, rel=1e-9)
+
+
+def test_llama3_fsdp_shards_its_gradients_under_pp() -> None:
+    """Llama 3's FSDP 'shards optimizer states and gradients' (arXiv 2407.21783 section 3.3.2):
+    with gradients reduce-scattered per run of contiguous micro-batches (pp_grad_sync round),
+    a stage of 3.19e9 parameters per GPU holds an fp32 shard (/64) and two of its 7 chunks
+    unsharded, 3.6 GB, where torchtitan's pipelining holds all of them in fp32 (12.7 GB)."""
+    params = (3.19e9, 0.0)
+    layout = Layout(tp=8, pp=16, vpp=7, dp=64, zero=3)
+    step = TrainWorkload(framework="torchtitan", reshard_after_forward="never")
+    rounds = step.model_copy(update={"pp_grad_sync": "round"})
+    held = sharded_state_bytes(params, layout, step, num_layers=8).grads
+    sharded = sharded_state_bytes(params, layout, rounds, num_layers=8).grads
+    assert held == pytest.approx(4 * 3.19e9)
+    assert sharded == pytest.approx(4 * 3.19e9 / 64 + 4 * 3.19e9 * 2 / 7)
+
+
+@pytest.mark.parametrize(("row_id", "measured"), [("LLM1", 163.0), ("LLM2", 151.6)])
+def test_llama3_405b_rows_fit_and_predict(row_id: str, measured: float) -> None:
+    """LLM1 / LLM2 (Table 4: TP8 PP16 DP64 / DP128, 8K, no activation checkpointing) fit and
+    land within 10% of the measured tokens/s/GPU."""
+    from planner.accuracy.rows import expand_cases
+    from planner.accuracy.run import evaluate_case
+
+    case = next(c for c in expand_cases(load_rows(training_file())) if c.id == row_id)
+    result = evaluate_case(case)
+    assert result.status == "ok" and result.fits
+    assert result.predicted_tokens_per_s_per_gpu == pytest.approx(measured, rel=0.10)
