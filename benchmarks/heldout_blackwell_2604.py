@@ -1,10 +1,11 @@
-"""Held-out check on hardware the calibration has no rows for: NVIDIA's DGX-GB300, DGX-GB200 and
+"""Held-out check on MoE runs of parts the calibration has no MoE rows for: NVIDIA's DGX-GB300, DGX-GB200 and
 DGX-B300 MoE runs of the 26.04.01 NeMo container (run by hand, a few seconds):
 
     python benchmarks/heldout_blackwell_2604.py
 
 These rows are not in tests/validation/ and nothing is fitted on them: the blackwell family's
-factors were fitted on HGX B200 rows only (the same tables' DGX-B200 and DGX-H100 rows are in the
+factors were fitted on HGX B200 rows and three dense GB200/GB300 rows (NGB1-3), no MoE
+run on those parts (the same tables' DGX-B200 and DGX-H100 rows are in the
 calibration set, N13-N21, and are left out here). GB300 and GB200 differ in their 72-GPU NVLink
 domain (EP 32-64 stays on NVLink), B300 and GB300 in their Blackwell Ultra GPUs. Source of the
 measurements: NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (snapshot

@@ -1,10 +1,11 @@
-"""Held-out check on hardware the calibration has no rows for: NVIDIA's GB200 NVL72 MoE runs of
+"""Held-out check on MoE runs of parts the calibration has no MoE rows for: NVIDIA's GB200 NVL72 MoE runs of
 the 26.08 NeMo container (run by hand, a few seconds):
 
     python benchmarks/heldout_gb200.py
 
 These rows are not in tests/validation/ and nothing is fitted on them: the blackwell family's
-factors were fitted on HGX B200 rows only, and GB200 differs in its 72-GPU NVLink domain (EP 32-64
+factors were fitted on HGX B200 rows and three dense GB200/GB300 rows (NGB1-3), no MoE
+run on those parts, and GB200 differs in its 72-GPU NVLink domain (EP 32-64
 stays on NVLink). Source of the measurements: NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md
 (snapshot 067f987d, 2026-08-22), '26.08 NeMo Container', DGX-GB200 rows. Settings from the recipes
 of the same snapshot, src/megatron/bridge/perf_recipes/<family>/gb200/: every MXFP8 MoE config

@@ -14,9 +14,10 @@ import planner
 from planner.accuracy.band import band_report, leave_one_out_inside
 from planner.api import serve_search
 from planner.catalog import load_cluster
+from planner.catalog.engines import load_engine
 from planner.catalog.store import fitted_calibrations, load_calibration, load_trust
 from planner.report.text import plan_lines
-from planner.search.trust import family_basis, pooled_basis
+from planner.search.trust import family_basis, pooled_basis, serve_band
 from planner.specs.trust import BandSummary, HeldoutRecord, band_quantile, coverage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,13 +119,17 @@ def test_serving_band_is_the_stored_serving_band_widened() -> None:
     assert amd.uncertainty_pct == pytest.approx(
         100 * pooled.band_abs * WIDEN.no_family_rows.factor * WIDEN.serving_not_held_out.factor
     )
-    vllm = serve_search(
-        model="70B", cluster="hgx_h200x8", workload={**workload, "engine": "vllm"}
-    ).best
-    assert vllm.uncertainty_pct == pytest.approx(
+    # every catalog engine has rows today; one without them widens the band
+    h200 = load_cluster("hgx_h200x8").accelerator
+    bare = load_engine("vllm").model_copy(update={"fitted_on": (), "fit": None})
+    assert serve_band(h200, load_engine("vllm")).uncertainty_pct == pytest.approx(
+        hopper.uncertainty_pct
+    )
+    widened_band = serve_band(h200, bare)
+    assert widened_band.uncertainty_pct == pytest.approx(
         hopper.uncertainty_pct * WIDEN.engine_without_rows.factor  # type: ignore[operator]
     )
-    assert any("vllm engine" in w for w in vllm.warnings)
+    assert any("vllm engine" in w for w in widened_band.warnings)
 
 
 def test_stored_heldout_bands_are_never_narrower_than_the_in_sample_median() -> None:

@@ -642,7 +642,8 @@ def test_cli_export_mode_serve_exports_the_serving_plan() -> None:
 
     flags = ["--mode", "serve", "--model", "70B", "--cluster", "hgx_h200x8", "--precision", "fp8"]
     flags += ["--tpot-ms", "50"]
-    code, out, _ = run_main(["search", *flags, "--json"])
+    # export --format vllm prices with the vllm engine profile: search the same way
+    code, out, _ = run_main(["search", *flags, "--serving-engine", "vllm", "--json"])
     assert code == 0
     best = json.loads(out)["best"]
     code, out, err = run_main(["export", "--format", "vllm", *flags])

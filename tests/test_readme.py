@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from planner.accuracy.rows import load_rows, training_file
-from planner.accuracy.run import run_validation, summarize
+from planner.accuracy.run import run_validation
 from planner.accuracy.serving import (
     engine_profile_of,
     load_serving_rows,
@@ -105,28 +105,23 @@ def _median(values: list[float]) -> float:
 
 
 def test_serving_median() -> None:
-    """The README's serving figures are over the TensorRT-LLM rows (the engine the figures are
-    fitted on); the vLLM / SGLang rows are out of sample by engine and not in them."""
     serving = run_serving_validation()
-    trt = {
-        r.id for r in load_serving_rows(serving_file()) if engine_profile_of(r) == "tensorrt-llm"
-    }
-    rows = [r for r in serving.rows if r.id in trt]
-    held_rows = [r.model_copy(update={"error": r.heldout_error}) for r in rows]
-    held = {
-        "all": summarize("all", held_rows),
-        "moe": summarize("moe", [r for r in held_rows if r.moe]),
-        "dense": summarize("dense", [r for r in held_rows if not r.moe]),
-    }
+    held = {s.group: s for s in serving.heldout}
     m = claim(r"Serving, out of sample\s+first: median ([\d.]+)% over (\d+) published")
     assert m.group(1) == pct(held["all"].median_abs_error)
     assert int(m.group(2)) == held["all"].evaluated
     m = claim(r"\(MoE ([\d.]+)% on (\d+), dense ([\d.]+)% on (\d+), max\s+([\d.]+)%")
-    assert m.group(1) == pct(held["moe"].median_abs_error)
-    assert m.group(3) == pct(held["dense"].median_abs_error)
+    assert (m.group(1), int(m.group(2))) == (pct(held["moe"].median_abs_error), held["moe"].rows)
+    assert (m.group(3), int(m.group(4))) == (
+        pct(held["dense"].median_abs_error),
+        held["dense"].rows,
+    )
     assert m.group(5) == f"{100 * held['all'].max_abs_error:.0f}"
+    for name, label in (("tensorrt-llm", "TensorRT-LLM"), ("sglang", "SGLang"), ("vllm", "vLLM")):
+        m = claim(label + r" ([\d.]+)% on (\d+)")
+        assert (m.group(1), int(m.group(2))) == (pct(held[name].median_abs_error), held[name].rows)
     m = claim(r"in sample ([\d.]+)%\. The GPU")
-    assert m.group(1) == pct(summarize("all", rows).median_abs_error)
+    assert m.group(1) == pct(serving.overall.median_abs_error)
 
 
 def test_bands_and_coverage(report) -> None:  # type: ignore[no-untyped-def]

@@ -186,6 +186,8 @@ class ServingRowResult(FrozenSpec):
 
     id: str
     """Row id."""
+    engine: str = "tensorrt-llm"
+    """The engine profile that priced it (``topologies/engines/``)."""
     model: str
     """Model name as the source labels it."""
     cluster: str
@@ -249,8 +251,8 @@ class ServingValidationReport(FrozenSpec):
     """Statistics of TTFT over the rows that publish it (queueing included; overloaded finite
     runs not predicted)."""
     heldout: list[Summary] = Field(default_factory=list)
-    """Out of sample, first: the same groups (all, dense, moe, under load) over the held-out
-    errors, each row predicted with the engine's overheads fitted without its source; empty
+    """Out of sample, first: the same groups (all, dense, moe, under load, per engine) over the
+    held-out errors, each row predicted with the engine's overheads fitted without its source; empty
     for a file no engine fit covers."""
     total_time_s: float = Field(default=0.0)
     """Wall time (s)."""
@@ -364,6 +366,7 @@ def predict_row(
         "metric": metric,
         "moe": "moe" in row.model.get("arch", {}),  # type: ignore[operator]
         "origin": row.origin,
+        "engine": engine_profile_of(row),
         "measured": measured,
         "measured_ttft_ms": row.measured.ttft_ms,
     }
@@ -400,9 +403,7 @@ def _predict(
     """(predicted metric, concurrency, TTFT in ms or None) of one row."""
     model = _model_of(row)
     mem = memory_cost(model, cluster, workload, layout)
-    setup = serve_setup(model, cluster, workload, layout)
-    if engine is not None:
-        setup = setup.model_copy(update={"engine": engine})
+    setup = serve_setup(model, cluster, workload, layout, engine)
     point = operating_point(
         setup,
         workload,
@@ -515,6 +516,10 @@ def run_serving_validation(
         summarize("shared rows", [r for r in results if r.origin == "shared"]),  # type: ignore[arg-type]
         summarize("project rows", [r for r in results if r.origin == "project"]),  # type: ignore[arg-type]
         summarize("under load", online),  # type: ignore[arg-type]
+        *(
+            summarize(name, [r for r in results if r.engine == name])  # type: ignore[arg-type]
+            for name in sorted({r.engine for r in results})
+        ),
     ]
     held = [
         r.model_copy(update={"error": r.heldout_error})
@@ -526,6 +531,10 @@ def run_serving_validation(
         summarize("dense", [r for r in held if not r.moe]),  # type: ignore[arg-type]
         summarize("moe", [r for r in held if r.moe]),  # type: ignore[arg-type]
         summarize("under load", [r for r in held if r.mode == "online" and r.metric == "itl_ms"]),  # type: ignore[arg-type]
+        *(
+            summarize(name, [r for r in held if r.engine == name])  # type: ignore[arg-type]
+            for name in sorted({r.engine for r in held})
+        ),
     ]
     return ServingValidationReport(
         heldout=[h for h in heldout if h.rows] if held else [],

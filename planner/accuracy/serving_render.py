@@ -52,10 +52,10 @@ def _summaries(report: ServingValidationReport) -> list[list[str]]:
 
 
 HELDOUT_TITLE = (
-    "held out (each row predicted with the engine's two overheads fitted without its source "
+    "held out (each row predicted with its engine's figures fitted without its source "
     "document; the GPU terms are the training fit's):"
 )
-INSAMPLE_TITLE = "in sample (the engine's overheads fitted on every row):"
+INSAMPLE_TITLE = "in sample (each engine's figures fitted on all its rows):"
 
 
 def _heldout_lines(report: ServingValidationReport, table: Callable[..., list[str]]) -> list[str]:
@@ -126,10 +126,11 @@ def serving_validation_markdown(report: ServingValidationReport) -> str:
         "`origin: project`), `under load` (online rows at a finite request rate); the `ttft` "
         "line summarises TTFT, queueing included (M/D/c for batch slots, M/D/1 for the "
         "prefill; a burst of requests at once is served in waves). What is fitted on these "
-        "rows: the serving engine's two overheads (`topologies/engines/tensorrt-llm.yaml`: "
-        "launch gaps and syncs per layer, host work per request, each per iteration, by "
+        "rows: each serving engine's figures (`topologies/engines/<engine>.yaml`: launch gaps "
+        "and syncs per layer and host work per request, each per iteration, and for vLLM and "
+        "SGLang the speed of their compute-bound kernels relative to the training fit's, by "
         "`benchmarks/fit_serving_engine.py`); the GPU terms are the training calibration's. "
-        "The held-out figures come first: each row predicted with the two overheads fitted "
+        "The held-out figures come first: each row predicted with its engine's figures fitted "
         "without its source document.",
         "",
         "## Summary",

@@ -35,7 +35,9 @@ from planner.search.serving_point import (
 from planner.search.trust import serve_band
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
+from planner.specs.engine import ServingEngineSpec
 from planner.specs.formats import NumberFormat, bits_per_value
+from planner.specs.hardware import AcceleratorSpec
 from planner.specs.model import ModelSpec
 from planner.specs.result import (
     PlacementEntry,
@@ -163,15 +165,45 @@ def serve_violations(
     return out
 
 
+def engine_accelerator(acc: AcceleratorSpec, engine: ServingEngineSpec) -> AcceleratorSpec:
+    """The accelerator as the engine's kernels use it: its GEMM (every format) and attention
+    efficiencies times the engine's ``compute_efficiency``; bandwidths and overheads as they are.
+
+    >>> from planner.catalog import load_cluster
+    >>> from planner.catalog.engines import load_engine
+    >>> acc = load_cluster("hgx_h100x8").accelerator
+    >>> trt = load_engine("tensorrt-llm")
+    >>> engine_accelerator(acc, trt) is acc  # the reference engine runs the fitted kernels
+    True
+    """
+    factor = engine.compute_efficiency
+    if factor == 1.0:
+        return acc
+    eff = acc.efficiency
+    scaled = eff.model_copy(
+        update={
+            "gemm": {fmt: value * factor for fmt, value in eff.gemm.items()},
+            "attention": eff.attention * factor,
+        }
+    )
+    return acc.model_copy(update={"efficiency": scaled})
+
+
 def serve_setup(
-    model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload, layout: ServeLayout
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: ServeWorkload,
+    layout: ServeLayout,
+    engine: ServingEngineSpec | None = None,
 ) -> ServeSetup:
     """The cost model's inputs: each group's CommDomain from the topology (ranks ordered tp
-    innermost, then pp, then replicas), all groups of the deployment communicating at once."""
+    innermost, then pp, then replicas), all groups of the deployment communicating at once;
+    the workload's engine profile (or ``engine``) with its kernels' speed."""
     ranks = layout.num_gpus
+    engine = engine or load_engine(workload.engine)
     return ServeSetup(
         model=model,
-        accelerator=cluster.accelerator,
+        accelerator=engine_accelerator(cluster.accelerator, engine),
         layout=layout,
         compute_format=compute_format(workload, cluster),
         attention_comm=group_domain(cluster, layout.attention_tp, 1, num_ranks=ranks),
@@ -179,7 +211,7 @@ def serve_setup(
         ep_comm=group_domain(cluster, layout.ep, 1, pattern=ALL_TO_ALL, num_ranks=ranks),
         pp_comm=group_domain(cluster, layout.pp, layout.tp, pattern=P2P, num_ranks=ranks),
         routing_skew=workload.routing_skew,
-        engine=load_engine(workload.engine),
+        engine=engine,
     )
 
 

@@ -13,8 +13,11 @@ Each kernel of a decode iteration is priced by its own roofline plus a fixed per
   output (Yu et al., "Orca", OSDI'22, section 4: iteration-level scheduling runs per request
   between iterations).
 
-A profile is one YAML file in ``topologies/engines/`` with a source for each number; its two
-figures are fitted on the serving validation rows of that engine
+A third figure scales the engine's compute-bound kernels (prefill GEMMs, attention) against the
+kernels the training calibration stands for (an engine with Triton or FlashInfer kernels where
+another has vendor-tuned CUTLASS ones). A profile is one YAML file in ``topologies/engines/``
+with a source for each number; its figures are fitted on the serving validation rows of that
+engine
 (``benchmarks/fit_serving_engine.py``) or, for an engine without rows, taken from one that has
 them and marked so.
 """
@@ -41,8 +44,8 @@ class EngineFitRecord(FrozenSpec):
     """Errors of the same rows, each predicted with figures fitted without its source."""
     heldout_errors: dict[str, float]
     """Row id -> held-out error (predicted / measured - 1): the serving band's residuals."""
-    heldout_fits: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    """Source document -> (layer us, request us) fitted without it."""
+    heldout_fits: dict[str, tuple[float, ...]] = Field(default_factory=dict)
+    """Source document -> (layer us, request us, compute efficiency) fitted without it."""
 
 
 class ServingEngineSpec(FrozenSpec):
@@ -57,8 +60,15 @@ class ServingEngineSpec(FrozenSpec):
     sequence_overhead_us: float = Field(ge=0, le=100)
     """Host time per request in the iteration (scheduling, sampling, state update, output)
     that the GPU waits for (us)."""
+    compute_efficiency: float = Field(default=1.0, ge=0.2, le=1.0)
+    """Speed of the engine's compute-bound kernels (prefill and large-batch GEMMs, attention)
+    relative to the accelerator's training-fitted GEMM and attention efficiencies (1 = the same
+    kernels' speed)."""
+    fits_compute: bool = False
+    """The fit adjusts ``compute_efficiency``; False keeps the stated figure (the reference
+    engine, whose kernels the training fit stands for)."""
     fitted_on: tuple[str, ...] = ()
-    """Serving validation rows the two figures were fitted on; empty = taken from another
+    """Serving validation rows the figures were fitted on; empty = taken from another
     profile (an engine without rows: its plans carry a wider band)."""
     fit: EngineFitRecord | None = None
     """The fit's record (None for an engine without rows)."""
