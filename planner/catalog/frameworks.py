@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 
-from planner.catalog.io import load_mapping, validate_spec
-from planner.catalog.store import _names, catalog_file, catalog_root, suggest
+from planner.catalog.io import validate_spec
+from planner.catalog.store import _names, catalog_root, load_profile
 from planner.errors import SpecError
 from planner.specs.framework import FrameworkSpec
 from planner.specs.workload import TrainWorkload
@@ -29,16 +29,9 @@ def framework_names() -> list[str]:
 def load_framework(name: str) -> FrameworkSpec:
     """Load ``topologies/frameworks/<name>.yaml``; its workload defaults must be valid
     TrainWorkload fields."""
-    path = catalog_file("topologies/frameworks", name)
-    if path is None:
-        raise SpecError(
-            f"unknown framework '{name}'{suggest(name, framework_names())} "
-            f"(known: {', '.join(framework_names())})"
-        )
-    spec = validate_spec(FrameworkSpec, load_mapping(path), where=str(path))
-    if spec.name != name:
-        raise SpecError(f"{path}: name '{spec.name}' differs from the file name '{name}'")
-    validate_spec(TrainWorkload, dict(spec.workload), where=f"{path}: workload")
+    spec = load_profile("topologies/frameworks", "framework", name, FrameworkSpec)
+    where = f"topologies/frameworks/{name}.yaml: workload"
+    validate_spec(TrainWorkload, dict(spec.workload), where=where)
     return spec
 
 

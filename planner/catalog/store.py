@@ -112,6 +112,22 @@ def load_accelerator(name: str) -> AcceleratorSpec:
     return apply_calibration(spec, load_calibration(spec.family))
 
 
+def load_profile(folder: str, kind: str, name: str, spec: type[SpecT]) -> SpecT:
+    """Load the profile ``<catalog>/<folder>/<name>.yaml`` as ``spec`` (a FrozenSpec with a
+    ``name`` field that must equal the file name); an unknown name is one SpecError naming
+    the ``kind`` and the profiles there are."""
+    path = catalog_file(folder, name)
+    if path is None:
+        known = _names(catalog_root() / folder)
+        raise SpecError(
+            f"unknown {kind} '{name}'{suggest(name, known)} (known: {', '.join(known)})"
+        )
+    loaded = validate_spec(spec, load_mapping(path), where=str(path))
+    if getattr(loaded, "name", name) != name:
+        raise SpecError(f"{path}: name '{loaded.name}' differs from the file name '{name}'")
+    return loaded
+
+
 def load_accelerator_prior(name: str) -> AcceleratorSpec:
     """Load ``topologies/accelerators/<name>.yaml`` as catalogued (no calibration overlay)."""
     path = catalog_file("topologies/accelerators", name)
