@@ -128,17 +128,25 @@ TRAIN_SETTING_ALIASES = ("moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "gra
 ``grad_reduce="bf16"``, ``global_batch_tokens=2**24``."""
 
 
+SERVE_SETTING_ALIASES: dict[str, str] = {
+    "serving_engine": "engine",
+    "max_num_tokens": "max_batch_tokens",
+}
+"""CLI flag names (with ``_``) a serving call accepts besides the ServeWorkload fields, and the
+field each sets: ``serving_engine="vllm"``, ``max_num_tokens=16384``."""
+
+
 def _with_settings(
     workload: object, settings: dict[str, object], kind: type[TrainWorkload | ServeWorkload]
 ) -> object:
     """``workload`` with the workload settings given as keyword arguments by their CLI names
     (``precision="fp8"``, ``seq_len=4096``, ``tpot_ms=50``, ...): a TrainWorkload or
-    ServeWorkload field, or for training one of TRAIN_SETTING_ALIASES. A name that is neither,
-    or one given both here and in ``workload``, is an error."""
+    ServeWorkload field, or one of TRAIN_SETTING_ALIASES / SERVE_SETTING_ALIASES. A name that is
+    neither, or one given both here and in ``workload``, is an error."""
     if not settings:
         return workload
     fields = set(kind.model_fields) - {"mode"}
-    aliases = TRAIN_SETTING_ALIASES if kind is TrainWorkload else ()
+    aliases = TRAIN_SETTING_ALIASES if kind is TrainWorkload else tuple(SERVE_SETTING_ALIASES)
     for key in settings:
         if key not in fields and key not in aliases:
             raise SpecError(
@@ -148,6 +156,12 @@ def _with_settings(
     given = dict(settings)
     if kind is TrainWorkload:
         given = _train_aliases(given)
+    else:
+        for alias, field in SERVE_SETTING_ALIASES.items():
+            if alias in given and field in given:
+                raise SpecError(f"{alias} and {field} name the same setting: give one")
+            if alias in given:
+                given[field] = given.pop(alias)
     for key, value in list(given.items()):
         if key.endswith("precision") and isinstance(value, str):
             given[key] = value.lower()

@@ -172,3 +172,18 @@ def test_export_prices_with_the_exported_engine(tmp_path) -> None:  # type: igno
     code, out, err = run_main(["export", "--format", "sglang", "--plan", str(saved)])
     assert code == 0, err
     assert "priced with the tensorrt-llm engine's overheads, not sglang's" in out
+
+
+def test_api_takes_the_cli_names_of_the_serving_settings() -> None:
+    """`planner.serve_search(serving_engine=..., max_num_tokens=...)` as the CLI spells them."""
+    import planner
+
+    plan = planner.serve_search(
+        model="8B", cluster="hgx_h100x1", serving_engine="sglang", max_num_tokens=4096
+    ).best
+    assert plan.engine is not None
+    assert (plan.engine.profile, plan.engine.max_num_tokens) == ("sglang", 4096)
+    with pytest.raises(SpecError, match="serving_engine and engine name the same setting"):
+        planner.serve_search(
+            model="8B", cluster="hgx_h100x1", serving_engine="vllm", engine="sglang"
+        )
