@@ -266,6 +266,10 @@ def test_pareto_frontier_in_json_csv_and_report(tmp_path) -> None:  # type: igno
     html = html_path.read_text(encoding="utf-8")
     assert "<svg" in html and "<line" in html and "<circle" in html
     assert "output tokens/s per user" in html and "output tokens/s per GPU" in html
+    # the plan's text keeps its line breaks (not a visible backslash-n)
+    assert "\\n" not in html
+    plan = html.split("<pre>", 1)[1].split("</pre>", 1)[0]
+    assert plan.count("\n") >= 10 and plan.startswith("cluster    : ")
 
 
 # --- inputs, exports and words -------------------------------------------------------------

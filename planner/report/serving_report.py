@@ -109,6 +109,16 @@ def serving_markdown(result: ServeSearchResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _pre_text(lines: list[str]) -> str:
+    """Lines for a <pre> block: each escaped for HTML on its own, joined by real line breaks
+    (escaping the joined text would show the breaks as a visible ``\\n``).
+
+    >>> _pre_text(["a < b", "c"])
+    'a &lt; b\\nc'
+    """
+    return "\n".join(html_text(line) for line in lines)
+
+
 def serving_html(result: ServeSearchResult) -> str:
     """The report as one self-contained HTML page with the frontier plot."""
     head = "".join(f"<th>{html_text(h)}</th>" for h in FRONTIER_HEADER)
@@ -123,11 +133,11 @@ def serving_html(result: ServeSearchResult) -> str:
     )
     split = ""
     if result.disaggregated is not None:
-        text = "\n".join(disaggregated_lines(result.disaggregated))
-        split = f"<h2>Disaggregated prefill and decode</h2>\n<pre>{html_text(text)}</pre>"
+        text = _pre_text(disaggregated_lines(result.disaggregated))
+        split = f"<h2>Disaggregated prefill and decode</h2>\n<pre>{text}</pre>"
     return PAGE.substitute(
         title=html_text(_title(result)),
-        plan=html_text("\n".join(serve_plan_lines(result.best))),
+        plan=_pre_text(serve_plan_lines(result.best)),
         chart=frontier_chart(result.pareto) if result.pareto else "<p>no frontier</p>",
         table=f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>",
         disaggregated=split,
