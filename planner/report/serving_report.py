@@ -33,7 +33,7 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; mar
        max-width: 1100px; padding: 0 16px; color: #1f2328; background: #ffffff; }
 h1 { font-size: 22px; margin-bottom: 4px; }
 h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-pre { background: #f6f8fa; padding: 10px 14px; font-size: 12px; overflow-x: auto; }
+pre { background: #f6f8fa; padding: 10px 14px; font-size: 12px; overflow-x: auto; white-space: pre-wrap; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; }
 th { background: #f6f8fa; }
