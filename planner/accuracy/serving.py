@@ -38,7 +38,7 @@ from planner.accuracy.rows import (
 )
 from planner.accuracy.run import Summary, summarize
 from planner.catalog import load_cluster
-from planner.catalog.engines import DEFAULT_ENGINE, load_engine
+from planner.catalog.engines import DEFAULT_ENGINE, engine_names, load_engine
 from planner.catalog.io import load_list, validate_spec
 from planner.catalog.store import suggest
 from planner.cost.serving_cycle import burst_ttft_mean_s, steady_state
@@ -148,26 +148,15 @@ class ServingRow(RowModel):
     """The engine and version that ran it, as the source names it."""
 
 
-ENGINE_PROFILES: dict[str, str] = {
-    "tensorrt-llm": "tensorrt-llm",
-    "vllm": "vllm",
-    "sglang": "sglang",
-}
-"""Lower-case words of a row's ``engine`` text -> the engine profile that prices it."""
-
-
 def engine_profile_of(row: ServingRow) -> str:
-    """The engine profile of a row: the first profile whose word its ``engine`` text holds,
-    else the default engine (:data:`planner.catalog.engines.DEFAULT_ENGINE`).
+    """The engine profile of a row: the first catalog engine whose name its ``engine`` text
+    holds, else the default engine (:data:`planner.catalog.engines.DEFAULT_ENGINE`).
 
     >>> engine_profile_of(ServingRow.model_construct(engine="TensorRT-LLM 0.17 (TensorRT engine)"))
     'tensorrt-llm'
     """
     text = (row.engine or "").lower()
-    for word, profile in ENGINE_PROFILES.items():
-        if word in text:
-            return profile
-    return DEFAULT_ENGINE
+    return next((name for name in engine_names() if name in text), DEFAULT_ENGINE)
 
 
 def serving_source_of(row: ServingRow) -> str:

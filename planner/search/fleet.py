@@ -156,7 +156,6 @@ class FleetSolver:
     def __init__(self, problem: FleetProblem, config: SolverConfig) -> None:
         from ortools.sat.python import cp_model
 
-        self._cp = cp_model
         self._p = problem
         self._config = config
         self._model = cp_model.CpModel()
@@ -197,27 +196,11 @@ class FleetSolver:
 
     def solve(self) -> tuple[list[int] | None, dict[tuple[int, int], int], SubproblemInfo]:
         """(picked row per job or None, blocks per (row, domain), what the solve did)."""
-        cp = self._cp
-        solver = cp.CpSolver()
-        solver.parameters.max_time_in_seconds = self._config.time_limit_s
-        solver.parameters.num_workers = self._config.num_workers
-        solver.parameters.random_seed = self._config.seed
-        solver.parameters.catch_sigint_signal = False  # keep Python's Ctrl-C (issue 17)
-        start = time.perf_counter()
-        status = solver.solve(self._model)
-        elapsed = time.perf_counter() - start
-        names = {cp.OPTIMAL: "OPTIMAL", cp.FEASIBLE: "FEASIBLE", cp.INFEASIBLE: "INFEASIBLE"}
-        found = status in (cp.OPTIMAL, cp.FEASIBLE)
-        info = SubproblemInfo(
-            name="fleet",
-            variables=len(self._model.proto.variables),
-            constraints=len(self._model.proto.constraints),
-            status=names.get(status, "MODEL_INVALID" if status == cp.MODEL_INVALID else "UNKNOWN"),
-            objective=float(round(solver.objective_value)) if found else 0.0,
-            best_bound=float(round(solver.best_objective_bound)) if found else 0.0,
-            objective_terms="sum of row costs (see objective)",
-            solve_time_s=elapsed,
-        )
+        from planner.search.solve.cpsat import solve_model, subproblem_info
+
+        solved = solve_model(self._model, self._config)
+        solver, found = solved.solver, solved.found
+        info = subproblem_info("fleet", self._model, solved, "sum of row costs (see objective)")
         if not found:
             return None, {}, info
         picked = [r for r, x in enumerate(self._pick) if solver.boolean_value(x)]
@@ -293,22 +276,14 @@ def job_rows(
         for n in _counts(part, capacity[q]):
             sub = engine.sub_cluster(part.cluster, n)
             try:
-                if job.spec.mode == "serve":
-                    plan: Plan | ServePlan = serving_search.serve_search(
-                        job.model,
-                        sub,
-                        job.workload,
-                        fix=dict(job.spec.fix),
-                        config=search_config,  # type: ignore[arg-type]
-                    ).best
-                else:
-                    plan = engine.search(
-                        job.model,
-                        sub,
-                        job.workload,
-                        fix=dict(job.spec.fix),
-                        config=search_config,  # type: ignore[arg-type]
-                    ).best
+                run = serving_search.serve_search if job.spec.mode == "serve" else engine.search
+                plan: Plan | ServePlan = run(  # type: ignore[operator]
+                    job.model,
+                    sub,
+                    job.workload,
+                    fix=dict(job.spec.fix),
+                    config=search_config,
+                ).best
             except SpecError as exc:  # the job's request itself (or this partition) is refused
                 reasons.append(f"{part.name} x{n}: {exc}")
                 refused.append(str(exc))

@@ -40,7 +40,6 @@ the groups that straddle are counted and priced (:mod:`planner.topology.placed`)
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -199,7 +198,6 @@ class PlacementSolver:
     def __init__(self, problem: PlacementProblem, config: SolverConfig) -> None:
         from ortools.sat.python import cp_model
 
-        self._cp = cp_model
         self._p = problem
         self._config = config
         self._model = cp_model.CpModel()
@@ -334,29 +332,11 @@ class PlacementSolver:
 
     def solve(self) -> tuple[np.ndarray | None, SubproblemInfo]:
         """(accelerators per node row, or None when infeasible; what the solve did)."""
-        cp = self._cp
-        solver = cp.CpSolver()
-        solver.parameters.max_time_in_seconds = self._config.time_limit_s
-        solver.parameters.num_workers = self._config.num_workers
-        solver.parameters.random_seed = self._config.seed
-        solver.parameters.catch_sigint_signal = False  # keep Python's Ctrl-C (issue 17)
-        start = time.perf_counter()
-        status = solver.solve(self._model)
-        elapsed = time.perf_counter() - start
-        names = {cp.OPTIMAL: "OPTIMAL", cp.FEASIBLE: "FEASIBLE", cp.INFEASIBLE: "INFEASIBLE"}
-        name = names.get(status, "MODEL_INVALID" if status == cp.MODEL_INVALID else "UNKNOWN")
-        found = status in (cp.OPTIMAL, cp.FEASIBLE)
-        proto = self._model.proto
-        info = SubproblemInfo(
-            name="placement",
-            variables=len(proto.variables),
-            constraints=len(proto.constraints),
-            status=name,
-            objective=float(round(solver.objective_value)) if found else 0.0,
-            best_bound=float(round(solver.best_objective_bound)) if found else 0.0,
-            objective_terms=OBJECTIVE_TERMS,
-            solve_time_s=elapsed,
-        )
+        from planner.search.solve.cpsat import solve_model, subproblem_info
+
+        solved = solve_model(self._model, self._config)
+        solver, found = solved.solver, solved.found
+        info = subproblem_info("placement", self._model, solved, OBJECTIVE_TERMS)
         return (self._per_node(solver) if found else None), info
 
 

@@ -28,6 +28,7 @@ from ortools.sat.python import cp_model
 from planner.cost.step import StepCost
 from planner.errors import InternalError
 from planner.search.evaluate import fits, score
+from planner.search.solve.cpsat import STATUS_NAMES, configured_solver
 from planner.search.solve.stage_data import (
     Assignment,
     StageProblem,
@@ -43,14 +44,6 @@ from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import StageSolveInfo
 from planner.specs.solver_config import TIME_QUANTUM_S, SolverConfig
 from planner.specs.workload import TrainWorkload
-
-_STATUS = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.MODEL_INVALID: "MODEL_INVALID",
-    cp_model.UNKNOWN: "UNKNOWN",
-}
 
 
 class StageSolution(NamedTuple):
@@ -205,14 +198,9 @@ class StageSolver:
     # --- solve ----------------------------------------------------------------------------
     def solve(self) -> StageSolution:
         """Solve under the time limit and map the status to a typed solution."""
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = min(
-            self._config.time_limit_s, self._config.stage_time_limit_s
+        solver = configured_solver(
+            self._config, min(self._config.time_limit_s, self._config.stage_time_limit_s)
         )
-        solver.parameters.num_workers = self._config.num_workers
-        solver.parameters.random_seed = self._config.seed
-        # OR-Tools would install its own SIGINT handler and restore SIG_DFL, not Python's
-        solver.parameters.catch_sigint_signal = False
         # Measured on 405B and DeepSeek-V3 partitions (benchmarks/bench_stages.py): presolve
         # expands the run counts into value encodings and costs more than it saves; the
         # stronger LP relaxation (linearization level 2) proves the optimum sooner.
@@ -221,7 +209,7 @@ class StageSolver:
         status = solver.solve(self._model)
         proto = self._model.proto
         size = (len(proto.variables), len(proto.constraints))
-        name = _STATUS.get(status, "UNKNOWN")
+        name = STATUS_NAMES.get(status, "UNKNOWN")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return StageSolution(name, None, 0, 0, *size, time.perf_counter() - self._start)
         p = self._p
