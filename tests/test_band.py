@@ -76,7 +76,7 @@ def test_family_without_rows_takes_the_pooled_band_widened(cluster: str) -> None
     ]
     pooled = 100 * band_quantile(errors, TRUST.level)
     assert plan.uncertainty_pct == pytest.approx(pooled * WIDEN.no_family_rows.factor)
-    assert any("uncalibrated catalog priors" in w for w in plan.warnings)
+    assert any("catalog priors scaled by the fit/prior ratios of" in w for w in plan.warnings)
 
 
 def test_moe_on_a_dense_only_family_widens_the_dense_band() -> None:

@@ -68,8 +68,9 @@ MIN_ROWS_PER_FORMAT = 3
 """A format's GEMM efficiency is fitted only from at least this many rows; else the prior stays."""
 MIN_FIT_ROWS = 6
 """A family is fitted only on at least this many rows: fewer would fit one publication's few
-runs (PaLM's two, Frontier's two); a family without a fit keeps its catalog priors, and its
-band widens (``topologies/trust.yaml``)."""
+runs (PaLM's two, Frontier's two); a family without a fit takes its catalog priors scaled by
+the fitted families' fitted/prior ratios (:mod:`planner.catalog.transfer`), and its band widens
+(``topologies/trust.yaml``)."""
 PRIOR_WEIGHT = 0.05
 """Weight of the squared relative distance to the catalog prior in the loss."""
 
@@ -301,8 +302,9 @@ def calibrate_family(
         eff, fit = prior, EfficiencyFit()
         method = (
             f"not fitted: {len(cases)} rows from {len({source_of(c.id) for c in cases})} "
-            f"source(s), fewer than {MIN_FIT_ROWS}; the catalog priors stay, and the errors "
-            "below are theirs"
+            f"source(s), fewer than {MIN_FIT_ROWS}; no overlay is written (the catalog priors "
+            "scaled by the fitted families' ratios apply), and the errors below are the bare "
+            "priors'"
         )
     serving = serving_errors(accelerator.family, eff)
     serving_summary = {"serving": ResidualSummary.of(list(serving.values()))} if serving else {}

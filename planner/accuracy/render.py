@@ -284,9 +284,10 @@ def _heldout_markdown(report: ValidationReport) -> list[str]:
         "`topologies/calibration/<family>.yaml`, `heldout:`). The other frameworks' rows "
         "(torchtitan, FSDP, DeepSpeed, Nanotron, MaxText, HAI-LLM) are never fitted: they are "
         "predicted through their framework profile with the Megatron-fitted factors, so their "
-        "errors test the profiles. A family with fewer than 6 Megatron-LM rows is not fitted "
-        "and keeps its catalog priors (MI250X, TPU v4). These are the errors to expect on a run "
-        "no fit saw.",
+        "errors test the profiles. A family with fewer than 6 Megatron-LM rows (TPU, AMD) is not "
+        "fitted: its catalog priors are scaled by the fitted families' mean fitted/prior ratio "
+        "(`planner/catalog/transfer.py`, checked leaving one family out in docs/calibration.md), "
+        "and its rows are held out with it. These are the errors to expect on a run no fit saw.",
         "",
         *markdown_table(_HELDOUT_HEADERS, by_group, {1, 2, 3, 4}),
         "",

@@ -107,9 +107,31 @@ def catalog_file(folder: str, name: str) -> Path | None:
 
 @lru_cache(maxsize=64)
 def load_accelerator(name: str) -> AcceleratorSpec:
-    """Load ``topologies/accelerators/<name>.yaml`` with its family's calibration overlay."""
+    """Load ``topologies/accelerators/<name>.yaml`` with its family's calibration overlay, or,
+    for a family no published run calibrates, the fitted families' ratios carried over
+    (:func:`transferred_calibration`)."""
     spec = load_accelerator_prior(name)
-    return apply_calibration(spec, load_calibration(spec.family))
+    record = load_calibration(spec.family)
+    if record is None:
+        record = transferred_calibration(spec.family, name)
+    return apply_calibration(spec, record)
+
+
+@lru_cache(maxsize=64)
+def transferred_calibration(family: str, accelerator: str) -> CalibrationRecord | None:
+    """The overlay of a family without a fit (:mod:`planner.catalog.transfer`): the catalog
+    priors of ``accelerator`` times the mean fitted/prior ratio of the fitted families, each
+    ratio taken against the prior of the first accelerator its fit names (the part its fit
+    started from); None when no family is fitted."""
+    from planner.catalog.transfer import transferred_record
+
+    fits = [
+        (r.family, load_accelerator_prior(r.fitted_on[0]).efficiency, r)
+        for r in fitted_calibrations()
+        if r.family != family and r.fitted_on and r.measurements is None
+    ]
+    prior = load_accelerator_prior(accelerator).efficiency
+    return transferred_record(family, prior, fits)
 
 
 def load_profile(folder: str, kind: str, name: str, spec: type[SpecT]) -> SpecT:

@@ -301,7 +301,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         for fit in fits:
             if not fit.record.efficiency.model_dump(exclude_none=True):
-                # too few rows to fit: the priors stay, and the pooled band (widened) applies
+                # too few rows to fit: the transferred priors and the pooled band (widened) apply
                 print(
                     f"calibrate: {fit.record.family} not fitted ({len(fit.record.rows)} rows): "
                     "no overlay written",

@@ -111,6 +111,13 @@ def _without_bands(
             "factors are uncalibrated catalog priors; the band is the pooled held-out band of the "
             "validated families"
         )
+    elif record.transferred_from:
+        note = (
+            f"no published {what} validate {acc.family} accelerators ({acc.name}): efficiency "
+            f"factors are its catalog priors scaled by the fit/prior ratios of "
+            f"{', '.join(record.transferred_from)}; the band is the pooled held-out band of the "
+            "validated families"
+        )
     else:
         note = f"the {acc.family} overlay has no {regime} band: the band pools the other families"
     return pooled, [(spec.widen.no_family_rows.factor, note)]

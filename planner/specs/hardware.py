@@ -517,6 +517,9 @@ class CalibrationRecord(FrozenSpec):
     uses; None for a measured or hand-written overlay (the band then falls back and widens)."""
     measurements: MeasurementRecord | None = None
     """The local measurements a measured overlay was fitted on (None for fits to published runs)."""
+    transferred_from: list[Name] = Field(default_factory=list)
+    """Families whose fitted/prior ratios this record carries over to a family without a fit
+    (:func:`planner.catalog.store.transferred_calibration`); empty for a fit or a measurement."""
 
     @property
     def dry_run(self) -> bool:

@@ -1,0 +1,99 @@
+"""Leave one family out: how well does the calibration transfer (planner/catalog/transfer.py)
+predict a family it was not fitted on? (run by hand, ~1 minute)
+
+For each fitted family (topologies/calibration/*.yaml) its Megatron-LM rows are predicted three
+ways, each with the layouts the fit resolved: with the family's bare catalog priors (what a
+family without rows got before the transfer), with its priors times the mean fitted/prior ratio
+of the *other* fitted families (the transfer, the family left out), and with its own fit
+(in-sample, for scale). The pooled 80% quantile of the transferred |errors| against the pooled
+leave-one-source-out band is the ``no_family_rows`` widening of topologies/trust.yaml.
+
+    python benchmarks/transfer_calibration.py
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+from planner.accuracy.calibrate import PreparedCase, fit_set, predict, prepare
+from planner.accuracy.rows import expand_cases, load_rows, training_file
+from planner.catalog.store import apply_calibration, fitted_calibrations, load_accelerator_prior
+from planner.catalog.transfer import fit_prior_ratios, mean_ratios, transferred_fit
+from planner.search.trust import pooled_basis
+from planner.specs.hardware import AcceleratorEfficiency, CalibrationRecord
+from planner.specs.trust import band_quantile
+
+LEVEL = 0.8
+
+
+def _errors(
+    cases: list[PreparedCase], eff_of: Callable[[PreparedCase], AcceleratorEfficiency]
+) -> list[float]:
+    return [predict(c, eff_of(c)) / c.measured - 1.0 for c in cases]
+
+
+def _line(label: str, errors: list[float]) -> str:
+    absolute = [abs(e) for e in errors]
+    return (
+        f"  {label:<12} median |err| {statistics.median(absolute):6.1%}  "
+        f"max {max(absolute):6.1%}  bias {statistics.fmean(errors):+6.1%}  "
+        f"{LEVEL:.0%} quantile {band_quantile(absolute, LEVEL):6.1%}"
+    )
+
+
+def main() -> None:
+    records = {r.family: r for r in fitted_calibrations() if r.fitted_on and r.efficiency.gemm}
+    priors = {f: load_accelerator_prior(r.fitted_on[0]).efficiency for f, r in records.items()}
+    ratios = {f: fit_prior_ratios(priors[f], r.efficiency) for f, r in records.items()}
+    cases = fit_set(prepare(expand_cases(load_rows(training_file()))))
+    by_family: dict[str, list[PreparedCase]] = {}
+    for case in cases:
+        by_family.setdefault(case.cluster.accelerator.family, []).append(case)
+    pooled: dict[str, list[float]] = {"priors": [], "transferred": [], "own fit": []}
+    for family in sorted(records):
+        rows = by_family.get(family, [])
+        if not rows:
+            continue
+        others = mean_ratios([r for f, r in ratios.items() if f != family])
+        record: CalibrationRecord = records[family]
+
+        def transfer(
+            case: PreparedCase, others: dict[str, float] = others
+        ) -> AcceleratorEfficiency:
+            prior = case.cluster.accelerator.efficiency
+            fit = transferred_fit(prior, others)
+            return prior.model_copy(
+                update={k: v for k, v in fit.model_dump().items() if v is not None}
+            )
+
+        def own(case: PreparedCase, record: CalibrationRecord = record) -> AcceleratorEfficiency:
+            return apply_calibration(case.cluster.accelerator, record).efficiency
+
+        shown = ", ".join(f"{k} x{v:.3f}" for k, v in others.items())
+        print(f"{family}: {len(rows)} Megatron-LM rows; own fit/prior "
+              f"{', '.join(f'{k} x{v:.3f}' for k, v in ratios[family].items())}; "
+              f"transferred from the others: {shown}")  # fmt: skip
+        for label, eff_of in (
+            ("priors", lambda c: c.cluster.accelerator.efficiency),
+            ("transferred", transfer),
+            ("own fit", own),
+        ):
+            errors = _errors(rows, eff_of)
+            pooled[label] += errors
+            print(_line(label, errors))
+    print(f"pooled over {len(pooled['priors'])} rows:")
+    for label, errors in pooled.items():
+        print(_line(label, errors))
+    transferred_q = band_quantile([abs(e) for e in pooled["transferred"]], LEVEL)
+    basis = pooled_basis("dense", LEVEL)
+    if basis is not None:
+        print(
+            f"transferred {LEVEL:.0%} quantile {transferred_q:.1%} / pooled held-out dense band "
+            f"{basis.band_abs:.1%} = {transferred_q / basis.band_abs:.2f} "
+            "(the no_family_rows widening)"
+        )
+
+
+if __name__ == "__main__":
+    main()
