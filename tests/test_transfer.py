@@ -5,6 +5,7 @@ overlays, of fitted / prior; fitted families keep their own fit."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,25 @@ def test_the_transfer_slows_an_uncalibrated_part_by_the_gemm_ratio() -> None:
     assert gemm == pytest.approx(load_accelerator_prior("tpu_v5p").efficiency.gemm[BF16]
                                  * _by_hand()["gemm"], abs=1e-4)  # fmt: skip
     assert 0.3 < plan.mfu < gemm
+
+
+def test_a_users_accelerator_of_a_new_family_gets_the_transfer_too(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A cluster file's own accelerator sheet (issue 18, item 6) of a family no run calibrates
+    is priced like a catalog part of such a family: its priors times the mean ratio."""
+    import yaml
+
+    import planner
+
+    sheet = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "topologies/accelerators/mi300x.yaml").read_text()
+    )
+    sheet.update(name="my_part", family="my_family")
+    (tmp_path / "my_part.yaml").write_text(yaml.safe_dump(sheet))
+    (tmp_path / "cluster.yaml").write_text(
+        "name: mine\nsystem: mi300x\nnum_accelerators: 8\naccelerator: ./my_part.yaml\n"
+    )
+    acc = planner.load_cluster(tmp_path / "cluster.yaml").accelerator
+    prior = sheet["efficiency"]["gemm"]["bf16"]
+    assert acc.efficiency.gemm[BF16] == pytest.approx(prior * _by_hand()["gemm"], abs=1e-4)
+    assert acc.calibration is not None and acc.calibration.family == "my_family"
+    assert acc.calibration.transferred_from

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from planner.catalog.io import SpecT, load_mapping, path_exists, short_repr, validate_spec
 from planner.errors import SpecError
-from planner.specs.hardware import AcceleratorSpec, CalibrationRecord, SystemSpec
+from planner.specs.hardware import (
+    AcceleratorEfficiency,
+    AcceleratorSpec,
+    CalibrationRecord,
+    SystemSpec,
+)
 from planner.specs.model import ModelSpec
 from planner.specs.trust import TrustSpec
 
@@ -107,31 +112,36 @@ def catalog_file(folder: str, name: str) -> Path | None:
 
 @lru_cache(maxsize=64)
 def load_accelerator(name: str) -> AcceleratorSpec:
-    """Load ``topologies/accelerators/<name>.yaml`` with its family's calibration overlay, or,
-    for a family no published run calibrates, the fitted families' ratios carried over
-    (:func:`transferred_calibration`)."""
+    """Load ``topologies/accelerators/<name>.yaml`` with its family's calibration
+    (:func:`family_calibration`)."""
     spec = load_accelerator_prior(name)
+    return apply_calibration(spec, family_calibration(spec))
+
+
+def family_calibration(spec: AcceleratorSpec) -> CalibrationRecord | None:
+    """The calibration overlay of ``spec``'s family or, for a family no published run
+    calibrates, its catalog priors times the fitted families' mean fitted/prior ratio
+    (:mod:`planner.catalog.transfer`); None when no family is fitted."""
     record = load_calibration(spec.family)
-    if record is None:
-        record = transferred_calibration(spec.family, name)
-    return apply_calibration(spec, record)
+    if record is not None:
+        return record
+    from planner.catalog.transfer import transferred_record
+
+    return transferred_record(spec.family, spec.efficiency, _transfer_sources(spec.family))
 
 
 @lru_cache(maxsize=64)
-def transferred_calibration(family: str, accelerator: str) -> CalibrationRecord | None:
-    """The overlay of a family without a fit (:mod:`planner.catalog.transfer`): the catalog
-    priors of ``accelerator`` times the mean fitted/prior ratio of the fitted families, each
-    ratio taken against the prior of the first accelerator its fit names (the part its fit
-    started from); None when no family is fitted."""
-    from planner.catalog.transfer import transferred_record
-
-    fits = [
+def _transfer_sources(
+    family: str,
+) -> tuple[tuple[str, AcceleratorEfficiency, CalibrationRecord], ...]:
+    """(family, the prior its fit started from, its overlay) of every fitted family other than
+    ``family``: the prior is that of the first accelerator the fit names (the part its rows
+    ran on first)."""
+    return tuple(
         (r.family, load_accelerator_prior(r.fitted_on[0]).efficiency, r)
         for r in fitted_calibrations()
         if r.family != family and r.fitted_on and r.measurements is None
-    ]
-    prior = load_accelerator_prior(accelerator).efficiency
-    return transferred_record(family, prior, fits)
+    )
 
 
 def load_profile(folder: str, kind: str, name: str, spec: type[SpecT]) -> SpecT:

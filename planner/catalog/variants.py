@@ -16,8 +16,8 @@ from planner.catalog.io import load_mapping, validate_spec
 from planner.catalog.store import (
     apply_calibration,
     catalog_file,
+    family_calibration,
     load_accelerator,
-    load_calibration,
     load_system,
     load_topology_spec,
 )
@@ -220,7 +220,7 @@ def _accelerator(
         data, where = value, f"{cluster_path}: accelerator"
         origin = f"inline in {_shown(cluster_path)}"
     spec = validate_spec(AcceleratorSpec, data, where=where)
-    calibrated = apply_calibration(spec, load_calibration(spec.family))
+    calibrated = apply_calibration(spec, family_calibration(spec))
     return calibrated, _origin(origin, "accelerators", spec.name)
 
 
