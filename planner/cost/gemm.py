@@ -211,25 +211,34 @@ EAGER_GATED_ACTIVATION_BYTES_PER_VALUE = 10.0
 """Forward HBM bytes per F value of an eager SwiGLU (``silu(gate)`` read 2 write 2, ``* up`` read
 4 write 2); the fused kernel moves 6 (read 2F, write F)."""
 
-EAGER_BIAS_BYTES_PER_VALUE = 4.0
-"""Forward HBM bytes per output value of a bias added by its own kernel (read 2, write 2) when
-the GEMM epilogue does not fuse it."""
+EAGER_BIAS_BYTES_PER_VALUE = 1.0
+"""Forward-equivalent HBM bytes per output value of a linear layer's bias in eager PyTorch
+beyond a fused framework's. The forward adds it in the GEMM's epilogue: ``F.linear`` with a bias
+calls ``addmm``, which on CUDA >= 11.4 runs cuBLASLt ``gemm_and_bias`` whenever the bias is a
+contiguous vector (pytorch/pytorch ``aten/src/ATen/native/cuda/Blas.cpp``,
+``addmm_out_cuda_impl``, ``useLtInterface``), so no extra pass. The backward's bias gradient is
+its own reduction, ``grad_output.sum(0)``, reading the output gradient once (2 bytes): 1 byte
+here, as every memory-bound kernel's backward is counted as twice its forward."""
 
 
 def eager_extra_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     """Forward HBM bytes per token one layer's elementwise work moves in eager PyTorch (no
     ``torch.compile``, no fused kernels) beyond the fused kernels of
-    :func:`elementwise_bytes_per_token`: its norms, RoPE, gated activation and separate bias adds
-    op by op (:data:`EAGER_NORM_BYTES_PER_VALUE` and the constants beside it); the backward moves
-    about twice as much, as every memory-bound kernel here. Residual adds and a plain activation
-    are one kernel either way.
+    :func:`elementwise_bytes_per_token`: an RMSNorm, RoPE and a gated activation op by op
+    (:data:`EAGER_NORM_BYTES_PER_VALUE` and the constants beside it) and the biases' gradient
+    reductions (:data:`EAGER_BIAS_BYTES_PER_VALUE`); the backward moves about twice as much, as
+    every memory-bound kernel here. Residual adds, a plain activation and LayerNorm (PyTorch's
+    native ``layer_norm`` kernel reads and writes each value once, ``aten/src/ATen/native/cuda/
+    layer_norm_kernel.cu``) are one kernel either way.
 
     >>> from planner.cost.params import _tiny
     >>> eager_extra_bytes_per_token(_tiny(), moe_layer=False)  # 32 x 2 x 64 + 18 x 128 + 4 x 128
     6912.0
     """
     d = model.hidden_size
-    extra = (EAGER_NORM_BYTES_PER_VALUE - NORM_BYTES_PER_HIDDEN) * norms_per_layer(model) * d
+    extra = 0.0
+    if model.norm == "rmsnorm":  # LayerNorm is one native kernel in eager PyTorch too
+        extra += (EAGER_NORM_BYTES_PER_VALUE - NORM_BYTES_PER_HIDDEN) * norms_per_layer(model) * d
     if model.position_embedding == "rope":
         rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
         extra += (EAGER_ROPE_BYTES_PER_VALUE - FUSED_ROPE_BYTES_PER_VALUE) * rotated
