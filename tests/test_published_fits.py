@@ -120,3 +120,26 @@ def test_llama3_405b_rows_fit_and_predict(row_id: str, measured: float) -> None:
     result = evaluate_case(case)
     assert result.status == "ok" and result.fits
     assert result.predicted_tokens_per_s_per_gpu == pytest.approx(measured, rel=0.10)
+
+
+def test_tpu_hbm_is_what_xla_lets_a_program_use() -> None:
+    """XLA:TPU's compile-time check reports 'Used X of 15.75G hbm' on v5e, 'of 31.25G' on v6e
+    and 'of 95.74G' on v5p (GiB): the physical 16 / 32 / 96 GiB less its reserve."""
+    from planner.catalog import load_accelerator
+
+    for name, usable_gib in (("tpu_v5e", 15.75), ("tpu_v6e", 31.25), ("tpu_v5p", 95.74)):
+        assert load_accelerator(name).usable_memory_bytes / GiB == pytest.approx(
+            usable_gib, abs=0.01
+        ), name
+
+
+@pytest.mark.parametrize("row_id", ["AXL1", "AXL2", "AXL3", "AXL4", "AXL5", "AXL6"])
+def test_axlearn_tpu_layouts_fit(row_id: str) -> None:
+    """AXLearn's published TPU runs (fuji.py comments; AXL4 'HBM usage: 14GB/chip' on v5e) are
+    accepted as fitting with their stated mesh and remat policy."""
+    from planner.accuracy.rows import expand_cases
+    from planner.accuracy.run import evaluate_case
+
+    case = next(c for c in expand_cases(load_rows(training_file())) if c.id == row_id)
+    result = evaluate_case(case)
+    assert result.status == "ok" and result.fits, result.reason
