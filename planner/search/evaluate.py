@@ -54,9 +54,11 @@ def shard_domains(
     }
 
 
-def fits(cost: StepCost, cluster: ClusterSpec) -> bool:
-    """Whether every stage's peak memory fits the accelerator's usable memory."""
-    return max(s.total for s in cost.stage_memory) <= cluster.accelerator.usable_memory_bytes
+def fits(cost: StepCost, cluster: ClusterSpec, headroom: float = 0.0) -> bool:
+    """Whether every stage's peak memory fits the accelerator's usable memory, less the share
+    ``headroom`` a search keeps free (``SolverConfig.memory_headroom``)."""
+    capacity = cluster.accelerator.usable_memory_bytes * (1.0 - headroom)
+    return max(s.total for s in cost.stage_memory) <= capacity
 
 
 def memory_breakdown(cost: StepCost, cluster: ClusterSpec) -> MemoryBreakdown:

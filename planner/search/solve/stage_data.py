@@ -132,9 +132,11 @@ def build_stage_problem(
     layout: Layout,
     *,
     recompute: RecomputeChoice = "block",
+    headroom: float = 0.0,
 ) -> StageProblem:
     """Tabulate ``layout``'s partition problem from the cost model (``recompute``: how the
-    recomputed layers may vary when the layout recomputes in full)."""
+    recomputed layers may vary when the layout recomputes in full; ``headroom``: the share of
+    usable memory the search keeps free, which no stage may use)."""
     acc = cluster.accelerator
     domains = comm_domains(cluster, layout)
     full = layout.recompute is Recompute.FULL
@@ -190,7 +192,7 @@ def build_stage_problem(
         working=_bytes(recompute_working_bytes(model, workload, layout)) if full else 0,
         recompute=recompute if full else "none",
         fixed_recompute=workload.recompute_num_layers if full else None,
-        capacity=int(acc.usable_memory_bytes // MEMORY_QUANTUM_BYTES),
+        capacity=int(acc.usable_memory_bytes * (1.0 - headroom) // MEMORY_QUANTUM_BYTES),
         steps=m + (layout.pp - 1) / layout.vpp,
         even_layers=tuple(len(stage_layers(model, scale, c)) for c in range(scale)),
     )

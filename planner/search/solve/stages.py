@@ -280,9 +280,12 @@ def optimise_pipeline(
 ) -> PipelineOutcome:
     """Split ``layout``'s layers over its pipeline stages with CP-SAT, re-score the split with
     the cost model and keep it when it fits and is no slower than the even split (``even``,
-    the cost model's answer for it); a split that fits where the even one does not is kept."""
+    the cost model's answer for it); a split that fits where the even one does not is kept.
+    "Fits" leaves ``config.memory_headroom`` of usable memory free, as the search's screen
+    does, so a split cannot move a winner into the margin the search keeps."""
+    headroom = config.memory_headroom
     problem = build_stage_problem(
-        model, cluster, workload, layout, recompute=config.stage_recompute
+        model, cluster, workload, layout, recompute=config.stage_recompute, headroom=headroom
     )
     baseline = evaluate_assignment(problem, even_assignment(problem))
     if baseline is not None and baseline == uniform_lower_bound(problem):
@@ -325,7 +328,7 @@ def optimise_pipeline(
         mtp_chunk=solution.assignment.mtp_chunk if workload.mtp_num_layers else None,
     )
     cost = score(model, cluster, workload, layout, split=split)
-    even_fits = fits(even, cluster)
-    if not fits(cost, cluster) or (even_fits and cost.step_time_s > even.step_time_s):
+    even_fits = fits(even, cluster, headroom)
+    if not fits(cost, cluster, headroom) or (even_fits and cost.step_time_s > even.step_time_s):
         return PipelineOutcome(None, None, info)
     return PipelineOutcome(split, cost, info)
