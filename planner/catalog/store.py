@@ -135,8 +135,10 @@ def _transfer_sources(
     family: str,
 ) -> tuple[tuple[str, AcceleratorEfficiency, CalibrationRecord], ...]:
     """(family, the prior its fit started from, its overlay) of every fitted family other than
-    ``family``: the prior is that of the first accelerator the fit names (the part its rows
-    ran on first)."""
+    ``family``. The prior is that of the first accelerator the fit names (``fitted_on`` is
+    sorted); for every fit today that is also the part of its first row, whose priors the fit
+    starts from and is pulled toward (:func:`planner.accuracy.calibrate.calibrate_family`):
+    a100_80gb, h100_sxm, b200."""
     return tuple(
         (r.family, load_accelerator_prior(r.fitted_on[0]).efficiency, r)
         for r in fitted_calibrations()
