@@ -18,13 +18,21 @@ from collections.abc import Callable
 
 from planner.accuracy.calibrate import PreparedCase, fit_set, predict, prepare
 from planner.accuracy.rows import expand_cases, load_rows, training_file
-from planner.catalog.store import apply_calibration, fitted_calibrations, load_accelerator_prior
-from planner.catalog.transfer import fit_prior_ratios, mean_ratios, transferred_fit
+from planner.catalog.store import (
+    apply_calibration,
+    fitted_calibrations,
+    load_accelerator_prior,
+    transfer_sources,
+)
+from planner.catalog.transfer import fit_prior_ratios, mean_ratios, transferred_record
 from planner.search.trust import pooled_basis
 from planner.specs.hardware import AcceleratorEfficiency, CalibrationRecord
 from planner.specs.trust import band_quantile
 
 LEVEL = 0.8
+
+Sources = tuple[tuple[str, AcceleratorEfficiency, CalibrationRecord], ...]
+"""What planner.catalog.store.transfer_sources returns: (family, prior, overlay) per fit."""
 
 
 def _errors(
@@ -55,22 +63,21 @@ def main() -> None:
         rows = by_family.get(family, [])
         if not rows:
             continue
-        others = mean_ratios([r for f, r in ratios.items() if f != family])
+        others = transfer_sources(family)  # every fitted family but this one
         record: CalibrationRecord = records[family]
 
         def transfer(
-            case: PreparedCase, others: dict[str, float] = others
+            case: PreparedCase, family: str = family, others: Sources = others
         ) -> AcceleratorEfficiency:
-            prior = case.cluster.accelerator.efficiency
-            fit = transferred_fit(prior, others)
-            return prior.model_copy(
-                update={k: v for k, v in fit.model_dump().items() if v is not None}
-            )
+            prior = case.cluster.accelerator  # the catalog priors (prepare() resolves them)
+            moved = transferred_record(family, prior.efficiency, others)
+            return apply_calibration(prior, moved).efficiency
 
         def own(case: PreparedCase, record: CalibrationRecord = record) -> AcceleratorEfficiency:
             return apply_calibration(case.cluster.accelerator, record).efficiency
 
-        shown = ", ".join(f"{k} x{v:.3f}" for k, v in others.items())
+        mean = mean_ratios([ratios[f] for f, _, _ in others])
+        shown = ", ".join(f"{k} x{v:.3f}" for k, v in mean.items())
         print(f"{family}: {len(rows)} Megatron-LM rows; own fit/prior "
               f"{', '.join(f'{k} x{v:.3f}' for k, v in ratios[family].items())}; "
               f"transferred from the others: {shown}")  # fmt: skip

@@ -99,3 +99,17 @@ def test_a_users_accelerator_of_a_new_family_gets_the_transfer_too(tmp_path) -> 
     assert acc.efficiency.gemm[BF16] == pytest.approx(prior * _by_hand()["gemm"], abs=1e-4)
     assert acc.calibration is not None and acc.calibration.family == "my_family"
     assert acc.calibration.transferred_from
+
+
+def test_a_prior_near_the_floor_stays_a_plausible_fraction() -> None:
+    """A catalog fraction of 0.011 times the GEMM ratio (~0.74) would fall under the 0.01 an
+    overlay may claim; the transfer keeps it at the floor instead of failing to load."""
+    from planner.catalog.transfer import transferred_fit
+    from planner.specs.hardware import MIN_PLAUSIBLE_FRACTION
+
+    prior = load_accelerator_prior("mi300x").efficiency.model_copy(
+        update={"gemm": {BF16: 0.011}, "attention": 0.011}
+    )
+    fit = transferred_fit(prior, _by_hand())
+    assert fit.gemm == {BF16: MIN_PLAUSIBLE_FRACTION}
+    assert fit.attention == MIN_PLAUSIBLE_FRACTION

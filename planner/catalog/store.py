@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from planner.catalog.io import SpecT, load_mapping, path_exists, short_repr, validate_spec
+from planner.catalog.transfer import transferred_record
 from planner.errors import SpecError
 from planner.specs.hardware import (
     AcceleratorEfficiency,
@@ -125,13 +126,11 @@ def family_calibration(spec: AcceleratorSpec) -> CalibrationRecord | None:
     record = load_calibration(spec.family)
     if record is not None:
         return record
-    from planner.catalog.transfer import transferred_record
-
-    return transferred_record(spec.family, spec.efficiency, _transfer_sources(spec.family))
+    return transferred_record(spec.family, spec.efficiency, transfer_sources(spec.family))
 
 
 @lru_cache(maxsize=64)
-def _transfer_sources(
+def transfer_sources(
     family: str,
 ) -> tuple[tuple[str, AcceleratorEfficiency, CalibrationRecord], ...]:
     """(family, the prior its fit started from, its overlay) of every fitted family other than

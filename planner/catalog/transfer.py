@@ -23,7 +23,12 @@ import math
 from collections.abc import Sequence
 
 from planner.specs.formats import NumberFormat
-from planner.specs.hardware import AcceleratorEfficiency, CalibrationRecord, EfficiencyFit
+from planner.specs.hardware import (
+    MIN_PLAUSIBLE_FRACTION,
+    AcceleratorEfficiency,
+    CalibrationRecord,
+    EfficiencyFit,
+)
 
 TRANSFERRED_FACTORS = ("gemm", "attention", "hbm")
 """The factors carried over: fractions of a peak, whose fit/prior ratio is comparable across
@@ -66,7 +71,9 @@ def mean_ratios(per_family: Sequence[dict[str, float]]) -> dict[str, float]:
 
 
 def transferred_fit(prior: AcceleratorEfficiency, ratios: dict[str, float]) -> EfficiencyFit:
-    """``prior``'s transferred factors times ``ratios`` (at most 1); the rest left unset.
+    """``prior``'s transferred factors times ``ratios``, kept within [MIN_PLAUSIBLE_FRACTION, 1]
+    (the range an overlay may claim; a prior near the floor would otherwise scale below it);
+    the rest left unset.
 
     >>> from planner.specs.hardware import AcceleratorEfficiency
     >>> prior = AcceleratorEfficiency(gemm={"bf16": 0.85, "int8": 0.85}, attention=0.55,
@@ -78,13 +85,18 @@ def transferred_fit(prior: AcceleratorEfficiency, ratios: dict[str, float]) -> E
     """
     gemm = None
     if "gemm" in ratios:
-        gemm = {f: round(min(1.0, v * ratios["gemm"]), 4) for f, v in prior.gemm.items()}
+        gemm = {f: _fraction(v * ratios["gemm"]) for f, v in prior.gemm.items()}
     scaled = {
-        key: round(min(1.0, getattr(prior, key) * ratios[key]), 4)
+        key: _fraction(getattr(prior, key) * ratios[key])
         for key in ("attention", "hbm")
         if key in ratios
     }
     return EfficiencyFit(gemm=gemm, **scaled)
+
+
+def _fraction(value: float) -> float:
+    """``value`` rounded to 4 digits within [MIN_PLAUSIBLE_FRACTION, 1]."""
+    return round(min(1.0, max(MIN_PLAUSIBLE_FRACTION, value)), 4)
 
 
 def transferred_record(

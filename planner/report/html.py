@@ -34,6 +34,7 @@ from planner.report.markdown import (
     short_mfu,
     summary_sentence,
 )
+from planner.report.page import html_document
 from planner.report.quote import html_text
 from planner.report.svg import (
     TERM_COLORS,
@@ -47,14 +48,7 @@ from planner.report.svg import (
 from planner.specs.scenarios import KnobValue, Scenario, WhatIfResult
 from planner.units import format_seconds
 
-PAGE = Template("""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>$title</title>
-<style>
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 20px auto;
+CSS = """body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 20px auto;
        max-width: 1120px; padding: 0 16px; color: #1f2328; background: #ffffff; }
 h1 { font-size: 22px; margin: 0 0 4px 0; }
 h2 { font-size: 16px; margin: 22px 0 6px 0; border-bottom: 1px solid #d0d7de; padding-bottom: 3px; }
@@ -80,11 +74,10 @@ p.caption { color: #59636e; font-size: 12px; margin: 2px 0 6px 0; }
 svg.chart { max-width: 100%; height: auto; }
 details { margin: 8px 0; }
 summary { cursor: pointer; font-weight: 600; font-size: 14px; }
-</style>
-</head>
-<body>
-<h1>$title</h1>
-<p class="meta">$meta</p>
+"""
+"""The report's style sheet."""
+
+BODY = Template("""<p class="meta">$meta</p>
 <p class="summary">$summary</p>
 $figures
 <h2>Throughput against cost, and step time over the knobs</h2>
@@ -114,9 +107,8 @@ $all_runners_up
 </details>
 $run_section
 <p class="note">$context</p>
-</body>
-</html>
 """)
+"""The page under its title (planner.report.page.html_document)."""
 
 CHART_PAIR_WIDTH = 520
 """Width of two charts shown side by side (px)."""
@@ -404,9 +396,8 @@ def whatif_html(result: WhatIfResult) -> str:
     )
     win = fastest(result)
     best_row = result.scenarios.index(win) if win is not None else None
-    return PAGE.substitute(
+    page_body = BODY.substitute(
         caption=html_text(_caption(result)),
-        title=html_text(f"What-if: {result.model} on {result.cluster}"),
         meta=_meta(result),
         summary=html_text(summary_sentence(result)),
         figures=_figures(result),
@@ -420,3 +411,4 @@ def whatif_html(result: WhatIfResult) -> str:
         context=html_text(context),
         **_charts(result),
     )
+    return html_document(html_text(f"What-if: {result.model} on {result.cluster}"), CSS, page_body)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from string import Template
 
+from planner.report.page import html_document
 from planner.report.quote import html_text, markdown_cell
 from planner.report.serving import disaggregated_lines, serve_plan_lines
 from planner.report.svg import xy_chart
@@ -22,14 +23,7 @@ FRONTIER_HEADER = [
 ]
 """Columns of the frontier table."""
 
-PAGE = Template("""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>$title</title>
-<style>
-body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto;
+CSS = """body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto;
        max-width: 1100px; padding: 0 16px; color: #1f2328; background: #ffffff; }
 h1 { font-size: 22px; margin-bottom: 4px; }
 h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
@@ -39,19 +33,17 @@ th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; }
 th { background: #f6f8fa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 svg.chart { max-width: 100%; height: auto; }
-</style>
-</head>
-<body>
-<h1>$title</h1>
-<h2>Best plan</h2>
+"""
+"""The report's style sheet."""
+
+BODY = Template("""<h2>Best plan</h2>
 <pre>$plan</pre>
 <h2>Throughput per GPU against speed per user</h2>
 $chart
 $table
 $disaggregated
-</body>
-</html>
 """)
+"""The page under its title (planner.report.page.html_document)."""
 
 
 def _title(result: ServeSearchResult) -> str:
@@ -135,10 +127,10 @@ def serving_html(result: ServeSearchResult) -> str:
     if result.disaggregated is not None:
         text = _pre_text(disaggregated_lines(result.disaggregated))
         split = f"<h2>Disaggregated prefill and decode</h2>\n<pre>{text}</pre>"
-    return PAGE.substitute(
-        title=html_text(_title(result)),
+    page_body = BODY.substitute(
         plan=_pre_text(serve_plan_lines(result.best)),
         chart=frontier_chart(result.pareto) if result.pareto else "<p>no frontier</p>",
         table=f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>",
         disaggregated=split,
     )
+    return html_document(html_text(_title(result)), CSS, page_body)
