@@ -21,14 +21,15 @@ SYSTEM_DIR = TOPOLOGIES / "systems"
 
 EXPECTED_ACCELERATORS = {
     "a100_40gb", "a100_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "b200", "gb200", "b300", "gb300",
-    "mi250x", "mi300x", "mi325x", "mi355x", "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
+    "mi250x", "mi300x", "mi325x", "mi350x", "mi355x", "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
 }  # fmt: skip
 EXPECTED_SYSTEMS = {
     "hgx_a100", "hgx_a100_40g", "hgx_h100", "hgx_h800", "hgx_h200", "hgx_b200", "dgx_b200",
-    "hgx_b300", "gb200_nvl72", "gb300_nvl72", "frontier", "mi300x", "mi325x", "mi355x",
+    "hgx_b300", "gb200_nvl72", "gb300_nvl72", "frontier", "mi300x", "mi325x", "mi350x", "mi355x",
     "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
 }  # fmt: skip
 BLACKWELL = {"b200", "gb200", "b300", "gb300"}
+CDNA4 = {"mi350x", "mi355x"}
 FP4_FORMATS = (NumberFormat.NVFP4, NumberFormat.MXFP4)
 
 
@@ -166,17 +167,17 @@ def test_fp8_is_not_an_ampere_or_tpu_v4_format(accelerators: dict[str, Accelerat
         assert accelerators[name].supports(NumberFormat.FP8), name
 
 
-def test_fp4_only_on_blackwell_and_mi355x(accelerators: dict[str, AcceleratorSpec]) -> None:
+def test_fp4_only_on_blackwell_and_cdna4(accelerators: dict[str, AcceleratorSpec]) -> None:
     for name, acc in accelerators.items():
         has_nvfp4 = acc.supports(NumberFormat.NVFP4)
         has_mxfp4 = acc.supports(NumberFormat.MXFP4)
         assert has_nvfp4 == (name in BLACKWELL), name
-        assert has_mxfp4 == (name in BLACKWELL | {"mi355x"}), name
+        assert has_mxfp4 == (name in BLACKWELL | CDNA4), name
 
 
-def test_mxfp8_only_on_blackwell_and_mi355x(accelerators: dict[str, AcceleratorSpec]) -> None:
+def test_mxfp8_only_on_blackwell_and_cdna4(accelerators: dict[str, AcceleratorSpec]) -> None:
     for name, acc in accelerators.items():
-        assert acc.supports(NumberFormat.MXFP8) == (name in BLACKWELL | {"mi355x"}), name
+        assert acc.supports(NumberFormat.MXFP8) == (name in BLACKWELL | CDNA4), name
 
 
 def test_no_int8_on_blackwell_ultra(accelerators: dict[str, AcceleratorSpec]) -> None:
@@ -247,3 +248,14 @@ def test_link_efficiencies_are_plausible(systems: dict[str, SystemSpec]) -> None
         assert system.price_per_gpu_hour_usd < 20, name
     assert systems["hgx_h100"].scale_up.efficiency == pytest.approx(20.6 / 25, abs=1e-3)
     assert systems["hgx_b200"].scale_up.efficiency == pytest.approx(40.1 / 50, abs=1e-2)
+
+
+def test_mi350x_is_the_mi355x_at_its_lower_clock(accelerators: dict[str, AcceleratorSpec]) -> None:
+    """AMD's MI350X is the MI355X's silicon at 2.2 instead of 2.4 GHz (shared/reference/
+    hardware.md section 4): every peak scales by 2.2/2.4, memory is the same."""
+    slow, fast = accelerators["mi350x"], accelerators["mi355x"]
+    assert slow.family == fast.family == "cdna4"
+    for fmt, peak in fast.peak_TFLOP_per_s.items():
+        assert slow.peak_TFLOP_per_s[fmt] == pytest.approx(peak * 2.2 / 2.4, abs=0.1), fmt
+    assert slow.hbm_GB == fast.hbm_GB and slow.hbm_bandwidth_GB_per_s == fast.hbm_bandwidth_GB_per_s
+    assert slow.tdp_W == 1000.0
