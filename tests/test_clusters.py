@@ -77,6 +77,10 @@ def test_domain_split_by_hand() -> None:
     assert domain_split(nvl, 216) == (3, 72)
     assert domain_split(nvl, 6) is None
     assert domain_split(nvl, 2) == (1, 2)
+    # racks run 64 of 72 GPUs when the job does not fill them: 2,560 = 40 x 64 (MLPerf v5.1)
+    assert domain_split(nvl, 2560) == (40, 64)
+    assert domain_split(nvl, 100) is None  # 5 x 20 would leave most of every rack idle
+    assert domain_split(nvl, 70) is None  # 2 x 35 is not whole 4-GPU trays
 
 
 def test_parse_cluster_name() -> None:
