@@ -24,7 +24,9 @@ def predict_rows(
     summary (median |error|, max, signed mean), and how many rows fell inside the ± band the
     planner printed for them (its coverage, to compare with the band's stated level). A row the
     planner cannot evaluate prints its reason and stays out of the statistics."""
-    errors, bands, levels = [], [], set()
+    errors: list[float] = []
+    bands: list[float] = []
+    levels: set[float | None] = set()
     for row_id, model, cluster, workload, layout, measured in rows:
         spec = TrainWorkload.model_validate({**framework, **workload})
         try:
@@ -51,6 +53,14 @@ def predict_rows(
             f"predicted {plan.tokens_per_s_per_gpu:8,.0f}  measured {measured:8,.0f}  {error:+6.1%}"
             f"  band ±{band:.1%}{'' if abs(error) <= band else '  OUTSIDE'}"
         )
+    print_summary(errors, bands, levels)
+
+
+def print_summary(
+    errors: Sequence[float], bands: Sequence[float], levels: set[float | None]
+) -> None:
+    """The held-out summary: median |error|, max, signed mean, and how many rows fell inside
+    the ± band the planner printed for them (its coverage, to compare with the band's level)."""
     if not errors:
         print("0 held-out rows evaluated")
         return

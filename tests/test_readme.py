@@ -152,6 +152,10 @@ def test_bands_and_coverage(report) -> None:  # type: ignore[no-untyped-def]
     assert float(m.group(2)) == blackwell.median_abs_error_pct
     m = claim(r"heldout_gb200\.py`\): median ([\d.]+)%")
     assert float(m.group(1)) == gb200.median_abs_error_pct
+    mlperf = checks["heldout_mlperf"]
+    m = claim(r"heldout_mlperf\.py`, (\d+) runs:[\s\S]*?median ([\d.]+)%, (\d+) of (\d+) inside")
+    assert (int(m.group(1)), float(m.group(2))) == (mlperf.rows, mlperf.median_abs_error_pct)
+    assert (int(m.group(3)), int(m.group(4))) == (mlperf.inside, mlperf.rows)
 
 
 def test_aliases_formats_and_knobs() -> None:

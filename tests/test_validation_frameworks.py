@@ -1,4 +1,5 @@
-"""tests/validation/training_frameworks.yaml: published runs on other frameworks and hardware.
+"""tests/validation/training_frameworks.yaml: published runs on other frameworks and hardware, and
+tests/validation/heldout/mlperf.yaml: the MLPerf Training runs that no fit sees.
 
 Loads the file with ``yaml.safe_load`` and checks what the validation loader and leave-one-source-out
 rely on: ids unique, each with an alphabetic source prefix not used by training.yaml; a source, a
@@ -21,6 +22,8 @@ from planner.catalog import load_cluster
 VALIDATION = Path(__file__).resolve().parent / "validation"
 ROWS: list[dict] = yaml.safe_load((VALIDATION / "training_frameworks.yaml").read_text())
 SHARED_ROWS: list[dict] = yaml.safe_load((VALIDATION / "training.yaml").read_text())
+HELDOUT_ROWS: list[dict] = yaml.safe_load((VALIDATION / "heldout" / "mlperf.yaml").read_text())
+CALIBRATION = Path(__file__).resolve().parents[1] / "topologies" / "calibration"
 
 #: Row accelerator names (README "Training row schema") -> catalog accelerator names.
 ACCELERATORS = {
@@ -34,6 +37,8 @@ ACCELERATORS = {
     "gb300-279gb": "gb300",
     "mi250x": "mi250x",
     "mi300x": "mi300x",
+    "mi350x": "mi350x",
+    "mi355x": "mi355x",
     "tpu-v4": "tpu_v4",
     "tpu-v5e": "tpu_v5e",
     "tpu-v5p": "tpu_v5p",
@@ -71,7 +76,7 @@ def test_breadth_of_frameworks_and_hardware() -> None:
     assert {"tpu-v4", "mi250x", "a100-80gb", "h100-80gb"} <= accelerators
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
+@pytest.mark.parametrize("row", ROWS + HELDOUT_ROWS, ids=[row["id"] for row in ROWS + HELDOUT_ROWS])
 def test_row(row: dict) -> None:
     assert isinstance(row["source"], str) and len(row["source"]) > 20
     assert row["confidence"] in CONFIDENCE
@@ -108,3 +113,25 @@ def test_row(row: dict) -> None:
         assert measured.get(field) is not None, f"derived field {field} missing from measured"
     for variant in row.get("variants", []):
         assert variant["measured"]["tokens_per_s_per_gpu"] > 0
+
+
+def test_heldout_rows_are_fresh_and_never_fitted() -> None:
+    """The MLPerf rows are a held-out set: their ids are in neither fitted file and in no
+    calibration overlay's ``rows``, and each cites the results repository at a commit."""
+    ids = [row["id"] for row in HELDOUT_ROWS]
+    assert len(ids) == len(set(ids)) == 18
+    fitted_files = {row["id"] for row in ROWS + SHARED_ROWS}
+    assert not set(ids) & fitted_files
+    assert {prefix(i) for i in ids} == {"MLP", "MLN"}
+    assert not {prefix(i) for i in ids} & {prefix(i) for i in fitted_files}
+    for overlay in CALIBRATION.glob("*.yaml"):
+        fitted = yaml.safe_load(overlay.read_text()).get("rows") or []
+        assert not set(ids) & set(fitted), overlay.name
+    for row in HELDOUT_ROWS:
+        assert re.search(
+            r"mlcommons/training_results_v5\.[01] at commit [0-9a-f]{8}", row["source"]
+        )
+        assert row["framework"] == "megatron"
+    amd = {row["hardware"]["accelerator"] for row in HELDOUT_ROWS} & {"mi350x", "mi355x"}
+    assert amd == {"mi350x", "mi355x"}
+    assert not (CALIBRATION / "cdna4.yaml").exists()  # AMD stays on the transferred priors

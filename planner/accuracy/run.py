@@ -174,13 +174,23 @@ def family_summaries(results: Sequence[RowResult]) -> list[Summary]:
     return [summarize(f"{acc} {kind}", groups[acc, kind]) for acc, kind in sorted(groups)]
 
 
+def prediction_method(stated: dict[str, object]) -> Literal["estimate", "search"]:
+    """``estimate`` when the source states every layout field, else ``search`` over the rest."""
+    return "estimate" if all(k in stated for k in LAYOUT_FIELDS) else "search"
+
+
+def predict_case(case: Case) -> Plan:
+    """The plan for one case as validation predicts it: its stated layout pinned, its recipe's
+    settings applied, anything unstated searched (raises SpecError or InfeasibleError)."""
+    stated = stated_layout(case.row)
+    return _predict(case, stated, prediction_method(stated))[0]
+
+
 def evaluate_case(case: Case) -> RowResult:
     """Predict one case; a SpecError or InfeasibleError becomes a not-evaluated row."""
     row = case.row
     stated = stated_layout(row)
-    method: Literal["estimate", "search"] = (
-        "estimate" if all(k in stated for k in LAYOUT_FIELDS) else "search"
-    )
+    method = prediction_method(stated)
     base = {
         "id": case.id,
         "model": row.model.name,

@@ -34,12 +34,12 @@ MAX_ACCELERATORS = 1_048_576
 def domain_split(system: SystemSpec, n: int) -> tuple[int, int] | None:
     """(num_domains, per_domain) for N accelerators, or None when N breaks the rule.
 
-    The rule: the fewest domains that hold the same whole number of units each, at least half
-    of each domain in use when N needs more than the fewest. N that fills whole domains takes ceil(N / domain) of them; N that
-    does not may leave the same units free in every domain, as NVL72 jobs run 64 of a rack's 72
-    GPUs (16 of 18 trays): MLPerf Training v5.1's 2,560-GPU GB200 run is 40 racks x 64
-    (mlcommons/training_results_v5.1, NVIDIA systems/tyche_hsg). A job spread thinner than half
-    of each domain is a different machine; give it as a cluster file with its own domain size.
+    The rule: the fewest domains that hold the same whole number of units each; when that is
+    more than ceil(N / domain), at least half of each domain in use. N may so leave the same units
+    free in every domain, as NVL72 jobs run 64 of a rack's 72 GPUs (16 of 18 trays): MLPerf
+    Training v5.1's 2,560-GPU GB200 run is 40 racks x 64 (mlcommons/training_results_v5.1,
+    NVIDIA systems/tyche_hsg). A job spread thinner than half of each domain is a different
+    machine; give it as a cluster file with its own domain size.
 
     >>> from planner.catalog.clusters import _fake_system
     >>> domain_split(_fake_system(72, 4), 128)

@@ -1,0 +1,69 @@
+"""Held-out check on MLPerf Training submissions (run by hand, a few seconds):
+
+    python benchmarks/heldout_mlperf.py
+
+The rows are tests/validation/heldout/mlperf.yaml (the validation row schema, each with its source
+and arithmetic; the settings each config states in recipes.yaml beside it). Nothing is fitted on
+them: they are not in the files ``layout calibrate --fit`` reads. Two benchmarks:
+
+- llama31_8b (MLPerf Training v5.1, MLP rows): AMD's MI355X and MI350X and GigaComputing's MI355X
+  (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD family, so the priors are
+  the transferred ones, ``planner/catalog/transfer.py``), NVIDIA's GB300/GB200 at 8 GPUs (NVFP4),
+  72 and 512 GPUs (FP8), and the University of Florida's DGX B200 (FP8);
+- llama31_405b (v5.0 and v5.1, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and GB200/GB300 at
+  256-2,560 GPUs (FP8 and NVFP4).
+
+Each row is predicted exactly as ``layout validate`` predicts a validation row (its stated layout
+pinned, the recipe's settings applied, anything unstated searched), and the summary says how
+many fell inside the ± band the planner printed for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from heldout import print_summary
+
+from planner.accuracy.rows import expand_cases, load_rows
+from planner.accuracy.run import predict_case
+from planner.errors import InfeasibleError, SpecError
+
+ROWS_FILE = Path(__file__).resolve().parents[1] / "tests" / "validation" / "heldout" / "mlperf.yaml"
+"""The held-out MLPerf rows."""
+
+
+def main() -> None:
+    """Predict every row and print one line a row, then the summary per benchmark and overall."""
+    groups: dict[str, tuple[list[float], list[float]]] = {}
+    levels: set[float | None] = set()
+    for case in expand_cases(load_rows(ROWS_FILE)):
+        try:
+            plan = predict_case(case)
+        except (SpecError, InfeasibleError) as exc:
+            print(
+                f"{case.id:6s} {case.row.cluster:18s} not evaluated: {' '.join(str(exc).split())}"
+            )
+            continue
+        measured = case.measured_tokens_per_s_per_gpu
+        error = plan.tokens_per_s_per_gpu / measured - 1.0
+        band = (plan.uncertainty_pct or 0.0) / 100.0
+        levels.add(plan.uncertainty_level)
+        group = "llama31_405b" if case.id.startswith("MLN") else "llama31_8b"
+        for name in (group, "all"):
+            errs, bands = groups.setdefault(name, ([], []))
+            errs.append(error)
+            bands.append(band)
+        print(
+            f"{case.id:6s} {case.row.cluster:18s} {case.row.precision:5s} "
+            f"{plan.layout.short():42s} predicted {plan.tokens_per_s_per_gpu:8,.0f}  "
+            f"measured {measured:8,.0f}  {error:+6.1%}  band ±{band:.1%}"
+            f"{'' if abs(error) <= band else '  OUTSIDE'}"
+        )
+    for name in ("llama31_8b", "llama31_405b", "all"):
+        if name in groups:
+            print(f"-- {name}")
+            print_summary(*groups[name], levels)
+
+
+if __name__ == "__main__":
+    main()
