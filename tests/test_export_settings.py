@@ -52,6 +52,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "seq_len": [("dense", {}), ("dense", {"seq_len": 4096})],
     "global_batch": [("dense", {}), ("dense", {"global_batch": 256})],
     "precision": [("dense", {"precision": p}) for p in ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")],
+    "bf16_wgrad_formats": [("dense", {"precision": "int8", "bf16_wgrad_formats": ("int8",)})],
     "grad_reduce_dtype": [("dense", {"grad_reduce_dtype": d}) for d in ("fp32", "bf16")],
     "sequence_parallel": [("dense", {"sequence_parallel": v}) for v in (True, False)],
     "tp_comm_overlap": [("dense", {"tp_comm_overlap": v}) for v in (True, False)],
@@ -338,6 +339,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             "--attention-backend", "flash" if c.w.attention_kernel == "flash2" else "fused"
         ),
         "activation_memory_overhead": _said,
+        "bf16_wgrad_formats": _said,
         "fp8_param_gather": lambda c: (
             c.has("--fp8-param-gather") == c.w.fp8_param_gather and _eight_bit(c)
         ),
@@ -416,6 +418,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             "model.attention_backend", "flash" if c.w.attention_kernel == "flash2" else "fused"
         ),
         "activation_memory_overhead": _said,
+        "bf16_wgrad_formats": _said,
         "fp8_param_gather": lambda c: c.has(
             "mixed_precision.fp8_param_gather", "true" if c.w.fp8_param_gather else "false"
         ),
@@ -491,6 +494,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         ),
         "attention_kernel": _native(lambda c: c.w.attention_kernel == "flash2"),
         "activation_memory_overhead": _said,
+        "bf16_wgrad_formats": _said,
         "fp8_param_gather": lambda c: (
             c.names.get("quantize.linear.float8.enable_fsdp_float8_all_gather")
             is c.w.fp8_param_gather
@@ -546,6 +550,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_elementwise": _said,
         "attention_kernel": _said,
         "activation_memory_overhead": _said,
+        "bf16_wgrad_formats": _said,
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
         "mtp_num_layers": _said,
         MODEL_ROPE: _said,

@@ -281,6 +281,9 @@ class LayersForward(NamedTuple):
     """The same, backward."""
     num_moe: float
     """MoE layers among them."""
+    wgrad_extra: float = 0.0
+    """What the weight-gradient GEMMs add over the forward's when they run in bf16 and the rest
+    in a low-precision format (``TrainWorkload.bf16_wgrad_formats``)."""
 
     @property
     def recomputable(self) -> float:
@@ -322,6 +325,14 @@ def layers_forward(
     moe_t, moe_in = _layer_linear_time(model, tokens, True, degrees, rates) if num_moe else (0, 0)
     linear = num_dense * dense_t + num_moe * moe_t
     bf16 = NumberFormat.BF16
+    wgrad_extra = 0.0
+    if fmt in workload.bf16_wgrad_formats:
+        slow = _rates(acc, bf16)
+        wgrad = num_dense * _layer_linear_time(model, tokens, False, degrees, slow)[0] if (
+            num_dense) else 0.0  # fmt: skip
+        if num_moe:
+            wgrad += num_moe * _layer_linear_time(model, tokens, True, degrees, slow)[0]
+        wgrad_extra = max(0.0, wgrad - linear)
     if workload.flash_attention:
         attention_mma = matmul_time(
             tokens * table.sum("attention_flops", layers) / layout.tp,
@@ -351,7 +362,7 @@ def layers_forward(
     )
     return LayersForward(
         linear, attention, attention_backward, memory_bound, unfused_forward, unfused_backward,
-        num_moe,
+        num_moe, wgrad_extra,
     )  # fmt: skip
 
 
@@ -425,7 +436,8 @@ def microbatch_compute(
     when given, e.g. one layer for the stage partition's tables).
 
     The layers: :func:`layers_forward`; backward = 2 x forward otherwise (input and weight
-    gradients); the stage holding the output layer adds the logits GEMM and the loss's passes
+    gradients; the weight gradients at bf16 speed for ``TrainWorkload.bf16_wgrad_formats``); the
+    stage holding the output layer adds the logits GEMM and the loss's passes
     over the logits (:func:`head_forward`, once per MTP module too); full recompute adds the
     forward of the layers it recomputes, selective the modules ``workload.recompute_modules``
     names (:func:`selective_recompute_time`) or the GEMM shares and elementwise work a save list
@@ -447,6 +459,7 @@ def microbatch_compute(
         + part.attention_backward
         + loss_backward
         + part.unfused_backward
+        + part.wgrad_extra
     )
     forward += loss_forward + part.unfused_forward
     if layout.recompute is Recompute.FULL:

@@ -31,6 +31,18 @@ def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorklo
             f"precision '{workload.precision}' is not supported by {acc.name} "
             f"(its tensor cores run: {formats})"
         )
+    profile = load_framework(workload.framework)
+    if workload.precision not in profile.training_precisions:
+        others = [
+            f for f in framework_names()
+            if workload.precision in load_framework(f).training_precisions
+        ]  # fmt: skip
+        hint = f"; --framework {' or '.join(others)} has one" if others else ""
+        has = ", ".join(str(f) for f in profile.training_precisions)
+        raise SpecError(
+            f"framework '{profile.name}' has no {workload.precision} training recipe (its "
+            f"precisions: {has}){hint}"
+        )
     if workload.activation_offload_fraction > 0 and acc.host_link_GB_per_s is None:
         raise SpecError(
             f"activation offload needs the host-link bandwidth of {acc.name}, which its "

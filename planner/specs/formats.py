@@ -48,7 +48,10 @@ TRAINING_FORMATS: tuple[NumberFormat, ...] = (
     NumberFormat.MXFP8,
     NumberFormat.NVFP4,
     NumberFormat.MXFP4,
+    NumberFormat.INT8,
 )
+"""Formats a training step's linear GEMMs may run in; which of them a framework has a recipe
+for is its profile's ``training_precisions`` (int8: MaxText's AQT)."""
 
 
 def element_bits(fmt: NumberFormat) -> float:

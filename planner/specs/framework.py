@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from planner.specs.base import FrozenSpec
+from planner.specs.formats import NumberFormat
 from planner.specs.text import Name, Text
 
 ExportFormat = Literal["megatron", "bridge", "torchtitan", "deepspeed", "maxtext"]
@@ -59,6 +60,16 @@ class FrameworkSpec(FrozenSpec):
     """Tensor parallelism may exceed the KV heads, each rank holding a replica of the KV head
     its query heads share (GSPMD sharding; Megatron-LM and torchtitan split KV heads and need tp
     to divide them)."""
+    training_precisions: tuple[NumberFormat, ...] = (
+        NumberFormat.BF16,
+        NumberFormat.FP8,
+        NumberFormat.MXFP8,
+        NumberFormat.NVFP4,
+        NumberFormat.MXFP4,
+    )
+    """Training formats the framework has a recipe for: bf16 mixed precision and its 8- and
+    4-bit GEMM recipes (Transformer Engine's FP8, MXFP8 and NVFP4 for the Megatron-based
+    stacks; int8 only where a profile lists it, MaxText's AQT)."""
     calibrates: bool = False
     """Its validation rows fit the accelerator efficiency factors (``layout calibrate --fit``).
     The other profiles' rows are never fitted: they are predicted through the profile, so they

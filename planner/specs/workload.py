@@ -82,6 +82,11 @@ class TrainWorkload(FrozenSpec):
     """Format of the GEMM inputs of the transformer's linear layers (attention runs in bf16;
     master weights and optimizer state stay fp32)."""
 
+    bf16_wgrad_formats: tuple[NumberFormat, ...] = ()
+    """Low-precision formats whose weight-gradient GEMMs run in bf16 while the forward and
+    input-gradient GEMMs run in the format: MaxText's int8 (AQT ``config_v3`` with fwd_bits and
+    dlhs_bits 8, drhs_bits None unless ``quantization_local_shard_count`` is set)."""
+
     grad_reduce_dtype: Literal["fp32", "bf16"] = "fp32"
     """Gradient buffer and reduction dtype. fp32 is Megatron-LM's default for bf16 training
     (6 + 12/d bytes per parameter with the distributed optimizer); NVIDIA's performance recipes

@@ -73,6 +73,13 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         lambda j: f"a global batch of {j.train[1].global_batch} sequences",
     ),
     "precision": (lambda j: True, lambda j: f"{j.train[0].layout.precision} GEMM inputs"),
+    "bf16_wgrad_formats": (
+        lambda j: j.train[0].layout.precision in j.train[1].bf16_wgrad_formats,
+        lambda j: (
+            f"weight-gradient GEMMs in bf16 (forward and input-gradient GEMMs in "
+            f"{j.train[0].layout.precision})"
+        ),
+    ),
     "grad_reduce_dtype": (
         lambda j: True,
         lambda j: f"gradients accumulated and reduced in {j.train[1].grad_reduce_dtype}",

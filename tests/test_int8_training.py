@@ -1,0 +1,84 @@
+"""int8 training as MaxText runs it (AQT, ``quantization: int8``): the forward and input-gradient
+GEMMs at the int8 peak, the weight-gradient GEMMs in bf16 (MaxText layers/quantizations.py
+``_get_int8_quant_config``: fwd_bits 8, dlhs_bits 8, drhs_bits None), and only where a framework
+profile has the recipe (``training_precisions``)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+import planner
+from planner.catalog import load_cluster, load_model
+from planner.catalog.frameworks import resolve_workload
+from planner.cost.stage import layers_forward
+from planner.errors import SpecError
+from planner.specs.formats import NumberFormat
+from planner.specs.layout import Layout
+from tests.test_cli import layout_command
+
+MODEL = load_model("8B")
+V6E = load_cluster("tpu_v6ex256")
+LAYOUT = {"tp": 1, "pp": 1, "dp": 256, "mbs": 1, "recompute": "full", "zero": 3}
+
+
+def _step(precision: str, **fields: object) -> float:
+    plan = planner.estimate(
+        model="8B", cluster="tpu_v6ex256", layout=LAYOUT, precision=precision,
+        framework="maxtext", seq_len=8192, global_batch=256, **fields,
+    )  # fmt: skip
+    return plan.step_time_s
+
+
+def test_wgrad_gemms_run_at_bf16_speed() -> None:
+    """On TPU v6e int8's peak is twice bf16's (1,836 vs 918 TOPS, Google's v6e page) at the same
+    efficiency, so the bf16 weight-gradient GEMMs take about twice the int8 forward's GEMM time:
+    the backward's extra is one forward's linear time again (kernel overheads aside)."""
+    workload = resolve_workload(
+        {"framework": "maxtext", "seq_len": 8192, "global_batch": 256, "precision": "int8"}
+    )
+    layout = Layout(**LAYOUT, precision=NumberFormat.INT8)
+    part = layers_forward(MODEL, V6E.accelerator, workload, layout, (range(MODEL.num_layers),))
+    assert workload.bf16_wgrad_formats == (NumberFormat.INT8,)
+    assert part.wgrad_extra == pytest.approx(part.linear, rel=0.05)
+    bf16 = layers_forward(
+        MODEL, V6E.accelerator, workload, layout.model_copy(update={"precision": "bf16"}),
+        (range(MODEL.num_layers),),
+    )  # fmt: skip
+    assert bf16.wgrad_extra == 0.0
+    assert part.linear + part.wgrad_extra == pytest.approx(bf16.linear, rel=0.01)
+
+
+def test_int8_sits_between_bf16_and_an_all_int8_backward() -> None:
+    bf16, int8 = _step("bf16"), _step("int8")
+    all_int8 = _step("int8", bf16_wgrad_formats=())
+    assert all_int8 < int8 < bf16
+
+
+def test_frameworks_without_an_int8_recipe_refuse_it() -> None:
+    with pytest.raises(SpecError) as info:
+        planner.estimate(
+            model="8B", cluster="hgx_h100x8", layout={"tp": 1, "dp": 8}, precision="int8"
+        )
+    message = str(info.value)
+    assert "framework 'megatron' has no int8 training recipe" in message
+    assert "--framework maxtext has one" in message
+
+
+def test_cli_int8_is_one_line_and_exit_2_under_megatron() -> None:
+    run = subprocess.run(
+        [*layout_command(), "estimate", "--model", "8B", "--cluster",
+         "hgx_h100x8", "--precision", "int8"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1 and "int8 training recipe" in run.stderr
+    ok = subprocess.run(
+        [*layout_command(), "estimate", "--model", "8B", "--cluster",
+         "tpu_v6ex256", "--framework", "maxtext", "--precision", "int8", "--global-batch", "256",
+         "--dp", "256", "--zero", "3", "--recompute", "full"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert "int8" in ok.stdout
