@@ -1,7 +1,8 @@
-"""int8 training as MaxText runs it (AQT, ``quantization: int8``): the forward and input-gradient
-GEMMs at the int8 peak, the weight-gradient GEMMs in bf16 (MaxText layers/quantizations.py
-``_get_int8_quant_config``: fwd_bits 8, dlhs_bits 8, drhs_bits None), and only where a framework
-profile has the recipe (``training_precisions``)."""
+"""int8 training as MaxText runs it (AQT, ``quantization: int8``): every GEMM of a linear layer at
+the int8 peak by default, the weight-gradient GEMMs in bf16 when the run sets
+``quantization_local_shard_count`` 0 (MaxText layers/quantizations.py ``_get_int8_quant_config``:
+drhs_bits None then; ``TrainWorkload.bf16_wgrad_formats``), and only where a framework profile has
+the recipe (``training_precisions``)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def test_wgrad_gemms_run_at_bf16_speed() -> None:
     efficiency, so the bf16 weight-gradient GEMMs take about twice the int8 forward's GEMM time:
     the backward's extra is one forward's linear time again (kernel overheads aside)."""
     workload = resolve_workload(
-        {"framework": "maxtext", "seq_len": 8192, "global_batch": 256, "precision": "int8"}
-    )
+        {"framework": "maxtext", "seq_len": 8192, "global_batch": 256, "precision": "int8",
+         "bf16_wgrad_formats": ("int8",)}
+    )  # fmt: skip
     layout = Layout(**LAYOUT, precision=NumberFormat.INT8)
     part = layers_forward(MODEL, V6E.accelerator, workload, layout, (range(MODEL.num_layers),))
     assert workload.bf16_wgrad_formats == (NumberFormat.INT8,)
@@ -50,10 +52,10 @@ def test_wgrad_gemms_run_at_bf16_speed() -> None:
     assert part.linear + part.wgrad_extra == pytest.approx(bf16.linear, rel=0.01)
 
 
-def test_int8_sits_between_bf16_and_an_all_int8_backward() -> None:
+def test_int8_with_bf16_weight_gradients_sits_between_bf16_and_int8() -> None:
     bf16, int8 = _step("bf16"), _step("int8")
-    all_int8 = _step("int8", bf16_wgrad_formats=())
-    assert all_int8 < int8 < bf16
+    bf16_wgrad = _step("int8", bf16_wgrad_formats=("int8",))
+    assert int8 < bf16_wgrad < bf16
 
 
 def test_frameworks_without_an_int8_recipe_refuse_it() -> None:

@@ -84,8 +84,8 @@ class TrainWorkload(FrozenSpec):
 
     bf16_wgrad_formats: tuple[NumberFormat, ...] = ()
     """Low-precision formats whose weight-gradient GEMMs run in bf16 while the forward and
-    input-gradient GEMMs run in the format: MaxText's int8 (AQT ``config_v3`` with fwd_bits and
-    dlhs_bits 8, drhs_bits None unless ``quantization_local_shard_count`` is set)."""
+    input-gradient GEMMs run in the format: MaxText's int8 with ``quantization_local_shard_count``
+    0 (AQT ``config_v3`` drhs_bits None; its default, the number of slices, quantizes all three)."""
 
     grad_reduce_dtype: Literal["fp32", "bf16"] = "fp32"
     """Gradient buffer and reduction dtype. fp32 is Megatron-LM's default for bf16 training
