@@ -4,7 +4,7 @@
 #   bash examples/export_plan.sh [MODEL] [CLUSTER] [OUTDIR]      # default 70B hgx_b200x16
 #
 # Writes OUTDIR/plan.json (layout search --json), megatron.sh, bridge.sh, torchtitan.toml,
-# deepspeed.json, vllm.sh, sglang.sh, ranks.csv and ranks.csv.hostfile; the notes on what each
+# deepspeed.json, maxtext.yaml, vllm.sh, sglang.sh, ranks.csv and ranks.csv.hostfile; the notes on what each
 # framework cannot express go to stderr. Set LAYOUT to the layout executable if not on PATH.
 set -euo pipefail
 model=${1:-70B}
@@ -17,6 +17,7 @@ for format in megatron bridge vllm sglang; do
   "$layout" export --format "$format" --plan "$out/plan.json" > "$out/$format.sh"
 done
 "$layout" export --format torchtitan --plan "$out/plan.json" > "$out/torchtitan.toml"
+"$layout" export --format maxtext --plan "$out/plan.json" > "$out/maxtext.yaml"
 "$layout" export --format deepspeed --plan "$out/plan.json" --placement "$out/ranks.csv" \
   > "$out/deepspeed.json"
-echo "wrote $out: plan.json, 6 exports, ranks.csv, ranks.csv.hostfile"
+echo "wrote $out: plan.json, 7 exports, ranks.csv, ranks.csv.hostfile"

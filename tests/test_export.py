@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 import planner
 from planner.api import serve_estimate
@@ -42,6 +43,7 @@ GOLDEN_SUFFIX = {
     "bridge": "sh",
     "torchtitan": "toml",
     "deepspeed": "json",
+    "maxtext": "yaml",
     "vllm": "sh",
     "sglang": "sh",
 }
@@ -122,6 +124,8 @@ def parse(fmt: str, text: str) -> list[tuple[str, object]]:
         return _flatten(tomllib.loads(text))
     if fmt == "deepspeed":
         return _flatten(json.loads(text))
+    if fmt == "maxtext":  # flat overrides of base.yml, as pyconfig reads them
+        return list(yaml.safe_load(text).items())
     if fmt == "vllm":
         return _command(text, ["vllm", "serve"])  # type: ignore[return-value]
     return _command(text, ["python", "-m", "sglang.launch_server"])  # type: ignore[return-value]
@@ -554,7 +558,9 @@ def test_example_export_plan_sh(tmp_path: Path) -> None:
         str(EXAMPLES / "export_plan.sh"), "8B", "hgx_h100x8", str(out), env={"LAYOUT": executable}
     )
     for fmt, suffix in GOLDEN_SUFFIX.items():
-        name = "torchtitan.toml" if fmt == "torchtitan" else f"{fmt}.{suffix}"
+        name = {"torchtitan": "torchtitan.toml", "maxtext": "maxtext.yaml"}.get(
+            fmt, f"{fmt}.{suffix}"
+        )
         check_names(fmt, (out / name).read_text())
     assert (out / "ranks.csv").read_text().count("\n") == 9
     assert (out / "ranks.csv.hostfile").read_text().splitlines()[-1] == "node0 slots=8"

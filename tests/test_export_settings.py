@@ -26,7 +26,7 @@ from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
 from tests.test_export import _bash_array, check_names
 
-FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed")
+FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "maxtext")
 """The training exports (vllm and sglang serve: their settings are the serving plan's)."""
 
 PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
@@ -274,6 +274,51 @@ def _offload(flag: str, value: object = None) -> Check:
 
 def _eight_bit(c: Case) -> bool:
     return str(c.layout.precision) in ("fp8", "mxfp8")
+
+
+def _maxtext_batch(c: Case) -> bool:
+    """per_device_batch_size x devices x gradient_accumulation_steps = the global batch."""
+    per_device = float(c.names["per_device_batch_size"])  # type: ignore[arg-type]
+    steps = int(c.names["gradient_accumulation_steps"])  # type: ignore[call-overload]
+    return abs(per_device * c.layout.num_gpus * steps - c.w.global_batch) < 1e-6
+
+
+def _maxtext_precision(c: Case) -> bool:
+    p = str(c.layout.precision)
+    if p == "bf16":
+        return "quantization" not in c.names
+    if p in ("fp8", "int8"):
+        return c.has("quantization", p)
+    return any(p in n for n in c.result.notes)
+
+
+def _maxtext_fsdp(c: Case) -> int:
+    return int(c.names["ici_fsdp_parallelism"]) * int(c.names["dcn_fsdp_parallelism"])  # type: ignore[call-overload]
+
+
+def _maxtext_rope(c: Case) -> bool:
+    m = c.job.model
+    if m.position_embedding != "rope":
+        return c.said()
+    ok = c.has("rope_max_timescale", int(m.rope_theta))
+    s = m.rope_scaling
+    if m.rotary_fraction < 1 or m.mla is not None or (s is not None and s.kind == "linear"):
+        return ok and c.said()
+    if s is not None:
+        ok &= c.has("rope_type", {"llama3": "llama3.1", "yarn": "yarn"}[s.kind])
+    return ok and not c.said()
+
+
+def _maxtext_saved(c: Case) -> bool:
+    keys = {"q": "query_proj", "k": "key_proj", "v": "value_proj", "context": "context",
+            "out": "out_proj", "mlp_gate": "mlpwi_0", "mlp_up": "mlpwi_1", "mlp_down": "mlpwo"}  # fmt: skip
+    saved = set(c.w.saved_tensors or ())
+    if c.names.get("remat_policy") == "minimal":
+        return saved == set(keys)
+    return c.has("remat_policy", "custom") and all(
+        c.names[key] in (("device", "offload") if name in saved else ("remat",))
+        for name, key in keys.items()
+    )
 
 
 EXPECT: dict[str, dict[str, Check]] = {
@@ -555,6 +600,66 @@ EXPECT: dict[str, dict[str, Check]] = {
         "mtp_num_layers": _said,
         MODEL_ROPE: _said,
         DP_OVERLAP: lambda c: c.has("zero_optimization.overlap_comm"),
+    },
+    "maxtext": {
+        "seq_len": lambda c: c.has("max_target_length", c.w.seq_len),
+        "global_batch": _maxtext_batch,
+        "precision": _maxtext_precision,
+        "grad_reduce_dtype": lambda c: c.has(
+            "grad_dtype", "float32" if c.w.grad_reduce_dtype == "fp32" else "bfloat16"
+        ),
+        "sequence_parallel": _said,
+        "tp_comm_overlap": lambda c: (
+            any("LIBTPU_INIT_ARGS" in n for n in c.result.notes)
+            if c.w.tp_comm_overlap
+            else c.said()
+        ),
+        "flash_attention": lambda c: c.has(
+            "attention", "cudnn_flash_te" if c.w.flash_attention else "dot_product"
+        ),
+        "moe_dispatch_dedup": _said,
+        "ep_comm_overlap": _said,
+        "cross_entropy": _said,
+        "recompute_num_layers": lambda c: (
+            c.has("remat_policy", "full") and (c.w.recompute_num_layers is None) != c.said()
+        ),
+        # static shapes: the dispatch never waits on the host
+        "moe_host_sync": _native(lambda c: not c.w.moe_host_sync),
+        "recompute_modules": lambda c: c.has("remat_policy", "minimal") and c.said(),
+        "expert_load_imbalance": _said,
+        "framework": _framework("maxtext"),
+        "moe_capacity_factor": lambda c: c.has("capacity_factor", c.w.moe_capacity_factor or -1.0),
+        "saved_tensors": _maxtext_saved,
+        "cp_comm": lambda c: (
+            c.has(
+                "context_parallel_strategy",
+                {"p2p": "ring", "allgather": "all_gather"}[c.w.cp_comm],
+            )
+            if c.w.cp_comm in ("p2p", "allgather")
+            else c.said()
+        ),
+        "pp_grad_sync": _said,
+        "reshard_after_forward": _said,
+        "pipeline_schedule": _said,
+        "zero_shard_group": lambda c: (
+            _maxtext_fsdp(c) * c.layout.ep == c.w.zero_shard_group
+            if c.layout.zero == 3
+            else c.said()
+        ),
+        "fp32_params": lambda c: c.has(
+            "weight_dtype", "float32" if c.w.fp32_params else "bfloat16"
+        ),
+        "unsharded_param_layers": _said,
+        "activation_offload_fraction": lambda c: "offload" in c.names.values() or c.said(),
+        "fused_elementwise": _said,
+        "attention_kernel": _native(lambda c: c.w.attention_kernel == "vendor"),
+        "activation_memory_overhead": _said,
+        "bf16_wgrad_formats": lambda c: c.has("quantization_local_shard_count", 0),
+        "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
+        "mtp_num_layers": lambda c: c.has("mtp_num_layers", c.w.mtp_num_layers),
+        MODEL_ROPE: _maxtext_rope,
+        # XLA overlaps the data-parallel collectives with compute
+        DP_OVERLAP: lambda c: True,
     },
 }
 

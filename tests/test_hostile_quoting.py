@@ -278,7 +278,7 @@ def test_shell_exports_never_run_a_hostile_name(
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
-def test_toml_and_json_exports_keep_their_structure(
+def test_toml_json_and_yaml_exports_keep_their_structure(
     kind: str, base_plan: Plan, marker: Path
 ) -> None:
     job = bypassed_job(base_plan, hostile(kind, marker))
@@ -290,10 +290,14 @@ def test_toml_and_json_exports_keep_their_structure(
     deepspeed = export(job, "deepspeed").text
     _no_terminal_controls(deepspeed)
     assert json.loads(deepspeed) == json.loads(export(benign, "deepspeed").text)
+    maxtext = export(job, "maxtext").text
+    _no_terminal_controls(maxtext)
+    assert _comment_mask(maxtext) == _comment_mask(export(benign, "maxtext").text)
+    assert yaml.safe_load(maxtext) == yaml.safe_load(export(benign, "maxtext").text)
 
 
 def test_every_format_is_covered() -> None:
-    assert set(FORMATS) == {*SHELL_FORMATS, "torchtitan", "deepspeed"}
+    assert set(FORMATS) == {*SHELL_FORMATS, "torchtitan", "deepspeed", "maxtext"}
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))

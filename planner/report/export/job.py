@@ -42,7 +42,7 @@ class ExportResult(FrozenSpec):
     schema_version: str = EXPORT_SCHEMA_VERSION
     """Version of this JSON shape (major.minor; minor bumps are additive)."""
     format: str
-    """Export format (megatron, bridge, torchtitan, deepspeed, vllm, sglang)."""
+    """Export format (megatron, bridge, torchtitan, deepspeed, maxtext, vllm, sglang)."""
     framework: str
     """The framework and entry point the output is for."""
     framework_version: str
