@@ -57,6 +57,24 @@ def test_band_widens_beyond_the_largest_validated_job() -> None:
     assert any(f"largest validated job ({largest})" in w for w in plan.warnings)
 
 
+def test_band_widens_for_a_step_shorter_than_any_validated_run() -> None:
+    """Strong scaling: NVIDIA's MLPerf 8B layout on 512 B200 (TP2 CP4, one sequence per 8
+    GPUs) predicts a step far shorter than any Blackwell row measured."""
+    plan = _plan(
+        "8B", "hgx_b200x512", {"tp": 2, "cp": 4, "dp": 64}, global_batch=64, precision="fp8"
+    )
+    bands = load_calibration("blackwell").heldout.bands  # type: ignore[union-attr]
+    shortest = min(b.min_step_s for k, b in bands.items() if k != "serving" and b.min_step_s)
+    assert plan.step_time_s < shortest  # the family's shortest step, over its regimes
+    assert plan.uncertainty_pct == pytest.approx(
+        _band("blackwell", "dense") * WIDEN.shorter_than_shortest_step.factor
+    )
+    assert any("shorter than any validated run's" in w for w in plan.warnings)
+    normal = _plan("8B", "hgx_b200x8", {"tp": 1}, global_batch=128, precision="fp8")
+    assert normal.step_time_s >= shortest
+    assert not any("shorter than any validated" in w for w in normal.warnings)
+
+
 def test_band_widens_for_fp4_training_on_b200() -> None:
     plan = _plan("70B", "hgx_b200x64", {"tp": 4, "pp": 2}, precision="nvfp4")
     assert plan.uncertainty_pct == pytest.approx(

@@ -86,6 +86,8 @@ def _envelope(band: BandSummary) -> str:
         parts.append(f"<= {band.max_num_gpus:,} GPUs")
     if band.max_seq_len is not None:
         parts.append(f"seq <= {band.max_seq_len:,}")
+    if band.min_step_s is not None:
+        parts.append(f"step >= {band.min_step_s:.2g} s")
     if band.formats:
         parts.append("/".join(str(f) for f in band.formats))
     return ", ".join(parts)

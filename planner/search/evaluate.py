@@ -116,7 +116,7 @@ def to_plan(
     step = cost.step_time_s
     tokens_per_s = workload.tokens_per_step / step
     model_flops_per_gpu = cost.model_flops_per_step / step / layout.num_gpus
-    band = train_band(model, cluster, workload, layout)
+    band = train_band(model, cluster, workload, layout, step_s=step)
     warnings = band.warnings + unused_settings(model, workload, layout)
     return Plan(
         model=model.name,

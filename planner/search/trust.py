@@ -50,13 +50,17 @@ class Basis:
     max_seq_len: int | None = None
     formats: tuple[NumberFormat, ...] | None = None
     frameworks: tuple[str, ...] | None = None
+    min_step_s: float | None = None
 
     @classmethod
     def of(cls, band: BandSummary, level: float) -> Basis:
         """The basis of one stored band."""
         formats = None if band.formats is None else tuple(band.formats)
         frameworks = None if band.frameworks is None else tuple(band.frameworks)
-        return cls(band.band_abs, level, band.max_num_gpus, band.max_seq_len, formats, frameworks)
+        return cls(
+            band.band_abs, level, band.max_num_gpus, band.max_seq_len, formats, frameworks,
+            band.min_step_s,
+        )  # fmt: skip
 
 
 def pooled_basis(regime: str, level: float) -> Basis | None:
@@ -73,12 +77,14 @@ def pooled_basis(regime: str, level: float) -> Basis | None:
     gpus = [b.max_num_gpus for b in bands if b.max_num_gpus is not None]
     seqs = [b.max_seq_len for b in bands if b.max_seq_len is not None]
     formats = {f for b in bands for f in (b.formats or ())}
+    steps = [b.min_step_s for b in bands if b.min_step_s is not None]
     return Basis(
         band_quantile(errors, level),
         level,
         max(gpus) if gpus else None,
         max(seqs) if seqs else None,
         tuple(sorted(formats, key=str)) if formats else None,
+        min_step_s=min(steps) if steps else None,
     )
 
 
@@ -124,18 +130,21 @@ def _without_bands(
 
 
 def family_envelope(basis: Basis, heldout: HeldoutRecord, regime: str) -> Basis:
-    """``basis`` with the formats and the longest sequence of all the family's training rows:
-    they exercise the family's kernels (GEMM per format, attention), whatever the regime; the
-    largest job stays the regime's own (its collectives are the regime's)."""
+    """``basis`` with the formats, the longest sequence and the shortest step of all the
+    family's training rows: they exercise the family's kernels (GEMM per format, attention) and
+    its per-step costs, whatever the regime; the largest job stays the regime's own (its
+    collectives are the regime's)."""
     if regime == "serving":
         return basis
     bands = [b for k, b in heldout.bands.items() if k != "serving"]
     seqs = [b.max_seq_len for b in bands if b.max_seq_len is not None]
+    short = [b.min_step_s for b in bands if b.min_step_s is not None]
     formats = {f for b in bands for f in (b.formats or ())}
     frameworks = {f for b in bands for f in (b.frameworks or ())}
     return replace(
         basis,
         max_seq_len=max(seqs) if seqs else basis.max_seq_len,
+        min_step_s=min(short) if short else basis.min_step_s,
         formats=tuple(sorted(formats, key=str)) if formats else basis.formats,
         frameworks=tuple(sorted(frameworks)) if frameworks else basis.frameworks,
     )
@@ -178,10 +187,15 @@ def family_basis(
 
 
 def envelope_steps(
-    basis: Basis, workload: TrainWorkload, layout: Layout, spec: TrustSpec
+    basis: Basis,
+    workload: TrainWorkload,
+    layout: Layout,
+    spec: TrustSpec,
+    step_s: float | None = None,
 ) -> list[Step]:
     """Widenings for a plan beyond what the basis's rows validate: more GPUs, longer
-    sequences, a precision none of them used."""
+    sequences, a shorter step than any of them (``step_s``, the plan's predicted step: strong
+    scaling), a precision none of them used."""
     steps: list[Step] = []
     if basis.max_num_gpus is not None and layout.num_gpus > basis.max_num_gpus:
         note = f"{layout.num_gpus} GPUs is beyond the largest validated job ({basis.max_num_gpus})"
@@ -192,6 +206,12 @@ def envelope_steps(
             f"({basis.max_seq_len})"
         )
         steps.append((spec.widen.beyond_longest_sequence.factor, note))
+    if basis.min_step_s is not None and step_s is not None and step_s < basis.min_step_s:
+        note = (
+            f"a {step_s * 1e3:,.0f} ms step is shorter than any validated run's "
+            f"({basis.min_step_s * 1e3:,.0f} ms): per-step fixed costs weigh more than any row checks"
+        )
+        steps.append((spec.widen.shorter_than_shortest_step.factor, note))
     if basis.formats is not None and layout.precision not in basis.formats:
         steps.append((spec.widen.precision_without_rows.factor,
                       f"{layout.precision} training has no validated runs"))  # fmt: skip
@@ -217,14 +237,19 @@ def widened(basis: Basis | None, steps: Sequence[Step]) -> TrustBand:
 
 
 def train_band(
-    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    step_s: float | None = None,
 ) -> TrustBand:
-    """The band of a training plan (module docstring)."""
+    """The band of a training plan (module docstring); ``step_s`` is its predicted step."""
     spec = load_trust()
     regime = "moe" if model.moe is not None else "dense"
     basis, steps = family_basis(cluster.accelerator, regime, spec)
     if basis is not None:
-        steps += envelope_steps(basis, workload, layout, spec)
+        steps += envelope_steps(basis, workload, layout, spec, step_s)
     return widened(basis, steps)
 
 

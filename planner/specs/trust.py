@@ -13,7 +13,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
@@ -65,6 +65,10 @@ class BandSummary(FrozenSpec):
     """Largest validated job of the regime (GPUs); None = not tracked (serving)."""
     max_seq_len: PositiveInt | None = None
     """Longest validated training sequence of the regime (tokens); None = not tracked."""
+    min_step_s: PositiveFloat | None = None
+    """Shortest measured optimizer step among the regime's rows (global batch x sequence / GPUs
+    / measured tokens per second per GPU): in a shorter step the per-step and per-kernel fixed
+    costs weigh more than any row checks; None = not tracked."""
     formats: list[NumberFormat] | None = None
     """Training precisions the regime's rows use; None = not tracked."""
     frameworks: list[Name] | None = None
@@ -81,7 +85,7 @@ class BandSummary(FrozenSpec):
         envelope: Mapping[str, object] | None = None,
     ) -> BandSummary:
         """Summary and band of ``errors`` (row id -> error, non-empty) at ``level``;
-        ``envelope`` sets max_num_gpus, max_seq_len and formats.
+        ``envelope`` sets max_num_gpus, max_seq_len, min_step_s and formats.
 
         >>> BandSummary.of({"a": 0.1, "b": -0.3, "c": 0.2}, 0.5).band_abs
         0.2
@@ -160,6 +164,8 @@ class WideningFactors(FrozenSpec):
     """More GPUs than the regime's largest validated job."""
     beyond_longest_sequence: Widening
     """Longer sequences than the family's longest validated one (any regime)."""
+    shorter_than_shortest_step: Widening
+    """A predicted step shorter than any validated run's of the regime (strong scaling)."""
     in_sample_only: Widening
     """An overlay with in-sample residuals but no held-out band (hand-written or older overlay)."""
     serving_not_held_out: Widening
