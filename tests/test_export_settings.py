@@ -276,6 +276,13 @@ def _eight_bit(c: Case) -> bool:
     return str(c.layout.precision) in ("fp8", "mxfp8")
 
 
+def _cp_method(name: str, ring: str, allgather: str) -> Check:
+    """The framework's K/V exchange setting ``name`` names the ring (p2p) or the all-gather by
+    its own words; the all-to-all forms are said in a note."""
+    words = {"p2p": ring, "allgather": allgather}
+    return lambda c: c.has(name, words[c.w.cp_comm]) if c.w.cp_comm in words else c.said()
+
+
 def _maxtext_batch(c: Case) -> bool:
     """per_device_batch_size x devices x gradient_accumulation_steps = the global batch."""
     per_device = float(c.names["per_device_batch_size"])  # type: ignore[arg-type]
@@ -512,13 +519,8 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.has("activation_checkpoint.selective_ac_option", "op")
             and c.said() != (c.w.saved_tensors == TORCHTITAN_SAVE_LIST)
         ),
-        "cp_comm": lambda c: (
-            c.has(
-                "parallelism.context_parallel_rotate_method",
-                {"p2p": "alltoall", "allgather": "allgather"}[c.w.cp_comm],
-            )
-            if c.w.cp_comm in ("p2p", "allgather")
-            else c.said()
+        "cp_comm": _cp_method(
+            "parallelism.context_parallel_rotate_method", "alltoall", "allgather"
         ),
         "pp_grad_sync": _said,
         "reshard_after_forward": lambda c: c.has(
@@ -630,14 +632,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "framework": _framework("maxtext"),
         "moe_capacity_factor": lambda c: c.has("capacity_factor", c.w.moe_capacity_factor or -1.0),
         "saved_tensors": _maxtext_saved,
-        "cp_comm": lambda c: (
-            c.has(
-                "context_parallel_strategy",
-                {"p2p": "ring", "allgather": "all_gather"}[c.w.cp_comm],
-            )
-            if c.w.cp_comm in ("p2p", "allgather")
-            else c.said()
-        ),
+        "cp_comm": _cp_method("context_parallel_strategy", "ring", "all_gather"),
         "pp_grad_sync": _said,
         "reshard_after_forward": _said,
         "pipeline_schedule": _said,
