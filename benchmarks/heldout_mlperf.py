@@ -9,9 +9,12 @@ them: they are not in the files ``layout calibrate --fit`` reads. Two benchmarks
 - llama31_8b (MLPerf Training v5.1, MLP rows): AMD's MI355X and MI350X and GigaComputing's MI355X
   (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD family, so the priors are
   the transferred ones, ``planner/catalog/transfer.py``), NVIDIA's GB300/GB200 at 8 GPUs (NVFP4),
-  72 and 512 GPUs (FP8), and the University of Florida's DGX B200 (FP8);
+  72 and 512 GPUs (FP8), and partners' runs: DGX B200 (University of Florida, 8 and 256 GPUs),
+  Oracle's B200 over RoCE (64), Dell's and Lenovo's HGX B300 (8; FP8 and NVFP4), HPE's H200 (64)
+  and Cisco's H100 over Ethernet (64);
 - llama31_405b (v5.0 and v5.1, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and GB200/GB300 at
-  256-2,560 GPUs (FP8 and NVFP4).
+  256-2,560 GPUs (FP8 and NVFP4), Nebius's H200 (512, 1,024) and the University of Florida's DGX
+  B200 (256, 448).
 
 Each row is predicted exactly as ``layout validate`` predicts a validation row (its stated layout
 pinned, the recipe's settings applied, anything unstated searched), and the summary says how
