@@ -87,6 +87,11 @@ def _mesh(job: ExportJob) -> dict[str, Value]:
     mesh["ici_pipeline_parallelism"] = layout.pp
     mesh["ici_context_parallelism"] = layout.cp
     mesh["ici_expert_parallelism"] = layout.ep
+    if layout.etp > 1 and layout.etp != layout.tp:
+        job.note(
+            f"etp={layout.etp}: MaxText shards the experts' FFN over the tensor axis "
+            f"(tp={layout.tp}); it has no expert-tensor axis of its own"
+        )
     if layout.zero in (1, 2):
         mesh["shard_optimizer_over_data"] = True
         job.note(
@@ -293,6 +298,8 @@ def overrides(job: ExportJob) -> dict[str, Value]:
             "cross_entropy": "the loss is one XLA computation",
             "unsharded_param_layers": "XLA schedules the FSDP gathers",
             "reshard_after_forward": "XLA re-gathers the FSDP weights in a rematted backward",
+            MODEL_ROPE: "rope_max_timescale and rope_type give the base and the scaling; MaxText's "
+            "model config sets the rest (a partial or MLA rotary part)",
         },
     )
     return out
