@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import planner
 from planner.errors import InfeasibleError, SpecError
+from planner.specs.result import Plan
 from planner.specs.trust import coverage
 from planner.specs.workload import TrainWorkload
 
@@ -43,17 +44,24 @@ def predict_rows(
                 f"{row_id:{id_width}s} {cluster:16s} not evaluated: {type(exc).__name__}: {reason}"
             )
             continue
-        error = plan.tokens_per_s_per_gpu / measured - 1.0
-        band = (plan.uncertainty_pct or 0.0) / 100.0
+        error, band, scores = scored(plan, measured)
         errors.append(error)
         bands.append(band)
         levels.add(plan.uncertainty_level)
-        print(
-            f"{row_id:{id_width}s} {cluster:16s} {plan.layout.short():{layout_width}s} "
-            f"predicted {plan.tokens_per_s_per_gpu:8,.0f}  measured {measured:8,.0f}  {error:+6.1%}"
-            f"  band ±{band:.1%}{'' if abs(error) <= band else '  OUTSIDE'}"
-        )
+        print(f"{row_id:{id_width}s} {cluster:16s} {plan.layout.short():{layout_width}s} {scores}")
     print_summary(errors, bands, levels)
+
+
+def scored(plan: Plan, measured: float) -> tuple[float, float, str]:
+    """(error = predicted / measured - 1, the plan's ± band as a fraction, the row's words:
+    predicted and measured tokens/s/GPU, the error, the band and OUTSIDE when it misses)."""
+    error = plan.tokens_per_s_per_gpu / measured - 1.0
+    band = (plan.uncertainty_pct or 0.0) / 100.0
+    words = (
+        f"predicted {plan.tokens_per_s_per_gpu:8,.0f}  measured {measured:8,.0f}  {error:+6.1%}"
+        f"  band ±{band:.1%}{'' if abs(error) <= band else '  OUTSIDE'}"
+    )
+    return error, band, words
 
 
 def print_summary(

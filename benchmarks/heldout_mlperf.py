@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from heldout import print_summary
+from heldout import print_summary, scored
 
 from planner.accuracy.rows import expand_cases, load_rows
 from planner.accuracy.run import predict_case
@@ -47,9 +47,7 @@ def main() -> None:
                 f"{case.id:6s} {case.row.cluster:18s} not evaluated: {' '.join(str(exc).split())}"
             )
             continue
-        measured = case.measured_tokens_per_s_per_gpu
-        error = plan.tokens_per_s_per_gpu / measured - 1.0
-        band = (plan.uncertainty_pct or 0.0) / 100.0
+        error, band, scores = scored(plan, case.measured_tokens_per_s_per_gpu)
         levels.add(plan.uncertainty_level)
         group = "llama31_405b" if case.id.startswith("MLN") else "llama31_8b"
         for name in (group, "all"):
@@ -58,9 +56,7 @@ def main() -> None:
             bands.append(band)
         print(
             f"{case.id:6s} {case.row.cluster:18s} {case.row.precision:5s} "
-            f"{plan.layout.short():42s} predicted {plan.tokens_per_s_per_gpu:8,.0f}  "
-            f"measured {measured:8,.0f}  {error:+6.1%}  band ±{band:.1%}"
-            f"{'' if abs(error) <= band else '  OUTSIDE'}"
+            f"{plan.layout.short():42s} {scores}"
         )
     for name in ("llama31_8b", "llama31_405b", "all"):
         if name in groups:

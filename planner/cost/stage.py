@@ -326,12 +326,13 @@ def layers_forward(
     linear = num_dense * dense_t + num_moe * moe_t
     bf16 = NumberFormat.BF16
     wgrad_extra = 0.0
-    if fmt in workload.bf16_wgrad_formats:
+    if fmt in workload.bf16_wgrad_formats:  # the weight-gradient GEMMs at bf16 speed
         slow = _rates(acc, bf16)
-        wgrad = num_dense * _layer_linear_time(model, tokens, False, degrees, slow)[0] if (
-            num_dense) else 0.0  # fmt: skip
-        if num_moe:
-            wgrad += num_moe * _layer_linear_time(model, tokens, True, degrees, slow)[0]
+        wgrad = sum(
+            count * _layer_linear_time(model, tokens, moe_layer, degrees, slow)[0]
+            for count, moe_layer in ((num_dense, False), (num_moe, True))
+            if count
+        )
         wgrad_extra = max(0.0, wgrad - linear)
     if workload.flash_attention:
         attention_mma = matmul_time(

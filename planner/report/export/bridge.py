@@ -26,6 +26,7 @@ from planner.report.export.job import (
     pipeline_split,
     split_note,
     split_recompute_settings,
+    training_header,
 )
 from planner.report.export.mcore import (
     CP_COMM_TYPE,
@@ -251,16 +252,16 @@ def bridge_overrides(job: ExportJob) -> list[str]:
 def render(job: ExportJob) -> ExportResult:
     """A bash array ``BRIDGE_OVERRIDES=( ... )``, one override per line."""
     overrides = bridge_overrides(job)
-    plan = job.train[0]
-    header = [
-        f"{FRAMEWORK}; names checked against NVIDIA-NeMo/Megatron-Bridge {VERSION}",
-        f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} GPUs)",
-        "use with the model's recipe, e.g.: torchrun ... scripts/training/run_recipe.py "
-        '--recipe <model>_pretrain_config "${BRIDGE_OVERRIDES[@]}"',
-        "the recipe sets the architecture; these set the layout, batch, precision, overlaps "
-        "and RoPE the prediction assumes",
-        *(f"note: {note}" for note in job.notes),
-    ]
+    header = training_header(
+        job,
+        [f"{FRAMEWORK}; names checked against NVIDIA-NeMo/Megatron-Bridge {VERSION}"],
+        [
+            "use with the model's recipe, e.g.: torchrun ... scripts/training/run_recipe.py "
+            '--recipe <model>_pretrain_config "${BRIDGE_OVERRIDES[@]}"',
+            "the recipe sets the architecture; these set the layout, batch, precision, overlaps "
+            "and RoPE the prediction assumes",
+        ],
+    )
     lines = [*comment_block(header), "BRIDGE_OVERRIDES=("]
     lines += [f"  {shell_word(item)}" for item in overrides]
     lines.append(")")

@@ -235,6 +235,22 @@ def _first_error(exc: ValueError) -> str:
     return str(exc).splitlines()[0]
 
 
+def training_header(
+    job: ExportJob, checked: list[str], usage: list[str], count: str | None = None
+) -> list[str]:
+    """The comment lines that open a training export: what its names were checked against
+    (``checked``), the plan (model, cluster, layout and ``count``, by default its GPUs), how to
+    use the output (``usage``) and every note."""
+    plan = job.train[0]
+    shown = count if count is not None else f"{plan.num_gpus} GPUs"
+    return [
+        *checked,
+        f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} ({shown})",
+        *usage,
+        *(f"note: {note}" for note in job.notes),
+    ]
+
+
 def comment_block(lines: list[str], prefix: str = "# ") -> list[str]:
     """Lines as comments, one comment line per line: control characters in a line (a newline
     in a model name) are escaped, so nothing after them can leave the comment."""

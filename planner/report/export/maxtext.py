@@ -20,7 +20,13 @@ from planner.report.export.assumed import (
     express_framework,
     note_unexpressed,
 )
-from planner.report.export.job import ExportJob, ExportResult, comment_block, mtp_layers
+from planner.report.export.job import (
+    ExportJob,
+    ExportResult,
+    comment_block,
+    mtp_layers,
+    training_header,
+)
 from planner.specs.layout import Recompute
 
 FRAMEWORK = "MaxText config overrides (YAML over configs/base.yml)"
@@ -314,13 +320,12 @@ def layout_scans(job: ExportJob) -> bool:
 def render(job: ExportJob) -> ExportResult:
     """The YAML overrides with a header comment, and the same as ``key=value`` arguments."""
     values = overrides(job)
-    plan = job.train[0]
-    header = [
-        f"MaxText overrides; keys checked against AI-Hypercomputer/maxtext {VERSION}",
-        f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} devices)",
-        "merge over configs/base.yml, or pass as key=value to python3 -m MaxText.train",
-        *(f"note: {note}" for note in job.notes),
-    ]
+    header = training_header(
+        job,
+        [f"MaxText overrides; keys checked against AI-Hypercomputer/maxtext {VERSION}"],
+        ["merge over configs/base.yml, or pass as key=value to python3 -m MaxText.train"],
+        count=f"{job.train[0].num_gpus} devices",
+    )
     body = yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=100)
     args = [f"{key}={_arg(value)}" for key, value in values.items()]
     return ExportResult(

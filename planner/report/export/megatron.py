@@ -25,6 +25,7 @@ from planner.report.export.job import (
     pipeline_split,
     split_note,
     split_recompute_settings,
+    training_header,
 )
 from planner.report.export.mcore import (
     UNEXPRESSED_WHERE,
@@ -413,14 +414,12 @@ def megatron_args(job: ExportJob) -> list[str]:
 def render(job: ExportJob) -> ExportResult:
     """A bash array ``MEGATRON_ARGS=( ... )`` with a comment per group and the notes."""
     groups = megatron_groups(job)
-    plan = job.train[0]
-    header = [
-        f"{FRAMEWORK} arguments; names checked against NVIDIA/Megatron-LM {VERSION}",
-        f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} "
-        f"({plan.num_gpus} GPUs = {job.num_nodes} node(s) x {job.gpus_per_node})",
-        'run: torchrun --nnodes ... --nproc-per-node ... pretrain_gpt.py "${MEGATRON_ARGS[@]}"',
-        *(f"note: {note}" for note in job.notes),
-    ]
+    header = training_header(
+        job,
+        [f"{FRAMEWORK} arguments; names checked against NVIDIA/Megatron-LM {VERSION}"],
+        ['run: torchrun --nnodes ... --nproc-per-node ... pretrain_gpt.py "${MEGATRON_ARGS[@]}"'],
+        count=f"{job.train[0].num_gpus} GPUs = {job.num_nodes} node(s) x {job.gpus_per_node}",
+    )
     lines = [*comment_block(header), "MEGATRON_ARGS=("]
     for title, args in groups:
         lines.append(f"  # {comment_text(title)}")

@@ -24,6 +24,7 @@ from planner.report.export.job import (
     mtp_layers,
     pipeline_split,
     split_recompute_settings,
+    training_header,
 )
 from planner.report.quote import toml_string
 from planner.specs.layout import Recompute
@@ -313,14 +314,14 @@ def render(job: ExportJob) -> ExportResult:
             "unsharded_param_layers": "FSDP2 prefetches one layer ahead",
         },
     )
-    plan = job.train[0]
-    header = [
-        f"torchtitan job-config sections; names checked against pytorch/torchtitan {VERSION},",
-        "the last release line with TOML job configs (main has moved to Python configs)",
-        f"plan: {plan.model} on {plan.cluster}: {plan.layout.short()} ({plan.num_gpus} GPUs)",
-        "merge into a train config (e.g. models/llama3/train_configs/llama3_70b.toml)",
-        *(f"note: {note}" for note in job.notes),
-    ]
+    header = training_header(
+        job,
+        [
+            f"torchtitan job-config sections; names checked against pytorch/torchtitan {VERSION},",
+            "the last release line with TOML job configs (main has moved to Python configs)",
+        ],
+        ["merge into a train config (e.g. models/llama3/train_configs/llama3_70b.toml)"],
+    )
     lines = comment_block(header)
     for name, table in tables.items():
         lines += ["", f"[{name}]"]
