@@ -25,6 +25,7 @@ from planner.accuracy.rows import (
     stated_layout,
     to_model_spec,
     training_file,
+    workload_of,
 )
 from planner.accuracy.run import (
     RowResult,
@@ -184,6 +185,9 @@ def test_gpt_era_conventions(by_id: dict[str, TrainingRow]) -> None:
     )
     assert not llama.attention_bias and not llama.dropout
     assert to_model_spec(by_id["F7"]).ffn_activation == "relu2"
+    # Megatron-LM reduced gradients after the backward until --overlap-grad-reduce (2023-08)
+    assert not workload_of(by_id["S1"]).dp_comm_overlap
+    assert workload_of(by_id["M1"]).dp_comm_overlap and workload_of(by_id["N4"]).dp_comm_overlap
 
 
 def test_mla_moe_and_sliding_window(by_id: dict[str, TrainingRow]) -> None:
@@ -207,8 +211,10 @@ def test_stated_layout(by_id: dict[str, TrainingRow]) -> None:
         "tp": 1, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "mbs": 1, "recompute": "full", "zero": 3,
     }  # fmt: skip
     s1 = stated_layout(by_id["S1"])
-    assert "mbs" not in s1 and "vpp" not in s1 and "zero" not in s1
+    assert "mbs" not in s1 and "vpp" not in s1
     assert s1["recompute"] == "full"
+    # SC'21 ran plain data parallelism: the distributed optimizer came to Megatron-LM in 2022
+    assert s1["zero"] == 0 and "zero" not in stated_layout(by_id["M1"])
 
 
 def test_variants_become_rows(rows: list[TrainingRow]) -> None:

@@ -144,6 +144,37 @@ def test_dp_last_bucket_is_exposed_by_hand() -> None:
     assert dp_tail_params(model, Layout(tp=1, dp=128, cp=1)) == 128256 * 4096
 
 
+def test_dp_reduction_without_overlap_is_exposed_in_full_by_hand() -> None:
+    """Megatron-LM before --overlap-grad-reduce (2023-08) and DeepSpeed's pipeline engine reduce
+    after the last backward: the whole fp32 reduce-scatter and bf16 all-gather are exposed,
+    whatever the compute. Same ring as above: 1e9 parameters, 8 ranks on 100 GB/s. ZeRO-2
+    reduces after every one of its 4 micro-batches; ZeRO-3 keeps its prefetch overlap."""
+    from planner.cost.stage import MicrobatchTime
+    from planner.cost.step import dp_exposed_time
+    from planner.specs.comm import CommDomain
+
+    dp = CommDomain(
+        size=8, bandwidth_bytes_per_s=1e11, latency_s=0.0, efficiency=1.0, tier="scale_out"
+    )
+    slow = MicrobatchTime(forward_s=1.0, backward_s=2.0, tp_comm_s=0, cp_comm_s=0, ep_comm_s=0)
+    reduce = 4 * 1e9 * 7 / 8 / 1e11  # fp32 gradients: 35 ms
+    gather = 2 * 1e9 * 7 / 8 / 1e11  # bf16 parameters: 17.5 ms
+    serial = TrainWorkload(grad_reduce_dtype="fp32", dp_comm_overlap=False)
+    overlapped = TrainWorkload(grad_reduce_dtype="fp32")
+
+    def exposed(workload: TrainWorkload, zero: int) -> float:
+        return dp_exposed_time(
+            1e9, 0.0, Layout(dp=8, zero=zero), {"dp": dp}, slowest=slow, num_microbatches=4,
+            workload=workload, tail_params=1e8,
+        )  # fmt: skip
+
+    assert exposed(serial, 1) == pytest.approx(reduce + gather)
+    assert exposed(serial, 0) == pytest.approx(2 * 4 * 1e9 * 7 / 8 / 1e11)  # fp32 all-reduce
+    assert exposed(serial, 2) == pytest.approx(4 * reduce + gather)
+    assert exposed(serial, 3) == pytest.approx(exposed(overlapped, 3))
+    assert exposed(overlapped, 1) < exposed(serial, 1)
+
+
 def test_heaviest_moe_stage_is_checked_after_leading_dense_layers() -> None:
     """DeepSeek-V3 (3 dense layers, then 58 MoE layers) on 32 stages: stage 1 holds only dense
     layers 1-2, stage 2 the first two MoE layers (2 x 256 experts of 3 x 7168 x 2048 = 22.5B

@@ -553,9 +553,9 @@ def workload_of(row: TrainingRow) -> TrainWorkload:
 
 
 def _megatron_era_fields(row: TrainingRow) -> dict[str, object]:
-    """What the shared set's Megatron rows ran by the date of their source: fused attention and
-    TP-communication overlap (userbuffers) from 2023, bf16 gradient reduction in NVIDIA's
-    performance recipes."""
+    """What the shared set's Megatron rows ran by the date of their source: fused attention,
+    TP-communication overlap (userbuffers) and overlapped data-parallel reduction from 2023, bf16
+    gradient reduction in NVIDIA's performance recipes."""
     flash = not any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
     perf_recipe = any(marker in row.source for marker in NVIDIA_PERF_RECIPE_SOURCES)
     fields: dict[str, object] = {
@@ -564,6 +564,9 @@ def _megatron_era_fields(row: TrainingRow) -> dict[str, object]:
         # fused attention: the same pre-2023 sources ran without it.
         "tp_comm_overlap": flash,
         "grad_reduce_dtype": "bf16" if perf_recipe else "fp32",
+        # --overlap-grad-reduce came on 2023-08-16 (commit 2d5220a424): before it, train_step
+        # reduced the gradients after forward_backward_func, exposed.
+        "dp_comm_overlap": flash,
     }
     if not flash:
         # Megatron's fused cross entropy (2024-06) came after these runs too.
@@ -589,6 +592,14 @@ def stated_layout(row: TrainingRow) -> dict[str, object]:
     }
     if lay.fsdp and lay.zero is None:
         out["zero"] = 3
+    if (
+        row.framework == "megatron"
+        and lay.zero is None
+        and any(marker in row.source for marker in UNFUSED_ATTENTION_SOURCES)
+    ):
+        # plain data parallelism: the distributed optimizer reached Megatron-LM on 2022-02-10
+        # (commit 329fe5820f), after SC'21's runs (Korthikanti et al.'s rows are DP 1)
+        out["zero"] = 0
     if row.recipe is not None:
         for key in ("vpp", "etp", "mbs", "recompute"):
             value = getattr(row.recipe, key)

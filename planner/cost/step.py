@@ -11,7 +11,9 @@ of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_
 - DP gradient reduce-scatter (all-reduce at ZeRO-0) overlaps with the backward pass of the last
   micro-batch, and the ZeRO parameter all-gather with the forward of the first one
   (Megatron-LM ``--overlap-grad-reduce`` / ``--overlap-param-gather``); ZeRO-2/3 reduce every
-  micro-batch, ZeRO-3 gathers parameters for every forward and backward.
+  micro-batch, ZeRO-3 gathers parameters for every forward and backward. Without that overlap
+  (``TrainWorkload.dp_comm_overlap`` False: Megatron-LM before 2023-08, DeepSpeed below ZeRO-3)
+  the whole reduction and gather are exposed.
 - Pipeline sends are exposed: 2 per micro-batch per virtual stage, plus the fill.
 The step time is the sum of the exposed terms (``breakdown_s``).
 """
@@ -213,6 +215,9 @@ def dp_exposed_time(
         return last + overlapped_exposed_time(max(0.0, total - last), compute, contention)
 
     if not reduces_once_per_step(workload, layout):
+        if not workload.dp_comm_overlap and layout.zero < 3:
+            # ZeRO-2 without overlap: each backward's reduction runs after it, exposed
+            return num_microbatches * reduce + gather
         # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
         # its gradients, the last bucket after the backward ends (and ZeRO-3 re-gathers the
         # parameters for every forward, and backward when it reshards, prefetching them behind
@@ -226,6 +231,9 @@ def dp_exposed_time(
         if layout.zero < 3:
             first_gather = bucketed(gather, tail_gather, slowest.forward_s)
         return num_microbatches * per_microbatch + first_gather
+    if not workload.dp_comm_overlap and layout.zero < 3:
+        # the whole reduction after the last backward, the gather after the optimizer step
+        return reduce + gather
     exposed = bucketed(reduce, tail_reduce, slowest.backward_s)
     rounds = math.ceil(num_microbatches / layout.pp)
     if workload.pp_grad_sync == "round" and layout.zero >= 3 and rounds > 1:

@@ -95,6 +95,17 @@ class TrainWorkload(FrozenSpec):
     """With tp > 1, the norms, dropouts and residual adds run on T / tp tokens per GPU and their
     activations are sharded (Megatron --sequence-parallel, Korthikanti et al. 2022 section 4.2.2);
     False replicates them on every TP rank (sbh(10 + 24/t) instead of 34 sbh / t bytes)."""
+    dp_comm_overlap: bool = True
+    """With ZeRO 0-2, the data-parallel gradient reduction overlaps the backward in buckets and
+    the ZeRO parameter gather the next forward (Megatron-LM ``--overlap-grad-reduce`` /
+    ``--overlap-param-gather``, added 2023-08-16 in commit 2d5220a424; on in NVIDIA's recipes).
+    False: they run after the backward, exposed, as Megatron-LM did before (``train_step`` calls
+    ``allreduce_gradients()`` / ``optimizer.reduce_model_grads()`` after
+    ``forward_backward_func``: commits 5c8238c3 of 2021 and 285068c8 of 2023-01), as DeepSpeed's
+    pipeline engine does (``TrainSchedule`` issues ``ReduceGrads`` after the last backward) and as
+    DeepSpeed's ZeRO-1/2 do by default (``zero_optimization.overlap_comm`` false below stage 3).
+    ZeRO-3 overlaps either way (its gathers are prefetched; DeepSpeed turns ``overlap_comm`` on
+    for stage 3)."""
     tp_comm_overlap: bool = True
     """Tensor-parallel collectives are pipelined with their GEMMs (Megatron-LM --tp-comm-overlap,
     on in NVIDIA's H100/B200 recipes); False leaves them on the critical path."""
