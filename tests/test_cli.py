@@ -46,6 +46,8 @@ WORKLOAD_FLAGS = {
     "--grad-reduce", "--no-tp-overlap", "--no-sequence-parallel",
     # issue 19: multi-token prediction
     "--mtp-num-layers",
+    # issue 18: data-parallel overlap as the framework runs it
+    "--dp-overlap",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

@@ -105,7 +105,13 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     ],
     "mtp_num_layers": [("mla", {"mtp_num_layers": 1})],
     MODEL_ROPE: [(p, {}) for p in ("dense", "yarn", "mla", "half_rope", "plain_rope")],
-    DP_OVERLAP: [("dense", {}), ("zero0", {})],
+    DP_OVERLAP: [
+        ("dense", {}),
+        ("zero0", {}),
+        ("dense", {"dp_comm_overlap": False}),
+        ("zero0", {"dp_comm_overlap": False}),
+        ("zero3", {"dp_comm_overlap": False}),  # ZeRO-3 overlaps regardless
+    ],
 }
 
 
@@ -206,16 +212,24 @@ def _recompute_modules_megatron(c: Case) -> bool:
     return tuple(tokens[i + 1 : i + 1 + len(c.w.recompute_modules)]) == c.w.recompute_modules
 
 
+def _dp_on(c: Case) -> bool:
+    """The prediction overlaps the DP collectives (always at ZeRO-3)."""
+    return c.w.dp_comm_overlap or c.layout.zero >= 3
+
+
 def _dp_megatron(c: Case) -> bool:
+    if not _dp_on(c):  # Megatron-LM reduces after the backward without the flags
+        return not c.has("--overlap-grad-reduce") and not c.has("--overlap-param-gather")
     return c.has("--overlap-grad-reduce") and c.has("--overlap-param-gather") == (
         c.layout.zero >= 1
     )
 
 
 def _dp_bridge(c: Case) -> bool:
-    return c.has("ddp.overlap_grad_reduce", "true") and c.has(
-        "ddp.overlap_param_gather", "true"
-    ) == (c.layout.zero >= 1)
+    on = "true" if _dp_on(c) else "false"
+    return c.has("ddp.overlap_grad_reduce", on) and c.has("ddp.overlap_param_gather", on) == (
+        c.layout.zero >= 1
+    )
 
 
 def _default_or_said(default: Callable[[Case], bool]) -> Check:
@@ -550,8 +564,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         ),
         "mtp_num_layers": _said,
         MODEL_ROPE: _said,
-        # FSDP2 and DDP overlap their collectives with compute by default
-        DP_OVERLAP: lambda c: True,
+        # FSDP2 and DDP overlap their collectives with compute by default: said when not
+        DP_OVERLAP: _default_or_said(_dp_on),
     },
     "deepspeed": {
         "seq_len": _said,
@@ -601,7 +615,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
         "mtp_num_layers": _said,
         MODEL_ROPE: _said,
-        DP_OVERLAP: lambda c: c.has("zero_optimization.overlap_comm"),
+        DP_OVERLAP: lambda c: c.names.get("zero_optimization.overlap_comm") is _dp_on(c),
     },
     "maxtext": {
         "seq_len": lambda c: c.has("max_target_length", c.w.seq_len),
@@ -653,8 +667,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
         "mtp_num_layers": lambda c: c.has("mtp_num_layers", c.w.mtp_num_layers),
         MODEL_ROPE: _maxtext_rope,
-        # XLA overlaps the data-parallel collectives with compute
-        DP_OVERLAP: lambda c: True,
+        # XLA overlaps the data-parallel collectives with compute: said when not
+        DP_OVERLAP: _default_or_said(_dp_on),
     },
 }
 

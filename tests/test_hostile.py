@@ -923,6 +923,7 @@ def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("train", ["--precision", "bf16"], "--precision"),  # even the plan's own
         ("train", ["--recompute-modules", "mlp"], "--recompute-modules"),
         ("train", ["--no-tp-overlap"], "--no-tp-overlap"),
+        ("train", ["--dp-overlap", "off"], "--dp-overlap"),
         ("serve", ["--global-batch", "64"], "--global-batch"),
         ("serve", ["--fix", "tp=1"], "--fix"),
     ],

@@ -239,3 +239,24 @@ def test_whatif_and_migrate_text_fit_100_columns() -> None:
                              "hgx_b200x8", "--seq-len", "4096", "--global-batch", "64"])  # fmt: skip
     assert code == 0
     _fits(out)
+
+
+def test_moe_warning_only_for_settings_the_user_gave() -> None:
+    """A dense model under a profile that sets MoE dispatch fields itself (DeepSpeed's
+    capacity-padded dispatch has no host sync) gets no MoE warning; the same field given by the
+    user does."""
+    from planner.catalog.frameworks import load_framework
+    from planner.search.evaluate import unused_settings
+    from planner.specs.layout import Layout
+    from planner.specs.workload import TrainWorkload
+
+    model = planner.load_model("8B")
+    assert load_framework("deepspeed").workload["moe_host_sync"] is False
+    profile = TrainWorkload(framework="deepspeed", moe_host_sync=False)
+    assert unused_settings(model, profile, Layout(dp=8)) == []
+    given = TrainWorkload(framework="deepspeed", moe_host_sync=False, ep_comm_overlap=True)
+    assert any("no experts" in w for w in unused_settings(model, given, Layout(dp=8)))
+    assert any(
+        "no experts" in w
+        for w in unused_settings(model, TrainWorkload(moe_host_sync=False), Layout(dp=8))
+    )

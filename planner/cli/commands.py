@@ -552,6 +552,7 @@ _WORKLOAD_FLAGS = {
     "grad_reduce_dtype": "--grad-reduce",
     "sequence_parallel": "--no-sequence-parallel",
     "tp_comm_overlap": "--no-tp-overlap",
+    "dp_comm_overlap": "--dp-overlap",
     "recompute_modules": "--recompute-modules",
     "recompute_num_layers": "--recompute-num-layers",
     "moe_dispatch_dedup": "--moe-dispatcher",
@@ -619,7 +620,7 @@ SAVED_PLAN_REL_TOL = 1e-3
 PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "no_sequence_parallel",
-    "no_tp_overlap",
+    "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

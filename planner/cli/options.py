@@ -258,6 +258,13 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         help="TP collectives not pipelined with their GEMMs (no --tp-comm-overlap)",
     )
     g.add_argument(
+        "--dp-overlap",
+        choices=("on", "off"),
+        help="data-parallel gradient reduction overlapped with the backward in buckets (on; "
+        "Megatron-LM --overlap-grad-reduce) or after it, exposed (off: DeepSpeed's default below "
+        "ZeRO-3 and its pipeline engine); default: the framework profile's",
+    )
+    g.add_argument(
         "--mtp-num-layers",
         type=positive_int,
         metavar="N",
@@ -325,6 +332,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["sequence_parallel"] = False
     if getattr(args, "no_tp_overlap", False):
         out["tp_comm_overlap"] = False
+    if getattr(args, "dp_overlap", None):
+        out["dp_comm_overlap"] = args.dp_overlap == "on"
     if getattr(args, "mtp_num_layers", None) is not None:
         out["mtp_num_layers"] = args.mtp_num_layers
     return out

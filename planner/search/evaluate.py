@@ -93,11 +93,27 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
             f"recompute-num-layers {workload.recompute_num_layers} applies to full "
             f"recomputation; this layout uses {layout.recompute}"
         )
-    if model.moe is None and (
-        workload.ep_comm_overlap or workload.moe_dispatch_dedup or not workload.moe_host_sync
-    ):
+    if model.moe is None and _moe_settings_given(workload):
         out.append(f"the MoE dispatch settings have no effect: {model.name} has no experts")
     return out
+
+
+MOE_DISPATCH_FIELDS = ("ep_comm_overlap", "moe_dispatch_dedup", "moe_host_sync")
+"""TrainWorkload fields that only an MoE layer uses."""
+
+
+def _moe_settings_given(workload: TrainWorkload) -> bool:
+    """Whether an MoE dispatch field differs from what the framework profile sets (a profile's
+    own value, such as DeepSpeed's capacity-padded dispatch without a host sync, is not the
+    user's)."""
+    from planner.catalog.frameworks import load_framework
+
+    profile = load_framework(workload.framework).workload
+    defaults = TrainWorkload.model_fields
+    return any(
+        getattr(workload, name) != profile.get(name, defaults[name].default)
+        for name in MOE_DISPATCH_FIELDS
+    )
 
 
 def to_plan(

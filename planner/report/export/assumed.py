@@ -23,9 +23,10 @@ Relevant = Callable[[ExportJob], bool]
 
 MODEL_ROPE = "model.rope"
 """Key of the model's rotary embedding (rope_theta, rope_scaling, rotary_fraction)."""
-DP_OVERLAP = "cost.dp_overlap"
-"""Key of the cost model's DP overlap: gradient reduce-scatter behind the backward and parameter
-all-gather behind the forward, in buckets, the last bucket exposed."""
+DP_OVERLAP = "dp_comm_overlap"
+"""Key of the data-parallel overlap (``TrainWorkload.dp_comm_overlap``): gradient reduce-scatter
+behind the backward and parameter all-gather behind the forward, in buckets, the last bucket
+exposed; or, off below ZeRO-3, both after the backward."""
 
 
 def _on(flag: bool, yes: str, no: str) -> str:
@@ -308,11 +309,21 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "DP gradient reduction overlapped with the backward"
             + (" and parameter gathers with the forward" if j.train[0].layout.zero >= 1 else "")
             + ", in buckets (the last one exposed)"
+            if dp_overlapped(j)
+            else "DP gradient reduction"
+            + (" and parameter gather" if j.train[0].layout.zero >= 1 else "")
+            + " after the backward, exposed"
         ),
     ),
 }
 """Setting key -> (does the plan use it, the setting in words). Keys are the TrainWorkload
-fields (``mode`` aside), :data:`MODEL_ROPE` and :data:`DP_OVERLAP`."""
+fields (``mode`` aside; :data:`DP_OVERLAP` is one) and :data:`MODEL_ROPE`."""
+
+
+def dp_overlapped(job: ExportJob) -> bool:
+    """Whether the prediction overlaps the data-parallel collectives with compute: the
+    workload's ``dp_comm_overlap``, always at ZeRO-3 (:func:`planner.cost.step.dp_exposed_time`)."""
+    return job.train[1].dp_comm_overlap or job.train[0].layout.zero >= 3
 
 
 def profile_exports_to(job: ExportJob, *formats: str) -> bool:

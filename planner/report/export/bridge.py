@@ -13,6 +13,7 @@ from __future__ import annotations
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
+    dp_overlapped,
     express_framework,
     note_unexpressed,
 )
@@ -152,9 +153,10 @@ def _overlap(job: ExportJob) -> list[str]:
         out.append(f"comm_overlap.tp_comm_overlap={_bool(workload.tp_comm_overlap)}")
     job.express("tp_comm_overlap")
     if layout.dp * layout.cp > 1:
-        out.append("ddp.overlap_grad_reduce=true")
+        overlap = _bool(dp_overlapped(job))
+        out.append(f"ddp.overlap_grad_reduce={overlap}")
         if layout.zero >= 1:
-            out.append("ddp.overlap_param_gather=true")
+            out.append(f"ddp.overlap_param_gather={overlap}")
     job.express(DP_OVERLAP)
     out.append(f"model.attention_backend={attention_backend(workload)}")
     job.express("attention_kernel")

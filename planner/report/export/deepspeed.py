@@ -13,7 +13,12 @@ import json
 import math
 
 from planner.cost.params import layer_dense_and_expert_params
-from planner.report.export.assumed import DP_OVERLAP, express_framework, note_unexpressed
+from planner.report.export.assumed import (
+    DP_OVERLAP,
+    dp_overlapped,
+    express_framework,
+    note_unexpressed,
+)
 from planner.report.export.job import ExportJob, ExportResult
 from planner.specs.layout import Recompute
 
@@ -30,7 +35,13 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
         stage = 1
     zero: dict[str, object] = {"stage": stage}
     if layout.dp * layout.cp > 1:  # overlap_comm defaults to on for ZeRO-3 only
-        zero["overlap_comm"] = True
+        zero["overlap_comm"] = dp_overlapped(job)
+        if layout.pp > 1 and dp_overlapped(job):
+            job.note(
+                "DeepSpeed's pipeline engine reduces gradients after the last micro-batch "
+                "(TrainSchedule's ReduceGrads), whatever overlap_comm says: the prediction "
+                "overlaps them (dp_comm_overlap)"
+            )
     job.express(DP_OVERLAP)
     if stage == 3:
         zero.update(_stage3(job))

@@ -17,6 +17,7 @@ import yaml
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
+    dp_overlapped,
     express_framework,
     note_unexpressed,
 )
@@ -104,7 +105,8 @@ def _mesh(job: ExportJob) -> dict[str, Value]:
             f"ZeRO-{layout.zero}: MaxText shards the optimizer over the data axis "
             "(shard_optimizer_over_data); gradients stay replicated"
         )
-    job.express(DP_OVERLAP)  # XLA overlaps the data-parallel collectives with compute
+    if dp_overlapped(job):  # XLA overlaps the data-parallel collectives with compute
+        job.express(DP_OVERLAP)
     if layout.zero >= 3:
         job.express("zero_shard_group")
     return mesh

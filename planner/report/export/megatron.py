@@ -12,6 +12,7 @@ from __future__ import annotations
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
+    dp_overlapped,
     express_framework,
     note_unexpressed,
 )
@@ -193,11 +194,11 @@ def _overlap(job: ExportJob) -> Group:
                 "TP collectives run exposed"
             )
     job.express("tp_comm_overlap")
-    if layout.dp * layout.cp > 1:
+    if layout.dp * layout.cp > 1 and dp_overlapped(job):
         args.append("--overlap-grad-reduce")
         if layout.zero >= 1:
             args.append("--overlap-param-gather")
-    job.express(DP_OVERLAP)
+    job.express(DP_OVERLAP)  # Megatron-LM reduces after the backward without the two flags
     args += ["--attention-backend", attention_backend(workload)]
     job.express("flash_attention", "attention_kernel")
     if workload.cross_entropy != "unfused":

@@ -13,6 +13,7 @@ from planner.catalog.frameworks import load_framework
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
+    dp_overlapped,
     express_framework,
     note_unexpressed,
     setting_words,
@@ -50,7 +51,8 @@ def _toml(value: TomlValue) -> str:
 
 def _data_parallel(job: ExportJob) -> dict[str, TomlValue]:
     layout, workload = job.train[0].layout, job.train[1]
-    job.express(DP_OVERLAP)  # FSDP2 and DDP overlap their collectives with compute by default
+    if dp_overlapped(job):  # FSDP2 and DDP overlap their collectives with compute by default
+        job.express(DP_OVERLAP)
     if layout.zero == 0:
         return {"data_parallel_replicate_degree": layout.dp, "data_parallel_shard_degree": 1}
     if layout.zero == 1:
