@@ -276,3 +276,23 @@ def test_recomputed_clamped_activation_repeats_its_clamps() -> None:
     assert extra[("moe_act",)] - extra[("core_attn",)] == pytest.approx(
         36 * 4096 * 16 * 4 * 2880 / hbm
     )
+
+
+def test_step_overhead_is_one_fixed_term_per_step() -> None:
+    """The fitted per-step host overhead is added once per optimizer step, whatever the layout:
+    50 ms more on the accelerator adds exactly 0.05 s to the step, in its own breakdown term. A
+    family without a fit (TPU: XLA compiles the whole step) keeps the catalog's 0."""
+    model, cluster = load_model("8B"), load_cluster("hgx_h100x8")
+    acc = cluster.accelerator
+    for value in (0.0, 50.0):
+        eff = acc.efficiency.model_copy(update={"step_overhead_ms": value})
+        edited = cluster.model_copy(
+            update={"accelerator": acc.model_copy(update={"efficiency": eff})}
+        )
+        cost = score(model, edited, WORKLOAD, Layout(tp=2, dp=4))
+        assert cost.breakdown_s["step_overhead"] == pytest.approx(value / 1e3)
+        assert cost.step_time_s == pytest.approx(sum(cost.breakdown_s.values()))
+    base = score(model, cluster, WORKLOAD, Layout(tp=2, dp=4))
+    assert base.breakdown_s["step_overhead"] == pytest.approx(acc.efficiency.step_overhead_ms / 1e3)
+    tpu = load_cluster("tpu_v5px64")
+    assert tpu.accelerator.efficiency.step_overhead_ms == 0.0

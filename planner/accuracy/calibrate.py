@@ -54,6 +54,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "expert_gemm": (0.2, 1.0),
     "overlap_contention": (0.1, 0.6),
     "moe_sync_overhead_us": (0.0, 8000.0),
+    "step_overhead_ms": (0.0, 300.0),
 }
 """Physically plausible ranges: a GEMM above ~0.85 of dense peak is suspect (issue #4); HBM
 streams reach 0.85-0.92 (hardware.md section 12); kernel launch + tail is tens of us at most;
@@ -188,7 +189,7 @@ def fitted_names(cases: Sequence[PreparedCase]) -> list[str]:
     counts = Counter(c.layout.precision for c in cases)
     formats = sorted((f for f, n in counts.items() if n >= MIN_ROWS_PER_FORMAT), key=str)
     names = [f"gemm.{f}" for f in formats]
-    names += ["attention", "hbm", "kernel_overhead_us", "overlap_contention"]
+    names += ["attention", "hbm", "kernel_overhead_us", "overlap_contention", "step_overhead_ms"]
     if sum(c.kind == "moe" for c in cases) >= MIN_ROWS_PER_FORMAT:
         names.append("expert_gemm")
     if sum(c.kind == "moe" and c.workload.moe_host_sync for c in cases) >= MIN_ROWS_PER_FORMAT:
@@ -297,6 +298,7 @@ def calibrate_family(
             moe_sync_overhead_us=(
                 round(eff.moe_sync_overhead_us, 1) if "moe_sync_overhead_us" in names else None
             ),
+            step_overhead_ms=round(eff.step_overhead_ms, 2),
         )
     else:
         eff, fit = prior, EfficiencyFit()

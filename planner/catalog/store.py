@@ -267,6 +267,7 @@ def apply_calibration(spec: AcceleratorSpec, record: CalibrationRecord | None) -
         "expert_gemm",
         "overlap_contention",
         "moe_sync_overhead_us",
+        "step_overhead_ms",
     ):
         value = getattr(fit, key)
         if value is not None:

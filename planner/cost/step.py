@@ -15,6 +15,8 @@ of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_
   (``TrainWorkload.dp_comm_overlap`` False: Megatron-LM before 2023-08, DeepSpeed below ZeRO-3)
   the whole reduction and gather are exposed.
 - Pipeline sends are exposed: 2 per micro-batch per virtual stage, plus the fill.
+- Each step adds the accelerator's fitted ``step_overhead_ms``: the host synchronisation and
+  relaunch of an eager training loop, the step's small collectives.
 The step time is the sum of the exposed terms (``breakdown_s``).
 """
 
@@ -57,6 +59,7 @@ from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
+from planner.units import MS
 
 OVERLAP_POLICY = (
     "tp-behind-gemms-if-enabled; ep-exposed-or-behind-other-microbatch; cp-behind-attention; "
@@ -378,6 +381,7 @@ def estimate_step(
     breakdown["optimizer"] = (
         OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     )
+    breakdown["step_overhead"] = acc.efficiency.step_overhead_ms * MS
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
     stages, memories = memory or estimate_memory(model, workload, layout, split=split)
     return StepCost(

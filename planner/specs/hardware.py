@@ -78,6 +78,14 @@ class AcceleratorEfficiency(FrozenSpec):
     dispatcher synchronises with the host (microseconds): it copies the per-expert token counts
     to the CPU to size the all-to-all and the grouped GEMM, so the launch queue drains and the
     layer's remaining kernel launches are exposed. 0 = not calibrated."""
+    step_overhead_ms: float = Field(default=0.0, ge=0, le=1000)
+    """Fixed time of one optimizer step beyond its micro-batches and modelled communication
+    (milliseconds): an eager PyTorch training loop synchronises with the host every step
+    (Megatron-LM's gradient-norm ``.item()`` in ``clip_grad_norm_fp32``, the loss it logs), after
+    which the accelerator idles while the CPU launches the optimizer's kernels and the next
+    iteration's first ones; plus the step's small latency-bound collectives (gradient norm,
+    loss) and whatever data loading the compute does not hide. 0 = not calibrated (a family
+    without a fit, and XLA's compiled step on TPU)."""
     memory_reserve_GB: float = Field(ge=0)
     """Memory per accelerator not available to tensors: CUDA/driver context, communicator
     buffers, allocator fragmentation (GB, 1e9 bytes)."""
@@ -359,6 +367,8 @@ class EfficiencyFit(FrozenSpec):
     """Slowdown fraction of overlapped communication."""
     moe_sync_overhead_us: float | None = Field(default=None, ge=0, le=20000)
     """Host-synchronisation time per MoE layer per micro-batch (us)."""
+    step_overhead_ms: float | None = Field(default=None, ge=0, le=1000)
+    """Fixed time per optimizer step (ms)."""
     link_efficiency: dict[LinkKind, float] | None = None
     """Collective bus bandwidth over the link's line rate, per link kind (0-1]: the ``efficiency``
     of the system's ``scale_up`` link or of the ``scale_out`` fabric. Written by measured overlays
