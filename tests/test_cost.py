@@ -290,9 +290,9 @@ def test_step_overhead_is_one_fixed_term_per_step() -> None:
             update={"accelerator": acc.model_copy(update={"efficiency": eff})}
         )
         cost = score(model, edited, WORKLOAD, Layout(tp=2, dp=4))
-        assert cost.breakdown_s["step_overhead"] == pytest.approx(value / 1e3)
+        assert cost.breakdown_s["step_sync"] == pytest.approx(value / 1e3)
         assert cost.step_time_s == pytest.approx(sum(cost.breakdown_s.values()))
     base = score(model, cluster, WORKLOAD, Layout(tp=2, dp=4))
-    assert base.breakdown_s["step_overhead"] == pytest.approx(acc.efficiency.step_overhead_ms / 1e3)
+    assert base.breakdown_s["step_sync"] == pytest.approx(acc.efficiency.step_overhead_ms / 1e3)
     tpu = load_cluster("tpu_v5px64")
     assert tpu.accelerator.efficiency.step_overhead_ms == 0.0

@@ -381,7 +381,7 @@ def estimate_step(
     breakdown["optimizer"] = (
         OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     )
-    breakdown["step_overhead"] = acc.efficiency.step_overhead_ms * MS
+    breakdown["step_sync"] = acc.efficiency.step_overhead_ms * MS
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
     stages, memories = memory or estimate_memory(model, workload, layout, split=split)
     return StepCost(

@@ -30,7 +30,7 @@ TERM_ORDER: tuple[str, ...] = (
     "pp_comm",
     "dp_comm",
     "optimizer",
-    "step_overhead",
+    "step_sync",
 )
 TERM_LABELS: dict[str, str] = {
     "compute": "compute",
@@ -43,7 +43,7 @@ TERM_LABELS: dict[str, str] = {
     "pp_comm": "PP sends",
     "dp_comm": "DP comm",
     "optimizer": "optimizer",
-    "step_overhead": "per-step host overhead",
+    "step_sync": "per-step host overhead",
 }
 DEGREE_COLUMNS: tuple[str, ...] = ("TP", "PP", "VPP", "DP", "CP", "EP", "mbs", "recompute", "ZeRO")
 

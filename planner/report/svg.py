@@ -34,7 +34,7 @@ TERM_COLORS: dict[str, str] = {
     "pp_comm": "#8172b3",
     "dp_comm": "#55a868",
     "optimizer": "#8c8c8c",
-    "step_overhead": "#bcbcbc",
+    "step_sync": "#bcbcbc",
 }
 """Colour per time-breakdown term (seaborn 'deep' palette); unknown terms get grey."""
 

@@ -22,7 +22,7 @@ TERM_WORDS: dict[str, str] = {
     "pp_comm": "pipeline sends",
     "dp_comm": "exposed DP communication",
     "optimizer": "optimizer step",
-    "step_overhead": "per-step host overhead",
+    "step_sync": "per-step host overhead",
 }
 _DIMS: tuple[str, ...] = PINNABLE
 """Every layout field a user can pin, in display order."""

@@ -178,7 +178,7 @@ class Plan(FrozenSpec):
     """Memory per accelerator."""
     breakdown_s: dict[str, float]
     """Exposed seconds per step by term (compute, tp_comm, cp_comm, ep_comm, pp_bubble, pp_comm,
-    dp_comm, optimizer, step_overhead); they sum to step_time_s."""
+    dp_comm, optimizer, step_sync); they sum to step_time_s."""
     placement: dict[str, PlacementEntry]
     """Per parallel dimension: where its groups land."""
     uncertainty_pct: float | None = None
