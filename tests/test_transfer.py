@@ -102,14 +102,19 @@ def test_a_users_accelerator_of_a_new_family_gets_the_transfer_too(tmp_path) -> 
 
 
 def test_a_prior_near_the_floor_stays_a_plausible_fraction() -> None:
-    """A catalog fraction of 0.011 times the GEMM ratio (~0.74) would fall under the 0.01 an
-    overlay may claim; the transfer keeps it at the floor instead of failing to load."""
+    """A catalog fraction just above the 0.01 an overlay may claim, times a ratio below 1,
+    would fall under it; the transfer keeps it at the floor instead of failing to load."""
     from planner.catalog.transfer import transferred_fit
     from planner.specs.hardware import MIN_PLAUSIBLE_FRACTION
 
+    ratios = _by_hand()
+    assert ratios["gemm"] < 1 and ratios["attention"] < 1  # the fits sit below their priors
     prior = load_accelerator_prior("mi300x").efficiency.model_copy(
-        update={"gemm": {BF16: 0.011}, "attention": 0.011}
+        update={
+            "gemm": {BF16: 0.01 / math.sqrt(ratios["gemm"])},
+            "attention": 0.01 / math.sqrt(ratios["attention"]),
+        }
     )
-    fit = transferred_fit(prior, _by_hand())
+    fit = transferred_fit(prior, ratios)
     assert fit.gemm == {BF16: MIN_PLAUSIBLE_FRACTION}
     assert fit.attention == MIN_PLAUSIBLE_FRACTION
