@@ -118,3 +118,15 @@ def test_a_prior_near_the_floor_stays_a_plausible_fraction() -> None:
     fit = transferred_fit(prior, ratios)
     assert fit.gemm == {BF16: MIN_PLAUSIBLE_FRACTION}
     assert fit.attention == MIN_PLAUSIBLE_FRACTION
+
+
+def test_the_per_step_cost_transfers_where_the_catalog_leaves_it_unknown() -> None:
+    """The per-step cost is the training loop's, not the silicon's: an AMD part (catalog: unknown)
+    takes the fitted families' mean; a TPU (catalog: 0, XLA's compiled step) keeps its 0."""
+    fitted = [r.efficiency.step_overhead_ms for r in fitted_calibrations()]
+    assert all(v is not None for v in fitted) and len(fitted) == 3
+    mean = round(sum(fitted) / len(fitted), 2)  # type: ignore[arg-type]
+    assert load_accelerator_prior("mi355x").efficiency.step_overhead_ms is None
+    assert load_accelerator("mi355x").efficiency.step_overhead_ms == pytest.approx(mean)
+    assert load_accelerator_prior("tpu_v5e").efficiency.step_overhead_ms == 0.0
+    assert load_accelerator("tpu_v5e").efficiency.step_overhead_ms == 0.0

@@ -298,7 +298,7 @@ def calibrate_family(
             moe_sync_overhead_us=(
                 round(eff.moe_sync_overhead_us, 1) if "moe_sync_overhead_us" in names else None
             ),
-            step_overhead_ms=round(eff.step_overhead_ms, 2),
+            step_overhead_ms=round(eff.step_overhead_ms or 0.0, 2),
         )
     else:
         eff, fit = prior, EfficiencyFit()

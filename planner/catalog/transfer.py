@@ -70,10 +70,16 @@ def mean_ratios(per_family: Sequence[dict[str, float]]) -> dict[str, float]:
     return out
 
 
-def transferred_fit(prior: AcceleratorEfficiency, ratios: dict[str, float]) -> EfficiencyFit:
+def transferred_fit(
+    prior: AcceleratorEfficiency,
+    ratios: dict[str, float],
+    step_overhead_ms: float | None = None,
+) -> EfficiencyFit:
     """``prior``'s transferred factors times ``ratios``, kept within [MIN_PLAUSIBLE_FRACTION, 1]
     (the range an overlay may claim; a prior near the floor would otherwise scale below it);
-    the rest left unset.
+    the rest left unset, except the per-step cost ``step_overhead_ms`` (the fitted families' mean)
+    where the catalog leaves it unknown: it is the training loop's, not the silicon's
+    (docs/calibration.md, "A fixed cost per step").
 
     >>> from planner.specs.hardware import AcceleratorEfficiency
     >>> prior = AcceleratorEfficiency(gemm={"bf16": 0.85, "int8": 0.85}, attention=0.55,
@@ -91,7 +97,8 @@ def transferred_fit(prior: AcceleratorEfficiency, ratios: dict[str, float]) -> E
         for key in ("attention", "hbm")
         if key in ratios
     }
-    return EfficiencyFit(gemm=gemm, **scaled)
+    step = step_overhead_ms if prior.step_overhead_ms is None else None
+    return EfficiencyFit(gemm=gemm, step_overhead_ms=step, **scaled)
 
 
 def _fraction(value: float) -> float:
@@ -110,6 +117,9 @@ def transferred_record(
     ratios = mean_ratios([r for r in per_family if r])
     if not ratios:
         return None
+    steps = [r.efficiency.step_overhead_ms for _, _, r in fits]
+    known = [s for s in steps if s is not None]
+    step = round(sum(known) / len(known), 2) if known else None
     families = sorted(name for name, _, _ in fits)
     shown = ", ".join(f"{k} x{v:.3f}" for k, v in ratios.items())
     return CalibrationRecord(
@@ -121,9 +131,15 @@ def transferred_record(
             f"are scaled by the geometric-mean fitted/prior ratio of {', '.join(families)} "
             f"({shown}; planner/catalog/transfer.py, checked leaving one family out in "
             "docs/calibration.md)"
+            + (
+                f", and takes their mean per-step cost, {step:g} ms, where its catalog leaves "
+                "it unknown"
+                if step is not None and prior.step_overhead_ms is None
+                else ""
+            )
         ),
         rows=[],
-        efficiency=transferred_fit(prior, ratios),
+        efficiency=transferred_fit(prior, ratios, step),
         residuals={},
         transferred_from=families,
     )

@@ -15,8 +15,8 @@ of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_
   (``TrainWorkload.dp_comm_overlap`` False: Megatron-LM before 2023-08, DeepSpeed below ZeRO-3)
   the whole reduction and gather are exposed.
 - Pipeline sends are exposed: 2 per micro-batch per virtual stage, plus the fill.
-- Each step adds the accelerator's fitted ``step_overhead_ms``: the host synchronisation and
-  relaunch of an eager training loop, the step's small collectives.
+- Each step adds the accelerator's fitted ``step_overhead_ms`` (none where unknown): the host
+  synchronisation and relaunch of an eager training loop, the step's small collectives.
 The step time is the sum of the exposed terms (``breakdown_s``).
 """
 
@@ -381,7 +381,7 @@ def estimate_step(
     breakdown["optimizer"] = (
         OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     )
-    breakdown["step_sync"] = acc.efficiency.step_overhead_ms * MS
+    breakdown["step_sync"] = (acc.efficiency.step_overhead_ms or 0.0) * MS
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
     stages, memories = memory or estimate_memory(model, workload, layout, split=split)
     return StepCost(

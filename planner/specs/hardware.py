@@ -78,14 +78,15 @@ class AcceleratorEfficiency(FrozenSpec):
     dispatcher synchronises with the host (microseconds): it copies the per-expert token counts
     to the CPU to size the all-to-all and the grouped GEMM, so the launch queue drains and the
     layer's remaining kernel launches are exposed. 0 = not calibrated."""
-    step_overhead_ms: float = Field(default=0.0, ge=0, le=1000)
+    step_overhead_ms: float | None = Field(default=None, ge=0, le=1000)
     """Fixed time of one optimizer step beyond its micro-batches and modelled communication
     (milliseconds): an eager PyTorch training loop synchronises with the host every step
     (Megatron-LM's gradient-norm ``.item()`` in ``clip_grad_norm_fp32``, the loss it logs), after
     which the accelerator idles while the CPU launches the optimizer's kernels and the next
     iteration's first ones; plus the step's small latency-bound collectives (gradient norm,
-    loss) and whatever data loading the compute does not hide. 0 = not calibrated (a family
-    without a fit, and XLA's compiled step on TPU)."""
+    loss) and whatever data loading the compute does not hide. None = unknown: a family without a
+    fit takes the fitted families' mean (:mod:`planner.catalog.transfer`); a catalog 0 says the
+    step has no such cost (XLA's compiled step on TPU)."""
     memory_reserve_GB: float = Field(ge=0)
     """Memory per accelerator not available to tensors: CUDA/driver context, communicator
     buffers, allocator fragmentation (GB, 1e9 bytes)."""
