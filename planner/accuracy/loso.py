@@ -72,8 +72,7 @@ def envelope(cases: Sequence[PreparedCase]) -> dict[str, object]:
         "max_num_gpus": max(c.layout.num_gpus for c in cases),
         "max_seq_len": max(c.workload.seq_len for c in cases),
         "min_step_s": min(
-            c.workload.global_batch * c.workload.seq_len / c.layout.num_gpus / c.measured
-            for c in cases
+            c.workload.tokens_per_step / c.layout.num_gpus / c.measured for c in cases
         ),
         "formats": sorted({c.layout.precision for c in cases}, key=str),
         "frameworks": sorted({c.workload.framework for c in cases}),

@@ -120,6 +120,7 @@ def transferred_record(
     steps = [r.efficiency.step_overhead_ms for _, _, r in fits]
     known = [s for s in steps if s is not None]
     step = round(sum(known) / len(known), 2) if known else None
+    fit = transferred_fit(prior, ratios, step)
     families = sorted(name for name, _, _ in fits)
     shown = ", ".join(f"{k} x{v:.3f}" for k, v in ratios.items())
     return CalibrationRecord(
@@ -132,14 +133,14 @@ def transferred_record(
             f"({shown}; planner/catalog/transfer.py, checked leaving one family out in "
             "docs/calibration.md)"
             + (
-                f", and takes their mean per-step cost, {step:g} ms, where its catalog leaves "
-                "it unknown"
-                if step is not None and prior.step_overhead_ms is None
+                f", and takes their mean per-step cost, {fit.step_overhead_ms:g} ms, where its "
+                "catalog leaves it unknown"
+                if fit.step_overhead_ms is not None
                 else ""
             )
         ),
         rows=[],
-        efficiency=transferred_fit(prior, ratios, step),
+        efficiency=fit,
         residuals={},
         transferred_from=families,
     )

@@ -37,6 +37,19 @@ def zero3_reshards(workload: TrainWorkload, layout: Layout) -> bool:
     return workload.reshard_after_forward == "always"
 
 
+def dp_sync_overlapped(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether the data-parallel reduction and gather overlap compute: the workload's
+    ``dp_comm_overlap``, and always at ZeRO-3, whose gathers are prefetched (DeepSpeed turns
+    ``overlap_comm`` on for stage 3; PyTorch FSDP prefetches).
+
+    >>> dp_sync_overlapped(TrainWorkload(dp_comm_overlap=False), Layout(zero=1))
+    False
+    >>> dp_sync_overlapped(TrainWorkload(dp_comm_overlap=False), Layout(zero=3))
+    True
+    """
+    return workload.dp_comm_overlap or layout.zero >= 3
+
+
 def reduces_once_per_step(workload: TrainWorkload, layout: Layout) -> bool:
     """Whether a step's gradients cross the data-parallel group once, after the last
     micro-batch's backward, rather than after every micro-batch.

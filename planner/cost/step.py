@@ -40,6 +40,7 @@ from planner.cost.partition import stage_contents
 from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
+    dp_sync_overlapped,
     param_gathers_per_microbatch,
     reduces_once_per_step,
     shard_ranks,
@@ -218,7 +219,7 @@ def dp_exposed_time(
         return last + overlapped_exposed_time(max(0.0, total - last), compute, contention)
 
     if not reduces_once_per_step(workload, layout):
-        if not workload.dp_comm_overlap and layout.zero < 3:
+        if not dp_sync_overlapped(workload, layout):
             # ZeRO-2 without overlap: each backward's reduction runs after it, exposed
             return num_microbatches * reduce + gather
         # Sharded gradients cannot wait for the last micro-batch: every backward reduce-scatters
@@ -234,7 +235,7 @@ def dp_exposed_time(
         if layout.zero < 3:
             first_gather = bucketed(gather, tail_gather, slowest.forward_s)
         return num_microbatches * per_microbatch + first_gather
-    if not workload.dp_comm_overlap and layout.zero < 3:
+    if not dp_sync_overlapped(workload, layout):
         # the whole reduction after the last backward, the gather after the optimizer step
         return reduce + gather
     exposed = bucketed(reduce, tail_reduce, slowest.backward_s)

@@ -103,17 +103,13 @@ MOE_DISPATCH_FIELDS = ("ep_comm_overlap", "moe_dispatch_dedup", "moe_host_sync")
 
 
 def _moe_settings_given(workload: TrainWorkload) -> bool:
-    """Whether an MoE dispatch field differs from what the framework profile sets (a profile's
+    """Whether an MoE dispatch field differs from the framework profile's workload (a profile's
     own value, such as DeepSpeed's capacity-padded dispatch without a host sync, is not the
     user's)."""
-    from planner.catalog.frameworks import load_framework
+    from planner.catalog.frameworks import resolve_workload
 
-    profile = load_framework(workload.framework).workload
-    defaults = TrainWorkload.model_fields
-    return any(
-        getattr(workload, name) != profile.get(name, defaults[name].default)
-        for name in MOE_DISPATCH_FIELDS
-    )
+    profile = resolve_workload({"framework": workload.framework})
+    return any(getattr(workload, f) != getattr(profile, f) for f in MOE_DISPATCH_FIELDS)
 
 
 def to_plan(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.cost.sharding import zero3_reshards
+from planner.cost.sharding import dp_sync_overlapped, zero3_reshards
 from planner.report.export.job import ExportJob, mtp_layers
 from planner.specs.layout import Recompute
 from planner.specs.model import ModelSpec
@@ -321,9 +321,9 @@ fields (``mode`` aside; :data:`DP_OVERLAP` is one) and :data:`MODEL_ROPE`."""
 
 
 def dp_overlapped(job: ExportJob) -> bool:
-    """Whether the prediction overlaps the data-parallel collectives with compute: the
-    workload's ``dp_comm_overlap``, always at ZeRO-3 (:func:`planner.cost.step.dp_exposed_time`)."""
-    return job.train[1].dp_comm_overlap or job.train[0].layout.zero >= 3
+    """Whether the prediction overlaps the data-parallel collectives with compute
+    (:func:`planner.cost.sharding.dp_sync_overlapped`)."""
+    return dp_sync_overlapped(job.train[1], job.train[0].layout)
 
 
 def profile_exports_to(job: ExportJob, *formats: str) -> bool:

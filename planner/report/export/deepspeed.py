@@ -35,8 +35,9 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
         stage = 1
     zero: dict[str, object] = {"stage": stage}
     if layout.dp * layout.cp > 1:  # overlap_comm defaults to on for ZeRO-3 only
-        zero["overlap_comm"] = dp_overlapped(job)
-        if layout.pp > 1 and dp_overlapped(job):
+        overlap = dp_overlapped(job)
+        zero["overlap_comm"] = overlap
+        if layout.pp > 1 and overlap:
             job.note(
                 "DeepSpeed's pipeline engine reduces gradients after the last micro-batch "
                 "(TrainSchedule's ReduceGrads), whatever overlap_comm says: the prediction "
