@@ -902,7 +902,12 @@ def _check_training_plan(
     from planner.topology.hierarchy import placement as placement_of
 
     layout, memory = plan.layout, plan.memory
-    parts = memory.weights_gib + memory.grads_gib + memory.optimizer_gib + memory.activations_gib
+    parts = (
+        memory.weights_gib
+        + memory.grads_gib
+        + memory.optimizer_gib
+        + max(memory.activations_gib, memory.optimizer_step_gib)
+    )
     if not _close(memory.peak_gib, parts) or plan.fits != (memory.peak_gib <= memory.capacity_gib):
         raise SpecError(
             f"the plan records peak {memory.peak_gib:.4g} GiB and fits="

@@ -48,6 +48,8 @@ WORKLOAD_FLAGS = {
     "--mtp-num-layers",
     # issue 18: data-parallel overlap as the framework runs it
     "--dp-overlap",
+    # issue 18: the optimizer state's dtype (memory as the framework allocates it)
+    "--optimizer-state",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

@@ -54,6 +54,10 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "precision": [("dense", {"precision": p}) for p in ("bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")],
     "bf16_wgrad_formats": [("dense", {"precision": "int8", "bf16_wgrad_formats": ("int8",)})],
     "grad_reduce_dtype": [("dense", {"grad_reduce_dtype": d}) for d in ("fp32", "bf16")],
+    "optimizer_state_dtype": [
+        ("dense", {"optimizer_state_dtype": "bf16"}),
+        ("zero0", {"optimizer_state_dtype": "bf16"}),
+    ],
     "sequence_parallel": [("dense", {"sequence_parallel": v}) for v in (True, False)],
     "tp_comm_overlap": [("dense", {"tp_comm_overlap": v}) for v in (True, False)],
     "flash_attention": [("dense", {"flash_attention": v}) for v in (True, False)],
@@ -232,6 +236,19 @@ def _dp_bridge(c: Case) -> bool:
     )
 
 
+def _optimizer_state_megatron(c: Case) -> bool:
+    """bf16 moments as TE's precision-aware optimizer, which needs the distributed optimizer
+    (ZeRO-1/2); without it a note says so (fp32, the default, is not relevant: nothing set)."""
+    flags = (
+        c.has("--use-precision-aware-optimizer")
+        and c.has("--exp-avg-dtype", "bf16")
+        and c.has("--exp-avg-sq-dtype", "bf16")
+    )
+    if c.w.optimizer_state_dtype == "fp32":
+        return not c.has("--use-precision-aware-optimizer") and not c.said()
+    return flags if c.layout.zero in (1, 2) else c.said() and not flags
+
+
 def _default_or_said(default: Callable[[Case], bool]) -> Check:
     """The framework does it by default when ``default`` holds (no setting needed); else a
     note says it."""
@@ -352,6 +369,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.w.grad_reduce_dtype == "bf16"
             else c.has("--accumulate-allreduce-grads-in-fp32")
         ),
+        "optimizer_state_dtype": _optimizer_state_megatron,
         "sequence_parallel": lambda c: c.has("--sequence-parallel") == c.w.sequence_parallel,
         "tp_comm_overlap": lambda c: c.has("--tp-comm-overlap") == c.w.tp_comm_overlap,
         "flash_attention": lambda c: c.has(
@@ -422,6 +440,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "grad_reduce_dtype": lambda c: c.has(
             "ddp.grad_reduce_in_fp32", "true" if c.w.grad_reduce_dtype == "fp32" else "false"
         ),
+        "optimizer_state_dtype": _native(lambda c: c.w.optimizer_state_dtype == "fp32"),
         "sequence_parallel": lambda c: c.has(
             "model.sequence_parallel", "true" if c.w.sequence_parallel else "false"
         ),
@@ -501,6 +520,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.w.grad_reduce_dtype == "fp32"
             else c.said()
         ),
+        "optimizer_state_dtype": _native(lambda c: c.w.optimizer_state_dtype == "fp32"),
         # torchtitan's TP plans always shard the norms (sequence parallel)
         "sequence_parallel": _default_or_said(lambda c: c.w.sequence_parallel),
         "tp_comm_overlap": lambda c: (
@@ -579,6 +599,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.has("communication_data_type", c.w.grad_reduce_dtype)
             and c.has("data_types.grad_accum_dtype", c.w.grad_reduce_dtype)
         ),
+        "optimizer_state_dtype": _native(lambda c: c.w.optimizer_state_dtype == "fp32"),
         "sequence_parallel": _said,
         "tp_comm_overlap": _said,
         "flash_attention": _said,
@@ -624,6 +645,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "grad_reduce_dtype": lambda c: c.has(
             "grad_dtype", "float32" if c.w.grad_reduce_dtype == "fp32" else "bfloat16"
         ),
+        "optimizer_state_dtype": _native(lambda c: c.w.optimizer_state_dtype == "fp32"),
         "sequence_parallel": _said,
         "tp_comm_overlap": lambda c: (
             any("LIBTPU_INIT_ARGS" in n for n in c.result.notes)

@@ -924,6 +924,7 @@ def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("train", ["--recompute-modules", "mlp"], "--recompute-modules"),
         ("train", ["--no-tp-overlap"], "--no-tp-overlap"),
         ("train", ["--dp-overlap", "off"], "--dp-overlap"),
+        ("train", ["--optimizer-state", "bf16"], "--optimizer-state"),
         ("serve", ["--global-batch", "64"], "--global-batch"),
         ("serve", ["--fix", "tp=1"], "--fix"),
     ],

@@ -20,6 +20,7 @@ from planner.search.solve.stage_data import (
     build_stage_problem,
     evaluate_assignment,
     even_assignment,
+    rank_step_memory,
 )
 from planner.search.solve.stages import StageSolver, optimise_pipeline
 from planner.search.validate import plan_problems
@@ -40,7 +41,7 @@ def _random_problem(seed: int) -> StageProblem:
     pp, vpp = rng.choice([2, 3]), rng.choice([1, 1, 2])
     num_layers = rng.randint(pp * vpp, 7)
     first = rng.randint(0, num_layers)
-    kinds = [tuple(rng.randint(1, 30) for _ in range(5)) for _ in range(2)]
+    kinds = [(*(rng.randint(1, 30) for _ in range(5)), rng.randint(0, 60)) for _ in range(2)]
     rows = [kinds[0] if i < first else kinds[1] for i in range(num_layers)]
     recompute = rng.choice(["none", "block", "per_stage"])
     mtp = rng.choice([0, 0, 1])
@@ -62,6 +63,9 @@ def _random_problem(seed: int) -> StageProblem:
         num_mtp=mtp,
         mtp_time=rng.randint(5, 40) * mtp,
         mtp_state=(rng.randint(1, 20) * mtp, rng.randint(20, 40) * mtp),
+        layer_transient=tuple(r[5] for r in rows),
+        rank_transient=tuple(rng.randint(0, 30) for _ in range(pp)),
+        mtp_transient=(rng.randint(0, 20) * mtp, rng.randint(0, 20) * mtp),
         mtp_activation=rng.randint(1, 20) * mtp,
         mtp_memory=rng.randint(1, 10) * mtp,
         working=rng.randint(0, 10) if recompute != "none" else 0,
@@ -73,6 +77,8 @@ def _random_problem(seed: int) -> StageProblem:
     )
     loads = [max(mem for _, mem in _loads(problem, a)) for a in _samples(problem, rng)]
     capacity = rng.randint(int(0.8 * min(loads)), max(loads)) // scale
+    steps = [max(rank_step_memory(problem, a)) for a in _samples(problem, rng)]
+    capacity = min(capacity, rng.randint(int(0.8 * min(steps)), 2 * max(steps)))
     return problem.model_copy(update={"capacity": capacity})
 
 
@@ -130,14 +136,20 @@ TINY_MOE = ModelSpec(
         (Layout(pp=3, dp=2, ep=2, recompute="full"), 1, "per_stage"),
         (Layout(pp=2, vpp=2, dp=4, ep=4), 1, "block"),
         (Layout(pp=2, dp=4, ep=2, recompute="full", zero=3), 1, "block"),
+        (Layout(pp=2, dp=2, ep=2, recompute="full"), 1, "bf16-grads"),
     ],
 )
 def test_cpsat_partition_equals_brute_force_on_the_cost_model(
     layout: Layout, mtp: int, recompute: str
 ) -> None:
     """The cost model's tables of a 6-layer MoE (2 dense first) with MTP; memory squeezed to
-    between the lightest and heaviest split so that it binds."""
-    workload = TrainWorkload(seq_len=4096, global_batch=32, mtp_num_layers=mtp)
+    between the lightest and heaviest split so that it binds. bf16 gradients give the optimizer
+    step its fp32 copy, the second memory bound."""
+    grads = "bf16" if recompute == "bf16-grads" else "fp32"
+    recompute = "block" if recompute == "bf16-grads" else recompute
+    workload = TrainWorkload(
+        seq_len=4096, global_batch=32, mtp_num_layers=mtp, grad_reduce_dtype=grads
+    )
     problem = build_stage_problem(
         TINY_MOE,
         load_cluster("hgx_h100x8"),
@@ -150,7 +162,13 @@ def test_cpsat_partition_equals_brute_force_on_the_cost_model(
     squeezed = problem.model_copy(
         update={"capacity": (min(loads) + max(loads)) // 2 // problem.in_flight_scale}
     )
-    for case in (problem, squeezed):
+    if grads == "bf16":
+        assert any(problem.layer_transient) and any(problem.rank_transient)
+        step = max(rank_step_memory(problem, even))
+        cases = (problem, squeezed, problem.model_copy(update={"capacity": step - 1}))
+    else:
+        cases = (problem, squeezed)
+    for case in cases:
         brute, _ = brute_force_stages(case)
         solution = StageSolver(case, CONFIG).solve()
         if brute is None:

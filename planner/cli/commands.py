@@ -550,6 +550,7 @@ _WORKLOAD_FLAGS = {
     "seq_len": "--seq-len",
     "global_batch": "--global-batch",
     "grad_reduce_dtype": "--grad-reduce",
+    "optimizer_state_dtype": "--optimizer-state",
     "sequence_parallel": "--no-sequence-parallel",
     "tp_comm_overlap": "--no-tp-overlap",
     "dp_comm_overlap": "--dp-overlap",
@@ -619,8 +620,8 @@ SAVED_PLAN_REL_TOL = 1e-3
 
 PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
-    "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "no_sequence_parallel",
-    "no_tp_overlap", "dp_overlap",
+    "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
+    "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

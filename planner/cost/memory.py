@@ -23,14 +23,21 @@ from planner.specs.workload import TrainWorkload
 
 ACTIVATION_BYTES = 2.0
 """Activations are stored in bf16 (2 bytes per value)."""
-OPTIMIZER_BYTES_PER_PARAM = 12.0
-"""Adam with fp32 master weights: 4 (master) + 4 (first moment) + 4 (second moment)."""
+MASTER_WEIGHT_BYTES = 4.0
+"""The fp32 master copy of a parameter."""
+MASTER_REMAINDER_BYTES = 2.0
+"""The low 16 bits of the fp32 master copy, beside a bf16 parameter that holds the high 16
+(Megatron-LM OptimizerConfig ``store_param_remainders``, default True with the precision-aware
+optimizer on Transformer Engine >= 2.1)."""
+MOMENT_BYTES = {"fp32": 4.0, "bf16": 2.0}
+"""Bytes of each Adam moment by ``TrainWorkload.optimizer_state_dtype``."""
 GRAD_BYTES = {"fp32": 4.0, "bf16": 2.0}
 """Bytes per gradient by reduction dtype. Megatron-LM docs/source/api-guide/dist_optimizer.md:
 bf16 params + fp32 grads = 6 + 12/d bytes per parameter; bf16 grads = 4 + 16/d (the fp32 main
-gradient moves into the sharded optimizer state)."""
+gradient shard; the planner holds it only while the optimizer steps, :data:`SHARDED_MAIN_GRAD_BYTES`)."""
 SHARDED_MAIN_GRAD_BYTES = {"fp32": 0.0, "bf16": 4.0}
-"""fp32 main-gradient shard the distributed optimizer keeps when gradients reduce in bf16."""
+"""fp32 copy of the gradient (shard) the optimizer step makes when gradients reduce in bf16;
+held only during the step (:class:`planner.cost.sharding.ShardedState` ``step_transient``)."""
 LOGIT_BYTES: dict[str, float] = {"unfused": 4.0, "native": 4.0, "te": 2.0}
 """Bytes per logit the loss keeps for its backward, by implementation
 (``TrainWorkload.cross_entropy``): Megatron-LM's vocab-parallel cross entropy, plain or jit-fused,
@@ -38,6 +45,21 @@ upcasts the logits and keeps the fp32 softmax (``theoretical_memory_usage.py``: 
 last stage); Transformer Engine's fused kernel (``transformer_engine/pytorch/cross_entropy.py``
 ``CrossEntropyFunction``) saves its bf16 input and writes the gradient into it in place: 2 s b V / t.
 """
+
+
+def optimizer_state_bytes_per_param(dtype: str, *, remainders: bool = False) -> float:
+    """Bytes of optimizer state per parameter the optimizer steps: the fp32 master copy (or,
+    with ``remainders``, its low 16 bits beside the bf16 parameter) and Adam's two moments in
+    ``dtype`` (Megatron-LM ``--use-precision-aware-optimizer`` with ``--exp-avg-dtype`` /
+    ``--exp-avg-sq-dtype``, arguments.py; ``--main-params-dtype fp16`` is not modelled).
+
+    >>> optimizer_state_bytes_per_param("fp32"), optimizer_state_bytes_per_param("bf16")
+    (12.0, 8.0)
+    >>> optimizer_state_bytes_per_param("bf16", remainders=True)
+    6.0
+    """
+    master = MASTER_REMAINDER_BYTES if remainders else MASTER_WEIGHT_BYTES
+    return master + 2.0 * MOMENT_BYTES[dtype]
 
 
 def stage_layers(model: ModelSpec, pp: int, stage: int) -> range:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from planner.cost.memory import (
     GRAD_BYTES,
-    OPTIMIZER_BYTES_PER_PARAM,
     SHARDED_MAIN_GRAD_BYTES,
+    optimizer_state_bytes_per_param,
     weight_bytes,
 )
 from planner.specs.base import FrozenSpec
+from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.workload import TrainWorkload
 
@@ -106,7 +107,15 @@ class ShardedState(FrozenSpec):
     grads: float
     """Gradient buffers."""
     optimizer: float
-    """fp32 master weights, Adam moments and the distributed optimizer's main-gradient shard."""
+    """fp32 master weights and Adam moments."""
+    step_transient: float = 0.0
+    """The fp32 copy of the gradients the optimizer step makes when they reduce in bf16 (the
+    shard under the distributed optimizer): allocated in the step, after the backward has freed
+    the activations, and freed by the next step's ``zero_grad(set_to_none=True)`` before its
+    forward (Megatron-LM ``DistributedOptimizer._copy_model_grads_to_main_grads``:
+    ``shard_main_param.grad = shard_model_grad.float()``; ``training.train_step`` calls
+    ``optimizer.zero_grad()`` before ``forward_backward_func``). It never coexists with the
+    activations: a stage's peak is the state plus the larger of the two."""
 
 
 def sharded_state_bytes(
@@ -140,16 +149,30 @@ def sharded_state_bytes(
     grad = GRAD_BYTES[workload.grad_reduce_dtype]
     fp8_params = workload.fp8_param_gather and layout.zero >= 1
     main_grad = SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype]
+    # Megatron-LM's precision-aware optimizer takes its own path for bf16 layouts only
+    # (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8: fp32 main params with an
+    # fp8 recipe other than delayed scaling, which the fp8 export runs, keep the usual path):
+    # the master copy as 16-bit remainders and the step on the gradient buffer's own shard
+    # (DistributedOptimizer._copy_model_grads_to_main_grads: decoupled_grad, no fp32 copy)
+    own_path = workload.optimizer_state_dtype == "bf16" and layout.precision is NumberFormat.BF16
+    if own_path:
+        main_grad = 0.0
     if layout.zero >= 3:
         # FSDP steps the optimizer on the gradient shard its reduce-scatter wrote, with no fp32
         # copy (Megatron-FSDP: DistributedOptimizer._copy_model_grads_to_main_grads returns early;
         # FSDP2 casts the reduced shard to the sharded parameter's dtype, fp32 with fp32_params)
         main_grad = 0.0
-    optimizer = (OPTIMIZER_BYTES_PER_PARAM + main_grad) * (shard if layout.zero >= 1 else total)
+    held = shard if layout.zero >= 1 else total
+    optimizer = (
+        optimizer_state_bytes_per_param(workload.optimizer_state_dtype, remainders=own_path) * held
+    )
+    step_copy = main_grad * held
     if layout.zero < 3:
         grads = grad * (shard if layout.zero >= 2 else total)
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
-        return ShardedState(weights=weights, grads=grads, optimizer=optimizer)
+        return ShardedState(
+            weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
+        )
     shard_grad = GRAD_BYTES["fp32"] if workload.fp32_params else grad
     if reduces_once_per_step(workload, layout):
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
@@ -157,7 +180,9 @@ def sharded_state_bytes(
         if workload.pp_grad_sync == "round":  # a sharded accumulator, two chunks unsharded
             chunks = min(1.0, 2.0 / layout.vpp) * total if transient else 0.0
             grads = shard_grad * shard + grad * chunks
-        return ShardedState(weights=weights, grads=grads, optimizer=optimizer)
+        return ShardedState(
+            weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
+        )
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
     gathered = running if zero3_reshards(workload, layout) else total
     if not transient:  # the state at rest, additive over layers (the stage partition's tables)

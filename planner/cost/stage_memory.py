@@ -40,11 +40,17 @@ class StageMemory(FrozenSpec):
     """Optimizer state (bytes)."""
     activations: float
     """Activations of the micro-batches in flight, plus logits on the last stage (bytes)."""
+    step_transient: float = 0.0
+    """The optimizer step's fp32 copy of the bf16 gradients (bytes): held only while the
+    step runs, after the activations are freed (:class:`planner.cost.sharding.ShardedState`)."""
 
     @property
     def total(self) -> float:
-        """Sum of the terms (bytes)."""
-        return self.weights + self.grads + self.optimizer + self.activations
+        """Peak bytes: the state plus the larger of the activations (forward and backward) and
+        the optimizer step's transient copy."""
+        return (
+            self.weights + self.grads + self.optimizer + max(self.activations, self.step_transient)
+        )
 
 
 def stage_params_per_gpu(
@@ -198,10 +204,10 @@ class StageMemoryProfile(NamedTuple):
 
     def parts(
         self, workload: TrainWorkload, layout: Layout, num_microbatches: int
-    ) -> tuple[float, float, float, float]:
-        """(weights, gradients, optimizer state, activations) bytes at ``layout``'s ZeRO stage,
-        micro-batch and interleaving (every activation term is proportional to the tokens of a
-        micro-batch)."""
+    ) -> tuple[float, float, float, float, float]:
+        """(weights, gradients, optimizer state, activations, the optimizer step's transient)
+        bytes at ``layout``'s ZeRO stage, micro-batch and interleaving (every activation term is
+        proportional to the tokens of a micro-batch)."""
         state = sharded_state_bytes(
             (self.dense_params, self.expert_params), layout, workload, num_layers=self.num_layers
         )
@@ -215,13 +221,25 @@ class StageMemoryProfile(NamedTuple):
         stored += offloaded * self.activations_per_sequence / max(self.num_layers, 1)
         stored *= 1.0 + workload.activation_memory_overhead
         activations = layout.mbs * (stored + self.fixed_per_sequence)
-        return copies * state.weights, copies * state.grads, state.optimizer, activations
+        return (
+            copies * state.weights,
+            copies * state.grads,
+            state.optimizer,
+            activations,
+            state.step_transient,
+        )
 
     def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
         """The StageMemory of :meth:`parts`."""
-        weights, grads, optimizer, activations = self.parts(workload, layout, num_microbatches)
+        weights, grads, optimizer, activations, transient = self.parts(
+            workload, layout, num_microbatches
+        )
         return StageMemory.model_construct(
-            weights=weights, grads=grads, optimizer=optimizer, activations=activations
+            weights=weights,
+            grads=grads,
+            optimizer=optimizer,
+            activations=activations,
+            step_transient=transient,
         )
 
 
@@ -265,6 +283,16 @@ def state_bytes(
     layers): additive over layers, for the stage partition's per-layer tables."""
     state = sharded_state_bytes((dense, expert), layout, workload, num_layers=1, transient=False)
     return state.weights, state.grads, state.optimizer
+
+
+def step_transient_bytes(
+    workload: TrainWorkload, layout: Layout, dense: float, expert: float
+) -> float:
+    """The optimizer step's transient bytes for ``dense`` and ``expert`` parameters per GPU
+    (:class:`planner.cost.sharding.ShardedState` ``step_transient``): additive over layers, for
+    the stage partition's second memory bound (state + transient within capacity)."""
+    state = sharded_state_bytes((dense, expert), layout, workload, num_layers=1, transient=False)
+    return state.step_transient
 
 
 def recompute_working_bytes(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> float:

@@ -35,7 +35,7 @@ from planner.cost.comm import (
     ring_all_reduce_time,
 )
 from planner.cost.compute import model_flops_per_token
-from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, stage_layers
+from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, MOMENT_BYTES, stage_layers
 from planner.cost.partition import stage_contents
 from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
@@ -68,8 +68,20 @@ OVERLAP_POLICY = (
 )
 """Name of the overlap policy this module implements (reported with every estimate)."""
 OPTIMIZER_STEP_BYTES_PER_PARAM = 30.0
-"""Adam step traffic per parameter: read fp32 master, m, v, grad (16 B), write master, m, v (12 B)
-and the bf16 weight (2 B)."""
+"""Adam step traffic per parameter with fp32 moments: read fp32 master, m, v, grad (16 B), write
+master, m, v (12 B) and the bf16 weight (2 B)."""
+
+
+def optimizer_step_bytes_per_param(workload: TrainWorkload) -> float:
+    """HBM traffic of the Adam step per parameter: :data:`OPTIMIZER_STEP_BYTES_PER_PARAM` with
+    the two moments read and written in ``workload.optimizer_state_dtype``.
+
+    >>> optimizer_step_bytes_per_param(TrainWorkload(optimizer_state_dtype="bf16"))
+    22.0
+    """
+    saved = 2 * 2 * (MOMENT_BYTES["fp32"] - MOMENT_BYTES[workload.optimizer_state_dtype])
+    return OPTIMIZER_STEP_BYTES_PER_PARAM - saved
+
 
 __all__ = [
     "OVERLAP_POLICY",
@@ -380,7 +392,9 @@ def estimate_step(
     dp = shard_ranks(workload, layout)
     shard = dense / dp + expert / edp if layout.zero >= 1 else dense + expert
     breakdown["optimizer"] = (
-        OPTIMIZER_STEP_BYTES_PER_PARAM * shard / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
+        optimizer_step_bytes_per_param(workload)
+        * shard
+        / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     )
     breakdown["step_sync"] = (acc.efficiency.step_overhead_ms or 0.0) * MS
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step

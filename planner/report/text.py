@@ -112,7 +112,14 @@ def plan_lines(plan: Plan) -> list[str]:
         f"cost    : {economics_text(plan)}",
         f"memory  : {mem.peak_gib:.1f} / {mem.capacity_gib:.1f} GiB usable "
         f"(stage {mem.binding_stage}: weights {mem.weights_gib:.1f}, grads {mem.grads_gib:.1f}, "
-        f"optimizer {mem.optimizer_gib:.1f}, activations {mem.activations_gib:.1f})"
+        f"optimizer {mem.optimizer_gib:.1f}, activations {mem.activations_gib:.1f}"
+        + (
+            f"; the optimizer step's fp32 gradient copy {mem.optimizer_step_gib:.1f} once they "
+            "are freed"
+            if mem.optimizer_step_gib > mem.activations_gib
+            else ""
+        )
+        + ")"
         + ("" if plan.fits else "  DOES NOT FIT"),
         "time per step (exposed):",
     ]

@@ -503,4 +503,5 @@ def not_fitting_message(
         mem.activations,
         cluster.accelerator.usable_memory_bytes,
         cluster,
+        step_transient=mem.step_transient,
     )

@@ -74,6 +74,7 @@ def memory_breakdown(cost: StepCost, cluster: ClusterSpec) -> MemoryBreakdown:
         grads_gib=mem.grads / GiB,
         optimizer_gib=mem.optimizer / GiB,
         activations_gib=mem.activations / GiB,
+        optimizer_step_gib=mem.step_transient / GiB,
         binding_stage=stage,
     )
 

@@ -501,7 +501,7 @@ def _visit_ladder(
             if key not in out.profiles:  # what memory is made of: the same for every mbs, ZeRO
                 out.profiles[key] = _profiles(model, workload, layout, out.memo)
             m = workload.global_batch // (layout.dp * layout.mbs)
-            peak = max(sum(p.parts(workload, layout, m)) for p in out.profiles[key])
+            peak = max(p.memory(workload, layout, m).total for p in out.profiles[key])
             if peak > out.capacity:
                 first_rung[zero] = rung + 1
                 words = _memory_words(
@@ -640,7 +640,14 @@ def _memory_words(
         mem = max((p.memory(workload, layout, m) for p in profiles), key=lambda s: s.total)
         states = mem.grads + mem.optimizer
         detail = memory_detail(
-            layout, mem.total, mem.weights, states, mem.activations, capacity, cluster
+            layout,
+            mem.total,
+            mem.weights,
+            states,
+            mem.activations,
+            capacity,
+            cluster,
+            step_transient=mem.step_transient,
         )
         if headroom:
             detail += f" (the search keeps {headroom:.0%} of it free)"
@@ -657,12 +664,21 @@ def memory_detail(
     activations: float,
     capacity: float,
     cluster: ClusterSpec,
+    *,
+    step_transient: float = 0.0,
 ) -> str:
-    """Sentence naming what does not fit and by how much."""
+    """Sentence naming what does not fit and by how much (the optimizer step's transient
+    gradient copy in place of the activations when it is the larger)."""
     acc = cluster.accelerator
+    held = f"activations {activations / GiB:.1f}"
+    if step_transient > activations:
+        held = (
+            f"the optimizer step's fp32 gradient copy {step_transient / GiB:.1f}, after the "
+            f"activations ({activations / GiB:.1f}) are freed"
+        )
     return (
         f"{layout.short()} needs {total / GiB:.1f} GiB per GPU (weights {weights / GiB:.1f}, "
-        f"grads + optimizer {states / GiB:.1f}, activations {activations / GiB:.1f}) but "
+        f"grads + optimizer {states / GiB:.1f}, {held}) but "
         f"{acc.name} has {capacity / GiB:.1f} GiB usable ({acc.total_memory_bytes / GiB:.1f} GiB "
         f"({acc.hbm_GB:g} GB part) minus {acc.efficiency.memory_reserve_GB:g} GB runtime reserve): "
         f"over by {(total - capacity) / GiB:.1f} GiB"

@@ -38,6 +38,9 @@ class MemoryBreakdown(FrozenSpec):
     """Optimizer state: fp32 master weights and Adam moments, as sharded (GiB)."""
     activations_gib: NonNegativeFloat
     """Activations of the micro-batches in flight, plus logits (GiB)."""
+    optimizer_step_gib: NonNegativeFloat = 0.0
+    """The fp32 copy of bf16 gradients the optimizer step allocates once the backward has
+    freed the activations (GiB); the peak counts the larger of it and the activations."""
     binding_stage: NonNegativeInt
     """Index of the pipeline stage whose memory is reported (0 = first)."""
 

@@ -90,7 +90,18 @@ class TrainWorkload(FrozenSpec):
     grad_reduce_dtype: Literal["fp32", "bf16"] = "fp32"
     """Gradient buffer and reduction dtype. fp32 is Megatron-LM's default for bf16 training
     (6 + 12/d bytes per parameter with the distributed optimizer); NVIDIA's performance recipes
-    reduce in bf16 (``grad_reduce_in_fp32 = False``: 4 + 16/d, fp32 main grads kept as shards)."""
+    reduce in bf16 (``grad_reduce_in_fp32 = False``: 4 + 16/d, fp32 main grads kept as shards;
+    the optimizer step allocates that fp32 shard after the activations are freed, so it never
+    adds to them: :class:`planner.cost.sharding.ShardedState` ``step_transient``)."""
+    optimizer_state_dtype: Literal["fp32", "bf16"] = "fp32"
+    """Dtype of Adam's two moments (Megatron-LM ``--use-precision-aware-optimizer --exp-avg-dtype
+    bf16 --exp-avg-sq-dtype bf16``, Transformer Engine's FusedAdam, which needs the distributed
+    optimizer). bf16: 8 instead of 12 bytes of optimizer state per parameter the optimizer
+    steps; 6 on a bf16 layout, where the master copy is kept as the 16 bits the bf16 parameter
+    lacks (``store_param_remainders``) and the step reads the gradient buffer without an fp32
+    copy (:func:`planner.cost.sharding.sharded_state_bytes`). NeMo's Apex
+    ``distributed_fused_adam`` with ``dtype: bf16`` (NeMo-Framework-Launcher 24.07's Nemotron-4
+    340B configuration) keeps 6 as well."""
     sequence_parallel: bool = True
     """With tp > 1, the norms, dropouts and residual adds run on T / tp tokens per GPU and their
     activations are sharded (Megatron --sequence-parallel, Korthikanti et al. 2022 section 4.2.2);

@@ -85,6 +85,13 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         lambda j: True,
         lambda j: f"gradients accumulated and reduced in {j.train[1].grad_reduce_dtype}",
     ),
+    "optimizer_state_dtype": (
+        lambda j: j.train[1].optimizer_state_dtype != "fp32",
+        lambda j: (
+            f"Adam's two moments kept in {j.train[1].optimizer_state_dtype} "
+            "(Megatron-LM's precision-aware optimizer)"
+        ),
+    ),
     "sequence_parallel": (
         _tp,
         lambda j: _on(

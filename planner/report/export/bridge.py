@@ -246,7 +246,11 @@ def bridge_overrides(job: ExportJob) -> list[str]:
         job,
         "Megatron-Bridge",
         {"expert_load_imbalance": "routing decides it (model.moe_router_force_load_balancing "
-         "forces balance, for benchmarks only)", **UNEXPRESSED_WHERE},
+         "forces balance, for benchmarks only)",
+         "optimizer_state_dtype": "set OptimizerConfig use_precision_aware_optimizer=True and "
+         "exp_avg_dtype = exp_avg_sq_dtype = torch.bfloat16 in the recipe (torch dtypes, which "
+         "these overrides do not spell)",
+         **UNEXPRESSED_WHERE},
     )  # fmt: skip
     return out
 

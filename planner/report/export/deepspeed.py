@@ -85,6 +85,7 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
             "seq_len": "the data loader sets it",
             "fp32_params": "DeepSpeed keeps bf16 parameters and an fp32 master copy in the "
             "optimizer",
+            "optimizer_state_dtype": "DeepSpeed's Adam keeps fp32 moments",
         },
     )
     return config

@@ -302,6 +302,7 @@ def overrides(job: ExportJob) -> dict[str, Value]:
         "MaxText",
         {
             "sequence_parallel": "GSPMD shards the norms' activations with the tensor axis",
+            "optimizer_state_dtype": "MaxText's mu_dtype sets the first moment only",
             "fused_elementwise": "XLA fuses the elementwise ops",
             "cross_entropy": "the loss is one XLA computation",
             "unsharded_param_layers": "XLA schedules the FSDP gathers",

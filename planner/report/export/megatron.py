@@ -179,6 +179,16 @@ def _memory(job: ExportJob) -> Group:
     else:
         args.append("--accumulate-allreduce-grads-in-fp32")
     job.express("grad_reduce_dtype")
+    if workload.optimizer_state_dtype == "bf16" and layout.zero in (1, 2):
+        # TE's FusedAdam with bf16 moments; OptimizerConfig requires the distributed optimizer
+        args += [
+            "--use-precision-aware-optimizer",
+            "--exp-avg-dtype",
+            "bf16",
+            "--exp-avg-sq-dtype",
+            "bf16",
+        ]
+        job.express("optimizer_state_dtype")
     return f"recompute {layout.recompute}, ZeRO-{layout.zero}, {layout.precision}", args
 
 
@@ -402,7 +412,10 @@ def megatron_groups(job: ExportJob) -> list[Group]:
         job,
         "Megatron-LM",
         {"expert_load_imbalance": "routing decides it (--moe-router-force-load-balancing "
-         "forces balance, for benchmarks only)", **UNEXPRESSED_WHERE},
+         "forces balance, for benchmarks only)",
+         "optimizer_state_dtype": "--use-precision-aware-optimizer with --exp-avg-dtype bf16 "
+         "needs the distributed optimizer (--use-distributed-optimizer, ZeRO-1 or 2)",
+         **UNEXPRESSED_WHERE},
     )  # fmt: skip
     return [(title, args) for title, args in groups if args]
 

@@ -35,6 +35,7 @@ from planner.cost.stage_memory import (
     recompute_working_bytes,
     stage_params_per_gpu,
     state_bytes,
+    step_transient_bytes,
 )
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
@@ -84,6 +85,13 @@ class StageProblem(FrozenSpec):
     """Time of the MTP modules on the rank that holds them."""
     mtp_state: tuple[int, int]
     """Their state on the last rank, and on another rank (which adds an output-layer copy)."""
+    layer_transient: tuple[int, ...] = ()
+    """Per layer: the optimizer step's transient copy of its gradients (``StageMemory.
+    step_transient``), held with the state but never with the activations; empty = none."""
+    rank_transient: tuple[int, ...] = ()
+    """Per rank: the same for the state beyond its layers (embedding, output layer)."""
+    mtp_transient: tuple[int, int] = (0, 0)
+    """The same for the MTP modules, on the last rank and on another."""
     mtp_activation: int
     """Their activations per micro-batch."""
     mtp_memory: int
@@ -152,7 +160,11 @@ def build_stage_problem(
         params = stage_params_per_gpu(model, layout, 0, workload.seq_len, contents=contents)
         return sum(state_bytes(workload, layout, *params))
 
-    rows = _layer_rows(model, workload, layout, time_of, state_of)
+    def transient_of(contents: StageContents) -> float:
+        params = stage_params_per_gpu(model, layout, 0, workload.seq_len, contents=contents)
+        return step_transient_bytes(workload, layout, *params)
+
+    rows = _layer_rows(model, workload, layout, time_of, state_of, transient_of)
     empty: tuple[range, ...] = ()
     head = StageContents(empty, (), False, True, 0, True)
     embedding = StageContents(empty, (), True, False, 0, False)
@@ -185,6 +197,14 @@ def build_stage_problem(
         num_mtp=mtp,
         mtp_time=_time(time_of(on_last)) if mtp else 0,
         mtp_state=(_bytes(state_of(on_last)), _bytes(state_of(elsewhere))) if mtp else (0, 0),
+        layer_transient=tuple(_bytes(r[5]) for r in rows),
+        rank_transient=tuple(
+            _bytes(transient_of(embedding) * (p == 0) + transient_of(head) * (p == last))
+            for p in range(layout.pp)
+        ),
+        mtp_transient=(
+            (_bytes(transient_of(on_last)), _bytes(transient_of(elsewhere))) if mtp else (0, 0)
+        ),
         mtp_activation=_bytes(activation_bytes_per_microbatch(model, workload, layout, on_last))
         if mtp
         else 0,
@@ -204,12 +224,14 @@ def _layer_rows(
     layout: Layout,
     time_of: Callable[[StageContents], float],
     state_of: Callable[[StageContents], float],
-) -> list[tuple[float, float, float, float, float]]:
+    transient_of: Callable[[StageContents], float],
+) -> list[tuple[float, float, float, float, float, float]]:
     """Per layer (time kept, time added by recomputing, state, activations kept, activations
-    saved by recomputing), computed once per kind of layer (identical per-layer table rows)."""
+    saved by recomputing, the optimizer step's transient), computed once per kind of layer
+    (identical per-layer table rows)."""
     table = layer_table(model, workload.seq_len)
     fields = [f for f in type(table).model_fields]
-    by_kind: dict[tuple[float, ...], tuple[float, float, float, float, float]] = {}
+    by_kind: dict[tuple[float, ...], tuple[float, float, float, float, float, float]] = {}
     rows = []
     for i in range(model.num_layers):
         one = (range(i, i + 1),)
@@ -225,6 +247,7 @@ def _layer_rows(
                 state_of(kept),
                 kept_bytes,
                 kept_bytes - activation_bytes_per_microbatch(model, workload, layout, redone),
+                transient_of(kept),
             )
         rows.append(by_kind[kind])
     return rows
@@ -280,11 +303,36 @@ def rank_loads(problem: StageProblem, assignment: Assignment) -> list[tuple[int,
     return [(t, mem) for t, mem in loads]
 
 
+def _table(values: tuple[int, ...], size: int) -> tuple[int, ...]:
+    return values or (0,) * size
+
+
+def rank_step_memory(problem: StageProblem, assignment: Assignment) -> list[int]:
+    """Each rank's state plus the optimizer step's transient copy under ``assignment``: the
+    memory of the step, after the backward has freed the activations (the second bound a rank
+    must keep within capacity)."""
+    p = problem
+    layer = [s + t for s, t in zip(p.layer_state, _table(p.layer_transient, p.num_layers),
+                                   strict=True)]  # fmt: skip
+    out = [s + t for s, t in zip(p.rank_state, _table(p.rank_transient, p.pp), strict=True)]
+    start = 0
+    for c, count in enumerate(assignment.chunk_layers):
+        out[c % p.pp] += sum(layer[start : start + count])
+        start += count
+    if p.num_mtp:
+        r = assignment.mtp_chunk % p.pp
+        last = r == p.pp - 1
+        out[r] += (p.mtp_state[0] if last else p.mtp_state[1]) + (
+            p.mtp_transient[0] if last else p.mtp_transient[1]
+        )
+    return out
+
+
 def evaluate_assignment(problem: StageProblem, assignment: Assignment) -> int | None:
     """The integer objective (the slowest rank's micro-batch time) of ``assignment``, or None
     when it breaks a rule: layers not summing to the model's, a recompute count beyond a chunk,
     one that the recompute choice does not allow, MTP before a decoder layer or outside the last
-    virtual stage, or a rank over memory."""
+    virtual stage, or a rank over memory (with its activations, or in the optimizer step)."""
     p = problem
     layers, redo = assignment.chunk_layers, assignment.recompute_layers
     if len(layers) != p.num_chunks or len(redo) != p.num_chunks or min(layers, default=0) < 0:
@@ -304,6 +352,8 @@ def evaluate_assignment(problem: StageProblem, assignment: Assignment) -> int | 
         return None
     loads = rank_loads(p, assignment)
     if any(mem > p.in_flight_scale * p.capacity for _, mem in loads):
+        return None
+    if any(mem > p.capacity for mem in rank_step_memory(p, assignment)):
         return None
     return max(t for t, _ in loads)
 

@@ -148,6 +148,11 @@ class StageSolver:
         memory = [p.in_flight_scale * (p.rank_state[r] + p.rank_memory[r]
                                        + p.working * self._any_redo[r])
                   for r in range(p.pp)]  # fmt: skip
+        rank_transient = p.rank_transient or (0,) * p.pp
+        layer_held = tuple(s + t for s, t in zip(
+            p.layer_state, p.layer_transient or (0,) * p.num_layers, strict=True))  # fmt: skip
+        # the optimizer step's memory: the state and its transient copy, no activations
+        step_memory = [p.rank_state[r] + rank_transient[r] for r in range(p.pp)]
         before = [self._fill(b if j not in (0, p.num_chunks) else (0 if j == 0 else p.num_layers),
                              f"b{j}") for j, b in enumerate(self._bound)]  # fmt: skip
         for c in range(p.num_chunks):
@@ -156,6 +161,7 @@ class StageSolver:
             times[r] += self._sum(p.layer_time, chunk)
             memory[r] += p.in_flight_scale * self._sum(p.layer_state, chunk)
             memory[r] += p.in_flight[r] * self._sum(p.layer_activation, chunk)
+            step_memory[r] += self._sum(layer_held, chunk)
             if p.recompute == "none":
                 continue
             upto = self._fill(self._bound[c] + self._redo[c], f"u{c}")
@@ -168,12 +174,15 @@ class StageSolver:
         for c, holds in self._mtp.items():
             r = c % p.pp
             state = p.mtp_state[0] if r == p.pp - 1 else p.mtp_state[1]
+            transient = p.mtp_transient[0] if r == p.pp - 1 else p.mtp_transient[1]
             times[r] += p.mtp_time * holds
             memory[r] += (p.in_flight_scale * (state + p.mtp_memory)
                           + p.in_flight[r] * p.mtp_activation) * holds  # fmt: skip
+            step_memory[r] += (state + transient) * holds
         for r in range(p.pp):
             m.add(self._slowest >= times[r])
             m.add(memory[r] <= p.in_flight_scale * p.capacity)
+            m.add(step_memory[r] <= p.capacity)
 
     # --- objective ------------------------------------------------------------------------
     def _add_objective(self) -> None:
@@ -236,8 +245,10 @@ def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
     >>> layer_runs(p)
     [(0, 2), (2, 3)]
     """
+    transient = problem.layer_transient or (0,) * len(problem.layer_time)
     rows = list(zip(problem.layer_time, problem.recompute_time, problem.layer_state,
-                    problem.layer_activation, problem.recompute_saving, strict=True))  # fmt: skip
+                    problem.layer_activation, problem.recompute_saving, transient,
+                    strict=True))  # fmt: skip
     runs: list[tuple[int, int]] = []
     for i, row in enumerate(rows):
         if runs and rows[runs[-1][0]] == row:
