@@ -83,6 +83,10 @@ def test_precision_aware_optimizer_halves_the_moments() -> None:
     bf16 = sharded_state_bytes(params, Layout(dp=64, zero=1), workload, num_layers=80)
     assert (fp8.optimizer, fp8.step_transient) == (8 * 1e9, 4 * 1e9)
     assert (bf16.optimizer, bf16.step_transient) == (6 * 1e9, 0.0)
+    # FSDP2's fp32 parameters are their own master copy: no remainder beside a bf16 half
+    fsdp2 = workload.model_copy(update={"fp32_params": True})
+    zero3 = sharded_state_bytes(params, Layout(dp=64, zero=3), fsdp2, num_layers=80)
+    assert zero3.optimizer == 8 * 1e9
 
 
 def test_g4_nemotron4_340b_fits_as_nemo_ran_it() -> None:

@@ -154,7 +154,12 @@ def sharded_state_bytes(
     # fp8 recipe other than delayed scaling, which the fp8 export runs, keep the usual path):
     # the master copy as 16-bit remainders and the step on the gradient buffer's own shard
     # (DistributedOptimizer._copy_model_grads_to_main_grads: decoupled_grad, no fp32 copy)
-    own_path = workload.optimizer_state_dtype == "bf16" and layout.precision is NumberFormat.BF16
+    # (an fp32 parameter, FSDP2's fp32_params, is its own master: no bf16 half to complete)
+    own_path = (
+        workload.optimizer_state_dtype == "bf16"
+        and layout.precision is NumberFormat.BF16
+        and not workload.fp32_params
+    )
     if own_path:
         main_grad = 0.0
     if layout.zero >= 3:
