@@ -30,10 +30,10 @@ workload default ``te``. Each row records the config it was read from.
 Not expressible in the planner (the table's degrees are kept): DeepSeek-V3's pipeline layouts
 (GB300: ``pp_layout`` "Et*4|(t*4|)*14tmL", embedding and loss in their own slots, 4 layers per
 virtual stage and 1 + MTP in the last; GB200 and B300: the recipe's
-``set_deepseek_v3_pipeline_model_parallel_layout`` maps for (4, 4) and (8, 1)), its MTP layer and
-bf16 Adam moments; Qwen3-235B's ``account_for_embedding/loss_in_pipeline_split`` (96 slots over
-94 layers); HybridEP's SM reservation (``moe_hybridep_num_sms`` 32); the partial CUDA graphs over
-attention and the router.
+``set_deepseek_v3_pipeline_model_parallel_layout`` maps for (4, 4) and (8, 1)) and its MTP layer
+(its bf16 Adam moments are ``optimizer_state_dtype``); Qwen3-235B's
+``account_for_embedding/loss_in_pipeline_split`` (96 slots over 94 layers); HybridEP's SM
+reservation (``moe_hybridep_num_sms`` 32); the partial CUDA graphs over attention and the router.
 """
 
 from __future__ import annotations
@@ -53,7 +53,13 @@ HYBRIDEP = {"moe_dispatch_dedup": True, "ep_comm_overlap": False}
 
 # DeepSeek-V3: deepseek_llm_pretrain.py sets recompute_granularity "selective"; the recipe
 # (recipes/deepseek/deepseek_v3.py) sets CommOverlapConfig(tp_comm_overlap=False), MTP 1 layer.
-DSV3 = {**HYBRIDEP, "global_batch": 4096, "precision": "mxfp8", "tp_comm_overlap": False}
+DSV3 = {
+    **HYBRIDEP,
+    "global_batch": 4096,
+    "precision": "mxfp8",
+    "tp_comm_overlap": False,
+    "optimizer_state_dtype": "bf16",  # deepseek_v3.py: precision-aware optimizer, bf16 moments
+}
 # GPT-OSS 120B: no recompute in the recipe (recompute_granularity None) unless the config lists
 # modules; comm_overlap None (GB300, B300) or CommOverlapConfig(tp_comm_overlap=tp > 1) (GB200).
 GPT_OSS = {"global_batch": 1280, "precision": "bf16", "tp_comm_overlap": False}

@@ -249,6 +249,17 @@ def _optimizer_state_megatron(c: Case) -> bool:
     return flags if c.layout.zero in (1, 2) else c.said() and not flags
 
 
+def _optimizer_state_bridge(c: Case) -> bool:
+    """The same as Megatron Core's OptimizerConfig overrides (torch.bfloat16 spelled as a
+    string, which the overrides turn back into the dtype)."""
+    flags = (
+        c.has("optimizer.use_precision_aware_optimizer", "true")
+        and c.has("optimizer.exp_avg_dtype", "torch.bfloat16")
+        and c.has("optimizer.exp_avg_sq_dtype", "torch.bfloat16")
+    )
+    return flags if c.layout.zero in (1, 2) else c.said() and not flags
+
+
 def _default_or_said(default: Callable[[Case], bool]) -> Check:
     """The framework does it by default when ``default`` holds (no setting needed); else a
     note says it."""
@@ -440,7 +451,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "grad_reduce_dtype": lambda c: c.has(
             "ddp.grad_reduce_in_fp32", "true" if c.w.grad_reduce_dtype == "fp32" else "false"
         ),
-        "optimizer_state_dtype": _native(lambda c: c.w.optimizer_state_dtype == "fp32"),
+        "optimizer_state_dtype": _optimizer_state_bridge,
         "sequence_parallel": lambda c: c.has(
             "model.sequence_parallel", "true" if c.w.sequence_parallel else "false"
         ),

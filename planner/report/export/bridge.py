@@ -141,6 +141,15 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
         ]
     out.append(f"ddp.grad_reduce_in_fp32={_bool(workload.grad_reduce_dtype == 'fp32')}")
     job.express("grad_reduce_dtype")
+    if workload.optimizer_state_dtype == "bf16" and layout.zero in (1, 2):
+        # Megatron Core's OptimizerConfig (the distributed optimizer only); the overrides turn
+        # "torch.bfloat16" back into the field's torch.dtype (omegaconf_utils, str_to_dtype)
+        out += [
+            "optimizer.use_precision_aware_optimizer=true",
+            "optimizer.exp_avg_dtype=torch.bfloat16",
+            "optimizer.exp_avg_sq_dtype=torch.bfloat16",
+        ]
+        job.express("optimizer_state_dtype")
     return out
 
 
@@ -247,9 +256,8 @@ def bridge_overrides(job: ExportJob) -> list[str]:
         "Megatron-Bridge",
         {"expert_load_imbalance": "routing decides it (model.moe_router_force_load_balancing "
          "forces balance, for benchmarks only)",
-         "optimizer_state_dtype": "set OptimizerConfig use_precision_aware_optimizer=True and "
-         "exp_avg_dtype = exp_avg_sq_dtype = torch.bfloat16 in the recipe (torch dtypes, which "
-         "these overrides do not spell)",
+         "optimizer_state_dtype": "optimizer.use_precision_aware_optimizer with bf16 "
+         "exp_avg_dtype needs the distributed optimizer (ZeRO-1 or 2)",
          **UNEXPRESSED_WHERE},
     )  # fmt: skip
     return out
