@@ -236,28 +236,16 @@ def _dp_bridge(c: Case) -> bool:
     )
 
 
-def _optimizer_state_megatron(c: Case) -> bool:
-    """bf16 moments as TE's precision-aware optimizer, which needs the distributed optimizer
-    (ZeRO-1/2); without it a note says so (fp32, the default, is not relevant: nothing set)."""
-    flags = (
-        c.has("--use-precision-aware-optimizer")
-        and c.has("--exp-avg-dtype", "bf16")
-        and c.has("--exp-avg-sq-dtype", "bf16")
-    )
-    if c.w.optimizer_state_dtype == "fp32":
-        return not c.has("--use-precision-aware-optimizer") and not c.said()
-    return flags if c.layout.zero in (1, 2) else c.said() and not flags
+def _precision_aware(*flags: tuple[str, ...]) -> Check:
+    """bf16 moments as Megatron Core's precision-aware optimizer (``flags``: its enable flag
+    and the two moment dtypes, as the format spells them), which needs the distributed
+    optimizer (ZeRO-1/2); without it a note says so (fp32, the default, is not relevant)."""
 
+    def check(c: Case) -> bool:
+        on = all(c.has(*flag) for flag in flags)
+        return on if c.layout.zero in (1, 2) else c.said() and not on
 
-def _optimizer_state_bridge(c: Case) -> bool:
-    """The same as Megatron Core's OptimizerConfig overrides (torch.bfloat16 spelled as a
-    string, which the overrides turn back into the dtype)."""
-    flags = (
-        c.has("optimizer.use_precision_aware_optimizer", "true")
-        and c.has("optimizer.exp_avg_dtype", "torch.bfloat16")
-        and c.has("optimizer.exp_avg_sq_dtype", "torch.bfloat16")
-    )
-    return flags if c.layout.zero in (1, 2) else c.said() and not flags
+    return check
 
 
 def _default_or_said(default: Callable[[Case], bool]) -> Check:
@@ -380,7 +368,11 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.w.grad_reduce_dtype == "bf16"
             else c.has("--accumulate-allreduce-grads-in-fp32")
         ),
-        "optimizer_state_dtype": _optimizer_state_megatron,
+        "optimizer_state_dtype": _precision_aware(
+            ("--use-precision-aware-optimizer",),
+            ("--exp-avg-dtype", "bf16"),
+            ("--exp-avg-sq-dtype", "bf16"),
+        ),
         "sequence_parallel": lambda c: c.has("--sequence-parallel") == c.w.sequence_parallel,
         "tp_comm_overlap": lambda c: c.has("--tp-comm-overlap") == c.w.tp_comm_overlap,
         "flash_attention": lambda c: c.has(
@@ -451,7 +443,11 @@ EXPECT: dict[str, dict[str, Check]] = {
         "grad_reduce_dtype": lambda c: c.has(
             "ddp.grad_reduce_in_fp32", "true" if c.w.grad_reduce_dtype == "fp32" else "false"
         ),
-        "optimizer_state_dtype": _optimizer_state_bridge,
+        "optimizer_state_dtype": _precision_aware(
+            ("optimizer.use_precision_aware_optimizer", "true"),
+            ("optimizer.exp_avg_dtype", "torch.bfloat16"),
+            ("optimizer.exp_avg_sq_dtype", "torch.bfloat16"),
+        ),
         "sequence_parallel": lambda c: c.has(
             "model.sequence_parallel", "true" if c.w.sequence_parallel else "false"
         ),

@@ -149,18 +149,18 @@ def sharded_state_bytes(
     grad = GRAD_BYTES[workload.grad_reduce_dtype]
     fp8_params = workload.fp8_param_gather and layout.zero >= 1
     main_grad = SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype]
-    # Megatron-LM's precision-aware optimizer takes its own path for bf16 layouts only
-    # (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8: fp32 main params with an
-    # fp8 recipe other than delayed scaling, which the fp8 export runs, keep the usual path):
-    # the master copy as 16-bit remainders and the step on the gradient buffer's own shard
-    # (DistributedOptimizer._copy_model_grads_to_main_grads: decoupled_grad, no fp32 copy)
-    # (an fp32 parameter, FSDP2's fp32_params, is its own master: no bf16 half to complete)
-    own_path = (
+    # bf16 moments on a bf16 layout take Megatron Core's precision-aware path
+    # (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8; an fp8 recipe other than
+    # delayed scaling, as the fp8 export runs, keeps the usual one): the master copy is the
+    # 16-bit remainder beside the bf16 parameter, and the step reads the gradient buffer's shard
+    # with no fp32 copy (DistributedOptimizer._copy_model_grads_to_main_grads: decoupled_grad).
+    # An fp32 parameter (fp32_params) is its own master copy: nothing to complete.
+    remainders = (
         workload.optimizer_state_dtype == "bf16"
         and layout.precision is NumberFormat.BF16
         and not workload.fp32_params
     )
-    if own_path:
+    if remainders:
         main_grad = 0.0
     if layout.zero >= 3:
         # FSDP steps the optimizer on the gradient shard its reduce-scatter wrote, with no fp32
@@ -169,7 +169,8 @@ def sharded_state_bytes(
         main_grad = 0.0
     held = shard if layout.zero >= 1 else total
     optimizer = (
-        optimizer_state_bytes_per_param(workload.optimizer_state_dtype, remainders=own_path) * held
+        optimizer_state_bytes_per_param(workload.optimizer_state_dtype, remainders=remainders)
+        * held
     )
     step_copy = main_grad * held
     if layout.zero < 3:

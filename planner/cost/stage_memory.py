@@ -202,10 +202,8 @@ class StageMemoryProfile(NamedTuple):
     num_layers: int = 1
     """Transformer layers the stage holds (ZeRO-3 gathers a few of them at a time)."""
 
-    def parts(
-        self, workload: TrainWorkload, layout: Layout, num_microbatches: int
-    ) -> tuple[float, float, float, float, float]:
-        """(weights, gradients, optimizer state, activations, the optimizer step's transient)
+    def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
+        """Weights, gradients, optimizer state, activations and the optimizer step's transient
         bytes at ``layout``'s ZeRO stage, micro-batch and interleaving (every activation term is
         proportional to the tokens of a micro-batch)."""
         state = sharded_state_bytes(
@@ -220,26 +218,12 @@ class StageMemoryProfile(NamedTuple):
         stored = self.activations_per_sequence * in_flight * (1.0 - offloaded)
         stored += offloaded * self.activations_per_sequence / max(self.num_layers, 1)
         stored *= 1.0 + workload.activation_memory_overhead
-        activations = layout.mbs * (stored + self.fixed_per_sequence)
-        return (
-            copies * state.weights,
-            copies * state.grads,
-            state.optimizer,
-            activations,
-            state.step_transient,
-        )
-
-    def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
-        """The StageMemory of :meth:`parts`."""
-        weights, grads, optimizer, activations, transient = self.parts(
-            workload, layout, num_microbatches
-        )
         return StageMemory.model_construct(
-            weights=weights,
-            grads=grads,
-            optimizer=optimizer,
-            activations=activations,
-            step_transient=transient,
+            weights=copies * state.weights,
+            grads=copies * state.grads,
+            optimizer=state.optimizer,
+            activations=layout.mbs * (stored + self.fixed_per_sequence),
+            step_transient=state.step_transient,
         )
 
 
@@ -276,23 +260,15 @@ def stage_memory_profile(
 
 def state_bytes(
     workload: TrainWorkload, layout: Layout, dense: float, expert: float
-) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer state) bytes one GPU holds at rest for ``dense`` and
-    ``expert`` parameters per GPU (:func:`stage_params_per_gpu`), sharded per the ZeRO stage
+) -> tuple[float, float]:
+    """(weights + gradients + optimizer state, the optimizer step's transient copy) bytes one
+    GPU holds at rest for ``dense`` and ``expert`` parameters per GPU
+    (:func:`stage_params_per_gpu`), sharded per the ZeRO stage
     (:func:`planner.cost.sharding.sharded_state_bytes` without the gathered copy of the running
-    layers): additive over layers, for the stage partition's per-layer tables."""
+    layers): additive over layers, for the stage partition's per-layer tables and its two memory
+    bounds (with the activations, and in the optimizer step)."""
     state = sharded_state_bytes((dense, expert), layout, workload, num_layers=1, transient=False)
-    return state.weights, state.grads, state.optimizer
-
-
-def step_transient_bytes(
-    workload: TrainWorkload, layout: Layout, dense: float, expert: float
-) -> float:
-    """The optimizer step's transient bytes for ``dense`` and ``expert`` parameters per GPU
-    (:class:`planner.cost.sharding.ShardedState` ``step_transient``): additive over layers, for
-    the stage partition's second memory bound (state + transient within capacity)."""
-    state = sharded_state_bytes((dense, expert), layout, workload, num_layers=1, transient=False)
-    return state.step_transient
+    return state.weights + state.grads + state.optimizer, state.step_transient
 
 
 def recompute_working_bytes(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> float:

@@ -494,14 +494,6 @@ def not_fitting_message(
     cost = score(model, cluster, workload, plan.layout)
     if fits(cost, cluster):
         return ""
-    mem = cost.peak_memory
     return memory_detail(
-        plan.layout,
-        mem.total,
-        mem.weights,
-        mem.grads + mem.optimizer,
-        mem.activations,
-        cluster.accelerator.usable_memory_bytes,
-        cluster,
-        step_transient=mem.step_transient,
+        plan.layout, cost.peak_memory, cluster.accelerator.usable_memory_bytes, cluster
     )

@@ -15,6 +15,7 @@ from planner.catalog.frameworks import load_framework
 from planner.cost.stage import microbatch_time
 from planner.cost.step import (
     MicrobatchTime,
+    StageMemory,
     StageMemoryProfile,
     StepCost,
     estimate_memory,
@@ -638,17 +639,7 @@ def _memory_words(
     def words() -> str:
         m = workload.global_batch // (layout.dp * layout.mbs)
         mem = max((p.memory(workload, layout, m) for p in profiles), key=lambda s: s.total)
-        states = mem.grads + mem.optimizer
-        detail = memory_detail(
-            layout,
-            mem.total,
-            mem.weights,
-            states,
-            mem.activations,
-            capacity,
-            cluster,
-            step_transient=mem.step_transient,
-        )
+        detail = memory_detail(layout, mem, capacity, cluster)
         if headroom:
             detail += f" (the search keeps {headroom:.0%} of it free)"
         return detail
@@ -656,29 +647,21 @@ def _memory_words(
     return words
 
 
-def memory_detail(
-    layout: Layout,
-    total: float,
-    weights: float,
-    states: float,
-    activations: float,
-    capacity: float,
-    cluster: ClusterSpec,
-    *,
-    step_transient: float = 0.0,
-) -> str:
-    """Sentence naming what does not fit and by how much (the optimizer step's transient
-    gradient copy in place of the activations when it is the larger)."""
+def memory_detail(layout: Layout, mem: StageMemory, capacity: float, cluster: ClusterSpec) -> str:
+    """Sentence naming what of the binding stage's memory ``mem`` does not fit and by how much
+    (the optimizer step's transient gradient copy in place of the activations when it is the
+    larger)."""
     acc = cluster.accelerator
-    held = f"activations {activations / GiB:.1f}"
-    if step_transient > activations:
+    total = mem.total
+    held = f"activations {mem.activations / GiB:.1f}"
+    if mem.step_transient > mem.activations:
         held = (
-            f"the optimizer step's fp32 gradient copy {step_transient / GiB:.1f}, after the "
-            f"activations ({activations / GiB:.1f}) are freed"
+            f"the optimizer step's fp32 gradient copy {mem.step_transient / GiB:.1f}, after the "
+            f"activations ({mem.activations / GiB:.1f}) are freed"
         )
     return (
-        f"{layout.short()} needs {total / GiB:.1f} GiB per GPU (weights {weights / GiB:.1f}, "
-        f"grads + optimizer {states / GiB:.1f}, {held}) but "
+        f"{layout.short()} needs {total / GiB:.1f} GiB per GPU (weights {mem.weights / GiB:.1f}, "
+        f"grads + optimizer {(mem.grads + mem.optimizer) / GiB:.1f}, {held}) but "
         f"{acc.name} has {capacity / GiB:.1f} GiB usable ({acc.total_memory_bytes / GiB:.1f} GiB "
         f"({acc.hbm_GB:g} GB part) minus {acc.efficiency.memory_reserve_GB:g} GB runtime reserve): "
         f"over by {(total - capacity) / GiB:.1f} GiB"

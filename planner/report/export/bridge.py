@@ -40,6 +40,7 @@ from planner.report.export.mcore import (
     moe_capacity,
     offload_layers,
     optimizer_instances,
+    precision_aware_optimizer,
 )
 from planner.report.export.megatron import pipeline_layout, whole_or_float
 from planner.report.quote import shell_word
@@ -141,15 +142,14 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
         ]
     out.append(f"ddp.grad_reduce_in_fp32={_bool(workload.grad_reduce_dtype == 'fp32')}")
     job.express("grad_reduce_dtype")
-    if workload.optimizer_state_dtype == "bf16" and layout.zero in (1, 2):
-        # Megatron Core's OptimizerConfig (the distributed optimizer only); the overrides turn
-        # "torch.bfloat16" back into the field's torch.dtype (omegaconf_utils, str_to_dtype)
+    if precision_aware_optimizer(job):
+        # the overrides turn "torch.bfloat16" back into the field's torch.dtype
+        # (omegaconf_utils, str_to_dtype)
         out += [
             "optimizer.use_precision_aware_optimizer=true",
             "optimizer.exp_avg_dtype=torch.bfloat16",
             "optimizer.exp_avg_sq_dtype=torch.bfloat16",
         ]
-        job.express("optimizer_state_dtype")
     return out
 
 

@@ -130,6 +130,18 @@ def fp8_param_gather(job: ExportJob) -> bool:
     return True
 
 
+def precision_aware_optimizer(job: ExportJob) -> bool:
+    """Whether to set Megatron Core's precision-aware optimizer with bf16 Adam moments: the
+    prediction assumes them (``optimizer_state_dtype``) and the layout runs the distributed
+    optimizer, which ``OptimizerConfig.__post_init__`` asserts with it (optimizer_config.py,
+    core_v0.19.0 line 434); marks the setting expressed when it is set (else a note says it)."""
+    layout, workload = job.train[0].layout, job.train[1]
+    if workload.optimizer_state_dtype == "bf16" and layout.zero in (1, 2):
+        job.express("optimizer_state_dtype")
+        return True
+    return False
+
+
 def mcore_defaults(job: ExportJob) -> None:
     """Settings that are Megatron Core's behaviour without a flag: bf16 parameters with an
     fp32 master copy in the optimizer, fused elementwise kernels (bias-activation, RoPE and

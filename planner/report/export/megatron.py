@@ -37,6 +37,7 @@ from planner.report.export.mcore import (
     moe_capacity,
     offload_layers,
     optimizer_instances,
+    precision_aware_optimizer,
 )
 from planner.report.quote import comment_text, shell_word
 from planner.specs.model import ModelSpec
@@ -179,8 +180,7 @@ def _memory(job: ExportJob) -> Group:
     else:
         args.append("--accumulate-allreduce-grads-in-fp32")
     job.express("grad_reduce_dtype")
-    if workload.optimizer_state_dtype == "bf16" and layout.zero in (1, 2):
-        # TE's FusedAdam with bf16 moments; OptimizerConfig requires the distributed optimizer
+    if precision_aware_optimizer(job):  # TE's FusedAdam with bf16 moments
         args += [
             "--use-precision-aware-optimizer",
             "--exp-avg-dtype",
@@ -188,7 +188,6 @@ def _memory(job: ExportJob) -> Group:
             "--exp-avg-sq-dtype",
             "bf16",
         ]
-        job.express("optimizer_state_dtype")
     return f"recompute {layout.recompute}, ZeRO-{layout.zero}, {layout.precision}", args
 
 

@@ -35,7 +35,6 @@ from planner.cost.stage_memory import (
     recompute_working_bytes,
     stage_params_per_gpu,
     state_bytes,
-    step_transient_bytes,
 )
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
@@ -156,15 +155,12 @@ def build_stage_problem(
             model, acc, workload, layout, stage=0, domains=domains, contents=contents
         ).total
 
-    def state_of(contents: StageContents) -> float:
+    def held_of(contents: StageContents) -> tuple[float, float]:
+        """(state, the optimizer step's transient) bytes of ``contents``."""
         params = stage_params_per_gpu(model, layout, 0, workload.seq_len, contents=contents)
-        return sum(state_bytes(workload, layout, *params))
+        return state_bytes(workload, layout, *params)
 
-    def transient_of(contents: StageContents) -> float:
-        params = stage_params_per_gpu(model, layout, 0, workload.seq_len, contents=contents)
-        return step_transient_bytes(workload, layout, *params)
-
-    rows = _layer_rows(model, workload, layout, time_of, state_of, transient_of)
+    rows = _layer_rows(model, workload, layout, time_of, held_of)
     empty: tuple[range, ...] = ()
     head = StageContents(empty, (), False, True, 0, True)
     embedding = StageContents(empty, (), True, False, 0, False)
@@ -175,12 +171,20 @@ def build_stage_problem(
     elsewhere = on_last._replace(output_weights=True)
     logits = logits_bytes(model, layout, workload.seq_len, workload.cross_entropy)
     last = layout.pp - 1
+    first, final = held_of(embedding), held_of(head)
+    rank_held = [
+        tuple(_bytes(a * (p == 0) + b * (p == last)) for a, b in zip(first, final, strict=True))
+        for p in range(layout.pp)
+    ]  # the embedding on the first rank, the output layer on the last (both with pp = 1)
+    mtp_held = [(0, 0), (0, 0)]
+    if mtp:
+        mtp_held = [tuple(_bytes(v) for v in held_of(c)) for c in (on_last, elsewhere)]
     return StageProblem(
         pp=layout.pp,
         vpp=layout.vpp,
         layer_time=tuple(_time(r[0]) for r in rows),
         recompute_time=tuple(_time(r[1]) if full else 0 for r in rows),
-        layer_state=tuple(_bytes(r[2]) for r in rows),
+        layer_state=tuple(_bytes(r[2][0]) for r in rows),
         layer_activation=tuple(_bytes(r[3]) for r in rows),
         recompute_saving=tuple(_bytes(r[4], down=True) if full else 0 for r in rows),
         in_flight=tuple(
@@ -189,22 +193,14 @@ def build_stage_problem(
         ),
         in_flight_scale=scale,
         rank_time=tuple(_time(time_of(head)) if p == last else 0 for p in range(layout.pp)),
-        rank_state=tuple(
-            _bytes(state_of(embedding) * (p == 0) + state_of(head) * (p == last))
-            for p in range(layout.pp)
-        ),
+        rank_state=tuple(rank_held[p][0] for p in range(layout.pp)),
         rank_memory=tuple(_bytes(logits) if p == last else 0 for p in range(layout.pp)),
         num_mtp=mtp,
         mtp_time=_time(time_of(on_last)) if mtp else 0,
-        mtp_state=(_bytes(state_of(on_last)), _bytes(state_of(elsewhere))) if mtp else (0, 0),
-        layer_transient=tuple(_bytes(r[5]) for r in rows),
-        rank_transient=tuple(
-            _bytes(transient_of(embedding) * (p == 0) + transient_of(head) * (p == last))
-            for p in range(layout.pp)
-        ),
-        mtp_transient=(
-            (_bytes(transient_of(on_last)), _bytes(transient_of(elsewhere))) if mtp else (0, 0)
-        ),
+        mtp_state=(mtp_held[0][0], mtp_held[1][0]),
+        layer_transient=tuple(_bytes(r[2][1]) for r in rows),
+        rank_transient=tuple(rank_held[p][1] for p in range(layout.pp)),
+        mtp_transient=(mtp_held[0][1], mtp_held[1][1]),
         mtp_activation=_bytes(activation_bytes_per_microbatch(model, workload, layout, on_last))
         if mtp
         else 0,
@@ -223,15 +219,14 @@ def _layer_rows(
     workload: TrainWorkload,
     layout: Layout,
     time_of: Callable[[StageContents], float],
-    state_of: Callable[[StageContents], float],
-    transient_of: Callable[[StageContents], float],
-) -> list[tuple[float, float, float, float, float, float]]:
-    """Per layer (time kept, time added by recomputing, state, activations kept, activations
-    saved by recomputing, the optimizer step's transient), computed once per kind of layer
-    (identical per-layer table rows)."""
+    held_of: Callable[[StageContents], tuple[float, float]],
+) -> list[tuple[float, float, tuple[float, float], float, float]]:
+    """Per layer (time kept, time added by recomputing, (state, the optimizer step's
+    transient), activations kept, activations saved by recomputing), computed once per kind of
+    layer (identical per-layer table rows)."""
     table = layer_table(model, workload.seq_len)
     fields = [f for f in type(table).model_fields]
-    by_kind: dict[tuple[float, ...], tuple[float, float, float, float, float, float]] = {}
+    by_kind: dict[tuple[float, ...], tuple[float, float, tuple[float, float], float, float]] = {}
     rows = []
     for i in range(model.num_layers):
         one = (range(i, i + 1),)
@@ -244,10 +239,9 @@ def _layer_rows(
             by_kind[kind] = (
                 kept_time,
                 time_of(redone) - kept_time,
-                state_of(kept),
+                held_of(kept),
                 kept_bytes,
                 kept_bytes - activation_bytes_per_microbatch(model, workload, layout, redone),
-                transient_of(kept),
             )
         rows.append(by_kind[kind])
     return rows
