@@ -50,6 +50,8 @@ WORKLOAD_FLAGS = {
     "--dp-overlap",
     # issue 18: the optimizer state's dtype (memory as the framework allocates it)
     "--optimizer-state",
+    # issue 18: FP8 parameters and their FP8 all-gather, as NVIDIA's FP8 recipes run
+    "--fp8-param-gather",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

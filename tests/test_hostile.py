@@ -925,6 +925,7 @@ def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("train", ["--no-tp-overlap"], "--no-tp-overlap"),
         ("train", ["--dp-overlap", "off"], "--dp-overlap"),
         ("train", ["--optimizer-state", "bf16"], "--optimizer-state"),
+        ("train", ["--fp8-param-gather"], "--fp8-param-gather"),
         ("serve", ["--global-batch", "64"], "--global-batch"),
         ("serve", ["--fix", "tp=1"], "--fix"),
     ],

@@ -201,3 +201,42 @@ def test_axlearn_tpu_layouts_fit(row_id: str) -> None:
     case = next(c for c in expand_cases(load_rows(training_file())) if c.id == row_id)
     result = evaluate_case(case)
     assert result.status == "ok" and result.fits, result.reason
+
+
+def test_fp8_param_gather_halves_the_gather_only_in_an_eight_bit_format() -> None:
+    """``fp8_param_gather`` all-gathers 1 byte per parameter instead of 2 in fp8 and mxfp8 (the
+    formats with such a recipe); a bf16 or nvfp4 layout gathers its bf16 parameters and keeps
+    2 bytes per weight, whatever the setting says (the exports say so)."""
+    from planner.catalog import load_cluster
+    from planner.cost.comm import all_gather_time, reduce_scatter_time
+    from planner.cost.sharding import gathers_fp8_params
+    from planner.cost.stage import MicrobatchTime
+    from planner.cost.step import dp_exposed_time
+    from planner.topology.hierarchy import comm_domains
+
+    on, off = TrainWorkload(fp8_param_gather=True), TrainWorkload()
+    assert gathers_fp8_params(on, Layout(dp=8, zero=1, precision="fp8"))
+    assert gathers_fp8_params(on, Layout(dp=8, zero=1, precision="mxfp8"))
+    assert not gathers_fp8_params(on, Layout(dp=8, zero=0, precision="fp8"))
+    assert not gathers_fp8_params(on, Layout(dp=8, zero=1, precision="nvfp4"))
+    assert not gathers_fp8_params(on, Layout(dp=8, zero=1))
+    # without overlap the reduce-scatter and the gather are both exposed: the gather halves
+    layout = Layout(dp=64, zero=1, precision="fp8")
+    domains = comm_domains(load_cluster("hgx_h100x64"), layout)
+    idle = MicrobatchTime(
+        forward_s=0.0, backward_s=0.0, tp_comm_s=0.0, cp_comm_s=0.0, ep_comm_s=0.0
+    )
+
+    def exposed(workload: TrainWorkload, lay: Layout) -> float:
+        fields = {"dp_comm_overlap": False, "grad_reduce_dtype": "bf16"}
+        return dp_exposed_time(
+            8e9, 0.0, lay, domains, slowest=idle, num_microbatches=1,
+            workload=workload.model_copy(update=fields),
+        )  # fmt: skip
+
+    dp = domains["dp"]
+    reduce = reduce_scatter_time(2 * 8e9, dp)
+    assert exposed(off, layout) == pytest.approx(reduce + all_gather_time(2 * 8e9, dp))
+    assert exposed(on, layout) == pytest.approx(reduce + all_gather_time(8e9, dp))
+    bf16 = layout.model_copy(update={"precision": NumberFormat.BF16})
+    assert exposed(on, bf16) == pytest.approx(exposed(off, bf16))

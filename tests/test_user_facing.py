@@ -16,7 +16,7 @@ import planner
 from planner.errors import InfeasibleError, SpecError
 from planner.report.text import search_text
 from planner.report.width import COLUMNS
-from tests.test_cli import run_main
+from tests.test_cli import assert_one_line_error, run_main
 
 SMALL = {"model": "8B", "cluster": "hgx_h100x64"}
 
@@ -260,3 +260,25 @@ def test_moe_warning_only_for_settings_the_user_gave() -> None:
         "no experts" in w
         for w in unused_settings(model, TrainWorkload(moe_host_sync=False), Layout(dp=8))
     )
+
+
+def test_fp8_param_gather_the_layout_cannot_use_is_said() -> None:
+    """``fp8_param_gather`` on a layout that gathers nothing in 8 bits (ZeRO 0, or a bf16
+    candidate of ``--precision auto``) is said in a warning, not silently dropped; on the CLI a
+    16-bit ``--precision`` refuses the flag outright."""
+    from planner.search.evaluate import unused_settings
+    from planner.specs.layout import Layout
+    from planner.specs.workload import TrainWorkload
+
+    model = planner.load_model("8B")
+    on = TrainWorkload(precision="fp8", fp8_param_gather=True)
+    assert unused_settings(model, on, Layout(dp=8, zero=1, precision="fp8")) == []
+    assert any(
+        "ZeRO 0" in w for w in unused_settings(model, on, Layout(dp=8, zero=0, precision="fp8"))
+    )
+    assert any("runs bf16" in w for w in unused_settings(model, on, Layout(dp=8, zero=1)))
+    code, out, err = run_main(
+        ["search", "--model", "8B", "--cluster", "hgx_h100x8", "--fp8-param-gather"]
+    )
+    line = assert_one_line_error(code, err, 2)
+    assert "--precision fp8 or mxfp8" in line and out == ""

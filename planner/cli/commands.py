@@ -551,6 +551,7 @@ _WORKLOAD_FLAGS = {
     "global_batch": "--global-batch",
     "grad_reduce_dtype": "--grad-reduce",
     "optimizer_state_dtype": "--optimizer-state",
+    "fp8_param_gather": "--fp8-param-gather",
     "sequence_parallel": "--no-sequence-parallel",
     "tp_comm_overlap": "--no-tp-overlap",
     "dp_comm_overlap": "--dp-overlap",
@@ -621,7 +622,7 @@ SAVED_PLAN_REL_TOL = 1e-3
 PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
-    "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
+    "fp8_param_gather", "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

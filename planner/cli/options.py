@@ -255,6 +255,13 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "of 12 bytes per parameter with the fp32 master copy)",
     )
     g.add_argument(
+        "--fp8-param-gather",
+        action="store_true",
+        help="with an 8-bit precision and ZeRO >= 1, all-gather the parameters in FP8 "
+        "(Megatron-LM --fp8-param-gather, torchao's FSDP float8 all-gather): half the gather "
+        "bytes; NVIDIA's FP8 recipes set it",
+    )
+    g.add_argument(
         "--no-sequence-parallel",
         action="store_true",
         help="TP without sequence parallelism: norms and their activations replicated per rank",
@@ -337,6 +344,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["grad_reduce_dtype"] = args.grad_reduce
     if getattr(args, "optimizer_state", None):
         out["optimizer_state_dtype"] = args.optimizer_state
+    if getattr(args, "fp8_param_gather", False):
+        out["fp8_param_gather"] = True
     if getattr(args, "no_sequence_parallel", False):
         out["sequence_parallel"] = False
     if getattr(args, "no_tp_overlap", False):
@@ -483,6 +492,15 @@ def _workload(args: argparse.Namespace) -> dict[str, object]:
     elif args.global_batch is not None:
         workload["global_batch"] = args.global_batch
     workload.update(_framework(args))
+    if workload.get("fp8_param_gather") and not auto:
+        from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS
+
+        eight_bit = [str(f) for f in EIGHT_BIT_PARAM_FORMATS]
+        if precision not in eight_bit:
+            raise SpecError(
+                f"--fp8-param-gather: parameters are gathered in 8 bits only with --precision "
+                f"{' or '.join(eight_bit)} (or auto), not {precision}"
+            )
     return workload
 
 
@@ -637,8 +655,8 @@ SERVE_ONLY: tuple[str, ...] = (
 TRAIN_ONLY: tuple[str, ...] = (
     "seq_len", "global_batch", "global_batch_tokens", "recompute", "zero", "vpp", "cp", "etp",
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
-    "moe_cuda_graphs", "grad_reduce", "optimizer_state", "no_sequence_parallel", "no_tp_overlap",
-    "framework",
+    "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
+    "no_sequence_parallel", "no_tp_overlap", "framework",
     "cp_comm", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""

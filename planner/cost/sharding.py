@@ -20,7 +20,7 @@ from planner.cost.memory import (
     weight_bytes,
 )
 from planner.specs.base import FrozenSpec
-from planner.specs.formats import NumberFormat
+from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.workload import TrainWorkload
 
@@ -118,6 +118,24 @@ class ShardedState(FrozenSpec):
     activations: a stage's peak is the state plus the larger of the two."""
 
 
+def gathers_fp8_params(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether the layout keeps its parameters in FP8 and all-gathers them so
+    (``workload.fp8_param_gather``): only with ZeRO >= 1 (the gather it halves) and an 8-bit
+    format that has such a recipe (:data:`planner.specs.formats.EIGHT_BIT_PARAM_FORMATS`); with
+    any other format the setting has no effect, as the exports say.
+
+    >>> gathers_fp8_params(TrainWorkload(fp8_param_gather=True), Layout(zero=1, precision="fp8"))
+    True
+    >>> gathers_fp8_params(TrainWorkload(fp8_param_gather=True), Layout(zero=1))  # bf16
+    False
+    """
+    return (
+        workload.fp8_param_gather
+        and layout.zero >= 1
+        and layout.precision in EIGHT_BIT_PARAM_FORMATS
+    )
+
+
 def sharded_state_bytes(
     params: tuple[float, float],
     layout: Layout,
@@ -147,7 +165,7 @@ def sharded_state_bytes(
     total = dense + expert
     shard = dense / dp + expert / edp
     grad = GRAD_BYTES[workload.grad_reduce_dtype]
-    fp8_params = workload.fp8_param_gather and layout.zero >= 1
+    fp8_params = gathers_fp8_params(workload, layout)
     main_grad = SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype]
     # bf16 moments on a bf16 layout take Megatron Core's precision-aware path
     # (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8; an fp8 recipe other than

@@ -41,6 +41,7 @@ from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
     dp_sync_overlapped,
+    gathers_fp8_params,
     param_gathers_per_microbatch,
     reduces_once_per_step,
     shard_ranks,
@@ -54,7 +55,6 @@ from planner.cost.stage_memory import (
 )
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
-from planner.specs.formats import NumberFormat
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -196,8 +196,7 @@ def dp_exposed_time(
     """
     workload = workload or TrainWorkload()
     grad_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
-    fp8_gather = workload.fp8_param_gather and layout.precision is not NumberFormat.BF16
-    param_bytes = 1.0 if fp8_gather else 2.0
+    param_bytes = 1.0 if gathers_fp8_params(workload, layout) else 2.0
     dp = domains.get("dp_cp", domains["dp"])
     edp = domains.get("edp", dp)
     if dp.size == 1 and edp.size == 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.cost.sharding import gathers_fp8_params
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
 from planner.search.pipeline import pipeline_stages
 from planner.search.trust import train_band
@@ -96,6 +97,11 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
         )
     if model.moe is None and _moe_settings_given(workload):
         out.append(f"the MoE dispatch settings have no effect: {model.name} has no experts")
+    if workload.fp8_param_gather and not gathers_fp8_params(workload, layout):
+        why = (
+            "ZeRO 0 gathers nothing" if layout.zero == 0 else f"this layout runs {layout.precision}"
+        )
+        out.append(f"fp8-param-gather applies to fp8 and mxfp8 with ZeRO >= 1; {why}")
     return out
 
 

@@ -54,6 +54,14 @@ TRAINING_FORMATS: tuple[NumberFormat, ...] = (
 for is its profile's ``training_precisions`` (int8: MaxText's AQT)."""
 
 
+EIGHT_BIT_PARAM_FORMATS: tuple[NumberFormat, ...] = (NumberFormat.FP8, NumberFormat.MXFP8)
+"""Formats whose training recipe can keep the parameters in 8 bits and all-gather them so
+(Megatron-LM ``--fp8-param-gather``, which Transformer Engine supports for per-tensor and MXFP8
+scaling; torchao's FSDP float8 all-gather). Megatron-Bridge's NVFP4 and blockwise recipes set
+``fp8_param_gather = False`` (src/megatron/bridge/training/mixed_precision.py), and a 16-bit
+layout has nothing to gather in 8 bits."""
+
+
 def element_bits(fmt: NumberFormat) -> float:
     """Bits of one element, without block scales.
 

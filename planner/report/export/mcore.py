@@ -13,15 +13,16 @@ Names and semantics from NVIDIA/Megatron-LM tag ``core_v0.19.0``:
 from __future__ import annotations
 
 from planner.report.export.job import ExportJob
+from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS
 from planner.specs.layout import Recompute
 from planner.specs.workload import TrainWorkload
 
 CP_COMM_TYPE = {"p2p": "p2p", "a2a": "a2a", "a2a+p2p": "a2a+p2p", "allgather": "all_gather"}
 """The planner's context-parallel algorithm -> Megatron Core's ``cp_comm_type`` spelling."""
 
-EIGHT_BIT_GATHER = ("fp8", "mxfp8")
+EIGHT_BIT_GATHER = tuple(str(f) for f in EIGHT_BIT_PARAM_FORMATS)
 """Precisions whose recipe can keep and all-gather the parameters in 8 bits
-(``--fp8-param-gather``)."""
+(``--fp8-param-gather``; :data:`planner.specs.formats.EIGHT_BIT_PARAM_FORMATS`)."""
 
 
 def attention_backend(workload: TrainWorkload) -> str:
