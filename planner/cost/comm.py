@@ -24,8 +24,8 @@ def ring_all_reduce_time(message_bytes: float, domain: CommDomain) -> float:
     14.0
     """
     n = domain.size
-    if n == 1:
-        return 0.0
+    if n == 1 or message_bytes <= 0:
+        return 0.0  # nothing to reduce: no collective is launched
     steps = 2 * (n - 1)
     return steps / n * message_bytes / domain.effective_bytes_per_s + steps * domain.latency_s
 
@@ -37,10 +37,12 @@ def reduce_scatter_time(message_bytes: float, domain: CommDomain) -> float:
     >>> d = CommDomain(size=4, bandwidth_bytes_per_s=1e9, latency_s=0, efficiency=1, tier="scale_up")
     >>> reduce_scatter_time(4e9, d)
     3.0
+    >>> reduce_scatter_time(0.0, d)  # an empty buffer (a dense model's expert gradients)
+    0.0
     """
     n = domain.size
-    if n == 1:
-        return 0.0
+    if n == 1 or message_bytes <= 0:
+        return 0.0  # nothing to move: no collective is launched
     return (n - 1) / n * message_bytes / domain.effective_bytes_per_s + (n - 1) * domain.latency_s
 
 
