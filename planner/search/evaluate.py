@@ -8,7 +8,7 @@ from planner.search.pipeline import pipeline_stages
 from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
 from planner.specs.comm import CommDomain
-from planner.specs.formats import NumberFormat
+from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
@@ -101,7 +101,8 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
         why = (
             "ZeRO 0 gathers nothing" if layout.zero == 0 else f"this layout runs {layout.precision}"
         )
-        out.append(f"fp8-param-gather applies to fp8 and mxfp8 with ZeRO >= 1; {why}")
+        formats = " and ".join(str(f) for f in EIGHT_BIT_PARAM_FORMATS)
+        out.append(f"fp8-param-gather applies to {formats} with ZeRO >= 1; {why}")
     return out
 
 

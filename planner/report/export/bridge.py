@@ -31,7 +31,6 @@ from planner.report.export.job import (
 )
 from planner.report.export.mcore import (
     CP_COMM_TYPE,
-    EIGHT_BIT_GATHER,
     UNEXPRESSED_WHERE,
     attention_backend,
     cp_hierarchy,
@@ -44,6 +43,7 @@ from planner.report.export.mcore import (
 )
 from planner.report.export.megatron import pipeline_layout, whole_or_float
 from planner.report.quote import shell_word
+from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS
 
 FRAMEWORK = "Megatron-Bridge run_recipe.py ConfigContainer overrides"
 VERSION = "v0.6.0 (51885cf)"
@@ -231,7 +231,7 @@ def _precision(job: ExportJob) -> list[str]:
     else:
         job.express("precision")
     out = [f"mixed_precision={_MIXED_PRECISION[precision]}"]
-    if precision in EIGHT_BIT_GATHER:  # the recipe turns fp8_param_gather on: say what we assumed
+    if precision in EIGHT_BIT_PARAM_FORMATS:  # the recipe turns fp8_param_gather on: say ours
         out.append(f"mixed_precision.fp8_param_gather={_bool(fp8_param_gather(job))}")
     return out
 

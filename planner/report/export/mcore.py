@@ -12,17 +12,13 @@ Names and semantics from NVIDIA/Megatron-LM tag ``core_v0.19.0``:
 
 from __future__ import annotations
 
+from planner.cost.sharding import gathers_fp8_params
 from planner.report.export.job import ExportJob
-from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS
 from planner.specs.layout import Recompute
 from planner.specs.workload import TrainWorkload
 
 CP_COMM_TYPE = {"p2p": "p2p", "a2a": "a2a", "a2a+p2p": "a2a+p2p", "allgather": "all_gather"}
 """The planner's context-parallel algorithm -> Megatron Core's ``cp_comm_type`` spelling."""
-
-EIGHT_BIT_GATHER = tuple(str(f) for f in EIGHT_BIT_PARAM_FORMATS)
-"""Precisions whose recipe can keep and all-gather the parameters in 8 bits
-(``--fp8-param-gather``; :data:`planner.specs.formats.EIGHT_BIT_PARAM_FORMATS`)."""
 
 
 def attention_backend(workload: TrainWorkload) -> str:
@@ -117,18 +113,12 @@ def offload_layers(job: ExportJob) -> int | None:
 
 
 def fp8_param_gather(job: ExportJob) -> bool:
-    """Whether to set ``fp8_param_gather``: asked for, with an 8-bit recipe and a distributed
-    optimizer (Megatron asserts both); a note where the prediction assumes it and the
-    precision has no such recipe."""
-    layout, workload = job.train[0].layout, job.train[1]
-    precision = str(layout.precision)
-    if not workload.fp8_param_gather or layout.zero == 0:
-        job.express("fp8_param_gather")
-        return False
-    if precision not in EIGHT_BIT_GATHER:
-        return False  # note_unexpressed says the assumption
+    """Whether to set ``fp8_param_gather``: where the prediction gathered the parameters in 8
+    bits (:func:`planner.cost.sharding.gathers_fp8_params`: asked for, an 8-bit recipe and a
+    distributed optimizer, which Megatron asserts). Elsewhere the prediction did not assume it
+    (the plan's warning says the setting went unused), so there is nothing to carry."""
     job.express("fp8_param_gather")
-    return True
+    return gathers_fp8_params(job.train[1], job.train[0].layout)
 
 
 def precision_aware_optimizer(job: ExportJob) -> bool:
