@@ -52,6 +52,8 @@ WORKLOAD_FLAGS = {
     "--optimizer-state",
     # issue 18: FP8 parameters and their FP8 all-gather, as NVIDIA's FP8 recipes run
     "--fp8-param-gather",
+    # issue 18: MaxText's save lists and host offload of saved activations
+    "--saved-tensors", "--activation-offload",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

@@ -282,3 +282,54 @@ def test_fp8_param_gather_the_layout_cannot_use_is_said() -> None:
     )
     line = assert_one_line_error(code, err, 2)
     assert "--precision fp8 or mxfp8" in line and out == ""
+
+
+def test_activation_offload_flag_trades_host_link_time_for_memory() -> None:
+    """MaxText-style host offload from the CLI: Llama 3.1 70B on a v6e-256 slice, FSDP, 8K
+    tokens, two sequences per chip and full rematerialisation keeps 80 layer inputs of 2 x 8192
+    x 8192 x 2 bytes (20 GiB) and does not fit 31.2 GiB; offloading them (``--activation-offload
+    1``) leaves one layer's worth on the chip, fits, and costs host-link time, never less."""
+    base = [
+        "estimate", "--model", "llama3.1-70b", "--cluster", "tpu_v6ex256", "--framework",
+        "maxtext", "--zero", "3", "--mbs", "2", "--seq-len", "8192", "--global-batch", "512",
+        "--recompute", "full", "--json",
+    ]  # fmt: skip
+    code, out, err = run_main(base)
+    assert code == 1 and "does not fit" in err
+    code, out, err = run_main([*base, "--activation-offload", "1"])
+    assert code == 0, err
+    plan = json.loads(out)
+    kept = plan["memory"]["activations_gib"]
+    layer_input_gib = 2 * 8192 * 8192 * 2 / 2**30  # one layer's input, the one being copied
+    assert kept < 2 * layer_input_gib + 8.0  # the working layer's transients stay
+    assert plan["breakdown_s"]["offload"] > 0
+    code, out, err = run_main([*base, "--activation-offload", "0.5"])
+    half = re.search(r"activations ([0-9.]+)\)", err)  # half of them: still 0.9 GiB over
+    assert code == 1 and half is not None and float(half.group(1)) > kept + 9.0
+
+
+def test_saved_tensors_flag_is_a_save_list() -> None:
+    """``--saved-tensors`` replaces Megatron's recompute modules with a save list: keeping
+    fewer tensors needs less memory and recomputes more; naming none recomputes the layer;
+    on a layout without selective recomputation it is said, not dropped."""
+    base = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--recompute", "selective",
+            "--framework", "maxtext", "--zero", "3", "--json"]  # fmt: skip
+    plans = {}
+    for saved in ("q,k,v,out,mlp_gate,mlp_up,mlp_down", "q,k,v,out", "none"):
+        code, out, err = run_main([*base, "--saved-tensors", saved])
+        assert code == 0, err
+        plans[saved] = json.loads(out)
+    acts = [p["memory"]["activations_gib"] for p in plans.values()]
+    steps = [p["step_time_s"] for p in plans.values()]
+    assert acts[0] > acts[1] > acts[2]
+    assert steps[0] < steps[1] < steps[2]
+    code, out, err = run_main(
+        ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--recompute", "full",
+         "--zero", "3", "--saved-tensors", "q,k"]
+    )  # fmt: skip
+    assert code == 0 and "saved tensors q,k apply to selective recomputation" in out + err
+    code, out, err = run_main(
+        ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--saved-tensors", "q",
+         "--recompute-modules", "mlp"]
+    )  # fmt: skip
+    assert "give one" in assert_one_line_error(code, err, 2)

@@ -557,6 +557,8 @@ _WORKLOAD_FLAGS = {
     "dp_comm_overlap": "--dp-overlap",
     "recompute_modules": "--recompute-modules",
     "recompute_num_layers": "--recompute-num-layers",
+    "saved_tensors": "--saved-tensors",
+    "activation_offload_fraction": "--activation-offload",
     "moe_dispatch_dedup": "--moe-dispatcher",
     "ep_comm_overlap": "--ep-overlap",
     "moe_host_sync": "--moe-cuda-graphs",
@@ -622,7 +624,8 @@ SAVED_PLAN_REL_TOL = 1e-3
 PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
-    "fp8_param_gather", "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
+    "fp8_param_gather", "saved_tensors", "activation_offload", "no_sequence_parallel",
+    "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

@@ -93,6 +93,22 @@ def positive_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """A share from 0 to 1 inclusive (``--activation-offload 0.5``).
+
+    >>> fraction("0.25")
+    0.25
+    """
+    if not _FLOAT.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} is not a number (digits 0-9: a share from 0 to 1, e.g. 0.5)"
+        )
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a share from 0 to 1")
+    return value
+
+
 def ranged(parse: Callable[[str], float], name: str) -> Callable[[str], float]:
     """The argument type ``parse`` (positive_int, positive_float, batch_tokens) that also
     refuses a value outside the plausible range of ``name`` (planner.limits.RANGES), stating
@@ -224,6 +240,23 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         help="with full recompute: only the first N layers of each pipeline chunk (block method)",
     )
     g.add_argument(
+        "--saved-tensors",
+        metavar="T,T",
+        help="selective recomputation as a save list instead of --recompute-modules: each layer "
+        "keeps its input and these outputs and recomputes the rest (MaxText remat_policy custom, "
+        "JAX save_only_these_names): q, k, v, context, out, mlp_gate, mlp_up, mlp_down, or none "
+        "(the whole layer) [the framework profile's]",
+    )
+    g.add_argument(
+        "--activation-offload",
+        type=fraction,
+        metavar="F",
+        help="share of the saved activations copied to host memory in the forward and back for "
+        "the backward, over the host link (Megatron-LM --cpu-offloading-num-layers N as N/L; "
+        "MaxText's offload remat tensors): less device memory, host-link time where the copies "
+        "outlast the compute [0]",
+    )
+    g.add_argument(
         "--moe-dispatcher",
         choices=MOE_DISPATCHER_CHOICES,
         help="MoE token dispatch: NCCL all-to-all (default) or deduplicating (DeepEP, HybridEP)",
@@ -331,8 +364,12 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
                 f"{', '.join(RECOMPUTE_MODULES)}"
             )
         out["recompute_modules"] = modules
+    if getattr(args, "saved_tensors", None) is not None:
+        out["saved_tensors"] = _saved_tensors(args)
     if getattr(args, "recompute_num_layers", None) is not None:
         out["recompute_num_layers"] = args.recompute_num_layers
+    if getattr(args, "activation_offload", None) is not None:
+        out["activation_offload_fraction"] = args.activation_offload
     out.update(
         moe_framework_fields(
             moe_dispatcher=getattr(args, "moe_dispatcher", None),
@@ -355,6 +392,32 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
     if getattr(args, "mtp_num_layers", None) is not None:
         out["mtp_num_layers"] = args.mtp_num_layers
     return out
+
+
+def _saved_tensors(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--saved-tensors``: the names, in order, or none for the empty save list; given with
+    ``--recompute-modules`` it is an error (a save list replaces the recompute modules)."""
+    from planner.errors import SpecError
+    from planner.specs.workload import SAVED_TENSORS
+
+    text = args.saved_tensors
+    if getattr(args, "recompute_modules", None) is not None:
+        raise SpecError(
+            "--saved-tensors and --recompute-modules both say what selective recomputation "
+            "keeps: give one (a save list keeps what it names, recompute modules drop theirs)"
+        )
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    if names == ("none",):
+        return ()
+    unknown = [t for t in names if t not in SAVED_TENSORS]
+    if unknown or not names:
+        raise SpecError(
+            f"--saved-tensors {_shown(text)}: each must be one of {', '.join(SAVED_TENSORS)}, "
+            "or none alone"
+        )
+    if len(set(names)) != len(names):
+        raise SpecError(f"--saved-tensors {_shown(text)}: a tensor is listed twice")
+    return names
 
 
 class _Default(str):
@@ -656,7 +719,7 @@ TRAIN_ONLY: tuple[str, ...] = (
     "seq_len", "global_batch", "global_batch_tokens", "recompute", "zero", "vpp", "cp", "etp",
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
-    "no_sequence_parallel", "no_tp_overlap", "framework",
+    "saved_tensors", "activation_offload", "no_sequence_parallel", "no_tp_overlap", "framework",
     "cp_comm", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""

@@ -90,6 +90,12 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
             f"recompute modules {','.join(workload.recompute_modules)} apply to selective "
             f"recomputation; this layout uses {layout.recompute}"
         )
+    if layout.recompute is not Recompute.SELECTIVE and _saved_tensors_given(workload):
+        saved = ",".join(workload.saved_tensors or ()) or "none"
+        out.append(
+            f"saved tensors {saved} apply to selective recomputation; this layout uses "
+            f"{layout.recompute}"
+        )
     if workload.recompute_num_layers is not None and layout.recompute is not Recompute.FULL:
         out.append(
             f"recompute-num-layers {workload.recompute_num_layers} applies to full "
@@ -108,6 +114,15 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
 
 MOE_DISPATCH_FIELDS = ("ep_comm_overlap", "moe_dispatch_dedup", "moe_host_sync")
 """TrainWorkload fields that only an MoE layer uses."""
+
+
+def _saved_tensors_given(workload: TrainWorkload) -> bool:
+    """Whether the save list differs from the framework profile's (MaxText's and torchtitan's
+    own lists are not the user's)."""
+    from planner.catalog.frameworks import resolve_workload
+
+    profile = resolve_workload({"framework": workload.framework})
+    return workload.saved_tensors != profile.saved_tensors
 
 
 def _moe_settings_given(workload: TrainWorkload) -> bool:
