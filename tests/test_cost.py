@@ -6,6 +6,7 @@ import pytest
 
 import planner
 from planner.catalog import load_cluster, load_model
+from planner.catalog.frameworks import resolve_workload
 from planner.cost.comm import ring_all_reduce_time
 from planner.cost.memory import activation_bytes_per_layer
 from planner.cost.pipeline import bubble_fraction, microbatches_in_flight
@@ -296,3 +297,17 @@ def test_step_overhead_is_one_fixed_term_per_step() -> None:
     assert base.breakdown_s["step_sync"] == pytest.approx(acc.efficiency.step_overhead_ms / 1e3)
     tpu = load_cluster("tpu_v5px64")
     assert tpu.accelerator.efficiency.step_overhead_ms == 0.0
+
+
+def test_the_per_step_host_sync_is_the_loops() -> None:
+    """The fitted per-step cost is paid where the training loop stops the host: Megatron-LM
+    every step (the gradient norm read on the host), torchtitan once per ``metrics.log_freq``
+    = 10 steps, MaxText never (JAX dispatches the next step ahead). The same layout and
+    accelerator, three loops: the step_sync term by hand."""
+    model, cluster = load_model("8B"), load_cluster("hgx_h100x8")
+    fitted_s = cluster.accelerator.efficiency.step_overhead_ms / 1e3
+    layout = Layout(dp=8, zero=3, recompute=Recompute.FULL)
+    for framework, share in (("megatron", 1.0), ("torchtitan", 0.1), ("maxtext", 0.0)):
+        workload = resolve_workload({"framework": framework, "global_batch": 64})
+        cost = score(model, cluster, workload, layout)
+        assert cost.breakdown_s["step_sync"] == pytest.approx(share * fitted_s, rel=1e-12)

@@ -91,6 +91,10 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "zero_shard_group": [("zero3", {"zero_shard_group": 8}), ("cp", {"zero_shard_group": 2})],
     "fp32_params": [("dense", {"fp32_params": v}) for v in (False, True)],
     "unsharded_param_layers": [("zero3", {}), ("zero3", {"unsharded_param_layers": 3.0})],
+    "host_sync_interval": [
+        ("dense", {"host_sync_interval": 10}),
+        ("dense", {"host_sync_interval": None}),
+    ],
     "activation_offload_fraction": [
         ("offload", {"activation_offload_fraction": 0.5}),
         ("dense", {"activation_offload_fraction": 0.5}),
@@ -360,6 +364,8 @@ def _maxtext_saved(c: Case) -> bool:
 
 EXPECT: dict[str, dict[str, Check]] = {
     "megatron": {
+        # Megatron-LM reads the gradient norm on the host every step: no setting
+        "host_sync_interval": _said,
         "seq_len": lambda c: c.has("--seq-length", c.w.seq_len),
         "global_batch": lambda c: c.has("--global-batch-size", c.w.global_batch),
         "precision": _precision_megatron,
@@ -435,6 +441,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         DP_OVERLAP: _dp_megatron,
     },
     "bridge": {
+        "host_sync_interval": _said,
         "seq_len": lambda c: (
             c.has("dataset.seq_length", c.w.seq_len) and c.has("model.seq_length", c.w.seq_len)
         ),
@@ -519,6 +526,12 @@ EXPECT: dict[str, dict[str, Check]] = {
         DP_OVERLAP: _dp_bridge,
     },
     "torchtitan": {
+        # its loop reads the loss on logging steps only: metrics.log_freq
+        "host_sync_interval": lambda c: (
+            c.said()
+            if c.w.host_sync_interval is None
+            else c.has("metrics.log_freq", c.w.host_sync_interval) and not c.said()
+        ),
         "seq_len": lambda c: c.has("training.seq_len", c.w.seq_len),
         "global_batch": lambda c: c.has("training.global_batch_size", c.w.global_batch),
         "precision": _precision_torchtitan,
@@ -595,6 +608,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         DP_OVERLAP: _default_or_said(_dp_on),
     },
     "deepspeed": {
+        "host_sync_interval": _said,
         "seq_len": _said,
         "global_batch": lambda c: c.has("train_batch_size", c.w.global_batch),
         "precision": lambda c: (
@@ -646,6 +660,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         DP_OVERLAP: lambda c: c.names.get("zero_optimization.overlap_comm") is _dp_on(c),
     },
     "maxtext": {
+        # JAX dispatches the next step before the last ends: never stopping is native
+        "host_sync_interval": _native(lambda c: c.w.host_sync_interval is None),
         "seq_len": lambda c: c.has("max_target_length", c.w.seq_len),
         "global_batch": _maxtext_batch,
         "precision": _maxtext_precision,

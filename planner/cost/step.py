@@ -16,7 +16,8 @@ of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_
   the whole reduction and gather are exposed.
 - Pipeline sends are exposed: 2 per micro-batch per virtual stage, plus the fill.
 - Each step adds the accelerator's fitted ``step_overhead_ms`` (none where unknown): the host
-  synchronisation and relaunch of an eager training loop, the step's small collectives.
+  synchronisation and relaunch of an eager training loop, the step's small collectives,
+  amortised over the loop's ``host_sync_interval`` (:func:`host_sync_time`).
 The step time is the sum of the exposed terms (``breakdown_s``).
 """
 
@@ -123,6 +124,29 @@ class StepCost(FrozenSpec):
     def peak_memory(self) -> StageMemory:
         """Memory of the stage with the largest total."""
         return max(self.stage_memory, key=lambda s: s.total)
+
+
+def host_sync_time(step_overhead_ms: float | None, workload: TrainWorkload) -> float:
+    """Seconds per step the training loop loses to host synchronisation: the fitted cost of one
+    sync (``AcceleratorEfficiency.step_overhead_ms``; none where unknown) over the steps between
+    syncs (``TrainWorkload.host_sync_interval``; None = the loop never stops the host).
+
+    An eager loop that reads the gradient norm or the loss on the host waits for the device to
+    drain, and the device then idles while the host launches the optimizer's and the next
+    step's first kernels (docs/calibration.md, "A fixed cost per step"); a loop that reads them
+    every N steps pays that once in N.
+
+    >>> from planner.specs.workload import TrainWorkload
+    >>> round(host_sync_time(80.0, TrainWorkload()) * 1e3, 3)
+    80.0
+    >>> round(host_sync_time(80.0, TrainWorkload(host_sync_interval=10)) * 1e3, 3)
+    8.0
+    >>> host_sync_time(80.0, TrainWorkload(host_sync_interval=None))
+    0.0
+    """
+    if not step_overhead_ms or workload.host_sync_interval is None:
+        return 0.0
+    return step_overhead_ms * MS / workload.host_sync_interval
 
 
 def representative_stages(pp: int, model: ModelSpec | None = None, seq_len: int = 0) -> list[int]:
@@ -395,7 +419,7 @@ def estimate_step(
         * shard
         / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     )
-    breakdown["step_sync"] = (acc.efficiency.step_overhead_ms or 0.0) * MS
+    breakdown["step_sync"] = host_sync_time(acc.efficiency.step_overhead_ms, workload)
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
     stages, memories = memory or estimate_memory(model, workload, layout, split=split)
     return StepCost(

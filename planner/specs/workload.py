@@ -151,6 +151,14 @@ class TrainWorkload(FrozenSpec):
     moe_router, moe_preprocess) moves the device-to-host copy but keeps the sync before the
     all-to-all (Megatron-LM ``MoEAlltoAllTokenDispatcher.preprocess``). Costs the
     accelerator's ``moe_sync_overhead_us``."""
+    host_sync_interval: int | None = Field(default=1, ge=1, le=100_000)
+    """Steps between the training loop's host synchronisations, each of which costs the
+    accelerator's fitted ``step_overhead_ms`` (the host waits for the device, then the device
+    idles while the host launches the next kernels): 1 = every step (Megatron-LM reads the
+    gradient norm on the host each step, ``megatron/core/optimizer/clip_grads.py``
+    ``total_norm.item()``); 10 = torchtitan's ``metrics.log_freq`` default (the loss is read only
+    on logging steps, ``torchtitan/train.py``); None = never (XLA runs the step as one program
+    and JAX dispatches the next before the last ends)."""
     recompute_modules: tuple[RecomputeModule, ...] = DEFAULT_RECOMPUTE_MODULES
     """What a layout with selective recomputation recomputes in the backward pass (Megatron-LM
     ``--recompute-modules``; its default is the attention core, Korthikanti et al. 2022)."""

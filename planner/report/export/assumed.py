@@ -186,6 +186,16 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "(overflow tokens dropped)"
         ),
     ),
+    "host_sync_interval": (
+        lambda j: j.train[1].host_sync_interval != 1,
+        lambda j: (
+            "a training loop that never stops the host between steps"
+            if j.train[1].host_sync_interval is None
+            else f"a training loop that reads the loss on the host once every "
+            f"{j.train[1].host_sync_interval} steps (the per-step sync cost paid once in "
+            f"{j.train[1].host_sync_interval})"
+        ),
+    ),
     "saved_tensors": (
         lambda j: (
             j.train[0].layout.recompute is Recompute.SELECTIVE

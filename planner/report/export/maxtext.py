@@ -296,6 +296,8 @@ def overrides(job: ExportJob) -> dict[str, Value]:
             "--xla_tpu_decompose_all_gather_einsum=true' (Google's MLPerf GPT-3 runs)"
         )
         job.express("tp_comm_overlap")
+    if job.train[1].host_sync_interval is None:  # JAX dispatches the next step ahead
+        job.express("host_sync_interval")
     express_framework(job, "maxtext")
     note_unexpressed(
         job,

@@ -288,6 +288,9 @@ def render(job: ExportJob) -> ExportResult:
     async_tp = bool(tables["parallelism"].get("enable_async_tensor_parallel"))
     compiled = workload.fused_elementwise or async_tp  # async TP runs only under torch.compile
     tables["compile"] = {"enable": compiled}
+    if workload.host_sync_interval is not None:  # the loop reads the loss on logging steps
+        tables["metrics"] = {"log_freq": workload.host_sync_interval}
+        job.express("host_sync_interval")
     if compiled == workload.fused_elementwise:  # compile fuses the elementwise ops
         job.express("fused_elementwise")
     tables.update(quantization(job))
@@ -316,6 +319,7 @@ def render(job: ExportJob) -> ExportResult:
             "cp_comm": "torchtitan's context parallel all-gathers or rotates K/V; it has no "
             "head all-to-all",
             "unsharded_param_layers": "FSDP2 prefetches one layer ahead",
+            "host_sync_interval": "torchtitan's loop reads the loss on every logging step",
         },
     )
     header = training_header(
