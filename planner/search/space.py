@@ -220,27 +220,48 @@ def enumerate_structures(
     return out
 
 
-def _lower_bound(
+def _compute_floor(
     model: ModelSpec,
     cluster: ClusterSpec,
     workload: TrainWorkload,
     fields: dict[str, object],
     fix: dict[str, object],
 ) -> float:
-    """Step-time lower bound of every layout of a structure: the compute part of
-    cost.step.step_time_lower_bound at its largest micro-batch M (the time per sequence only
-    falls as the micro-batch grows), plus the bubble (pp - 1) / V x the slowest stage's
-    micro-batch time at mbs 1 (a micro-batch's time only grows with its size), V being the
-    largest vpp tried."""
-    vpps, mbss = _inner_choices(model, workload, fields, fix)
+    """Step-time lower bound of every layout of a structure, without its pipeline bubble: the
+    compute part of cost.step.step_time_lower_bound at its largest micro-batch M (the time per
+    sequence only falls as the micro-batch grows). Cheaper than :func:`_lower_bound`, and never
+    above it."""
+    _, mbss = _inner_choices(model, workload, fields, fix)
     layout = Layout.model_construct(
         **fields, vpp=1, mbs=max(mbss), recompute=Recompute.NONE, zero=1
     )
     domains = comm_domains(cluster, layout)
-    floor = step_time_lower_bound(model, cluster.accelerator, workload, layout, domains)
+    return step_time_lower_bound(model, cluster.accelerator, workload, layout, domains)
+
+
+def _lower_bound(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    fields: dict[str, object],
+    fix: dict[str, object],
+    compute_floor: float | None = None,
+) -> float:
+    """Step-time lower bound of every layout of a structure: :func:`_compute_floor` (given as
+    ``compute_floor`` when known) plus the bubble (pp - 1) / V x the slowest stage's
+    micro-batch time at mbs 1 (a micro-batch's time only grows with its size), V being the
+    largest vpp tried."""
+    floor = (
+        _compute_floor(model, cluster, workload, fields, fix)
+        if compute_floor is None
+        else compute_floor
+    )
     pp = int(fields["pp"])  # type: ignore[call-overload]
     if pp > 1:
-        smallest = layout.model_copy(update={"mbs": min(mbss)})
+        vpps, mbss = _inner_choices(model, workload, fields, fix)
+        smallest = Layout.model_construct(
+            **fields, vpp=1, mbs=min(mbss), recompute=Recompute.NONE, zero=1
+        )
         floor += (pp - 1) / max(vpps) * _row_floor(model, cluster, workload, smallest)[0]
     return floor
 
@@ -583,23 +604,7 @@ def build_candidates(
         out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
         out.best_by_structure = incumbents
-    order = structures
-    limits: list[float] = []
-    if prune_top:
-        keyed = []
-        for i, fields in enumerate(structures):
-            floor = _lower_bound(model, cluster, workload, fields, request.fix)
-            if request.max_step_s is not None and floor > request.max_step_s:
-                out.counts["target"] += 1
-                continue
-            keyed.append((objective_value(request.objective, cluster.num_accelerators, floor), i))
-        keyed.sort()
-        order = [structures[i] for _, i in keyed]
-        limits = [v for v, _ in keyed]
-    for position, fields in enumerate(order):
-        if prune_top and limits[position] >= out.kth_best(prune_top) * (1 + PRUNE_SLACK):
-            out.counts["bounded"] += len(order) - position
-            break
+    for fields in _visit_order(model, cluster, workload, structures, request, out):
         _visit_structure(model, cluster, workload, fields, request, out)
     return CandidateSet(
         feasible=out.feasible,
@@ -607,6 +612,56 @@ def build_candidates(
         rejections=out.closest_rejections(20),
         rejection_counts=dict(out.counts),
     )
+
+
+def _visit_order(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    structures: list[dict[str, object]],
+    request: SpaceRequest,
+    out: _Collector,
+) -> Iterator[dict[str, object]]:
+    """The structures to visit, in order of their step-time lower bound (:func:`_lower_bound`,
+    ties by enumeration order), stopping once the bound reaches the k-th best structure found
+    (``out.prune_top`` = k; 0 = every structure, in enumeration order).
+
+    The bubble part of a bound costs a micro-batch's time on every representative stage, so it
+    is added lazily: every structure enters a heap keyed by its compute floor (a lower bound of
+    its bound), and its full bound is computed only when it reaches the top; a structure is
+    visited when its full bound is the smallest key. That visits the same structures in the same
+    order as sorting them all by the full bound, and skips the bubble of every structure the
+    bound prunes. With a step-time target each structure's full bound is needed to count the
+    ones the target rules out, so all are computed first."""
+    if not out.prune_top:
+        yield from structures
+        return
+    k, objective, gpus = out.prune_top, request.objective, cluster.num_accelerators
+    heap: list[tuple[float, int, bool]] = []
+    compute_floors: dict[int, float] = {}
+    for i, fields in enumerate(structures):
+        if request.max_step_s is None:
+            floor = compute_floors[i] = _compute_floor(
+                model, cluster, workload, fields, request.fix
+            )
+        else:
+            floor = _lower_bound(model, cluster, workload, fields, request.fix)
+            if floor > request.max_step_s:
+                out.counts["target"] += 1
+                continue
+        heap.append((objective_value(objective, gpus, floor), i, request.max_step_s is not None))
+    heapq.heapify(heap)
+    while heap:
+        value, i, full = heapq.heappop(heap)
+        if value >= out.kth_best(k) * (1 + PRUNE_SLACK):
+            out.counts["bounded"] += 1 + len(heap)
+            return
+        if not full:
+            floor = _lower_bound(model, cluster, workload, structures[i], request.fix,
+                                 compute_floor=compute_floors[i])  # fmt: skip
+            heapq.heappush(heap, (objective_value(objective, gpus, floor), i, True))
+            continue
+        yield structures[i]
 
 
 def merge_candidate_sets(sets: list[CandidateSet]) -> CandidateSet:
