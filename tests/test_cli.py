@@ -54,6 +54,8 @@ WORKLOAD_FLAGS = {
     "--fp8-param-gather",
     # issue 18: MaxText's save lists and host offload of saved activations
     "--saved-tensors", "--activation-offload",
+    # issue 18: the kernels a framework runs (torchtitan's torch.compile, SDPA's FlashAttention-2)
+    "--elementwise", "--attention-kernel", "--cross-entropy",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

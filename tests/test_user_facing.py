@@ -333,3 +333,30 @@ def test_saved_tensors_flag_is_a_save_list() -> None:
          "--recompute-modules", "mlp"]
     )  # fmt: skip
     assert "give one" in assert_one_line_error(code, err, 2)
+
+
+def test_kernel_flags_say_what_the_api_fields_say() -> None:
+    """``--elementwise``, ``--attention-kernel`` and ``--cross-entropy`` set the workload fields
+    the Python API takes (torchtitan with torch.compile on is ``fused_elementwise=True``; an
+    unfused attention is ``flash_attention=False``): the CLI's step time is the API's."""
+    base = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--framework", "torchtitan",
+            "--zero", "3", "--recompute", "selective", "--global-batch", "8", "--json"]  # fmt: skip
+    cases = [
+        (["--elementwise", "fused"], {"fused_elementwise": True}),
+        (["--attention-kernel", "vendor"], {"attention_kernel": "vendor"}),
+        (["--attention-kernel", "unfused"], {"flash_attention": False}),
+        (["--cross-entropy", "te"], {"cross_entropy": "te"}),
+    ]
+    eager = planner.estimate(
+        model="8B", cluster="hgx_h100x8", layout={"dp": 8, "zero": 3, "recompute": "selective"},
+        workload={"framework": "torchtitan", "global_batch": 8},
+    ).step_time_s  # fmt: skip
+    for flags, fields in cases:
+        code, out, err = run_main([*base, *flags])
+        assert code == 0, err
+        api = planner.estimate(
+            model="8B", cluster="hgx_h100x8", layout={"dp": 8, "zero": 3, "recompute": "selective"},
+            workload={"framework": "torchtitan", "global_batch": 8, **fields},
+        )  # fmt: skip
+        assert json.loads(out)["step_time_s"] == pytest.approx(api.step_time_s, rel=1e-12)
+        assert api.step_time_s != pytest.approx(eager, rel=1e-3)  # each one moves the step

@@ -559,6 +559,10 @@ _WORKLOAD_FLAGS = {
     "recompute_num_layers": "--recompute-num-layers",
     "saved_tensors": "--saved-tensors",
     "activation_offload_fraction": "--activation-offload",
+    "fused_elementwise": "--elementwise",
+    "flash_attention": "--attention-kernel",
+    "attention_kernel": "--attention-kernel",
+    "cross_entropy": "--cross-entropy",
     "moe_dispatch_dedup": "--moe-dispatcher",
     "ep_comm_overlap": "--ep-overlap",
     "moe_host_sync": "--moe-cuda-graphs",
@@ -624,8 +628,8 @@ SAVED_PLAN_REL_TOL = 1e-3
 PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
-    "fp8_param_gather", "saved_tensors", "activation_offload", "no_sequence_parallel",
-    "no_tp_overlap", "dp_overlap",
+    "fp8_param_gather", "saved_tensors", "activation_offload", "elementwise",
+    "attention_kernel", "cross_entropy", "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

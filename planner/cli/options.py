@@ -295,6 +295,27 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "bytes; NVIDIA's FP8 recipes set it",
     )
     g.add_argument(
+        "--elementwise",
+        choices=("fused", "eager"),
+        help="norms, RoPE and activations as fused kernels (Transformer Engine, torch.compile: "
+        "torchtitan's [compile] enable, XLA) or eager PyTorch op by op [the profile's: eager "
+        "for torchtitan, fused elsewhere]",
+    )
+    g.add_argument(
+        "--attention-kernel",
+        choices=("vendor", "flash2", "unfused"),
+        help="attention: the vendor's fused kernel (cuDNN / FlashAttention-3, CK, Pallas), "
+        "FlashAttention-2 (PyTorch SDPA's flash backend), or unfused (score GEMMs and softmax "
+        "through HBM, 2021-22 Megatron) [the profile's]",
+    )
+    g.add_argument(
+        "--cross-entropy",
+        choices=("te", "native", "unfused"),
+        help="loss: one fused kernel on the bf16 logits (te), Megatron-LM's jit-fused native "
+        "passes, or the plain vocab-parallel loss with fp32 copies (unfused; torchtitan's) "
+        "[the profile's]",
+    )
+    g.add_argument(
         "--no-sequence-parallel",
         action="store_true",
         help="TP without sequence parallelism: norms and their activations replicated per rank",
@@ -383,6 +404,14 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["optimizer_state_dtype"] = args.optimizer_state
     if getattr(args, "fp8_param_gather", False):
         out["fp8_param_gather"] = True
+    if getattr(args, "elementwise", None):
+        out["fused_elementwise"] = args.elementwise == "fused"
+    if getattr(args, "attention_kernel", None):
+        out["flash_attention"] = args.attention_kernel != "unfused"
+        if args.attention_kernel != "unfused":
+            out["attention_kernel"] = args.attention_kernel
+    if getattr(args, "cross_entropy", None):
+        out["cross_entropy"] = args.cross_entropy
     if getattr(args, "no_sequence_parallel", False):
         out["sequence_parallel"] = False
     if getattr(args, "no_tp_overlap", False):
@@ -719,7 +748,8 @@ TRAIN_ONLY: tuple[str, ...] = (
     "seq_len", "global_batch", "global_batch_tokens", "recompute", "zero", "vpp", "cp", "etp",
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
-    "saved_tensors", "activation_offload", "no_sequence_parallel", "no_tp_overlap", "framework",
+    "saved_tensors", "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
+    "no_sequence_parallel", "no_tp_overlap", "framework",
     "cp_comm", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""
