@@ -47,6 +47,7 @@ RANGES: dict[str, Range] = {
     "qps": Range(0, 1e9, "requests/s", low_open=True),
     "target_step_time_s": Range(0, 86_400, "s (a day)", low_open=True),
     "gpus": Range(1, MAX_ACCELERATORS, "accelerators"),
+    "zero_shard_group": Range(1, MAX_ACCELERATORS, "ranks"),
     "workers": Range(1, MAX_WORKERS, "processes"),
 }
 """Plausible range of each number, by the name of its field (the flag without ``--``, with

@@ -56,6 +56,8 @@ WORKLOAD_FLAGS = {
     "--saved-tensors", "--activation-offload",
     # issue 18: the kernels a framework runs (torchtitan's torch.compile, SDPA's FlashAttention-2)
     "--elementwise", "--attention-kernel", "--cross-entropy",
+    # issue 18: FSDP as torchtitan and MaxText shard it (HSDP group, reshard policy)
+    "--zero-shard-group", "--reshard-after-forward",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

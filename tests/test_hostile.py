@@ -931,6 +931,8 @@ def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("train", ["--elementwise", "eager"], "--elementwise"),
         ("train", ["--attention-kernel", "flash2"], "--attention-kernel"),
         ("train", ["--cross-entropy", "unfused"], "--cross-entropy"),
+        ("train", ["--zero-shard-group", "8"], "--zero-shard-group"),
+        ("train", ["--reshard-after-forward", "never"], "--reshard-after-forward"),
         ("serve", ["--global-batch", "64"], "--global-batch"),
         ("serve", ["--fix", "tp=1"], "--fix"),
     ],

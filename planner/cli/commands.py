@@ -563,6 +563,8 @@ _WORKLOAD_FLAGS = {
     "flash_attention": "--attention-kernel",
     "attention_kernel": "--attention-kernel",
     "cross_entropy": "--cross-entropy",
+    "zero_shard_group": "--zero-shard-group",
+    "reshard_after_forward": "--reshard-after-forward",
     "moe_dispatch_dedup": "--moe-dispatcher",
     "ep_comm_overlap": "--ep-overlap",
     "moe_host_sync": "--moe-cuda-graphs",
@@ -629,7 +631,8 @@ PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
     "fp8_param_gather", "saved_tensors", "activation_offload", "elementwise",
-    "attention_kernel", "cross_entropy", "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
+    "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
+    "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

@@ -295,6 +295,21 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "bytes; NVIDIA's FP8 recipes set it",
     )
     g.add_argument(
+        "--zero-shard-group",
+        type=ranged(positive_int, "zero_shard_group"),
+        metavar="N",
+        help="hybrid sharding (HSDP; torchtitan's data_parallel_shard_degree, MaxText's fsdp "
+        "axis): the ZeRO shard spans N consecutive data-parallel ranks and the groups "
+        "all-reduce their gradient shards [one shard over all dp x cp ranks]",
+    )
+    g.add_argument(
+        "--reshard-after-forward",
+        choices=("default", "always", "never"),
+        help="ZeRO-3: free each layer's gathered parameters after its forward and gather them "
+        "again for the backward (always), keep them to the backward (never; Llama 3's layout), "
+        "or always except under pipeline parallelism (default: FSDP2's) [the profile's]",
+    )
+    g.add_argument(
         "--elementwise",
         choices=("fused", "eager"),
         help="norms, RoPE and activations as fused kernels (Transformer Engine, torch.compile: "
@@ -404,6 +419,10 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["optimizer_state_dtype"] = args.optimizer_state
     if getattr(args, "fp8_param_gather", False):
         out["fp8_param_gather"] = True
+    if getattr(args, "zero_shard_group", None) is not None:
+        out["zero_shard_group"] = args.zero_shard_group
+    if getattr(args, "reshard_after_forward", None):
+        out["reshard_after_forward"] = args.reshard_after_forward
     if getattr(args, "elementwise", None):
         out["fused_elementwise"] = args.elementwise == "fused"
     if getattr(args, "attention_kernel", None):
@@ -749,7 +768,7 @@ TRAIN_ONLY: tuple[str, ...] = (
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
     "saved_tensors", "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
-    "no_sequence_parallel", "no_tp_overlap", "framework",
+    "zero_shard_group", "reshard_after_forward", "no_sequence_parallel", "no_tp_overlap", "framework",
     "cp_comm", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""
