@@ -58,6 +58,8 @@ WORKLOAD_FLAGS = {
     "--elementwise", "--attention-kernel", "--cross-entropy",
     # issue 18: FSDP as torchtitan and MaxText shard it (HSDP group, reshard policy)
     "--zero-shard-group", "--reshard-after-forward",
+    # issue 18: how often the training loop stops the host (the fitted per-step cost)
+    "--host-sync-interval",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

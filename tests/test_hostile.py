@@ -933,6 +933,7 @@ def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("train", ["--cross-entropy", "unfused"], "--cross-entropy"),
         ("train", ["--zero-shard-group", "8"], "--zero-shard-group"),
         ("train", ["--reshard-after-forward", "never"], "--reshard-after-forward"),
+        ("train", ["--host-sync-interval", "never"], "--host-sync-interval"),
         ("serve", ["--global-batch", "64"], "--global-batch"),
         ("serve", ["--fix", "tp=1"], "--fix"),
     ],

@@ -347,6 +347,8 @@ def test_kernel_flags_say_what_the_api_fields_say() -> None:
         (["--attention-kernel", "unfused"], {"flash_attention": False}),
         (["--cross-entropy", "te"], {"cross_entropy": "te"}),
         (["--reshard-after-forward", "never"], {"reshard_after_forward": "never"}),
+        (["--host-sync-interval", "1"], {"host_sync_interval": 1}),
+        (["--host-sync-interval", "never"], {"host_sync_interval": None}),
     ]
     eager = planner.estimate(
         model="8B", cluster="hgx_h100x8", layout={"dp": 8, "zero": 3, "recompute": "selective"},

@@ -565,6 +565,7 @@ _WORKLOAD_FLAGS = {
     "cross_entropy": "--cross-entropy",
     "zero_shard_group": "--zero-shard-group",
     "reshard_after_forward": "--reshard-after-forward",
+    "host_sync_interval": "--host-sync-interval",
     "moe_dispatch_dedup": "--moe-dispatcher",
     "ep_comm_overlap": "--ep-overlap",
     "moe_host_sync": "--moe-cuda-graphs",
@@ -632,7 +633,7 @@ PLAN_FIXES: tuple[str, ...] = (
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
     "fp8_param_gather", "saved_tensors", "activation_offload", "elementwise",
     "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
-    "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
+    "host_sync_interval", "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

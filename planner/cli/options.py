@@ -93,6 +93,24 @@ def positive_float(text: str) -> float:
     return value
 
 
+NEVER = 0
+"""``--host-sync-interval never``, as the parser returns it (the workload's None)."""
+
+
+def _sync_interval(text: str) -> int:
+    """``--host-sync-interval``: a whole number of steps from 1 to 100,000, or never (0).
+
+    >>> _sync_interval("10"), _sync_interval("never")
+    (10, 0)
+    """
+    if text.strip().lower() == "never":
+        return NEVER
+    value = positive_int(text)
+    if value > 100_000:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be from 1 to 100,000 steps")
+    return value
+
+
 def fraction(text: str) -> float:
     """A share from 0 to 1 inclusive (``--activation-offload 0.5``).
 
@@ -310,6 +328,14 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "or always except under pipeline parallelism (default: FSDP2's) [the profile's]",
     )
     g.add_argument(
+        "--host-sync-interval",
+        type=_sync_interval,
+        metavar="N|never",
+        help="steps between the training loop's host synchronisations, each costing the fitted "
+        "per-step sync (1: Megatron-LM reads the gradient norm every step; torchtitan's "
+        "metrics.log_freq; never: XLA) [the profile's]",
+    )
+    g.add_argument(
         "--elementwise",
         choices=("fused", "eager"),
         help="norms, RoPE and activations as fused kernels (Transformer Engine, torch.compile: "
@@ -419,6 +445,10 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["optimizer_state_dtype"] = args.optimizer_state
     if getattr(args, "fp8_param_gather", False):
         out["fp8_param_gather"] = True
+    if getattr(args, "host_sync_interval", None) is not None:
+        out["host_sync_interval"] = (
+            None if args.host_sync_interval == NEVER else args.host_sync_interval
+        )
     if getattr(args, "zero_shard_group", None) is not None:
         out["zero_shard_group"] = args.zero_shard_group
     if getattr(args, "reshard_after_forward", None):
@@ -768,7 +798,8 @@ TRAIN_ONLY: tuple[str, ...] = (
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
     "saved_tensors", "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
-    "zero_shard_group", "reshard_after_forward", "no_sequence_parallel", "no_tp_overlap", "framework",
+    "zero_shard_group", "reshard_after_forward", "host_sync_interval", "no_sequence_parallel",
+    "no_tp_overlap", "framework",
     "cp_comm", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""
