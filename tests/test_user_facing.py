@@ -363,3 +363,27 @@ def test_kernel_flags_say_what_the_api_fields_say() -> None:
         )  # fmt: skip
         assert json.loads(out)["step_time_s"] == pytest.approx(api.step_time_s, rel=1e-12)
         assert api.step_time_s != pytest.approx(eager, rel=1e-3)  # each one moves the step
+
+
+def test_nothing_fits_names_the_lean_state_that_would_fit() -> None:
+    """Mixtral 8x22B (141B parameters) on one node of 8 MI355X: with fp32 Adam moments and
+    gradients the unsharded expert state alone passes 288 GB, so nothing fits; the error says
+    that bf16 moments and gradients (Megatron-LM's precision-aware optimizer) would fit its
+    closest layout, and with those flags the search finds a plan. 70B on 8 H100 gets no such
+    hint: bf16 state does not make it fit."""
+    flags = ["--model", "mixtral-8x22b", "--cluster", "mi355xx8", "--seq-len", "4096",
+             "--global-batch", "64"]  # fmt: skip
+    code, _out, err = run_main(["search", *flags])
+    line = assert_one_line_error(code, err, 1)
+    assert (
+        "with --optimizer-state bf16 --grad-reduce bf16 (bf16 Adam moments and gradients)" in line
+    )
+    hinted = line.split("(bf16 Adam moments and gradients) ")[1]
+    needs = float(hinted.split(" needs ")[1].split(" GiB")[0])
+    assert needs < 246.0
+    code, _out, err = run_main(
+        ["search", *flags, "--optimizer-state", "bf16", "--grad-reduce", "bf16"]
+    )
+    assert code == 0, err
+    code, _out, err = run_main(["search", "--model", "70B", "--cluster", "hgx_h100x8"])
+    assert "--optimizer-state" not in assert_one_line_error(code, err, 1)

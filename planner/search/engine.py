@@ -10,7 +10,12 @@ from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search.arguments import check_bounds, check_fix, positive_count, shown
 from planner.search.evaluate import evaluate, fits, score, to_plan
 from planner.search.exhaustive import exhaustive_ranking
-from planner.search.explain import infeasible_message, no_candidates_message, why_not
+from planner.search.explain import (
+    infeasible_message,
+    lean_state_hint,
+    no_candidates_message,
+    why_not,
+)
 from planner.search.rank import rank_rows
 from planner.search.rules import check_workload, layout_violations, tp_heads_rule
 from planner.search.space import (
@@ -311,8 +316,10 @@ def search(
             raise InfeasibleError(
                 _target_message(model, cluster, workload, request, gpus, config, candidates)
             )
+        capacity = cluster.accelerator.usable_memory_bytes * (1.0 - config.memory_headroom)
+        hint = lean_state_hint(model, cluster, workload, candidates, capacity)
         raise InfeasibleError(
-            infeasible_message(candidates, model=model.name, cluster=cluster.name)
+            infeasible_message(candidates, model=model.name, cluster=cluster.name, hint=hint)
         )
     costs = _objective_costs(feasible, config)
     rank = _rank_exhaustive if config.solver == "exhaustive" else _rank_sorted

@@ -9,7 +9,7 @@ from planner.specs.layout import field_label
 from planner.specs.model import ModelSpec
 from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
-from planner.units import format_seconds
+from planner.units import GiB, format_seconds
 
 TERM_WORDS: dict[str, str] = {
     "compute": "compute",
@@ -128,8 +128,51 @@ def rejection_histogram(counts: dict[str, int]) -> str:
     return ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def infeasible_message(candidates: CandidateSet, *, model: str, cluster: str) -> str:
-    """Why nothing fits: the closest layout's binding limit, and the rejection histogram."""
+LEAN_STATE = {"optimizer_state_dtype": "bf16", "grad_reduce_dtype": "bf16"}
+"""Settings that shrink the training state without changing the layout: Adam's moments and the
+gradient buffer in bf16 (Megatron-LM ``--use-precision-aware-optimizer --exp-avg-dtype bf16
+--exp-avg-sq-dtype bf16`` and bf16 gradient reduction, as NVIDIA's recipes run)."""
+
+
+def lean_state_hint(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    candidates: CandidateSet,
+    capacity_bytes: float,
+) -> str:
+    """What the closest layout needs with :data:`LEAN_STATE` when that makes it fit and the
+    workload does not already say so, for a framework that exports Megatron-LM arguments (the
+    precision-aware optimizer is Megatron-LM's); '' otherwise. The figure is the cost model's,
+    re-estimated with the settings changed, so the hint is a fact, not a guess."""
+    from planner.catalog.frameworks import load_framework
+    from planner.cost.step import estimate_memory
+
+    if not candidates.rejections or candidates.rejections[0].reason != "memory":
+        return ""
+    if load_framework(workload.framework).export_format not in ("megatron", "bridge"):
+        return ""
+    change = {k: v for k, v in LEAN_STATE.items() if getattr(workload, k) != v}
+    if not change:
+        return ""
+    lean = workload.model_copy(update=change)
+    layout = candidates.rejections[0].layout
+    _, memories = estimate_memory(model, lean, layout)
+    peak = max(m.total for m in memories)
+    if peak > capacity_bytes:
+        return ""
+    flags = " ".join(
+        f"--{'optimizer-state' if k == 'optimizer_state_dtype' else 'grad-reduce'} bf16"
+        for k in change
+    )
+    return f"; with {flags} (bf16 Adam moments and gradients) {layout.short()} needs {peak / GiB:.1f} GiB"
+
+
+def infeasible_message(
+    candidates: CandidateSet, *, model: str, cluster: str, hint: str = ""
+) -> str:
+    """Why nothing fits: the closest layout's binding limit, and the rejection histogram;
+    ``hint`` (:func:`lean_state_hint`) follows the generic advice."""
     counts = rejection_histogram(candidates.rejection_counts)
     if not candidates.rejections:
         return f"no layout of '{model}' on {cluster} to consider"
@@ -141,9 +184,10 @@ def infeasible_message(candidates: CandidateSet, *, model: str, cluster: str) ->
             f"fits, {fastest.detail} [{candidates.num_enumerated} layouts rejected: {counts}]"
         )
     closest = candidates.rejections[0]
-    hint = ""
     if closest.reason == "memory":
-        hint = "; try more GPUs, a larger pp or tp, full recompute, or a smaller seq-len"
+        hint = "; try more GPUs, a larger pp or tp, full recompute, or a smaller seq-len" + hint
+    else:
+        hint = ""
     return (
         f"nothing fits '{model}' on {cluster}: closest {closest.detail}{hint} "
         f"[{candidates.num_enumerated} layouts rejected: {counts}]"
