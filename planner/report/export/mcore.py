@@ -104,7 +104,11 @@ def offload_layers(job: ExportJob) -> int | None:
         why = "pipeline parallelism" if layout.pp > 1 else "activation recomputation"
         job.note(
             f"Megatron-LM refuses CPU activation offloading with {why} "
-            "(TransformerConfig.__post_init__): the offload the prediction assumes is not set"
+            "(--cpu-offloading-num-layers; TransformerConfig.__post_init__): the offload the "
+            "prediction assumes is not set. Megatron-core 0.19's --fine-grained-activation-"
+            "offloading composes with both, but offloads the inputs of the --offload-modules "
+            "it names (attention, norms, MoE experts: no dense MLP input), not a share of "
+            "every saved activation"
         )
         job.express("activation_offload_fraction")
         return None
