@@ -111,6 +111,17 @@ def _sync_interval(text: str) -> int:
     return value
 
 
+AUTO = "auto"
+"""``--activation-offload auto``, as the parser returns it."""
+
+
+def offload_share(text: str) -> float | str:
+    """``--activation-offload``: a share from 0 to 1 (:func:`fraction`) or auto."""
+    if text.strip().lower() == AUTO:
+        return AUTO
+    return fraction(text)
+
+
 def fraction(text: str) -> float:
     """A share from 0 to 1 inclusive (``--activation-offload 0.5``).
 
@@ -267,12 +278,13 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--activation-offload",
-        type=fraction,
-        metavar="F",
+        type=offload_share,
+        metavar="F|auto",
         help="share of the saved activations copied to host memory in the forward and back for "
         "the backward, over the host link (Megatron-LM --cpu-offloading-num-layers N as N/L; "
         "MaxText's offload remat tensors): less device memory, host-link time where the copies "
-        "outlast the compute [0]",
+        "outlast the compute; auto (search, export): each layout that needs it to fit offloads "
+        "the smallest share its framework can express [0]",
     )
     g.add_argument(
         "--moe-dispatcher",
@@ -430,8 +442,15 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["saved_tensors"] = _saved_tensors(args)
     if getattr(args, "recompute_num_layers", None) is not None:
         out["recompute_num_layers"] = args.recompute_num_layers
-    if getattr(args, "activation_offload", None) is not None:
-        out["activation_offload_fraction"] = args.activation_offload
+    offload = getattr(args, "activation_offload", None)
+    if offload == AUTO:
+        if not getattr(args, "offload_auto_allowed", False):
+            raise SpecError(
+                "--activation-offload auto lets the search offload as needed: give this "
+                "command a share from 0 to 1"
+            )
+    elif offload is not None:
+        out["activation_offload_fraction"] = offload
     out.update(
         moe_framework_fields(
             moe_dispatcher=getattr(args, "moe_dispatcher", None),

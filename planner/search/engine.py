@@ -279,6 +279,7 @@ def search(
         objective=config.objective,
         max_step_s=config.target_step_time_s,
         memory_headroom=config.memory_headroom,
+        offload_as_needed=config.offload_as_needed,
     )
     fewest = config.target_step_time_s is not None
     prune = 0 if config.solver == "exhaustive" else _ranked_count(config)
@@ -400,7 +401,10 @@ def _split_plan(
 ) -> Plan:
     """The plan of one chosen candidate (validated when ``check``), its pipeline split by
     CP-SAT when ``config.stage_split`` asks and the cost model scores that split no slower."""
-    workload = workload.model_copy(update={"precision": candidate.layout.precision})
+    update: dict[str, object] = {"precision": candidate.layout.precision}
+    if candidate.offload:  # the search offloaded it to fit (SolverConfig.offload_as_needed)
+        update["activation_offload_fraction"] = candidate.offload
+    workload = workload.model_copy(update=update)
     layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
     split = cost = info = None
     if layout.pp > 1 and config.stage_split == "cp-sat":
@@ -453,9 +457,15 @@ def _solver_info(info: SolverInfo, plans: list[Plan], config: SolverConfig) -> S
             "layouts scored in order of a valid step-time lower bound, pruned by branch and bound"
         )
     )
+    offload = (
+        " (and, where a layout fits only so, the smallest activation-offload share its "
+        "framework can express)"
+        if config.offload_as_needed
+        else ""
+    )
     method = (
-        f"enumerated: parallel degrees, vpp, micro-batch, recompute, ZeRO stage, precision; "
-        f"{ranked}, evenly split over pipeline stages, and ranked by a sort"
+        f"enumerated: parallel degrees, vpp, micro-batch, recompute, ZeRO stage, precision"
+        f"{offload}; {ranked}, evenly split over pipeline stages, and ranked by a sort"
     )
     if config.stage_split == "cp-sat":
         method += (

@@ -82,6 +82,9 @@ class Candidate(FrozenSpec):
     """Its cost-model answer."""
     cluster: ClusterSpec
     """The (sub-)cluster it runs on: the whole cluster, or the first ``num_gpus`` of it."""
+    offload: float = 0.0
+    """The activation-offload share the search gave it to fit
+    (``SolverConfig.offload_as_needed``; 0 = the workload's own)."""
 
     @property
     def structure(self) -> tuple[object, ...]:
@@ -334,6 +337,8 @@ class _Collector:
         self.headroom = request.memory_headroom
         self.best_by_structure: dict[tuple[object, ...], float] = {}
         self.prune_top = 0
+        self.offload_mode = "none"
+        """How the search may offload activations (FrameworkSpec.activation_offload), or none."""
         self.profiles: dict[tuple[int, Recompute], list[StageMemoryProfile]] = {}
         """Memory profiles of the structure being visited, by (vpp, recompute)."""
         self._kth: float | None = None  # cached k-th best (None = recompute)
@@ -376,7 +381,9 @@ class _Collector:
             )
         return out
 
-    def accept(self, layout: Layout, cost: StepCost, cluster: ClusterSpec) -> None:
+    def accept(
+        self, layout: Layout, cost: StepCost, cluster: ClusterSpec, offload: float = 0.0
+    ) -> None:
         limit = self.request.max_step_s
         if limit is not None and cost.step_time_s > limit:
             detail = (
@@ -385,7 +392,7 @@ class _Collector:
             )
             self.reject(layout, "target", detail, cost.step_time_s - limit)
             return
-        self.feasible.append(Candidate(layout=layout, cost=cost, cluster=cluster))
+        self.feasible.append(Candidate(layout=layout, cost=cost, cluster=cluster, offload=offload))
         key = _structure_key(layout)
         value = objective_value(self.request.objective, layout.num_gpus, cost.step_time_s)
         if value < self.best_by_structure.get(key, float("inf")):
@@ -509,7 +516,9 @@ def _visit_ladder(
     without recomputation when known."""
     recomputes, first_rung, none_times = ladder
     fitted: dict[int, int] = {}  # ZeRO stage -> the recompute rung that fitted
-    times: dict[Recompute, list[MicrobatchTime]] = {}  # per-stage times do not depend on ZeRO
+    offloaded = False  # a rung fitted with offloaded activations (offload_as_needed)
+    # per-stage times do not depend on ZeRO: by recompute, or (recompute, offload share)
+    times: dict[object, list[MicrobatchTime]] = {}
     if none_times is not None:
         times[Recompute.NONE] = none_times
     for zero, start in first_rung.items():
@@ -525,6 +534,13 @@ def _visit_ladder(
             m = workload.global_batch // (layout.dp * layout.mbs)
             peak = max(p.memory(workload, layout, m).total for p in out.profiles[key])
             if peak > out.capacity:
+                share = offload_share_to_fit(
+                    out.profiles[key], workload, layout, m, out.capacity, out.offload_mode
+                )
+                if share is not None:  # fits only offloaded: a stronger rung may fit without
+                    _accept_offloaded(model, cluster, workload, layout, share, times, out)
+                    offloaded = True
+                    continue
                 first_rung[zero] = rung + 1
                 words = _memory_words(
                     layout, out.profiles[key], workload, out.capacity, cluster, out.headroom
@@ -538,7 +554,78 @@ def _visit_ladder(
             times[recompute] = cost.stage_times
             out.accept(layout, cost, cluster)
             break
-    return bool(fitted)
+    return bool(fitted) or offloaded
+
+
+def offload_share_to_fit(
+    profiles: list[StageMemoryProfile],
+    workload: TrainWorkload,
+    layout: Layout,
+    num_microbatches: int,
+    capacity_bytes: float,
+    mode: str,
+) -> float | None:
+    """The smallest activation-offload share the framework can express (``mode``,
+    FrameworkSpec.activation_offload) that brings every stage within ``capacity_bytes``; None
+    when no share does, the framework cannot offload this layout, or the workload already
+    gives a share. ``layers``: k of the L layers, 0 < k < L, without pipeline parallelism or
+    recomputation (Megatron-LM); ``all``: every saved tensor. A stage's peak only falls as the
+    share grows (the stored activations are A k (1 - f) + f A / L with k >= 1 micro-batches in
+    flight), so the smallest k is found by bisection; the offload time only grows with the
+    share, so the smallest is the fastest.
+
+    >>> from planner.catalog import load_model
+    >>> from planner.catalog.frameworks import resolve_workload
+    >>> from planner.cost.step import memory_profiles
+    >>> w = resolve_workload({"framework": "maxtext", "global_batch": 512})
+    >>> lay = Layout(dp=256, zero=3, mbs=2, recompute="full")
+    >>> profiles = memory_profiles(load_model("70B"), w, lay)
+    >>> offload_share_to_fit(profiles, w, lay, 1, 31.2 * 2**30, "all")
+    1.0
+    >>> offload_share_to_fit(profiles, w, lay, 1, 31.2 * 2**30, "none") is None
+    True
+    """
+    if mode == "none" or workload.activation_offload_fraction > 0:
+        return None
+    if mode == "layers" and (layout.pp > 1 or layout.recompute is not Recompute.NONE):
+        return None
+
+    def fits(share: float) -> bool:
+        w = workload.model_copy(update={"activation_offload_fraction": share})
+        return max(p.memory(w, layout, num_microbatches).total for p in profiles) <= capacity_bytes
+
+    if mode == "all":
+        return 1.0 if fits(1.0) else None
+    layers = max(p.num_layers for p in profiles)
+    low, high = 0, layers - 1  # shares k / L: low does not fit (0), high may not either
+    if high < 1 or not fits(high / layers):
+        return None
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(mid / layers):
+            high = mid
+        else:
+            low = mid
+    return high / layers
+
+
+def _accept_offloaded(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    share: float,
+    times: dict[object, list[MicrobatchTime]],
+    out: _Collector,
+) -> None:
+    """Score ``layout`` with ``share`` of its saved activations offloaded and record it."""
+    offloaded = workload.model_copy(update={"activation_offload_fraction": share})
+    profiles = out.profiles[(layout.vpp, layout.recompute)]  # offload does not change them
+    memory = estimate_memory(model, offloaded, layout, profiles=profiles)
+    key = (layout.recompute, share)
+    cost = score(model, cluster, offloaded, layout, memory=memory, times=times.get(key))
+    times[key] = cost.stage_times
+    out.accept(layout, cost, cluster, offload=share)
 
 
 class SpaceRequest(FrozenSpec):
@@ -556,6 +643,8 @@ class SpaceRequest(FrozenSpec):
     """Candidates slower than this are rejected (--target-step-time)."""
     memory_headroom: float = 0.0
     """Share of usable memory a candidate must leave free (SolverConfig.memory_headroom)."""
+    offload_as_needed: bool = False
+    """Offload saved activations where a layout needs it to fit (SolverConfig.offload_as_needed)."""
 
 
 def objective_value(objective: str, num_gpus: int, step_time_s: float) -> float:
@@ -604,6 +693,8 @@ def build_candidates(
         out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
         out.best_by_structure = incumbents
+    if request.offload_as_needed and cluster.accelerator.host_link_GB_per_s:
+        out.offload_mode = load_framework(workload.framework).activation_offload
     for fields in _visit_order(model, cluster, workload, structures, request, out):
         _visit_structure(model, cluster, workload, fields, request, out)
     return CandidateSet(

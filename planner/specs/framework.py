@@ -56,6 +56,12 @@ class FrameworkSpec(FrozenSpec):
     """Context-parallel algorithms the framework offers, the default first; empty = no CP."""
     expert_parallel: bool = True
     """Expert parallelism exists."""
+    activation_offload: Literal["none", "layers", "all"] = "none"
+    """How the framework offloads saved activations to host memory, for a search that offloads
+    as needed (``SolverConfig.offload_as_needed``): ``none``; ``layers``, whole layers and fewer
+    than all of them, without pipeline parallelism or recomputation (Megatron-LM
+    ``--cpu-offloading-num-layers``); ``all``, every saved tensor (MaxText's offload remat
+    policy). A workload may still give any share (``activation_offload_fraction``)."""
     tp_beyond_kv_heads: bool = False
     """Tensor parallelism may exceed the KV heads, each rank holding a replica of the KV head
     its query heads share (GSPMD sharding; Megatron-LM and torchtitan split KV heads and need tp
