@@ -28,16 +28,6 @@ from planner.cli.options import (
 from planner.cli.outputs import wrote
 
 
-def _offload_auto(args: argparse.Namespace) -> bool:
-    """``--activation-offload auto`` (search and export): the search offloads as needed; the
-    workload then takes no share (``options._framework`` reads the flag)."""
-    from planner.cli.options import AUTO
-
-    auto = getattr(args, "activation_offload", None) == AUTO
-    args.offload_auto_allowed = auto
-    return auto
-
-
 def _cmd_search(args: argparse.Namespace) -> int:
     if args.mode == "serve":
         return _cmd_serve(args)
@@ -52,7 +42,6 @@ def _cmd_search(args: argparse.Namespace) -> int:
         top=min(args.top, 50),
         objective=args.objective,
         target_step_time_s=args.target_step_time,
-        offload_as_needed=_offload_auto(args),
         **stage_split_fields(args.stage_split),
     )
     workload = _workload(args)
@@ -81,7 +70,15 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         return _cmd_serve(args)
     _check_train_flags(args)
     from planner.api import estimate, not_fitting_reason
+    from planner.cli.options import AUTO
+    from planner.errors import SpecError
     from planner.report.text import estimate_text
+
+    if getattr(args, "activation_offload", None) == AUTO:
+        raise SpecError(
+            "--activation-offload auto lets a search offload as needed: give estimate a share "
+            "from 0 to 1"
+        )
 
     layout = {
         k: getattr(args, k)
@@ -539,14 +536,9 @@ def _export_job(args: argparse.Namespace) -> object:
             )
         return _serve_export_job(args)
     _check_train_flags(args)
-    auto_offload = _offload_auto(args)
     model, cluster, workload = load_model(args.model), _cluster(args), _workload(args)
     config = SolverConfig(
-        solver=args.solver,
-        time_limit_s=args.time_limit,
-        top=1,
-        objective=args.objective,
-        offload_as_needed=auto_offload,
+        solver=args.solver, time_limit_s=args.time_limit, top=1, objective=args.objective
     )
     fix = _parse_fix(args.fix)
     result = search(

@@ -283,8 +283,9 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         help="share of the saved activations copied to host memory in the forward and back for "
         "the backward, over the host link (Megatron-LM --cpu-offloading-num-layers N as N/L; "
         "MaxText's offload remat tensors): less device memory, host-link time where the copies "
-        "outlast the compute; auto (search, export): each layout that needs it to fit offloads "
-        "the smallest share its framework can express [0]",
+        "outlast the compute. auto (the default of search, export, migrate, whatif): a layout "
+        "that fits only so offloads the smallest share its framework can express; 0: never "
+        "[estimate: 0]",
     )
     g.add_argument(
         "--moe-dispatcher",
@@ -443,13 +444,7 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
     if getattr(args, "recompute_num_layers", None) is not None:
         out["recompute_num_layers"] = args.recompute_num_layers
     offload = getattr(args, "activation_offload", None)
-    if offload == AUTO:
-        if not getattr(args, "offload_auto_allowed", False):
-            raise SpecError(
-                "--activation-offload auto lets the search offload as needed: give this "
-                "command a share from 0 to 1"
-            )
-    elif offload is not None:
+    if offload is not None and offload != AUTO:  # a stated share, 0 included: no offload search
         out["activation_offload_fraction"] = offload
     out.update(
         moe_framework_fields(

@@ -161,7 +161,7 @@ def _figures(result: WhatIfResult) -> str:
     band = "" if plan.uncertainty_pct is None else f"±{plan.uncertainty_pct:.0f}% (80% band)"
     cards = [
         (scenario_label(win), "fastest scenario"),
-        (plan.layout.short(), f"best layout, {plan.num_gpus:,} GPUs"),
+        (plan.layout_text(), f"best layout, {plan.num_gpus:,} GPUs"),
         (format_seconds(plan.step_time_s), f"per step {band}".strip()),
         (f"{plan.tokens_per_s:,.0f}", "tokens/s"),
         (money(eco.usd_per_million_tokens), "per million tokens"),

@@ -125,7 +125,7 @@ def summary_sentence(result: WhatIfResult) -> str:
     fp, sp = fast.plan, slow.plan
     assert fp is not None and sp is not None and fast.economics is not None
     text = (
-        f"{head}: the fastest is {scenario_label(fast)}, {fp.layout.short()} at "
+        f"{head}: the fastest is {scenario_label(fast)}, {fp.layout_text()} at "
         f"{format_seconds(fp.step_time_s)} per step ({fp.tokens_per_s:,.0f} tokens/s, "
         f"{money(fast.economics.usd_per_million_tokens)} per million tokens)"
     )
@@ -169,7 +169,7 @@ def scenario_rows(result: WhatIfResult) -> list[list[str]]:
         rows.append(
             [
                 scenario_label(s),
-                s.plan.layout.short(),
+                s.plan.layout_text(),
                 format_seconds(s.plan.step_time_s),
                 f"{s.plan.tokens_per_s:,.0f}",
                 money(s.economics.usd_per_million_tokens),
@@ -214,7 +214,7 @@ def detail_cells(scenario: Scenario) -> list[str]:
         return [f"{scenario.status}: {scenario.error or ''}", *[""] * (len(DETAIL_HEADER) - 1)]
     p = scenario.plan
     return [
-        p.layout.short(),
+        p.layout_text(),
         step_with_band(p),
         f"{p.tokens_per_s:,.0f}",
         money(scenario.economics.usd_per_million_tokens),
@@ -231,7 +231,7 @@ def runner_rows(scenario: Scenario) -> list[list[str]]:
         return []
     plans = [scenario.plan, *scenario.alternatives]
     return [
-        [str(rank), p.layout.short(), step_with_band(p), money(p.usd_per_million_tokens),
+        [str(rank), p.layout_text(), step_with_band(p), money(p.usd_per_million_tokens),
          p.why_not or "the best"]
         for rank, p in enumerate(plans, start=1)
     ]  # fmt: skip
@@ -441,7 +441,7 @@ def migrate_text(result: MigrateResult) -> str:
     before, after = result.from_plan, result.to_plan
     mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
     rows = [
-        ("layout", before.layout.short(), after.layout.short()),
+        ("layout", before.layout_text(), after.layout_text()),
         ("step", format_seconds(before.step_time_s), format_seconds(after.step_time_s)),
         (
             "tokens/s/GPU",

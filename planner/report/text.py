@@ -98,12 +98,6 @@ def objective_figure(plan: Plan, objective: str) -> str:
     return format_seconds(plan.step_time_s)
 
 
-def _offload_words(plan: Plan) -> str:
-    """', 50% of saved activations offloaded' when the plan offloads (its workload's share)."""
-    share = plan.workload.activation_offload_fraction if plan.workload is not None else 0.0
-    return f", {100 * share:.0f}% of saved activations offloaded" if share > 0 else ""
-
-
 def plan_lines(plan: Plan) -> list[str]:
     """The headline, workload, memory and time breakdown of one plan."""
     mem = plan.memory
@@ -111,7 +105,7 @@ def plan_lines(plan: Plan) -> list[str]:
         f"cluster : {plan.cluster_description}",
         f"model   : {plan.model}",
         f"workload: {workload_text(plan)}",
-        f"layout  : {plan.layout.short()}{_offload_words(plan)}  ({plan.num_gpus} GPUs)",
+        f"layout  : {plan.layout_text()}  ({plan.num_gpus} GPUs)",
         f"step    : {format_seconds(plan.step_time_s)}{_band(plan)}"
         f"   tokens/s/GPU {plan.tokens_per_s_per_gpu:,.0f}"
         f"   model TFLOP/s/GPU {plan.model_tflops_per_gpu:,.0f}   {mfu_text(plan)}",
@@ -263,7 +257,7 @@ def search_text(result: SearchResult) -> str:
             figures = format_seconds(alt.step_time_s)
             if unit:
                 figures += f", {objective_figure(alt, objective)}"
-            lines.append(f"  {i}. {alt.layout.short()}  {figures}: {alt.why_not}")
+            lines.append(f"  {i}. {alt.layout_text()}  {figures}: {alt.why_not}")
     rejected = rejection_histogram(result.rejections)
     lines.append(
         f"search  : {result.num_candidates} layouts, {result.num_feasible} feasible"

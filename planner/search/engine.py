@@ -330,7 +330,10 @@ def search(
     chosen, info = rank(feasible, costs, pool)
     plans = [_split_plan(model, feasible[i], workload, config) for i in chosen]
     plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
-    info = _solver_info(info, plans, config)  # every split solved, returned or not
+    searched_offload = (
+        config.offload_as_needed and "activation_offload_fraction" not in workload.model_fields_set
+    )
+    info = _solver_info(info, plans, config, offload=searched_offload)  # every split solved
     plans = plans[: config.top]
     best = plans[0]
     objective = "target" if fewest else config.objective
@@ -438,9 +441,12 @@ def _plan_objective(plan: Plan, config: SolverConfig) -> tuple[float, float]:
     return objective_value(config.objective, plan.num_gpus, plan.step_time_s), 0.0
 
 
-def _solver_info(info: SolverInfo, plans: list[Plan], config: SolverConfig) -> SolverInfo:
+def _solver_info(
+    info: SolverInfo, plans: list[Plan], config: SolverConfig, *, offload: bool = False
+) -> SolverInfo:
     """The ranking's info with the best plan's objective (after its split), the sub-problems
-    solved and what was enumerated, sorted and solved, in words."""
+    solved and what was enumerated, sorted and solved, in words (``offload``: the search could
+    offload activations where a layout fits only so)."""
     subproblems = [
         p.pipeline_split.subproblem
         for p in plans
@@ -460,7 +466,7 @@ def _solver_info(info: SolverInfo, plans: list[Plan], config: SolverConfig) -> S
     offload = (
         " (and, where a layout fits only so, the smallest activation-offload share its "
         "framework can express)"
-        if config.offload_as_needed
+        if offload
         else ""
     )
     method = (

@@ -223,7 +223,28 @@ def layout_changes(before: Plan, after: Plan) -> list[LayoutChange]:
                 reason=change_reason(field, before, after, terms=terms),
             )
         )
+    old_share, new_share = _offload_share(before), _offload_share(after)
+    if old_share != new_share:  # a search offloads where a layout fits only so
+        deltas = _term_deltas(("offload",), before, after)
+        act, was = after.memory.activations_gib, before.memory.activations_gib
+        out.append(
+            LayoutChange(
+                field="activation_offload",
+                from_value=f"{100 * old_share:.0f}%",
+                to_value=f"{100 * new_share:.0f}%",
+                reason=(
+                    f"activation offload {100 * old_share:.0f}% -> {100 * new_share:.0f}%: saved "
+                    f"activations {act:.0f} GiB per GPU on the device (was {was:.0f}), the rest in "
+                    f"host memory, peak {_peak(after)}" + (f"; {deltas}" if deltas else "")
+                ),
+            )
+        )
     return out
+
+
+def _offload_share(plan: Plan) -> float:
+    """The share of saved activations ``plan`` offloads (0 without a workload)."""
+    return plan.workload.activation_offload_fraction if plan.workload is not None else 0.0
 
 
 def port_layout(

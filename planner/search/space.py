@@ -643,8 +643,9 @@ class SpaceRequest(FrozenSpec):
     """Candidates slower than this are rejected (--target-step-time)."""
     memory_headroom: float = 0.0
     """Share of usable memory a candidate must leave free (SolverConfig.memory_headroom)."""
-    offload_as_needed: bool = False
-    """Offload saved activations where a layout needs it to fit (SolverConfig.offload_as_needed)."""
+    offload_as_needed: bool = True
+    """Offload saved activations where a layout needs it to fit, unless the workload states a
+    share (SolverConfig.offload_as_needed)."""
 
 
 def objective_value(objective: str, num_gpus: int, step_time_s: float) -> float:
@@ -693,7 +694,11 @@ def build_candidates(
         out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
         out.best_by_structure = incumbents
-    if request.offload_as_needed and cluster.accelerator.host_link_GB_per_s:
+    if (
+        request.offload_as_needed
+        and "activation_offload_fraction" not in workload.model_fields_set
+        and cluster.accelerator.host_link_GB_per_s
+    ):  # a workload that states a share, 0 included, keeps it for every candidate
         out.offload_mode = load_framework(workload.framework).activation_offload
     for fields in _visit_order(model, cluster, workload, structures, request, out):
         _visit_structure(model, cluster, workload, fields, request, out)

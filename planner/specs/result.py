@@ -209,6 +209,20 @@ class Plan(FrozenSpec):
     """The workload the plan was scored on (sequence length, global batch, framework
     settings); None in plans saved before schema 1.3."""
 
+    def layout_text(self) -> str:
+        """The layout in words (``Layout.short``), then ``offload N%`` when it offloads that share
+        of its saved activations to host memory (a search offloads where a layout fits only so).
+
+        >>> from planner.specs.layout import Layout
+        >>> from planner.specs.workload import TrainWorkload
+        >>> Plan.model_construct(layout=Layout(dp=8), workload=TrainWorkload(
+        ...     activation_offload_fraction=0.25)).layout_text()
+        'TP1 PP1 DP8 mbs1 none zero1 bf16 offload 25%'
+        """
+        share = self.workload.activation_offload_fraction if self.workload is not None else 0.0
+        offload = f" offload {100 * share:.0f}%" if share > 0 else ""
+        return self.layout.short() + offload
+
 
 class Rejection(FrozenSpec):
     """A candidate layout the search rejected, with the rule it broke."""

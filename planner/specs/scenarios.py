@@ -78,7 +78,8 @@ class LayoutChange(FrozenSpec):
     model_config = FrozenSpec.model_config | {"populate_by_name": True}
 
     field: str
-    """Layout field (tp, pp, vpp, dp, cp, ep, mbs, recompute, zero)."""
+    """Layout field (tp, pp, vpp, dp, cp, ep, mbs, recompute, zero), or activation_offload
+    (the share of saved activations a search offloaded, in percent)."""
     from_value: str = Field(alias="from")
     """Value on the source cluster (JSON key ``from``)."""
     to_value: str = Field(alias="to")

@@ -56,11 +56,12 @@ class SolverConfig(FrozenSpec):
     run variation the model does not see (PyTorch's caching allocator reserves 5-10% beyond what
     is allocated in long runs; expandable segments narrow it). ``estimate`` still judges a
     given layout against the full usable memory, so a published layout that fit is accepted."""
-    offload_as_needed: bool = False
+    offload_as_needed: bool = True
     """Let the search offload saved activations to host memory where the framework can
-    (``FrameworkSpec.activation_offload``) and a layout needs it to fit: the smallest share the
-    framework can express (offload time only grows with the share). Off: the workload's
-    ``activation_offload_fraction`` applies to every candidate (``--activation-offload auto``
-    turns it on)."""
+    (``FrameworkSpec.activation_offload``), the accelerator has a host link, and a layout fits
+    only so: the smallest share the framework can express (offload time only grows with the
+    share), so no layout the cost model prefers is hidden for want of it. A workload that
+    states ``activation_offload_fraction`` (``--activation-offload F``, 0 = never) keeps that
+    share for every candidate instead; False does the same for a workload that states none."""
     target_step_time_s: float | None = Field(default=None, gt=0)
     """Find the fewest GPUs whose best layout meets this step time (s); None = off."""
