@@ -1,6 +1,6 @@
-"""The search offloading activations where a layout fits only so (SolverConfig.
-offload_as_needed, on by default; ``--activation-offload auto``): the smallest share the
-framework can express, only where it can express it, and a stated share kept."""
+"""The search offloading activations where a layout fits only so (``--activation-offload
+auto``, SolverConfig.offload_as_needed): the smallest share the framework can express, only
+where it can express it, a stated share kept, and nothing changed when it is off."""
 
 from __future__ import annotations
 
@@ -65,41 +65,46 @@ def test_megatron_offloads_whole_layers_only_where_it_can() -> None:
 def test_auto_offload_finds_maxtexts_offloaded_layout() -> None:
     """Llama 3.1 70B under MaxText on a v6e-256 slice: two 8K sequences per chip need their
     layer inputs offloaded (every saved tensor, as MaxText's offload policy does). A search
-    offloads as needed by default (``--activation-offload auto`` says the same) and ranks that
-    layout first, faster than the best of a search told never to offload (``0``); the plan's
-    workload carries the share, and the text says it."""
+    that may offload (``--activation-offload auto``) ranks that layout first, faster than the
+    best of the default search, which offloads nothing; the plan's workload carries the share,
+    the text says it, and a warning gives the host memory it holds (2 x 80 layer inputs of 8192
+    x 8192 bf16 values less the one kept on the chip: 19.8 GiB per chip)."""
     flags = ["search", "--model", "70B", "--cluster", "tpu_v6ex256", "--framework", "maxtext"]
-    code, out, err = run_main([*flags, "--activation-offload", "0", "--json"])
+    code, out, err = run_main([*flags, "--json"])
     assert code == 0, err
-    never = json.loads(out)["best"]
-    assert never["workload"]["activation_offload_fraction"] == 0.0
-    for given in ([], ["--activation-offload", "auto"]):
-        code, out, err = run_main([*flags, *given, "--json"])
-        assert code == 0, err
-        best = json.loads(out)["best"]
-        assert best["workload"]["activation_offload_fraction"] == 1.0
-        assert best["layout"]["mbs"] == 2 and best["fits"]
-        assert best["breakdown_s"]["offload"] > 0
-        assert best["step_time_s"] < never["step_time_s"]
-    code, out, err = run_main(flags)
+    plain = json.loads(out)["best"]
+    assert plain["workload"]["activation_offload_fraction"] == 0.0
+    code, out, err = run_main([*flags, "--activation-offload", "auto", "--json"])
+    assert code == 0, err
+    best = json.loads(out)["best"]
+    assert best["workload"]["activation_offload_fraction"] == 1.0
+    assert best["layout"]["mbs"] == 2 and best["fits"]
+    assert best["breakdown_s"]["offload"] > 0
+    assert best["step_time_s"] < plain["step_time_s"]
+    held = 2 * 79 * 8192 * 8192 * 2 / 2**30  # mbs 2, 80 layer inputs less one
+    assert any(f"{held:.1f} GiB per GPU" in w for w in best["warnings"])
+    code, out, err = run_main([*flags, "--activation-offload", "auto"])
     assert "mbs2 full zero3 bf16 offload 100%" in out
 
 
-def test_a_stated_share_is_kept_and_estimate_takes_no_auto() -> None:
-    """A workload that states a share (0 included) keeps it for every candidate: the search
-    offloads nothing else. estimate scores one given layout: auto there is one line, exit 2."""
+def test_a_stated_share_is_kept_and_only_search_takes_auto() -> None:
+    """A workload that states a share (0 included) keeps it for every candidate even when the
+    search may offload; estimate, migrate and whatif score given settings, so auto there is
+    one line, exit 2."""
     result = planner.search(
         model="70B", cluster="tpu_v6ex256", workload={"framework": "maxtext",
-        "activation_offload_fraction": 0.0},
+        "activation_offload_fraction": 0.0}, config={"offload_as_needed": True},
     )  # fmt: skip
     assert all(
         p.workload is not None and p.workload.activation_offload_fraction == 0.0
         for p in [result.best, *result.alternatives]
     )
-    code, _out, err = run_main(
-        ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--activation-offload", "auto"]
-    )
-    assert "give estimate a share" in assert_one_line_error(code, err, 2)
+    for command in (
+        ["estimate", "--model", "8B", "--cluster", "hgx_h100x8"],
+        ["migrate", "--model", "70B", "--from", "hgx_h100x64", "--to", "hgx_b200x64"],
+    ):
+        code, _out, err = run_main([*command, "--activation-offload", "auto"])
+        assert "give" in assert_one_line_error(code, err, 2)
 
 
 def test_the_export_carries_the_share_the_search_chose() -> None:

@@ -28,6 +28,21 @@ from planner.cli.options import (
 from planner.cli.outputs import wrote
 
 
+def _offload_auto(args: argparse.Namespace, *, searches: bool) -> bool:
+    """Whether ``--activation-offload auto`` was given; a command that does not run the layout
+    search itself (estimate, migrate, whatif) refuses it rather than ignore it."""
+    from planner.cli.options import AUTO
+    from planner.errors import SpecError
+
+    auto = getattr(args, "activation_offload", None) == AUTO
+    if auto and not searches:
+        raise SpecError(
+            f"--activation-offload auto is search's and export's: give {args.command} a share "
+            "from 0 to 1"
+        )
+    return auto
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     if args.mode == "serve":
         return _cmd_serve(args)
@@ -42,6 +57,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         top=min(args.top, 50),
         objective=args.objective,
         target_step_time_s=args.target_step_time,
+        offload_as_needed=_offload_auto(args, searches=True),
         **stage_split_fields(args.stage_split),
     )
     workload = _workload(args)
@@ -70,15 +86,9 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         return _cmd_serve(args)
     _check_train_flags(args)
     from planner.api import estimate, not_fitting_reason
-    from planner.cli.options import AUTO
-    from planner.errors import SpecError
     from planner.report.text import estimate_text
 
-    if getattr(args, "activation_offload", None) == AUTO:
-        raise SpecError(
-            "--activation-offload auto lets a search offload as needed: give estimate a share "
-            "from 0 to 1"
-        )
+    _offload_auto(args, searches=False)
 
     layout = {
         k: getattr(args, k)
@@ -354,6 +364,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     from planner.api import migrate
     from planner.report.markdown import migrate_text
 
+    _offload_auto(args, searches=False)
     result = migrate(
         model=args.model,
         from_cluster=args.source,
@@ -376,6 +387,7 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     from planner.cli.progress import progress, wanted
     from planner.report.markdown import whatif_text
 
+    _offload_auto(args, searches=False)
     renderers = _check_report_targets(args)  # before the sweep: fail in seconds, not after it
     fix = _parse_fix(args.fix)
     workload = _workload(args)
@@ -538,7 +550,11 @@ def _export_job(args: argparse.Namespace) -> object:
     _check_train_flags(args)
     model, cluster, workload = load_model(args.model), _cluster(args), _workload(args)
     config = SolverConfig(
-        solver=args.solver, time_limit_s=args.time_limit, top=1, objective=args.objective
+        solver=args.solver,
+        time_limit_s=args.time_limit,
+        top=1,
+        objective=args.objective,
+        offload_as_needed=_offload_auto(args, searches=True),
     )
     fix = _parse_fix(args.fix)
     result = search(

@@ -283,9 +283,9 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         help="share of the saved activations copied to host memory in the forward and back for "
         "the backward, over the host link (Megatron-LM --cpu-offloading-num-layers N as N/L; "
         "MaxText's offload remat tensors): less device memory, host-link time where the copies "
-        "outlast the compute. auto (the default of search, export, migrate, whatif): a layout "
-        "that fits only so offloads the smallest share its framework can express; 0: never "
-        "[estimate: 0]",
+        "outlast the compute. auto (search, export, migrate, whatif): a layout that fits only "
+        "so offloads the smallest share its framework can express (host DRAM is not checked: "
+        "the plan's warning gives what it holds) [0]",
     )
     g.add_argument(
         "--moe-dispatcher",

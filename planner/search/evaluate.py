@@ -125,6 +125,36 @@ def _saved_tensors_given(workload: TrainWorkload) -> bool:
     return workload.saved_tensors != profile.saved_tensors
 
 
+def offload_warnings(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    split: PipelineSplit | None = None,
+) -> list[str]:
+    """What an offloading plan holds in host memory, which the planner does not check: the
+    activations that leave the busiest GPU (its stored activations without offload less those
+    with it), and that times the accelerators of a node, to set against the node's DRAM."""
+    from planner.cost.step import estimate_memory
+
+    share = workload.activation_offload_fraction
+    if share <= 0:
+        return []
+    kept = estimate_memory(model, workload, layout, split=split)[1]
+    whole = estimate_memory(
+        model, workload.model_copy(update={"activation_offload_fraction": 0.0}), layout,
+        split=split,
+    )[1]  # fmt: skip
+    per_gpu = max(w.activations - k.activations for w, k in zip(whole, kept, strict=True))
+    per_node = cluster.system.accelerators_per_node
+    return [
+        f"{100 * share:.0f}% of the saved activations go to host memory: {per_gpu / GiB:.1f} GiB "
+        f"per GPU, {per_node * per_gpu / GiB:.0f} GiB per node of {per_node}; host DRAM is not "
+        "modelled, check the node has it"
+    ]
+
+
 def _moe_settings_given(workload: TrainWorkload) -> bool:
     """Whether an MoE dispatch field differs from the framework profile's workload (a profile's
     own value, such as DeepSpeed's capacity-padded dispatch without a host sync, is not the
@@ -153,6 +183,7 @@ def to_plan(
     model_flops_per_gpu = cost.model_flops_per_step / step / layout.num_gpus
     band = train_band(model, cluster, workload, layout, step_s=step)
     warnings = band.warnings + unused_settings(model, workload, layout)
+    warnings += offload_warnings(model, cluster, workload, layout, split=split)
     return Plan(
         model=model.name,
         cluster=cluster.name,

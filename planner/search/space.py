@@ -643,7 +643,7 @@ class SpaceRequest(FrozenSpec):
     """Candidates slower than this are rejected (--target-step-time)."""
     memory_headroom: float = 0.0
     """Share of usable memory a candidate must leave free (SolverConfig.memory_headroom)."""
-    offload_as_needed: bool = True
+    offload_as_needed: bool = False
     """Offload saved activations where a layout needs it to fit, unless the workload states a
     share (SolverConfig.offload_as_needed)."""
 

@@ -56,12 +56,13 @@ class SolverConfig(FrozenSpec):
     run variation the model does not see (PyTorch's caching allocator reserves 5-10% beyond what
     is allocated in long runs; expandable segments narrow it). ``estimate`` still judges a
     given layout against the full usable memory, so a published layout that fit is accepted."""
-    offload_as_needed: bool = True
+    offload_as_needed: bool = False
     """Let the search offload saved activations to host memory where the framework can
     (``FrameworkSpec.activation_offload``), the accelerator has a host link, and a layout fits
     only so: the smallest share the framework can express (offload time only grows with the
-    share), so no layout the cost model prefers is hidden for want of it. A workload that
-    states ``activation_offload_fraction`` (``--activation-offload F``, 0 = never) keeps that
-    share for every candidate instead; False does the same for a workload that states none."""
+    share). Off by default: host memory capacity is not modelled, and an offloaded plan can
+    need more host DRAM than a node has (the plan's warning gives the figure). A workload that
+    states ``activation_offload_fraction`` keeps that share for every candidate either way
+    (``--activation-offload auto`` turns this on)."""
     target_step_time_s: float | None = Field(default=None, gt=0)
     """Find the fewest GPUs whose best layout meets this step time (s); None = off."""
