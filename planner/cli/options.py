@@ -105,9 +105,13 @@ def _sync_interval(text: str) -> int:
     """
     if text.strip().lower() == "never":
         return NEVER
+    from planner.specs.workload import MAX_HOST_SYNC_INTERVAL
+
     value = positive_int(text)
-    if value > 100_000:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} must be from 1 to 100,000 steps")
+    if value > MAX_HOST_SYNC_INTERVAL:
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} must be from 1 to {MAX_HOST_SYNC_INTERVAL:,} steps"
+        )
     return value
 
 
@@ -283,9 +287,9 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         help="share of the saved activations copied to host memory in the forward and back for "
         "the backward, over the host link (Megatron-LM --cpu-offloading-num-layers N as N/L; "
         "MaxText's offload remat tensors): less device memory, host-link time where the copies "
-        "outlast the compute. auto (search, export, migrate, whatif): a layout that fits only "
-        "so offloads the smallest share its framework can express (host DRAM is not checked: "
-        "the plan's warning gives what it holds) [0]",
+        "outlast the compute. auto (search, export): a layout that fits only so offloads the "
+        "smallest share its framework can express (host DRAM is not checked: the plan's "
+        "warning gives what it holds) [0]",
     )
     g.add_argument(
         "--moe-dispatcher",

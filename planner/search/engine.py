@@ -27,6 +27,7 @@ from planner.search.space import (
     memory_detail,
     merge_candidate_sets,
     objective_value,
+    searches_offload,
 )
 from planner.search.table import to_quanta
 from planner.search.validate import validate_plan
@@ -330,10 +331,8 @@ def search(
     chosen, info = rank(feasible, costs, pool)
     plans = [_split_plan(model, feasible[i], workload, config) for i in chosen]
     plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
-    searched_offload = (
-        config.offload_as_needed and "activation_offload_fraction" not in workload.model_fields_set
-    )
-    info = _solver_info(info, plans, config, offload=searched_offload)  # every split solved
+    offload = searches_offload(config.offload_as_needed, workload)
+    info = _solver_info(info, plans, config, offload=offload)  # every split solved
     plans = plans[: config.top]
     best = plans[0]
     objective = "target" if fewest else config.objective

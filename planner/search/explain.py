@@ -128,10 +128,14 @@ def rejection_histogram(counts: dict[str, int]) -> str:
     return ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-LEAN_STATE = {"optimizer_state_dtype": "bf16", "grad_reduce_dtype": "bf16"}
-"""Settings that shrink the training state without changing the layout: Adam's moments and the
-gradient buffer in bf16 (Megatron-LM ``--use-precision-aware-optimizer --exp-avg-dtype bf16
---exp-avg-sq-dtype bf16`` and bf16 gradient reduction, as NVIDIA's recipes run)."""
+LEAN_STATE: dict[str, tuple[str, str]] = {
+    "optimizer_state_dtype": ("bf16", "--optimizer-state"),
+    "grad_reduce_dtype": ("bf16", "--grad-reduce"),
+}
+"""Workload field -> (value, the flag that sets it): settings that shrink the training state
+without changing the layout, Adam's moments and the gradient buffer in bf16 (Megatron-LM
+``--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`` and bf16
+gradient reduction, as NVIDIA's recipes run)."""
 
 
 def lean_state_hint(
@@ -152,7 +156,7 @@ def lean_state_hint(
         return ""
     if load_framework(workload.framework).export_format not in ("megatron", "bridge"):
         return ""
-    change = {k: v for k, v in LEAN_STATE.items() if getattr(workload, k) != v}
+    change = {k: v for k, (v, _) in LEAN_STATE.items() if getattr(workload, k) != v}
     if not change:
         return ""
     lean = workload.model_copy(update=change)
@@ -161,10 +165,7 @@ def lean_state_hint(
     peak = max(m.total for m in memories)
     if peak > capacity_bytes:
         return ""
-    flags = " ".join(
-        f"--{'optimizer-state' if k == 'optimizer_state_dtype' else 'grad-reduce'} bf16"
-        for k in change
-    )
+    flags = " ".join(f"{LEAN_STATE[k][1]} {v}" for k, v in change.items())
     return f"; with {flags} (bf16 Adam moments and gradients) {layout.short()} needs {peak / GiB:.1f} GiB"
 
 

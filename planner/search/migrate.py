@@ -223,7 +223,7 @@ def layout_changes(before: Plan, after: Plan) -> list[LayoutChange]:
                 reason=change_reason(field, before, after, terms=terms),
             )
         )
-    old_share, new_share = _offload_share(before), _offload_share(after)
+    old_share, new_share = before.offload_share, after.offload_share
     if old_share != new_share:  # a search offloads where a layout fits only so
         deltas = _term_deltas(("offload",), before, after)
         act, was = after.memory.activations_gib, before.memory.activations_gib
@@ -240,11 +240,6 @@ def layout_changes(before: Plan, after: Plan) -> list[LayoutChange]:
             )
         )
     return out
-
-
-def _offload_share(plan: Plan) -> float:
-    """The share of saved activations ``plan`` offloads (0 without a workload)."""
-    return plan.workload.activation_offload_fraction if plan.workload is not None else 0.0
 
 
 def port_layout(

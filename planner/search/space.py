@@ -557,6 +557,18 @@ def _visit_ladder(
     return bool(fitted) or offloaded
 
 
+def searches_offload(offload_as_needed: bool, workload: TrainWorkload) -> bool:
+    """Whether a search may offload activations where a layout fits only so: asked for
+    (SolverConfig.offload_as_needed) and the workload states no share of its own (a stated
+    share, 0 included, is kept for every candidate).
+
+    >>> searches_offload(True, TrainWorkload()), searches_offload(True, TrainWorkload(
+    ...     activation_offload_fraction=0.0))
+    (True, False)
+    """
+    return offload_as_needed and "activation_offload_fraction" not in workload.model_fields_set
+
+
 def offload_share_to_fit(
     profiles: list[StageMemoryProfile],
     workload: TrainWorkload,
@@ -694,11 +706,9 @@ def build_candidates(
         out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
         out.best_by_structure = incumbents
-    if (
-        request.offload_as_needed
-        and "activation_offload_fraction" not in workload.model_fields_set
-        and cluster.accelerator.host_link_GB_per_s
-    ):  # a workload that states a share, 0 included, keeps it for every candidate
+    if searches_offload(request.offload_as_needed, workload) and (
+        cluster.accelerator.host_link_GB_per_s
+    ):
         out.offload_mode = load_framework(workload.framework).activation_offload
     for fields in _visit_order(model, cluster, workload, structures, request, out):
         _visit_structure(model, cluster, workload, fields, request, out)

@@ -209,6 +209,12 @@ class Plan(FrozenSpec):
     """The workload the plan was scored on (sequence length, global batch, framework
     settings); None in plans saved before schema 1.3."""
 
+    @property
+    def offload_share(self) -> float:
+        """The share of its saved activations the plan offloads to host memory (0 without a
+        recorded workload)."""
+        return self.workload.activation_offload_fraction if self.workload is not None else 0.0
+
     def layout_text(self) -> str:
         """The layout in words (``Layout.short``), then ``offload N%`` when it offloads that share
         of its saved activations to host memory (a search offloads where a layout fits only so).
@@ -219,7 +225,7 @@ class Plan(FrozenSpec):
         ...     activation_offload_fraction=0.25)).layout_text()
         'TP1 PP1 DP8 mbs1 none zero1 bf16 offload 25%'
         """
-        share = self.workload.activation_offload_fraction if self.workload is not None else 0.0
+        share = self.offload_share
         offload = f" offload {100 * share:.0f}%" if share > 0 else ""
         return self.layout.short() + offload
 

@@ -35,6 +35,9 @@ FFN's up projection is mlp_up)."""
 SAVED_TENSORS: tuple[str, ...] = get_args(SavedTensor)
 """The names of :data:`SavedTensor`, in order."""
 
+MAX_HOST_SYNC_INTERVAL = 100_000
+"""Largest ``TrainWorkload.host_sync_interval`` (steps): a bound on input, not a loop seen."""
+
 CrossEntropyImpl = Literal["unfused", "native", "te"]
 """The loss implementation (``TrainWorkload.cross_entropy``)."""
 
@@ -151,7 +154,7 @@ class TrainWorkload(FrozenSpec):
     moe_router, moe_preprocess) moves the device-to-host copy but keeps the sync before the
     all-to-all (Megatron-LM ``MoEAlltoAllTokenDispatcher.preprocess``). Costs the
     accelerator's ``moe_sync_overhead_us``."""
-    host_sync_interval: int | None = Field(default=1, ge=1, le=100_000)
+    host_sync_interval: int | None = Field(default=1, ge=1, le=MAX_HOST_SYNC_INTERVAL)
     """Steps between the training loop's host synchronisations, each of which costs the
     accelerator's fitted ``step_overhead_ms`` (the host waits for the device, then the device
     idles while the host launches the next kernels): 1 = every step (Megatron-LM reads the
