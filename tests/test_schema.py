@@ -100,3 +100,31 @@ def test_schema_rejects_a_wrong_shape_or_a_new_major(validator: object) -> None:
     assert _errors(validator, {**plan, "unknown_key": 1})
     assert _errors(validator, {**plan, "schema_version": "2.0"})
     assert _errors(validator, {**plan, "step_time_s": "fast"})
+
+
+def test_field_docstrings_become_descriptions_at_schema_time() -> None:
+    """Descriptions come from the attribute docstrings, read when a schema is made (not at
+    import); an inherited field keeps its parent's, an explicit ``description`` wins."""
+    from pydantic import Field
+
+    from planner.report.schema import field_docstrings
+    from planner.specs.base import FrozenSpec
+
+    class Parent(FrozenSpec):
+        size_bytes: int = 0
+        """Bytes held."""
+        named: str = Field("", description="stated")
+        """Not used: the Field's description wins."""
+
+    class Child(Parent):
+        count: int = 1
+        """How many."""
+
+    assert Parent.model_fields["size_bytes"].description is None  # nothing read at import
+    assert field_docstrings(Child) == {
+        "size_bytes": "Bytes held.",
+        "named": "Not used: the Field's description wins.",
+        "count": "How many.",
+    }
+    plan = json_schema("plan")["$defs"]["Plan"]["properties"]
+    assert plan["tokens_per_s_per_gpu"]["description"]

@@ -59,7 +59,7 @@ _FAMILY_FLAGS: dict[str, dict[str, bool | float | str]] = {
 class RowModel(BaseModel):
     """Base of the row wrappers: frozen, and tolerant of keys the planner does not use."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class MoERow(RowModel):
@@ -215,7 +215,7 @@ class RecipeRow(RowModel):
     """Framework settings of a row read from the recipe its source ran
     (``tests/validation/recipes.yaml``); ``None`` = not recorded."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     source: str
     """The recipe: repository, tag, file and config name."""

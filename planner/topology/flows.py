@@ -141,7 +141,7 @@ def _crossing_ring(fabric: Fabric, groups: IntArray, stride: int) -> Flows:
     dst = groups[rows_idx[sends], (next_start + position)[sends]]
     parts: list[Flows] = [(groups[sends], dst, 1.0 / channels[sends])]
     firsts = np.nonzero(position == 0)
-    for block in np.unique(size[firsts]):
+    for block in sorted(set(size[firsts].tolist())):  # not np.unique: it imports numpy.ma
         if block < 2:
             continue
         chosen = size[firsts] == block
