@@ -48,22 +48,24 @@ def attention_gemms(model: ModelSpec, tokens: float, tp: int) -> list[GemmShape]
         down = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
         q_in = mla.q_lora_rank or d
         return [
-            GemmShape(name="mla_down", m=tokens, k=d, n=down, count=1),
-            GemmShape(name="q_up", m=tokens, k=q_in, n=heads * qk / tp, count=1),
-            GemmShape(
+            GemmShape.model_construct(name="mla_down", m=tokens, k=d, n=down, count=1),
+            GemmShape.model_construct(name="q_up", m=tokens, k=q_in, n=heads * qk / tp, count=1),
+            GemmShape.model_construct(
                 name="kv_up",
                 m=tokens,
                 k=mla.kv_lora_rank,
                 n=heads * (mla.qk_nope_head_dim + mla.v_head_dim) / tp,
                 count=1,
             ),
-            GemmShape(name="out", m=tokens, k=heads * mla.v_head_dim / tp, n=d, count=1),
+            GemmShape.model_construct(
+                name="out", m=tokens, k=heads * mla.v_head_dim / tp, n=d, count=1
+            ),
         ]
     q_dim = heads * model.head_dim
     kv_dim = model.num_kv_heads * model.head_dim
     return [
-        GemmShape(name="qkv", m=tokens, k=d, n=(q_dim + 2 * kv_dim) / tp, count=1),
-        GemmShape(name="out", m=tokens, k=q_dim / tp, n=d, count=1),
+        GemmShape.model_construct(name="qkv", m=tokens, k=d, n=(q_dim + 2 * kv_dim) / tp, count=1),
+        GemmShape.model_construct(name="out", m=tokens, k=q_dim / tp, n=d, count=1),
     ]
 
 
@@ -73,8 +75,12 @@ def ffn_gemms(
     """Up (+gate, fused as one 2F-wide GEMM when gated) and down projections of width ``width``."""
     up = 2 * width if model.gated_ffn else width
     return [
-        GemmShape(name=f"{prefix}up", m=tokens, k=model.hidden_size, n=up, count=count),
-        GemmShape(name=f"{prefix}down", m=tokens, k=width, n=model.hidden_size, count=count),
+        GemmShape.model_construct(
+            name=f"{prefix}up", m=tokens, k=model.hidden_size, n=up, count=count
+        ),
+        GemmShape.model_construct(
+            name=f"{prefix}down", m=tokens, k=width, n=model.hidden_size, count=count
+        ),
     ]
 
 
@@ -91,7 +97,9 @@ def layer_gemms(
     if not moe_layer or moe is None:
         return gemms + ffn_gemms(model, tokens, model.ffn_hidden_size / tp, prefix="", count=1)
     gemms.append(
-        GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)
+        GemmShape.model_construct(
+            name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1
+        )
     )
     per_expert = ep * tokens * moe.top_k / moe.num_experts
     gemms += ffn_gemms(
@@ -120,7 +128,7 @@ def gemm_time(
 ) -> float:
     """Forward time of ``gemm``: roofline of compute and HBM traffic plus a fixed per-kernel cost.
 
-    >>> g = GemmShape(name="x", m=4096, k=8192, n=8192, count=1)
+    >>> g = GemmShape.model_construct(name="x", m=4096, k=8192, n=8192, count=1)
     >>> round(gemm_time(g, peak_flop_per_s=1e15, efficiency=0.5, bytes_per_value=2,
     ...                 hbm_bytes_per_s=1e12, kernel_overhead_s=0.0) * 1e3, 3)  # 0.55 TFLOP
     1.1

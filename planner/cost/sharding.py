@@ -194,7 +194,7 @@ def sharded_state_bytes(
     if layout.zero < 3:
         grads = grad * (shard if layout.zero >= 2 else total)
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
-        return ShardedState(
+        return ShardedState.model_construct(
             weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
         )
     shard_grad = GRAD_BYTES["fp32"] if workload.fp32_params else grad
@@ -204,7 +204,7 @@ def sharded_state_bytes(
         if workload.pp_grad_sync == "round":  # a sharded accumulator, two chunks unsharded
             chunks = min(1.0, 2.0 / layout.vpp) * total if transient else 0.0
             grads = shard_grad * shard + grad * chunks
-        return ShardedState(
+        return ShardedState.model_construct(
             weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
         )
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
@@ -214,7 +214,7 @@ def sharded_state_bytes(
     at_rest = 0.0
     if not workload.fp32_params:
         at_rest = weight_bytes(shard, layout.precision, low_precision_params=fp8_params)
-    return ShardedState(
+    return ShardedState.model_construct(
         weights=at_rest + weight_bytes(gathered, layout.precision, low_precision_params=fp8_params),
         grads=shard_grad * shard + grad * running,
         optimizer=optimizer,
