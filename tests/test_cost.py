@@ -176,6 +176,35 @@ def test_dp_reduction_without_overlap_is_exposed_in_full_by_hand() -> None:
     assert exposed(overlapped, 1) < exposed(serial, 1)
 
 
+def test_zero3_pays_one_collective_latency_per_wrapped_module_by_hand() -> None:
+    """ZeRO-3 without overlap of the reduction (ZeRO-2-style exposure is not its path, so make
+    compute zero): a stage of 32 layers gathers and reduce-scatters in 33 collectives (one per
+    layer, one for the embedding and head), each paying the ring latency (n - 1) alpha. 8 ranks,
+    alpha 10 us, 100 GB/s; 1e9 parameters, fp32 gradients; 4 micro-batches, resharded (two
+    gathers per micro-batch). Bandwidth terms as one collective; latency 33 x 70 us per pass."""
+    from planner.cost.stage import MicrobatchTime
+    from planner.cost.step import dp_exposed_time
+    from planner.specs.comm import CommDomain
+
+    dp = CommDomain(
+        size=8, bandwidth_bytes_per_s=1e11, latency_s=1e-5, efficiency=1.0, tier="scale_out"
+    )
+    idle = MicrobatchTime(forward_s=0.0, backward_s=0.0, tp_comm_s=0, cp_comm_s=0, ep_comm_s=0)
+
+    def exposed(units: int) -> float:
+        return dp_exposed_time(
+            1e9, 0.0, Layout(dp=8, zero=3), {"dp": dp}, slowest=idle, num_microbatches=4,
+            workload=TrainWorkload(grad_reduce_dtype="fp32"), units=units,
+        )  # fmt: skip
+
+    alpha = 7 * 1e-5  # one ring all-gather or reduce-scatter over 8 ranks
+    reduce_bw = 4 * 1e9 * 7 / 8 / 1e11
+    gather_bw = 2 * 1e9 * 7 / 8 / 1e11
+    per_microbatch = (reduce_bw + 33 * alpha) + 2 * (gather_bw + 33 * alpha)
+    assert exposed(33) == pytest.approx(4 * per_microbatch)
+    assert exposed(33) - exposed(1) == pytest.approx(4 * 3 * 32 * alpha)
+
+
 def test_heaviest_moe_stage_is_checked_after_leading_dense_layers() -> None:
     """DeepSeek-V3 (3 dense layers, then 58 MoE layers) on 32 stages: stage 1 holds only dense
     layers 1-2, stage 2 the first two MoE layers (2 x 256 experts of 3 x 7168 x 2048 = 22.5B

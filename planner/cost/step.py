@@ -24,6 +24,7 @@ The step time is the sum of the exposed terms (``breakdown_s``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 
 from pydantic import Field
@@ -37,7 +38,7 @@ from planner.cost.comm import (
 )
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, MOMENT_BYTES, stage_layers
-from planner.cost.partition import stage_contents
+from planner.cost.partition import StageContents, stage_contents
 from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
@@ -198,6 +199,7 @@ def dp_exposed_time(
     workload: TrainWorkload | None = None,
     contention: float = 0.0,
     tail_params: float = 0.0,
+    units: int = 1,
 ) -> float:
     """Exposed data-parallel synchronisation of one step.
 
@@ -217,6 +219,10 @@ def dp_exposed_time(
     so its reduce-scatter is exposed, and the next forward waits for the first bucket's
     all-gather (Li et al., "PyTorch Distributed", VLDB 2020, section 3.2.3; Megatron-LM
     ``--overlap-grad-reduce`` / ``--overlap-param-gather`` buckets).
+    ZeRO-3 gathers and reduces a stage's parameters per micro-batch in ``units`` collectives,
+    one per wrapped module (:func:`fsdp_units`): each pays the collective's latency, so a stage
+    of L layers pays L latencies per pass where one gather of the whole stage would pay one
+    (:func:`split_collective_time`).
     """
     workload = workload or TrainWorkload()
     grad_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
@@ -254,6 +260,15 @@ def dp_exposed_time(
         return last + overlapped_exposed_time(max(0.0, total - last), compute, contention)
 
     if not reduces_once_per_step(workload, layout):
+        if layout.zero >= 3 and units > 1:  # one collective per wrapped module
+            reduce = split_collective_time(dense_reduce, grad_bytes * dense_params, units)
+            reduce += split_collective_time(
+                lambda b: reduce_time(b, edp), grad_bytes * expert_params, units
+            )
+            gather = split_collective_time(dense_gather, param_bytes * dense_params, units)
+            gather += split_collective_time(
+                lambda b: all_gather_time(b, edp), param_bytes * expert_params, units
+            )
         if not dp_sync_overlapped(workload, layout):
             # ZeRO-2 without overlap: each backward's reduction runs after it, exposed
             return num_microbatches * reduce + gather
@@ -284,6 +299,44 @@ def dp_exposed_time(
         + tail_gather
         + overlapped_exposed_time(max(0.0, gather - tail_gather), slowest.forward_s, contention)
     )
+
+
+def split_collective_time(
+    collective: Callable[[float], float], num_bytes: float, units: int
+) -> float:
+    """Time of ``units`` collectives that move ``num_bytes`` between them in equal shares:
+    ``units`` x collective(num_bytes / units), so the bandwidth term is the one collective's and
+    the latency term (ring: (n - 1) alpha per all-gather or reduce-scatter, nccl-tests
+    doc/PERFORMANCE.md; NVIDIA/nccl src/graph/tuning.cc adds it per call) is paid ``units``
+    times. 0 for an empty buffer, as no framework launches one.
+
+    >>> from planner.cost.comm import all_gather_time
+    >>> from planner.specs.comm import CommDomain
+    >>> d = CommDomain(size=8, bandwidth_bytes_per_s=1e9, latency_s=1e-5, efficiency=1,
+    ...                tier="scale_out")
+    >>> round(split_collective_time(lambda b: all_gather_time(b, d), 8e6, 1) * 1e3, 3)  # 7 + 0.07
+    7.07
+    >>> round(split_collective_time(lambda b: all_gather_time(b, d), 8e6, 10) * 1e3, 3)  # 7 + 0.7
+    7.7
+    """
+    if num_bytes <= 0:
+        return 0.0
+    return units * collective(num_bytes / units)
+
+
+def fsdp_units(contents: StageContents) -> int:
+    """Separately gathered modules of a pipeline rank under ZeRO-3: one per transformer layer
+    (PyTorch FSDP's auto-wrap policy and FSDP2's per-block ``fully_shard`` in torchtitan,
+    torchtitan/models/llama3/infra/parallelize.py apply_fsdp; Megatron-FSDP's per-module
+    units; XLA's scan over layers gathers each layer's weights in its iteration) plus one for
+    the rest the rank holds (embedding, final norm, output layer).
+
+    >>> from planner.cost.partition import StageContents
+    >>> fsdp_units(StageContents((range(0, 4),), None, True, False, 0, False))
+    5
+    """
+    rest = 1 if contents.first or contents.last or contents.output_weights else 0
+    return max(1, contents.num_layers + rest)
 
 
 DDP_BUCKET_PARAMS = 40e6
@@ -407,6 +460,7 @@ def estimate_step(
             workload=workload,
             contention=acc.efficiency.overlap_contention,
             tail_params=dp_tail_params(model, layout, stage=s),
+            units=fsdp_units(stage_contents(model, workload, layout, s, split)),
         )
         for s in stages
     )
