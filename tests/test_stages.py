@@ -279,7 +279,10 @@ import sys
 import planner
 planner.search(model="8B", cluster="hgx_h100x8", fix={"pp": 1})
 planner.search(model="8B", cluster="hgx_h100x8", config={"stage_split": "even"})
+# the stage solver's module is loaded for every pp > 1 plan; OR-Tools (and pandas) only for a solve
+import planner.search.solve.stages  # noqa: F401
 assert not any(m.startswith("ortools") for m in sys.modules), "OR-Tools imported"
+assert "pandas" not in sys.modules and "numpy.ma" not in sys.modules, "heavy import on the path"
 planner.estimate(model="8B", cluster="hgx_h100x8", layout={"pp": 2, "recompute": "full"})
 assert any(m.startswith("ortools") for m in sys.modules), "no CP-SAT solve ran"
 """
