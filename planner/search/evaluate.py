@@ -103,7 +103,7 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
         )
     if model.moe is None and _moe_settings_given(workload):
         out.append(f"the MoE dispatch settings have no effect: {model.name} has no experts")
-    if workload.fp8_param_gather and not gathers_fp8_params(workload, layout):
+    if _fp8_param_gather_given(workload) and not gathers_fp8_params(workload, layout):
         why = (
             "ZeRO 0 gathers nothing" if layout.zero == 0 else f"this layout runs {layout.precision}"
         )
@@ -114,6 +114,16 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
 
 MOE_DISPATCH_FIELDS = ("ep_comm_overlap", "moe_dispatch_dedup", "moe_host_sync")
 """TrainWorkload fields that only an MoE layer uses."""
+
+
+def _fp8_param_gather_given(workload: TrainWorkload) -> bool:
+    """Whether FP8 parameter gathers were asked for beyond the framework profile's default
+    (torchtitan's float8 guide turns them on; a bf16 plan under it is not told so)."""
+    from planner.catalog.frameworks import resolve_workload
+
+    if not workload.fp8_param_gather:
+        return False
+    return not resolve_workload({"framework": workload.framework}).fp8_param_gather
 
 
 def _saved_tensors_given(workload: TrainWorkload) -> bool:
