@@ -340,3 +340,30 @@ def test_the_per_step_host_sync_is_the_loops() -> None:
         workload = resolve_workload({"framework": framework, "global_batch": 64})
         cost = score(model, cluster, workload, layout)
         assert cost.breakdown_s["step_sync"] == pytest.approx(share * fitted_s, rel=1e-12)
+
+
+def test_nanotron_places_its_own_pipeline_layers_by_hand() -> None:
+    """Nanotron balances a cost per block (layer 4 h^2 + 3 F h with heads x head_dim = h, head
+    V h) and closes a rank after the block that passes its share. Nanotron's 8.86B benchmark
+    shape (L 32, h 4096, F 14336, V 131072) on PP 4: layer 243,269,632, head 536,870,912,
+    thresholds 8.55 / 17.10 / 25.66 layers' worth -> 9, 9, 8 and 6 layers + head. A plan under
+    the Nanotron profile is scored with that split and says so; no CP-SAT split is searched."""
+    from planner.cost.partition import cost_balanced_split
+
+    shape = {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+             "num_kv_heads": 32, "head_dim": 128, "ffn_hidden_size": 14336,
+             "vocab_size": 131072}  # fmt: skip
+    model = load_model("8B").model_copy(update=shape)
+    assert cost_balanced_split(model, 4).chunk_layers == (9, 9, 8, 6)
+    assert cost_balanced_split(model, 1) is None
+    assert cost_balanced_split(load_model("mixtral-8x7b"), 4) is None  # not Nanotron's blocks
+    workload = {"seq_len": 4096, "global_batch": 64, "framework": "nanotron"}
+    plan = planner.estimate(model="8B", cluster="hgx_h100x8",
+                            layout={"tp": 1, "pp": 2, "dp": 4, "mbs": 1}, workload=workload)  # fmt: skip
+    assert plan.pipeline_split is not None and plan.pipeline_split.method == "framework"
+    assert [s.num_layers for s in plan.pipeline_stages] == [18, 14]
+    assert plan.step_time_s < plan.pipeline_split.even_step_time_s  # the head's rank is lighter
+    found = planner.search(model="8B", cluster="hgx_h100x8", workload=workload, fix={"pp": 2})
+    assert found.solver.subproblems == [] and "framework splits them" in found.solver.method
+    assert found.best.pipeline_split is not None
+    assert found.best.pipeline_split.method == "framework"

@@ -118,3 +118,47 @@ def check_split(model: ModelSpec, layout: Layout, split: PipelineSplit) -> None:
         raise InternalError(f"recompute layers {list(recompute)} exceed the chunks' layers")
     if split.mtp_chunk is not None and split.mtp_chunk >= split.num_chunks:
         raise InternalError(f"MTP chunk {split.mtp_chunk} of {split.num_chunks} chunks")
+
+
+def cost_balanced_split(model: ModelSpec, pp: int) -> PipelineSplit | None:
+    """Nanotron's own placement of a dense model's layers on ``pp`` pipeline ranks (the
+    framework places them; a user cannot). Each decoder layer costs 4 x heads x head_dim x
+    hidden + 3 x ffn x hidden, the LM head (the last block, on the last rank) vocab x hidden,
+    everything else nothing; the blocks are walked in order and rank r is closed after the
+    block whose cumulative cost passes total x (r + 1) / pp (huggingface/nanotron
+    ``src/nanotron/models/base.py`` ``build_model``, ``models/llama.py``
+    ``get_block_compute_costs``). A large vocabulary thus moves layers off the last rank.
+    None for an MoE model (not Nanotron's Llama blocks), or when the rule would leave a rank
+    without a layer or put the head before the last rank.
+
+    >>> from planner.catalog import load_model
+    >>> m = load_model("8B").model_copy(update={"num_layers": 16, "hidden_size": 2048,
+    ...     "num_attention_heads": 32, "num_kv_heads": 32, "head_dim": 64,
+    ...     "ffn_hidden_size": 8192, "vocab_size": 131072})
+    >>> cost_balanced_split(m, 2).chunk_layers  # layer 67.1M, head 268.4M = 4 layers; total 20
+    (11, 5)
+
+    Rank 0 closes only once its cumulative cost passes 10 layers' worth, so it takes 11 and
+    rank 1 the other 5 with the head (9): the even split's last rank held 8 + 4 = 12.
+    """
+    if model.moe is not None or pp < 2:
+        return None
+    d = model.hidden_size
+    layer = 4 * model.num_attention_heads * model.head_dim * d + 3 * model.ffn_hidden_size * d
+    costs = [float(layer)] * model.num_layers + [float(model.vocab_size * d)]
+    total = sum(costs)
+    counts = [0] * pp
+    rank, cumulative = 0, 0.0
+    for index, cost in enumerate(costs):
+        if rank >= pp:
+            return None
+        cumulative += cost
+        if index < model.num_layers:
+            counts[rank] += 1
+        elif rank != pp - 1:
+            return None  # the head would land before the last rank
+        if cumulative > total * (rank + 1) / pp:
+            rank += 1
+    if any(c == 0 for c in counts):
+        return None
+    return PipelineSplit(chunk_layers=tuple(counts))

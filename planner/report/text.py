@@ -206,7 +206,7 @@ def pipeline_lines(plan: Plan) -> list[str]:
     mtp = [s.stage for s in stages if s.mtp_layers]
     where = f"; MTP on stage {mtp[0]}" if mtp else ""
     lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
-    if info.method == "cp-sat":
+    if info.method in ("cp-sat", "framework"):
         gain = 100.0 * (1.0 - plan.step_time_s / info.even_step_time_s)
         even = f"{format_seconds(info.even_step_time_s)}" + ("" if info.even_fits else
                                                               " (does not fit)")  # fmt: skip

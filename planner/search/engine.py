@@ -35,6 +35,7 @@ from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import PipelineSplitInfo, Plan, SearchResult, SolverInfo
 from planner.specs.solver_config import TIME_QUANTUM_S, SolverConfig
 from planner.specs.workload import TrainWorkload
@@ -409,6 +410,9 @@ def _split_plan(
     workload = workload.model_copy(update=update)
     layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
     split = cost = info = None
+    framework_split = _framework_split(model, workload, layout)
+    if framework_split is not None:  # the framework places its layers itself (Nanotron)
+        return _framework_split_plan(model, candidate, workload, framework_split, check=check)
     if layout.pp > 1 and config.stage_split == "cp-sat":
         from planner.search.solve.stages import optimise_pipeline  # imports OR-Tools
 
@@ -427,6 +431,45 @@ def _split_plan(
     plan = to_plan(
         model, cluster, workload, layout, cost or even, split=split, split_info=split_info
     )
+    if check:
+        validate_plan(plan, model, cluster, workload)
+    return plan
+
+
+def _framework_split(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout
+) -> PipelineSplit | None:
+    """The split the framework makes itself (``FrameworkSpec.pipeline_split`` ``cost``), or
+    None where the user places the layers (the even split or CP-SAT's apply)."""
+    from planner.catalog.frameworks import load_framework
+    from planner.cost.partition import cost_balanced_split
+
+    if layout.pp == 1 or layout.vpp != 1:
+        return None
+    if load_framework(workload.framework).pipeline_split != "cost":
+        return None
+    return cost_balanced_split(model, layout.pp)
+
+
+def _framework_split_plan(
+    model: ModelSpec,
+    candidate: Candidate,
+    workload: TrainWorkload,
+    split: PipelineSplit,
+    *,
+    check: bool,
+) -> Plan:
+    """The plan of ``candidate`` under the framework's own split, the even split's figures
+    beside it for comparison."""
+    layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
+    cost = score(model, cluster, workload, layout, split=split)
+    info = PipelineSplitInfo(
+        method="framework",
+        even_step_time_s=even.step_time_s,
+        even_peak_gib=even.peak_memory.total / GiB,
+        even_fits=fits(even, cluster),
+    )
+    plan = to_plan(model, cluster, workload, layout, cost, split=split, split_info=info)
     if check:
         validate_plan(plan, model, cluster, workload)
     return plan
@@ -472,7 +515,12 @@ def _solver_info(
         f"enumerated: parallel degrees, vpp, micro-batch, recompute, ZeRO stage, precision"
         f"{offload}; {ranked}, evenly split over pipeline stages, and ranked by a sort"
     )
-    if config.stage_split == "cp-sat":
+    if any(p.pipeline_split is not None and p.pipeline_split.method == "framework" for p in plans):
+        method += (
+            f"; the best {_ranked_count(config)} were then split over their pipeline stages as "
+            "the framework splits them itself (its cost rule) and ranked again"
+        )
+    elif config.stage_split == "cp-sat":
         method += (
             f"; CP-SAT then split the layers of the best {_ranked_count(config)} "
             "over their pipeline stages and they were ranked again"
@@ -493,7 +541,9 @@ def estimate(
 ) -> Plan:
     """Score one given layout. SpecError when it breaks a rule; the plan says whether it fits.
     With ``config`` asking for it (``stage_split``), CP-SAT splits the pipeline; without a
-    config the even split is scored (the validation set's published runs)."""
+    config the even split is scored (the validation set's published runs). A framework that
+    places its layers itself (``FrameworkSpec.pipeline_split`` ``cost``) gets its own split
+    either way."""
     workload = resolve_workload(workload)
     check_workload(model, cluster, workload)
     if layout.precision != workload.precision:
@@ -501,6 +551,12 @@ def estimate(
     violations = layout_violations(model, cluster, workload, layout)
     if violations:
         raise SpecError("; ".join(detail for _, detail in violations))
+    framework_split = _framework_split(model, workload, layout)
+    if framework_split is not None:  # the framework places its layers itself (Nanotron)
+        candidate = Candidate(
+            layout=layout, cost=score(model, cluster, workload, layout), cluster=cluster
+        )
+        return _framework_split_plan(model, candidate, workload, framework_split, check=False)
     if config is None or layout.pp == 1 or config.stage_split == "even":
         return evaluate(model, cluster, workload, layout)
     candidate = Candidate(

@@ -84,10 +84,10 @@ def pipeline_stages(
 
 
 def plan_split(plan: Plan) -> PipelineSplit | None:
-    """The explicit split a plan was scored with (its ``pipeline_stages`` when CP-SAT chose
-    them), None for the even split."""
+    """The explicit split a plan was scored with (its ``pipeline_stages`` when CP-SAT or the
+    framework chose them), None for the even split."""
     info = plan.pipeline_split
-    if info is None or info.method != "cp-sat" or not plan.pipeline_stages:
+    if info is None or info.method == "even" or not plan.pipeline_stages:
         return None
     stages = plan.pipeline_stages
     mtp = [s.stage for s in stages if s.mtp_layers]

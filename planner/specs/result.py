@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -125,11 +125,12 @@ class PipelineStage(FrozenSpec):
 class PipelineSplitInfo(FrozenSpec):
     """How the layers were split over the pipeline stages, and what the split gained."""
 
-    method: Literal["even", "cp-sat"]
+    method: Literal["even", "cp-sat", "framework"]
     """``even``: the planner's default (as even as possible, the remainder on the middle
     stages, every layer recomputed under full recomputation); ``cp-sat``: the CP-SAT partition
     (layers and recomputed layers per stage), used because the cost model scores it faster or
-    it fits where the even split does not."""
+    it fits where the even split does not; ``framework``: the split the framework makes itself
+    and the user cannot change (Nanotron's cost-balanced placement, schema 1.4)."""
     even_step_time_s: NonNegativeFloat
     """Step time of the same layout with the even split (s)."""
     even_peak_gib: NonNegativeFloat

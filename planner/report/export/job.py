@@ -302,10 +302,16 @@ def mtp_layers(job: ExportJob) -> tuple[int, int | None]:
 
 
 def split_note(job: ExportJob, counts: list[int]) -> None:
-    """Say how the layers are placed: the CP-SAT split, or the planner's even split when they do
-    not split evenly."""
+    """Say how the layers are placed: the CP-SAT split, the framework's own split, or the
+    planner's even split when they do not split evenly."""
     plan = job.train[0]
     chunks = plan.layout.pp * plan.layout.vpp
+    if plan.pipeline_split is not None and plan.pipeline_split.method == "framework":
+        job.note(
+            f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to the split "
+            f"the plan's framework makes itself, {counts} (pipeline_split: framework)"
+        )
+        return
     if plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat":
         job.note(
             f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to the CP-SAT "
