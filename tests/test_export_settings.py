@@ -112,6 +112,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {"precision": "mxfp8", "fp8_param_gather": True}),
     ],
     "mtp_num_layers": [("mla", {"mtp_num_layers": 1})],
+    "pp_host_sync": [("dense", {"pp_host_sync": v}) for v in (False, True)],
     MODEL_ROPE: [(p, {}) for p in ("dense", "yarn", "mla", "half_rope", "plain_rope")],
     DP_OVERLAP: [
         ("dense", {}),
@@ -437,6 +438,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.has("--fp8-param-gather") == c.w.fp8_param_gather and _eight_bit(c)
         ),
         "mtp_num_layers": lambda c: c.has("--mtp-num-layers", c.w.mtp_num_layers),
+        "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _rope_megatron,
         DP_OVERLAP: _dp_megatron,
     },
@@ -522,6 +524,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             "mixed_precision.fp8_param_gather", "true" if c.w.fp8_param_gather else "false"
         ),
         "mtp_num_layers": lambda c: c.has("model.mtp_num_layers", c.w.mtp_num_layers),
+        "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _rope_bridge,
         DP_OVERLAP: _dp_bridge,
     },
@@ -603,6 +606,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             else c.said() == c.w.fp8_param_gather
         ),
         "mtp_num_layers": _said,
+        "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _said,
         # FSDP2 and DDP overlap their collectives with compute by default: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
@@ -656,6 +660,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "bf16_wgrad_formats": _said,
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
         "mtp_num_layers": _said,
+        "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _said,
         DP_OVERLAP: lambda c: c.names.get("zero_optimization.overlap_comm") is _dp_on(c),
     },
@@ -711,6 +716,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "bf16_wgrad_formats": lambda c: c.has("quantization_local_shard_count", 0),
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
         "mtp_num_layers": lambda c: c.has("mtp_num_layers", c.w.mtp_num_layers),
+        "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _maxtext_rope,
         # XLA overlaps the data-parallel collectives with compute: said when not
         DP_OVERLAP: _default_or_said(_dp_on),

@@ -82,12 +82,15 @@ class MicrobatchTime(FrozenSpec):
     offload_s: float = 0.0
     """Exposed copies of offloaded activations to and from host memory
     (:func:`activation_offload_time`)."""
+    pp_sync_s: float = 0.0
+    """Host synchronisations of the stage's pipeline receives (:func:`pp_sync_time`)."""
 
     @property
     def total(self) -> float:
         """Sum of the terms (s)."""
         comm = self.tp_comm_s + self.cp_comm_s + self.ep_comm_s
-        return self.forward_s + self.backward_s + comm + self.moe_sync_s + self.offload_s
+        syncs = self.moe_sync_s + self.pp_sync_s
+        return self.forward_s + self.backward_s + comm + syncs + self.offload_s
 
 
 @lru_cache(maxsize=4096)
@@ -692,6 +695,31 @@ def activation_offload_time(
     )
 
 
+def pp_sync_time(
+    acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout, stage: int
+) -> float:
+    """Host-synchronisation time of one micro-batch's pipeline receives on ``stage``, when the
+    framework reads each received tensor's metadata on the host (``workload.pp_host_sync``):
+    one sync per receive, the activation from the stage before (every stage but the first) and
+    the gradient from the stage after (every stage but the last), each chunk's. Each costs what
+    the accelerator's fitted mid-step host synchronisation costs (``moe_sync_overhead_us``: the
+    stream drains and then waits on the host's relaunch, fitted where the MoE dispatcher makes
+    the same stall).
+
+    >>> from planner.catalog import load_accelerator
+    >>> h100, w = load_accelerator("h100_sxm"), TrainWorkload(pp_host_sync=True)
+    >>> [pp_sync_time(h100, w, Layout(pp=4), s) / (h100.efficiency.moe_sync_overhead_us * 1e-6)
+    ...  for s in range(4)]
+    [1.0, 2.0, 2.0, 1.0]
+    >>> pp_sync_time(h100, TrainWorkload(), Layout(pp=4), 1)
+    0.0
+    """
+    if not workload.pp_host_sync or layout.pp == 1:
+        return 0.0
+    receives = int(stage > 0) + int(stage < layout.pp - 1)
+    return receives * layout.vpp * acc.efficiency.moe_sync_overhead_us * US
+
+
 def microbatch_time(
     model: ModelSpec,
     acc: AcceleratorSpec,
@@ -751,6 +779,7 @@ def microbatch_time(
             ep_comm, compute_s=forward + backward, workload=workload, contention=contention
         ),
         moe_sync_s=moe_sync_time(acc, workload, num_moe),
+        pp_sync_s=pp_sync_time(acc, workload, layout, stage),
         offload_s=activation_offload_time(
             workload.activation_offload_fraction
             * activation_bytes_per_microbatch(model, workload, layout, contents),

@@ -440,6 +440,7 @@ def estimate_step(
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     sends = 2 * (m * layout.vpp + layout.pp - 1) if layout.pp > 1 else 0
     breakdown["pp_comm"] = sends * p2p_time(act_message / layout.tp, domains["pp"])
+    breakdown["pp_comm"] += m * slowest.pp_sync_s  # the receives' host syncs (pp_host_sync)
     params = {
         s: stage_params_per_gpu(
             model,

@@ -237,6 +237,12 @@ class TrainWorkload(FrozenSpec):
     fp8_param_gather: bool = False
     """ZeRO-1 and above with an 8-bit recipe: parameters are all-gathered in fp8 (torchao
     ``enable_fsdp_float8_all_gather``; Megatron-LM ``--fp8-param-gather``), halving the gather."""
+    pp_host_sync: bool = False
+    """Each pipeline receive reads the incoming tensor's metadata on the host before it posts
+    the receive (Nanotron's ``P2P._recv_meta``: a blocking ``dist.recv`` of a device buffer
+    whose values size the next one), so every micro-batch's activation and gradient receive
+    stalls the stream as a host synchronisation does (:func:`planner.cost.stage.pp_sync_time`).
+    False = the receive is posted with a known shape (Megatron-LM, torchtitan)."""
     mtp_num_layers: int = Field(default=0, ge=0, le=16)
     """Multi-token-prediction modules trained with the model (DeepSeek-V3: 1; Megatron-LM
     ``--mtp-num-layers``, arXiv 2412.19437 section 2.2): each is one more transformer layer like

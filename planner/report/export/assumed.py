@@ -157,6 +157,15 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "MoE layers in CUDA graphs on capacity-padded shapes (no per-layer host sync)",
         ),
     ),
+    "pp_host_sync": (
+        lambda j: j.train[0].layout.pp > 1,
+        lambda j: _on(
+            j.train[1].pp_host_sync,
+            "pipeline receives that read each tensor's metadata on the host, one host sync per "
+            "receive (as Nanotron's do)",
+            "pipeline receives posted with known shapes (no host sync)",
+        ),
+    ),
     "recompute_modules": (
         lambda j: (
             j.train[0].layout.recompute is Recompute.SELECTIVE and j.train[1].saved_tensors is None
@@ -384,6 +393,8 @@ def note_unexpressed(job: ExportJob, framework: str, where: dict[str, str] | Non
         "allocator, not a framework setting",
         **(where or {}),
     }
+    if not job.train[1].pp_host_sync:  # every export format's framework receives so natively
+        job.express("pp_host_sync")
     for key in relevant_settings(job):
         if key not in job.expressed:
             tail = where.get(key, f"{framework} has no setting for it here")
