@@ -367,3 +367,7 @@ def test_nanotron_places_its_own_pipeline_layers_by_hand() -> None:
     assert found.solver.subproblems == [] and "framework splits them" in found.solver.method
     assert found.best.pipeline_split is not None
     assert found.best.pipeline_split.method == "framework"
+    moe = planner.search(model="mixtral-8x7b", cluster="hgx_h100x32", workload=workload,
+                         fix={"pp": 2})  # fmt: skip
+    assert moe.best.pipeline_split is not None and moe.best.pipeline_split.method == "even"
+    assert moe.solver.subproblems == []  # the rule does not cover it: even, never CP-SAT

@@ -413,7 +413,7 @@ def _split_plan(
     framework_split = _framework_split(model, workload, layout)
     if framework_split is not None:  # the framework places its layers itself (Nanotron)
         return _framework_split_plan(model, candidate, workload, framework_split, check=check)
-    if layout.pp > 1 and config.stage_split == "cp-sat":
+    if layout.pp > 1 and config.stage_split == "cp-sat" and not _places_own_layers(workload):
         from planner.search.solve.stages import optimise_pipeline  # imports OR-Tools
 
         split, cost, info = optimise_pipeline(
@@ -436,17 +436,23 @@ def _split_plan(
     return plan
 
 
+def _places_own_layers(workload: TrainWorkload) -> bool:
+    """Whether the workload's framework places the layers on pipeline stages itself
+    (``FrameworkSpec.pipeline_split`` ``cost``): then no CP-SAT split is proposed."""
+    from planner.catalog.frameworks import load_framework
+
+    return load_framework(workload.framework).pipeline_split == "cost"
+
+
 def _framework_split(
     model: ModelSpec, workload: TrainWorkload, layout: Layout
 ) -> PipelineSplit | None:
-    """The split the framework makes itself (``FrameworkSpec.pipeline_split`` ``cost``), or
-    None where the user places the layers (the even split or CP-SAT's apply)."""
-    from planner.catalog.frameworks import load_framework
+    """The split the framework makes itself, or None where the user places the layers (the
+    even split or CP-SAT's apply) or the framework's rule does not cover the model (an MoE
+    model under Nanotron: the even split is scored, never a CP-SAT one)."""
     from planner.cost.partition import cost_balanced_split
 
-    if layout.pp == 1 or layout.vpp != 1:
-        return None
-    if load_framework(workload.framework).pipeline_split != "cost":
+    if layout.pp == 1 or layout.vpp != 1 or not _places_own_layers(workload):
         return None
     return cost_balanced_split(model, layout.pp)
 
@@ -558,6 +564,8 @@ def estimate(
         )
         return _framework_split_plan(model, candidate, workload, framework_split, check=False)
     if config is None or layout.pp == 1 or config.stage_split == "even":
+        return evaluate(model, cluster, workload, layout)
+    if _places_own_layers(workload):
         return evaluate(model, cluster, workload, layout)
     candidate = Candidate(
         layout=layout, cost=score(model, cluster, workload, layout), cluster=cluster
