@@ -246,11 +246,18 @@ def dp_exposed_time(
     def dense_gather(num_bytes: float) -> float:
         return all_gather_time(num_bytes, shard if shard is not None else dp)
 
-    reduce = dense_reduce(grad_bytes * dense_params) + reduce_time(grad_bytes * expert_params, edp)
+    # ZeRO-3 reducing and gathering per micro-batch makes one call per wrapped module
+    calls = units if layout.zero >= 3 and not reduces_once_per_step(workload, layout) else 1
+    reduce = split_collective_time(dense_reduce, grad_bytes * dense_params, calls)
+    reduce += split_collective_time(
+        lambda b: reduce_time(b, edp), grad_bytes * expert_params, calls
+    )
     gather = 0.0
     if layout.zero >= 1:
-        gather = dense_gather(param_bytes * dense_params)
-        gather += all_gather_time(param_bytes * expert_params, edp)
+        gather = split_collective_time(dense_gather, param_bytes * dense_params, calls)
+        gather += split_collective_time(
+            lambda b: all_gather_time(b, edp), param_bytes * expert_params, calls
+        )
     tail = min(tail_params, dense_params)
     tail_reduce = dense_reduce(grad_bytes * tail)
     tail_gather = dense_gather(param_bytes * tail) if layout.zero >= 1 else 0.0
@@ -260,15 +267,6 @@ def dp_exposed_time(
         return last + overlapped_exposed_time(max(0.0, total - last), compute, contention)
 
     if not reduces_once_per_step(workload, layout):
-        if layout.zero >= 3 and units > 1:  # one collective per wrapped module
-            reduce = split_collective_time(dense_reduce, grad_bytes * dense_params, units)
-            reduce += split_collective_time(
-                lambda b: reduce_time(b, edp), grad_bytes * expert_params, units
-            )
-            gather = split_collective_time(dense_gather, param_bytes * dense_params, units)
-            gather += split_collective_time(
-                lambda b: all_gather_time(b, edp), param_bytes * expert_params, units
-            )
         if not dp_sync_overlapped(workload, layout):
             # ZeRO-2 without overlap: each backward's reduction runs after it, exposed
             return num_microbatches * reduce + gather

@@ -563,9 +563,8 @@ def estimate(
             layout=layout, cost=score(model, cluster, workload, layout), cluster=cluster
         )
         return _framework_split_plan(model, candidate, workload, framework_split, check=False)
-    if config is None or layout.pp == 1 or config.stage_split == "even":
-        return evaluate(model, cluster, workload, layout)
-    if _places_own_layers(workload):
+    even_only = config is None or config.stage_split == "even" or _places_own_layers(workload)
+    if layout.pp == 1 or even_only:
         return evaluate(model, cluster, workload, layout)
     candidate = Candidate(
         layout=layout, cost=score(model, cluster, workload, layout), cluster=cluster

@@ -116,23 +116,23 @@ MOE_DISPATCH_FIELDS = ("ep_comm_overlap", "moe_dispatch_dedup", "moe_host_sync")
 """TrainWorkload fields that only an MoE layer uses."""
 
 
+def _profile_workload(workload: TrainWorkload) -> TrainWorkload:
+    """The workload ``workload``'s framework profile sets by itself (what the user did not give)."""
+    from planner.catalog.frameworks import resolve_workload
+
+    return resolve_workload({"framework": workload.framework})
+
+
 def _fp8_param_gather_given(workload: TrainWorkload) -> bool:
     """Whether FP8 parameter gathers were asked for beyond the framework profile's default
     (torchtitan's float8 guide turns them on; a bf16 plan under it is not told so)."""
-    from planner.catalog.frameworks import resolve_workload
-
-    if not workload.fp8_param_gather:
-        return False
-    return not resolve_workload({"framework": workload.framework}).fp8_param_gather
+    return workload.fp8_param_gather and not _profile_workload(workload).fp8_param_gather
 
 
 def _saved_tensors_given(workload: TrainWorkload) -> bool:
     """Whether the save list differs from the framework profile's (MaxText's and torchtitan's
     own lists are not the user's)."""
-    from planner.catalog.frameworks import resolve_workload
-
-    profile = resolve_workload({"framework": workload.framework})
-    return workload.saved_tensors != profile.saved_tensors
+    return workload.saved_tensors != _profile_workload(workload).saved_tensors
 
 
 def offload_warnings(
@@ -169,9 +169,7 @@ def _moe_settings_given(workload: TrainWorkload) -> bool:
     """Whether an MoE dispatch field differs from the framework profile's workload (a profile's
     own value, such as DeepSpeed's capacity-padded dispatch without a host sync, is not the
     user's)."""
-    from planner.catalog.frameworks import resolve_workload
-
-    profile = resolve_workload({"framework": workload.framework})
+    profile = _profile_workload(workload)
     return any(getattr(workload, f) != getattr(profile, f) for f in MOE_DISPATCH_FIELDS)
 
 

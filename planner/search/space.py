@@ -223,6 +223,12 @@ def enumerate_structures(
     return out
 
 
+def _bare_layout(fields: dict[str, object], mbs: int) -> Layout:
+    """A structure's layout at micro-batch ``mbs`` with nothing that only adds time: no
+    interleaving, no recomputation, ZeRO-1 (the layout the lower bounds are taken on)."""
+    return Layout.model_construct(**fields, vpp=1, mbs=mbs, recompute=Recompute.NONE, zero=1)
+
+
 def _compute_floor(
     model: ModelSpec,
     cluster: ClusterSpec,
@@ -235,9 +241,7 @@ def _compute_floor(
     sequence only falls as the micro-batch grows). Cheaper than :func:`_lower_bound`, and never
     above it."""
     _, mbss = _inner_choices(model, workload, fields, fix)
-    layout = Layout.model_construct(
-        **fields, vpp=1, mbs=max(mbss), recompute=Recompute.NONE, zero=1
-    )
+    layout = _bare_layout(fields, max(mbss))
     domains = comm_domains(cluster, layout)
     return step_time_lower_bound(model, cluster.accelerator, workload, layout, domains)
 
@@ -262,9 +266,7 @@ def _lower_bound(
     pp = int(fields["pp"])  # type: ignore[call-overload]
     if pp > 1:
         vpps, mbss = _inner_choices(model, workload, fields, fix)
-        smallest = Layout.model_construct(
-            **fields, vpp=1, mbs=min(mbss), recompute=Recompute.NONE, zero=1
-        )
+        smallest = _bare_layout(fields, min(mbss))
         floor += (pp - 1) / max(vpps) * _row_floor(model, cluster, workload, smallest)[0]
     return floor
 

@@ -77,7 +77,9 @@ class AcceleratorEfficiency(FrozenSpec):
     """Host-side time per MoE layer per micro-batch (forward + backward) when the dropless token
     dispatcher synchronises with the host (microseconds): it copies the per-expert token counts
     to the CPU to size the all-to-all and the grouped GEMM, so the launch queue drains and the
-    layer's remaining kernel launches are exposed. 0 = not calibrated."""
+    layer's remaining kernel launches are exposed. 0 = not calibrated. The same figure prices a
+    pipeline receive that reads its tensor's metadata on the host, the same mid-step stall
+    (:func:`planner.cost.stage.pp_sync_time`, Nanotron)."""
     step_overhead_ms: float | None = Field(default=None, ge=0, le=1000)
     """Fixed time of one optimizer step beyond its micro-batches and modelled communication
     (milliseconds): an eager PyTorch training loop synchronises with the host every step

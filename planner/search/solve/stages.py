@@ -15,7 +15,9 @@ after the last decoder layer in a rank's last virtual stage.
 Objective: the slowest rank's micro-batch time; the step is (m + (pp - 1)/vpp) times it (the
 pipeline with its bubble, Narayanan et al. 2021 section 2.2), so minimising it minimises both.
 
-OR-Tools is imported by this module only; the search imports it when a plan has pp > 1.
+The search loads this module for every plan with pp > 1; OR-Tools (which imports pandas) is
+imported only when a split is actually solved (:class:`StageSolver`), not when the bound in
+:func:`optimise_pipeline` settles it.
 """
 
 from __future__ import annotations
