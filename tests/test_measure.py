@@ -62,6 +62,7 @@ def _synthetic() -> MeasurementRecord:
                 bytes_per_value=bytes_per_value(NumberFormat(fmt)),
                 hbm_bytes_per_s=hbm,
                 kernel_overhead_s=TRUE["overhead_us"] * 1e-6,
+                tiling=acc.gemm_tiling,
             )
             tflops = 2 * m * k * n / t / 1e12
             gemms.append(
@@ -142,6 +143,7 @@ def test_gemm_time_with_fitted_factors_reproduces_the_measurements(synthetic_fit
             bytes_per_value=bytes_per_value(g.format),
             hbm_bytes_per_s=acc.hbm_bytes_per_s * eff.hbm,
             kernel_overhead_s=eff.kernel_overhead_us * 1e-6,
+            tiling=acc.gemm_tiling,
         )
         assert predicted == pytest.approx(g.time_us * 1e-6, rel=1e-4), (g.format, g.m, g.k, g.n)
     assert eff.gemm[NumberFormat.BF16] == pytest.approx(TRUE["bf16"], rel=1e-4)
@@ -336,6 +338,7 @@ def test_dry_run_writes_an_overlay_that_loads_and_applies(tmp_path, capsys) -> N
             bytes_per_value=bytes_per_value(g.format),
             hbm_bytes_per_s=acc.hbm_bytes_per_s * eff.hbm,
             kernel_overhead_s=eff.kernel_overhead_us * 1e-6,
+            tiling=acc.gemm_tiling,
         )
         errors.append(abs(t / (g.time_us * 1e-6) - 1))
     assert max(errors) == pytest.approx(record.residuals["gemm"].max_abs, rel=1e-3)

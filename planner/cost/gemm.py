@@ -6,15 +6,21 @@ dimension, the attention output and FFN down projections along their input dimen
 experts are split over ep (whole experts per rank) and etp (each expert's FFN width).
 
 GEMM time (roofline with a per-kernel fixed cost, Williams et al. 2009; the fixed cost models
-launch latency and the partial last wave of thread blocks, which is why small GEMMs after
-sharding reach a lower fraction of peak):
-    t = max(2 m k n / (P eta_gemm), bpv (m k + k n + m n) / (W_hbm eta_hbm)) + t_kernel
+launch latency):
+    t = max(2 m k n / (P eta_gemm w(m, n)), bpv (m k + k n + m n) / (W_hbm eta_hbm)) + t_kernel
+where w is the shape's tile and wave efficiency on a GPU (:func:`wave_efficiency`; 1 without a
+tile model): why a TP8 shard of a large layer reaches a lower fraction of peak than the whole
+layer. The backward pass runs two GEMMs of the same FLOPs with other output shapes
+(:func:`gemm_backward_times`).
 """
 
 from __future__ import annotations
 
+import math
+
 from planner.cost.params import norms_per_layer
 from planner.specs.base import FrozenSpec
+from planner.specs.hardware import GemmTiling
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
 
 
@@ -117,6 +123,66 @@ def layer_gemms(
     return gemms
 
 
+def wave_efficiency(rows: float, cols: float, tiling: GemmTiling, *, groups: float = 1) -> float:
+    """Share of the machine's tile slots a GEMM with a ``rows`` x ``cols`` output keeps busy.
+
+    The library covers the output with tiles of ``tile_rows`` x ``tile_cols`` (either way
+    round, whichever wastes less) and runs them in waves of one tile per compute unit
+    (NVIDIA, "Matrix Multiplication Background User's Guide", Deep Learning Performance
+    documentation: tile quantization and wave quantization). Two losses multiply: the padding
+    of the edge tiles (tile quantization), and the idle units of the last wave (wave
+    quantization). ``groups`` equal GEMMs of one grouped kernel (MoE experts) share the waves.
+    A GEMM whose tiles do not fill one wave is split along its reduction dimension (split-K)
+    into as many parts as fill it; the partial sums' reduction is not priced.
+
+    >>> h100 = GemmTiling(132, 128, 256)
+    >>> round(wave_efficiency(4096, 8192, h100), 3)  # 32 x 32 tiles = 7.76 waves of 132
+    0.97
+    >>> round(wave_efficiency(4096, 1280, GemmTiling(148, 128, 256)), 3)  # 160 tiles, 2 waves
+    0.541
+    """
+    if rows <= 0 or cols <= 0:
+        return 1.0
+    units = tiling.compute_units
+    best = 0.0
+    for tile_r, tile_c in (
+        (tiling.tile_rows, tiling.tile_cols),
+        (tiling.tile_cols, tiling.tile_rows),
+    ):
+        along_r, along_c = math.ceil(rows / tile_r), math.ceil(cols / tile_c)
+        padding = rows * cols / (along_r * tile_r * along_c * tile_c)
+        tiles = along_r * along_c * max(1, math.ceil(groups))
+        work = tiles * max(1, units // tiles)  # split-K fills one wave
+        waves = math.ceil(work / units)
+        best = max(best, padding * work / (waves * units))
+    return best
+
+
+def _pass_time(
+    rows: float,
+    cols: float,
+    gemm: GemmShape,
+    *,
+    peak_flop_per_s: float,
+    efficiency: float,
+    bytes_per_value: float,
+    hbm_bytes_per_s: float,
+    kernel_overhead_s: float,
+    tiling: GemmTiling | None,
+) -> float:
+    """One pass's ``gemm.count`` GEMMs of 2 m k n FLOPs each, writing a ``rows`` x ``cols``
+    output: roofline + fixed cost (module docstring)."""
+    if gemm.count == 0 or gemm.m == 0:
+        return 0.0
+    flops = 2.0 * gemm.m * gemm.k * gemm.n
+    if tiling is not None:
+        efficiency *= wave_efficiency(rows, cols, tiling, groups=gemm.count)
+    num_bytes = bytes_per_value * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
+    compute = flops / (peak_flop_per_s * efficiency)
+    memory = num_bytes / hbm_bytes_per_s
+    return gemm.count * (max(compute, memory) + kernel_overhead_s)
+
+
 def gemm_time(
     gemm: GemmShape,
     *,
@@ -125,21 +191,61 @@ def gemm_time(
     bytes_per_value: float,
     hbm_bytes_per_s: float,
     kernel_overhead_s: float,
+    tiling: GemmTiling | None = None,
 ) -> float:
-    """Forward time of ``gemm``: roofline of compute and HBM traffic plus a fixed per-kernel cost.
+    """Forward time of ``gemm``: roofline of compute and HBM traffic plus a fixed per-kernel cost;
+    with ``tiling``, the compute at the (m x n) output's :func:`wave_efficiency`.
 
     >>> g = GemmShape.model_construct(name="x", m=4096, k=8192, n=8192, count=1)
     >>> round(gemm_time(g, peak_flop_per_s=1e15, efficiency=0.5, bytes_per_value=2,
     ...                 hbm_bytes_per_s=1e12, kernel_overhead_s=0.0) * 1e3, 3)  # 0.55 TFLOP
     1.1
     """
-    if gemm.count == 0 or gemm.m == 0:
-        return 0.0
-    flops = 2.0 * gemm.m * gemm.k * gemm.n
-    num_bytes = bytes_per_value * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
-    compute = flops / (peak_flop_per_s * efficiency)
-    memory = num_bytes / hbm_bytes_per_s
-    return gemm.count * (max(compute, memory) + kernel_overhead_s)
+    return _pass_time(
+        gemm.m,
+        gemm.n,
+        gemm,
+        peak_flop_per_s=peak_flop_per_s,
+        efficiency=efficiency,
+        bytes_per_value=bytes_per_value,
+        hbm_bytes_per_s=hbm_bytes_per_s,
+        kernel_overhead_s=kernel_overhead_s,
+        tiling=tiling,
+    )
+
+
+def gemm_backward_times(
+    gemm: GemmShape,
+    *,
+    peak_flop_per_s: float,
+    efficiency: float,
+    bytes_per_value: float,
+    hbm_bytes_per_s: float,
+    kernel_overhead_s: float,
+    tiling: GemmTiling | None = None,
+) -> tuple[float, float]:
+    """(input-gradient, weight-gradient) times of ``gemm``'s backward: dX = dY W^T writes an
+    m x k output, dW = X^T dY a k x n one, each 2 m k n FLOPs over the forward's operands
+    (Narayanan et al. 2021, arXiv 2104.04473, section 5.1: backward = 2 x forward FLOPs).
+    Without ``tiling`` each is the forward's time.
+
+    >>> g = GemmShape.model_construct(name="qkv", m=4096, k=8192, n=1280, count=1)
+    >>> kw = dict(peak_flop_per_s=1e15, efficiency=1.0, bytes_per_value=2,
+    ...           hbm_bytes_per_s=1e13, kernel_overhead_s=0.0)
+    >>> [round(t * 1e6, 1) for t in gemm_backward_times(g, **kw)]  # 86 GFLOP each
+    [85.9, 85.9]
+    >>> [round(t * 1e6, 1) for t in gemm_backward_times(g, tiling=GemmTiling(148, 128, 256), **kw)]
+    [86.9, 119.2]
+    """
+    kw = {
+        "peak_flop_per_s": peak_flop_per_s,
+        "efficiency": efficiency,
+        "bytes_per_value": bytes_per_value,
+        "hbm_bytes_per_s": hbm_bytes_per_s,
+        "kernel_overhead_s": kernel_overhead_s,
+        "tiling": tiling,
+    }
+    return _pass_time(gemm.m, gemm.k, gemm, **kw), _pass_time(gemm.k, gemm.n, gemm, **kw)
 
 
 FUSED_ROPE_BYTES_PER_VALUE = 4.0

@@ -60,7 +60,7 @@ def _prefix(values: list[float]) -> list[float]:
     return [0.0, *accumulate(values)]
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=512)
 def layer_table(model: ModelSpec, seq_len: int) -> LayerTable:
     """Tabulate every per-layer term of ``model`` at ``seq_len``."""
     layers = range(model.num_layers)

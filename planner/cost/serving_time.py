@@ -177,7 +177,10 @@ def _stream_bytes_per_s(setup: ServeSetup) -> float:
 
 
 def _gemms_time(setup: ServeSetup, gemms: list[GemmShape], weight_format: NumberFormat) -> float:
-    """Dense GEMMs, each its own kernel: roofline of FLOPs and streamed bytes + t_kernel."""
+    """Dense GEMMs, each its own kernel: roofline of FLOPs and streamed bytes + t_kernel. No
+    tile and wave model (:func:`planner.cost.gemm.wave_efficiency`, training's): a decode step's
+    few-row GEMMs run the libraries' small-M and split-K kernels, not the large tiles it assumes
+    (with it, TensorRT-LLM's held-out serving error went from 8.8% to 17.5%)."""
     acc = setup.accelerator
     total = 0.0
     for g in gemms:

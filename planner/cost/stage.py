@@ -33,6 +33,7 @@ from planner.cost.gemm import (
     GemmShape,
     eager_extra_bytes_per_token,
     elementwise_bytes_per_token,
+    gemm_backward_times,
     gemm_time,
     layer_gemms,
     norm_bytes_per_token,
@@ -53,7 +54,7 @@ from planner.errors import InternalError
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat, bytes_per_value
-from planner.specs.hardware import AcceleratorSpec
+from planner.specs.hardware import AcceleratorSpec, GemmTiling
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
 from planner.specs.pipeline import PipelineSplit
@@ -93,35 +94,71 @@ class MicrobatchTime(FrozenSpec):
         return self.forward_s + self.backward_s + comm + syncs + self.offload_s
 
 
+class GemmRates(NamedTuple):
+    """What a GEMM's time needs from the accelerator in one format (:func:`_rates`)."""
+
+    peak_flop_per_s: float
+    """Dense peak in the format."""
+    efficiency: float
+    """GEMM efficiency in the format."""
+    bytes_per_value: float
+    """Bytes per operand value."""
+    hbm_bytes_per_s: float
+    """Effective HBM bandwidth (bandwidth x eta_hbm)."""
+    kernel_overhead_s: float
+    """Fixed cost per kernel."""
+    expert_gemm: float
+    """Grouped expert GEMMs' factor."""
+    tiling: GemmTiling | None = None
+    """Tile and wave model (:attr:`AcceleratorSpec.gemm_tiling`)."""
+
+
+class LinearTime(NamedTuple):
+    """Seconds of one layer's linear GEMMs for one micro-batch on one GPU, by pass."""
+
+    forward: float
+    """Forward GEMMs."""
+    dgrad: float
+    """Input-gradient GEMMs."""
+    wgrad: float
+    """Weight-gradient GEMMs."""
+    inputs_per_token: float
+    """GEMM input values per token (what low-precision casts read)."""
+
+
 @lru_cache(maxsize=4096)
 def _layer_linear_time(
     model: ModelSpec,
     tokens: float,
     moe_layer: bool,
     degrees: tuple[int, int, int],
-    rates: tuple[float, float, float, float, float, float],
+    rates: GemmRates,
     names: frozenset[str] | None = None,
-) -> tuple[float, float]:
-    """(GEMM seconds, GEMM input values per token) of one layer's forward on one GPU; only the
-    GEMMs called ``names`` when given."""
+) -> LinearTime:
+    """One layer's GEMMs on one GPU (:func:`planner.cost.gemm.gemm_time` forward,
+    :func:`planner.cost.gemm.gemm_backward_times` backward); only the GEMMs called ``names``
+    when given."""
     tp, ep, etp = degrees
-    peak, efficiency, bpv, hbm, overhead, expert_gemm = rates
     gemms = layer_gemms(model, tokens, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
     if names is not None:
         gemms = [g for g in gemms if g.name in names]
-    time = sum(
-        gemm_time(
-            g,
-            peak_flop_per_s=peak,
-            efficiency=efficiency * (expert_gemm if g.name.startswith("expert_") else 1.0),
-            bytes_per_value=bpv,
-            hbm_bytes_per_s=hbm,
-            kernel_overhead_s=overhead,
-        )
-        for g in gemms
-    )
+    forward = dgrad = wgrad = 0.0
+    for g in gemms:
+        kw = {
+            "peak_flop_per_s": rates.peak_flop_per_s,
+            "efficiency": rates.efficiency
+            * (rates.expert_gemm if g.name.startswith("expert_") else 1.0),
+            "bytes_per_value": rates.bytes_per_value,
+            "hbm_bytes_per_s": rates.hbm_bytes_per_s,
+            "kernel_overhead_s": rates.kernel_overhead_s,
+            "tiling": rates.tiling,
+        }
+        forward += gemm_time(g, **kw)
+        d, w = gemm_backward_times(g, **kw)
+        dgrad += d
+        wgrad += w
     inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
-    return time, inputs
+    return LinearTime(forward, dgrad, wgrad, inputs)
 
 
 RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
@@ -141,7 +178,7 @@ def selective_recompute_time(
     num_dense: int,
     num_moe: float,
     degrees: tuple[int, int, int],
-    rates: tuple[float, float, float, float, float, float],
+    rates: GemmRates,
     attention_s: float,
 ) -> float:
     """Backward seconds selective recomputation adds to one micro-batch on one GPU: the forward
@@ -240,7 +277,7 @@ def save_list_recompute_time(
     tokens: float,
     counts: tuple[float, float],
     degrees: tuple[int, int, int],
-    rates: tuple[float, float, float, float, float, float],
+    rates: GemmRates,
     forward_s: tuple[float, float],
 ) -> float:
     """Backward seconds a save-list policy adds to one micro-batch on one GPU: the forward of
@@ -285,8 +322,11 @@ class LayersForward(NamedTuple):
     num_moe: float
     """MoE layers among them."""
     wgrad_extra: float = 0.0
-    """What the weight-gradient GEMMs add over the forward's when they run in bf16 and the rest
-    in a low-precision format (``TrainWorkload.bf16_wgrad_formats``)."""
+    """What the weight-gradient GEMMs add when they run in bf16 and the rest in a low-precision
+    format (``TrainWorkload.bf16_wgrad_formats``)."""
+    linear_backward: float = 0.0
+    """The linear GEMMs' backward (input and weight gradients,
+    :func:`planner.cost.gemm.gemm_backward_times`)."""
 
     @property
     def recomputable(self) -> float:
@@ -322,21 +362,23 @@ def layers_forward(
     rates = _rates(acc, fmt)
     hbm = rates[3]
     degrees = (layout.tp, layout.ep, layout.etp)
-    dense_t, dense_in = (
-        _layer_linear_time(model, tokens, False, degrees, rates) if num_dense else (0, 0)
-    )
-    moe_t, moe_in = _layer_linear_time(model, tokens, True, degrees, rates) if num_moe else (0, 0)
-    linear = num_dense * dense_t + num_moe * moe_t
+    none = LinearTime(0.0, 0.0, 0.0, 0.0)
+    dense = _layer_linear_time(model, tokens, False, degrees, rates) if num_dense else none
+    moe = _layer_linear_time(model, tokens, True, degrees, rates) if num_moe else none
+    dense_in, moe_in = dense.inputs_per_token, moe.inputs_per_token
+    linear = num_dense * dense.forward + num_moe * moe.forward
+    wgrad = num_dense * dense.wgrad + num_moe * moe.wgrad
+    linear_backward = num_dense * dense.dgrad + num_moe * moe.dgrad + wgrad
     bf16 = NumberFormat.BF16
     wgrad_extra = 0.0
     if fmt in workload.bf16_wgrad_formats:  # the weight-gradient GEMMs at bf16 speed
         slow = _rates(acc, bf16)
-        wgrad = sum(
-            count * _layer_linear_time(model, tokens, moe_layer, degrees, slow)[0]
+        slow_wgrad = sum(
+            count * _layer_linear_time(model, tokens, moe_layer, degrees, slow).wgrad
             for count, moe_layer in ((num_dense, False), (num_moe, True))
             if count
         )
-        wgrad_extra = max(0.0, wgrad - linear)
+        wgrad_extra = max(0.0, slow_wgrad - wgrad)
     if workload.flash_attention:
         attention_mma = matmul_time(
             tokens * table.sum("attention_flops", layers) / layout.tp,
@@ -366,22 +408,20 @@ def layers_forward(
     )
     return LayersForward(
         linear, attention, attention_backward, memory_bound, unfused_forward, unfused_backward,
-        num_moe, wgrad_extra,
+        num_moe, wgrad_extra, linear_backward,
     )  # fmt: skip
 
 
-def _rates(
-    acc: AcceleratorSpec, fmt: NumberFormat
-) -> tuple[float, float, float, float, float, float]:
-    """(peak FLOP/s, GEMM efficiency, bytes per value, effective HBM bytes/s, kernel overhead s,
-    expert-GEMM factor) of ``acc`` in ``fmt``."""
-    return (
+def _rates(acc: AcceleratorSpec, fmt: NumberFormat) -> GemmRates:
+    """What a GEMM's time needs from ``acc`` in ``fmt``."""
+    return GemmRates(
         acc.peak_flop_per_s(fmt),
         acc.gemm_efficiency(fmt),
         bytes_per_value(fmt),
         acc.hbm_bytes_per_s * acc.efficiency.hbm,
         acc.efficiency.kernel_overhead_us * US,
         acc.efficiency.expert_gemm,
+        acc.gemm_tiling,
     )
 
 
@@ -417,11 +457,12 @@ def mtp_projection_time(
     projection = GemmShape(name="mtp_proj", m=tokens, k=2 * d, n=d / layout.tp, count=1)
     return gemm_time(
         projection,
-        peak_flop_per_s=rates[0],
-        efficiency=rates[1],
-        bytes_per_value=rates[2],
-        hbm_bytes_per_s=rates[3],
-        kernel_overhead_s=rates[4],
+        peak_flop_per_s=rates.peak_flop_per_s,
+        efficiency=rates.efficiency,
+        bytes_per_value=rates.bytes_per_value,
+        hbm_bytes_per_s=rates.hbm_bytes_per_s,
+        kernel_overhead_s=rates.kernel_overhead_s,
+        tiling=rates.tiling,
     )
 
 
@@ -439,7 +480,8 @@ def microbatch_compute(
     micro-batch on ``stage`` (its layers under ``split``, or the even split; or ``contents``
     when given, e.g. one layer for the stage partition's tables).
 
-    The layers: :func:`layers_forward`; backward = 2 x forward otherwise (input and weight
+    The layers: :func:`layers_forward`; the linear GEMMs' backward at its own shapes
+    (:func:`planner.cost.gemm.gemm_backward_times`), 2 x forward for the rest (input and weight
     gradients; the weight gradients at bf16 speed for ``TrainWorkload.bf16_wgrad_formats``); the
     stage holding the output layer adds the logits GEMM and the loss's passes
     over the logits (:func:`head_forward`, once per MTP module too); full recompute adds the
@@ -459,7 +501,8 @@ def microbatch_compute(
         logits += contents.mtp * mtp_projection_time(model, acc, workload, layout)
     forward = part.linear + part.attention + part.memory_bound + logits
     backward = (
-        2.0 * (forward - part.attention)
+        2.0 * (forward - part.attention - part.linear)
+        + part.linear_backward
         + part.attention_backward
         + loss_backward
         + part.unfused_backward
@@ -504,7 +547,7 @@ def _unfused_kernel_time(
     num_dense: int,
     num_moe: float,
     layout: Layout,
-    rates: tuple[float, float, float, float, float, float],
+    rates: GemmRates,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of a micro-batch's unfused framework kernels on one GPU
     (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`): their HBM traffic at

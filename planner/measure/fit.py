@@ -106,6 +106,7 @@ def predict_gemm(
         bytes_per_value=bytes_per_value(m.format),
         hbm_bytes_per_s=acc.hbm_bytes_per_s * hbm_efficiency,
         kernel_overhead_s=kernel_overhead_us * US,
+        tiling=acc.gemm_tiling,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
@@ -104,6 +104,19 @@ class AcceleratorEfficiency(FrozenSpec):
         return self
 
 
+class GemmTiling(NamedTuple):
+    """How a GPU's GEMM library covers a GEMM's output: each compute unit (SM, CU) computes one
+    ``tile_rows`` x ``tile_cols`` output tile at a time, and the tiles run in waves of
+    ``compute_units`` (:func:`planner.cost.gemm.wave_efficiency`)."""
+
+    compute_units: int
+    """SMs (NVIDIA) or CUs (AMD) the tiles are spread over."""
+    tile_rows: int
+    """Output rows of one unit's tile."""
+    tile_cols: int
+    """Output columns of one unit's tile."""
+
+
 class AcceleratorSpec(FrozenSpec):
     """One accelerator model as sold (one GPU, or one TPU chip)."""
 
@@ -138,6 +151,12 @@ class AcceleratorSpec(FrozenSpec):
     """Speed of FlashAttention-2 relative to the vendor's fused attention (cuDNN, FA3) on this
     part, for frameworks that run FA2 (``TrainWorkload.attention_kernel``); None = FA2 is the
     best kernel here (Ampere) or not catalogued."""
+    compute_units: PositiveInt | None = None
+    """Streaming multiprocessors (NVIDIA) or compute units (AMD) the GEMM tiles are spread
+    over. None (TPUs, whose MXUs work through a GEMM's tiles in sequence): no wave model."""
+    gemm_tile: tuple[PositiveInt, PositiveInt] | None = None
+    """Output tile (rows, columns) one compute unit computes at a time in the kernel library's
+    large-GEMM kernels (:class:`GemmTiling`); None: no tile or wave quantization modelled."""
     host_link_GB_per_s: PositiveFloat | None = None
     """Device-to-host bandwidth per direction (GB/s): PCIe, NVLink-C2C to a Grace CPU, the TPU's
     host PCIe; what activation offload (``TrainWorkload.activation_offload_fraction``) moves
@@ -157,7 +176,18 @@ class AcceleratorSpec(FrozenSpec):
         for key in ("hbm_GB", "hbm_bandwidth_GB_per_s", "peak_TFLOP_per_s", "tdp_W", "efficiency"):
             if not self.sources.get(key):
                 raise ValueError(f"sources.{key} is missing: every number needs a source")
+        for key in ("compute_units", "gemm_tile"):
+            if getattr(self, key) is not None and not self.sources.get(key):
+                raise ValueError(f"sources.{key} is missing: every number needs a source")
         return self
+
+    @property
+    def gemm_tiling(self) -> GemmTiling | None:
+        """The tile and wave model's data (``compute_units`` and ``gemm_tile``), None without
+        both."""
+        if self.compute_units is None or self.gemm_tile is None:
+            return None
+        return GemmTiling(self.compute_units, *self.gemm_tile)
 
     @property
     def hbm_bytes(self) -> float:
@@ -197,7 +227,9 @@ class AcceleratorSpec(FrozenSpec):
         return self.peak_TFLOP_per_s[fmt] * TFLOP
 
     def gemm_efficiency(self, fmt: NumberFormat) -> float:
-        """Fraction of the dense peak reached by large GEMMs in ``fmt``."""
+        """Fraction of the dense peak reached by large GEMMs in ``fmt`` (with a tile model,
+        :attr:`gemm_tiling`, by GEMMs whose tiles fill every wave; the cost model multiplies in
+        each shape's :func:`planner.cost.gemm.wave_efficiency`)."""
         return self.efficiency.gemm.get(fmt, self.efficiency.gemm.get(NumberFormat.BF16, 1.0))
 
     def ridge_flop_per_byte(self, fmt: NumberFormat) -> float:
