@@ -4,9 +4,11 @@ A few physically meaningful factors per accelerator family (large-GEMM efficienc
 flash-attention efficiency, HBM streaming efficiency, per-kernel fixed time) are fitted to the
 family's published runs by minimising the mean absolute log error of tokens/s/GPU (robust: one
 row with a mechanism the model lacks cannot drag every factor), with a weak pull towards the
-catalog priors, by coordinate descent over bounded grids (deterministic, no
-extra dependency). Each row's layout is resolved once with the priors (search pins what the
-source states) and then held fixed, so the fit only moves the efficiency factors. The result is
+catalog priors, by coordinate descent over bounded grids (deterministic, no extra dependency).
+The per-step cost is the training loop's, not the hardware's: one value for every family, fitted
+on their rows pooled (:func:`fit_families`). Each row's layout is resolved once with the priors
+(search pins what the source states) and then held fixed, so the fit only moves the efficiency
+factors. The result is
 an overlay, ``topologies/calibration/<family>.yaml``, with the date, the rows used and the
 residuals after the fit; the catalog loader lays it over every accelerator of the family.
 """
@@ -16,7 +18,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from planner.accuracy.rows import (
     Case,
@@ -197,12 +200,24 @@ def fitted_names(cases: Sequence[PreparedCase]) -> list[str]:
     return names
 
 
-def fit_efficiency(
-    cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
-) -> AcceleratorEfficiency:
-    """Coordinate descent over bounded grids of every factor the cases exercise. Formats with
-    too few rows follow the fitted ones (:func:`_all_formats`) during the fit as in the overlay,
-    so a row in such a format is scored with the efficiency it will be predicted with."""
+LOOP_FACTOR = "step_overhead_ms"
+"""The training loop's per-step cost: one value for every family (:func:`fit_families`)."""
+
+
+class _Start(FrozenSpec):
+    """Where one family's coordinate descent starts, and what it moves."""
+
+    eff: AcceleratorEfficiency
+    """Starting factors (the prior, each fitted format at its prior or the bf16 prior)."""
+    prior: AcceleratorEfficiency
+    """What the loss pulls towards (a bf16 GEMM prior of 0.7 where the catalog has none)."""
+    fitted: frozenset[NumberFormat]
+    """GEMM formats with enough rows to fit."""
+    names: tuple[str, ...]
+    """Factors the descent moves."""
+
+
+def _start(cases: Sequence[PreparedCase], prior: AcceleratorEfficiency) -> _Start:
     names = fitted_names(cases)
     formats = [NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")]
     if NumberFormat.BF16 not in prior.gemm:
@@ -215,21 +230,91 @@ def fit_efficiency(
             }
         }
     )
-    fitted = set(formats)
+    return _Start(eff=eff, prior=prior, fitted=frozenset(formats), names=tuple(names))
 
-    def consistent(e: AcceleratorEfficiency) -> AcceleratorEfficiency:
-        return e.model_copy(update={"gemm": _all_formats(e, prior, fitted, digits=12)})
 
-    best = _loss(cases, consistent(eff), prior)
-    for _ in range(PASSES):
+def _consistent(e: AcceleratorEfficiency, start: _Start) -> AcceleratorEfficiency:
+    return e.model_copy(update={"gemm": _all_formats(e, start.prior, start.fitted, digits=12)})
+
+
+def _descend(
+    cases: Sequence[PreparedCase],
+    eff: AcceleratorEfficiency,
+    start: _Start,
+    names: Sequence[str],
+    passes: int,
+) -> AcceleratorEfficiency:
+    """``passes`` coordinate-descent passes over ``names`` from ``eff``, each factor tried at
+    :data:`GRID_POINTS` points of its :data:`BOUNDS`."""
+    best = _loss(cases, _consistent(eff, start), start.prior)
+    for _ in range(passes):
         for name in names:
             low, high = BOUNDS[name.split(".")[0]]
             for i in range(GRID_POINTS):
                 trial = _with(eff, name, low + (high - low) * i / (GRID_POINTS - 1))
-                value = _loss(cases, consistent(trial), prior)
+                value = _loss(cases, _consistent(trial, start), start.prior)
                 if value < best - 1e-12:
                     best, eff = value, trial
-    return consistent(eff)
+    return _consistent(eff, start)
+
+
+def fit_efficiency(
+    cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
+) -> AcceleratorEfficiency:
+    """Coordinate descent over bounded grids of every factor one family's cases exercise, the
+    per-step cost included. Formats with too few rows follow the fitted ones
+    (:func:`_all_formats`) during the fit as in the overlay, so a row in such a format is scored
+    with the efficiency it will be predicted with. ``layout calibrate`` fits the families
+    together instead (:func:`fit_families`)."""
+    start = _start(cases, prior)
+    return _descend(cases, start.eff, start, start.names, PASSES)
+
+
+def fit_families(
+    grouped: Mapping[str, Sequence[PreparedCase]],
+) -> dict[str, AcceleratorEfficiency]:
+    """Each fittable family's factors (:func:`fittable`), with one per-step cost for all.
+
+    The per-step cost is the training loop's (the host's sync at each step: docs/calibration.md,
+    "The per-step cost is the loop's"), not the accelerator's, and every fitted row runs the same
+    loop (Megatron-LM). Fitted per family it was a free parameter the prior pull could push the
+    others' misfit into (a family whose factors sat far below their priors raised it and let
+    them rise). Coordinate descent as :func:`fit_efficiency`: each pass moves each family's own
+    factors on its own loss with the loop cost fixed, then the loop cost on the loss pooled over
+    every family's rows (the mean absolute log error; the pulls do not depend on it)."""
+    starts = {f: _start(c, c[0].cluster.accelerator.efficiency) for f, c in grouped.items()}
+    starts = {f: s for f, s in starts.items() if fittable(grouped[f])}
+    if not starts:
+        return {}
+    effs = {f: s.eff for f, s in starts.items()}
+    low, high = BOUNDS[LOOP_FACTOR]
+    loop_ms = low
+
+    def pooled(value: float) -> float:
+        errors = [
+            abs(
+                math.log(
+                    predict(c, _consistent(_with(effs[f], LOOP_FACTOR, value), s)) / c.measured
+                )
+            )
+            for f, s in starts.items()
+            for c in grouped[f]
+        ]
+        return statistics.fmean(errors)
+
+    for _ in range(PASSES):
+        for family, start in starts.items():
+            own = [n for n in start.names if n != LOOP_FACTOR]
+            effs[family] = _descend(
+                grouped[family], _with(effs[family], LOOP_FACTOR, loop_ms), start, own, 1
+            )
+        best = pooled(loop_ms)
+        for i in range(GRID_POINTS):
+            value = low + (high - low) * i / (GRID_POINTS - 1)
+            trial = pooled(value)
+            if trial < best - 1e-12:
+                best, loop_ms = trial, value
+    return {f: _consistent(_with(e, LOOP_FACTOR, loop_ms), starts[f]) for f, e in effs.items()}
 
 
 def source_of(row_id: str) -> str:
@@ -255,7 +340,7 @@ def residuals(
 def _all_formats(
     eff: AcceleratorEfficiency,
     prior: AcceleratorEfficiency,
-    fitted: set[NumberFormat],
+    fitted: AbstractSet[NumberFormat],
     digits: int = 4,
 ) -> dict[NumberFormat, float]:
     """Fitted GEMM efficiencies, and for the formats without enough rows their prior scaled by
@@ -271,21 +356,26 @@ def _all_formats(
 
 
 def calibrate_family(
-    cases: Sequence[PreparedCase], *, date: str, heldout: bool = False
+    cases: Sequence[PreparedCase],
+    *,
+    date: str,
+    fitted: AcceleratorEfficiency | None = None,
+    heldout_errors: Mapping[str, float] | None = None,
 ) -> CalibrationRecord:
-    """Fit one family's factors and package them as an overlay record; with ``heldout`` also
-    its out-of-sample bands (:func:`planner.accuracy.loso.heldout_record`: one refit per
-    source, minutes)."""
+    """Package one family's factors as an overlay record: ``fitted`` (:func:`fit_families`), or
+    fitted here on the family alone; with ``heldout_errors`` (row id -> out-of-sample error,
+    :func:`planner.accuracy.loso.loso_errors`) also its out-of-sample bands."""
     accelerator = cases[0].cluster.accelerator
     prior = accelerator.efficiency
     method = (
         f"mean absolute log error of tokens/s/GPU over the Megatron-LM rows of tests/validation "
         f"(the profiles that calibrate), "
         f"prior pull {PRIOR_WEIGHT}, coordinate descent ({PASSES} passes x {GRID_POINTS} "
-        f"points) within {BOUNDS}; layouts resolved once with the catalog priors"
+        f"points) within {BOUNDS}, the per-step cost one value for every fitted family; "
+        f"layouts resolved once with the catalog priors"
     )
     if fittable(cases):
-        eff = fit_efficiency(cases, prior)
+        eff = fitted if fitted is not None else fit_efficiency(cases, prior)
         names = fitted_names(cases)
         formats = {NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")}
         fit = EfficiencyFit(
@@ -319,12 +409,13 @@ def calibrate_family(
         efficiency=fit,
         residuals={**residuals(cases, eff), **serving_summary},
     )
-    if not heldout:
+    if heldout_errors is None:
         return record
     from planner.accuracy.loso import heldout_record  # loso.py refits with this module
 
     heldout_serving = serving_heldout_errors(accelerator.family, eff)
-    return record.model_copy(update={"heldout": heldout_record(cases, heldout_serving, date=date)})
+    held = heldout_record(cases, heldout_errors, heldout_serving, date=date)
+    return record.model_copy(update={"heldout": held})
 
 
 def serving_heldout_errors(family: str, eff: AcceleratorEfficiency) -> dict[str, float]:
@@ -400,12 +491,20 @@ def run_calibration(
         )
     out = []
     chosen = sorted(families or grouped)
+    if progress is not None:
+        progress(0, len(chosen), "all families (one per-step cost)")
+    fits = fit_families(grouped)
+    errors: dict[str, float] | None = None
+    if heldout:
+        from planner.accuracy.loso import loso_errors  # loso.py refits with this module
+
+        errors = loso_errors(grouped)
     for done, family in enumerate(chosen):
         if progress is not None:
             progress(done, len(chosen), family)
         rows = grouped[family]
         before = residuals(rows, rows[0].cluster.accelerator.efficiency)
-        record = calibrate_family(rows, date=date, heldout=heldout)
+        record = calibrate_family(rows, date=date, fitted=fits.get(family), heldout_errors=errors)
         if not heldout:
             record = _keep_heldout(record)
         out.append(FamilyFit(record=record, before=before))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from planner.accuracy.calibrate import PreparedCase, fit_efficiency, fittable, predict
+from planner.accuracy.calibrate import PreparedCase, fit_families, predict
 from planner.catalog.store import load_trust
 from planner.specs.trust import BandSummary, HeldoutRecord
 
@@ -21,8 +21,9 @@ REGIMES = ("dense", "moe")
 """Training regimes with their own band. A context-length class is not one: a single row
 (F11, 64K tokens) is longer than 8K, so long context is an extrapolation (``trust.yaml``)."""
 METHOD = (
-    "leave one source out (a source = the row ids' letter prefix): refit the family's factors "
-    "with `calibrate.fit_efficiency` on its other sources, predict the held-out rows with their "
+    "leave one source out (a source = the row ids' letter prefix): refit every family's factors "
+    "and the shared per-step cost with `calibrate.fit_families` on the other sources, predict "
+    "the held-out rows with their "
     "layouts fixed; band = split-conformal quantile of |error| at the level (specs/trust.py "
     "band_quantile). serving: the bundled serving rows, each predicted with the engine's "
     "overheads fitted without its source (topologies/engines/*.yaml fit.heldout_errors)"
@@ -47,20 +48,28 @@ def source_of(row_id: str) -> str:
     return SOURCE_GROUPS.get(prefix, prefix)
 
 
-def loso_errors(cases: Sequence[PreparedCase]) -> dict[str, float]:
-    """Row id -> held-out error (predicted / measured - 1) of one family's cases, each predicted
-    by the factors fitted on the family's other sources (rows of a source whose removal leaves
-    too few to fit, :func:`planner.accuracy.calibrate.fittable`, are predicted with the catalog
-    priors: the out-of-sample prediction for a family with one source)."""
+def loso_errors(grouped: Mapping[str, Sequence[PreparedCase]]) -> dict[str, float]:
+    """Row id -> held-out error (predicted / measured - 1) of every family's cases, each source
+    predicted by the factors fitted without it (:func:`planner.accuracy.calibrate.fit_families`:
+    every family refitted, since they share the per-step cost). A family its removal leaves too
+    few rows to fit (:func:`planner.accuracy.calibrate.fittable`) is predicted with its catalog
+    priors and the refitted per-step cost: the out-of-sample prediction for a family with one
+    source."""
+    cases = [c for rows in grouped.values() for c in rows]
     out: dict[str, float] = {}
     for source in sorted({source_of(c.id) for c in cases}):
-        train = [c for c in cases if source_of(c.id) != source]
-        held = [c for c in cases if source_of(c.id) == source]
-        prior = held[0].cluster.accelerator.efficiency
-        # with too few other rows to fit, the out-of-sample prediction is the catalog prior's
-        eff = fit_efficiency(train, prior) if fittable(train) else prior
-        for case in cases:
-            if source_of(case.id) == source:
+        train = {f: [c for c in rows if source_of(c.id) != source] for f, rows in grouped.items()}
+        fits = fit_families({f: rows for f, rows in train.items() if rows})
+        loop_ms = next(iter(fits.values())).step_overhead_ms if fits else None
+        for family, rows in grouped.items():
+            for case in rows:
+                if source_of(case.id) != source:
+                    continue
+                eff = fits.get(family)
+                if eff is None:
+                    prior = case.cluster.accelerator.efficiency
+                    step = prior.step_overhead_ms if prior.step_overhead_ms is not None else loop_ms
+                    eff = prior.model_copy(update={"step_overhead_ms": step})
                 out[case.id] = predict(case, eff) / case.measured - 1.0
     return {c.id: out[c.id] for c in cases if c.id in out}
 
@@ -80,12 +89,16 @@ def envelope(cases: Sequence[PreparedCase]) -> dict[str, object]:
 
 
 def heldout_record(
-    cases: Sequence[PreparedCase], serving: Mapping[str, float], *, date: str
+    cases: Sequence[PreparedCase],
+    errors: Mapping[str, float],
+    serving: Mapping[str, float],
+    *,
+    date: str,
 ) -> HeldoutRecord:
-    """The ``heldout:`` block of one family's overlay: a band per training regime from
-    :func:`loso_errors`, and one from the serving rows' errors ``serving`` (row id -> error)."""
+    """The ``heldout:`` block of one family's overlay: a band per training regime from the
+    held-out ``errors`` (:func:`loso_errors`), and one from the serving rows' errors ``serving``
+    (row id -> error)."""
     level = load_trust().level
-    errors = loso_errors(cases)
     bands = {}
     for regime in REGIMES:
         rows = [c for c in cases if c.kind == regime and c.id in errors]
