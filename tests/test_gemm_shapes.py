@@ -8,6 +8,7 @@ import pytest
 
 from planner.catalog import load_accelerator, load_model
 from planner.cost.gemm import (
+    GemmRoofline,
     GemmShape,
     gemm_backward_times,
     gemm_time,
@@ -66,7 +67,8 @@ def test_backward_without_a_tile_model_is_twice_the_forward() -> None:
         hbm_bytes_per_s=3e12,
         kernel_overhead_s=4e-6,
     )
-    assert sum(gemm_backward_times(g, **kw)) == pytest.approx(2 * gemm_time(g, **kw))
+    roof = GemmRoofline(**kw)
+    assert sum(gemm_backward_times(g, roof)) == pytest.approx(2 * gemm_time(g, **kw))
 
 
 def test_backward_shapes_have_their_own_waves() -> None:
@@ -76,7 +78,7 @@ def test_backward_shapes_have_their_own_waves() -> None:
     kw = dict(peak_flop_per_s=1e15, efficiency=1.0, bytes_per_value=2, hbm_bytes_per_s=1e14,
               kernel_overhead_s=0.0)  # fmt: skip
     flops_s = 2 * 4096 * 8192 * 1280 / 1e15
-    dgrad, wgrad = gemm_backward_times(g, tiling=B200, **kw)
+    dgrad, wgrad = gemm_backward_times(g, GemmRoofline(**kw, tiling=B200))
     assert dgrad == pytest.approx(flops_s / (1024 / (14 * 74)))
     assert wgrad == pytest.approx(flops_s / (320 / (5 * 74)))
     assert gemm_time(g, tiling=B200, **kw) == pytest.approx(flops_s / (160 / 222))

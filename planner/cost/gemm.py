@@ -17,6 +17,7 @@ layer. The backward pass runs two GEMMs of the same FLOPs with other output shap
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from planner.cost.params import norms_per_layer
 from planner.specs.base import FrozenSpec
@@ -158,29 +159,36 @@ def wave_efficiency(rows: float, cols: float, tiling: GemmTiling, *, groups: flo
     return best
 
 
-def _pass_time(
-    rows: float,
-    cols: float,
-    gemm: GemmShape,
-    *,
-    peak_flop_per_s: float,
-    efficiency: float,
-    bytes_per_value: float,
-    hbm_bytes_per_s: float,
-    kernel_overhead_s: float,
-    tiling: GemmTiling | None,
-) -> float:
+class GemmRoofline(NamedTuple):
+    """What one GEMM's time needs from the part in one format (:func:`gemm_time`)."""
+
+    peak_flop_per_s: float
+    """Dense peak in the format."""
+    efficiency: float
+    """Fraction of it a GEMM whose tiles fill every wave reaches."""
+    bytes_per_value: float
+    """Bytes per operand value."""
+    hbm_bytes_per_s: float
+    """Effective HBM bandwidth."""
+    kernel_overhead_s: float
+    """Fixed cost per kernel."""
+    tiling: GemmTiling | None = None
+    """Tile and wave model (None: none)."""
+
+
+def _pass_time(rows: float, cols: float, gemm: GemmShape, roof: GemmRoofline) -> float:
     """One pass's ``gemm.count`` GEMMs of 2 m k n FLOPs each, writing a ``rows`` x ``cols``
     output: roofline + fixed cost (module docstring)."""
     if gemm.count == 0 or gemm.m == 0:
         return 0.0
     flops = 2.0 * gemm.m * gemm.k * gemm.n
-    if tiling is not None:
-        efficiency *= wave_efficiency(rows, cols, tiling, groups=gemm.count)
-    num_bytes = bytes_per_value * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
-    compute = flops / (peak_flop_per_s * efficiency)
-    memory = num_bytes / hbm_bytes_per_s
-    return gemm.count * (max(compute, memory) + kernel_overhead_s)
+    efficiency = roof.efficiency
+    if roof.tiling is not None:
+        efficiency *= wave_efficiency(rows, cols, roof.tiling, groups=gemm.count)
+    num_bytes = roof.bytes_per_value * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
+    compute = flops / (roof.peak_flop_per_s * efficiency)
+    memory = num_bytes / roof.hbm_bytes_per_s
+    return gemm.count * (max(compute, memory) + roof.kernel_overhead_s)
 
 
 def gemm_time(
@@ -201,51 +209,27 @@ def gemm_time(
     ...                 hbm_bytes_per_s=1e12, kernel_overhead_s=0.0) * 1e3, 3)  # 0.55 TFLOP
     1.1
     """
-    return _pass_time(
-        gemm.m,
-        gemm.n,
-        gemm,
-        peak_flop_per_s=peak_flop_per_s,
-        efficiency=efficiency,
-        bytes_per_value=bytes_per_value,
-        hbm_bytes_per_s=hbm_bytes_per_s,
-        kernel_overhead_s=kernel_overhead_s,
-        tiling=tiling,
+    roof = GemmRoofline(
+        peak_flop_per_s, efficiency, bytes_per_value, hbm_bytes_per_s, kernel_overhead_s, tiling
     )
+    return _pass_time(gemm.m, gemm.n, gemm, roof)
 
 
-def gemm_backward_times(
-    gemm: GemmShape,
-    *,
-    peak_flop_per_s: float,
-    efficiency: float,
-    bytes_per_value: float,
-    hbm_bytes_per_s: float,
-    kernel_overhead_s: float,
-    tiling: GemmTiling | None = None,
-) -> tuple[float, float]:
+def gemm_backward_times(gemm: GemmShape, roof: GemmRoofline) -> tuple[float, float]:
     """(input-gradient, weight-gradient) times of ``gemm``'s backward: dX = dY W^T writes an
     m x k output, dW = X^T dY a k x n one, each 2 m k n FLOPs over the forward's operands
     (Narayanan et al. 2021, arXiv 2104.04473, section 5.1: backward = 2 x forward FLOPs).
-    Without ``tiling`` each is the forward's time.
+    Without a tile model each is the forward's time.
 
     >>> g = GemmShape.model_construct(name="qkv", m=4096, k=8192, n=1280, count=1)
-    >>> kw = dict(peak_flop_per_s=1e15, efficiency=1.0, bytes_per_value=2,
-    ...           hbm_bytes_per_s=1e13, kernel_overhead_s=0.0)
-    >>> [round(t * 1e6, 1) for t in gemm_backward_times(g, **kw)]  # 86 GFLOP each
+    >>> roof = GemmRoofline(1e15, 1.0, 2, 1e13, 0.0)
+    >>> [round(t * 1e6, 1) for t in gemm_backward_times(g, roof)]  # 86 GFLOP each
     [85.9, 85.9]
-    >>> [round(t * 1e6, 1) for t in gemm_backward_times(g, tiling=GemmTiling(148, 128, 256), **kw)]
-    [86.9, 119.2]
+    >>> b200 = roof._replace(tiling=GemmTiling(74, 256, 128))
+    >>> [round(t * 1e6, 1) for t in gemm_backward_times(g, b200)]  # 1024, 320 tiles of 256 x 128
+    [86.9, 99.3]
     """
-    kw = {
-        "peak_flop_per_s": peak_flop_per_s,
-        "efficiency": efficiency,
-        "bytes_per_value": bytes_per_value,
-        "hbm_bytes_per_s": hbm_bytes_per_s,
-        "kernel_overhead_s": kernel_overhead_s,
-        "tiling": tiling,
-    }
-    return _pass_time(gemm.m, gemm.k, gemm, **kw), _pass_time(gemm.k, gemm.n, gemm, **kw)
+    return _pass_time(gemm.m, gemm.k, gemm, roof), _pass_time(gemm.k, gemm.n, gemm, roof)
 
 
 FUSED_ROPE_BYTES_PER_VALUE = 4.0

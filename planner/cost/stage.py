@@ -30,6 +30,7 @@ from planner.cost.expert import (
 from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
+    GemmRoofline,
     GemmShape,
     eager_extra_bytes_per_token,
     elementwise_bytes_per_token,
@@ -144,17 +145,16 @@ def _layer_linear_time(
         gemms = [g for g in gemms if g.name in names]
     forward = dgrad = wgrad = 0.0
     for g in gemms:
-        kw = {
-            "peak_flop_per_s": rates.peak_flop_per_s,
-            "efficiency": rates.efficiency
-            * (rates.expert_gemm if g.name.startswith("expert_") else 1.0),
-            "bytes_per_value": rates.bytes_per_value,
-            "hbm_bytes_per_s": rates.hbm_bytes_per_s,
-            "kernel_overhead_s": rates.kernel_overhead_s,
-            "tiling": rates.tiling,
-        }
-        forward += gemm_time(g, **kw)
-        d, w = gemm_backward_times(g, **kw)
+        roof = GemmRoofline(
+            rates.peak_flop_per_s,
+            rates.efficiency * (rates.expert_gemm if g.name.startswith("expert_") else 1.0),
+            rates.bytes_per_value,
+            rates.hbm_bytes_per_s,
+            rates.kernel_overhead_s,
+            rates.tiling,
+        )
+        forward += gemm_time(g, **roof._asdict())
+        d, w = gemm_backward_times(g, roof)
         dgrad += d
         wgrad += w
     inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
