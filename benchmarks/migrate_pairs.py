@@ -13,12 +13,14 @@ per pair:
 - ``shipped``: the calibration overlays in topologies/calibration/, fitted on every validation row
   (the pair's own two rows among them): what a user gets today.
 - ``held out``: every accelerator family refitted without the pair's source (the row-id prefix,
-  as in benchmarks/cross_validate.py), so neither run of the pair informs the factors.
+  as in benchmarks/cross_validate.py), together as ``layout calibrate`` fits them (one per-step
+  cost for all), so neither run of the pair informs the factors.
 """
 
 from __future__ import annotations
 
-from planner.accuracy.calibrate import fit_efficiency, prepare
+from planner.accuracy.calibrate import PreparedCase, fit_families, fit_set, prepare
+from planner.accuracy.loso import source_of
 from planner.accuracy.pairs import PUBLISHED_PAIRS, measured_speedup, migrate_published
 from planner.accuracy.rows import expand_cases, load_rows, training_file
 from planner.catalog import load_cluster
@@ -38,18 +40,16 @@ def with_efficiency(cluster: ClusterSpec, fits: dict[str, AcceleratorEfficiency]
 def main() -> None:
     """Print both predictions of every pair against the measured speed-up."""
     rows = {row.id: row for row in load_rows(training_file())}
-    cases = prepare(expand_cases(list(rows.values())))
+    cases = fit_set(prepare(expand_cases(list(rows.values()))))
     for source_id, target_id in PUBLISHED_PAIRS:
         source, target = rows[source_id], rows[target_id]
         measured = measured_speedup(source, target)
         shipped = load_cluster(source.cluster), load_cluster(target.cluster)
-        group = source_id[0]
-        fits = {}
-        for family in {cluster.accelerator.family for cluster in shipped}:
-            train = [
-                c for c in cases if c.id[0] != group and c.cluster.accelerator.family == family
-            ]
-            fits[family] = fit_efficiency(train, train[0].cluster.accelerator.efficiency)
+        train: dict[str, list[PreparedCase]] = {}
+        for case in cases:
+            if source_of(case.id) != source_of(source_id):
+                train.setdefault(case.cluster.accelerator.family, []).append(case)
+        fits = fit_families(train)
         held = tuple(with_efficiency(c, fits) for c in shipped)
         for label, (before, after) in (("shipped", shipped), ("held out", held)):
             result = migrate_published(source, from_cluster=before, to_cluster=after)
