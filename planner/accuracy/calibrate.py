@@ -291,15 +291,10 @@ def fit_families(
     loop_ms = low
 
     def pooled(value: float) -> float:
-        errors = [
-            abs(
-                math.log(
-                    predict(c, _consistent(_with(effs[f], LOOP_FACTOR, value), s)) / c.measured
-                )
-            )
-            for f, s in starts.items()
-            for c in grouped[f]
-        ]
+        errors = []
+        for family, start in starts.items():
+            eff = _consistent(_with(effs[family], LOOP_FACTOR, value), start)
+            errors += [abs(math.log(predict(c, eff) / c.measured)) for c in grouped[family]]
         return statistics.fmean(errors)
 
     for _ in range(PASSES):
