@@ -8,9 +8,9 @@ catalog priors, by coordinate descent over bounded grids (deterministic, no extr
 The per-step cost is the training loop's, not the hardware's: one value for every family, fitted
 on their rows pooled (:func:`fit_families`). Each row's layout is resolved once with the priors
 (search pins what the source states) and then held fixed, so the fit only moves the efficiency
-factors. The result is
-an overlay, ``topologies/calibration/<family>.yaml``, with the date, the rows used and the
-residuals after the fit; the catalog loader lays it over every accelerator of the family.
+factors. The result is an overlay, ``topologies/calibration/<family>.yaml``, with the date, the
+rows used and the residuals after the fit; the catalog loader lays it over every accelerator of
+the family.
 """
 
 from __future__ import annotations
@@ -258,18 +258,6 @@ def _descend(
     return _consistent(eff, start)
 
 
-def fit_efficiency(
-    cases: Sequence[PreparedCase], prior: AcceleratorEfficiency
-) -> AcceleratorEfficiency:
-    """Coordinate descent over bounded grids of every factor one family's cases exercise, the
-    per-step cost included. Formats with too few rows follow the fitted ones
-    (:func:`_all_formats`) during the fit as in the overlay, so a row in such a format is scored
-    with the efficiency it will be predicted with. ``layout calibrate`` fits the families
-    together instead (:func:`fit_families`)."""
-    start = _start(cases, prior)
-    return _descend(cases, start.eff, start, start.names, PASSES)
-
-
 def fit_families(
     grouped: Mapping[str, Sequence[PreparedCase]],
 ) -> dict[str, AcceleratorEfficiency]:
@@ -279,9 +267,12 @@ def fit_families(
     "The per-step cost is the loop's"), not the accelerator's, and every fitted row runs the same
     loop (Megatron-LM). Fitted per family it was a free parameter the prior pull could push the
     others' misfit into (a family whose factors sat far below their priors raised it and let
-    them rise). Coordinate descent as :func:`fit_efficiency`: each pass moves each family's own
-    factors on its own loss with the loop cost fixed, then the loop cost on the loss pooled over
-    every family's rows (the mean absolute log error; the pulls do not depend on it)."""
+    them rise). Coordinate descent over bounded grids (:func:`_descend`): each pass moves each
+    family's own factors on its own loss with the loop cost fixed, then the loop cost on the loss
+    pooled over every family's rows (the mean absolute log error; the pulls do not depend on
+    it). Formats with too few rows follow the fitted ones (:func:`_all_formats`) during the fit
+    as in the overlay, so a row in such a format is scored with the efficiency it will be
+    predicted with."""
     starts = {f: _start(c, c[0].cluster.accelerator.efficiency) for f, c in grouped.items()}
     starts = {f: s for f, s in starts.items() if fittable(grouped[f])}
     if not starts:
@@ -357,9 +348,10 @@ def calibrate_family(
     fitted: AcceleratorEfficiency | None = None,
     heldout_errors: Mapping[str, float] | None = None,
 ) -> CalibrationRecord:
-    """Package one family's factors as an overlay record: ``fitted`` (:func:`fit_families`), or
-    fitted here on the family alone; with ``heldout_errors`` (row id -> out-of-sample error,
-    :func:`planner.accuracy.loso.loso_errors`) also its out-of-sample bands."""
+    """Package one family's factors as an overlay record: ``fitted``, its entry of
+    :func:`fit_families` (None for a family too small to fit, which keeps its priors); with
+    ``heldout_errors`` (row id -> out-of-sample error, :func:`planner.accuracy.loso.loso_errors`)
+    also its out-of-sample bands."""
     accelerator = cases[0].cluster.accelerator
     prior = accelerator.efficiency
     method = (
@@ -369,8 +361,8 @@ def calibrate_family(
         f"points) within {BOUNDS}, the per-step cost one value for every fitted family; "
         f"layouts resolved once with the catalog priors"
     )
-    if fittable(cases):
-        eff = fitted if fitted is not None else fit_efficiency(cases, prior)
+    if fitted is not None:
+        eff = fitted
         names = fitted_names(cases)
         formats = {NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")}
         fit = EfficiencyFit(

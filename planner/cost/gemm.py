@@ -139,8 +139,9 @@ def wave_efficiency(rows: float, cols: float, tiling: GemmTiling, *, groups: flo
     >>> h100 = GemmTiling(132, 128, 256)
     >>> round(wave_efficiency(4096, 8192, h100), 3)  # 32 x 32 tiles = 7.76 waves of 132
     0.97
-    >>> round(wave_efficiency(4096, 1280, GemmTiling(148, 128, 256)), 3)  # 160 tiles, 2 waves
-    0.541
+    >>> b200 = GemmTiling(74, 256, 128)  # SM pairs: 2-SM MMA tiles
+    >>> round(wave_efficiency(4096, 1280, b200), 3)  # 160 tiles in 3 waves of 74: 160 / 222
+    0.721
     """
     if rows <= 0 or cols <= 0:
         return 1.0

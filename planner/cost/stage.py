@@ -113,6 +113,18 @@ class GemmRates(NamedTuple):
     tiling: GemmTiling | None = None
     """Tile and wave model (:attr:`AcceleratorSpec.gemm_tiling`)."""
 
+    def roofline(self, *, expert: bool = False) -> GemmRoofline:
+        """One GEMM's roofline in this format; a grouped expert GEMM's at the expert factor."""
+        factor = self.expert_gemm if expert else 1.0
+        return GemmRoofline(
+            self.peak_flop_per_s,
+            self.efficiency * factor,
+            self.bytes_per_value,
+            self.hbm_bytes_per_s,
+            self.kernel_overhead_s,
+            self.tiling,
+        )
+
 
 class LinearTime(NamedTuple):
     """Seconds of one layer's linear GEMMs for one micro-batch on one GPU, by pass."""
@@ -145,14 +157,7 @@ def _layer_linear_time(
         gemms = [g for g in gemms if g.name in names]
     forward = dgrad = wgrad = 0.0
     for g in gemms:
-        roof = GemmRoofline(
-            rates.peak_flop_per_s,
-            rates.efficiency * (rates.expert_gemm if g.name.startswith("expert_") else 1.0),
-            rates.bytes_per_value,
-            rates.hbm_bytes_per_s,
-            rates.kernel_overhead_s,
-            rates.tiling,
-        )
+        roof = rates.roofline(expert=g.name.startswith("expert_"))
         forward += gemm_time(g, **roof._asdict())
         d, w = gemm_backward_times(g, roof)
         dgrad += d
@@ -455,15 +460,7 @@ def mtp_projection_time(
     tokens = layout.mbs * workload.seq_len / layout.cp
     rates = _rates(acc, layout.precision)
     projection = GemmShape(name="mtp_proj", m=tokens, k=2 * d, n=d / layout.tp, count=1)
-    return gemm_time(
-        projection,
-        peak_flop_per_s=rates.peak_flop_per_s,
-        efficiency=rates.efficiency,
-        bytes_per_value=rates.bytes_per_value,
-        hbm_bytes_per_s=rates.hbm_bytes_per_s,
-        kernel_overhead_s=rates.kernel_overhead_s,
-        tiling=rates.tiling,
-    )
+    return gemm_time(projection, **rates.roofline()._asdict())
 
 
 def microbatch_compute(

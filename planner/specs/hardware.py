@@ -173,11 +173,13 @@ class AcceleratorSpec(FrozenSpec):
     def _has_bf16_and_sources(self) -> AcceleratorSpec:
         if NumberFormat.BF16 not in self.peak_TFLOP_per_s:
             raise ValueError("peak_TFLOP_per_s must give a bf16 peak")
-        for key in ("hbm_GB", "hbm_bandwidth_GB_per_s", "peak_TFLOP_per_s", "tdp_W", "efficiency"):
+        given = [k for k in ("compute_units", "gemm_tile") if getattr(self, k) is not None]
+        if len(given) == 1:
+            raise ValueError(f"{given[0]} needs its pair: the tile model takes compute_units and "
+                             "gemm_tile together")  # fmt: skip
+        required = ("hbm_GB", "hbm_bandwidth_GB_per_s", "peak_TFLOP_per_s", "tdp_W", "efficiency")
+        for key in (*required, *given):
             if not self.sources.get(key):
-                raise ValueError(f"sources.{key} is missing: every number needs a source")
-        for key in ("compute_units", "gemm_tile"):
-            if getattr(self, key) is not None and not self.sources.get(key):
                 raise ValueError(f"sources.{key} is missing: every number needs a source")
         return self
 
