@@ -842,13 +842,19 @@ def test_a_tampered_saved_plan_is_refused(tmp_path: Path, edit: dict, expect: st
     assert out == ""
 
 
+def only_notes(err: str) -> bool:
+    """Whether stderr holds nothing but the export's notes (what the plan needs of the launch,
+    e.g. Megatron-FSDP's checkpoint format for a ZeRO-2 winner): no error, no warning."""
+    return all(line.startswith("layout export: note: ") for line in err.splitlines() if line)
+
+
 def test_an_untouched_saved_plan_still_exports(tmp_path: Path) -> None:
     code, out, err = run_main([*S8, "--json"])
     assert code == 0, err
     path = tmp_path / "p.json"
     path.write_text(out, encoding="utf-8")
     code, out, err = run_main([*EXPORT, str(path)])
-    assert code == 0 and err == "" and "--tensor-model-parallel-size" in out
+    assert code == 0 and only_notes(err) and "--tensor-model-parallel-size" in out
 
 
 _INTERRUPT_AFTER_A_SOLVE = """
@@ -951,7 +957,7 @@ def test_export_plan_keeps_the_flags_that_say_its_workload(saved_plans: dict[str
     code, out, err = run_main(
         [*EXPORT, str(saved_plans["train"]), "--seq-len", "8192", "--global-batch", "512"]
     )
-    assert code == 0 and err == "" and "--tensor-model-parallel-size" in out
+    assert code == 0 and only_notes(err) and "--tensor-model-parallel-size" in out
 
 
 @pytest.mark.parametrize("pin", ["replicas=2", "attention_dp=2", "dp=2", "tp=4"])

@@ -38,7 +38,7 @@ from planner.search.whatif import (
     run_scenario,
 )
 from planner.specs.workload import TrainWorkload
-from tests.test_cli import assert_one_line_error, run_main
+from tests.test_cli import assert_one_line_error, run_main, untimed
 
 W8 = ["whatif", "--model", "8B", "--cluster", "hgx_h100x8"]
 SMALL_FLAGS = ["--seq-len", "4096", "--global-batch", "64"]
@@ -278,7 +278,9 @@ def test_pool_keeps_only_a_few_requests_in_flight() -> None:
     assert max(ahead) <= processes * IN_FLIGHT_PER_WORKER
     serial_made: list[int] = [0]
     serial = whatif_module._run_local(_requests(n, serial_made), n, 1, lambda d, t: None)
-    assert [s.model_dump() for s in results] == [s.model_dump() for s in serial]
+    assert [untimed(s.model_dump(mode="json")) for s in results] == [
+        untimed(s.model_dump(mode="json")) for s in serial
+    ]
 
 
 def test_ray_engine_streams_through_a_window(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -312,7 +314,9 @@ def test_ray_engine_streams_through_a_window(monkeypatch: pytest.MonkeyPatch) ->
     remote = planner.whatif(model="8B", cluster="hgx_h100x8", workload=SMALL, vary=vary,
                             engine="ray", workers=3, note=notes.append)  # fmt: skip
     local = planner.whatif(model="8B", cluster="hgx_h100x8", workload=SMALL, vary=vary)
-    assert [s.model_dump() for s in remote.scenarios] == [s.model_dump() for s in local.scenarios]
+    assert [untimed(s.model_dump(mode="json")) for s in remote.scenarios] == [
+        untimed(s.model_dump(mode="json")) for s in local.scenarios
+    ]
     assert max(in_flight) <= IN_FLIGHT_PER_WORKER
     assert len(notes) == 1 and "--engine ray" in notes[0]
 
