@@ -63,6 +63,69 @@ def attention_exp_bound_factors(
     )
 
 
+def ring_attention_steps(cp: int) -> float:
+    """Ring steps of one context-parallel rank, each weighted by the share of the rank's queries
+    (or keys) it computes: (3 cp + 1) / 4 for causal attention over Megatron's load-balanced
+    chunks (each rank holds chunks r and 2 cp - 1 - r). Step 0 is the rank's diagonal block (all
+    its queries); of the other cp - 1 steps, r attend all the queries to the first half of the
+    arriving keys and cp - 1 - r only the second half of the queries to all of them
+    (Transformer Engine ``AttnFuncWithCPAndKVP2P.forward``, transformer_engine/pytorch/attention/
+    dot_product_attention/context_parallel.py; the backward mirrors it). Averaged over ranks:
+    1 + (cp - 1) / 2 + (cp - 1) / 4. 1 without context parallelism.
+
+    >>> ring_attention_steps(1), ring_attention_steps(2), ring_attention_steps(8)
+    (1.0, 1.75, 6.25)
+    """
+    return (3.0 * cp + 1.0) / 4.0
+
+
+def ring_attention_merge_bytes_per_token(model: ModelSpec, cp: int) -> tuple[float, float]:
+    """(forward, backward) HBM bytes per token per layer that ring attention (context
+    parallelism over a p2p ring) moves beyond one flash-attention call, outside the attention
+    kernels' own reads of Q, K and V.
+
+    Each ring step's kernel writes a partial bf16 output and its log-sum-exp, and Transformer
+    Engine merges them (``flash_attn_fwd_out_correction``: the output kept in fp32, rescaled by
+    exp(lse_step - lse) and accumulated; ``out.to(bf16)`` at the end). With s the weighted steps
+    of :func:`ring_attention_steps`, per output value (N H_v): the partial writes 2 (s - 1), the
+    first step's merge 6 (read 2, write 4), the others' 10 (s - 1) (read 2, fp32
+    read-modify-write 8), the cast 6 (read 4, write 2): 12 s. Backward: every step's kernel
+    rereads the output and its gradient (4 per query value) and writes partial dQ (2), added
+    into dQ (``dq.add_``: 6), so 12 (s - 1) per query value (N H_qk); partial dK and dV are
+    written (2) and added into the gradients that travel the ring (6), 8 (s - 1) per key and
+    value (K (H_qk + H_v)). The per-(token, head) log-sum-exp merges (fp32, 1 / head_dim of
+    these) are left out. 0 without context parallelism.
+
+    >>> from planner.cost.params import _tiny
+    >>> ring_attention_merge_bytes_per_token(_tiny(), 1)
+    (0.0, 0.0)
+    >>> ring_attention_merge_bytes_per_token(_tiny(), 2)  # 4 heads (4 KV) of 16: 12 x 1.75 x 64
+    (1344.0, 1344.0)
+    """
+    if cp <= 1:
+        return 0.0, 0.0
+    steps = ring_attention_steps(cp)
+    qk, v = attention_head_dims(model)
+    heads, kv_heads = model.num_attention_heads, model.num_kv_heads
+    forward = 12.0 * steps * heads * v
+    backward = (steps - 1.0) * (12.0 * heads * qk + 8.0 * kv_heads * (qk + v))
+    return forward, backward
+
+
+def ring_attention_extra_launches(cp: int) -> tuple[float, float]:
+    """(forward, backward) kernels per layer that ring attention launches beyond one
+    flash-attention call: per further step the attention kernel and the merge (forward: the
+    log-sum-exp and output corrections; backward: the dQ and dK/dV additions), plus the
+    forward's first merge and final cast (Transformer Engine ``AttnFuncWithCPAndKVP2P``).
+
+    >>> ring_attention_extra_launches(1), ring_attention_extra_launches(4)
+    ((0.0, 0.0), (11.0, 9.0))
+    """
+    if cp <= 1:
+        return 0.0, 0.0
+    return 3.0 * (cp - 1) + 2.0, 3.0 * (cp - 1)
+
+
 def flash_backward_flop_ratio(model: ModelSpec) -> float:
     """Tensor-core FLOPs of flash attention's backward over its forward: (6 H_qk + 4 H_v) /
     (2 H_qk + 2 H_v) per score. The forward runs two matmuls (S = Q K^T, O = P V); the backward

@@ -20,6 +20,8 @@ from planner.cost.compute import (
     flash_backward_flop_ratio,
     logits_flops_per_token,
     matmul_time,
+    ring_attention_extra_launches,
+    ring_attention_merge_bytes_per_token,
 )
 from planner.cost.expert import (
     ep_comm_per_microbatch,
@@ -393,6 +395,12 @@ def layers_forward(
         exp_forward, exp_backward = attention_exp_bound_factors(model, acc.bf16_flops_per_exp)
         attention = attention_mma * exp_forward
         attention_backward = flash_backward_flop_ratio(model) * attention_mma * exp_backward
+        if layout.cp > 1 and workload.cp_comm in RING_CP_COMMS:
+            merge_forward, merge_backward = ring_attention_merge_time(
+                model, layout, tokens=tokens, num_layers=num_layers, rates=rates
+            )
+            attention += merge_forward
+            attention_backward += merge_backward
     else:
         attention = unfused_attention_time(model, acc, workload, layout, num_layers)
         attention_backward = 2.0 * attention
@@ -427,6 +435,30 @@ def _rates(acc: AcceleratorSpec, fmt: NumberFormat) -> GemmRates:
         acc.efficiency.kernel_overhead_us * US,
         acc.efficiency.expert_gemm,
         acc.gemm_tiling,
+    )
+
+
+RING_CP_COMMS = frozenset({"p2p", "a2a+p2p"})
+"""Context-parallel forms that run attention as ring steps and merge the partial outputs."""
+
+
+def ring_attention_merge_time(
+    model: ModelSpec, layout: Layout, *, tokens: float, num_layers: int, rates: GemmRates
+) -> tuple[float, float]:
+    """(forward, backward) seconds that ring attention adds to ``num_layers`` layers' attention
+    for one micro-batch of ``tokens`` (local) tokens on one GPU: the partial outputs' merge and
+    gradient accumulation at HBM bandwidth x eta_hbm
+    (:func:`planner.cost.compute.ring_attention_merge_bytes_per_token`, heads split over tp) and
+    the further kernels' fixed cost (:func:`planner.cost.compute.ring_attention_extra_launches`).
+    The hierarchical ``a2a+p2p`` is priced as a ring over all cp ranks, as its communication
+    is (:func:`cp_comm_per_microbatch`)."""
+    hbm, overhead = rates[3], rates[4]
+    forward_bytes, backward_bytes = ring_attention_merge_bytes_per_token(model, layout.cp)
+    forward_launches, backward_launches = ring_attention_extra_launches(layout.cp)
+    scale = tokens * num_layers / layout.tp / hbm
+    return (
+        forward_bytes * scale + num_layers * forward_launches * overhead,
+        backward_bytes * scale + num_layers * backward_launches * overhead,
     )
 
 

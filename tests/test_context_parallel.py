@@ -1,0 +1,80 @@
+"""Ring attention's merge work (context parallelism over a p2p ring), against a step-by-step
+enumeration of Transformer Engine's load-balanced schedule and hand-computed byte counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.catalog import load_cluster, load_model
+from planner.cost.compute import (
+    ring_attention_extra_launches,
+    ring_attention_merge_bytes_per_token,
+    ring_attention_steps,
+)
+from planner.cost.stage import layers_forward
+from planner.specs.layout import Layout
+from planner.specs.workload import TrainWorkload
+
+
+def enumerated_query_share(cp: int) -> float:
+    """Brute-force twin of ring_attention_steps: walk every rank's steps as
+    AttnFuncWithCPAndKVP2P.forward does (rank r holds chunks r and 2 cp - 1 - r; step 0 is the
+    diagonal block, steps 1..r attend all queries to the first half of the arriving keys, the
+    rest only the second half of the queries) and average the queries each step computes."""
+    total = 0.0
+    for rank in range(cp):
+        for step in range(cp):
+            total += 1.0 if step == 0 or step <= rank else 0.5
+    return total / cp
+
+
+@pytest.mark.parametrize("cp", [1, 2, 3, 4, 8, 16])
+def test_ring_steps_match_the_enumerated_schedule(cp: int) -> None:
+    assert ring_attention_steps(cp) == pytest.approx(enumerated_query_share(cp))
+
+
+def test_llama3_8b_merge_bytes_by_hand() -> None:
+    # 32 heads of 128, 8 KV heads; cp 2: s = 7 / 4.
+    # forward 12 s N H_v = 12 x 1.75 x 4096 = 86,016 bytes per token and layer;
+    # backward (s - 1)(12 N H_qk + 8 K (H_qk + H_v)) = 0.75 x (49,152 + 16,384) = 49,152.
+    model = load_model("llama3.1-8b")
+    assert ring_attention_merge_bytes_per_token(model, 2) == (86016.0, 49152.0)
+    assert ring_attention_merge_bytes_per_token(model, 1) == (0.0, 0.0)
+
+
+def test_launches_grow_with_the_ring() -> None:
+    assert ring_attention_extra_launches(2) == (5.0, 3.0)
+    assert ring_attention_extra_launches(8) == (23.0, 21.0)
+
+
+def test_the_ring_pays_the_merge_and_the_others_do_not() -> None:
+    model = load_model("llama3.1-8b")
+    acc = load_cluster("hgx_h100x8").accelerator
+    layout = Layout(dp=4, cp=2)
+    layers = (range(0, model.num_layers),)
+
+    def attention(cp_comm: str) -> tuple[float, float]:
+        part = layers_forward(
+            model, acc, TrainWorkload(seq_len=8192, cp_comm=cp_comm), layout, layers
+        )
+        return part.attention, part.attention_backward
+
+    ring, gathered, ulysses = attention("p2p"), attention("allgather"), attention("a2a")
+    assert gathered == ulysses
+    tokens = 8192 / 2
+    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
+    kernel_s = acc.efficiency.kernel_overhead_us * 1e-6
+    forward_bytes, backward_bytes = ring_attention_merge_bytes_per_token(model, 2)
+    launches_forward, launches_backward = ring_attention_extra_launches(2)
+    expect_forward = 32 * (tokens * forward_bytes / hbm + launches_forward * kernel_s)
+    expect_backward = 32 * (tokens * backward_bytes / hbm + launches_backward * kernel_s)
+    assert ring[0] - gathered[0] == pytest.approx(expect_forward, rel=1e-9)
+    assert ring[1] - gathered[1] == pytest.approx(expect_backward, rel=1e-9)
+    # without context parallelism nothing changes
+    flat = Layout(dp=8)
+    workloads = (
+        TrainWorkload(seq_len=8192, cp_comm="p2p"),
+        TrainWorkload(seq_len=8192, cp_comm="a2a"),
+    )
+    a, b = (layers_forward(model, acc, w, flat, layers) for w in workloads)
+    assert a == b
