@@ -41,7 +41,7 @@ WORKLOAD_FLAGS = {
     "-h", "--help", "--model", "--cluster", "--seq-len", "--global-batch", "--global-batch-tokens",
     "--precision", "--json", "--calibration",
     # framework settings (additive, after the first release of the contract)
-    "--framework", "--cp-comm",
+    "--framework", "--cp-comm", "--cp-impl",
     "--recompute-modules", "--recompute-num-layers", "--moe-dispatcher", "--ep-overlap", "--moe-cuda-graphs",
     "--grad-reduce", "--no-tp-overlap", "--no-sequence-parallel",
     # issue 19: multi-token prediction

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from planner.catalog import load_cluster, load_model
+from planner.catalog.frameworks import resolve_workload
 from planner.cost.compute import (
     ring_attention_extra_launches,
     ring_attention_merge_bytes_per_token,
@@ -78,3 +79,42 @@ def test_the_ring_pays_the_merge_and_the_others_do_not() -> None:
     )
     a, b = (layers_forward(model, acc, w, flat, layers) for w in workloads)
     assert a == b
+
+
+def test_pytorch_ring_bytes_by_hand() -> None:
+    # PyTorch's eager merge, Llama 3 8B at cp 2 (s = 1.75): forward (40 s - 28 + 4 (cp - 1)) per
+    # output value = 46 x 4,096; backward 36 per query value (6 x 0.75 + 10 x 1.75 + 4 + 10) x
+    # 4,096 + 49 per key and value (2 x 0.75 + 10 x 1.75 + 8 x 2 + 4 + 10) x 2,048.
+    model = load_model("llama3.1-8b")
+    assert ring_attention_merge_bytes_per_token(model, 2, "pytorch") == (188416.0, 247808.0)
+    assert ring_attention_extra_launches(2, "pytorch") == (9.0, 10.0)
+
+
+def test_pytorch_context_parallel_merges_under_every_form() -> None:
+    """torchtitan's CP (PyTorch's context_parallel) runs ring steps whatever its rotate method;
+    Transformer Engine's all-gather form attends once per chunk."""
+    model = load_model("llama3.1-8b")
+    acc = load_cluster("hgx_h100x8").accelerator
+    layout = Layout(dp=2, cp=4)
+    layers = (range(0, model.num_layers),)
+
+    def attention(**fields: str) -> float:
+        workload = TrainWorkload(seq_len=32768, **fields)
+        return layers_forward(model, acc, workload, layout, layers).attention
+
+    te_gather = attention(cp_comm="allgather")
+    assert attention(cp_comm="a2a") == te_gather
+    assert attention(cp_comm="allgather", cp_impl="pytorch") > attention(cp_comm="p2p") > te_gather
+    assert attention(cp_comm="allgather", cp_impl="pytorch") == attention(
+        cp_comm="p2p", cp_impl="pytorch"
+    )
+
+
+def test_torchtitan_runs_pytorch_cp_and_meta_gathers() -> None:
+    from planner.accuracy.rows import expand_cases, load_rows, training_file, workload_of
+
+    assert resolve_workload({"framework": "torchtitan"}).cp_impl == "pytorch"
+    assert resolve_workload({"framework": "megatron"}).cp_impl == "te"
+    rows = load_rows(training_file().with_name("training_frameworks.yaml"))
+    llm3 = next(c for c in expand_cases(rows) if c.id == "LLM3")
+    assert workload_of(llm3.row).cp_impl == "te"  # Llama 3's all-gather CP: one call per chunk

@@ -81,6 +81,11 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {"saved_tensors": ("context",)}),
     ],
     "cp_comm": [("cp", {"cp_comm": v}) for v in ("p2p", "a2a", "a2a+p2p", "allgather")],
+    "cp_impl": [
+        ("cp", {"cp_impl": v, "cp_comm": c})
+        for v in ("te", "pytorch")
+        for c in ("p2p", "allgather")
+    ],
     "reshard_after_forward": [
         ("zero3", {"reshard_after_forward": v}) for v in ("default", "always", "never")
     ],
@@ -417,6 +422,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             else not c.has("--moe-expert-capacity-factor")
         ),
         "saved_tensors": _said,
+        "cp_impl": _native(lambda c: c.w.cp_impl == "te"),
         "cp_comm": lambda c: (
             c.has("--cp-comm-type", _MCORE_CP[c.w.cp_comm])
             and _cp_sizes_ok(c, "--hierarchical-context-parallel-sizes")
@@ -501,6 +507,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             else not c.has("model.moe_expert_capacity_factor")
         ),
         "saved_tensors": _said,
+        "cp_impl": _native(lambda c: c.w.cp_impl == "te"),
         "cp_comm": lambda c: (
             c.has("model.cp_comm_type", _MCORE_CP[c.w.cp_comm])
             and _cp_sizes_ok(c, "model.hierarchical_context_parallel_sizes")
@@ -576,6 +583,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.has("activation_checkpoint.selective_ac_option", "op")
             and c.said() != (c.w.saved_tensors == TORCHTITAN_SAVE_LIST)
         ),
+        "cp_impl": _native(lambda c: c.w.cp_impl == "pytorch"),
         "cp_comm": _cp_method(
             "parallelism.context_parallel_rotate_method", "alltoall", "allgather"
         ),
@@ -640,6 +648,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "framework": _framework("deepspeed"),
         "moe_capacity_factor": _said,
         "saved_tensors": _said,
+        "cp_impl": _said,
         "cp_comm": _said,
         "reshard_after_forward": _said,
         "pp_grad_sync": _said,
@@ -696,6 +705,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "framework": _framework("maxtext"),
         "moe_capacity_factor": lambda c: c.has("capacity_factor", c.w.moe_capacity_factor or -1.0),
         "saved_tensors": _maxtext_saved,
+        "cp_impl": _native(lambda c: c.w.cp_impl == "te"),
         "cp_comm": _cp_method("context_parallel_strategy", "ring", "all_gather"),
         "pp_grad_sync": _said,
         "reshard_after_forward": _said,

@@ -437,8 +437,11 @@ def test_cli_dispatcher_choices_are_the_specs() -> None:
     assert MOE_DISPATCHER_CHOICES == MOE_DISPATCHERS
 
 
-def test_cp_comm_flag_choices_are_the_spec_names() -> None:
-    from planner.cli.options import CP_COMM_CHOICES
-    from planner.specs.framework import CP_COMMS
+def test_cp_flag_choices_are_the_spec_names() -> None:
+    from typing import get_args
+
+    from planner.cli.options import CP_COMM_CHOICES, CP_IMPL_CHOICES
+    from planner.specs.framework import CP_COMMS, CpImpl
 
     assert CP_COMM_CHOICES == CP_COMMS
+    assert get_args(CpImpl) == CP_IMPL_CHOICES

@@ -593,6 +593,8 @@ _WORKLOAD_FLAGS = {
     "moe_dispatch_dedup": "--moe-dispatcher",
     "ep_comm_overlap": "--ep-overlap",
     "moe_host_sync": "--moe-cuda-graphs",
+    "cp_comm": "--cp-comm",
+    "cp_impl": "--cp-impl",
 }
 """TrainWorkload field -> the flag that sets it."""
 

@@ -261,6 +261,13 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "(default: the framework's)",
     )
     g.add_argument(
+        "--cp-impl",
+        choices=CP_IMPL_CHOICES,
+        help="context-parallel attention: te (Transformer Engine: ring forms merge each step "
+        "in fused kernels) or pytorch (PyTorch's context_parallel, torchtitan: ring steps "
+        "merged in eager fp32 ops under every form) (default: the framework's)",
+    )
+    g.add_argument(
         "--recompute-modules",
         metavar="M,M",
         help="what selective recompute recomputes: core_attn (default), layernorm, moe_act, "
@@ -434,6 +441,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["framework"] = args.framework
     if getattr(args, "cp_comm", None) is not None:
         out["cp_comm"] = args.cp_comm
+    if getattr(args, "cp_impl", None) is not None:
+        out["cp_impl"] = args.cp_impl
     if getattr(args, "recompute_modules", None) is not None:
         modules = tuple(m.strip() for m in args.recompute_modules.split(",") if m.strip())
         unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
@@ -818,7 +827,7 @@ TRAIN_ONLY: tuple[str, ...] = (
     "saved_tensors", "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
     "zero_shard_group", "reshard_after_forward", "host_sync_interval", "no_sequence_parallel",
     "no_tp_overlap", "framework",
-    "cp_comm", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
+    "cp_comm", "cp_impl", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""
 _SERVE_HINTS = {
@@ -925,6 +934,8 @@ here so that building the parser imports nothing heavy)."""
 CP_COMM_CHOICES = ("p2p", "a2a", "a2a+p2p", "allgather")
 """``--cp-comm`` choices (planner.specs.framework.CP_COMMS, checked by a test; kept literal so
 that building the parser imports no spec module)."""
+CP_IMPL_CHOICES = ("te", "pytorch")
+"""``--cp-impl`` choices (planner.specs.framework.CpImpl, checked by a test)."""
 
 
 WHATIF_MAX_SCENARIOS = 256

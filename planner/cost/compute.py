@@ -79,50 +79,81 @@ def ring_attention_steps(cp: int) -> float:
     return (3.0 * cp + 1.0) / 4.0
 
 
-def ring_attention_merge_bytes_per_token(model: ModelSpec, cp: int) -> tuple[float, float]:
+def ring_attention_merge_bytes_per_token(
+    model: ModelSpec, cp: int, impl: str = "te"
+) -> tuple[float, float]:
     """(forward, backward) HBM bytes per token per layer that ring attention (context
-    parallelism over a p2p ring) moves beyond one flash-attention call, outside the attention
-    kernels' own reads of Q, K and V.
+    parallelism run as ring steps) moves beyond one flash-attention call, outside the attention
+    kernels' own reads of Q, K and V. s = :func:`ring_attention_steps`; per output value N H_v,
+    query value N H_qk, key and value K (H_qk + H_v).
 
-    Each ring step's kernel writes a partial bf16 output and its log-sum-exp, and Transformer
-    Engine merges them (``flash_attn_fwd_out_correction``: the output kept in fp32, rescaled by
-    exp(lse_step - lse) and accumulated; ``out.to(bf16)`` at the end). With s the weighted steps
-    of :func:`ring_attention_steps`, per output value (N H_v): the partial writes 2 (s - 1), the
-    first step's merge 6 (read 2, write 4), the others' 10 (s - 1) (read 2, fp32
-    read-modify-write 8), the cast 6 (read 4, write 2): 12 s. Backward: every step's kernel
-    rereads the output and its gradient (4 per query value) and writes partial dQ (2), added
-    into dQ (``dq.add_``: 6), so 12 (s - 1) per query value (N H_qk); partial dK and dV are
-    written (2) and added into the gradients that travel the ring (6), 8 (s - 1) per key and
-    value (K (H_qk + H_v)). The per-(token, head) log-sum-exp merges (fp32, 1 / head_dim of
-    these) are left out. 0 without context parallelism.
+    ``te``, Transformer Engine (``AttnFuncWithCPAndKVP2P``): each step's kernel writes a partial
+    bf16 output and its log-sum-exp, and fused kernels merge them
+    (``flash_attn_fwd_out_correction``: the output kept in fp32, rescaled by exp(lse_step - lse)
+    and accumulated; ``out.to(bf16)`` at the end). Forward per output value: the partial writes
+    2 (s - 1), the first step's merge 6 (read 2, write 4), the others' 10 (s - 1) (read 2, fp32
+    read-modify-write 8), the cast 6: 12 s. Backward: every step's kernel rereads O and dO (4
+    per query value) and writes partial dQ (2), added into dQ (``dq.add_``: 6), so 12 (s - 1) per
+    query value; partial dK and dV are written (2) and added into the gradients that travel the
+    ring (6), 8 (s - 1) per key and value.
+
+    ``pytorch``, PyTorch's ``context_parallel`` (torch.distributed.tensor.experimental
+    ``_templated_ring_attention``, ``_SDPAMerger``, ``_partial_update``), in eager ops with fp32
+    accumulators: forward, each step's output cast to fp32 (6 s), the merge ``out -
+    sigmoid(lse_step - lse) * (out - out_step)`` as three ops (12 + 8 + 12 for every step after
+    the first), a full copy (``torch.cat``, 8) on each half-query step ((cp - 1) / 2 of them on
+    average), the partial writes 2 (s - 1) and the final cast 6: 40 s - 28 + 4 (cp - 1).
+    Backward: per query value the rereads and partial writes 6 (s - 1), ``grad_query +=`` on
+    an fp32 accumulator (10 a step), the half-step copies 4 (cp - 1), zeros and final cast 10;
+    per key and value the partial writes 2 (s - 1), the fp32 additions 10 s, the fp32 buffer
+    concatenated for the ring every step (8 cp), the half-step copies 4 (cp - 1), zeros and cast
+    10.
+
+    The per-(token, head) log-sum-exp merges (fp32, 1 / head_dim of these) are left out.
+    0 without context parallelism.
 
     >>> from planner.cost.params import _tiny
     >>> ring_attention_merge_bytes_per_token(_tiny(), 1)
     (0.0, 0.0)
     >>> ring_attention_merge_bytes_per_token(_tiny(), 2)  # 4 heads (4 KV) of 16: 12 x 1.75 x 64
     (1344.0, 1344.0)
+    >>> ring_attention_merge_bytes_per_token(_tiny(), 2, "pytorch")  # forward (70 - 28 + 4) x 64
+    (2944.0, 8576.0)
     """
     if cp <= 1:
         return 0.0, 0.0
     steps = ring_attention_steps(cp)
     qk, v = attention_head_dims(model)
-    heads, kv_heads = model.num_attention_heads, model.num_kv_heads
-    forward = 12.0 * steps * heads * v
-    backward = (steps - 1.0) * (12.0 * heads * qk + 8.0 * kv_heads * (qk + v))
-    return forward, backward
+    out, query = model.num_attention_heads * v, model.num_attention_heads * qk
+    key_value = model.num_kv_heads * (qk + v)
+    if impl == "pytorch":
+        halves = 4.0 * (cp - 1)
+        forward = (40.0 * steps - 28.0 + halves) * out
+        backward = (6.0 * (steps - 1.0) + 10.0 * steps + halves + 10.0) * query + (
+            2.0 * (steps - 1.0) + 10.0 * steps + 8.0 * cp + halves + 10.0
+        ) * key_value
+        return forward, backward
+    return 12.0 * steps * out, (steps - 1.0) * (12.0 * query + 8.0 * key_value)
 
 
-def ring_attention_extra_launches(cp: int) -> tuple[float, float]:
+def ring_attention_extra_launches(cp: int, impl: str = "te") -> tuple[float, float]:
     """(forward, backward) kernels per layer that ring attention launches beyond one
-    flash-attention call: per further step the attention kernel and the merge (forward: the
-    log-sum-exp and output corrections; backward: the dQ and dK/dV additions), plus the
-    forward's first merge and final cast (Transformer Engine ``AttnFuncWithCPAndKVP2P``).
+    flash-attention call. ``te`` (Transformer Engine ``AttnFuncWithCPAndKVP2P``): per further
+    step the attention kernel and the merge (forward: the log-sum-exp and output corrections;
+    backward: the dQ and dK/dV additions), plus the forward's first merge and final cast.
+    ``pytorch`` (eager ``_templated_ring_attention``): per further step forward the kernel, the
+    cast and five merge ops, backward the kernel, three additions, the concatenation and a copy;
+    plus the casts and zero-fills around the loop.
 
     >>> ring_attention_extra_launches(1), ring_attention_extra_launches(4)
     ((0.0, 0.0), (11.0, 9.0))
+    >>> ring_attention_extra_launches(4, "pytorch")
+    (23.0, 22.0)
     """
     if cp <= 1:
         return 0.0, 0.0
+    if impl == "pytorch":
+        return 7.0 * (cp - 1) + 2.0, 6.0 * (cp - 1) + 4.0
     return 3.0 * (cp - 1) + 2.0, 3.0 * (cp - 1)
 
 

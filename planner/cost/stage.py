@@ -395,10 +395,11 @@ def layers_forward(
         exp_forward, exp_backward = attention_exp_bound_factors(model, acc.bf16_flops_per_exp)
         attention = attention_mma * exp_forward
         attention_backward = flash_backward_flop_ratio(model) * attention_mma * exp_backward
-        if layout.cp > 1 and workload.cp_comm in RING_CP_COMMS:
+        if runs_ring_steps(workload, layout):
             merge_forward, merge_backward = ring_attention_merge_time(
-                model, layout, tokens=tokens, num_layers=num_layers, rates=rates
-            )
+                model, layout, tokens=tokens, num_layers=num_layers, rates=rates,
+                impl=workload.cp_impl,
+            )  # fmt: skip
             attention += merge_forward
             attention_backward += merge_backward
     else:
@@ -439,22 +440,44 @@ def _rates(acc: AcceleratorSpec, fmt: NumberFormat) -> GemmRates:
 
 
 RING_CP_COMMS = frozenset({"p2p", "a2a+p2p"})
-"""Context-parallel forms that run attention as ring steps and merge the partial outputs."""
+"""Context-parallel forms Transformer Engine runs as ring steps, merging the partial outputs."""
+
+
+def runs_ring_steps(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether attention runs as context-parallel ring steps whose partial outputs are merged:
+    Transformer Engine's ring forms (:data:`RING_CP_COMMS`), PyTorch's ``context_parallel``
+    under every form (``TrainWorkload.cp_impl``).
+
+    >>> runs_ring_steps(TrainWorkload(cp_comm="allgather"), Layout(cp=2))
+    False
+    >>> runs_ring_steps(TrainWorkload(cp_comm="allgather", cp_impl="pytorch"), Layout(cp=2))
+    True
+    """
+    if layout.cp == 1:
+        return False
+    return workload.cp_impl == "pytorch" or workload.cp_comm in RING_CP_COMMS
 
 
 def ring_attention_merge_time(
-    model: ModelSpec, layout: Layout, *, tokens: float, num_layers: int, rates: GemmRates
+    model: ModelSpec,
+    layout: Layout,
+    *,
+    tokens: float,
+    num_layers: int,
+    rates: GemmRates,
+    impl: str = "te",
 ) -> tuple[float, float]:
     """(forward, backward) seconds that ring attention adds to ``num_layers`` layers' attention
     for one micro-batch of ``tokens`` (local) tokens on one GPU: the partial outputs' merge and
     gradient accumulation at HBM bandwidth x eta_hbm
     (:func:`planner.cost.compute.ring_attention_merge_bytes_per_token`, heads split over tp) and
-    the further kernels' fixed cost (:func:`planner.cost.compute.ring_attention_extra_launches`).
-    The hierarchical ``a2a+p2p`` is priced as a ring over all cp ranks, as its communication
-    is (:func:`cp_comm_per_microbatch`)."""
+    the further kernels' fixed cost (:func:`planner.cost.compute.ring_attention_extra_launches`),
+    of Transformer Engine's or PyTorch's implementation (``impl``). The hierarchical
+    ``a2a+p2p`` is priced as a ring over all cp ranks, as its communication is
+    (:func:`cp_comm_per_microbatch`)."""
     hbm, overhead = rates[3], rates[4]
-    forward_bytes, backward_bytes = ring_attention_merge_bytes_per_token(model, layout.cp)
-    forward_launches, backward_launches = ring_attention_extra_launches(layout.cp)
+    forward_bytes, backward_bytes = ring_attention_merge_bytes_per_token(model, layout.cp, impl)
+    forward_launches, backward_launches = ring_attention_extra_launches(layout.cp, impl)
     scale = tokens * num_layers / layout.tp / hbm
     return (
         forward_bytes * scale + num_layers * forward_launches * overhead,

@@ -30,6 +30,10 @@ K/V before attention (``allgather``; Llama 3's and MaxText's context parallelism
 CP_COMMS: tuple[str, ...] = ("p2p", "a2a", "a2a+p2p", "allgather")
 """The names of :data:`CpComm`, in order."""
 
+CpImpl = Literal["te", "pytorch"]
+"""Context-parallel attention implementations: Transformer Engine's (``te``) and PyTorch's
+``context_parallel`` (``pytorch``); see ``TrainWorkload.cp_impl``."""
+
 
 class FrameworkSpec(FrozenSpec):
     """A training framework profile (``topologies/frameworks/<name>.yaml``)."""

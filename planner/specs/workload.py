@@ -8,7 +8,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
-from planner.specs.framework import CpComm
+from planner.specs.framework import CpComm, CpImpl
 from planner.specs.text import Name
 
 RecomputeModule = Literal[
@@ -182,6 +182,14 @@ class TrainWorkload(FrozenSpec):
     """Context-parallel algorithm (Megatron-LM ``--cp-comm-type``): ``p2p`` K/V ring, ``a2a``
     (Ulysses: heads all-to-all), ``a2a+p2p`` (all-to-all inside a scale-up domain, ring across),
     ``allgather`` (K/V all-gathered before attention)."""
+    cp_impl: CpImpl = "te"
+    """Whose context-parallel attention runs (what it adds on the GPU besides the exchange):
+    ``te`` (Transformer Engine: Megatron-LM, NeMo, MaxText's ring on GPU) runs the ``p2p`` and
+    ``a2a+p2p`` forms as ring steps whose partial outputs fused fp32 kernels merge, and attends
+    once per local chunk under ``allgather`` and ``a2a`` (as Meta's all-gather CP and MaxText's
+    do); ``pytorch`` (PyTorch's ``context_parallel``, torchtitan) runs the load-balanced ring
+    steps under every form, its rotate methods changing only how K and V move, and merges them
+    with eager fp32 ops (:func:`planner.cost.compute.ring_attention_merge_bytes_per_token`)."""
     reshard_after_forward: Literal["default", "always", "never"] = "default"
     """ZeRO-3 only: whether parameters are freed after each layer's forward and gathered again
     for its backward (PyTorch FSDP2 ``reshard_after_forward``). ``never`` keeps a stage's

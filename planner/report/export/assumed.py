@@ -226,6 +226,15 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "allgather": "context parallelism by all-gathering K/V before attention",
         }[j.train[1].cp_comm],
     ),
+    "cp_impl": (
+        lambda j: j.train[0].layout.cp > 1,
+        lambda j: {
+            "te": "context-parallel attention as Transformer Engine runs it (ring forms merged "
+            "step by step in fused fp32 kernels; all-gather and all-to-all in one call per chunk)",
+            "pytorch": "context-parallel attention as PyTorch's context_parallel runs it "
+            "(load-balanced ring steps merged in eager fp32 ops, whatever the rotate method)",
+        }[j.train[1].cp_impl],
+    ),
     "reshard_after_forward": (
         lambda j: j.train[0].layout.zero == 3,
         lambda j: {

@@ -72,6 +72,8 @@ def _parallel(job: ExportJob) -> list[str]:
     job.express("sequence_parallel")
     if layout.cp > 1:
         job.express("cp_comm")
+        if job.train[1].cp_impl == "te":  # Megatron Core's context parallelism is TE's
+            job.express("cp_impl")
         out.append(f"model.cp_comm_type={CP_COMM_TYPE[job.train[1].cp_comm]}")
         if job.train[1].cp_comm == "a2a+p2p":
             sizes = ",".join(str(size) for size in cp_hierarchy(job))

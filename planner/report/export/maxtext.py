@@ -137,6 +137,8 @@ def _batch(job: ExportJob) -> dict[str, Value]:
                 "all_gather" if workload.cp_comm == "allgather" else "ring"
             )
             job.express("cp_comm")
+        if workload.cp_impl == "te":  # all-gather: one attention call; ring: TE's fused merge
+            job.express("cp_impl")
     job.express("seq_len", "global_batch")
     return out
 

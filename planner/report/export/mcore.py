@@ -45,6 +45,8 @@ def cp_comm_args(job: ExportJob, type_name: str, sizes_name: str) -> list[str]:
     ``sizes_name`` with the (all-to-all, ring) sizes."""
     kind = job.train[1].cp_comm
     job.express("cp_comm")
+    if job.train[1].cp_impl == "te":  # Megatron-LM's context parallelism is Transformer Engine's
+        job.express("cp_impl")
     args = [type_name, CP_COMM_TYPE[kind]]
     if kind == "a2a+p2p":
         args += [sizes_name, *(str(size) for size in cp_hierarchy(job))]

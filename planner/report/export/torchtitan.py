@@ -158,6 +158,8 @@ def parallelism(job: ExportJob) -> dict[str, TomlValue]:
     table.update(_pipeline(job))
     table["context_parallel_degree"] = layout.cp
     workload = job.train[1]
+    if layout.cp > 1 and workload.cp_impl == "pytorch":  # torchtitan's CP is PyTorch's
+        job.express("cp_impl")
     if layout.cp > 1 and workload.cp_comm in _ROTATE:
         table["context_parallel_rotate_method"] = _ROTATE[workload.cp_comm]
         job.express("cp_comm")
