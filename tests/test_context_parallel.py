@@ -118,3 +118,46 @@ def test_torchtitan_runs_pytorch_cp_and_meta_gathers() -> None:
     rows = load_rows(training_file().with_name("training_frameworks.yaml"))
     llm3 = next(c for c in expand_cases(rows) if c.id == "LLM3")
     assert workload_of(llm3.row).cp_impl == "te"  # Llama 3's all-gather CP: one call per chunk
+
+
+def test_hierarchical_cp_is_an_all_to_all_inside_and_a_ring_across() -> None:
+    """a2a+p2p on 8 CP ranks of TP 2 over 8-GPU domains: a 4-way all-to-all on NVLink, then a
+    2-step ring across domains; closed form from the same collective functions."""
+    from planner.cost.comm import all_to_all_time, overlapped_exposed_time, p2p_time
+    from planner.cost.memory import ACTIVATION_BYTES
+    from planner.cost.stage import cp_comm_per_microbatch, cp_kv_values_per_token
+    from planner.topology import comm_domains
+
+    model = load_model("llama3.1-8b")
+    layout = Layout(tp=2, cp=8, dp=4)
+    domains = comm_domains(load_cluster("hgx_h100x64"), layout)
+    inner, ring = domains["cp_a2a"], domains["cp_ring"]
+    assert (inner.size, inner.tier, ring.size, ring.tier) == (4, "scale_up", 2, "scale_out")
+    workload = TrainWorkload(seq_len=65536, cp_comm="a2a+p2p")
+    attention = (0.8, 2.0)  # seconds of the layers' attention, forward and backward
+    got = cp_comm_per_microbatch(
+        model, workload, layout, 32, cp=domains["cp"], attention_s=attention,
+        contention=0.1, hierarchy=(inner, ring),
+    )  # fmt: skip
+    tokens = 65536 / 8
+    chunk = ACTIVATION_BYTES * tokens * cp_kv_values_per_token(model) / 2
+    local = ACTIVATION_BYTES * tokens * 32 * 128 / 2
+    a2a = 32 * 2 * (2 * all_to_all_time(local, inner) + all_to_all_time(chunk, inner))
+    send = p2p_time(chunk, ring)
+    step = overlapped_exposed_time(send, 0.8 / 32 / 2, 0.1)
+    step += overlapped_exposed_time(2 * send, 2.0 / 32 / 2, 0.1)
+    assert got == pytest.approx(a2a + 32 * step, rel=1e-12)
+
+
+def test_hierarchical_cp_merges_over_its_ring_only() -> None:
+    from planner.cost.stage import _rates, ring_attention_merge_time
+
+    model = load_model("llama3.1-8b")
+    acc = load_cluster("hgx_h100x8").accelerator
+    rates = _rates(acc, Layout().precision)
+    layout = Layout(cp=8)
+    kwargs = {"tokens": 4096.0, "num_layers": 32, "rates": rates}
+    two = ring_attention_merge_time(model, Layout(cp=2), **kwargs)
+    assert ring_attention_merge_time(model, layout, ring=2, **kwargs) == two
+    assert ring_attention_merge_time(model, layout, **kwargs)[0] > two[0]
+    assert ring_attention_merge_time(model, layout, ring=1, **kwargs) == (0.0, 0.0)

@@ -347,6 +347,8 @@ def layers_forward(
     workload: TrainWorkload,
     layout: Layout,
     layers: tuple[range, ...],
+    *,
+    cp_ring: int | None = None,
 ) -> LayersForward:
     """Forward time of ``layers`` (index ranges) for one micro-batch on one GPU.
 
@@ -359,6 +361,8 @@ def layers_forward(
     eager kernels of an uncompiled framework (:func:`planner.cost.gemm.
     eager_extra_bytes_per_token`) and the kernels the framework leaves unfused
     (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`, their own backward traffic).
+    Ring context parallelism adds its merges to the attention (:func:`ring_attention_merge_time`;
+    ``cp_ring`` the ring's size under hierarchical ``a2a+p2p``, None = cp).
     """
     tokens = layout.mbs * workload.seq_len / layout.cp
     fmt = layout.precision
@@ -398,7 +402,7 @@ def layers_forward(
         if runs_ring_steps(workload, layout):
             merge_forward, merge_backward = ring_attention_merge_time(
                 model, layout, tokens=tokens, num_layers=num_layers, rates=rates,
-                impl=workload.cp_impl,
+                impl=workload.cp_impl, ring=cp_ring,
             )  # fmt: skip
             attention += merge_forward
             attention_backward += merge_backward
@@ -466,18 +470,21 @@ def ring_attention_merge_time(
     num_layers: int,
     rates: GemmRates,
     impl: str = "te",
+    ring: int | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds that ring attention adds to ``num_layers`` layers' attention
     for one micro-batch of ``tokens`` (local) tokens on one GPU: the partial outputs' merge and
     gradient accumulation at HBM bandwidth x eta_hbm
     (:func:`planner.cost.compute.ring_attention_merge_bytes_per_token`, heads split over tp) and
     the further kernels' fixed cost (:func:`planner.cost.compute.ring_attention_extra_launches`),
-    of Transformer Engine's or PyTorch's implementation (``impl``). The hierarchical
-    ``a2a+p2p`` is priced as a ring over all cp ranks, as its communication is
-    (:func:`cp_comm_per_microbatch`)."""
+    of Transformer Engine's or PyTorch's implementation (``impl``). ``ring``: the ring's size
+    when it is not cp, under hierarchical ``a2a+p2p``, whose ranks each hold their domain's
+    tokens for a share of the heads after the all-to-all, so the bytes per local token and
+    head are those of a ring of that size (:func:`cp_comm_per_microbatch`)."""
     hbm, overhead = rates[3], rates[4]
-    forward_bytes, backward_bytes = ring_attention_merge_bytes_per_token(model, layout.cp, impl)
-    forward_launches, backward_launches = ring_attention_extra_launches(layout.cp, impl)
+    size = layout.cp if ring is None else ring
+    forward_bytes, backward_bytes = ring_attention_merge_bytes_per_token(model, size, impl)
+    forward_launches, backward_launches = ring_attention_extra_launches(size, impl)
     scale = tokens * num_layers / layout.tp / hbm
     return (
         forward_bytes * scale + num_layers * forward_launches * overhead,
@@ -527,10 +534,12 @@ def microbatch_compute(
     *,
     split: PipelineSplit | None = None,
     contents: StageContents | None = None,
+    cp_ring: int | None = None,
 ) -> tuple[float, float, float, float]:
     """(forward, backward, attention-core forward, linear-GEMM forward) seconds of one
     micro-batch on ``stage`` (its layers under ``split``, or the even split; or ``contents``
-    when given, e.g. one layer for the stage partition's tables).
+    when given, e.g. one layer for the stage partition's tables). ``cp_ring``: the ring size of
+    hierarchical context parallelism (:func:`layers_forward`).
 
     The layers: :func:`layers_forward`; the linear GEMMs' backward at its own shapes
     (:func:`planner.cost.gemm.gemm_backward_times`), 2 x forward for the rest (input and weight
@@ -542,7 +551,7 @@ def microbatch_compute(
     does not keep (:func:`save_list_recompute_time`).
     """
     contents = contents or stage_contents(model, workload, layout, stage, split)
-    part = layers_forward(model, acc, workload, layout, contents.layers)
+    part = layers_forward(model, acc, workload, layout, contents.layers, cp_ring=cp_ring)
     logits = loss_forward = loss_backward = 0.0
     heads = contents.num_heads
     if heads:
@@ -566,7 +575,9 @@ def microbatch_compute(
             fraction = recomputed_fraction(workload, layout, contents.num_layers)
             backward += fraction * part.recomputable
         elif contents.num_recomputed:
-            again = layers_forward(model, acc, workload, layout, contents.recomputed)
+            again = layers_forward(
+                model, acc, workload, layout, contents.recomputed, cp_ring=cp_ring
+            )
             backward += again.recomputable
     elif layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None:
         backward += save_list_recompute_time(
@@ -723,6 +734,7 @@ def cp_comm_per_microbatch(
     cp: CommDomain,
     attention_s: tuple[float, float],
     contention: float = 0.0,
+    hierarchy: tuple[CommDomain, CommDomain] | None = None,
 ) -> float:
     """Exposed context-parallel communication of one micro-batch (``attention_s`` = the stage's
     attention-core forward and backward seconds), by ``workload.cp_comm``; causal chunks are
@@ -738,7 +750,12 @@ def cp_comm_per_microbatch(
       after it, all on the critical path;
     - ``a2a`` (DeepSpeed-Ulysses, arXiv 2309.14509): queries, keys, values and the output are
       all-to-all'ed between the sequence and the head split, forward and backward, exposed;
-    - ``a2a+p2p`` (hierarchical): priced as its ring part.
+    - ``a2a+p2p`` (hierarchical, Megatron Core ``hierarchical_context_parallel_sizes``): the
+      all-to-all inside each scale-up domain (``hierarchy[0]``, as ``a2a``), then the ring of
+      ``p2p`` across the domains (``hierarchy[1]``): each rank then holds its domain's tokens
+      for 1 / (all-to-all size) of the heads, so a ring step sends as many bytes as under
+      ``p2p`` and there are ring size - 1 of them. Without ``hierarchy``, a ring over all cp
+      ranks.
     """
     if cp.size == 1:
         return 0.0
@@ -748,16 +765,28 @@ def cp_comm_per_microbatch(
     if workload.cp_comm == "allgather":
         gather = all_gather_time(cp.size * chunk, cp)
         return num_layers * (2 * gather + reduce_scatter_time(cp.size * chunk, cp))
-    if workload.cp_comm == "a2a":
-        q_values = model.num_attention_heads * attention_head_dims(model)[0]
-        local = ACTIVATION_BYTES * tokens * q_values / layout.tp
-        per_pass = 2 * all_to_all_time(local, cp) + all_to_all_time(chunk, cp)  # q, out; k and v
+    q_values = model.num_attention_heads * attention_head_dims(model)[0]
+    local = ACTIVATION_BYTES * tokens * q_values / layout.tp
+
+    def heads_exchange(group: CommDomain) -> float:
+        """q and the output, k and v all-to-all'ed, forward and backward, exposed."""
+        if group.size == 1:
+            return 0.0
+        per_pass = 2 * all_to_all_time(local, group) + all_to_all_time(chunk, group)
         return num_layers * 2 * per_pass
-    send = p2p_time(chunk, cp)
-    steps = cp.size - 1
-    exposed = steps * overlapped_exposed_time(send, forward_s / cp.size, contention)
-    exposed += steps * overlapped_exposed_time(2 * send, backward_s / cp.size, contention)
-    return exposed * num_layers
+
+    if workload.cp_comm == "a2a":
+        return heads_exchange(cp)
+    exposed_a2a, ring = 0.0, cp
+    if workload.cp_comm == "a2a+p2p" and hierarchy is not None:
+        exposed_a2a, ring = heads_exchange(hierarchy[0]), hierarchy[1]
+    if ring.size == 1:
+        return exposed_a2a
+    send = p2p_time(chunk, ring)
+    steps = ring.size - 1
+    exposed = steps * overlapped_exposed_time(send, forward_s / ring.size, contention)
+    exposed += steps * overlapped_exposed_time(2 * send, backward_s / ring.size, contention)
+    return exposed_a2a + exposed * num_layers
 
 
 def activation_offload_time(
@@ -815,6 +844,14 @@ def pp_sync_time(
     return receives * layout.vpp * acc.efficiency.moe_sync_overhead_us * US
 
 
+def cp_levels(domains: dict[str, CommDomain]) -> tuple[CommDomain, CommDomain] | None:
+    """The (all-to-all, ring) domains of hierarchical context parallelism, when the topology
+    gives them (:func:`planner.topology.hierarchy.comm_domains`)."""
+    if "cp_a2a" in domains and "cp_ring" in domains:
+        return domains["cp_a2a"], domains["cp_ring"]
+    return None
+
+
 def microbatch_time(
     model: ModelSpec,
     acc: AcceleratorSpec,
@@ -829,9 +866,11 @@ def microbatch_time(
     """Everything on the critical path of one micro-batch on ``stage`` (its layers under
     ``split``, or the even split; or ``contents`` when given)."""
     contents = contents or stage_contents(model, workload, layout, stage, split)
+    levels = cp_levels(domains)
     forward, backward, attention, linear = microbatch_compute(
-        model, acc, workload, layout, stage, contents=contents
-    )
+        model, acc, workload, layout, stage, contents=contents,
+        cp_ring=levels[1].size if levels is not None and workload.cp_comm == "a2a+p2p" else None,
+    )  # fmt: skip
     contention = acc.efficiency.overlap_contention
     num_layers = contents.num_layers
     table = layer_table(model, workload.seq_len)
@@ -869,6 +908,7 @@ def microbatch_time(
             cp=domains["cp"],
             attention_s=(attention, attention * flash_backward_flop_ratio(model)),
             contention=contention,
+            hierarchy=cp_levels(domains),
         ),
         ep_comm_s=ep_exposed_per_microbatch(
             ep_comm, compute_s=forward + backward, workload=workload, contention=contention

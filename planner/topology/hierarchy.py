@@ -88,6 +88,38 @@ def gradient_families(layout: Layout) -> dict[str, tuple[int, int, str]]:
     }
 
 
+def cp_hierarchy_sizes(layout: Layout, per_domain: int) -> tuple[int, int]:
+    """(all-to-all size, ring size) of hierarchical ``a2a+p2p`` context parallelism: the CP
+    ranks inside one scale-up domain exchange heads, the domains pass K/V round a ring
+    (Megatron Core ``hierarchical_context_parallel_sizes``). CP ranks follow TP in the rank
+    order, so a domain of ``per_domain`` accelerators holds the largest divisor of cp that fits
+    per_domain / tp.
+
+    >>> cp_hierarchy_sizes(Layout(tp=2, cp=8), 8), cp_hierarchy_sizes(Layout(tp=8, cp=4), 8)
+    ((4, 2), (1, 4))
+    """
+    room = max(1, per_domain // layout.tp)
+    inner = max(d for d in range(1, layout.cp + 1) if layout.cp % d == 0 and d <= room)
+    return inner, layout.cp // inner
+
+
+def cp_level_families(layout: Layout, per_domain: int) -> dict[str, tuple[int, int, str]]:
+    """(size, stride, pattern) of the two levels of hierarchical context parallelism
+    (:func:`cp_hierarchy_sizes`): ``cp_a2a`` inside a scale-up domain, ``cp_ring`` across;
+    none without context parallelism.
+
+    >>> cp_level_families(Layout(tp=2, cp=8), 8)
+    {'cp_a2a': (4, 2, 'all_to_all'), 'cp_ring': (2, 8, 'ring')}
+    """
+    if layout.cp == 1:
+        return {}
+    inner, outer = cp_hierarchy_sizes(layout, per_domain)
+    return {
+        "cp_a2a": (inner, layout.tp, ALL_TO_ALL),
+        "cp_ring": (outer, layout.tp * inner, RING),
+    }
+
+
 def _fabric_id(cluster: ClusterSpec) -> int:
     """Small integer naming the cluster's wiring; the cluster object is kept so ids stay unique."""
     entry = _CLUSTERS.get(id(cluster))
@@ -147,7 +179,11 @@ def comm_domains(cluster: ClusterSpec, layout: Layout) -> dict[str, CommDomain]:
         if len(_LAYOUTS) > MAX_CACHED:
             _LAYOUTS.clear()
         ranks = layout.num_gpus
-        shapes = {**families(layout), **gradient_families(layout)}
+        shapes = {
+            **families(layout),
+            **gradient_families(layout),
+            **cp_level_families(layout, _FABRICS[fabric_id].per_domain),
+        }
         found = {
             dim: _family(fabric_id, size, stride, pattern, ranks)
             for dim, (size, stride, pattern) in shapes.items()

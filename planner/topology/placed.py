@@ -27,7 +27,7 @@ from planner.topology.flows import (
     domain_flows,
     group_matrix,
 )
-from planner.topology.hierarchy import families, gradient_families
+from planner.topology.hierarchy import cp_level_families, families, gradient_families
 from planner.topology.structure import Fabric, IntArray
 
 
@@ -96,10 +96,14 @@ def explicit_domain(fabric: Fabric, groups: IntArray, pattern: str) -> CommDomai
     return to_comm_domain(fabric, size, route_bottlenecks(fabric, flows))
 
 
-def layout_groups(layout: Layout) -> dict[str, tuple[IntArray, str]]:
+def layout_groups(layout: Layout, per_domain: int = 0) -> dict[str, tuple[IntArray, str]]:
     """Logical groups (rank matrix) and pattern of every dimension of ``layout``, the gradient
-    families (dp_cp, edp) included: the keys of :func:`planner.topology.comm_domains`."""
+    families (dp_cp, edp) included, and with ``per_domain`` (accelerators per scale-up domain)
+    the levels of hierarchical context parallelism: the keys of
+    :func:`planner.topology.comm_domains`."""
     shapes = {**families(layout), **gradient_families(layout)}
+    if per_domain:
+        shapes.update(cp_level_families(layout, per_domain))
     n = layout.num_gpus
     return {
         dim: (group_matrix(n, size, stride), pattern)
@@ -117,7 +121,7 @@ def placed_domains(fabric: Fabric, layout: Layout, positions: IntArray) -> dict[
     'scale_up'
     """
     out = {}
-    for dim, (groups, pattern) in layout_groups(layout).items():
+    for dim, (groups, pattern) in layout_groups(layout, fabric.per_domain).items():
         out[dim] = explicit_domain(fabric, positions[groups], pattern)
     return out
 

@@ -30,14 +30,11 @@ def attention_backend(workload: TrainWorkload) -> str:
 
 
 def cp_hierarchy(job: ExportJob) -> tuple[int, int]:
-    """(all-to-all size, ring size) of ``a2a+p2p`` context parallelism: the CP ranks inside one
-    scale-up domain exchange heads, the domains pass K/V round a ring. CP ranks follow TP in
-    Megatron's rank order, so a domain of D accelerators holds the largest divisor of cp that
-    fits D / tp."""
-    layout = job.train[0].layout
-    room = max(1, job.cluster.accelerators_per_domain // layout.tp)
-    inner = max(d for d in range(1, layout.cp + 1) if layout.cp % d == 0 and d <= room)
-    return inner, layout.cp // inner
+    """(all-to-all size, ring size) of ``a2a+p2p`` context parallelism on the job's cluster, as
+    the cost model prices it (:func:`planner.topology.hierarchy.cp_hierarchy_sizes`)."""
+    from planner.topology.hierarchy import cp_hierarchy_sizes
+
+    return cp_hierarchy_sizes(job.train[0].layout, job.cluster.accelerators_per_domain)
 
 
 def cp_comm_args(job: ExportJob, type_name: str, sizes_name: str) -> list[str]:
