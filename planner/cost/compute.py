@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from planner.cost.params import layer_params
+from planner.specs.framework import CpImpl
 from planner.specs.model import ModelSpec
 
 
@@ -80,7 +81,7 @@ def ring_attention_steps(cp: int) -> float:
 
 
 def ring_attention_merge_bytes_per_token(
-    model: ModelSpec, cp: int, impl: str = "te"
+    model: ModelSpec, cp: int, impl: CpImpl = "te"
 ) -> tuple[float, float]:
     """(forward, backward) HBM bytes per token per layer that ring attention (context
     parallelism run as ring steps) moves beyond one flash-attention call, outside the attention
@@ -136,7 +137,7 @@ def ring_attention_merge_bytes_per_token(
     return 12.0 * steps * out, (steps - 1.0) * (12.0 * query + 8.0 * key_value)
 
 
-def ring_attention_extra_launches(cp: int, impl: str = "te") -> tuple[float, float]:
+def ring_attention_extra_launches(cp: int, impl: CpImpl = "te") -> tuple[float, float]:
     """(forward, backward) kernels per layer that ring attention launches beyond one
     flash-attention call. ``te`` (Transformer Engine ``AttnFuncWithCPAndKVP2P``): per further
     step the attention kernel and the merge (forward: the log-sum-exp and output corrections;

@@ -57,6 +57,7 @@ from planner.errors import InternalError
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
 from planner.specs.formats import NumberFormat, bytes_per_value
+from planner.specs.framework import CpImpl
 from planner.specs.hardware import AcceleratorSpec, GemmTiling
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
@@ -469,7 +470,7 @@ def ring_attention_merge_time(
     tokens: float,
     num_layers: int,
     rates: GemmRates,
-    impl: str = "te",
+    impl: CpImpl = "te",
     ring: int | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds that ring attention adds to ``num_layers`` layers' attention
