@@ -110,8 +110,10 @@ def ring_attention_merge_bytes_per_token(
     concatenated for the ring every step (8 cp), the half-step copies 4 (cp - 1), zeros and cast
     10.
 
-    The per-(token, head) log-sum-exp merges (fp32, 1 / head_dim of these) are left out.
-    0 without context parallelism.
+    The rereads of O and dO are counted per query value (N H_qk), not per output value (N H_v):
+    the same where the head dims are equal; under MLA (H_qk 192, H_v 128) 4 N (H_qk - H_v)
+    bytes per token and step too many. The per-(token, head) log-sum-exp merges (fp32, 1 / head_dim of these)
+    are left out. 0 without context parallelism.
 
     >>> from planner.cost.params import _tiny
     >>> ring_attention_merge_bytes_per_token(_tiny(), 1)

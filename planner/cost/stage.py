@@ -482,14 +482,14 @@ def ring_attention_merge_time(
     when it is not cp, under hierarchical ``a2a+p2p``, whose ranks each hold their domain's
     tokens for a share of the heads after the all-to-all, so the bytes per local token and
     head are those of a ring of that size (:func:`cp_comm_per_microbatch`)."""
-    hbm, overhead = rates[3], rates[4]
     size = layout.cp if ring is None else ring
     forward_bytes, backward_bytes = ring_attention_merge_bytes_per_token(model, size, impl)
     forward_launches, backward_launches = ring_attention_extra_launches(size, impl)
-    scale = tokens * num_layers / layout.tp / hbm
+    scale = tokens * num_layers / layout.tp / rates.hbm_bytes_per_s
+    overhead = num_layers * rates.kernel_overhead_s
     return (
-        forward_bytes * scale + num_layers * forward_launches * overhead,
-        backward_bytes * scale + num_layers * backward_launches * overhead,
+        forward_bytes * scale + forward_launches * overhead,
+        backward_bytes * scale + backward_launches * overhead,
     )
 
 
@@ -868,10 +868,10 @@ def microbatch_time(
     ``split``, or the even split; or ``contents`` when given)."""
     contents = contents or stage_contents(model, workload, layout, stage, split)
     levels = cp_levels(domains)
+    ring = levels[1].size if levels is not None and workload.cp_comm == "a2a+p2p" else None
     forward, backward, attention, linear = microbatch_compute(
-        model, acc, workload, layout, stage, contents=contents,
-        cp_ring=levels[1].size if levels is not None and workload.cp_comm == "a2a+p2p" else None,
-    )  # fmt: skip
+        model, acc, workload, layout, stage, contents=contents, cp_ring=ring
+    )
     contention = acc.efficiency.overlap_contention
     num_layers = contents.num_layers
     table = layer_table(model, workload.seq_len)
@@ -909,7 +909,7 @@ def microbatch_time(
             cp=domains["cp"],
             attention_s=(attention, attention * flash_backward_flop_ratio(model)),
             contention=contention,
-            hierarchy=cp_levels(domains),
+            hierarchy=levels,
         ),
         ep_comm_s=ep_exposed_per_microbatch(
             ep_comm, compute_s=forward + backward, workload=workload, contention=contention
