@@ -163,8 +163,17 @@ def test_recipes_reach_the_rows(rows: dict[str, object]) -> None:
     f10 = workload_of(rows["F10"])  # type: ignore[arg-type]
     assert not f10.moe_host_sync  # NeMo's whole-layer CUDA graphs
     # a row without a recipe keeps the defaults
-    assert rows["S1"].recipe is None  # type: ignore[attr-defined]
-    assert workload_of(rows["S1"]).ep_comm_overlap is False  # type: ignore[arg-type]
+    assert rows["K1"].recipe is None  # type: ignore[attr-defined]
+    assert workload_of(rows["K1"]).ep_comm_overlap is False  # type: ignore[arg-type]
+    # SC'21 Table 1 as examples/sc21/run_table_1.sh ran it: 60 layers / PP 4, 5 per virtual
+    # stage -> vpp 3 at mbs 2; DDP=torch (1.7B-18B) overlaps its 2-byte all-reduce, DDP=local
+    # (39B-1T) reduces after the backward
+    assert stated_layout(rows["S6"])["vpp"] == 3  # type: ignore[arg-type]
+    assert stated_layout(rows["S6"])["mbs"] == 2  # type: ignore[arg-type]
+    assert stated_layout(rows["S10"])["vpp"] == 1  # type: ignore[arg-type]
+    s1, s5 = workload_of(rows["S1"]), workload_of(rows["S5"])  # type: ignore[arg-type]
+    assert s1.dp_comm_overlap and s1.grad_reduce_dtype == "bf16"
+    assert not s5.dp_comm_overlap and s5.grad_reduce_dtype == "fp32"
 
 
 def test_every_recipe_cites_its_source() -> None:
