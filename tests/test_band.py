@@ -115,6 +115,23 @@ def test_an_accelerator_without_rows_in_a_validated_family_widens() -> None:
     )
 
 
+def test_a_part_without_rows_of_the_regime_widens() -> None:
+    """GB200 has dense rows (NGB1, NGB3) but the Blackwell MoE band comes from B200 runs: an
+    MoE plan on GB200 widens as a part without rows would; a dense one does not."""
+    moe_band = load_calibration("blackwell").heldout.bands["moe"]  # type: ignore[union-attr]
+    assert moe_band.accelerators == ["b200"]
+    moe = _plan("qwen3-30b-a3b", "gb200_nvl72x8", {"tp": 1, "ep": 8})
+    assert moe.uncertainty_pct == pytest.approx(
+        _band("blackwell", "moe") * WIDEN.accelerator_without_rows.factor
+    )
+    assert any("no validated moe runs on gb200" in w for w in moe.warnings)
+    dense = _plan("70B", "gb200_nvl72x64", {"tp": 1, "zero": 3}, precision="fp8")
+    assert not any("no validated" in w for w in dense.warnings)
+    assert dense.uncertainty_pct == pytest.approx(_band("blackwell", "dense"))
+    on_b200 = _plan("qwen3-30b-a3b", "hgx_b200x8", {"tp": 1, "ep": 8})
+    assert on_b200.uncertainty_pct == pytest.approx(_band("blackwell", "moe"))
+
+
 def test_an_overlay_without_heldout_bands_widens_its_in_sample_median() -> None:
     acc = load_cluster("hgx_h100x8").accelerator
     record = acc.calibration.model_copy(update={"heldout": None})  # type: ignore[union-attr]

@@ -76,7 +76,7 @@ def loso_errors(grouped: Mapping[str, Sequence[PreparedCase]]) -> dict[str, floa
 
 def envelope(cases: Sequence[PreparedCase]) -> dict[str, object]:
     """What a regime's rows validate: largest job, longest sequence, shortest measured
-    step, precisions."""
+    step, precisions, framework profiles, and the accelerators they ran on."""
     return {
         "max_num_gpus": max(c.layout.num_gpus for c in cases),
         "max_seq_len": max(c.workload.seq_len for c in cases),
@@ -85,6 +85,7 @@ def envelope(cases: Sequence[PreparedCase]) -> dict[str, object]:
         ),
         "formats": sorted({c.layout.precision for c in cases}, key=str),
         "frameworks": sorted({c.workload.framework for c in cases}),
+        "accelerators": sorted({c.cluster.accelerator.name for c in cases}),
     }
 
 

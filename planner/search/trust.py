@@ -154,7 +154,7 @@ def family_basis(
     acc: AcceleratorSpec, regime: str, spec: TrustSpec
 ) -> tuple[Basis | None, list[Step]]:
     """The band of ``regime`` on ``acc``'s family and the widenings of its gaps (no rows of the
-    regime, few rows, an accelerator without rows of its own)."""
+    regime, few rows, an accelerator without rows of its own or without rows of the regime)."""
     record = acc.calibration
     heldout = heldout_of(record, acc.family)
     band = None if heldout is None else heldout.bands.get(regime)
@@ -181,6 +181,15 @@ def family_basis(
     if regime != "serving" and acc.name not in fitted_on:
         note = f"{acc.name} has no validated runs; the {acc.family} factors are fitted on " + (
             ", ".join(fitted_on)
+        )
+        steps.append((spec.widen.accelerator_without_rows.factor, note))
+    elif regime != "serving" and band.accelerators and acc.name not in band.accelerators:
+        # its family's factors saw this part, but not this regime on it (MoE on GB200 when the
+        # MoE rows ran on B200): the regime's own terms (expert GEMMs, all-to-all over its
+        # domain, the MoE host sync) were never checked on it
+        note = (
+            f"no validated {regime} runs on {acc.name}: the {acc.family} {regime} band comes "
+            f"from runs on {', '.join(band.accelerators)}"
         )
         steps.append((spec.widen.accelerator_without_rows.factor, note))
     return family_envelope(Basis.of(band, heldout.level), heldout, regime), steps

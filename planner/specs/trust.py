@@ -73,6 +73,9 @@ class BandSummary(FrozenSpec):
     """Training precisions the regime's rows use; None = not tracked."""
     frameworks: list[Name] | None = None
     """Framework profiles the regime's rows ran under; None = not tracked (Megatron only)."""
+    accelerators: list[Name] | None = None
+    """Catalog accelerators the regime's rows ran on; None = not tracked (the family's
+    ``fitted_on`` stands for every regime)."""
     errors: dict[Name, float]
     """Held-out error of each row (predicted / measured - 1), the data of every figure above."""
 
@@ -85,7 +88,8 @@ class BandSummary(FrozenSpec):
         envelope: Mapping[str, object] | None = None,
     ) -> BandSummary:
         """Summary and band of ``errors`` (row id -> error, non-empty) at ``level``;
-        ``envelope`` sets max_num_gpus, max_seq_len, min_step_s and formats.
+        ``envelope`` sets max_num_gpus, max_seq_len, min_step_s, formats, frameworks and
+        accelerators.
 
         >>> BandSummary.of({"a": 0.1, "b": -0.3, "c": 0.2}, 0.5).band_abs
         0.2
