@@ -58,6 +58,19 @@ def test_the_fitted_families_ratios_are_all_below_one() -> None:
     assert all(r < 1.0 for r in _by_hand().values())
 
 
+def test_no_fitted_factor_exceeds_the_kernel_it_is_a_fraction_of() -> None:
+    """The fit's ceiling (calibrate.CEILING_FACTORS): GEMM, attention and HBM priors are the
+    best kernels measured on the part, so no shipped overlay credits a part with more."""
+    for record in fitted_calibrations():
+        prior = load_accelerator_prior(record.fitted_on[0]).efficiency
+        fit = record.efficiency
+        assert fit.attention is not None and fit.attention <= prior.attention + 1e-9
+        assert fit.hbm is not None and fit.hbm <= prior.hbm + 1e-9
+        for fmt, value in (fit.gemm or {}).items():
+            if fmt in prior.gemm:
+                assert value <= prior.gemm[fmt] + 1e-9, (record.family, fmt)
+
+
 def test_a_fitted_family_keeps_its_own_fit() -> None:
     acc = load_accelerator("h100_sxm")
     record = load_calibration("hopper")

@@ -237,6 +237,37 @@ def _consistent(e: AcceleratorEfficiency, start: _Start) -> AcceleratorEfficienc
     return e.model_copy(update={"gemm": _all_formats(e, start.prior, start.fitted, digits=12)})
 
 
+CEILING_FACTORS: tuple[str, ...] = ("gemm", "attention", "hbm")
+"""Factors whose catalog prior is the measured best kernel on the part (the matmul FLOP/s of
+MAMF, the attention kernel's forward and backward, the HBM stream's bandwidth; each source in
+the accelerator YAML): a fit may lower them, never raise them above it. Above it the fit would
+credit a kernel with more than it was measured to do, to absorb something else the rows share
+(docs/calibration.md, "Attention at its measured speed")."""
+
+
+def factor_bounds(name: str, prior: AcceleratorEfficiency) -> tuple[float, float]:
+    """The grid range of ``name`` (a factor, ``gemm.<format>`` for a GEMM format):
+    :data:`BOUNDS`, its top lowered to the prior for :data:`CEILING_FACTORS`.
+
+    >>> prior = AcceleratorEfficiency.model_construct(
+    ...     gemm={NumberFormat.BF16: 0.8}, attention=0.56, hbm=0.9)
+    >>> factor_bounds("attention", prior), factor_bounds("gemm.bf16", prior)
+    ((0.3, 0.56), (0.35, 0.8))
+    >>> factor_bounds("kernel_overhead_us", prior)
+    (0.0, 40.0)
+    """
+    base = name.split(".")[0]
+    low, high = BOUNDS[base]
+    if base in CEILING_FACTORS:
+        if name.startswith("gemm."):
+            value = prior.gemm.get(NumberFormat(name.split(".", 1)[1]))
+        else:
+            value = getattr(prior, base)
+        if value is not None:
+            high = max(low, min(high, value))
+    return low, high
+
+
 def _descend(
     cases: Sequence[PreparedCase],
     eff: AcceleratorEfficiency,
@@ -245,11 +276,11 @@ def _descend(
     passes: int,
 ) -> AcceleratorEfficiency:
     """``passes`` coordinate-descent passes over ``names`` from ``eff``, each factor tried at
-    :data:`GRID_POINTS` points of its :data:`BOUNDS`."""
+    :data:`GRID_POINTS` points of its :func:`factor_bounds`."""
     best = _loss(cases, _consistent(eff, start), start.prior)
     for _ in range(passes):
         for name in names:
-            low, high = BOUNDS[name.split(".")[0]]
+            low, high = factor_bounds(name, start.prior)
             for i in range(GRID_POINTS):
                 trial = _with(eff, name, low + (high - low) * i / (GRID_POINTS - 1))
                 value = _loss(cases, _consistent(trial, start), start.prior)
