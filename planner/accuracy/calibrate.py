@@ -389,7 +389,8 @@ def calibrate_family(
         f"mean absolute log error of tokens/s/GPU over the Megatron-LM rows of tests/validation "
         f"(the profiles that calibrate), "
         f"prior pull {PRIOR_WEIGHT}, coordinate descent ({PASSES} passes x {GRID_POINTS} "
-        f"points) within {BOUNDS}, the per-step cost one value for every fitted family; "
+        f"points) within {BOUNDS}, {', '.join(CEILING_FACTORS)} at most their catalog priors, "
+        f"the per-step cost one value for every fitted family; "
         f"layouts resolved once with the catalog priors"
     )
     if fitted is not None:
