@@ -211,6 +211,9 @@ class _Start(FrozenSpec):
     """Starting factors (the prior, each fitted format at its prior or the bf16 prior)."""
     prior: AcceleratorEfficiency
     """What the loss pulls towards (a bf16 GEMM prior of 0.7 where the catalog has none)."""
+    ceiling: AcceleratorEfficiency
+    """The catalog's own factors, the measured kernels that cap the fit (:func:`factor_bounds`;
+    the 0.7 stand-in above is no measurement and caps nothing)."""
     fitted: frozenset[NumberFormat]
     """GEMM formats with enough rows to fit."""
     names: tuple[str, ...]
@@ -219,6 +222,7 @@ class _Start(FrozenSpec):
 
 def _start(cases: Sequence[PreparedCase], prior: AcceleratorEfficiency) -> _Start:
     names = fitted_names(cases)
+    ceiling = prior
     formats = [NumberFormat(n.split(".", 1)[1]) for n in names if n.startswith("gemm.")]
     if NumberFormat.BF16 not in prior.gemm:
         prior = prior.model_copy(update={"gemm": {**prior.gemm, NumberFormat.BF16: 0.7}})
@@ -230,7 +234,9 @@ def _start(cases: Sequence[PreparedCase], prior: AcceleratorEfficiency) -> _Star
             }
         }
     )
-    return _Start(eff=eff, prior=prior, fitted=frozenset(formats), names=tuple(names))
+    return _Start(
+        eff=eff, prior=prior, ceiling=ceiling, fitted=frozenset(formats), names=tuple(names)
+    )
 
 
 def _consistent(e: AcceleratorEfficiency, start: _Start) -> AcceleratorEfficiency:
@@ -247,14 +253,15 @@ credit a kernel with more than it was measured to do, to absorb something else t
 
 def factor_bounds(name: str, prior: AcceleratorEfficiency) -> tuple[float, float]:
     """The grid range of ``name`` (a factor, ``gemm.<format>`` for a GEMM format):
-    :data:`BOUNDS`, its top lowered to the prior for :data:`CEILING_FACTORS`.
+    :data:`BOUNDS`, its top lowered to the catalog's figure for :data:`CEILING_FACTORS` (never
+    below the range's floor; a format the catalog has no figure for keeps the range).
 
     >>> prior = AcceleratorEfficiency.model_construct(
     ...     gemm={NumberFormat.BF16: 0.8}, attention=0.56, hbm=0.9)
     >>> factor_bounds("attention", prior), factor_bounds("gemm.bf16", prior)
     ((0.3, 0.56), (0.35, 0.8))
-    >>> factor_bounds("kernel_overhead_us", prior)
-    (0.0, 40.0)
+    >>> factor_bounds("kernel_overhead_us", prior), factor_bounds("gemm.fp8", prior)
+    ((0.0, 40.0), (0.35, 0.85))
     """
     base = name.split(".")[0]
     low, high = BOUNDS[base]
@@ -280,7 +287,7 @@ def _descend(
     best = _loss(cases, _consistent(eff, start), start.prior)
     for _ in range(passes):
         for name in names:
-            low, high = factor_bounds(name, start.prior)
+            low, high = factor_bounds(name, start.ceiling)
             for i in range(GRID_POINTS):
                 trial = _with(eff, name, low + (high - low) * i / (GRID_POINTS - 1))
                 value = _loss(cases, _consistent(trial, start), start.prior)

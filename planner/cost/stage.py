@@ -845,10 +845,13 @@ def pp_sync_time(
     return receives * layout.vpp * acc.efficiency.moe_sync_overhead_us * US
 
 
-def cp_levels(domains: dict[str, CommDomain]) -> tuple[CommDomain, CommDomain] | None:
-    """The (all-to-all, ring) domains of hierarchical context parallelism, when the topology
-    gives them (:func:`planner.topology.hierarchy.comm_domains`)."""
-    if "cp_a2a" in domains and "cp_ring" in domains:
+def cp_levels(
+    workload: TrainWorkload, domains: dict[str, CommDomain]
+) -> tuple[CommDomain, CommDomain] | None:
+    """The (all-to-all, ring) domains of hierarchical context parallelism when the workload
+    runs it (``cp_comm`` ``a2a+p2p``) and the topology gives them
+    (:func:`planner.topology.hierarchy.comm_domains`); None otherwise."""
+    if workload.cp_comm == "a2a+p2p" and "cp_a2a" in domains and "cp_ring" in domains:
         return domains["cp_a2a"], domains["cp_ring"]
     return None
 
@@ -867,8 +870,8 @@ def microbatch_time(
     """Everything on the critical path of one micro-batch on ``stage`` (its layers under
     ``split``, or the even split; or ``contents`` when given)."""
     contents = contents or stage_contents(model, workload, layout, stage, split)
-    levels = cp_levels(domains)
-    ring = levels[1].size if levels is not None and workload.cp_comm == "a2a+p2p" else None
+    levels = cp_levels(workload, domains)
+    ring = levels[1].size if levels is not None else None
     forward, backward, attention, linear = microbatch_compute(
         model, acc, workload, layout, stage, contents=contents, cp_ring=ring
     )

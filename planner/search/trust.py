@@ -159,6 +159,7 @@ def family_basis(
     heldout = heldout_of(record, acc.family)
     band = None if heldout is None else heldout.bands.get(regime)
     steps: list[Step] = []
+    own_band = band is not None
     if heldout is not None and band is None and regime != "serving":
         other = next((k for k in ("dense", "moe") if k in heldout.bands), None)
         if other is not None:
@@ -183,7 +184,7 @@ def family_basis(
             ", ".join(fitted_on)
         )
         steps.append((spec.widen.accelerator_without_rows.factor, note))
-    elif regime != "serving" and band.accelerators and acc.name not in band.accelerators:
+    elif own_band and band.accelerators and acc.name not in band.accelerators:
         # its family's factors saw this part, but not this regime on it (MoE on GB200 when the
         # MoE rows ran on B200): the regime's own terms (expert GEMMs, all-to-all over its
         # domain, the MoE host sync) were never checked on it
