@@ -34,6 +34,7 @@ from planner.accuracy.run import (
     family_summaries,
     run_validation,
     summarize,
+    tuned_batch_plan,
 )
 from planner.catalog import load_model, model_names
 from planner.catalog.io import load_list
@@ -320,6 +321,31 @@ def test_rejected_row_is_reported_not_dropped(by_id: dict[str, TrainingRow]) -> 
     assert result.status == "not_evaluated" and result.error is None
     assert result.reason and "\n" not in result.reason
     assert summarize("x", [result]).not_evaluated == 1
+
+
+def test_tuned_batch_row_scores_the_best_listed_local_batch(by_id: dict[str, TrainingRow]) -> None:
+    # PF1's source tuned its batch without gradient accumulation (recipes.yaml): each listed
+    # local batch b is a run of global batch dp x b; the row scores the fastest that fits
+    row = by_id["PF1"]
+    assert row.workload.global_batch is None and row.recipe is not None
+    assert row.recipe.local_batch_sizes is not None
+    case = Case(id="PF1", row=row, measured_tokens_per_s_per_gpu=960.0)
+    stated = stated_layout(row)
+    best = tuned_batch_plan(case, stated)
+    assert best.layout.mbs in row.recipe.local_batch_sizes
+    assert best.workload is not None
+    assert best.workload.global_batch == best.layout.dp * best.layout.mbs  # no accumulation
+    one = row.recipe.model_copy(update={"local_batch_sizes": (1,)})
+    only_one = case.model_copy(update={"row": row.model_copy(update={"recipe": one})})
+    single = tuned_batch_plan(only_one, stated)
+    assert single.layout.mbs == 1
+    assert best.tokens_per_s_per_gpu >= single.tokens_per_s_per_gpu
+    result = evaluate_case(case)
+    assert result.status == "ok"
+    assert result.predicted_tokens_per_s_per_gpu == pytest.approx(best.tokens_per_s_per_gpu)
+    # without the recipe's list the row states no batch and stays unscored
+    bare = case.model_copy(update={"row": row.model_copy(update={"recipe": None})})
+    assert evaluate_case(bare).status == "not_evaluated"
 
 
 def test_unknown_row_id_is_a_spec_error() -> None:

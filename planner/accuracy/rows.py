@@ -248,6 +248,11 @@ class RecipeRow(RowModel):
     cluster: dict[str, object] | None = None
     """Cluster edits (``ClusterEdits`` fields, as ``--nic-gbps``) where the run's network differs
     from its system's default (the source says which)."""
+    local_batch_sizes: tuple[PositiveInt, ...] | None = None
+    """Per-rank batch sizes to try where the source tuned its batch and states neither it nor
+    the global batch, and its framework had no gradient accumulation (global batch = dp x the
+    local batch): validation predicts each and scores the planner's best, as the source kept
+    its best (:func:`planner.accuracy.run.predict_case`)."""
     cuda_graph_scope: list[str] | None = None
     """CUDA-graph capture scope (Megatron ``cuda_graph_scope``; ``full_layer`` = NeMo's
     ``enable_cuda_graphs``, the whole transformer layer; ``full_iteration``): only a scope in
@@ -513,16 +518,18 @@ def row_profile(row: TrainingRow) -> str:
     return profile
 
 
-def workload_of(row: TrainingRow) -> TrainWorkload:
-    """The planner workload of a row: sequence length, global batch, precision, its framework's
+def workload_of(row: TrainingRow, global_batch: int | None = None) -> TrainWorkload:
+    """The planner workload of a row: sequence length, global batch (the row's, or
+    ``global_batch`` where the row states none: a tuned batch), precision, its framework's
     profile, and the framework settings its recipe records (``recipes.yaml``)."""
-    if row.workload.global_batch is None:
+    global_batch = row.workload.global_batch or global_batch
+    if global_batch is None:
         raise SpecError(f"row {row.id}: the source states no global batch, so no step to score")
     recipe = row.recipe
     fields: dict[str, object] = {
         "framework": row_profile(row),
         "seq_len": row.workload.seq_len,
-        "global_batch": row.workload.global_batch,
+        "global_batch": global_batch,
         "precision": precision_of(row),
     }
     if row.framework == "megatron" and not row.settings:

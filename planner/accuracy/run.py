@@ -227,10 +227,50 @@ def evaluate_case(case: Case) -> RowResult:
     )
 
 
+_TUNED_CONFIG = _SEARCH_CONFIG.model_copy(
+    update={"memory_headroom": SolverConfig().memory_headroom}
+)
+"""A tuned batch is the planner's choice, made as it would recommend one: with the search's
+default memory headroom (a batch that only fits with none would not have been the one kept)."""
+
+
+def tuned_batch_plan(case: Case, stated: dict[str, object]) -> Plan:
+    """The planner's best plan over the local batch sizes a row's recipe lists
+    (``RecipeRow.local_batch_sizes``): the stated degrees pinned, global batch = dp x the local
+    batch (no gradient accumulation), anything unstated searched; the fastest that fits.
+    Raises InfeasibleError when none fits (the smallest batch's reason)."""
+    row = case.row
+    recipe = row.recipe
+    if recipe is None or recipe.local_batch_sizes is None or "dp" not in stated:
+        raise SpecError(f"row {row.id}: no local batch sizes to tune over")
+    model, cluster = to_model_spec(row), row_cluster(row)
+    dp = int(str(stated["dp"]))
+    best: Plan | None = None
+    first_error: InfeasibleError | None = None
+    for local in recipe.local_batch_sizes:
+        workload = workload_of(row, global_batch=dp * local)
+        try:
+            result = engine.search(
+                model, cluster, workload, fix={**stated, "mbs": local}, config=_TUNED_CONFIG
+            )
+        except InfeasibleError as exc:
+            first_error = first_error or exc
+            continue
+        plan = result.best
+        if best is None or plan.tokens_per_s_per_gpu > best.tokens_per_s_per_gpu:
+            best = plan
+    if best is None:
+        assert first_error is not None
+        raise first_error
+    return best
+
+
 def _predict(
     case: Case, stated: dict[str, object], method: Literal["estimate", "search"]
 ) -> tuple[Plan, str]:
     row = case.row
+    if row.workload.global_batch is None and row.recipe and row.recipe.local_batch_sizes:
+        return tuned_batch_plan(case, stated), ""
     model = to_model_spec(row)
     cluster = row_cluster(row)
     workload = workload_of(row)
