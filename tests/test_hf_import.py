@@ -333,6 +333,189 @@ QWEN3_8B: dict[str, object] = {
     "vocab_size": 151936,
 }
 
+# https://huggingface.co/google/gemma-7b/blob/main/config.json (no tie_word_embeddings key: tied)
+GEMMA_7B: dict[str, object] = {
+    "architectures": ["GemmaForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 2,
+    "eos_token_id": 1,
+    "head_dim": 256,
+    "hidden_act": "gelu",
+    "hidden_size": 3072,
+    "initializer_range": 0.02,
+    "intermediate_size": 24576,
+    "max_position_embeddings": 8192,
+    "model_type": "gemma",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 16,
+    "pad_token_id": 0,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": None,
+    "rope_theta": 10000.0,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.38.0.dev0",
+    "use_cache": True,
+    "vocab_size": 256000,
+}
+
+# https://huggingface.co/google/gemma-2-9b/blob/main/config.json
+GEMMA_2_9B: dict[str, object] = {
+    "architectures": ["Gemma2ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "attn_logit_softcapping": 50.0,
+    "bos_token_id": 2,
+    "cache_implementation": "hybrid",
+    "eos_token_id": 1,
+    "final_logit_softcapping": 30.0,
+    "head_dim": 256,
+    "hidden_act": "gelu_pytorch_tanh",
+    "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 3584,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 8192,
+    "model_type": "gemma2",
+    "num_attention_heads": 16,
+    "num_hidden_layers": 42,
+    "num_key_value_heads": 8,
+    "pad_token_id": 0,
+    "query_pre_attn_scalar": 256,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 10000.0,
+    "sliding_window": 4096,
+    "sliding_window_size": 4096,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.2",
+    "use_cache": True,
+    "vocab_size": 256000,
+}
+
+# https://huggingface.co/google/gemma-3-1b-pt/blob/main/config.json
+GEMMA_3_1B: dict[str, object] = {
+    "architectures": ["Gemma3ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "attn_logit_softcapping": None,
+    "bos_token_id": 2,
+    "cache_implementation": "hybrid",
+    "eos_token_id": 1,
+    "final_logit_softcapping": None,
+    "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 1152,
+    "initializer_range": 0.02,
+    "intermediate_size": 6912,
+    "max_position_embeddings": 32768,
+    "model_type": "gemma3_text",
+    "num_attention_heads": 4,
+    "num_hidden_layers": 26,
+    "num_key_value_heads": 1,
+    "pad_token_id": 0,
+    "query_pre_attn_scalar": 256,
+    "rms_norm_eps": 1e-06,
+    "rope_local_base_freq": 10000,
+    "rope_scaling": None,
+    "rope_theta": 1000000,
+    "sliding_window": 512,
+    "sliding_window_pattern": 6,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.50.0.dev0",
+    "use_cache": True,
+    "vocab_size": 262144,
+}
+
+# https://huggingface.co/Qwen/Qwen1.5-MoE-A2.7B/blob/main/config.json
+QWEN1_5_MOE_A2_7B: dict[str, object] = {
+    "architectures": ["Qwen2MoeForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "decoder_sparse_step": 1,
+    "eos_token_id": 151643,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 5632,
+    "max_position_embeddings": 8192,
+    "max_window_layers": 21,
+    "model_type": "qwen2_moe",
+    "moe_intermediate_size": 1408,
+    "norm_topk_prob": False,
+    "num_attention_heads": 16,
+    "num_experts": 60,
+    "num_experts_per_tok": 4,
+    "num_hidden_layers": 24,
+    "num_key_value_heads": 16,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "router_aux_loss_coef": 0.001,
+    "shared_expert_intermediate_size": 5632,
+    "sliding_window": 32768,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.36.0.dev0",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+# https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json
+DEEPSEEK_V2_LITE: dict[str, object] = {
+    "architectures": ["DeepseekV2ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "aux_loss_alpha": 0.001,
+    "bos_token_id": 100000,
+    "eos_token_id": 100001,
+    "first_k_dense_replace": 1,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 10944,
+    "kv_lora_rank": 512,
+    "max_position_embeddings": 163840,
+    "model_type": "deepseek_v2",
+    "moe_intermediate_size": 1408,
+    "moe_layer_freq": 1,
+    "n_group": 1,
+    "n_routed_experts": 64,
+    "n_shared_experts": 2,
+    "norm_topk_prob": False,
+    "num_attention_heads": 16,
+    "num_experts_per_tok": 6,
+    "num_hidden_layers": 27,
+    "num_key_value_heads": 16,
+    "pretraining_tp": 1,
+    "q_lora_rank": None,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 40,
+        "mscale": 0.707,
+        "mscale_all_dim": 0.707,
+        "original_max_position_embeddings": 4096,
+        "type": "yarn",
+    },
+    "rope_theta": 10000,
+    "routed_scaling_factor": 1.0,
+    "scoring_func": "softmax",
+    "seq_aux": True,
+    "tie_word_embeddings": False,
+    "topk_group": 1,
+    "topk_method": "greedy",
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.33.1",
+    "use_cache": True,
+    "v_head_dim": 128,
+    "vocab_size": 102400,
+}
+
 ROUND_TRIPS = [
     ("llama3.1-70b", LLAMA_3_1_70B),
     ("mixtral-8x7b", MIXTRAL_8X7B),
@@ -348,6 +531,11 @@ EXACT_TOTALS = [
     ("mistral-7b", MISTRAL_7B, 7_241_732_096),
     ("qwen2-7b", QWEN2_7B, 7_615_616_512),
     ("qwen3-8b", QWEN3_8B, 8_190_735_360),
+    # Gemma reports (arXiv 2403.08295 Table 2: 7,751,248,896 non-embedding; 2503.19786 Table 1:
+    # 1B = 698M non-embedding + 302M embedding) plus V x D of the tied embedding
+    ("gemma-7b", GEMMA_7B, 8_537_680_896),
+    ("gemma-2-9b", GEMMA_2_9B, 9_241_705_984),  # with the two post-norms of each layer
+    ("gemma-3-1b", GEMMA_3_1B, 999_885_952),
 ]
 """Configs without a catalog entry, with their checkpoints' parameter counts."""
 
@@ -361,9 +549,51 @@ def _without(config: dict[str, object], *keys: str) -> dict[str, object]:
     return {k: v for k, v in config.items() if k not in keys}
 
 
+PUBLISHED_TOTALS = [
+    ("qwen1.5-moe-a2.7b", QWEN1_5_MOE_A2_7B, 14.3e9, 2.7e9),  # model card: 14.3B, 2.7B active
+    ("deepseek-v2-lite", DEEPSEEK_V2_LITE, 15.7e9, None),  # model card: 15.7B
+]
+"""Configs whose checkpoints' exact counts are not at hand: the model card's rounded figures."""
+
+
 def test_every_supported_family_has_a_config_here() -> None:
     configs = [c for _, c in ROUND_TRIPS] + [c for _, c, _ in EXACT_TOTALS]
-    assert {c["model_type"] for c in configs} == set(SUPPORTED_MODEL_TYPES)
+    configs += [c for _, c, *_ in PUBLISHED_TOTALS]
+    wrappers = {"gemma3"}  # refused with a one-line error (test_gemma3_wrapper_is_refused)
+    assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "total", "active"), PUBLISHED_TOTALS, ids=[n for n, *_ in PUBLISHED_TOTALS]
+)
+def test_published_total(
+    name: str, config: dict[str, object], total: float, active: float | None
+) -> None:
+    spec = model_from_hf_config(config, name=name)
+    assert round(total_params(spec) / 1e8) == round(total / 1e8)  # to the card's 0.1B
+    if active is not None:
+        assert round(active_params(spec) / 1e8) == round(active / 1e8)
+
+
+def test_gemma_layers() -> None:
+    gemma2 = model_from_hf_config(GEMMA_2_9B, name="g2")
+    assert gemma2.post_norms and gemma2.tied_embeddings and gemma2.ffn_activation == "geglu"
+    assert (gemma2.sliding_window, gemma2.num_sliding_window_layers) == (4096, 21)  # every other
+    gemma3 = model_from_hf_config(GEMMA_3_1B, name="g3")
+    assert gemma3.qk_norm and (gemma3.sliding_window, gemma3.num_sliding_window_layers) == (512, 22)
+    # five local layers to one global: layers 5, 11, 17 and 23 of 26 are global
+    untied = model_from_hf_config({**GEMMA_7B, "tie_word_embeddings": False}, name="g")
+    assert not untied.tied_embeddings
+    v2 = model_from_hf_config(DEEPSEEK_V2_LITE, name="v2")
+    assert v2.mla is not None and v2.mla.q_lora_rank == 0 and v2.moe is not None
+    assert not v2.moe.router_bias and v2.moe.num_shared_experts == 2
+
+
+def test_gemma3_wrapper_is_refused() -> None:
+    wrapper = {"model_type": "gemma3", "text_config": dict(GEMMA_3_1B)}
+    with pytest.raises(SpecError, match="save its text_config") as err:
+        model_from_hf_config(wrapper, name="g")
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(("name", "config"), ROUND_TRIPS, ids=[n for n, _ in ROUND_TRIPS])
@@ -478,7 +708,7 @@ def test_qwen3_moe_leading_dense_layers() -> None:
             model_from_hf_config({**QWEN3_30B_A3B, **bad}, name="q")
 
 
-@pytest.mark.parametrize("model_type", ["bert", "gemma2", None])
+@pytest.mark.parametrize("model_type", ["bert", "mamba", None])
 def test_unknown_model_type(model_type: str | None) -> None:
     config = {**LLAMA_3_1_70B, "model_type": model_type}
     if model_type is None:

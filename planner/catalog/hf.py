@@ -460,8 +460,10 @@ def _leading_layers(config: Config, key: str) -> int:
 
 
 def _deepseek_v3(config: Config) -> Fields:
-    """DeepseekV3ForCausalLM: MLA attention, ``first_k_dense_replace`` dense layers, then
-    DeepSeekMoE (routed + shared experts; ``noaux_tc`` routing adds a per-expert score bias)."""
+    """DeepseekV3ForCausalLM, and DeepseekV2ForCausalLM, whose config.json spells the same keys:
+    MLA attention (V2-Lite has no query compression, ``q_lora_rank`` null), ``first_k_dense_replace``
+    dense layers, then DeepSeekMoE (routed + shared experts; V3's ``noaux_tc`` routing adds a
+    per-expert score bias, V2's ``greedy`` / ``group_limited_greedy`` none)."""
     if _opt_int(config, "moe_layer_freq", 1) != 1:
         raise SpecError(
             "config.json moe_layer_freq != 1 cannot be expressed: ModelSpec only "
@@ -556,6 +558,102 @@ def _gpt2(config: Config) -> Fields:
     }
 
 
+def _gemma_layers(config: Config) -> Fields:
+    """What Gemma 1, 2 and 3 share: GeGLU (``hidden_activation``, else ``hidden_act``; the
+    reference MLP runs the tanh GELU whatever it says), RMSNorm, RoPE, an explicit head_dim and
+    the embedding tied to the output layer unless ``tie_word_embeddings`` says otherwise
+    (``GemmaConfig`` and its successors default it to true; the released config.json files
+    leave it out)."""
+    act_key = "hidden_activation" if config.get("hidden_activation") is not None else "hidden_act"
+    return {
+        **_attention(config),
+        "ffn_hidden_size": _int(config, "intermediate_size"),
+        "ffn_activation": _activation(config, act_key, "gelu_pytorch_tanh", _GATED),
+        "position_embedding": "rope",
+        "norm": "rmsnorm",
+        "tied_embeddings": _bool(config, "tie_word_embeddings", True),
+        "attention_bias": _bool(config, "attention_bias", False),
+        "attention_output_bias": _bool(config, "attention_bias", False),
+    }
+
+
+def _gemma(config: Config) -> Fields:
+    """GemmaForCausalLM (Gemma 1, arXiv 2403.08295): MHA or MQA, GeGLU, RMSNorm, tied
+    embeddings."""
+    return _gemma_layers(config)
+
+
+def _gemma2(config: Config) -> Fields:
+    """Gemma2ForCausalLM (arXiv 2408.00118): Gemma with a norm after each sub-block as well as
+    before (``post_norms``) and local sliding-window attention on every other layer, the even
+    ones (Hugging Face ``Gemma2DecoderLayer``: ``not bool(layer_idx % 2)``) unless
+    ``layer_types`` lists them. The soft-capping of the attention logits and of the output
+    logits is elementwise work inside kernels the planner already prices, and not modelled."""
+    sliding = _layer_types_sliding(config) or {
+        "sliding_window": _int(config, "sliding_window"),
+        "num_sliding_window_layers": (_int(config, "num_hidden_layers") + 1) // 2,
+    }
+    return {**_gemma_layers(config), "post_norms": True, **sliding}
+
+
+def _gemma3_text(config: Config) -> Fields:
+    """Gemma3ForCausalLM (arXiv 2503.19786): Gemma 2's layer with per-head q/k RMSNorm, and
+    ``sliding_window_pattern`` - 1 local layers for every global one (layer i is global when
+    (i + 1) is a multiple of the pattern), unless ``layer_types`` lists them."""
+    sliding = _layer_types_sliding(config)
+    if sliding is None:
+        layers = _int(config, "num_hidden_layers")
+        pattern = _positive_int(config, "sliding_window_pattern")
+        count = layers - layers // pattern
+        sliding = {
+            "sliding_window": _int(config, "sliding_window") if count else None,
+            "num_sliding_window_layers": count,
+        }
+    return {**_gemma_layers(config), "post_norms": True, "qk_norm": True, **sliding}
+
+
+def _gemma3_wrapper(config: Config) -> Fields:
+    """Gemma3ForConditionalGeneration's config.json holds the language model in ``text_config``
+    (and, like the class, leaves many keys to their defaults) beside a SigLIP vision tower: the
+    planner plans the decoder only, so it asks for that decoder's own config."""
+    raise SpecError(
+        "config.json model_type 'gemma3' is the multimodal wrapper: save its text_config, with "
+        "every key the class defaults (head_dim, vocab_size, ...) written out, as a "
+        "gemma3_text config.json; the vision encoder is not planned"
+    )
+
+
+def _qwen2_moe(config: Config) -> Fields:
+    """Qwen2MoeForCausalLM (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen2 attention (biases on q, k and
+    v), MoE on every layer except leading ``mlp_only_layers`` (``decoder_sparse_step`` must be
+    1): ``num_experts`` routed experts of width ``moe_intermediate_size``, top
+    ``num_experts_per_tok``, and one shared expert of width ``shared_expert_intermediate_size``
+    on every token. The shared expert's sigmoid gate (D weights per layer) is not counted."""
+    if _opt_int(config, "decoder_sparse_step", 1) != 1:
+        raise SpecError(
+            "config.json decoder_sparse_step != 1 (MoE on every k-th layer) "
+            "cannot be expressed: ModelSpec only has leading dense layers"
+        )
+    dense = _leading_layers(config, "mlp_only_layers")
+    shared = _opt_int(config, "shared_expert_intermediate_size", 0)
+    moe = {
+        "num_experts": _int(config, "num_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": _int(config, "moe_intermediate_size"),
+        "num_shared_experts": 1 if shared else 0,
+        "shared_expert_ffn_hidden_size": shared,
+        "first_dense_layers": dense,
+    }
+    ffn_hidden_size = _int(config, "intermediate_size") if dense else 0
+    return {
+        **_gated(config, ffn_hidden_size),
+        "attention_bias": True,
+        "attention_output_bias": False,
+        **_qwen_sliding(config),
+        "moe": moe,
+    }
+
+
 def _nemotron(config: Config) -> Fields:
     """NemotronForCausalLM: GQA, plain squared-ReLU MLP, LayerNorm (1p, with bias), partial
     RoPE (no parameters, so ignored); optional biases; head_dim from head_dim or kv_channels."""
@@ -579,7 +677,13 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "qwen2": _qwen2,
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
+    "deepseek_v2": _deepseek_v3,
     "deepseek_v3": _deepseek_v3,
+    "gemma": _gemma,
+    "gemma2": _gemma2,
+    "gemma3": _gemma3_wrapper,
+    "gemma3_text": _gemma3_text,
+    "qwen2_moe": _qwen2_moe,
     "gpt_oss": _gpt_oss,
     "gpt2": _gpt2,
     "nemotron": _nemotron,

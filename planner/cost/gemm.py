@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from planner.cost.params import norms_per_layer
+from planner.cost.params import layer_norms
 from planner.specs.base import FrozenSpec
 from planner.specs.hardware import GemmTiling
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
@@ -247,13 +247,13 @@ values (a parallel block's three-way add into the residual is counted the same).
 
 def norm_bytes_per_token(model: ModelSpec) -> float:
     """Forward HBM bytes per token of one layer's norms: 4 D each, two per layer or one in a
-    parallel block (:func:`planner.cost.params.norms_per_layer`).
+    parallel block, twice as many with post-norms (:func:`planner.cost.params.layer_norms`).
 
     >>> from planner.cost.params import _tiny
     >>> norm_bytes_per_token(_tiny())  # 2 x 4 x 64
     512.0
     """
-    return NORM_BYTES_PER_HIDDEN * norms_per_layer(model) * model.hidden_size
+    return NORM_BYTES_PER_HIDDEN * layer_norms(model) * model.hidden_size
 
 
 def norm_residual_bytes_per_token(model: ModelSpec) -> float:
@@ -337,7 +337,7 @@ def eager_extra_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     d = model.hidden_size
     extra = 0.0
     if model.norm == "rmsnorm":  # LayerNorm is one native kernel in eager PyTorch too
-        extra += (EAGER_NORM_BYTES_PER_VALUE - NORM_BYTES_PER_HIDDEN) * norms_per_layer(model) * d
+        extra += (EAGER_NORM_BYTES_PER_VALUE - NORM_BYTES_PER_HIDDEN) * layer_norms(model) * d
     if model.position_embedding == "rope":
         rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
         extra += (EAGER_ROPE_BYTES_PER_VALUE - FUSED_ROPE_BYTES_PER_VALUE) * rotated

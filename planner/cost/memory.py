@@ -15,7 +15,7 @@ import math
 from functools import lru_cache
 
 from planner.cost.compute import attention_head_dims
-from planner.cost.params import norms_per_layer
+from planner.cost.params import layer_norms
 from planner.specs.formats import NumberFormat, bits_per_value, bytes_per_value, element_bits
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -181,9 +181,9 @@ def ffn_activation_values(model: ModelSpec, width: int) -> float:
 
 def layer_activation_values_per_token(model: ModelSpec, layer_index: int, seq_len: int) -> float:
     """Values per token stored by one layer with flash attention and no recompute, unsharded:
-    the norm inputs (2 D; D for a parallel block's one norm), attention values, FFN (or top-k
-    routed + shared experts) values."""
-    per_token = float(norms_per_layer(model) * model.hidden_size)
+    the norm inputs (2 D; D for a parallel block's one norm; twice that with post-norms),
+    attention values, FFN (or top-k routed + shared experts) values."""
+    per_token = float(layer_norms(model) * model.hidden_size)
     per_token += attention_activation_values(model, seq_len, store_scores=False) / seq_len
     moe = model.moe
     if moe is not None and layer_index >= moe.first_dense_layers:
@@ -314,7 +314,7 @@ def replicated_values_without_sp(model: ModelSpec) -> float:
     >>> replicated_values_without_sp(_tiny())  # 4 x 64
     256.0
     """
-    norms = norms_per_layer(model)
+    norms = layer_norms(model)  # a post-norm's input and output are whole on every rank too
     return 2.0 * norms * model.hidden_size + (model.hidden_size if model.dropout else 0.0)
 
 

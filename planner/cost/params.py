@@ -34,6 +34,18 @@ def norms_per_layer(model: ModelSpec) -> int:
     return 1 if model.parallel_block else 2
 
 
+def layer_norms(model: ModelSpec) -> int:
+    """Normalisation layers of one block, counting each weight vector and each pass:
+    :func:`norms_per_layer`, twice that with post-norms (``ModelSpec.post_norms``: Gemma 2 and 3
+    normalise each sub-block's input and its output).
+
+    >>> from planner.cost.params import _tiny
+    >>> layer_norms(_tiny()), layer_norms(_tiny().model_copy(update={"post_norms": True}))
+    (2, 4)
+    """
+    return norms_per_layer(model) * (2 if model.post_norms else 1)
+
+
 def attention_params_per_layer(model: ModelSpec) -> int:
     """Weights of one attention block (projections, biases, q/k norms, sinks; not the pre-norm).
 
@@ -117,7 +129,7 @@ def layer_dense_and_expert_params(model: ModelSpec, layer_index: int) -> tuple[i
     >>> layer_dense_and_expert_params(_tiny(), 0)
     (41088, 0)
     """
-    dense = attention_params_per_layer(model) + norms_per_layer(model) * norm_params(model)
+    dense = attention_params_per_layer(model) + layer_norms(model) * norm_params(model)
     moe = model.moe
     if moe is None or layer_index < moe.first_dense_layers:
         return dense + ffn_params(model, model.ffn_hidden_size), 0
@@ -145,7 +157,7 @@ def embedding_params(model: ModelSpec) -> int:
 
 def layer_params(model: ModelSpec, layer_index: int, *, active: bool = False) -> int:
     """Weights of transformer block ``layer_index`` (0-based): attention, its norms, FFN or MoE."""
-    count = attention_params_per_layer(model) + norms_per_layer(model) * norm_params(model)
+    count = attention_params_per_layer(model) + layer_norms(model) * norm_params(model)
     if model.moe is not None and layer_index >= model.moe.first_dense_layers:
         return count + moe_layer_params(model, active=active)
     return count + ffn_params(model, model.ffn_hidden_size)

@@ -17,6 +17,7 @@ from planner.cost.params import (
     attention_params_per_layer,
     embedding_params,
     layer_dense_and_expert_params,
+    layer_norms,
     norm_params,
 )
 from planner.cost.serving_moe import experts_touched
@@ -218,7 +219,7 @@ def _layer_weight_bytes(
     tp, routed experts / tp (ep ranks x tp/ep expert-TP), norms replicated."""
     dense, routed = layer_dense_and_expert_params(model, layer_index)
     attention = attention_params_per_layer(model)
-    norms = 2 * norm_params(model)
+    norms = layer_norms(model) * norm_params(model)
     ffn_dense = dense - attention - norms
     dense_fmt, expert_fmt = linear_formats(model, weight_format)
     attention_here = split_attention_params(model, layout.attention_tp)
@@ -364,7 +365,7 @@ def weight_bytes_read_per_step(
     moe = model.moe
     touched = experts_touched(moe.num_experts, moe.top_k, tokens, skew) if moe else 0.0
     attention = attention_params_per_layer(model)
-    norms = 2 * norm_params(model)
+    norms = layer_norms(model) * norm_params(model)
     total = 0.0
     for i in range(model.num_layers):
         dense, routed = layer_dense_and_expert_params(model, i)

@@ -220,6 +220,11 @@ class ModelSpec(FrozenSpec):
     residual at once (GPT-J; PaLM, arXiv 2204.02311 section 2; MegaScale's parallel transformer
     block): one norm per layer instead of two, and with tensor parallelism one reduction of the
     summed outputs instead of one per sub-block."""
+    post_norms: bool = False
+    """Each sub-block's output is normalised again before the residual add (Gemma 2 and 3's
+    ``post_attention_layernorm`` and ``post_feedforward_layernorm``, Hugging Face
+    ``Gemma2DecoderLayer``): one more norm per sub-block, its weights, HBM passes and saved
+    input; the tensor-parallel collectives are unchanged."""
     attention_bias: bool = False
     """Q/K/V projections have biases (Qwen2, GPT-2, gpt-oss)."""
     attention_output_bias: bool = False
