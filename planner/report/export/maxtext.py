@@ -254,7 +254,7 @@ def _model(job: ExportJob) -> dict[str, Value]:
         out["shared_experts"] = moe.num_shared_experts
     plain = (  # what the llama2 / mixtral decoder blocks run
         model.norm == "rmsnorm" and model.position_embedding == "rope" and model.mla is None
-        and not model.parallel_block and model.sliding_window is None
+        and not model.parallel_block and model.sliding_window is None and not model.post_norms
     )  # fmt: skip
     mtp = mtp_layers(job)[0]
     if mtp:

@@ -261,6 +261,7 @@ def _architecture(job: ExportJob) -> Group:
     unexpressed = [
         ("sliding-window attention", model.num_sliding_window_layers > 0),
         ("attention sinks", model.attention_sinks),
+        ("a norm after each sub-block (Gemma 2/3)", model.post_norms),
         ("a router bias", model.moe is not None and model.moe.router_bias),
     ]
     for what, present in unexpressed:
