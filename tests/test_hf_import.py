@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from planner.catalog.hf import SUPPORTED_MODEL_TYPES, model_from_hf_config
-from planner.cost.params import active_params, total_params
+from planner.cost.params import active_params, embedding_params, total_params
 from planner.errors import SpecError
 from planner.specs.model import ModelSpec
 
@@ -516,6 +516,45 @@ DEEPSEEK_V2_LITE: dict[str, object] = {
     "vocab_size": 102400,
 }
 
+# https://huggingface.co/zai-org/GLM-4.5-Air/blob/main/config.json
+GLM_4_5_AIR: dict[str, object] = {
+    "architectures": ["Glm4MoeForCausalLM"],
+    "attention_bias": True,
+    "attention_dropout": 0.0,
+    "eos_token_id": [151329, 151336, 151338],
+    "first_k_dense_replace": 1,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 10944,
+    "max_position_embeddings": 131072,
+    "model_type": "glm4_moe",
+    "moe_intermediate_size": 1408,
+    "n_group": 1,
+    "n_routed_experts": 128,
+    "n_shared_experts": 1,
+    "norm_topk_prob": True,
+    "num_attention_heads": 96,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 46,
+    "num_key_value_heads": 8,
+    "num_nextn_predict_layers": 1,
+    "pad_token_id": 151329,
+    "partial_rotary_factor": 0.5,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": None,
+    "rope_theta": 1000000,
+    "routed_scaling_factor": 1.0,
+    "tie_word_embeddings": False,
+    "topk_group": 1,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.54.1",
+    "use_cache": True,
+    "use_qk_norm": False,
+    "vocab_size": 151552,
+}
+
 ROUND_TRIPS = [
     ("llama3.1-70b", LLAMA_3_1_70B),
     ("mixtral-8x7b", MIXTRAL_8X7B),
@@ -558,7 +597,7 @@ PUBLISHED_TOTALS = [
 
 def test_every_supported_family_has_a_config_here() -> None:
     configs = [c for _, c in ROUND_TRIPS] + [c for _, c, _ in EXACT_TOTALS]
-    configs += [c for _, c, *_ in PUBLISHED_TOTALS]
+    configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR]
     wrappers = {"gemma3"}  # refused with a one-line error (test_gemma3_wrapper_is_refused)
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
@@ -587,6 +626,16 @@ def test_gemma_layers() -> None:
     v2 = model_from_hf_config(DEEPSEEK_V2_LITE, name="v2")
     assert v2.mla is not None and v2.mla.q_lora_rank == 0 and v2.moe is not None
     assert not v2.moe.router_bias and v2.moe.num_shared_experts == 2
+
+
+def test_glm4_moe_against_its_report() -> None:
+    # zai-org/GLM-4.5-Air model card: "106 billion total parameters and 12 billion active
+    # parameters" (active without the embeddings); the checkpoint's MTP layer is not a decoder layer
+    spec = model_from_hf_config(GLM_4_5_AIR, name="glm-4.5-air")
+    assert abs(total_params(spec) / 106e9 - 1) < 0.01
+    assert abs((active_params(spec) - embedding_params(spec)) / 12e9 - 1) < 0.02
+    assert spec.moe is not None and spec.moe.first_dense_layers == 1 and spec.moe.router_bias
+    assert spec.rotary_fraction == 0.5 and spec.attention_bias and not spec.attention_output_bias
 
 
 def test_gemma3_wrapper_is_refused() -> None:

@@ -654,6 +654,34 @@ def _qwen2_moe(config: Config) -> Fields:
     }
 
 
+def _glm4_moe(config: Config) -> Fields:
+    """Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air): GQA with biases on q, k and v (not o), an
+    explicit head_dim (N x H may exceed D), optional per-head q/k RMSNorm (``use_qk_norm``),
+    partial RoPE, ``first_k_dense_replace`` dense layers, then MoE with one shared expert of
+    ``n_shared_experts`` x the expert width and DeepSeek-V3's biased (``noaux_tc``) router. The
+    multi-token-prediction layer the checkpoint holds (``num_nextn_predict_layers``) is planned
+    only when asked (``--mtp-num-layers``), as for DeepSeek-V3."""
+    expert_width = _int(config, "moe_intermediate_size")
+    shared = _opt_int(config, "n_shared_experts", 0)
+    moe = {
+        "num_experts": _int(config, "n_routed_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": expert_width,
+        "num_shared_experts": 1 if shared else 0,
+        "shared_expert_ffn_hidden_size": shared * expert_width,
+        "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
+        "router_bias": True,
+    }
+    dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
+    return {
+        **_gated(config, dense_width),
+        "attention_bias": _bool(config, "attention_bias", False),
+        "attention_output_bias": False,
+        "qk_norm": _bool(config, "use_qk_norm", False),
+        "moe": moe,
+    }
+
+
 def _nemotron(config: Config) -> Fields:
     """NemotronForCausalLM: GQA, plain squared-ReLU MLP, LayerNorm (1p, with bias), partial
     RoPE (no parameters, so ignored); optional biases; head_dim from head_dim or kv_channels."""
@@ -684,6 +712,7 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "gemma3": _gemma3_wrapper,
     "gemma3_text": _gemma3_text,
     "qwen2_moe": _qwen2_moe,
+    "glm4_moe": _glm4_moe,
     "gpt_oss": _gpt_oss,
     "gpt2": _gpt2,
     "nemotron": _nemotron,
