@@ -752,9 +752,21 @@ def test_qwen3_moe_leading_dense_layers() -> None:
     spec = model_from_hf_config({**QWEN3_30B_A3B, "mlp_only_layers": [0, 1]}, name="q")
     assert spec.moe is not None and spec.moe.first_dense_layers == 2
     assert spec.ffn_hidden_size == 6144
-    for bad in ({"mlp_only_layers": [5]}, {"decoder_sparse_step": 2}):
-        with pytest.raises(SpecError, match="cannot be expressed"):
-            model_from_hf_config({**QWEN3_30B_A3B, **bad}, name="q")
+    with pytest.raises(SpecError, match="cannot be expressed"):
+        model_from_hf_config({**QWEN3_30B_A3B, "mlp_only_layers": [5]}, name="q")
+
+
+def test_decoder_sparse_step_interleaves_dense_layers() -> None:
+    # Qwen3MoeDecoderLayer: MoE where (layer_idx + 1) % decoder_sparse_step == 0, else a dense
+    # MLP of intermediate_size (6144 here)
+    spec = model_from_hf_config({**QWEN3_30B_A3B, "decoder_sparse_step": 2}, name="q")
+    assert spec.moe is not None and spec.moe.layer_step == 2
+    assert [spec.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    assert spec.num_moe_layers == 24 and spec.ffn_hidden_size == 6144
+    every = model_from_hf_config(QWEN3_30B_A3B, name="q")
+    dense_mlp = 3 * 2048 * 6144
+    experts = 128 * 3 * 2048 * 768 + 2048 * 128  # and the router
+    assert total_params(every) - total_params(spec) == 24 * (experts - dense_mlp)
 
 
 @pytest.mark.parametrize("model_type", ["bert", "mamba", None])

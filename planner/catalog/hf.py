@@ -431,20 +431,19 @@ def _qwen3_layers(config: Config, ffn_hidden_size: int) -> Fields:
 def _qwen3_moe(config: Config) -> Fields:
     """Qwen3MoeForCausalLM: Qwen3 attention; MoE FFNs (``num_experts``, top
     ``num_experts_per_tok``, width ``moe_intermediate_size``) on every layer except leading
-    ``mlp_only_layers``; ``decoder_sparse_step`` must be 1."""
-    if _opt_int(config, "decoder_sparse_step", 1) != 1:
-        raise SpecError(
-            "config.json decoder_sparse_step != 1 (MoE on every k-th layer) "
-            "cannot be expressed: ModelSpec only has leading dense layers"
-        )
+    ``mlp_only_layers``, on every ``decoder_sparse_step``-th layer (``MoESpec.layer_step``)."""
     dense = _leading_layers(config, "mlp_only_layers")
     moe = {
         "num_experts": _int(config, "num_experts"),
         "top_k": _int(config, "num_experts_per_tok"),
         "expert_ffn_hidden_size": _int(config, "moe_intermediate_size"),
         "first_dense_layers": dense,
+        "layer_step": _positive_int(config, "decoder_sparse_step")
+        if config.get("decoder_sparse_step") is not None
+        else 1,
     }
-    ffn_hidden_size = _int(config, "intermediate_size") if dense else 0
+    dense_ffn = dense or moe["layer_step"] > 1
+    ffn_hidden_size = _int(config, "intermediate_size") if dense_ffn else 0
     return {**_qwen3_layers(config, ffn_hidden_size), "moe": moe}
 
 
@@ -625,15 +624,10 @@ def _gemma3_wrapper(config: Config) -> Fields:
 
 def _qwen2_moe(config: Config) -> Fields:
     """Qwen2MoeForCausalLM (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen2 attention (biases on q, k and
-    v), MoE on every layer except leading ``mlp_only_layers`` (``decoder_sparse_step`` must be
-    1): ``num_experts`` routed experts of width ``moe_intermediate_size``, top
+    v), MoE on every ``decoder_sparse_step``-th layer except leading ``mlp_only_layers``:
+    ``num_experts`` routed experts of width ``moe_intermediate_size``, top
     ``num_experts_per_tok``, and one shared expert of width ``shared_expert_intermediate_size``
     on every token. The shared expert's sigmoid gate (D weights per layer) is not counted."""
-    if _opt_int(config, "decoder_sparse_step", 1) != 1:
-        raise SpecError(
-            "config.json decoder_sparse_step != 1 (MoE on every k-th layer) "
-            "cannot be expressed: ModelSpec only has leading dense layers"
-        )
     dense = _leading_layers(config, "mlp_only_layers")
     shared = _opt_int(config, "shared_expert_intermediate_size", 0)
     moe = {
@@ -643,8 +637,12 @@ def _qwen2_moe(config: Config) -> Fields:
         "num_shared_experts": 1 if shared else 0,
         "shared_expert_ffn_hidden_size": shared,
         "first_dense_layers": dense,
+        "layer_step": _positive_int(config, "decoder_sparse_step")
+        if config.get("decoder_sparse_step") is not None
+        else 1,
     }
-    ffn_hidden_size = _int(config, "intermediate_size") if dense else 0
+    dense_ffn = dense or moe["layer_step"] > 1
+    ffn_hidden_size = _int(config, "intermediate_size") if dense_ffn else 0
     return {
         **_gated(config, ffn_hidden_size),
         "attention_bias": True,

@@ -131,7 +131,7 @@ def layer_dense_and_expert_params(model: ModelSpec, layer_index: int) -> tuple[i
     """
     dense = attention_params_per_layer(model) + layer_norms(model) * norm_params(model)
     moe = model.moe
-    if moe is None or layer_index < moe.first_dense_layers:
+    if moe is None or not model.is_moe_layer(layer_index):
         return dense + ffn_params(model, model.ffn_hidden_size), 0
     router = model.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
     shared_width = moe.shared_expert_width
@@ -158,7 +158,7 @@ def embedding_params(model: ModelSpec) -> int:
 def layer_params(model: ModelSpec, layer_index: int, *, active: bool = False) -> int:
     """Weights of transformer block ``layer_index`` (0-based): attention, its norms, FFN or MoE."""
     count = attention_params_per_layer(model) + layer_norms(model) * norm_params(model)
-    if model.moe is not None and layer_index >= model.moe.first_dense_layers:
+    if model.is_moe_layer(layer_index):
         return count + moe_layer_params(model, active=active)
     return count + ffn_params(model, model.ffn_hidden_size)
 

@@ -65,7 +65,6 @@ def layer_table(model: ModelSpec, seq_len: int) -> LayerTable:
     """Tabulate every per-layer term of ``model`` at ``seq_len``."""
     layers = range(model.num_layers)
     split = [layer_dense_and_expert_params(model, i) for i in layers]
-    moe = model.moe
     attention = [
         attention_core_flops_per_token(model, seq_len, sliding=is_sliding_layer(model, i))
         for i in layers
@@ -80,5 +79,5 @@ def layer_table(model: ModelSpec, seq_len: int) -> LayerTable:
         ),
         score_values=_prefix([score_activation_values_per_token(model, seq_len) for _ in layers]),
         gemm_input_values=_prefix([layer_gemm_input_values_per_token(model, i) for i in layers]),
-        moe_layers=_prefix([1.0 if moe and i >= moe.first_dense_layers else 0.0 for i in layers]),
+        moe_layers=_prefix([1.0 if model.is_moe_layer(i) else 0.0 for i in layers]),
     )

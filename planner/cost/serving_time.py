@@ -366,7 +366,7 @@ def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
     model, lay = setup.model, setup.layout
     tokens_attn = sum(load.per_rank(lay.attention_dp))
     tokens_ffn = load.decode_sequences + load.prefill_tokens
-    moe_layer = model.moe is not None and layer_index >= model.moe.first_dense_layers
+    moe_layer = model.is_moe_layer(layer_index)
     dense_fmt, _ = linear_formats(model, lay.precision)
     gemms = attention_gemms(model, tokens_attn, lay.attention_tp)
     if not moe_layer:
@@ -389,7 +389,7 @@ def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
 
 
 def _layer_kind(model: ModelSpec, index: int) -> tuple[bool, bool]:
-    moe = model.moe is not None and index >= model.moe.first_dense_layers
+    moe = model.is_moe_layer(index)
     return moe, is_sliding_layer(model, index)
 
 

@@ -50,6 +50,11 @@ class MoESpec(FrozenSpec):
     """Intermediate width of one shared expert; 0 = same as a routed expert."""
     first_dense_layers: NonNegativeInt = 0
     """Leading layers that use a dense FFN instead of MoE (DeepSeek-V3: 3)."""
+    layer_step: PositiveInt = 1
+    """After the leading dense layers, every ``layer_step``-th layer is MoE and the others are
+    dense: layer i is MoE when (i + 1) is a multiple of it (Hugging Face Llama 4's
+    ``interleave_moe_layer_step``, Qwen2/3-MoE's ``decoder_sparse_step``: Llama 4 Maverick
+    alternates, 2); 1 = every layer."""
     router_bias: bool = False
     """The router (gate) projection has a bias (gpt-oss)."""
 
@@ -141,6 +146,7 @@ SIZE_LIMITS: dict[str, int] = {
     "moe.expert_ffn_hidden_size": 2**24,
     "moe.num_shared_experts": 2**10,
     "moe.shared_expert_ffn_hidden_size": 2**24,
+    "moe.layer_step": 2**14,
     "mla.q_lora_rank": 2**20,
     "mla.kv_lora_rank": 2**20,
     "mla.qk_rope_head_dim": 2**14,
@@ -273,8 +279,7 @@ class ModelSpec(FrozenSpec):
             raise ValueError("num_sliding_window_layers exceeds num_layers")
         if self.num_sliding_window_layers and self.sliding_window is None:
             raise ValueError("num_sliding_window_layers > 0 needs sliding_window")
-        dense_layers = self.num_layers if self.moe is None else self.moe.first_dense_layers
-        if dense_layers and self.ffn_hidden_size == 0:
+        if self.num_dense_layers and self.ffn_hidden_size == 0:
             raise ValueError("ffn_hidden_size must be > 0 when the model has dense FFN layers")
         if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
             raise ValueError("moe.first_dense_layers exceeds num_layers")
@@ -294,10 +299,18 @@ class ModelSpec(FrozenSpec):
         """True when the FFN has gate, up and down matrices."""
         return self.ffn_activation in GATED_ACTIVATIONS
 
+    def is_moe_layer(self, layer_index: int) -> bool:
+        """Whether layer ``layer_index`` (0-based) has a mixture-of-experts FFN: past the leading
+        dense layers, every ``moe.layer_step``-th one (:attr:`MoESpec.layer_step`)."""
+        moe = self.moe
+        if moe is None or layer_index < moe.first_dense_layers:
+            return False
+        return (layer_index + 1) % moe.layer_step == 0
+
     @property
     def num_moe_layers(self) -> int:
         """Layers whose FFN is a mixture of experts."""
-        return 0 if self.moe is None else self.num_layers - self.moe.first_dense_layers
+        return sum(1 for i in range(self.num_layers) if self.is_moe_layer(i))
 
     @property
     def num_dense_layers(self) -> int:

@@ -251,6 +251,8 @@ def _model(job: ExportJob) -> dict[str, Value]:
         out["num_experts_per_tok"] = moe.top_k
         out["base_moe_mlp_dim"] = moe.expert_ffn_hidden_size
         out["first_num_dense_layers"] = moe.first_dense_layers
+        if moe.layer_step > 1:  # MaxText's Llama 4 decoder interleaves dense and MoE layers
+            out["interleave_moe_layer_step"] = moe.layer_step
         out["shared_experts"] = moe.num_shared_experts
     plain = (  # what the llama2 / mixtral decoder blocks run
         model.norm == "rmsnorm" and model.position_embedding == "rope" and model.mla is None

@@ -383,7 +383,10 @@ def _moe(model: ModelSpec) -> list[str]:
     if moe.num_shared_experts:
         width = moe.shared_expert_width
         args += ["--moe-shared-expert-intermediate-size", str(moe.num_shared_experts * width)]
-    if moe.first_dense_layers:
+    if moe.layer_step > 1:  # Megatron-LM's pattern: 1 = MoE, one entry per layer
+        pattern = [int(model.is_moe_layer(i)) for i in range(model.num_layers)]
+        args += ["--moe-layer-freq", "[" + ",".join(map(str, pattern)) + "]"]
+    elif moe.first_dense_layers:
         dense, sparse = moe.first_dense_layers, model.num_layers - moe.first_dense_layers
         args += ["--moe-layer-freq", f"([0]*{dense}+[1]*{sparse})"]
     return args
