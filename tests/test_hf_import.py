@@ -555,6 +555,50 @@ GLM_4_5_AIR: dict[str, object] = {
     "vocab_size": 151552,
 }
 
+# The text_config of https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E/blob/main/config.json
+# (the keys the mapping reads; moe_layers and no_rope_layers left to Llama4TextConfig's defaults)
+LLAMA_4_SCOUT_TEXT: dict[str, object] = {
+    "attention_bias": False,
+    "attention_chunk_size": 8192,
+    "attention_dropout": 0.0,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "interleave_moe_layer_step": 1,
+    "intermediate_size": 8192,
+    "intermediate_size_mlp": 16384,
+    "max_position_embeddings": 10485760,
+    "model_type": "llama4_text",
+    "num_attention_heads": 40,
+    "num_experts_per_tok": 1,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 8,
+    "num_local_experts": 16,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {
+        "factor": 16.0,
+        "high_freq_factor": 1.0,
+        "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "use_qk_norm": True,
+    "vocab_size": 202048,
+}
+
+# Llama 4 Maverick's text_config differs in its experts (128), their interleaving (every other
+# layer; the dense ones 16384 wide) and its RoPE (no scaling, no q/k norm)
+LLAMA_4_MAVERICK_TEXT: dict[str, object] = {
+    **LLAMA_4_SCOUT_TEXT,
+    "interleave_moe_layer_step": 2,
+    "max_position_embeddings": 1048576,
+    "num_local_experts": 128,
+    "rope_scaling": None,
+    "use_qk_norm": False,
+}
+
 ROUND_TRIPS = [
     ("llama3.1-70b", LLAMA_3_1_70B),
     ("mixtral-8x7b", MIXTRAL_8X7B),
@@ -597,8 +641,8 @@ PUBLISHED_TOTALS = [
 
 def test_every_supported_family_has_a_config_here() -> None:
     configs = [c for _, c in ROUND_TRIPS] + [c for _, c, _ in EXACT_TOTALS]
-    configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR]
-    wrappers = {"gemma3"}  # refused with a one-line error (test_gemma3_wrapper_is_refused)
+    configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR, LLAMA_4_SCOUT_TEXT]
+    wrappers = {"gemma3", "llama4"}  # refused with a one-line error (test_wrappers_are_refused)
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
 
@@ -638,11 +682,34 @@ def test_glm4_moe_against_its_report() -> None:
     assert spec.rotary_fraction == 0.5 and spec.attention_bias and not spec.attention_output_bias
 
 
-def test_gemma3_wrapper_is_refused() -> None:
-    wrapper = {"model_type": "gemma3", "text_config": dict(GEMMA_3_1B)}
+@pytest.mark.parametrize(
+    ("model_type", "text"), [("gemma3", GEMMA_3_1B), ("llama4", LLAMA_4_SCOUT_TEXT)]
+)
+def test_wrappers_are_refused(model_type: str, text: dict[str, object]) -> None:
+    wrapper = {"model_type": model_type, "text_config": dict(text)}
     with pytest.raises(SpecError, match="save its text_config") as err:
-        model_from_hf_config(wrapper, name="g")
+        model_from_hf_config(wrapper, name="w")
     assert "\n" not in str(err.value)
+
+
+def test_llama4_against_its_model_cards() -> None:
+    # meta-llama model cards: Scout 17B active / 109B total, Maverick 17B active / 400B total
+    # (the whole multimodal checkpoints; the decoders alone compute to 107.8B and 400.7B)
+    scout = model_from_hf_config(LLAMA_4_SCOUT_TEXT, name="scout")
+    maverick = model_from_hf_config(LLAMA_4_MAVERICK_TEXT, name="maverick")
+    assert abs(total_params(scout) / 109e9 - 1) < 0.015
+    assert abs(total_params(maverick) / 400e9 - 1) < 0.01
+    for spec in (scout, maverick):
+        assert abs(active_params(spec) / 17e9 - 1) < 0.015
+        # three chunked (RoPE) layers to one global (NoPE) one
+        assert (spec.local_attention, spec.sliding_window) == ("chunked", 8192)
+        assert spec.num_sliding_window_layers == 36
+    assert scout.num_moe_layers == 48 and maverick.num_moe_layers == 24
+    assert maverick.ffn_hidden_size == 16384 and maverick.is_moe_layer(1)
+    assert not maverick.is_moe_layer(0)
+    bad = {**LLAMA_4_MAVERICK_TEXT, "moe_layers": [0, 1]}
+    with pytest.raises(SpecError, match="cannot be expressed"):
+        model_from_hf_config(bad, name="m")
 
 
 @pytest.mark.parametrize(("name", "config"), ROUND_TRIPS, ids=[n for n, _ in ROUND_TRIPS])

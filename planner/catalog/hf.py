@@ -680,6 +680,64 @@ def _glm4_moe(config: Config) -> Fields:
     }
 
 
+def _llama4_text(config: Config) -> Fields:
+    """Llama4ForCausalLM (Llama 4 Scout and Maverick, their ``text_config``): GQA with an
+    explicit head_dim; every ``interleave_moe_layer_step``-th layer is MoE (``num_local_experts``
+    of width ``intermediate_size``, top ``num_experts_per_tok``, plus one shared expert of the same
+    width), the others dense of width ``intermediate_size_mlp`` (Maverick alternates); the layers
+    that apply RoPE (``no_rope_layers`` 1; by default all but every fourth) attend within chunks
+    of ``attention_chunk_size`` tokens, the others (NoPE) to the whole sequence. ``use_qk_norm``
+    is a weightless L2 norm: no parameters, and its elementwise pass is not priced."""
+    layers = _int(config, "num_hidden_layers")
+    step = _positive_int(config, "interleave_moe_layer_step")
+    explicit = config.get("moe_layers")
+    if explicit is not None and explicit != [i for i in range(layers) if (i + 1) % step == 0]:
+        raise SpecError(
+            f"config.json moe_layers {short_repr(explicit)} cannot be expressed: ModelSpec puts "
+            "MoE on every interleave_moe_layer_step-th layer"
+        )
+    rope_layers = config.get("no_rope_layers")
+    if rope_layers is None:
+        chunked = sum(1 for i in range(layers) if (i + 1) % 4)
+    elif isinstance(rope_layers, list) and len(rope_layers) == layers:
+        chunked = sum(1 for flag in rope_layers if flag)
+    else:
+        raise SpecError(
+            f"config.json no_rope_layers must list one 0/1 flag per layer, got {short_repr(rope_layers)}"
+        )
+    width = _int(config, "intermediate_size")
+    moe = {
+        "num_experts": _int(config, "num_local_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": width,
+        "num_shared_experts": 1,
+        "layer_step": step,
+    }
+    chunk = config.get("attention_chunk_size")
+    local: Fields = {"sliding_window": None, "num_sliding_window_layers": 0}
+    if chunk is not None and chunked:
+        local = {
+            "sliding_window": _positive_int(config, "attention_chunk_size"),
+            "num_sliding_window_layers": chunked,
+            "local_attention": "chunked",
+        }
+    return {
+        **_gated(config, _int(config, "intermediate_size_mlp") if step > 1 else 0),
+        **_biases(config),
+        **local,
+        "moe": moe,
+    }
+
+
+def _llama4_wrapper(config: Config) -> Fields:
+    """Llama4ForConditionalGeneration's config.json holds the language model in ``text_config``
+    beside the vision tower: the planner plans the decoder only."""
+    raise SpecError(
+        "config.json model_type 'llama4' is the multimodal wrapper: save its text_config as a "
+        "llama4_text config.json; the vision encoder is not planned"
+    )
+
+
 def _nemotron(config: Config) -> Fields:
     """NemotronForCausalLM: GQA, plain squared-ReLU MLP, LayerNorm (1p, with bias), partial
     RoPE (no parameters, so ignored); optional biases; head_dim from head_dim or kv_channels."""
@@ -698,6 +756,8 @@ def _nemotron(config: Config) -> Fields:
 
 _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "llama": _llama,
+    "llama4": _llama4_wrapper,
+    "llama4_text": _llama4_text,
     "mistral": _mistral,
     "mixtral": _mixtral,
     "qwen2": _qwen2,

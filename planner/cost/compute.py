@@ -8,6 +8,7 @@ the forward (input and weight gradients): training = 3x forward = "6 N per token
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from planner.cost.params import layer_params
@@ -15,18 +16,26 @@ from planner.specs.framework import CpImpl
 from planner.specs.model import ModelSpec
 
 
-def mean_attended_positions(seq_len: int, window: int | None) -> float:
-    """Average keys a query attends to under a causal mask, optionally with a sliding window.
+def mean_attended_positions(seq_len: int, window: int | None, *, chunked: bool = False) -> float:
+    """Average keys a query attends to under a causal mask, optionally with a sliding window or,
+    ``chunked``, within fixed chunks of ``window`` tokens (Llama 4's chunked attention: a query
+    sees the earlier tokens of its own chunk only).
 
-    Full causal: (T + 1) / 2. Window w < T: (w(w + 1)/2 + (T - w) w) / T.
+    Full causal: (T + 1) / 2. Window w < T: (w(w + 1)/2 + (T - w) w) / T. Chunks of c, with
+    T = k c + r: (k c(c + 1)/2 + r(r + 1)/2) / T.
 
     >>> mean_attended_positions(4, None)
     2.5
     >>> mean_attended_positions(4, 2)
     1.75
+    >>> mean_attended_positions(4, 2, chunked=True)  # chunks [1, 2] [1, 2]
+    1.5
     """
     if window is None or window >= seq_len:
         return (seq_len + 1) / 2
+    if chunked:
+        chunks, rest = divmod(seq_len, window)
+        return (chunks * window * (window + 1) / 2 + rest * (rest + 1) / 2) / seq_len
     return (window * (window + 1) / 2 + (seq_len - window) * window) / seq_len
 
 
@@ -191,17 +200,45 @@ def attention_core_flops_per_token(model: ModelSpec, seq_len: int, *, sliding: b
     """
     qk_dim, v_dim = attention_head_dims(model)
     window = model.sliding_window if sliding else None
-    positions = mean_attended_positions(seq_len, window)
+    positions = mean_attended_positions(
+        seq_len, window, chunked=model.local_attention == "chunked"
+    )
     return 2.0 * model.num_attention_heads * (qk_dim + v_dim) * positions
 
 
 def is_sliding_layer(model: ModelSpec, layer_index: int) -> bool:
-    """Whether layer ``layer_index`` uses the sliding window (alternating, starting at layer 0,
-    as gpt-oss does: its ``layer_types`` begin with "sliding_attention")."""
-    if not model.num_sliding_window_layers:
+    """Whether layer ``layer_index`` is one of the ``num_sliding_window_layers`` local ones
+    (sliding window or chunk): every layer but the global ones of :func:`global_layers`.
+
+    >>> from planner.cost.params import _tiny
+    >>> m = _tiny().model_copy(update={"num_layers": 12, "sliding_window": 8,
+    ...                                "num_sliding_window_layers": 10})
+    >>> [i for i in range(12) if not is_sliding_layer(m, i)]  # Gemma 3's five local to one
+    [5, 11]
+    """
+    local = model.num_sliding_window_layers
+    if not local:
         return False
-    stride = model.num_layers / model.num_sliding_window_layers
-    return int(layer_index % round(stride)) == 0 if stride >= 1 else True
+    return layer_index not in global_layers(model.num_layers, model.num_layers - local)
+
+
+@lru_cache(maxsize=256)
+def global_layers(num_layers: int, num_global: int) -> frozenset[int]:
+    """The full-attention layers among local ones: the last of every round(L / G) layers, as
+    gpt-oss and Gemma 2 (every other layer, the odd ones global), Gemma 3 (five local to one)
+    and Llama 4 (three chunked to one) place them; where rounding leaves fewer than G such
+    layers, G spread evenly (floor((j + 1) L / G) - 1).
+
+    >>> sorted(global_layers(36, 18))[:3], sorted(global_layers(26, 4)), len(global_layers(10, 6))
+    ([1, 3, 5], [5, 11, 17, 23], 6)
+    """
+    if num_global <= 0:
+        return frozenset()
+    stride = max(1, round(num_layers / num_global))
+    picks = [i for i in range(num_layers) if (i + 1) % stride == 0][:num_global]
+    if len(picks) < num_global:
+        picks = [math.floor((j + 1) * num_layers / num_global) - 1 for j in range(num_global)]
+    return frozenset(picks)
 
 
 def linear_flops_per_token(model: ModelSpec, layer_index: int) -> float:

@@ -247,6 +247,11 @@ class ModelSpec(FrozenSpec):
     """Window of the sliding-window attention layers (tokens); None = all layers full."""
     num_sliding_window_layers: NonNegativeInt = 0
     """How many of the layers use the sliding window (gpt-oss: every other layer)."""
+    local_attention: Literal["sliding", "chunked"] = "sliding"
+    """How those local layers restrict attention: a window of the last ``sliding_window``
+    tokens, or chunks of ``sliding_window`` tokens, each query seeing its own chunk only (Llama
+    4's ``attention_chunk_size``). Serving bounds a chunked layer's KV cache by the chunk, as a
+    window's."""
     mla: MLASpec | None = None
     """Multi-head latent attention; None for MHA/GQA/MQA."""
     moe: MoESpec | None = None
