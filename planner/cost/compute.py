@@ -200,9 +200,7 @@ def attention_core_flops_per_token(model: ModelSpec, seq_len: int, *, sliding: b
     """
     qk_dim, v_dim = attention_head_dims(model)
     window = model.sliding_window if sliding else None
-    positions = mean_attended_positions(
-        seq_len, window, chunked=model.local_attention == "chunked"
-    )
+    positions = mean_attended_positions(seq_len, window, chunked=model.local_attention == "chunked")
     return 2.0 * model.num_attention_heads * (qk_dim + v_dim) * positions
 
 

@@ -17,6 +17,7 @@ layer. The backward pass runs two GEMMs of the same FLOPs with other output shap
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import NamedTuple
 
 from planner.cost.params import layer_norms
@@ -124,6 +125,7 @@ def layer_gemms(
     return gemms
 
 
+@lru_cache(maxsize=65536)
 def wave_efficiency(rows: float, cols: float, tiling: GemmTiling, *, groups: float = 1) -> float:
     """Share of the machine's tile slots a GEMM with a ``rows`` x ``cols`` output keeps busy.
 

@@ -13,13 +13,14 @@ and, when it does not reshard after the forward, the whole stage's gathered para
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from planner.cost.memory import (
     GRAD_BYTES,
     SHARDED_MAIN_GRAD_BYTES,
     optimizer_state_bytes_per_param,
     weight_bytes,
 )
-from planner.specs.base import FrozenSpec
 from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.workload import TrainWorkload
@@ -99,7 +100,7 @@ def shard_ranks(workload: TrainWorkload, layout: Layout) -> int:
     return group if group is not None else layout.dp * layout.cp
 
 
-class ShardedState(FrozenSpec):
+class ShardedState(NamedTuple):
     """Bytes one GPU holds of its stage's model state."""
 
     weights: float
@@ -194,7 +195,7 @@ def sharded_state_bytes(
     if layout.zero < 3:
         grads = grad * (shard if layout.zero >= 2 else total)
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
-        return ShardedState.model_construct(
+        return ShardedState(
             weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
         )
     shard_grad = GRAD_BYTES["fp32"] if workload.fp32_params else grad
@@ -204,7 +205,7 @@ def sharded_state_bytes(
         if workload.pp_grad_sync == "round":  # a sharded accumulator, two chunks unsharded
             chunks = min(1.0, 2.0 / layout.vpp) * total if transient else 0.0
             grads = shard_grad * shard + grad * chunks
-        return ShardedState.model_construct(
+        return ShardedState(
             weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
         )
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
@@ -214,7 +215,7 @@ def sharded_state_bytes(
     at_rest = 0.0
     if not workload.fp32_params:
         at_rest = weight_bytes(shard, layout.precision, low_precision_params=fp8_params)
-    return ShardedState.model_construct(
+    return ShardedState(
         weights=at_rest + weight_bytes(gathered, layout.precision, low_precision_params=fp8_params),
         grads=shard_grad * shard + grad * running,
         optimizer=optimizer,
