@@ -60,6 +60,8 @@ WORKLOAD_FLAGS = {
     "--zero-shard-group", "--reshard-after-forward",
     # issue 18: how often the training loop stops the host (the fitted per-step cost)
     "--host-sync-interval",
+    # issue 18: MoE routing as it runs (load imbalance, capacity padding)
+    "--expert-load-imbalance", "--moe-capacity-factor",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",
@@ -396,6 +398,29 @@ def test_estimate_echoes_the_layout(capsys: pytest.CaptureFixture[str]) -> None:
     assert plan["layout"]["precision"] == "bf16"
     assert plan["fits"] is True
     assert math.isclose(sum(plan["breakdown_s"].values()), plan["step_time_s"], rel_tol=1e-9)
+
+
+def test_moe_routing_flags_reach_the_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    # the busiest expert rank paces the layer: its grouped GEMMs and all-to-all grow with the
+    # imbalance; capacity padding runs every expert at the factor whatever the routing
+    argv = ["estimate", "--model", "qwen3-30b-a3b", "--cluster", "hgx_h100x16", "--ep", "8",
+            "--tp", "1", "--pp", "1", "--mbs", "1", "--recompute", "full", "--json"]  # fmt: skip
+    steps = {}
+    for extra in ([], ["--expert-load-imbalance", "1.3"], ["--moe-capacity-factor", "1.3"]):
+        assert main([*argv, *extra]) == 0
+        plan = json.loads(capsys.readouterr().out)
+        steps[tuple(extra)] = plan["step_time_s"]
+        assert plan["workload"]["expert_load_imbalance"] == (
+            1.3 if "--expert-load-imbalance" in extra else 1.0
+        )
+    balanced = steps[()]
+    assert steps[("--expert-load-imbalance", "1.3")] > balanced
+    assert steps[("--moe-capacity-factor", "1.3")] == pytest.approx(
+        steps[("--expert-load-imbalance", "1.3")]
+    )
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--expert-load-imbalance", "0.9"])
+    assert info.value.code == 2
 
 
 def test_estimate_on_16_h100_reports_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:

@@ -574,6 +574,8 @@ _WORKLOAD_FLAGS = {
     "seq_len": "--seq-len",
     "global_batch": "--global-batch",
     "grad_reduce_dtype": "--grad-reduce",
+    "expert_load_imbalance": "--expert-load-imbalance",
+    "moe_capacity_factor": "--moe-capacity-factor",
     "optimizer_state_dtype": "--optimizer-state",
     "fp8_param_gather": "--fp8-param-gather",
     "sequence_parallel": "--no-sequence-parallel",
@@ -657,7 +659,8 @@ SAVED_PLAN_REL_TOL = 1e-3
 PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
-    "fp8_param_gather", "saved_tensors", "activation_offload", "elementwise",
+    "fp8_param_gather", "expert_load_imbalance", "moe_capacity_factor", "saved_tensors",
+    "activation_offload", "elementwise",
     "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
     "host_sync_interval", "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
 )  # fmt: skip

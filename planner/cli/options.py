@@ -93,6 +93,19 @@ def positive_float(text: str) -> float:
     return value
 
 
+def load_factor(text: str) -> float:
+    """``--expert-load-imbalance`` and ``--moe-capacity-factor``: a number from 1 to 8 (the
+    busiest expert rank's tokens, or each expert's capacity, over the balanced share).
+
+    >>> load_factor("1.25")
+    1.25
+    """
+    value = positive_float(text)
+    if not 1.0 <= value <= 8.0:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be from 1 to 8 (1 = balanced)")
+    return value
+
+
 NEVER = 0
 """``--host-sync-interval never``, as the parser returns it (the workload's None)."""
 
@@ -318,6 +331,23 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         ),
     )
     g.add_argument(
+        "--expert-load-imbalance",
+        type=load_factor,
+        metavar="X",
+        help="MoE, dropless routing: tokens on the busiest expert rank over the balanced share; "
+        "its grouped GEMMs and all-to-all pace the layer. 1 = perfectly balanced, as NVIDIA's "
+        "MoE benchmarks force (--moe-router-force-load-balancing) and as the fit's rows ran; "
+        "real routing is typically 1.1-1.5 [1]",
+    )
+    g.add_argument(
+        "--moe-capacity-factor",
+        type=load_factor,
+        metavar="X",
+        help="MoE with capacity-padded experts (GShard, Switch; XLA's static shapes): every "
+        "expert runs X times its balanced share, overflow dropped, whatever the routing "
+        "[dropless]",
+    )
+    g.add_argument(
         "--grad-reduce",
         choices=("fp32", "bf16"),
         help="gradient reduction dtype (default fp32; NVIDIA's recipes use bf16)",
@@ -466,6 +496,10 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
             moe_cuda_graphs=True if getattr(args, "moe_cuda_graphs", False) else None,
         )
     )
+    if getattr(args, "expert_load_imbalance", None) is not None:
+        out["expert_load_imbalance"] = args.expert_load_imbalance
+    if getattr(args, "moe_capacity_factor", None) is not None:
+        out["moe_capacity_factor"] = args.moe_capacity_factor
     if getattr(args, "grad_reduce", None):
         out["grad_reduce_dtype"] = args.grad_reduce
     if getattr(args, "optimizer_state", None):
@@ -824,7 +858,8 @@ TRAIN_ONLY: tuple[str, ...] = (
     "seq_len", "global_batch", "global_batch_tokens", "recompute", "zero", "vpp", "cp", "etp",
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
-    "saved_tensors", "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
+    "expert_load_imbalance", "moe_capacity_factor", "saved_tensors",
+    "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
     "zero_shard_group", "reshard_after_forward", "host_sync_interval", "no_sequence_parallel",
     "no_tp_overlap", "framework",
     "cp_comm", "cp_impl", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
