@@ -57,6 +57,27 @@ def test_band_widens_beyond_the_largest_validated_job() -> None:
     assert any(f"largest validated job ({largest})" in w for w in plan.warnings)
 
 
+def test_validated_architecture_is_what_the_rows_exercise() -> None:
+    # the list in topologies/trust.yaml cannot drift from the validation set
+    from planner.accuracy.rows import load_rows, to_model_spec, training_file
+    from planner.search.trust import architecture_features
+
+    seen = set()
+    for row in load_rows(training_file()):
+        seen |= architecture_features(to_model_spec(row))
+    assert sorted(seen) == sorted(TRUST.validated_architecture)
+
+
+def test_band_widens_for_an_architecture_no_run_exercises() -> None:
+    # Gemma 3's post-norms: priced, but no validated run has them; its sliding window and q/k
+    # norm are validated (gpt-oss, Qwen3)
+    plan = _plan("gemma-3-27b", "hgx_h100x64", {"tp": 4})
+    assert plan.uncertainty_pct == pytest.approx(
+        _band("hopper", "dense") * WIDEN.architecture_without_rows.factor
+    )
+    assert any("no validated run has post norms" in w for w in plan.warnings)
+
+
 def test_band_widens_for_a_step_shorter_than_any_validated_run() -> None:
     """Strong scaling: NVIDIA's MLPerf 8B layout on 512 B200 (TP2 CP4, one sequence per 8
     GPUs) predicts a step far shorter than any Blackwell row measured."""

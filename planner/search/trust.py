@@ -235,6 +235,45 @@ def envelope_steps(
     return steps
 
 
+def architecture_features(model: ModelSpec) -> frozenset[str]:
+    """The mechanisms of ``model`` the cost model prices on their own, by name: what a validated
+    run must have exercised for the band to speak for them (``validated_architecture`` in
+    ``topologies/trust.yaml``).
+
+    >>> from planner.catalog import load_model
+    >>> sorted(architecture_features(load_model("gemma-3-27b")))
+    ['post_norms', 'qk_norm', 'sliding_window']
+    """
+    moe, chunked = model.moe, model.local_attention == "chunked"
+    named = {
+        "mla": model.mla is not None,
+        "moe": moe is not None,
+        "shared_experts": moe is not None and moe.num_shared_experts > 0,
+        "leading_dense_layers": moe is not None and moe.first_dense_layers > 0,
+        "interleaved_moe": moe is not None and moe.layer_step > 1,
+        "sliding_window": model.num_sliding_window_layers > 0 and not chunked,
+        "chunked_attention": model.num_sliding_window_layers > 0 and chunked,
+        "post_norms": model.post_norms,
+        "parallel_block": model.parallel_block,
+        "qk_norm": model.qk_norm,
+        "attention_sinks": model.attention_sinks,
+        "alibi": model.position_embedding == "alibi",
+        "learned_positions": model.position_embedding == "learned",
+        "dropout": model.dropout,
+    }
+    return frozenset(name for name, present in named.items() if present)
+
+
+def architecture_step(model: ModelSpec, spec: TrustSpec) -> list[Step]:
+    """The ``architecture_without_rows`` widening when ``model`` has a mechanism (
+    :func:`architecture_features`) no validated run exercises; none otherwise."""
+    new = sorted(architecture_features(model) - set(spec.validated_architecture))
+    if not new:
+        return []
+    note = f"no validated run has {', '.join(new).replace('_', ' ')}: priced, never checked"
+    return [(spec.widen.architecture_without_rows.factor, note)]
+
+
 def widened(basis: Basis | None, steps: Sequence[Step]) -> TrustBand:
     """The basis's band times every step's factor, each step's warning with its factor."""
     warnings = [note if factor == 1.0 else f"{note} (band x{factor:g})" for factor, note in steps]
@@ -260,6 +299,7 @@ def train_band(
     basis, steps = family_basis(cluster.accelerator, regime, spec)
     if basis is not None:
         steps += envelope_steps(basis, workload, layout, spec, step_s)
+    steps += architecture_step(model, spec)
     return widened(basis, steps)
 
 

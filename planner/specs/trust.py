@@ -177,6 +177,10 @@ class WideningFactors(FrozenSpec):
     engine_without_rows: Widening
     """Serving with an engine profile that has no validated runs (its figures are another
     engine's fit)."""
+    architecture_without_rows: Widening
+    """A model built with a mechanism no validated run exercises (Gemma's post-norms, Llama 4's
+    chunked attention and interleaved MoE layers: :func:`planner.search.trust.
+    architecture_features`)."""
 
 
 class TrustSpec(FrozenSpec):
@@ -188,6 +192,9 @@ class TrustSpec(FrozenSpec):
     """Why this level."""
     min_regime_rows: PositiveInt
     """Fewer validated rows than this in a regime widens its band (``few_regime_rows``)."""
+    validated_architecture: list[Name]
+    """The architecture features (:func:`planner.search.trust.architecture_features`) some
+    validated training run exercises; a test recomputes it from the rows."""
     widen: WideningFactors
     """The judgment factors."""
     coverage_checks: list[CoverageCheck] = Field(default_factory=list)
