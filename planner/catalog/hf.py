@@ -432,19 +432,28 @@ def _qwen3_moe(config: Config) -> Fields:
     """Qwen3MoeForCausalLM: Qwen3 attention; MoE FFNs (``num_experts``, top
     ``num_experts_per_tok``, width ``moe_intermediate_size``) on every layer except leading
     ``mlp_only_layers``, on every ``decoder_sparse_step``-th layer (``MoESpec.layer_step``)."""
+    moe, ffn_hidden_size = _qwen_moe_layers(config)
+    return {**_qwen3_layers(config, ffn_hidden_size), "moe": moe}
+
+
+def _qwen_moe_layers(config: Config) -> tuple[Fields, int]:
+    """Qwen2/3-MoE's routed experts (``num_experts``, top ``num_experts_per_tok``, width
+    ``moe_intermediate_size``) on every ``decoder_sparse_step``-th layer past the leading
+    ``mlp_only_layers``, and the dense FFN width the other layers take (``intermediate_size``;
+    0 when every layer is MoE)."""
     dense = _leading_layers(config, "mlp_only_layers")
-    moe = {
+    step = 1
+    if config.get("decoder_sparse_step") is not None:
+        step = _positive_int(config, "decoder_sparse_step")
+    moe: Fields = {
         "num_experts": _int(config, "num_experts"),
         "top_k": _int(config, "num_experts_per_tok"),
         "expert_ffn_hidden_size": _int(config, "moe_intermediate_size"),
         "first_dense_layers": dense,
-        "layer_step": _positive_int(config, "decoder_sparse_step")
-        if config.get("decoder_sparse_step") is not None
-        else 1,
+        "layer_step": step,
     }
-    dense_ffn = dense or moe["layer_step"] > 1
-    ffn_hidden_size = _int(config, "intermediate_size") if dense_ffn else 0
-    return {**_qwen3_layers(config, ffn_hidden_size), "moe": moe}
+    width = _int(config, "intermediate_size") if dense or step > 1 else 0
+    return moe, width
 
 
 def _leading_layers(config: Config, key: str) -> int:
@@ -628,21 +637,9 @@ def _qwen2_moe(config: Config) -> Fields:
     ``num_experts`` routed experts of width ``moe_intermediate_size``, top
     ``num_experts_per_tok``, and one shared expert of width ``shared_expert_intermediate_size``
     on every token. The shared expert's sigmoid gate (D weights per layer) is not counted."""
-    dense = _leading_layers(config, "mlp_only_layers")
+    moe, ffn_hidden_size = _qwen_moe_layers(config)
     shared = _opt_int(config, "shared_expert_intermediate_size", 0)
-    moe = {
-        "num_experts": _int(config, "num_experts"),
-        "top_k": _int(config, "num_experts_per_tok"),
-        "expert_ffn_hidden_size": _int(config, "moe_intermediate_size"),
-        "num_shared_experts": 1 if shared else 0,
-        "shared_expert_ffn_hidden_size": shared,
-        "first_dense_layers": dense,
-        "layer_step": _positive_int(config, "decoder_sparse_step")
-        if config.get("decoder_sparse_step") is not None
-        else 1,
-    }
-    dense_ffn = dense or moe["layer_step"] > 1
-    ffn_hidden_size = _int(config, "intermediate_size") if dense_ffn else 0
+    moe |= {"num_shared_experts": 1 if shared else 0, "shared_expert_ffn_hidden_size": shared}
     return {
         **_gated(config, ffn_hidden_size),
         "attention_bias": True,
