@@ -707,6 +707,8 @@ def test_llama4_against_its_model_cards() -> None:
     assert scout.num_moe_layers == 48 and maverick.num_moe_layers == 24
     assert maverick.ffn_hidden_size == 16384 and maverick.is_moe_layer(1)
     assert not maverick.is_moe_layer(0)
+    halves = model_from_hf_config({**LLAMA_4_MAVERICK_TEXT, "no_rope_layer_interval": 2}, name="m")
+    assert halves.num_sliding_window_layers == 24  # every other layer NoPE, global
     bad = {**LLAMA_4_MAVERICK_TEXT, "moe_layers": [0, 1]}
     with pytest.raises(SpecError, match="cannot be expressed"):
         model_from_hf_config(bad, name="m")

@@ -682,7 +682,8 @@ def _llama4_text(config: Config) -> Fields:
     explicit head_dim; every ``interleave_moe_layer_step``-th layer is MoE (``num_local_experts``
     of width ``intermediate_size``, top ``num_experts_per_tok``, plus one shared expert of the same
     width), the others dense of width ``intermediate_size_mlp`` (Maverick alternates); the layers
-    that apply RoPE (``no_rope_layers`` 1; by default all but every fourth) attend within chunks
+    that apply RoPE (``no_rope_layers`` 1; by default all but every ``no_rope_layer_interval``-th,
+    4) attend within chunks
     of ``attention_chunk_size`` tokens, the others (NoPE) to the whole sequence. ``use_qk_norm``
     is a weightless L2 norm: no parameters, and its elementwise pass is not priced."""
     layers = _int(config, "num_hidden_layers")
@@ -694,8 +695,11 @@ def _llama4_text(config: Config) -> Fields:
             "MoE on every interleave_moe_layer_step-th layer"
         )
     rope_layers = config.get("no_rope_layers")
-    if rope_layers is None:
-        chunked = sum(1 for i in range(layers) if (i + 1) % 4)
+    if rope_layers is None:  # every no_rope_layer_interval-th layer is NoPE (default 4)
+        interval = 4
+        if config.get("no_rope_layer_interval") is not None:
+            interval = _positive_int(config, "no_rope_layer_interval")
+        chunked = sum(1 for i in range(layers) if (i + 1) % interval)
     elif isinstance(rope_layers, list) and len(rope_layers) == layers:
         chunked = sum(1 for flag in rope_layers if flag)
     else:
