@@ -641,3 +641,21 @@ def test_torchtitan_lists_the_cpsat_split(split_plans: dict[str, Plan]) -> None:
     layers = [sum(name.startswith("layers.") for name in part) for part in parts]
     assert layers == [s.num_layers for s in plan.pipeline_stages]
     assert any("multi-token" in note for note in result.notes)
+
+
+def test_example_plan_hf_config_plans_a_gemma_2_config(tmp_path: Path) -> None:
+    from tests.test_hf_import import GEMMA_2_9B
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(GEMMA_2_9B))
+    out = _run_example(str(EXAMPLES / "plan_hf_config.py"), "--config", str(config),
+                       "--cluster", "hgx_h100x16")  # fmt: skip
+    lines = out.splitlines()
+    # the checkpoint's 9,241,705,984 parameters (tests/test_hf_import.py), Gemma 2's post-norms
+    # in the band's warnings, and a job config torchtitan reads
+    assert "(gemma2, dense): 9.24B parameters" in lines[0]
+    assert any("no validated run has post norms" in line for line in lines)
+    body = "\n".join(line for line in lines if not line.startswith("#"))
+    sections = tomllib.loads(body)
+    assert sections["parallelism"]["data_parallel_shard_degree"] >= 1
+    assert sections["training"]["seq_len"] == 8192
