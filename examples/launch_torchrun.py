@@ -11,6 +11,7 @@ on node r // gpus_per_node as local rank r % gpus_per_node, as torchrun assigns 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from collections import Counter
@@ -71,3 +72,6 @@ if __name__ == "__main__":
     except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
         print(f"launch_torchrun.py: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except BrokenPipeError:  # `... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        raise SystemExit(0) from None

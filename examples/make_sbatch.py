@@ -11,6 +11,7 @@ of ``layout export --format megatron`` (a bash array, names of Megatron-LM core_
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from collections import Counter
@@ -86,3 +87,6 @@ if __name__ == "__main__":
     except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
         print(f"make_sbatch.py: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except BrokenPipeError:  # `... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        raise SystemExit(0) from None

@@ -11,6 +11,7 @@ tokens, then one line per NIC speed on the target fleet (``planner.migrate`` and
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import planner
@@ -59,3 +60,6 @@ if __name__ == "__main__":
     except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
         print(f"plan_fleet_move.py: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except BrokenPipeError:  # `... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        raise SystemExit(0) from None

@@ -15,6 +15,7 @@ the forced balance of NVIDIA's benchmarks, the planner's default).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -61,3 +62,6 @@ if __name__ == "__main__":
     except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
         print(f"plan_hf_config.py: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except BrokenPipeError:  # `... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        raise SystemExit(0) from None

@@ -11,6 +11,7 @@ using the ``vllm serve`` names of ``layout export --format vllm``. Put a load ba
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 
@@ -73,3 +74,6 @@ if __name__ == "__main__":
     except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
         print(f"serve_vllm.py: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except BrokenPipeError:  # `... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        raise SystemExit(0) from None
