@@ -30,6 +30,9 @@ MAX_WORKERS = 1024
 """Most local processes ``whatif --workers`` may ask for (at most the cores start)."""
 MAX_LAYERS = 16_384
 """Most transformer layers (planner.specs.model's limit on num_layers)."""
+MAX_LOAD_FACTOR = 8.0
+"""Largest MoE load factor (``expert_load_imbalance``, ``moe_capacity_factor``): the busiest
+expert rank at 8x its balanced share of tokens."""
 
 RANGES: dict[str, Range] = {
     "seq_len": Range(1, MAX_SEQ_LEN, "tokens"),
@@ -49,6 +52,8 @@ RANGES: dict[str, Range] = {
     "gpus": Range(1, MAX_ACCELERATORS, "accelerators"),
     "zero_shard_group": Range(1, MAX_ACCELERATORS, "ranks"),
     "workers": Range(1, MAX_WORKERS, "processes"),
+    "expert_load_imbalance": Range(1, MAX_LOAD_FACTOR, "x the balanced share"),
+    "moe_capacity_factor": Range(1, MAX_LOAD_FACTOR, "x the balanced share"),
 }
 """Plausible range of each number, by the name of its field (the flag without ``--``, with
 ``_``); planner.api checks the workloads and solver settings it is given against the same."""

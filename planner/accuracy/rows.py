@@ -252,7 +252,7 @@ class RecipeRow(RowModel):
     """Per-rank batch sizes to try where the source tuned its batch and states neither it nor
     the global batch, and its framework had no gradient accumulation (global batch = dp x the
     local batch): validation predicts each and scores the planner's best, as the source kept
-    its best (:func:`planner.accuracy.run.predict_case`)."""
+    its best (:func:`planner.accuracy.run.tuned_batch_plan`)."""
     cuda_graph_scope: list[str] | None = None
     """CUDA-graph capture scope (Megatron ``cuda_graph_scope``; ``full_layer`` = NeMo's
     ``enable_cuda_graphs``, the whole transformer layer; ``full_iteration``): only a scope in

@@ -244,7 +244,9 @@ def tuned_batch_plan(case: Case, stated: dict[str, object]) -> Plan:
     if recipe is None or recipe.local_batch_sizes is None or "dp" not in stated:
         raise SpecError(f"row {row.id}: no local batch sizes to tune over")
     model, cluster = to_model_spec(row), row_cluster(row)
-    dp = int(str(stated["dp"]))
+    dp = stated["dp"]
+    if not isinstance(dp, int):
+        raise SpecError(f"row {row.id}: dp {dp!r} is not a whole number")
     best: Plan | None = None
     first_error: InfeasibleError | None = None
     for local in recipe.local_batch_sizes:

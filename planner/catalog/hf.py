@@ -580,8 +580,7 @@ def _gemma_layers(config: Config) -> Fields:
         "position_embedding": "rope",
         "norm": "rmsnorm",
         "tied_embeddings": _bool(config, "tie_word_embeddings", True),
-        "attention_bias": _bool(config, "attention_bias", False),
-        "attention_output_bias": _bool(config, "attention_bias", False),
+        **_biases(config),
     }
 
 
@@ -618,17 +617,6 @@ def _gemma3_text(config: Config) -> Fields:
             "num_sliding_window_layers": count,
         }
     return {**_gemma_layers(config), "post_norms": True, "qk_norm": True, **sliding}
-
-
-def _gemma3_wrapper(config: Config) -> Fields:
-    """Gemma3ForConditionalGeneration's config.json holds the language model in ``text_config``
-    (and, like the class, leaves many keys to their defaults) beside a SigLIP vision tower: the
-    planner plans the decoder only, so it asks for that decoder's own config."""
-    raise SpecError(
-        "config.json model_type 'gemma3' is the multimodal wrapper: save its text_config, with "
-        "every key the class defaults (head_dim, vocab_size, ...) written out, as a "
-        "gemma3_text config.json; the vision encoder is not planned"
-    )
 
 
 def _qwen2_moe(config: Config) -> Fields:
@@ -683,9 +671,9 @@ def _llama4_text(config: Config) -> Fields:
     of width ``intermediate_size``, top ``num_experts_per_tok``, plus one shared expert of the same
     width), the others dense of width ``intermediate_size_mlp`` (Maverick alternates); the layers
     that apply RoPE (``no_rope_layers`` 1; by default all but every ``no_rope_layer_interval``-th,
-    4) attend within chunks
-    of ``attention_chunk_size`` tokens, the others (NoPE) to the whole sequence. ``use_qk_norm``
-    is a weightless L2 norm: no parameters, and its elementwise pass is not priced."""
+    4) attend within chunks of ``attention_chunk_size`` tokens, the others (NoPE) to the whole
+    sequence. ``use_qk_norm`` is a weightless L2 norm: no parameters, and its elementwise pass
+    is not priced."""
     layers = _int(config, "num_hidden_layers")
     step = _positive_int(config, "interleave_moe_layer_step")
     explicit = config.get("moe_layers")
@@ -730,13 +718,20 @@ def _llama4_text(config: Config) -> Fields:
     }
 
 
-def _llama4_wrapper(config: Config) -> Fields:
-    """Llama4ForConditionalGeneration's config.json holds the language model in ``text_config``
-    beside the vision tower: the planner plans the decoder only."""
-    raise SpecError(
-        "config.json model_type 'llama4' is the multimodal wrapper: save its text_config as a "
-        "llama4_text config.json; the vision encoder is not planned"
-    )
+def _multimodal_wrapper(text_type: str) -> Callable[[Config], Fields]:
+    """The mapping of a multimodal wrapper config (Gemma3ForConditionalGeneration,
+    Llama4ForConditionalGeneration): the language model sits in ``text_config`` beside a vision
+    tower, and (Gemma 3's) leaves many keys to its class's defaults. The planner plans the
+    decoder only, so it asks for that decoder's own, complete config."""
+
+    def refuse(config: Config) -> Fields:
+        raise SpecError(
+            f"config.json model_type {short_repr(config.get('model_type'))} is the multimodal "
+            f"wrapper: save its text_config, every key written out (head_dim, vocab_size, ...), "
+            f"as a {text_type} config.json; the vision encoder is not planned"
+        )
+
+    return refuse
 
 
 def _nemotron(config: Config) -> Fields:
@@ -757,7 +752,7 @@ def _nemotron(config: Config) -> Fields:
 
 _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "llama": _llama,
-    "llama4": _llama4_wrapper,
+    "llama4": _multimodal_wrapper("llama4_text"),
     "llama4_text": _llama4_text,
     "mistral": _mistral,
     "mixtral": _mixtral,
@@ -768,7 +763,7 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "deepseek_v3": _deepseek_v3,
     "gemma": _gemma,
     "gemma2": _gemma2,
-    "gemma3": _gemma3_wrapper,
+    "gemma3": _multimodal_wrapper("gemma3_text"),
     "gemma3_text": _gemma3_text,
     "qwen2_moe": _qwen2_moe,
     "glm4_moe": _glm4_moe,

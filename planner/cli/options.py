@@ -93,19 +93,6 @@ def positive_float(text: str) -> float:
     return value
 
 
-def load_factor(text: str) -> float:
-    """``--expert-load-imbalance`` and ``--moe-capacity-factor``: a number from 1 to 8 (the
-    busiest expert rank's tokens, or each expert's capacity, over the balanced share).
-
-    >>> load_factor("1.25")
-    1.25
-    """
-    value = positive_float(text)
-    if not 1.0 <= value <= 8.0:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} must be from 1 to 8 (1 = balanced)")
-    return value
-
-
 NEVER = 0
 """``--host-sync-interval never``, as the parser returns it (the workload's None)."""
 
@@ -332,7 +319,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--expert-load-imbalance",
-        type=load_factor,
+        type=ranged(positive_float, "expert_load_imbalance"),
         metavar="X",
         help="MoE, dropless routing: tokens on the busiest expert rank over the balanced share; "
         "its grouped GEMMs and all-to-all pace the layer. 1 = perfectly balanced, as NVIDIA's "
@@ -341,7 +328,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--moe-capacity-factor",
-        type=load_factor,
+        type=ranged(positive_float, "moe_capacity_factor"),
         metavar="X",
         help="MoE with capacity-padded experts (GShard, Switch; XLA's static shapes): every "
         "expert runs X times its balanced share, overflow dropped, whatever the routing "

@@ -185,8 +185,7 @@ def layer_activation_values_per_token(model: ModelSpec, layer_index: int, seq_le
     attention values, FFN (or top-k routed + shared experts) values."""
     per_token = float(layer_norms(model) * model.hidden_size)
     per_token += attention_activation_values(model, seq_len, store_scores=False) / seq_len
-    moe = model.moe
-    if moe is not None and model.is_moe_layer(layer_index):
+    if model.is_moe_layer(layer_index):
         per_token += moe_block_values(model)[0]
     else:
         per_token += ffn_activation_values(model, model.ffn_hidden_size)
@@ -198,8 +197,7 @@ def layer_gemm_input_values_per_token(model: ModelSpec, layer_index: int) -> flo
     output projections, FFN up and down, per routed copy). Low-precision recipes store these in
     the GEMM's format (Transformer Engine saves the quantised input for the weight gradient)."""
     values = float(model.hidden_size + attention_value_widths(model)[2])
-    moe = model.moe
-    if moe is not None and model.is_moe_layer(layer_index):
+    if model.is_moe_layer(layer_index):
         values += moe_block_values(model)[1]
     else:
         values += model.hidden_size + model.ffn_hidden_size

@@ -178,9 +178,9 @@ class WideningFactors(FrozenSpec):
     """Serving with an engine profile that has no validated runs (its figures are another
     engine's fit)."""
     architecture_without_rows: Widening
-    """A model built with a mechanism no validated run exercises (Gemma's post-norms, Llama 4's
-    chunked attention and interleaved MoE layers: :func:`planner.search.trust.
-    architecture_features`)."""
+    """A training plan whose model has a mechanism no validated training run exercises
+    (Gemma's post-norms, Llama 4's chunked attention and interleaved MoE layers:
+    :func:`planner.search.trust.architecture_features`)."""
 
 
 class TrustSpec(FrozenSpec):

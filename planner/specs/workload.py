@@ -6,6 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
+from planner.limits import MAX_LOAD_FACTOR
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.framework import CpComm, CpImpl
@@ -171,10 +172,10 @@ class TrainWorkload(FrozenSpec):
     backward pass (JAX ``checkpoint_policies.save_only_these_names``, MaxText ``remat_policy``;
     torchtitan's per-op policy keeps the attention output and every other matmul output). An
     empty list recomputes the whole layer. None = Megatron-LM's ``recompute_modules``."""
-    expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=8.0)
+    expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=MAX_LOAD_FACTOR)
     """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
     NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
-    moe_capacity_factor: float | None = Field(default=None, ge=1.0, le=8.0)
+    moe_capacity_factor: float | None = Field(default=None, ge=1.0, le=MAX_LOAD_FACTOR)
     """MoE only: expert capacity as a multiple of the balanced share (GShard, arXiv 2006.16668
     section 2.2): each expert's GEMMs run on capacity x balanced tokens, padded, and overflow is
     dropped (static shapes, as XLA needs); None = dropless (each expert sees its real tokens)."""
