@@ -136,3 +136,29 @@ def test_heldout_rows_are_fresh_and_never_fitted() -> None:
     amd = {row["hardware"]["accelerator"] for row in HELDOUT_ROWS} & {"mi350x", "mi355x"}
     assert amd == {"mi350x", "mi355x"}
     assert not (CALIBRATION / "cdna4.yaml").exists()  # AMD stays on the transferred priors
+
+
+def test_rows_marked_fit_false_are_in_no_overlay_and_say_why() -> None:
+    """A calibrating framework's row with ``fit: false`` (the LS rows: NeMo's long-sequence
+    tables) is an out-of-sample check: no overlay lists it among the rows it was fitted on, and its
+    notes give the reason."""
+    unfitted = [row for row in ROWS if row.get("fit") is False]
+    assert [row["id"] for row in unfitted] == [f"LS{i}" for i in range(1, 18)]
+    fitted_ids: set[str] = set()
+    for overlay in CALIBRATION.glob("*.yaml"):
+        fitted_ids |= set(yaml.safe_load(overlay.read_text()).get("rows") or [])
+    for row in unfitted:
+        assert row["framework"] == "megatron"  # a row of a framework that calibrates
+        assert row["id"] not in fitted_ids
+        assert "Not fitted (fit: false)" in row["notes"]
+
+
+def test_fit_set_drops_rows_that_opt_out() -> None:
+    from planner.accuracy.calibrate import fit_set, prepare
+    from planner.accuracy.rows import expand_cases, load_rows
+
+    cases = [c for c in expand_cases(load_rows(VALIDATION / "training_frameworks.yaml"))
+             if c.id in ("LS8", "LS9", "NGB1")]  # fmt: skip
+    prepared = prepare(cases)
+    assert [c.id for c in prepared] == ["NGB1", "LS8", "LS9"]
+    assert [c.id for c in fit_set(prepared)] == ["NGB1"]

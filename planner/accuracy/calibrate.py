@@ -96,6 +96,8 @@ class PreparedCase(FrozenSpec):
     """Resolved layout."""
     measured: float
     """Measured tokens/s/GPU."""
+    fit: bool = True
+    """Whether fits may use it (``TrainingRow.fit``)."""
 
 
 def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
@@ -129,6 +131,7 @@ def prepare(cases: Sequence[Case]) -> list[PreparedCase]:
                 workload=workload,
                 layout=layout,
                 measured=case.measured_tokens_per_s_per_gpu,
+                fit=row.fit,
             )
         )
     return out
@@ -170,11 +173,11 @@ def _with(eff: AcceleratorEfficiency, name: str, value: float) -> AcceleratorEff
 
 def fit_set(cases: Sequence[PreparedCase]) -> list[PreparedCase]:
     """The cases whose framework profile calibrates (``FrameworkSpec.calibrates``: Megatron-LM,
-    whose published runs state their recipes); the other frameworks' rows are left out of every
-    fit and stay out-of-sample tests of their profiles."""
+    whose published runs state their recipes) and whose row does not opt out (``fit: false``);
+    the other rows are left out of every fit and stay out-of-sample tests."""
     from planner.catalog.frameworks import load_framework
 
-    return [c for c in cases if load_framework(c.workload.framework).calibrates]
+    return [c for c in cases if c.fit and load_framework(c.workload.framework).calibrates]
 
 
 def fittable(cases: Sequence[PreparedCase]) -> bool:

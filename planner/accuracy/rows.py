@@ -290,6 +290,9 @@ class TrainingRow(RowModel):
     """The accelerators."""
     framework: str = "megatron"
     """The training framework the run used (framework rows; the shared set is Megatron-LM)."""
+    fit: bool = True
+    """False keeps a row of a calibrating framework out of every fit: it is then an
+    out-of-sample check, as the other frameworks' rows are (``notes`` says why)."""
     settings: dict[str, object] = Field(default_factory=dict)
     """The framework settings the source states, in its own words (recipes.yaml maps them to
     workload fields)."""
