@@ -143,7 +143,7 @@ CASES: list[Case] = [
     Case("seq-len-1e9", [*S8, "--seq-len", str(10**9)], 2,
          ("--seq-len", "'1000000000'", "from 1 to 16,777,216 tokens")),
     Case("seq-len-1e6", [*S8, "--seq-len", str(10**6)], 2,
-         ("seq-len 1000000", "exceeds the 131072-token context")),
+         ("seq-len 1000000", "exceeds the 131072-token context", "a larger max_context")),
     Case("global-batch-zero", [*S8, "--global-batch", "0"], 2, ("--global-batch", "'0'")),
     Case("global-batch-absurd", [*S8, "--global-batch", str(10**30)], 2,
          (str(10**30), "from 1 to 16,777,216 sequences")),
@@ -1073,3 +1073,18 @@ def test_exit_codes_do_not_depend_on_standard_error(
             check=False, preexec_fn=(lambda: os.close(2)) if stderr == "closed" else None,
         )  # fmt: skip
     assert proc.returncode == code
+
+
+def test_a_sequence_past_a_learned_position_table_says_it_cannot_grow() -> None:
+    """A rotary model's context can be extended (the refusal says how); a learned position
+    table holds exactly max_context positions, and the refusal says so instead."""
+    from planner.catalog import load_cluster, load_model
+    from planner.errors import SpecError
+    from planner.search.rules import check_workload
+    from planner.specs.workload import TrainWorkload
+
+    gpt = load_model("llama3.1-8b").model_copy(
+        update={"position_embedding": "learned", "max_context": 2048}
+    )
+    with pytest.raises(SpecError, match="learned position table holds no more"):
+        check_workload(gpt, load_cluster("hgx_h100x8"), TrainWorkload(seq_len=4096))

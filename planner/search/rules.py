@@ -49,9 +49,15 @@ def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorklo
             "accelerator YAML does not give (host_link_GB_per_s)"
         )
     if workload.seq_len > model.max_context:
+        hint = (
+            "; to plan a context extension, give a model YAML (or config.json) with a larger "
+            "max_context (max_position_embeddings)"
+            if model.position_embedding != "learned"
+            else "; its learned position table holds no more"
+        )
         raise SpecError(
             f"seq-len {workload.seq_len} exceeds the {model.max_context}-token context of "
-            f"model '{model.name}'"
+            f"model '{model.name}'{hint}"
         )
 
 
