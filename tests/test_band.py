@@ -241,3 +241,30 @@ def test_trust_factors_have_sources_and_ship_in_the_wheel() -> None:
     included = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
     assert included["topologies"] == "planner/_catalog/topologies"
     assert (ROOT / "topologies" / "trust.yaml").is_file()
+
+
+def test_sequence_widening_and_its_coverage_are_what_the_long_sequence_rows_measure() -> None:
+    """trust.yaml's ``beyond_longest_sequence`` factor is the 80% quantile of |error| over the
+    unwidened band of the unfitted rows longer than any validated run (rounded up to 0.1), and its
+    ``long_sequence_band`` coverage check is what those rows' plans print today
+    (planner/accuracy/sequence_band.py; benchmarks/long_sequence_band.py)."""
+    import statistics
+
+    from planner.accuracy.rows import FRAMEWORK_ROWS_FILE, expand_cases, load_rows, training_file
+    from planner.accuracy.sequence_band import score_rows, unfitted_cases, widening_ratios
+
+    spec = load_trust()
+    factor = spec.widen.beyond_longest_sequence.factor
+    rows = load_rows(training_file().parent / FRAMEWORK_ROWS_FILE)
+    scored = score_rows(unfitted_cases(expand_cases(rows)))
+    assert len(scored) == 17
+    ratios = widening_ratios(scored, factor)
+    assert len(ratios) == 11
+    measured = band_quantile(ratios, spec.level)
+    assert measured <= factor < measured + 0.1
+    check = {c.name: c for c in spec.coverage_checks}["long_sequence_band"]
+    errors, bands = [r.error for r in scored], [r.band for r in scored]
+    assert check.rows == len(scored)
+    assert check.inside == round(coverage(errors, bands) * len(scored))
+    assert check.median_band_pct == round(100 * statistics.median(bands), 1)
+    assert check.median_abs_error_pct == round(100 * statistics.median(map(abs, errors)), 1)
