@@ -13,12 +13,12 @@ would print without the widening has a split-conformal 80% quantile: the factor 
 
 from __future__ import annotations
 
-import statistics
+from heldout import print_summary
 
 from planner.accuracy.rows import FRAMEWORK_ROWS_FILE, expand_cases, load_rows, training_file
 from planner.accuracy.sequence_band import score_rows, unfitted_cases, widening_ratios
 from planner.catalog.store import load_trust
-from planner.specs.trust import band_quantile, coverage
+from planner.specs.trust import band_quantile
 
 LEVEL = 0.8
 
@@ -35,16 +35,8 @@ def main() -> None:
             f"{r.case.measured_tokens_per_s_per_gpu:8,.0f}  {r.error:+6.1%}  band ±{r.band:.1%}"
             f"{'  beyond' if r.beyond else ''}{'' if abs(r.error) <= r.band else '  OUTSIDE'}"
         )
-    errors = [r.error for r in scored]
-    bands = [r.band for r in scored]
-    absolute = [abs(e) for e in errors]
-    inside = round(coverage(errors, bands) * len(errors))
-    print(
-        f"{len(errors)} rows: median |err| {statistics.median(absolute):.1%}, max "
-        f"{max(absolute):.1%}, bias {statistics.fmean(errors):+.1%}; inside the printed band: "
-        f"{inside} of {len(errors)} ({inside / len(errors):.0%}; band level {LEVEL:.0%}), median "
-        f"band ±{statistics.median(bands):.1%}"
-    )
+    print_summary([r.error for r in scored], [r.band for r in scored],
+                  {r.plan.uncertainty_level for r in scored})  # fmt: skip
     ratios = widening_ratios(scored, factor)
     if ratios:
         print(

@@ -11,13 +11,11 @@ of ``layout export --format megatron`` (a bash array, names of Megatron-LM core_
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
-import sys
 from collections import Counter
 
 import planner
-from planner.errors import InfeasibleError, SpecError
+from planner.errors import run_script
 
 
 def sbatch_script(
@@ -82,11 +80,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
-        print(f"make_sbatch.py: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except BrokenPipeError:  # `... | head`: the reader left, not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
-        raise SystemExit(0) from None
+    run_script(main)  # one line and exit 2 on bad input; exit 0 when a reader leaves (| head)

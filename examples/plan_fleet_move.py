@@ -1,6 +1,6 @@
 """Re-plan a training job for a fleet move, then ask what faster NICs would buy on the new fleet.
 
-    python examples/plan_fleet_move.py                         # 70B, hgx_h100x16 -> hgx_b200x16
+    python examples/plan_fleet_move.py                         # 70B, hgx_h100x32 -> hgx_b200x32
     python examples/plan_fleet_move.py --model 8B --source hgx_h100x8 --target hgx_b200x8
 
 Prints the layout on each fleet, why each degree changed, the speed-up and the cost per million
@@ -11,18 +11,16 @@ tokens, then one line per NIC speed on the target fleet (``planner.migrate`` and
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 import planner
-from planner.errors import InfeasibleError, SpecError
+from planner.errors import run_script
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="70B")
-    parser.add_argument("--source", default="hgx_h100x16")
-    parser.add_argument("--target", default="hgx_b200x16")
+    parser.add_argument("--source", default="hgx_h100x32")
+    parser.add_argument("--target", default="hgx_b200x32")
     parser.add_argument("--nic-gbps", default="400,800", help="NIC speeds to try on the target")
     args = parser.parse_args()
 
@@ -55,11 +53,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
-        print(f"plan_fleet_move.py: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except BrokenPipeError:  # `... | head`: the reader left, not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
-        raise SystemExit(0) from None
+    run_script(main)  # one line and exit 2 on bad input; exit 0 when a reader leaves (| head)

@@ -15,14 +15,12 @@ the forced balance of NVIDIA's benchmarks, the planner's default).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 import planner
 from planner.catalog import load_model
 from planner.cost.params import active_params, total_params
-from planner.errors import InfeasibleError, SpecError
+from planner.errors import run_script
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,11 +55,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except (SpecError, InfeasibleError) as exc:  # bad input or nothing fits: one line, exit 2
-        print(f"plan_hf_config.py: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except BrokenPipeError:  # `... | head`: the reader left, not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
-        raise SystemExit(0) from None
+    run_script(main)  # one line and exit 2 on bad input; exit 0 when a reader leaves (| head)

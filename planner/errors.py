@@ -5,6 +5,9 @@ Exit codes follow ruff's convention: 0 a plan, 1 nothing fits, 2 bad input (or i
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NoReturn
+
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
 EXIT_BAD_INPUT = 2
@@ -79,3 +82,24 @@ def one_line(message: str) -> str:
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[: MAX_MESSAGE_CHARS - 3] + "..."
     return text
+
+
+def run_script(main: Callable[[], int | None]) -> NoReturn:
+    """Run a script's ``main`` (the examples' entry point) and exit as the CLI would: its
+    return code; for bad input or nothing that fits (SpecError, InfeasibleError) one line,
+    ``<script>: error: <message>``, on standard error and exit code 2; for a reader that left
+    (``... | head``: BrokenPipeError) exit 0, standard output pointed at /dev/null so that the
+    interpreter's final flush raises nothing."""
+    import os
+    import sys
+    from pathlib import Path
+
+    try:
+        code = main()
+    except (SpecError, InfeasibleError) as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(EXIT_OK) from None
+    raise SystemExit(code)

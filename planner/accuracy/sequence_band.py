@@ -17,10 +17,8 @@ from typing import NamedTuple
 
 from planner.accuracy.rows import Case
 from planner.accuracy.run import predict_case
+from planner.search.trust import BEYOND_LONGEST_SEQUENCE
 from planner.specs.result import Plan
-
-SEQUENCE_NOTE = "is beyond the longest validated one"
-"""Words of the warning planner.search.trust.envelope_steps writes for the sequence widening."""
 
 
 class ScoredRow(NamedTuple):
@@ -50,7 +48,7 @@ def score_rows(cases: Sequence[Case]) -> list[ScoredRow]:
                 plan=plan,
                 error=plan.tokens_per_s_per_gpu / case.measured_tokens_per_s_per_gpu - 1.0,
                 band=(plan.uncertainty_pct or 0.0) / 100.0,
-                beyond=any(SEQUENCE_NOTE in w for w in plan.warnings),
+                beyond=any(BEYOND_LONGEST_SEQUENCE in w for w in plan.warnings),
             )
         )
     return out

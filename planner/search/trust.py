@@ -29,6 +29,11 @@ Step = tuple[float, str]
 """One widening: (factor, the warning that names it)."""
 
 
+BEYOND_LONGEST_SEQUENCE = "is beyond the longest validated one"
+"""Words of the sequence widening's warning (planner/accuracy/sequence_band.py finds the plans it
+widened by them)."""
+
+
 class TrustBand(FrozenSpec):
     """A plan's band and warnings."""
 
@@ -211,10 +216,7 @@ def envelope_steps(
         note = f"{layout.num_gpus} GPUs is beyond the largest validated job ({basis.max_num_gpus})"
         steps.append((spec.widen.beyond_largest_job.factor, note))
     if basis.max_seq_len is not None and workload.seq_len > basis.max_seq_len:
-        note = (
-            f"sequence length {workload.seq_len} is beyond the longest validated one "
-            f"({basis.max_seq_len})"
-        )
+        note = f"sequence length {workload.seq_len} {BEYOND_LONGEST_SEQUENCE} ({basis.max_seq_len})"
         steps.append((spec.widen.beyond_longest_sequence.factor, note))
     if basis.min_step_s is not None and step_s is not None and step_s < basis.min_step_s:
         note = (
