@@ -89,6 +89,10 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "reshard_after_forward": [
         ("zero3", {"reshard_after_forward": v}) for v in ("default", "always", "never")
     ],
+    "fsdp_gather_unit": [("zero3", {"fsdp_gather_unit": v}) for v in ("layer", "weight")],
+    "weight_cast": [
+        ("dense", {"precision": "fp8", "weight_cast": v}) for v in ("per_step", "per_call")
+    ],
     "pipeline_schedule": [("dense", {}), ("dense", {"pipeline_schedule": "dualpipe"})],
     "pp_grad_sync": [
         ("zero3pp", {"framework": "torchtitan", "pp_grad_sync": v}) for v in ("step", "round")
@@ -447,6 +451,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _rope_megatron,
         DP_OVERLAP: _dp_megatron,
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "bridge": {
         "host_sync_interval": _said,
@@ -534,6 +540,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _rope_bridge,
         DP_OVERLAP: _dp_bridge,
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "torchtitan": {
         # its loop reads the loss on logging steps only: metrics.log_freq
@@ -618,6 +626,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _said,
         # FSDP2 and DDP overlap their collectives with compute by default: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
     },
     "deepspeed": {
         "host_sync_interval": _said,
@@ -672,6 +682,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _said,
         DP_OVERLAP: lambda c: c.names.get("zero_optimization.overlap_comm") is _dp_on(c),
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "maxtext": {
         # JAX dispatches the next step before the last ends: never stopping is native
@@ -730,6 +742,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _maxtext_rope,
         # XLA overlaps the data-parallel collectives with compute: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "weight"),
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
     },
 }
 

@@ -84,3 +84,56 @@ def test_cli_int8_is_one_line_and_exit_2_under_megatron() -> None:
     )  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert "int8" in ok.stdout
+
+
+def test_aqt_quantizes_the_weights_on_every_call() -> None:
+    """MaxText's AQT quantizes the weight operand inside every dot_general (``weight_cast``
+    per_call): with full recomputation a micro-batch reads each gathered weight three times (the
+    forward, the recomputed forward, the input-gradient dot) and writes its int8 copy, 3 bytes
+    per value at the effective HBM bandwidth. For Llama 3 8B on one v6e chip (TP1) a pass covers
+    the layers' 6.98e9 weight values: 32 x 218.1M (qkv 4096 x 6144, out 4096 x 4096, gate+up
+    4096 x 28672, down 14336 x 4096)."""
+    workload = resolve_workload(
+        {"framework": "maxtext", "seq_len": 8192, "global_batch": 256, "precision": "int8"}
+    )
+    assert workload.weight_cast == "per_call"
+    layout = Layout(**LAYOUT, precision=NumberFormat.INT8)
+    part = layers_forward(MODEL, V6E.accelerator, workload, layout, (range(MODEL.num_layers),))
+    weights = 32 * (4096 * 6144 + 4096 * 4096 + 4096 * 28672 + 14336 * 4096)
+    hbm = V6E.accelerator.hbm_bandwidth_GB_per_s * 1e9 * V6E.accelerator.efficiency.hbm
+    assert part.weight_cast == pytest.approx(3.0 * weights / hbm)
+    cached = workload.model_copy(update={"weight_cast": "per_step"})
+    assert layers_forward(MODEL, V6E.accelerator, cached, layout, (range(32),)).weight_cast == 0.0
+    bf16 = layout.model_copy(update={"precision": NumberFormat.BF16})
+    assert layers_forward(MODEL, V6E.accelerator, workload, bf16, (range(32),)).weight_cast == 0.0
+    # three passes a step at one micro-batch per GPU: the step grows by exactly that
+    step = _step("int8")
+    without = _step("int8", weight_cast="per_step")
+    assert step - without == pytest.approx(3 * part.weight_cast, rel=1e-6)
+
+
+def test_xla_gathers_weight_by_weight() -> None:
+    """ZeRO-3 under XLA (``fsdp_gather_unit`` weight) holds two of the largest weight tensors
+    gathered, in bf16, and their unsharded gradients, not two layers: for GPT-3 175B at TP1 the
+    largest is the 12288 x 49152 FFN weight (603.98M values)."""
+    from planner.cost.sharding import sharded_state_bytes
+    from planner.cost.stage_memory import largest_weight_params
+
+    gpt3 = load_model("gpt3-175b")
+    largest = largest_weight_params(gpt3, tp=1)
+    assert largest == 12288 * 49152
+    layout = Layout(dp=256, zero=3)
+    layer = 12 * 12288**2  # one layer's weights (biases aside)
+    params = (96 * layer, 0.0)
+    per_layer = resolve_workload({"framework": "maxtext", "fsdp_gather_unit": "layer"})
+    per_weight = resolve_workload({"framework": "maxtext"})
+    assert per_weight.fsdp_gather_unit == "weight"
+    by_layer = sharded_state_bytes(params, layout, per_layer, num_layers=96)
+    by_weight = sharded_state_bytes(
+        params, layout, per_weight, num_layers=96, largest_weight=largest
+    )
+    assert by_layer.weights == pytest.approx(2 * layer * 2)  # two gathered layers in bf16
+    assert by_weight.weights == pytest.approx(2 * largest * 2)  # two gathered weights in bf16
+    shard_grads = 4 * params[0] / 256  # fp32 gradient shards (fp32 parameters)
+    assert by_weight.grads == pytest.approx(shard_grads + 4 * 2 * largest)  # fp32 grad_reduce
+    assert by_layer.optimizer == by_weight.optimizer

@@ -321,6 +321,17 @@ def test_torus_is_a_grid_with_wraparound_where_the_slice_has_it(
     assert nx.is_isomorphic(graph, nx.grid_graph(dim=dims, periodic=periodic))
 
 
+@pytest.mark.parametrize("shape", ["8x16x48", "4x8x64", "8x16x32", "8x12x16"])
+def test_published_v5p_slice_shapes_are_legal(shape: str) -> None:
+    """Google ran MLPerf Training gpt3 on v5p slices beyond the doc's 16x16x24 (the OCS joins
+    cubes into longer axes): 8x16x48 and 8x16x32 (v4.0/v4.1), 4x8x64 (v4.1), 8x12x16 (v4.0),
+    each system JSON's accelerator_interconnect_topology. A shape that ran must be accepted."""
+    cluster = load_cluster(f"tpu_v5p_{shape}")
+    dims = [int(a) for a in shape.split("x")]
+    assert cluster.num_accelerators == dims[0] * dims[1] * dims[2]
+    assert cluster.slice_shape == tuple(dims)
+
+
 def test_rail_optimized_fat_tree_counts() -> None:
     graph = cluster_graph(load_cluster("hgx_h100x512"))  # 2 units of 32 servers
     kinds = Counter(k for _, k in graph.nodes(data=KIND))

@@ -144,6 +144,7 @@ def sharded_state_bytes(
     *,
     num_layers: int,
     transient: bool = True,
+    largest_weight: float = 0.0,
 ) -> ShardedState:
     """What one GPU holds of ``params`` = (dense, expert) parameters of its stage (already split
     over tp and ep x etp): dense state shards over dp x cp, expert state over the expert-data-
@@ -154,7 +155,9 @@ def sharded_state_bytes(
     resharding under pipeline parallelism
     (:func:`reduces_once_per_step`) it holds the stage's whole gathered copy and unsharded
     gradients instead. ``transient`` False leaves the gathered copy and the unsharded gradients
-    of the running layers out (the state at rest, additive over layers).
+    of the running layers out (the state at rest, additive over layers). When the framework
+    gathers weight by weight (``fsdp_gather_unit`` "weight"), ``unsharded_param_layers`` counts
+    weight tensors of ``largest_weight`` parameters (the stage's largest, per GPU) instead.
 
     >>> state = sharded_state_bytes((8e9, 0.0), Layout(dp=8, zero=1), TrainWorkload(), num_layers=32)
     >>> state.weights / 1e9, state.grads / 1e9, state.optimizer / 1e9
@@ -209,6 +212,8 @@ def sharded_state_bytes(
             weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
         )
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
+    if workload.fsdp_gather_unit == "weight" and largest_weight > 0:
+        running = min(running, workload.unsharded_param_layers * largest_weight)
     gathered = running if zero3_reshards(workload, layout) else total
     if not transient:  # the state at rest, additive over layers (the stage partition's tables)
         running = gathered = 0.0

@@ -140,6 +140,8 @@ class LinearTime(NamedTuple):
     """Weight-gradient GEMMs."""
     inputs_per_token: float
     """GEMM input values per token (what low-precision casts read)."""
+    weights: float = 0.0
+    """Weight values of the layer's GEMMs on this GPU (what a per-call weight cast reads)."""
 
 
 @lru_cache(maxsize=4096)
@@ -166,7 +168,8 @@ def _layer_linear_time(
         dgrad += d
         wgrad += w
     inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
-    return LinearTime(forward, dgrad, wgrad, inputs)
+    weights = sum(g.k * g.n * g.count for g in gemms)
+    return LinearTime(forward, dgrad, wgrad, inputs, weights)
 
 
 RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
@@ -335,11 +338,41 @@ class LayersForward(NamedTuple):
     linear_backward: float = 0.0
     """The linear GEMMs' backward (input and weight gradients,
     :func:`planner.cost.gemm.gemm_backward_times`)."""
+    weight_cast: float = 0.0
+    """One pass of quantizing the layers' weights when each GEMM call does it
+    (:func:`weight_cast_time`): in the forward and again in the input-gradient GEMMs."""
 
     @property
     def recomputable(self) -> float:
         """What full recomputation runs again (s): the whole forward of these layers."""
-        return self.linear + self.attention + self.memory_bound + self.unfused_forward
+        return (
+            self.linear + self.attention + self.memory_bound + self.unfused_forward
+            + self.weight_cast
+        )  # fmt: skip
+
+
+def weight_cast_time(weights: float, fmt: NumberFormat, workload: TrainWorkload,
+                     hbm_bytes_per_s: float) -> float:  # fmt: skip
+    """Seconds of one pass quantizing ``weights`` weight values to ``fmt`` when every GEMM call
+    quantizes its weight (``workload.weight_cast`` per_call): each value read in bf16 and
+    written in the 8-bit format (CAST_BYTES_PER_VALUE) at the effective HBM bandwidth, a
+    memory-bound pass like the activation casts. AQT (google/aqt ``config_v3``, as MaxText's
+    ``quantization: int8`` configures it) computes the per-channel range of the weight operand
+    and quantizes it inside every dot_general, and again for the input-gradient dot
+    (``dlhs``), so a training step with full recomputation pays three passes per micro-batch
+    over the weights each GPU holds gathered. Nothing for bf16 or a per-step (cached) cast.
+
+    >>> w = TrainWorkload(weight_cast="per_call")
+    >>> weight_cast_time(1e9, NumberFormat.INT8, w, 1e12)  # 1e9 values x 3 B at 1 TB/s
+    0.003
+    >>> weight_cast_time(1e9, NumberFormat.BF16, w, 1e12)
+    0.0
+    >>> weight_cast_time(1e9, NumberFormat.INT8, TrainWorkload(), 1e12)  # cached per step
+    0.0
+    """
+    if workload.weight_cast != "per_call" or fmt in (NumberFormat.BF16, NumberFormat.FP16):
+        return 0.0
+    return CAST_BYTES_PER_VALUE * weights / hbm_bytes_per_s
 
 
 def layers_forward(
@@ -425,9 +458,12 @@ def layers_forward(
     unfused_forward, unfused_backward = _unfused_kernel_time(
         model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates
     )
+    weight_cast = weight_cast_time(
+        num_dense * dense.weights + num_moe * moe.weights, fmt, workload, hbm
+    )
     return LayersForward(
         linear, attention, attention_backward, memory_bound, unfused_forward, unfused_backward,
-        num_moe, wgrad_extra, linear_backward,
+        num_moe, wgrad_extra, linear_backward, weight_cast,
     )  # fmt: skip
 
 
@@ -570,7 +606,9 @@ def microbatch_compute(
         + part.unfused_backward
         + part.wgrad_extra
     )
-    forward += loss_forward + part.unfused_forward
+    # a per-call weight cast: once in the forward, once for the input-gradient GEMMs
+    forward += loss_forward + part.unfused_forward + part.weight_cast
+    backward += part.weight_cast
     if layout.recompute is Recompute.FULL:
         if contents.recomputed is None:
             fraction = recomputed_fraction(workload, layout, contents.num_layers)

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
+from planner.cost.gemm import layer_gemms
 from planner.cost.memory import (
     ACTIVATION_BYTES,
     activation_bytes_per_layer,
@@ -201,13 +203,20 @@ class StageMemoryProfile(NamedTuple):
     """Held once, per sequence: the recomputed layer's working set and the fp32 logits."""
     num_layers: int = 1
     """Transformer layers the stage holds (ZeRO-3 gathers a few of them at a time)."""
+    largest_weight: float = 0.0
+    """Parameters per GPU of the stage's largest weight tensor (a framework that gathers weight
+    by weight holds a few of them, ``TrainWorkload.fsdp_gather_unit``)."""
 
     def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
         """Weights, gradients, optimizer state, activations and the optimizer step's transient
         bytes at ``layout``'s ZeRO stage, micro-batch and interleaving (every activation term is
         proportional to the tokens of a micro-batch)."""
         state = sharded_state_bytes(
-            (self.dense_params, self.expert_params), layout, workload, num_layers=self.num_layers
+            (self.dense_params, self.expert_params),
+            layout,
+            workload,
+            num_layers=self.num_layers,
+            largest_weight=self.largest_weight,
         )
         in_flight = microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, self.stage)
         copies = 1.0
@@ -255,7 +264,26 @@ def stage_memory_profile(
         activations / layout.mbs,
         fixed / layout.mbs,
         max(contents.num_layers, 1),
+        largest_weight_params(model, layout.tp, layout.ep, layout.etp),
     )
+
+
+@lru_cache(maxsize=1024)
+def largest_weight_params(model: ModelSpec, tp: int, ep: int = 1, etp: int = 1) -> float:
+    """Parameters per GPU of the model's largest layer weight tensor: a GEMM's k x n, with a
+    layer's routed experts stacked into one tensor per projection as XLA frameworks hold them
+    (:func:`planner.cost.gemm.layer_gemms`, split over tp, ep and etp).
+
+    >>> from planner.catalog import load_model
+    >>> largest_weight_params(load_model("gpt3-175b"), tp=8) / 1e6  # 12288 x 49152 / 8
+    75.497472
+    """
+    sizes = [
+        g.k * g.n * g.count
+        for moe_layer in {False, model.moe is not None}
+        for g in layer_gemms(model, 1.0, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
+    ]
+    return max(sizes)
 
 
 def state_bytes(

@@ -226,6 +226,20 @@ class TrainWorkload(FrozenSpec):
     """ZeRO-3 only: layers whose gathered (bf16) parameters, and in backward their unsharded
     gradients, are alive at once: the running layer and the one prefetched (FSDP2's implicit
     prefetch of the next layer; Megatron-FSDP's double buffer)."""
+    fsdp_gather_unit: Literal["layer", "weight"] = "layer"
+    """ZeRO-3 only: what one all-gather brings in, so what ``unsharded_param_layers`` counts. A
+    layer: FSDP and DeepSpeed gather a wrapped module's parameters together. A weight: XLA's
+    SPMD partitioner turns each sharded weight's use into its own all-gather before its einsum
+    (and each weight gradient into its own reduce-scatter), so the gathered working set is a
+    few of the largest weight tensors (MaxText, AXLearn, Pax), not whole layers."""
+    weight_cast: Literal["per_step", "per_call"] = "per_step"
+    """Low-precision formats: when a GEMM's weight operand is quantized. per_step: once per
+    optimizer step and cached across micro-batches (Transformer Engine's ``is_first_microbatch``
+    weight cache), priced as nothing here. per_call: every GEMM call quantizes its weight again,
+    in the forward, the recomputed forward and the input-gradient GEMM (AQT ``config_v3`` in
+    MaxText: fwd and dlhs quantize the weight on each call, per-channel ranges computed on the
+    fly), each pass reading the bf16 weight and writing the quantized copy
+    (:func:`planner.cost.stage.weight_cast_time`)."""
     activation_offload_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of the saved activations that go to host memory over the host link in the forward
     and come back for the backward (Megatron-LM ``--cpu-offloading-num-layers`` N of L layers;

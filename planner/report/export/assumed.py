@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from planner.cost.sharding import dp_sync_overlapped, zero3_reshards
 from planner.report.export.job import ExportJob, mtp_layers
+from planner.specs.formats import NumberFormat
 from planner.specs.layout import Recompute
 from planner.specs.model import ModelSpec
 
@@ -244,6 +245,22 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "never": "ZeRO-3 parameters kept gathered from forward to backward",
         }[j.train[1].reshard_after_forward],
     ),
+    "fsdp_gather_unit": (
+        lambda j: j.train[0].layout.zero == 3,
+        lambda j: {
+            "layer": "ZeRO-3 gathering a layer's parameters at a time",
+            "weight": "ZeRO-3 gathering weight by weight (one all-gather per weight tensor)",
+        }[j.train[1].fsdp_gather_unit],
+    ),
+    "weight_cast": (
+        lambda j: j.train[0].layout.precision not in (NumberFormat.BF16, NumberFormat.FP16),
+        lambda j: {
+            "per_step": "low-precision weight copies made once per step and reused by its "
+            "micro-batches",
+            "per_call": "the weights quantized again on every GEMM call (forward, recomputed "
+            "forward, input gradient)",
+        }[j.train[1].weight_cast],
+    ),
     "pp_grad_sync": (
         lambda j: (
             j.train[0].layout.zero == 3
@@ -373,6 +390,45 @@ def express_framework(job: ExportJob, *formats: str) -> None:
     """Mark the framework profile expressed when it is one of ``formats``' frameworks."""
     if profile_exports_to(job, *formats):
         job.express("framework")
+
+
+NATIVE_GATHER_AND_CAST: dict[str, tuple[str, str, str, str]] = {
+    "megatron": (
+        "layer", "per_step",
+        "Megatron-FSDP gathers its parameter buckets module by module",
+        "Transformer Engine casts a weight once per step (is_first_microbatch) and reuses it",
+    ),
+    "deepspeed": (
+        "layer", "per_step",
+        "ZeRO-3 fetches each submodule's parameters together",
+        "Transformer Engine casts a weight once per step and reuses it",
+    ),
+    "torchtitan": (
+        "layer", "per_call",
+        "FSDP2 all-gathers each fully_shard unit (a transformer block) at once",
+        "torchao's Float8Linear casts the weight on every call (before the all-gather with "
+        "enable_fsdp_float8_all_gather)",
+    ),
+    "maxtext": (
+        "weight", "per_call",
+        "XLA all-gathers the weights one tensor at a time",
+        "AQT (quantization int8) and Flax's fp8 dot quantize the weight on every call",
+    ),
+}  # fmt: skip
+"""Per export format: the FSDP gather unit and weight-cast timing its framework has natively,
+and where each lives when the prediction assumed the other."""
+
+
+def express_native_gather_and_cast(job: ExportJob, fmt: str) -> dict[str, str]:
+    """Mark ``fsdp_gather_unit`` and ``weight_cast`` expressed where the prediction assumed the
+    framework's own behaviour; the note tails for where it assumed the other."""
+    gather, cast, gather_where, cast_where = NATIVE_GATHER_AND_CAST[fmt]
+    workload = job.train[1]
+    if workload.fsdp_gather_unit == gather:
+        job.express("fsdp_gather_unit")
+    if workload.weight_cast == cast:
+        job.express("weight_cast")
+    return {"fsdp_gather_unit": gather_where, "weight_cast": cast_where}
 
 
 FRAMEWORK_ELSEWHERE = (

@@ -15,6 +15,7 @@ from planner.report.export.assumed import (
     MODEL_ROPE,
     dp_overlapped,
     express_framework,
+    express_native_gather_and_cast,
     note_unexpressed,
 )
 from planner.report.export.job import (
@@ -260,7 +261,7 @@ def bridge_overrides(job: ExportJob) -> list[str]:
          "forces balance, for benchmarks only)",
          "optimizer_state_dtype": "optimizer.use_precision_aware_optimizer with bf16 "
          "exp_avg_dtype needs the distributed optimizer (ZeRO-1 or 2)",
-         **UNEXPRESSED_WHERE},
+         **UNEXPRESSED_WHERE, **express_native_gather_and_cast(job, "megatron")},
     )  # fmt: skip
     return out
 

@@ -17,6 +17,7 @@ from planner.report.export.assumed import (
     DP_OVERLAP,
     dp_overlapped,
     express_framework,
+    express_native_gather_and_cast,
     note_unexpressed,
 )
 from planner.report.export.job import ExportJob, ExportResult
@@ -86,6 +87,7 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
             "fp32_params": "DeepSpeed keeps bf16 parameters and an fp32 master copy in the "
             "optimizer",
             "optimizer_state_dtype": "DeepSpeed's Adam keeps fp32 moments",
+            **express_native_gather_and_cast(job, "deepspeed"),
         },
     )
     return config

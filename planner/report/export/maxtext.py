@@ -19,6 +19,7 @@ from planner.report.export.assumed import (
     MODEL_ROPE,
     dp_overlapped,
     express_framework,
+    express_native_gather_and_cast,
     note_unexpressed,
 )
 from planner.report.export.job import (
@@ -315,6 +316,7 @@ def overrides(job: ExportJob) -> dict[str, Value]:
             "reshard_after_forward": "XLA re-gathers the FSDP weights in a rematted backward",
             MODEL_ROPE: "rope_max_timescale and rope_type give the base and the scaling; MaxText's "
             "model config sets the rest (a partial or MLA rotary part)",
+            **express_native_gather_and_cast(job, "maxtext"),
         },
     )
     return out

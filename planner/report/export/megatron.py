@@ -14,6 +14,7 @@ from planner.report.export.assumed import (
     MODEL_ROPE,
     dp_overlapped,
     express_framework,
+    express_native_gather_and_cast,
     note_unexpressed,
 )
 from planner.report.export.job import (
@@ -418,7 +419,7 @@ def megatron_groups(job: ExportJob) -> list[Group]:
          "forces balance, for benchmarks only)",
          "optimizer_state_dtype": "--use-precision-aware-optimizer with --exp-avg-dtype bf16 "
          "needs the distributed optimizer (--use-distributed-optimizer, ZeRO-1 or 2)",
-         **UNEXPRESSED_WHERE},
+         **UNEXPRESSED_WHERE, **express_native_gather_and_cast(job, "megatron")},
     )  # fmt: skip
     return [(title, args) for title, args in groups if args]
 

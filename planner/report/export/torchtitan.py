@@ -15,6 +15,7 @@ from planner.report.export.assumed import (
     MODEL_ROPE,
     dp_overlapped,
     express_framework,
+    express_native_gather_and_cast,
     note_unexpressed,
     setting_words,
 )
@@ -322,6 +323,7 @@ def render(job: ExportJob) -> ExportResult:
             "head all-to-all",
             "unsharded_param_layers": "FSDP2 prefetches one layer ahead",
             "host_sync_interval": "torchtitan's loop reads the loss on every logging step",
+            **express_native_gather_and_cast(job, "torchtitan"),
         },
     )
     header = training_header(
