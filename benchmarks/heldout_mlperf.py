@@ -14,7 +14,11 @@ them: they are not in the files ``layout calibrate --fit`` reads. Two benchmarks
   and Cisco's H100 over Ethernet (64);
 - llama31_405b (v5.0 and v5.1, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and GB200/GB300 at
   256-2,560 GPUs (FP8 and NVFP4), Nebius's H200 (512, 1,024) and the University of Florida's DGX
-  B200 (256, 448).
+  B200 (256, 448);
+- gpt3 (v3.1-v4.1, MLG rows): Google's GPT-3 175B on TPU v5p (512-6,144 chips) and Trillium
+  (512-3,072 chips) with MaxText, and on TPU v5e (4,096 chips) with Pax, all int8 (AQT): no TPU
+  family is fitted, so the factors are the transferred priors, and the step time is read from
+  blocks that include an evaluation pass (each row's notes).
 
 Each row is predicted exactly as ``layout validate`` predicts a validation row (its stated layout
 pinned, the recipe's settings applied, anything unstated searched), and the summary says how
@@ -33,6 +37,8 @@ from planner.errors import InfeasibleError, SpecError
 
 ROWS_FILE = Path(__file__).resolve().parents[1] / "tests" / "validation" / "heldout" / "mlperf.yaml"
 """The held-out MLPerf rows."""
+GROUPS = {"MLP": "llama31_8b", "MLN": "llama31_405b", "MLG": "gpt3"}
+"""Benchmark of each row-id prefix."""
 
 
 def main() -> None:
@@ -49,7 +55,7 @@ def main() -> None:
             continue
         error, band, scores = scored(plan, case.measured_tokens_per_s_per_gpu)
         levels.add(plan.uncertainty_level)
-        group = "llama31_405b" if case.id.startswith("MLN") else "llama31_8b"
+        group = GROUPS[case.id[:3]]
         for name in (group, "all"):
             errs, bands = groups.setdefault(name, ([], []))
             errs.append(error)
@@ -58,7 +64,7 @@ def main() -> None:
             f"{case.id:6s} {case.row.cluster:18s} {case.row.precision:5s} "
             f"{plan.layout.short():42s} {scores}"
         )
-    for name in ("llama31_8b", "llama31_405b", "all"):
+    for name in (*GROUPS.values(), "all"):
         if name in groups:
             print(f"-- {name}")
             print_summary(*groups[name], levels)
