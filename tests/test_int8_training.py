@@ -137,3 +137,9 @@ def test_xla_gathers_weight_by_weight() -> None:
     shard_grads = 4 * params[0] / 256  # fp32 gradient shards (fp32 parameters)
     assert by_weight.grads == pytest.approx(shard_grads + 4 * 2 * largest)  # fp32 grad_reduce
     assert by_layer.optimizer == by_weight.optimizer
+    # a stage holding the vocabulary table gathers it in place of one of the two: 50257 x 12288
+    vocab = 50257 * 12288
+    with_vocab = sharded_state_bytes(
+        params, layout, per_weight, num_layers=96, largest_weight=largest, vocab_weight=vocab
+    )
+    assert with_vocab.weights == pytest.approx((largest + vocab) * 2)

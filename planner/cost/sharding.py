@@ -145,6 +145,7 @@ def sharded_state_bytes(
     num_layers: int,
     transient: bool = True,
     largest_weight: float = 0.0,
+    vocab_weight: float = 0.0,
 ) -> ShardedState:
     """What one GPU holds of ``params`` = (dense, expert) parameters of its stage (already split
     over tp and ep x etp): dense state shards over dp x cp, expert state over the expert-data-
@@ -157,7 +158,8 @@ def sharded_state_bytes(
     gradients instead. ``transient`` False leaves the gathered copy and the unsharded gradients
     of the running layers out (the state at rest, additive over layers). When the framework
     gathers weight by weight (``fsdp_gather_unit`` "weight"), ``unsharded_param_layers`` counts
-    weight tensors of ``largest_weight`` parameters (the stage's largest, per GPU) instead.
+    weight tensors of ``largest_weight`` parameters (the stage's largest layer weight, per GPU)
+    instead, one of them the stage's vocabulary table (``vocab_weight``) when that is larger.
 
     >>> state = sharded_state_bytes((8e9, 0.0), Layout(dp=8, zero=1), TrainWorkload(), num_layers=32)
     >>> state.weights / 1e9, state.grads / 1e9, state.optimizer / 1e9
@@ -213,7 +215,8 @@ def sharded_state_bytes(
         )
     running = min(1.0, workload.unsharded_param_layers / max(num_layers, 1)) * total
     if workload.fsdp_gather_unit == "weight" and largest_weight > 0:
-        running = min(running, workload.unsharded_param_layers * largest_weight)
+        units = workload.unsharded_param_layers * largest_weight
+        running = min(total, units + max(0.0, vocab_weight - largest_weight))
     gathered = running if zero3_reshards(workload, layout) else total
     if not transient:  # the state at rest, additive over layers (the stage partition's tables)
         running = gathered = 0.0

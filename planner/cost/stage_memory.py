@@ -204,8 +204,11 @@ class StageMemoryProfile(NamedTuple):
     num_layers: int = 1
     """Transformer layers the stage holds (ZeRO-3 gathers a few of them at a time)."""
     largest_weight: float = 0.0
-    """Parameters per GPU of the stage's largest weight tensor (a framework that gathers weight
-    by weight holds a few of them, ``TrainWorkload.fsdp_gather_unit``)."""
+    """Parameters per GPU of the stage's largest layer weight tensor (a framework that gathers
+    weight by weight holds a few of them, ``TrainWorkload.fsdp_gather_unit``)."""
+    vocab_weight: float = 0.0
+    """Parameters per GPU of the vocabulary table when the stage holds it (the input embedding
+    or the output projection): gathered in place of one of those weights when larger."""
 
     def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
         """Weights, gradients, optimizer state, activations and the optimizer step's transient
@@ -217,6 +220,7 @@ class StageMemoryProfile(NamedTuple):
             workload,
             num_layers=self.num_layers,
             largest_weight=self.largest_weight,
+            vocab_weight=self.vocab_weight,
         )
         in_flight = microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, self.stage)
         copies = 1.0
@@ -253,6 +257,8 @@ def stage_memory_profile(
     fixed = contents.num_heads * logits_bytes(
         model, layout, workload.seq_len, workload.cross_entropy
     )
+    holds_vocab = contents.first or contents.output_weights
+    vocab_weight = model.vocab_size * model.hidden_size / layout.tp if holds_vocab else 0.0
     recomputes = contents.recomputed is None or contents.num_recomputed > 0
     save_list = layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
     if (layout.recompute is Recompute.FULL and recomputes) or save_list:
@@ -265,6 +271,7 @@ def stage_memory_profile(
         fixed / layout.mbs,
         max(contents.num_layers, 1),
         largest_weight_params(model, layout.tp, layout.ep, layout.etp),
+        vocab_weight,
     )
 
 
