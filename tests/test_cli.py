@@ -58,6 +58,8 @@ WORKLOAD_FLAGS = {
     "--elementwise", "--attention-kernel", "--cross-entropy",
     # issue 18: FSDP as torchtitan and MaxText shard it (HSDP group, reshard policy)
     "--zero-shard-group", "--reshard-after-forward",
+    # issue 18: what XLA's ZeRO-3 gathers at once, and when AQT-style recipes cast the weights
+    "--fsdp-gather-unit", "--weight-cast",
     # issue 18: how often the training loop stops the host (the fitted per-step cost)
     "--host-sync-interval",
     # issue 18: MoE routing as it runs (load imbalance, capacity padding)

@@ -143,3 +143,30 @@ def test_xla_gathers_weight_by_weight() -> None:
         params, layout, per_weight, num_layers=96, largest_weight=largest, vocab_weight=vocab
     )
     assert with_vocab.weights == pytest.approx((largest + vocab) * 2)
+
+
+def test_cli_gather_and_cast_flags_reach_the_plan_or_are_said_unused() -> None:
+    """``--weight-cast`` and ``--fsdp-gather-unit`` set the workload (the MaxText int8 plan's step
+    shrinks when its weights are cast once per step and its memory grows with two gathered
+    layers), and a plan that cannot use them says so instead of dropping them silently."""
+    import json
+
+    from tests.test_cli import run_main
+
+    base = [
+        "estimate", "--model", "gpt3-175b", "--cluster", "tpu_v6ex1024", "--framework",
+        "maxtext", "--precision", "int8", "--tp", "1", "--mbs", "2", "--recompute", "full",
+        "--zero", "3", "--zero-shard-group", "256", "--seq-len", "2048", "--global-batch", "2048",
+        "--json",
+    ]  # fmt: skip
+    code, out, err = run_main(base)
+    assert code == 0, err
+    per_call = json.loads(out)
+    code, out, err = run_main([*base, "--weight-cast", "per_step"])
+    assert code == 0, err
+    assert json.loads(out)["step_time_s"] < per_call["step_time_s"]
+    code, out, err = run_main([*base, "--fsdp-gather-unit", "layer"])
+    assert code == 1 and "does not fit" in err  # two gathered 1.8B-parameter layers
+    bf16 = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--tp", "2"]
+    code, out, err = run_main([*bf16, "--weight-cast", "per_call"])
+    assert code == 0 and "weight-cast per_call applies to 8- and 4-bit recipes" in out

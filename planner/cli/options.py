@@ -369,6 +369,20 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "or always except under pipeline parallelism (default: FSDP2's) [the profile's]",
     )
     g.add_argument(
+        "--fsdp-gather-unit",
+        choices=("layer", "weight"),
+        help="ZeRO-3: what one all-gather brings in, a layer's parameters (FSDP, DeepSpeed) or one "
+        "weight tensor (XLA: MaxText, AXLearn, Pax), so whether two layers or two of the largest "
+        "weights are gathered at once [the profile's]",
+    )
+    g.add_argument(
+        "--weight-cast",
+        choices=("per_step", "per_call"),
+        help="8- and 4-bit recipes: the weights cast once per step and reused by its "
+        "micro-batches (Transformer Engine) or quantized again in every GEMM call (MaxText's "
+        "AQT: forward, recomputed forward, input gradient) [the profile's]",
+    )
+    g.add_argument(
         "--host-sync-interval",
         type=_sync_interval,
         metavar="N|never",
@@ -501,6 +515,10 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["zero_shard_group"] = args.zero_shard_group
     if getattr(args, "reshard_after_forward", None):
         out["reshard_after_forward"] = args.reshard_after_forward
+    if getattr(args, "fsdp_gather_unit", None):
+        out["fsdp_gather_unit"] = args.fsdp_gather_unit
+    if getattr(args, "weight_cast", None):
+        out["weight_cast"] = args.weight_cast
     if getattr(args, "elementwise", None):
         out["fused_elementwise"] = args.elementwise == "fused"
     if getattr(args, "attention_kernel", None):
@@ -847,8 +865,8 @@ TRAIN_ONLY: tuple[str, ...] = (
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
     "expert_load_imbalance", "moe_capacity_factor", "saved_tensors",
     "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
-    "zero_shard_group", "reshard_after_forward", "host_sync_interval", "no_sequence_parallel",
-    "no_tp_overlap", "framework",
+    "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "weight_cast",
+    "host_sync_interval", "no_sequence_parallel", "no_tp_overlap", "framework",
     "cp_comm", "cp_impl", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""

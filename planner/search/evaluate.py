@@ -109,6 +109,19 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
         )
         formats = " and ".join(str(f) for f in EIGHT_BIT_PARAM_FORMATS)
         out.append(f"fp8-param-gather applies to {formats} with ZeRO >= 1; {why}")
+    profile = _profile_workload(workload)
+    if workload.weight_cast != profile.weight_cast and layout.precision in (
+        NumberFormat.BF16, NumberFormat.FP16,
+    ):  # fmt: skip
+        out.append(
+            f"weight-cast {workload.weight_cast} applies to 8- and 4-bit recipes; this layout "
+            f"runs {layout.precision}"
+        )
+    if workload.fsdp_gather_unit != profile.fsdp_gather_unit and layout.zero < 3:
+        out.append(
+            f"fsdp-gather-unit {workload.fsdp_gather_unit} applies to ZeRO-3; this layout uses "
+            f"ZeRO-{layout.zero}"
+        )
     return out
 
 
