@@ -1,10 +1,10 @@
 """Held-out check on MLPerf Training submissions (run by hand, a few seconds):
 
-    python benchmarks/heldout_mlperf.py
+    python benchmarks/heldout_mlperf.py [BENCHMARK ...]   (llama31_8b, llama31_405b, gpt3; all)
 
 The rows are tests/validation/heldout/mlperf.yaml (the validation row schema, each with its source
 and arithmetic; the settings each config states in recipes.yaml beside it). Nothing is fitted on
-them: they are not in the files ``layout calibrate --fit`` reads. Two benchmarks:
+them: they are not in the files ``layout calibrate --fit`` reads. Three benchmarks:
 
 - llama31_8b (MLPerf Training v5.1, MLP rows): AMD's MI355X and MI350X and GigaComputing's MI355X
   (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD family, so the priors are
@@ -27,6 +27,7 @@ many fell inside the ± band the planner printed for them.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from heldout import print_summary, scored
@@ -41,11 +42,20 @@ GROUPS = {"MLP": "llama31_8b", "MLN": "llama31_405b", "MLG": "gpt3"}
 """Benchmark of each row-id prefix."""
 
 
-def main() -> None:
-    """Predict every row and print one line a row, then the summary per benchmark and overall."""
+def main(argv: list[str] | None = None) -> None:
+    """Predict every row (of the benchmarks named, default all) and print one line a row, then
+    the summary per benchmark and overall."""
+    wanted = set(sys.argv[1:] if argv is None else argv) or set(GROUPS.values())
+    unknown = wanted - set(GROUPS.values())
+    if unknown:
+        sys.exit(
+            f"unknown benchmark {sorted(unknown)[0]!r}; choose from {', '.join(GROUPS.values())}"
+        )
     groups: dict[str, tuple[list[float], list[float]]] = {}
     levels: set[float | None] = set()
     for case in expand_cases(load_rows(ROWS_FILE)):
+        if GROUPS[case.id[:3]] not in wanted:
+            continue
         try:
             plan = predict_case(case)
         except (SpecError, InfeasibleError) as exc:
