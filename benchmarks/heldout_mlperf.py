@@ -34,7 +34,7 @@ from heldout import print_summary, scored
 
 from planner.accuracy.rows import expand_cases, load_rows
 from planner.accuracy.run import predict_case
-from planner.errors import InfeasibleError, SpecError
+from planner.errors import InfeasibleError, SpecError, run_script
 
 ROWS_FILE = Path(__file__).resolve().parents[1] / "tests" / "validation" / "heldout" / "mlperf.yaml"
 """The held-out MLPerf rows."""
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     wanted = set(sys.argv[1:] if argv is None else argv) or set(GROUPS.values())
     unknown = wanted - set(GROUPS.values())
     if unknown:
-        sys.exit(
+        raise SpecError(
             f"unknown benchmark {sorted(unknown)[0]!r}; choose from {', '.join(GROUPS.values())}"
         )
     groups: dict[str, tuple[list[float], list[float]]] = {}
@@ -81,4 +81,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)  # an unknown benchmark name: one line and exit 2

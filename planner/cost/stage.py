@@ -351,8 +351,9 @@ class LayersForward(NamedTuple):
         )  # fmt: skip
 
 
-def weight_cast_time(weights: float, fmt: NumberFormat, workload: TrainWorkload,
-                     hbm_bytes_per_s: float) -> float:  # fmt: skip
+def weight_cast_time(
+    weights: float, fmt: NumberFormat, workload: TrainWorkload, hbm_bytes_per_s: float
+) -> float:
     """Seconds of one pass quantizing ``weights`` weight values to ``fmt`` when every GEMM call
     quantizes its weight (``workload.weight_cast`` per_call): each value read in bf16 and
     written in the 8-bit format (CAST_BYTES_PER_VALUE) at the effective HBM bandwidth, a

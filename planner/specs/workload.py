@@ -225,7 +225,8 @@ class TrainWorkload(FrozenSpec):
     unsharded_param_layers: float = Field(default=2.0, ge=1.0, le=8.0)
     """ZeRO-3 only: layers whose gathered (bf16) parameters, and in backward their unsharded
     gradients, are alive at once: the running layer and the one prefetched (FSDP2's implicit
-    prefetch of the next layer; Megatron-FSDP's double buffer)."""
+    prefetch of the next layer; Megatron-FSDP's double buffer). Weight tensors instead of layers
+    when the framework gathers weight by weight (``fsdp_gather_unit``)."""
     fsdp_gather_unit: Literal["layer", "weight"] = "layer"
     """ZeRO-3 only: what one all-gather brings in, so what ``unsharded_param_layers`` counts. A
     layer: FSDP and DeepSpeed gather a wrapped module's parameters together. A weight: XLA's

@@ -416,7 +416,10 @@ NATIVE_GATHER_AND_CAST: dict[str, tuple[str, str, str, str]] = {
     ),
 }  # fmt: skip
 """Per export format: the FSDP gather unit and weight-cast timing its framework has natively,
-and where each lives when the prediction assumed the other."""
+and where each lives when the prediction assumed the other. These are the frameworks' own
+behaviours, not their profiles' defaults: the torchtitan profile still prices torchao's Float8
+weights as cast once per step (``weight_cast`` per_step, left unchanged without rows that
+measure it), so its export says it assumed that."""
 
 
 def express_native_gather_and_cast(job: ExportJob, fmt: str) -> dict[str, str]:
