@@ -1,24 +1,33 @@
 """Held-out check on MLPerf Training submissions (run by hand, a few seconds):
 
-    python benchmarks/heldout_mlperf.py [BENCHMARK ...]   (llama31_8b, llama31_405b, gpt3; all)
+    python benchmarks/heldout_mlperf.py [BENCHMARK ...]   (llama31_8b, llama31_405b, gpt3,
+                                                           deepseekv3_671b, gpt_oss_20b; all)
 
 The rows are tests/validation/heldout/mlperf.yaml (the validation row schema, each with its source
 and arithmetic; the settings each config states in recipes.yaml beside it). Nothing is fitted on
-them: they are not in the files ``layout calibrate --fit`` reads. Three benchmarks:
+them: they are not in the files ``layout calibrate --fit`` reads. Five benchmarks:
 
-- llama31_8b (MLPerf Training v5.1, MLP rows): AMD's MI355X and MI350X and GigaComputing's MI355X
-  (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD family, so the priors are
-  the transferred ones, ``planner/catalog/transfer.py``), NVIDIA's GB300/GB200 at 8 GPUs (NVFP4),
-  72 and 512 GPUs (FP8), and partners' runs: DGX B200 (University of Florida, 8 and 256 GPUs),
-  Oracle's B200 over RoCE (64), Dell's and Lenovo's HGX B300 (8; FP8 and NVFP4), HPE's H200 (64)
-  and Cisco's H100 over Ethernet (64);
+- llama31_8b (MLPerf Training v5.1, MLP1-16; v6.0, MLP17-34): AMD's MI355X and MI350X and
+  GigaComputing's MI355X (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD
+  family, so the priors are the transferred ones, ``planner/catalog/transfer.py``), NVIDIA's
+  GB300/GB200 at 8 GPUs (NVFP4), 72 and 512 GPUs (FP8), and partners' runs: DGX B200 (University
+  of Florida, 8 and 256 GPUs), Oracle's B200 over RoCE (64), Dell's and Lenovo's HGX B300 (8; FP8
+  and NVFP4), HPE's H200 (64) and Cisco's H100 over Ethernet (64); in v6.0 AMD's Primus stack in
+  MXFP4 on MI355X and MI350X (8 GPUs, Dell's and MiTAC's too; Cisco's 16 over RoCE), MiTAC's
+  MI325X (FP8), NVIDIA's GB300 in NVFP4 (8, 72) and GB200 (1,024), Cisco's H200 (16) and H100
+  (64, 128);
 - llama31_405b (v5.0 and v5.1, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and GB200/GB300 at
   256-2,560 GPUs (FP8 and NVFP4), Nebius's H200 (512, 1,024) and the University of Florida's DGX
   B200 (256, 448);
 - gpt3 (v3.1-v4.1, MLG rows): Google's GPT-3 175B on TPU v5p (512-6,144 chips) and Trillium
   (512-3,072 chips) with MaxText, and on TPU v5e (4,096 chips) with Pax, all int8 (AQT): no TPU
   family is fitted, so the factors are the transferred priors, and the step time is read from
-  blocks that include an evaluation pass (each row's notes).
+  blocks that include an evaluation pass (each row's notes);
+- deepseekv3_671b (v6.0, MLD rows): DeepSeek-V3 in MXFP8 (PP4 x VPP4, EP32, HybridEP, the whole
+  iteration and the optimizer in CUDA graphs) on NVIDIA's, CoreWeave's and Google's GB300 and GB200
+  NVL72 systems, 256-8,192 GPUs;
+- gpt_oss_20b (v6.0, MLO rows): GPT-OSS 20B in MXFP8 on GB300 (4-512 GPUs), GB200, B300 and B200
+  from NVIDIA and partners, and in FP8 on Cisco's H100 (64, 128).
 
 Each row is predicted exactly as ``layout validate`` predicts a validation row (its stated layout
 pinned, the recipe's settings applied, anything unstated searched), and the summary says how
@@ -38,7 +47,13 @@ from planner.errors import InfeasibleError, SpecError, run_script
 
 ROWS_FILE = Path(__file__).resolve().parents[1] / "tests" / "validation" / "heldout" / "mlperf.yaml"
 """The held-out MLPerf rows."""
-GROUPS = {"MLP": "llama31_8b", "MLN": "llama31_405b", "MLG": "gpt3"}
+GROUPS = {
+    "MLP": "llama31_8b",
+    "MLN": "llama31_405b",
+    "MLG": "gpt3",
+    "MLD": "deepseekv3_671b",
+    "MLO": "gpt_oss_20b",
+}
 """Benchmark of each row-id prefix."""
 
 
