@@ -387,3 +387,25 @@ def test_nothing_fits_names_the_lean_state_that_would_fit() -> None:
     assert code == 0, err
     code, _out, err = run_main(["search", "--model", "70B", "--cluster", "hgx_h100x8"])
     assert "--optimizer-state" not in assert_one_line_error(code, err, 1)
+
+
+def test_framework_aliases_run_their_profile_and_say_which() -> None:
+    """``--framework nemo`` (any case) is the megatron profile, as NeMo and Megatron-Bridge build
+    on Megatron-Core: the same plan, recorded under the profile's own name; every alias names a
+    profile; an unknown name is still one clear error."""
+    from planner.catalog.frameworks import framework_aliases, framework_names, resolve_workload
+
+    assert set(framework_aliases().values()) <= set(framework_names())
+    assert resolve_workload({"framework": "NeMo"}) == resolve_workload({"framework": "megatron"})
+    assert resolve_workload({"framework": "megatron-bridge"}).framework == "megatron"
+    assert resolve_workload({"framework": "fsdp2"}).tp_comm_overlap is False
+    base = ["search", "--model", "8B", "--cluster", "hgx_h100x8", "--json"]
+    code, nemo, _ = run_main([*base, "--framework", "nemo"])
+    assert code == 0
+    code, megatron, _ = run_main([*base, "--framework", "megatron"])
+    best, same = json.loads(nemo)["best"], json.loads(megatron)["best"]
+    assert best["workload"]["framework"] == "megatron"
+    assert (best["layout"], best["step_time_s"]) == (same["layout"], same["step_time_s"])
+    code, _, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x8",
+                             "--framework", "nemo3"])  # fmt: skip
+    assert code != 0 and "unknown framework 'nemo3'" in err and "\n" not in err.strip()

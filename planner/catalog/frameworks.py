@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 
-from planner.catalog.io import validate_spec
+from planner.catalog.io import load_mapping, validate_spec
 from planner.catalog.store import _names, catalog_root, load_profile
 from planner.errors import SpecError
 from planner.specs.framework import FrameworkSpec
@@ -23,6 +23,28 @@ DEFAULT_FRAMEWORK = "megatron"
 def framework_names() -> list[str]:
     """Catalog framework profile names."""
     return _names(catalog_root() / "topologies" / "frameworks")
+
+
+@lru_cache(maxsize=1)
+def framework_aliases() -> dict[str, str]:
+    """Other names of the profiles (``nemo``, ``megatron-bridge``) -> profile names, from
+    ``topologies/frameworks/_aliases.yaml``; each target must be a profile."""
+    path = catalog_root() / "topologies" / "frameworks" / "_aliases.yaml"
+    aliases = {str(k).lower(): str(v) for k, v in load_mapping(path).items()}
+    known = framework_names()
+    for alias, target in aliases.items():
+        if target not in known:
+            raise SpecError(f"{path}: alias {alias!r} names no profile {target!r}")
+    return aliases
+
+
+def framework_profile_name(name: str) -> str:
+    """The profile ``name`` stands for: itself, or the profile it is another name of.
+
+    >>> framework_profile_name("NeMo"), framework_profile_name("torchtitan")
+    ('megatron', 'torchtitan')
+    """
+    return framework_aliases().get(name.lower(), name)
 
 
 @lru_cache(maxsize=16)
@@ -54,8 +76,13 @@ def resolve_workload(workload: TrainWorkload | Mapping[str, object] | None) -> T
     name = given.get("framework", DEFAULT_FRAMEWORK)
     if not isinstance(name, str):
         raise SpecError(f"workload framework {name!r}: expected a profile name")
+    name = framework_profile_name(name)
     profile = load_framework(name)
     fields = {**profile.workload, **given, "framework": name}
-    if isinstance(workload, TrainWorkload) and fields.keys() == workload.model_fields_set:
+    if (
+        isinstance(workload, TrainWorkload)
+        and fields.keys() == workload.model_fields_set
+        and workload.framework == name
+    ):
         return workload
     return validate_spec(TrainWorkload, fields, where="workload")

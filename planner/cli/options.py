@@ -252,7 +252,9 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="training framework profile: megatron (default), torchtitan, maxtext, deepspeed "
         "(topologies/frameworks/): which layouts are legal, which overlaps run, how memory is "
-        "allocated; the settings below override it",
+        "allocated; the settings below override it. Other names run a profile "
+        "(topologies/frameworks/_aliases.yaml): nemo, megatron-bridge and megatron-lm are "
+        "megatron; the plan records the profile's name",
     )
     g.add_argument(
         "--cp-comm",
