@@ -495,6 +495,7 @@ SETTING_WORDS: dict[tuple[str, object], str] = {
 FRAMEWORK_PROFILES: dict[str, str] = {
     "megatron": "megatron",
     "megascale": "megatron",
+    "primus": "primus",
     "torchtitan": "torchtitan",
     "maxtext": "maxtext",
     "pax": "maxtext",
