@@ -196,6 +196,9 @@ class MeasuredRow(RowModel):
     """Training throughput per GPU."""
     step_time_s: PositiveFloat | None = None
     """Seconds per optimizer step."""
+    peak_memory_gb: PositiveFloat | None = None
+    """Peak device memory per GPU the source printed, in its own unit (the row's notes say which
+    counter: allocated or reserved); ``benchmarks/memory_check.py`` compares it."""
 
 
 class VariantRow(RowModel):
