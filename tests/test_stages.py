@@ -309,3 +309,20 @@ def test_the_split_keeps_the_searchs_memory_headroom() -> None:
     result = search(model="70B", cluster="hgx_h100x64", top=3)
     for other in [result.best, *result.alternatives]:
         assert other.memory.peak_gib <= 0.95 * other.memory.capacity_gib
+
+
+def test_a_time_limited_incumbent_reports_its_partitions_own_time() -> None:
+    """A solve stopped by its time limit may hold an objective variable above its partition's
+    slowest rank: the outcome reports the partition's time; a partition the data rejects or
+    prices above the solver's objective is an InternalError."""
+    from planner.errors import InternalError
+    from planner.search.solve.stages import tightened
+
+    problem = next(p for p in map(_random_problem, range(40)) if brute_force_stages(p)[0])
+    solution = StageSolver(problem, CONFIG).solve()
+    own = evaluate_assignment(problem, solution.assignment)  # type: ignore[arg-type]
+    loose = solution._replace(status="FEASIBLE", objective=own + 7, best_bound=own + 7)
+    fixed = tightened(problem, loose, Layout(pp=problem.pp))
+    assert (fixed.objective, fixed.best_bound) == (own, own)
+    with pytest.raises(InternalError, match="fails its own data"):
+        tightened(problem, solution._replace(objective=own - 1), Layout(pp=problem.pp))

@@ -245,6 +245,22 @@ class StageSolver:
         )
 
 
+def tightened(problem: StageProblem, solution: StageSolution, layout: Layout) -> StageSolution:
+    """``solution`` with its objective read off its partition (:func:`evaluate_assignment`).
+
+    The objective is a variable bounded below by every rank's time; a solve stopped by the time
+    limit (FEASIBLE) may hold an incumbent whose objective variable sits above its slowest rank,
+    so the partition's own time is the objective to report. A partition the data rejects, or
+    whose time exceeds the solver's objective, means the model and the data disagree: an
+    InternalError, never a silently kept split."""
+    if solution.assignment is None:
+        return solution
+    evaluated = evaluate_assignment(problem, solution.assignment)
+    if evaluated is None or evaluated > solution.objective:
+        raise InternalError(f"CP-SAT's stage partition of {layout.short()} fails its own data")
+    return solution._replace(objective=evaluated, best_bound=min(solution.best_bound, evaluated))
+
+
 def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
     """(first layer, length) of each maximal run of layers with identical rows in every table
     (one run for a uniform dense model; dense-first then MoE for DeepSeek-V3).
@@ -324,7 +340,7 @@ def optimise_pipeline(
             solved_by="bound",
         )
         return PipelineOutcome(None, None, info)
-    solution = StageSolver(problem, config).solve()
+    solution = tightened(problem, StageSolver(problem, config).solve(), layout)
     info = StageSolveInfo(
         name="pipeline_stages",
         subject=layout.short(),
@@ -339,8 +355,6 @@ def optimise_pipeline(
     )
     if solution.assignment is None:
         return PipelineOutcome(None, None, info)
-    if evaluate_assignment(problem, solution.assignment) != solution.objective:
-        raise InternalError(f"CP-SAT's stage partition of {layout.short()} fails its own data")
     split = PipelineSplit(
         chunk_layers=solution.assignment.chunk_layers,
         recompute_layers=solution.assignment.recompute_layers
