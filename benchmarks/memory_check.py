@@ -8,9 +8,11 @@ Nanotron's benchmark figure (tests/validation/training_frameworks.yaml, NT rows)
 Each is predicted as ``layout validate`` predicts it (its stated layout pinned, its recipe's
 settings applied) and the plan's peak (the most loaded pipeline stage: weights, gradients,
 optimizer state, activations, the optimizer step's transient copies; GiB) is compared with the
-printed figure. The sources print a number labelled GB without saying whether it is 10^9 or 2^30
-bytes, nor whether it counts PyTorch's allocated or reserved memory, so the ratio is given both
-ways. Nothing is fitted on these figures.
+printed figure. Nanotron's figure is ``torch.cuda.max_memory_reserved() / 2**30`` of world rank 0
+(the first pipeline stage) over the first three steps (nanotron src/nanotron/helpers.py
+create_table_log, "Mem Res (GB)", at c252843), so GiB of reserved memory: the allocator's slack
+over what the planner counts. The MLPerf logs' ``max_memory_usage`` does not say its counter or
+unit, so the ratio is given both ways. Nothing is fitted on these figures.
 """
 
 from __future__ import annotations
