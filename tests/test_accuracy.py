@@ -130,6 +130,7 @@ FRAMEWORK_ROW_TOTALS_B = {
     "llama-3.1-405b": 405.9,
     "deepseek-v3": 671.0,  # without the MTP module (DeepSeek-V3 report)
     "nanotron-bench-80b": 80.0,  # nanotron scripts/scaling_benchmarks.py parameter formula
+    "nanotron-bench-80b-gqa8": 70.6,  # its 8-KV-head run: the benchmark CSV's Total Params
 }
 """Published totals (billions) of the framework rows' models."""
 
