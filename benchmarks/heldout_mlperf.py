@@ -7,7 +7,7 @@ The rows are tests/validation/heldout/mlperf.yaml (the validation row schema, ea
 and arithmetic; the settings each config states in recipes.yaml beside it). Nothing is fitted on
 them: they are not in the files ``layout calibrate --fit`` reads. Five benchmarks:
 
-- llama31_8b (MLPerf Training v5.1, MLP1-16; v6.0, MLP17-34): AMD's MI355X and MI350X and
+- llama31_8b (MLPerf Training v5.1, MLP1-16; v6.0, MLP17-37): AMD's MI355X and MI350X and
   GigaComputing's MI355X (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD
   family, so the priors are the transferred ones, ``planner/catalog/transfer.py``), NVIDIA's
   GB300/GB200 at 8 GPUs (NVFP4), 72 and 512 GPUs (FP8), and partners' runs: DGX B200 (University
@@ -15,7 +15,7 @@ them: they are not in the files ``layout calibrate --fit`` reads. Five benchmark
   and NVFP4), HPE's H200 (64) and Cisco's H100 over Ethernet (64); in v6.0 AMD's Primus stack in
   MXFP4 on MI355X and MI350X (8 GPUs, Dell's and MiTAC's too; Cisco's 16 over RoCE), MiTAC's
   MI325X (FP8), NVIDIA's GB300 in NVFP4 (8, 72) and GB200 (1,024), Cisco's H200 (16) and H100
-  (64, 128);
+  (64, 128), Cisco's and Dell's HGX B300 in NVFP4 (8, 16);
 - llama31_405b (v5.0 and v5.1, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and GB200/GB300 at
   256-2,560 GPUs (FP8 and NVFP4), Nebius's H200 (512, 1,024) and the University of Florida's DGX
   B200 (256, 448);
