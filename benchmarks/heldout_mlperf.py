@@ -12,7 +12,7 @@ them: they are not in the files ``layout calibrate --fit`` reads. Five benchmark
   family, so the priors are the transferred ones, ``planner/catalog/transfer.py``), NVIDIA's
   GB300/GB200 at 8 GPUs (NVFP4), 72 and 512 GPUs (FP8), and partners' runs: DGX B200 (University
   of Florida, 8 and 256 GPUs), Oracle's B200 over RoCE (64), Dell's and Lenovo's HGX B300 (8; FP8
-  and NVFP4), HPE's H200 (64) and Cisco's H100 over Ethernet (64); in v6.0 AMD's Primus stack in
+  and NVFP4), HPE's H200 (64) and Cisco's H100 over Ethernet (64); in v6.0 AMD's MLPerf stack in
   MXFP4 on MI355X and MI350X (8 GPUs, Dell's and MiTAC's too; Cisco's 16 over RoCE), MiTAC's
   MI325X (FP8), NVIDIA's GB300 in NVFP4 (8, 72) and GB200 (1,024), Cisco's H200 (16) and H100
   (64, 128), Cisco's and Dell's HGX B300 in NVFP4 (8, 16);

@@ -23,12 +23,11 @@ from pathlib import Path
 from planner.accuracy.rows import expand_cases, load_rows
 from planner.accuracy.run import predict_case
 from planner.errors import InfeasibleError, SpecError, run_script
+from planner.units import GB, GiB
 
 VALIDATION = Path(__file__).resolve().parents[1] / "tests" / "validation"
 FILES = (VALIDATION / "training_frameworks.yaml", VALIDATION / "heldout" / "mlperf.yaml")
 """The row files with printed peak memory."""
-GIB_PER_GB = 1e9 / 2**30
-"""GiB in one GB (10^9 bytes)."""
 
 
 def main() -> None:
@@ -46,7 +45,7 @@ def main() -> None:
                 print(f"{case.id:6s} not evaluated: {' '.join(str(exc).split())}")
                 continue
             peak = plan.memory.peak_gib
-            as_gib, as_gb = peak / printed, peak / (printed * GIB_PER_GB)
+            as_gib, as_gb = peak / printed, peak * GiB / (printed * GB)
             ratios.setdefault(case.row.framework, []).append(as_gib)
             print(
                 f"{case.id:6s} {case.row.cluster:16s} {plan.layout.short():44s} predicted "

@@ -142,10 +142,7 @@ def test_heldout_rows_are_fresh_and_never_fitted() -> None:
             r"|Richardyu114/training_results_v6\.0 .*at commit eabf23a07b2a0c60a289ff871dc3a46fff0d0421",
             row["source"],
         )
-        # Megatron-LM as NVIDIA's NeMo runs it, or as AMD's Primus runs it (topologies/frameworks)
-        assert row["framework"] == (
-            "primus" if "Primus" in row["framework_version"] else "megatron"
-        )
+        assert row["framework"] == "megatron"
     amd = {row["hardware"]["accelerator"] for row in HELDOUT_ROWS} & {"mi350x", "mi355x"}
     assert amd == {"mi350x", "mi355x"}
     assert not (CALIBRATION / "cdna4.yaml").exists()  # AMD stays on the transferred priors

@@ -14,7 +14,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from planner.catalog.clusters import load_cluster
-from planner.catalog.frameworks import resolve_workload
+from planner.catalog.frameworks import (
+    framework_names,
+    framework_profile_name,
+    resolve_workload,
+)
 from planner.catalog.hf import yarn_attention_factor
 from planner.catalog.io import load_list, load_mapping, read_text, validate_spec
 from planner.errors import SpecError
@@ -496,30 +500,26 @@ SETTING_WORDS: dict[tuple[str, object], str] = {
 """How a variant's changed setting reads in its case id (``FMS1/eager``)."""
 
 FRAMEWORK_PROFILES: dict[str, str] = {
-    "megatron": "megatron",
     "megascale": "megatron",
-    "primus": "primus",
-    "torchtitan": "torchtitan",
-    "maxtext": "maxtext",
-    "pax": "maxtext",
-    "deepspeed": "deepspeed",
-    "fsdp": "fsdp",
     "llm-foundry": "fsdp",
-    "nanotron": "nanotron",
-    "hai-llm": "hai-llm",
 }
-"""The framework profile (``topologies/frameworks/``) each row framework runs under: MegaScale
-is Megatron-LM with its own kernels and overlaps (the row's arch says what its model changes),
-Pax (PaLM) compiles with the same XLA GSPMD partitioner as MaxText, llm-foundry trains with
-PyTorch FSDP through Composer. A recipe's ``profile`` overrides it for one row."""
+"""Row frameworks that run under another stack's profile (``topologies/frameworks/``) and are
+no user-facing alias of it: MegaScale is Megatron-LM with its own kernels and overlaps (the row's
+arch says what its model changes), llm-foundry trains with PyTorch FSDP through Composer. Any
+other row framework is a profile's name or one of its aliases
+(``topologies/frameworks/_aliases.yaml``: Pax compiles with the same XLA GSPMD partitioner as
+MaxText). A recipe's ``profile`` overrides it for one row."""
 
 
 def row_profile(row: TrainingRow) -> str:
     """The framework profile a row runs under: its recipe's ``profile``, else
-    :data:`FRAMEWORK_PROFILES` of its framework."""
+    :data:`FRAMEWORK_PROFILES` of its framework, else the profile its framework names (itself or
+    through an alias)."""
     recipe = row.recipe
     profile = recipe.profile if recipe is not None and recipe.profile else None
     profile = profile or FRAMEWORK_PROFILES.get(row.framework)
+    if profile is None and framework_profile_name(row.framework) in framework_names():
+        profile = framework_profile_name(row.framework)
     if profile is None:
         raise SpecError(f"row {row.id}: framework '{row.framework}' has no profile")
     return profile
