@@ -180,6 +180,26 @@ def test_mxfp8_only_on_blackwell_and_cdna4(accelerators: dict[str, AcceleratorSp
         assert acc.supports(NumberFormat.MXFP8) == (name in BLACKWELL | CDNA4), name
 
 
+def test_compute_capabilities(accelerators: dict[str, AcceleratorSpec]) -> None:
+    """NVIDIA's CUDA GPU compute capability table (developer.nvidia.com/cuda-gpus): A100 8.0,
+    Hopper 9.0, B200/GB200 10.0, B300/GB300 10.3; AMD and TPU parts have none. A capability
+    needs its source like every other number."""
+    expected = {"a100_40gb": "8.0", "a100_80gb": "8.0", "h100_sxm": "9.0", "h200_sxm": "9.0",
+                "h800_sxm": "9.0", "b200": "10.0", "gb200": "10.0", "b300": "10.3",
+                "gb300": "10.3"}  # fmt: skip
+    for name, acc in accelerators.items():
+        assert acc.compute_capability == expected.get(name), name
+    assert accelerators["gb300"].compute_capability_major == 10
+    data = accelerators["b200"].model_dump(exclude={"calibration"})
+    data["sources"] = {k: v for k, v in data["sources"].items() if k != "compute_capability"}
+    with pytest.raises(ValueError, match=r"sources\.compute_capability"):
+        AcceleratorSpec.model_validate(data)
+    data = accelerators["h100_sxm"].model_dump(exclude={"calibration"})
+    data["compute_capability"] = "9"
+    with pytest.raises(ValueError, match="compute_capability"):
+        AcceleratorSpec.model_validate(data)
+
+
 def test_no_int8_on_blackwell_ultra(accelerators: dict[str, AcceleratorSpec]) -> None:
     assert not accelerators["b300"].supports(NumberFormat.INT8)
     assert not accelerators["gb300"].supports(NumberFormat.INT8)

@@ -286,6 +286,47 @@ def test_unfused_rope_expert_bias_and_clamp_cost_by_hand() -> None:
     assert backward - backward0 == pytest.approx(36 * 4096 * 566784 / hbm + launches)
 
 
+def test_fused_grouped_mlp_drops_the_expert_passes() -> None:
+    """Transformer Engine's fused grouped MLP (TrainWorkload.fused_grouped_mlp) runs the expert
+    biases, the clamped GLU and the cast of the second projection's input in the GEMM
+    epilogues. gpt-oss-120b in MXFP8 on one B200, 4,096 tokens, 36 MoE layers at EP 8: the
+    forward loses, per token and layer, the activation's 6 x 4 x 2,880 = 69,120 bytes, the cast
+    of the 4 x 2,880 routed FC2 inputs (CAST_BYTES_PER_VALUE each), and the unfused biases and
+    clamps (414,720 - 92,160 = 322,560 bytes, 16 x 6 + 1 + 3 launches forward and backward);
+    the backward loses twice the activation and cast bytes and 566,784 - 82,944 = 483,840
+    bytes. The YaRN RoPE stays unfused. On H100 (compute capability 9.0), in FP8, or for a
+    dense model, the setting changes nothing (runs_fused_grouped_mlp)."""
+    from planner.catalog import load_accelerator
+    from planner.cost.stage import CAST_BYTES_PER_VALUE, microbatch_compute
+
+    gpt_oss = load_model("gpt-oss-120b")
+    b200 = load_accelerator("b200")
+    plain = TrainWorkload(seq_len=4096, global_batch=64)
+    fused = plain.model_copy(update={"fused_grouped_mlp": True})
+    layout = Layout(ep=8, dp=8, precision="mxfp8")
+    forward0, backward0, *_ = microbatch_compute(gpt_oss, b200, plain, layout, 0)
+    forward1, backward1, *_ = microbatch_compute(gpt_oss, b200, fused, layout, 0)
+    hbm = b200.hbm_bytes_per_s * b200.efficiency.hbm
+    launch = b200.efficiency.kernel_overhead_us * 1e-6
+    streamed = 6 * 4 * 2880 + CAST_BYTES_PER_VALUE * 4 * 2880
+    launches = 36 * (16 * 6 + 1 + 3 + 7) * launch / 2
+    assert forward0 - forward1 == pytest.approx(36 * 4096 * (streamed + 322560) / hbm + launches)
+    assert backward0 - backward1 == pytest.approx(
+        36 * 4096 * (2 * streamed + 483840) / hbm + launches
+    )
+    for acc, fmt, model in (
+        (load_accelerator("h100_sxm"), "fp8", gpt_oss),
+        (b200, "fp8", gpt_oss),
+        (b200, "mxfp8", load_model("8B")),
+    ):
+        lay = layout.model_copy(update={"precision": fmt})
+        if model.moe is None:
+            lay = Layout(dp=8, precision=fmt)
+        assert microbatch_compute(model, acc, plain, lay, 0) == microbatch_compute(
+            model, acc, fused, lay, 0
+        )
+
+
 def test_recomputed_clamped_activation_repeats_its_clamps() -> None:
     """Selective recompute of ``moe_act`` re-runs the whole activation, clamps included: for
     gpt-oss 16 more bytes per routed value (4 x 2,880 per token) than the plain SwiGLU's

@@ -270,7 +270,9 @@ top-k copies once (2 bytes, bf16) and the unpermute reads it back (2 bytes); the
 read and write (4 / top-k bytes) are left out."""
 
 
-def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
+def elementwise_bytes_per_token(
+    model: ModelSpec, *, moe_layer: bool, fused_mlp: bool = False
+) -> float:
     """HBM bytes per token moved forward by one layer's memory-bound kernels (bf16 values).
 
     Two norms (read + write D each: 8 D bytes; one in a parallel block), two residual adds (read
@@ -279,6 +281,14 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
     2F write F; plain: read F write F; x k for routed experts): these are the non-GEMM kernels of
     a Megatron/TE layer that stream activations through HBM (Korthikanti et al. 2022 count the
     same tensors as activations). Backward moves about twice as much (gradients + saved inputs).
+    ``fused_mlp``: the routed experts' activation runs in their GEMMs' epilogues
+    (:func:`planner.cost.stage.runs_fused_grouped_mlp`), so only the shared experts' is a pass.
+
+    >>> from planner.catalog import load_model
+    >>> m = load_model("gpt-oss-20b")  # 4 routed copies of a gated 2,880-wide activation
+    >>> elementwise_bytes_per_token(m, moe_layer=True) - elementwise_bytes_per_token(
+    ...     m, moe_layer=True, fused_mlp=True) == 6 * 4 * 2880
+    True
     """
     d = model.hidden_size
     q = model.num_attention_heads * model.head_dim
@@ -288,7 +298,7 @@ def elementwise_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> float:
         bytes_ += FUSED_ROPE_BYTES_PER_VALUE * (q + kv)
     moe = model.moe
     if moe_layer and moe is not None:
-        width = moe.top_k * moe.expert_ffn_hidden_size
+        width = 0 if fused_mlp else moe.top_k * moe.expert_ffn_hidden_size
         width += moe.num_shared_experts * (moe.shared_expert_width)
         bytes_ += PERMUTE_BYTES_PER_ROUTED_VALUE * d * moe.top_k
     else:
@@ -404,13 +414,18 @@ CLAMPED_GLU_KERNELS = (3, 7)
 """(forward, backward) kernels of those clamps (see above)."""
 
 
-def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tuple[float, float]:
+def unfused_kernel_bytes_per_token(
+    model: ModelSpec, *, moe_layer: bool, fused_mlp: bool = False
+) -> tuple[float, float]:
     """(forward, backward) HBM bytes per token that one layer's unfused framework kernels move
     beyond the fused ones :func:`elementwise_bytes_per_token` counts: RoPE with a YaRN attention
     factor (Megatron-LM ``apply_rotary_pos_emb`` falls back to the unfused path when
     ``mscale != 1``) on queries and keys, the expert-output biases of a biased MoE
     (``mlp_bias``), applied per routed copy, and the input clamps of a clamped expert activation
     (:data:`planner.specs.model.CLAMPED_ACTIVATIONS`, :data:`CLAMPED_GLU_BYTES_PER_VALUE`).
+    ``fused_mlp``: the experts run as Transformer Engine's fused grouped MLP
+    (:func:`planner.cost.stage.runs_fused_grouped_mlp`), whose GEMM epilogues add the biases and
+    apply the clamped GLU, so only the RoPE is left.
 
     gpt-oss-120b: RoPE on (64 + 8) x 64 = 4,608 values, (24 - 4) and (26 - 8) bytes each; biases
     on 4 x 2,880 routed values, 12 bytes each way; clamps on the same 11,520 values, 16 and 30
@@ -419,8 +434,12 @@ def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tupl
     >>> from planner.catalog import load_model
     >>> unfused_kernel_bytes_per_token(load_model("gpt-oss-120b"), moe_layer=True)
     (414720.0, 566784.0)
+    >>> unfused_kernel_bytes_per_token(load_model("gpt-oss-120b"), moe_layer=True, fused_mlp=True)
+    (92160.0, 82944.0)
     """
-    groups = _unfused_kernel_groups(model, moe_layer=moe_layer, local_experts=0.0)
+    groups = _unfused_kernel_groups(
+        model, moe_layer=moe_layer, local_experts=0.0, fused_mlp=fused_mlp
+    )
     forward = backward = 0.0
     for group_forward, group_backward, _ in groups:
         forward += group_forward
@@ -428,22 +447,25 @@ def unfused_kernel_bytes_per_token(model: ModelSpec, *, moe_layer: bool) -> tupl
     return forward, backward
 
 
-def unfused_kernel_launches(model: ModelSpec, *, moe_layer: bool, local_experts: float) -> float:
+def unfused_kernel_launches(
+    model: ModelSpec, *, moe_layer: bool, local_experts: float, fused_mlp: bool = False
+) -> float:
     """(forward + backward) kernel launches of the unfused kernels of
     :func:`unfused_kernel_bytes_per_token` in one layer, each paying the fixed per-kernel cost."""
     launches = 0.0
     for _, _, group_launches in _unfused_kernel_groups(
-        model, moe_layer=moe_layer, local_experts=local_experts
+        model, moe_layer=moe_layer, local_experts=local_experts, fused_mlp=fused_mlp
     ):
         launches += group_launches
     return launches
 
 
 def _unfused_kernel_groups(
-    model: ModelSpec, *, moe_layer: bool, local_experts: float
+    model: ModelSpec, *, moe_layer: bool, local_experts: float, fused_mlp: bool = False
 ) -> list[tuple[float, float, float]]:
     """(forward bytes per token, backward bytes per token, launches) of each group of unfused
-    kernels one layer runs (:func:`unfused_kernel_bytes_per_token` lists them)."""
+    kernels one layer runs (:func:`unfused_kernel_bytes_per_token` lists them; ``fused_mlp``
+    drops the experts' biases and clamps, which the fused grouped MLP runs in its epilogues)."""
     groups = []
     if model.rope_attention_factor != 1.0 and model.position_embedding == "rope":
         rotated = (model.num_attention_heads + model.num_kv_heads) * model.head_dim
@@ -454,7 +476,7 @@ def _unfused_kernel_groups(
                 2 * sum(UNFUSED_ROPE_KERNELS),
             )
         )
-    if not moe_layer or model.moe is None:
+    if not moe_layer or model.moe is None or fused_mlp:
         return groups
     if model.mlp_bias:
         routed = model.moe.top_k * model.hidden_size

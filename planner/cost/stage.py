@@ -172,6 +172,9 @@ def _layer_linear_time(
     return LinearTime(forward, dgrad, wgrad, inputs, weights)
 
 
+EXPERT_DOWN_GEMM = frozenset({"expert_down"})
+"""The routed experts' second projection (:func:`planner.cost.gemm.layer_gemms` name)."""
+
 RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
     "mla_up_proj": frozenset({"q_up", "kv_up"}),
     "mlp": frozenset({"up", "down"}),
@@ -376,6 +379,43 @@ def weight_cast_time(
     return CAST_BYTES_PER_VALUE * weights / hbm_bytes_per_s
 
 
+FUSED_GROUPED_MLP_FORMATS = frozenset({NumberFormat.MXFP8, NumberFormat.NVFP4})
+"""Formats Transformer Engine's fused grouped MLP runs in: its cuDNN front-end CuTe DSL kernels
+take block-scaled inputs (32-value MXFP8 or 16-value NVFP4 scale blocks; NVIDIA/TransformerEngine
+``transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py``,
+``ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8``, and ``backward_grouped_mlp.py``,
+``BackwardGroupedMLP_CuTeGEMMDSwiGLU_MXFP8``)."""
+
+FUSED_GROUPED_MLP_SM_MAJOR = 10
+"""Compute-capability major version the fused grouped MLP runs on: the forward op's
+``is_supported`` returns False unless ``get_device_compute_capability()[0] == 10`` (the kernels
+are cuDNN front-end's ``grouped_gemm_glu_wrapper_sm100`` and ``grouped_gemm_quant_wrapper_sm100``;
+same file as :data:`FUSED_GROUPED_MLP_FORMATS`)."""
+
+
+def runs_fused_grouped_mlp(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, fmt: NumberFormat
+) -> bool:
+    """Whether the routed experts run as Transformer Engine's fused grouped MLP
+    (``TrainWorkload.fused_grouped_mlp``): asked for, an MoE model, a block-scaled format
+    (:data:`FUSED_GROUPED_MLP_FORMATS`) and a compute capability 10.x GPU
+    (:data:`FUSED_GROUPED_MLP_SM_MAJOR`); otherwise TE falls back to the unfused ops.
+
+    >>> from planner.catalog import load_accelerator, load_model
+    >>> m, w = load_model("gpt-oss-20b"), TrainWorkload(fused_grouped_mlp=True)
+    >>> [runs_fused_grouped_mlp(m, load_accelerator(a), w, f) for a, f in (
+    ...     ("gb300", NumberFormat.MXFP8), ("gb300", NumberFormat.FP8),
+    ...     ("h100_sxm", NumberFormat.MXFP8))]
+    [True, False, False]
+    """
+    return (
+        workload.fused_grouped_mlp
+        and model.moe is not None
+        and fmt in FUSED_GROUPED_MLP_FORMATS
+        and acc.compute_capability_major == FUSED_GROUPED_MLP_SM_MAJOR
+    )
+
+
 def layers_forward(
     model: ModelSpec,
     acc: AcceleratorSpec,
@@ -396,6 +436,9 @@ def layers_forward(
     eager kernels of an uncompiled framework (:func:`planner.cost.gemm.
     eager_extra_bytes_per_token`) and the kernels the framework leaves unfused
     (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`, their own backward traffic).
+    Under Transformer Engine's fused grouped MLP (:func:`runs_fused_grouped_mlp`) the routed
+    experts' activation, biases, clamps and the cast of the second projection's input run in
+    the GEMM epilogues, so none of them is a pass of its own.
     Ring context parallelism adds its merges to the attention (:func:`ring_attention_merge_time`;
     ``cp_ring`` the ring's size under hierarchical ``a2a+p2p``, None = cp).
     """
@@ -444,12 +487,16 @@ def layers_forward(
     else:
         attention = unfused_attention_time(model, acc, workload, layout, num_layers)
         attention_backward = 2.0 * attention
+    fused_mlp = bool(num_moe) and runs_fused_grouped_mlp(model, acc, workload, fmt)
     streamed = num_dense * elementwise_bytes_per_token(model, moe_layer=False)
-    streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True)
+    streamed += num_moe * elementwise_bytes_per_token(model, moe_layer=True, fused_mlp=fused_mlp)
     if not workload.fused_elementwise:
         streamed += num_dense * eager_extra_bytes_per_token(model, moe_layer=False)
         streamed += num_moe * eager_extra_bytes_per_token(model, moe_layer=True)
     if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
+        if fused_mlp:  # the first projection's epilogue writes the second's quantized input
+            down = _layer_linear_time(model, tokens, True, degrees, rates, EXPERT_DOWN_GEMM)
+            moe_in -= down.inputs_per_token
         streamed += CAST_BYTES_PER_VALUE * (num_dense * dense_in + num_moe * moe_in)
     memory_bound = tokens * streamed / layout.tp / hbm
     if not workload.sequence_parallel and layout.tp > 1:
@@ -457,8 +504,9 @@ def layers_forward(
         repeated = norm_residual_bytes_per_token(model) * num_layers
         memory_bound += tokens * repeated * (1.0 - 1.0 / layout.tp) / hbm
     unfused_forward, unfused_backward = _unfused_kernel_time(
-        model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates
-    )
+        model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates,
+        fused_mlp=fused_mlp,
+    )  # fmt: skip
     weight_cast = weight_cast_time(
         num_dense * dense.weights + num_moe * moe.weights, fmt, workload, hbm
     )
@@ -651,22 +699,25 @@ def _unfused_kernel_time(
     num_moe: float,
     layout: Layout,
     rates: GemmRates,
+    fused_mlp: bool = False,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of a micro-batch's unfused framework kernels on one GPU
     (:func:`planner.cost.gemm.unfused_kernel_bytes_per_token`): their HBM traffic at
     HBM bandwidth x eta_hbm, sharded over tp like the other memory-bound kernels, plus the fixed
-    per-kernel cost of each launch."""
+    per-kernel cost of each launch; ``fused_mlp``: the MoE layers' experts run fused
+    (:func:`runs_fused_grouped_mlp`)."""
     hbm, overhead = rates[3], rates[4]
     local_experts = model.moe.num_experts / layout.ep if model.moe is not None else 0.0
     forward = backward = launches = 0.0
     for count, moe_layer in ((num_dense, False), (num_moe, True)):
         if not count:
             continue
-        f, b = unfused_kernel_bytes_per_token(model, moe_layer=moe_layer)
+        fused = fused_mlp and moe_layer
+        f, b = unfused_kernel_bytes_per_token(model, moe_layer=moe_layer, fused_mlp=fused)
         forward += count * tokens * f / layout.tp / hbm
         backward += count * tokens * b / layout.tp / hbm
         launches += count * unfused_kernel_launches(
-            model, moe_layer=moe_layer, local_experts=local_experts
+            model, moe_layer=moe_layer, local_experts=local_experts, fused_mlp=fused
         )
     # the launches' fixed cost split evenly between the two passes
     return forward + launches * overhead / 2, backward + launches * overhead / 2

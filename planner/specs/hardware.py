@@ -157,6 +157,11 @@ class AcceleratorSpec(FrozenSpec):
     gemm_tile: tuple[PositiveInt, PositiveInt] | None = None
     """Output tile (rows, columns) one compute unit computes at a time in the kernel library's
     large-GEMM kernels (:class:`GemmTiling`); None: no tile or wave quantization modelled."""
+    compute_capability: str | None = Field(default=None, pattern=r"^[0-9]{1,2}\.[0-9]$")
+    """CUDA compute capability (``"9.0"`` Hopper, ``"10.0"`` B200 and GB200, ``"10.3"`` B300 and
+    GB300), which decides the kernels a framework can run on the part (e.g. Transformer Engine's
+    fused grouped MLP needs 10.x, :func:`planner.cost.gemm.runs_fused_grouped_mlp`); None for
+    accelerators that are not CUDA GPUs or not catalogued."""
     host_link_GB_per_s: PositiveFloat | None = None
     """Device-to-host bandwidth per direction (GB/s): PCIe, NVLink-C2C to a Grace CPU, the TPU's
     host PCIe; what activation offload (``TrainWorkload.activation_offload_fraction``) moves
@@ -178,6 +183,8 @@ class AcceleratorSpec(FrozenSpec):
             raise ValueError(f"{given[0]} needs its pair: the tile model takes compute_units and "
                              "gemm_tile together")  # fmt: skip
         required = ("hbm_GB", "hbm_bandwidth_GB_per_s", "peak_TFLOP_per_s", "tdp_W", "efficiency")
+        if self.compute_capability is not None:
+            given.append("compute_capability")
         for key in (*required, *given):
             if not self.sources.get(key):
                 raise ValueError(f"sources.{key} is missing: every number needs a source")
@@ -190,6 +197,13 @@ class AcceleratorSpec(FrozenSpec):
         if self.compute_units is None or self.gemm_tile is None:
             return None
         return GemmTiling(self.compute_units, *self.gemm_tile)
+
+    @property
+    def compute_capability_major(self) -> int | None:
+        """The major version of ``compute_capability`` (10 for ``"10.3"``), None without one."""
+        if self.compute_capability is None:
+            return None
+        return int(self.compute_capability.split(".")[0])
 
     @property
     def hbm_bytes(self) -> float:

@@ -261,6 +261,16 @@ class TrainWorkload(FrozenSpec):
     fp8_param_gather: bool = False
     """ZeRO-1 and above with an 8-bit recipe: parameters are all-gathered in fp8 (torchao
     ``enable_fsdp_float8_all_gather``; Megatron-LM ``--fp8-param-gather``), halving the gather."""
+    fused_grouped_mlp: bool = False
+    """MoE only: the routed experts run as Transformer Engine's fused grouped MLP (its op fuser,
+    Megatron-LM ``--use-transformer-engine-op-fuser``, with ``NVTE_CUTEDSL_FUSED_GROUPED_MLP=1``):
+    two grouped GEMMs whose epilogues apply the first projection's bias, the (clamped) GLU, the
+    router-probability scale and the quantization of the second projection's input, and the
+    second projection's bias; the backward's grouped GEMM computes the GLU, probability and
+    bias gradients the same way. It runs only on compute capability 10.x GPUs in MXFP8 or NVFP4
+    (:func:`planner.cost.stage.runs_fused_grouped_mlp`); elsewhere the experts run unfused as
+    without it. False = Megatron-LM's ``TEGroupedMLP`` (separate activation, bias and cast
+    kernels)."""
     pp_host_sync: bool = False
     """Each pipeline receive reads the incoming tensor's metadata on the host before it posts
     the receive (Nanotron's ``P2P._recv_meta``: a blocking ``dist.recv`` of a device buffer
