@@ -43,6 +43,11 @@ from planner.search.arguments import (
     whole_number,
 )
 from planner.search.migrate import MigrateOptions
+from planner.search.rules import (
+    FUSED_GROUPED_MLP,
+    fused_grouped_mlp_format_rule,
+    fused_grouped_mlp_rule,
+)
 from planner.search.whatif import NoteCallback, ProgressCallback, WhatIfOptions
 from planner.specs.cluster import ClusterEdits, ClusterSpec
 from planner.specs.cluster_state import ClusterState
@@ -119,6 +124,26 @@ def _workload(workload: WorkloadLike) -> TrainWorkload:
 
     checked = validate_spec(TrainWorkload, dict(workload or {}), where="workload")
     return _plausible(resolve_workload(checked), "workload")
+
+
+def _pinned_format(
+    workload: TrainWorkload, model: ModelSpec | None = None, cluster: ClusterSpec | None = None
+) -> TrainWorkload:
+    """``workload`` when its precision, pinned (not searched), runs the settings that need
+    certain formats: SpecError naming the setting otherwise (``fused_grouped_mlp`` in bf16;
+    a search over formats applies it only where it runs). With ``model`` and ``cluster`` the
+    model and accelerator are checked first (the search checks them too,
+    planner.search.rules.check_workload), so that an H100 is named before the format."""
+    if not workload.fused_grouped_mlp:
+        return workload
+    if model is not None and cluster is not None:
+        why = fused_grouped_mlp_rule(model, cluster.accelerator)
+        if why:
+            raise SpecError(f"{FUSED_GROUPED_MLP} {why}")
+    why = fused_grouped_mlp_format_rule(workload)
+    if why:
+        raise SpecError(f"{FUSED_GROUPED_MLP} {why}: give precision mxfp8 or nvfp4 (or auto)")
+    return workload
 
 
 TRAIN_SETTING_ALIASES = ("moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce",
@@ -310,14 +335,18 @@ def search(
         precisions = [f for f in ("bf16", "fp8", "mxfp8") if spec_cluster.accelerator.supports(f)]
         settings["precision"] = precisions[0]
     formats = check_precisions(precisions)
+    spec_model = load_model(model)
+    spec_workload = _workload(_with_settings(workload, settings, TrainWorkload))  # type: ignore[arg-type]
+    if formats is None:  # a pinned precision; a search over formats applies it where it runs
+        _pinned_format(spec_workload, spec_model, spec_cluster)
     state, state_name = _cluster_state(cluster_state)
     if state is not None:
         from planner.search.state import search_on_state
 
         return search_on_state(
-            load_model(model),
-            load_cluster(cluster),
-            _workload(workload),
+            spec_model,
+            spec_cluster,
+            spec_workload,
             state,
             fix=fix,
             config=config,
@@ -327,9 +356,9 @@ def search(
             state_name=state_name,
         )
     return engine.search(
-        load_model(model),
+        spec_model,
         spec_cluster,
-        _workload(_with_settings(workload, settings, TrainWorkload)),  # type: ignore[arg-type]
+        spec_workload,
         fix=fix,
         config=config,
         bounds=bounds,
@@ -361,6 +390,7 @@ def estimate(
         load_cluster(cluster),
         _workload(_with_settings(workload, settings, TrainWorkload)),  # type: ignore[arg-type]
     )
+    _pinned_format(spec_workload, spec_model, spec_cluster)
     state, state_name = _cluster_state(cluster_state)
     if state is None:
         layout = _as_layout(layout, spec_cluster, spec_workload)
@@ -547,7 +577,7 @@ def migrate(
             f"--from and --to are the same cluster ('{source.name}' = '{target.name}'): name "
             "another --to, or pass --layout FILE to compare the layout in use with the best"
         )
-    spec_workload = _workload(workload)
+    spec_workload = _pinned_format(_workload(workload))
     options = MigrateOptions(
         fix=check_fix(fix),
         from_layout=None if layout is None else _as_layout(layout, source, spec_workload),
@@ -594,6 +624,8 @@ def whatif(
     pins = check_fix(fix)
     spec_workload, spec_cluster = _workload(workload), load_cluster(cluster)
     _check_vary_overlap(knobs, pins, spec_workload)
+    if "precision" not in knobs:  # a swept precision runs it where it can
+        _pinned_format(spec_workload)
     options = validate_spec(
         WhatIfOptions,
         {

@@ -64,6 +64,8 @@ WORKLOAD_FLAGS = {
     "--host-sync-interval",
     # issue 18: MoE routing as it runs (load imbalance, capacity padding)
     "--expert-load-imbalance", "--moe-capacity-factor",
+    # Transformer Engine's fused grouped MLP for MoE experts (compute capability 10.x)
+    "--fused-grouped-mlp",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

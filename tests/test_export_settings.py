@@ -120,6 +120,13 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {"precision": "fp8", "fp8_param_gather": True}),
         ("dense", {"precision": "mxfp8", "fp8_param_gather": True}),
     ],
+    "fused_grouped_mlp": [
+        ("yarn", {}),
+        ("yarn", {"precision": "mxfp8", "fused_grouped_mlp": True}),
+        ("yarn", {"precision": "nvfp4", "fused_grouped_mlp": True}),
+        ("yarn", {"fused_grouped_mlp": True}),  # bf16: the experts run unfused
+        ("moe", {"precision": "fp8", "fused_grouped_mlp": True}),  # H100: unfused
+    ],
     "mtp_num_layers": [("mla", {"mtp_num_layers": 1})],
     "pp_host_sync": [("dense", {"pp_host_sync": v}) for v in (False, True)],
     MODEL_ROPE: [(p, {}) for p in ("dense", "yarn", "mla", "half_rope", "plain_rope")],
@@ -320,6 +327,34 @@ def _eight_bit(c: Case) -> bool:
     return str(c.layout.precision) in ("fp8", "mxfp8")
 
 
+FUSED_MLP_ENV = "NVTE_CUTEDSL_FUSED_GROUPED_MLP"
+
+
+def _fused_mlp(c: Case) -> bool:
+    """The prediction ran the experts as TE's fused grouped MLP: asked for, mxfp8 or nvfp4, a
+    compute capability 10.x GPU (the plans here are all MoE where it is varied)."""
+    block_scaled = str(c.layout.precision) in ("mxfp8", "nvfp4")
+    return (
+        c.w.fused_grouped_mlp
+        and block_scaled
+        and c.job.cluster.accelerator.compute_capability_major == 10
+    )
+
+
+def _op_fuser(name: str, value: object = None) -> Check:
+    """TE's op fuser set (``name``) with its environment variable, exactly when the prediction
+    ran the fused grouped MLP."""
+
+    def check(c: Case) -> bool:
+        env = c.result.env == {FUSED_MLP_ENV: "1"}
+        exported = f"export {FUSED_MLP_ENV}=1" in c.result.text.splitlines()
+        if _fused_mlp(c):
+            return c.has(name, value) and env and exported and not c.said()
+        return not c.has(name) and not c.result.env and FUSED_MLP_ENV not in c.result.text
+
+    return check
+
+
 def _cp_method(name: str, ring: str, allgather: str) -> Check:
     """The framework's K/V exchange setting ``name`` names the ring (p2p) or the all-gather by
     its own words; the all-to-all forms are said in a note."""
@@ -447,6 +482,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fp8_param_gather": lambda c: (
             c.has("--fp8-param-gather") == c.w.fp8_param_gather and _eight_bit(c)
         ),
+        "fused_grouped_mlp": _op_fuser("--use-transformer-engine-op-fuser"),
         "mtp_num_layers": lambda c: c.has("--mtp-num-layers", c.w.mtp_num_layers),
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _rope_megatron,
@@ -536,6 +572,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fp8_param_gather": lambda c: c.has(
             "mixed_precision.fp8_param_gather", "true" if c.w.fp8_param_gather else "false"
         ),
+        "fused_grouped_mlp": _op_fuser("model.use_transformer_engine_op_fuser", "true"),
         "mtp_num_layers": lambda c: c.has("model.mtp_num_layers", c.w.mtp_num_layers),
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _rope_bridge,
@@ -621,6 +658,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             if str(c.layout.precision) == "fp8"
             else c.said() == c.w.fp8_param_gather
         ),
+        "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
         "mtp_num_layers": _said,
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _said,
@@ -678,6 +716,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "activation_memory_overhead": _said,
         "bf16_wgrad_formats": _said,
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
+        "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
         "mtp_num_layers": _said,
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _said,
@@ -737,6 +776,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "activation_memory_overhead": _said,
         "bf16_wgrad_formats": lambda c: c.has("quantization_local_shard_count", 0),
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
+        "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
         "mtp_num_layers": lambda c: c.has("mtp_num_layers", c.w.mtp_num_layers),
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
         MODEL_ROPE: _maxtext_rope,

@@ -932,6 +932,7 @@ def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("train", ["--dp-overlap", "off"], "--dp-overlap"),
         ("train", ["--optimizer-state", "bf16"], "--optimizer-state"),
         ("train", ["--fp8-param-gather"], "--fp8-param-gather"),
+        ("train", ["--fused-grouped-mlp"], "--fused-grouped-mlp"),
         ("train", ["--saved-tensors", "q,k"], "--saved-tensors"),
         ("train", ["--activation-offload", "0.5"], "--activation-offload"),
         ("train", ["--elementwise", "eager"], "--elementwise"),

@@ -578,6 +578,7 @@ _WORKLOAD_FLAGS = {
     "moe_capacity_factor": "--moe-capacity-factor",
     "optimizer_state_dtype": "--optimizer-state",
     "fp8_param_gather": "--fp8-param-gather",
+    "fused_grouped_mlp": "--fused-grouped-mlp",
     "sequence_parallel": "--no-sequence-parallel",
     "tp_comm_overlap": "--no-tp-overlap",
     "dp_comm_overlap": "--dp-overlap",
@@ -661,8 +662,8 @@ SAVED_PLAN_REL_TOL = 1e-3
 PLAN_FIXES: tuple[str, ...] = (
     "fix", "time_limit", "solver", "precision", "recompute_modules", "recompute_num_layers",
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
-    "fp8_param_gather", "expert_load_imbalance", "moe_capacity_factor", "saved_tensors",
-    "activation_offload", "elementwise",
+    "fp8_param_gather", "fused_grouped_mlp", "expert_load_imbalance", "moe_capacity_factor",
+    "saved_tensors", "activation_offload", "elementwise",
     "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
     "fsdp_gather_unit", "weight_cast", "host_sync_interval", "no_sequence_parallel",
     "no_tp_overlap", "dp_overlap",

@@ -356,6 +356,14 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "bytes; NVIDIA's FP8 recipes set it",
     )
     g.add_argument(
+        "--fused-grouped-mlp",
+        action="store_true",
+        help="run the MoE experts as Transformer Engine's fused grouped MLP (Megatron-LM "
+        "--use-transformer-engine-op-fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: activation, "
+        "bias, probabilities and cast in the grouped GEMMs' epilogues), which applies to MoE "
+        "models in mxfp8 or nvfp4 on compute capability 10.x GPUs (B200, GB200, B300, GB300)",
+    )
+    g.add_argument(
         "--zero-shard-group",
         type=ranged(positive_int, "zero_shard_group"),
         metavar="N",
@@ -509,6 +517,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["optimizer_state_dtype"] = args.optimizer_state
     if getattr(args, "fp8_param_gather", False):
         out["fp8_param_gather"] = True
+    if getattr(args, "fused_grouped_mlp", False):
+        out["fused_grouped_mlp"] = True
     if getattr(args, "host_sync_interval", None) is not None:
         out["host_sync_interval"] = (
             None if args.host_sync_interval == NEVER else args.host_sync_interval
@@ -710,7 +720,43 @@ def _workload(args: argparse.Namespace) -> dict[str, object]:
                 f"--fp8-param-gather: parameters are gathered in 8 bits only with --precision "
                 f"{' or '.join(eight_bit)} (or auto), not {precision}"
             )
+    if workload.get("fused_grouped_mlp"):
+        _check_fused_grouped_mlp(args, precision, searched=auto)
     return workload
+
+
+def _check_fused_grouped_mlp(args: argparse.Namespace, precision: str, *, searched: bool) -> None:
+    """``--fused-grouped-mlp`` where it cannot run is one line: a dense model, an accelerator
+    without compute capability 10.x (the cluster's, unless ``whatif`` varies it; ``migrate``'s
+    two are checked by the search), and a pinned precision other than mxfp8 or nvfp4
+    (``--precision auto`` and ``--vary precision`` are not refused: the cost model applies it
+    to the block-scaled formats only)."""
+    from planner.errors import SpecError
+    from planner.search.rules import fused_grouped_mlp_format_rule, fused_grouped_mlp_rule
+    from planner.specs.workload import TrainWorkload
+
+    what = "--fused-grouped-mlp: Transformer Engine's fused grouped MLP"
+    knobs = _varied_knobs(args)
+    if getattr(args, "model", None) and getattr(args, "cluster", None):
+        from planner.api import load_model
+
+        model = load_model(args.model)
+        acc = _cluster(args).accelerator  # type: ignore[attr-defined]
+        why = fused_grouped_mlp_rule(model, acc)
+        if why and (model.moe is None or not knobs & {"system", "accelerator"}):
+            raise SpecError(f"{what} {why}")
+    if searched or "precision" in knobs:
+        return
+    why = fused_grouped_mlp_format_rule(TrainWorkload(fused_grouped_mlp=True, precision=precision))
+    if why:
+        raise SpecError(f"{what} {why}: give --precision mxfp8 or nvfp4 (or auto)")
+
+
+def _varied_knobs(args: argparse.Namespace) -> set[str]:
+    """The knobs ``whatif --vary`` sweeps (none for the other commands)."""
+    from planner.search.whatif import split_vary
+
+    return {split_vary(text)[0] for text in getattr(args, "vary", None) or []}
 
 
 def _auto_precisions(args: argparse.Namespace) -> list[str]:
@@ -864,7 +910,7 @@ SERVE_ONLY: tuple[str, ...] = (
 TRAIN_ONLY: tuple[str, ...] = (
     "seq_len", "global_batch", "global_batch_tokens", "recompute", "zero", "vpp", "cp", "etp",
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
-    "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather",
+    "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather", "fused_grouped_mlp",
     "expert_load_imbalance", "moe_capacity_factor", "saved_tensors",
     "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
     "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "weight_cast",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planner.cost.sharding import gathers_fp8_params
+from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
 from planner.search.pipeline import pipeline_stages
 from planner.search.trust import train_band
@@ -109,6 +110,13 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
         )
         formats = " and ".join(str(f) for f in EIGHT_BIT_PARAM_FORMATS)
         out.append(f"fp8-param-gather applies to {formats} with ZeRO >= 1; {why}")
+    fused = workload.fused_grouped_mlp and model.moe is not None
+    if fused and layout.precision not in FUSED_GROUPED_MLP_FORMATS:
+        formats = " and ".join(str(f) for f in NumberFormat if f in FUSED_GROUPED_MLP_FORMATS)
+        out.append(
+            f"fused-grouped-mlp applies to {formats}; this layout runs {layout.precision} "
+            "(its experts run unfused)"
+        )
     profile = _profile_workload(workload)
     if workload.weight_cast != profile.weight_cast and layout.precision in (
         NumberFormat.BF16, NumberFormat.FP16,

@@ -7,8 +7,11 @@ data (counted by reason) and a user-given layout that breaks one is a one-line e
 from __future__ import annotations
 
 from planner.catalog.frameworks import framework_names, load_framework
+from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, FUSED_GROUPED_MLP_SM_MAJOR
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
+from planner.specs.formats import NumberFormat
+from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.workload import TrainWorkload
@@ -25,6 +28,9 @@ def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorklo
             "the planner accepts"
         )
     acc = cluster.accelerator
+    why = fused_grouped_mlp_rule(model, acc) if workload.fused_grouped_mlp else ""
+    if why:  # before the format: mxfp8 on an H100 is this setting's mistake
+        raise SpecError(f"{FUSED_GROUPED_MLP} {why}")
     if not acc.supports(workload.precision):
         formats = ", ".join(sorted(str(f) for f in acc.peak_TFLOP_per_s))
         raise SpecError(
@@ -59,6 +65,57 @@ def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorklo
             f"seq-len {workload.seq_len} exceeds the {model.max_context}-token context of "
             f"model '{model.name}'{hint}"
         )
+
+
+FUSED_GROUPED_MLP = "the fused grouped MLP (fused_grouped_mlp, --fused-grouped-mlp)"
+"""How the rules below name ``TrainWorkload.fused_grouped_mlp`` in an error: by its field and
+its flag (the CLI names the flag alone)."""
+
+
+def fused_grouped_mlp_rule(model: ModelSpec, acc: AcceleratorSpec) -> str:
+    """Why ``fused_grouped_mlp`` cannot run for ``model`` on ``acc`` ('' if it can), as the end
+    of a sentence on the fused grouped MLP: it runs routed experts, on compute capability 10.x
+    GPUs (:func:`planner.cost.stage.runs_fused_grouped_mlp`). The format is checked apart
+    (:func:`fused_grouped_mlp_format_rule`): a search over formats applies it to the
+    block-scaled ones only.
+
+    >>> from planner.catalog import load_accelerator, load_model
+    >>> fused_grouped_mlp_rule(load_model("gpt-oss-20b"), load_accelerator("gb300"))
+    ''
+    >>> fused_grouped_mlp_rule(load_model("gpt-oss-20b"), load_accelerator("h100_sxm"))[-35:]
+    'h100_sxm has compute capability 9.0'
+    >>> fused_grouped_mlp_rule(load_model("8B"), load_accelerator("gb300"))
+    "runs routed experts: model 'llama3.1-8b' has none"
+    """
+    if model.moe is None:
+        return f"runs routed experts: model '{model.name}' has none"
+    if acc.compute_capability_major != FUSED_GROUPED_MLP_SM_MAJOR:
+        has = (
+            f"has compute capability {acc.compute_capability}"
+            if acc.compute_capability is not None
+            else "has no CUDA compute capability"
+        )
+        return (
+            f"runs only on compute capability {FUSED_GROUPED_MLP_SM_MAJOR}.x GPUs (B200, GB200, "
+            f"B300, GB300): {acc.name} {has}"
+        )
+    return ""
+
+
+def fused_grouped_mlp_format_rule(workload: TrainWorkload) -> str:
+    """Why ``workload``'s own precision cannot run ``fused_grouped_mlp`` ('' if it can, or if
+    the setting is off), as the end of a sentence on the fused grouped MLP. For a precision the
+    user pinned: a search over formats (precision ``auto``, ``precisions``, ``--vary
+    precision``) is not refused, since the cost model applies the fused MLP to the block-scaled
+    formats only.
+
+    >>> fused_grouped_mlp_format_rule(TrainWorkload(fused_grouped_mlp=True))
+    'runs only in mxfp8 or nvfp4, not bf16'
+    """
+    if not workload.fused_grouped_mlp or workload.precision in FUSED_GROUPED_MLP_FORMATS:
+        return ""
+    formats = " or ".join(str(f) for f in NumberFormat if f in FUSED_GROUPED_MLP_FORMATS)
+    return f"runs only in {formats}, not {workload.precision}"
 
 
 def layout_violations(

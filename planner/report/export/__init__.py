@@ -93,6 +93,7 @@ def export(job: ExportJob, fmt: str) -> ExportResult:
         raise SpecError(f"unknown export format '{fmt}' (one of: {', '.join(FORMATS)})")
     job.notes.clear()
     job.expressed.clear()
+    job.env.clear()
     changes = job.cluster.changes()
     if changes:  # the arguments cannot say it: the hardware they were planned for
         job.note(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from planner.cost.sharding import dp_sync_overlapped, zero3_reshards
+from planner.cost.stage import runs_fused_grouped_mlp
 from planner.report.export.job import ExportJob, mtp_layers
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Recompute
@@ -36,6 +37,16 @@ def _on(flag: bool, yes: str, no: str) -> str:
 
 def _moe(job: ExportJob) -> bool:
     return job.model.moe is not None
+
+
+def fused_grouped_mlp_assumed(job: ExportJob) -> bool:
+    """Whether the prediction ran the routed experts as Transformer Engine's fused grouped MLP
+    (:func:`planner.cost.stage.runs_fused_grouped_mlp`: asked for, an MoE model, mxfp8 or nvfp4,
+    a compute capability 10.x GPU); asked for elsewhere, the experts were priced unfused."""
+    plan, workload = job.train
+    return runs_fused_grouped_mlp(
+        job.model, job.cluster.accelerator, workload, plan.layout.precision
+    )
 
 
 def _tp(job: ExportJob) -> bool:
@@ -347,6 +358,15 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "parameters all-gathered in bf16",
         ),
     ),
+    "fused_grouped_mlp": (
+        _moe,
+        lambda j: _on(
+            fused_grouped_mlp_assumed(j),
+            "routed experts as Transformer Engine's fused grouped MLP (bias, GLU, probabilities "
+            "and cast in the GEMM epilogues)",
+            "routed experts as an unfused grouped MLP (separate activation, bias and cast kernels)",
+        ),
+    ),
     "mtp_num_layers": (
         lambda j: mtp_layers(j)[0] > 0,
         lambda j: f"{mtp_layers(j)[0]} multi-token-prediction module(s)",
@@ -463,6 +483,8 @@ def note_unexpressed(job: ExportJob, framework: str, where: dict[str, str] | Non
     }
     if not job.train[1].pp_host_sync:  # every export format's framework receives so natively
         job.express("pp_host_sync")
+    if not fused_grouped_mlp_assumed(job):  # every framework's grouped MLP runs so natively
+        job.express("fused_grouped_mlp")
     for key in relevant_settings(job):
         if key not in job.expressed:
             tail = where.get(key, f"{framework} has no setting for it here")

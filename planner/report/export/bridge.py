@@ -23,6 +23,7 @@ from planner.report.export.job import (
     ExportJob,
     ExportResult,
     comment_block,
+    env_lines,
     moe_execution_fields,
     mtp_layers,
     pipeline_split,
@@ -36,6 +37,7 @@ from planner.report.export.mcore import (
     attention_backend,
     cp_hierarchy,
     fp8_param_gather,
+    fused_grouped_mlp,
     mcore_defaults,
     moe_capacity,
     offload_layers,
@@ -178,6 +180,8 @@ def _overlap(job: ExportJob) -> list[str]:
         out.append(f"model.cross_entropy_fusion_impl={workload.cross_entropy}")
     job.express("flash_attention", "cross_entropy")
     if job.model.moe is not None:
+        if fused_grouped_mlp(job):  # with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (job.env)
+            out.append("model.use_transformer_engine_op_fuser=true")
         job.express("moe_host_sync")
         if not workload.moe_host_sync:
             out.append("model.cuda_graph_impl=transformer_engine")
@@ -267,7 +271,9 @@ def bridge_overrides(job: ExportJob) -> list[str]:
 
 
 def render(job: ExportJob) -> ExportResult:
-    """A bash array ``BRIDGE_OVERRIDES=( ... )``, one override per line."""
+    """A bash array ``BRIDGE_OVERRIDES=( ... )``, one override per line, after ``export
+    NAME=VALUE`` lines for the environment variables the run needs (``job.env``; a NeMo-Run
+    executor's ``env_vars``)."""
     overrides = bridge_overrides(job)
     header = training_header(
         job,
@@ -279,7 +285,7 @@ def render(job: ExportJob) -> ExportResult:
             "and RoPE the prediction assumes",
         ],
     )
-    lines = [*comment_block(header), "BRIDGE_OVERRIDES=("]
+    lines = [*comment_block(header), *env_lines(job), "BRIDGE_OVERRIDES=("]
     lines += [f"  {shell_word(item)}" for item in overrides]
     lines.append(")")
     return ExportResult(
@@ -289,4 +295,5 @@ def render(job: ExportJob) -> ExportResult:
         text="\n".join(lines) + "\n",
         args=overrides,
         notes=list(job.notes),
+        env=dict(job.env),
     )

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from planner.catalog.io import describe_value_error, no_duplicate_keys, read_text, short_repr
 from planner.errors import SpecError
-from planner.report.quote import comment_text, printable
+from planner.report.quote import comment_text, printable, shell_word
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
@@ -28,7 +28,7 @@ from planner.specs.model import ModelSpec
 from planner.specs.result import SCHEMA_VERSION, Plan, SearchResult, ServePlan, ServeSearchResult
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, ServeWorkload, TrainWorkload
 
-EXPORT_SCHEMA_VERSION = "1.0"
+EXPORT_SCHEMA_VERSION = "1.1"
 """Version of the ``layout export --json`` shape (major.minor; minor bumps are additive)."""
 
 _HF_URL = re.compile(r"https?://huggingface\.co/(\w[\w.-]*/\w[\w.-]*)")
@@ -54,6 +54,10 @@ class ExportResult(FrozenSpec):
     notes: list[str]
     """What the framework cannot express and the nearest setting chosen; also in ``text`` as
     comments where the format has comments."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables the run needs (name -> value), set before the framework starts:
+    also in ``text`` as ``export NAME=VALUE`` lines where the format is a shell fragment
+    (schema 1.1)."""
 
 
 @dataclass
@@ -68,10 +72,16 @@ class ExportJob:
     expressed: set[str] = field(default_factory=set)
     """Settings of :mod:`planner.report.export.assumed` the current render has set (or said in
     a note of its own)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables the render needs set (:attr:`ExportResult.env`)."""
 
     def express(self, *keys: str) -> None:
         """Record that the render set these settings (planner.report.export.assumed keys)."""
         self.expressed.update(keys)
+
+    def set_env(self, name: str, value: str) -> None:
+        """Record an environment variable the run needs (:attr:`ExportResult.env`)."""
+        self.env[name] = value
 
     def note(self, message: str) -> None:
         """Record what the framework cannot express (once), as one printable line: notes hold
@@ -249,6 +259,11 @@ def training_header(
         *usage,
         *(f"note: {note}" for note in job.notes),
     ]
+
+
+def env_lines(job: ExportJob) -> list[str]:
+    """The job's environment variables as shell ``export NAME=VALUE`` lines, in the order set."""
+    return [f"export {name}={shell_word(value)}" for name, value in job.env.items()]
 
 
 def comment_block(lines: list[str], prefix: str = "# ") -> list[str]:

@@ -13,6 +13,7 @@ Names and semantics from NVIDIA/Megatron-LM tag ``core_v0.19.0``:
 from __future__ import annotations
 
 from planner.cost.sharding import gathers_fp8_params
+from planner.report.export.assumed import fused_grouped_mlp_assumed
 from planner.report.export.job import ExportJob
 from planner.specs.layout import Recompute
 from planner.specs.workload import TrainWorkload
@@ -122,6 +123,26 @@ def fp8_param_gather(job: ExportJob) -> bool:
     (the plan's warning says the setting went unused), so there is nothing to carry."""
     job.express("fp8_param_gather")
     return gathers_fp8_params(job.train[1], job.train[0].layout)
+
+
+FUSED_GROUPED_MLP_ENV = ("NVTE_CUTEDSL_FUSED_GROUPED_MLP", "1")
+"""The environment variable that lets Transformer Engine's op fuser pick its CuTe DSL fused
+grouped MLP; Megatron Core builds its fused expert ops only with it set
+(``megatron/core/transformer/moe/experts.py`` line 398 at core_v0.19.0)."""
+
+
+def fused_grouped_mlp(job: ExportJob) -> bool:
+    """Whether to run the routed experts through Transformer Engine's op fuser
+    (``use_transformer_engine_op_fuser``) with its fused grouped MLP: where the prediction
+    assumed it (:func:`planner.report.export.assumed.fused_grouped_mlp_assumed`), and then
+    :data:`FUSED_GROUPED_MLP_ENV` is set too. Elsewhere (not asked for, or asked for where it
+    does not run: bf16, a GPU other than compute capability 10.x) the experts were priced
+    unfused, as Megatron's ``TEGroupedMLP`` runs them without the flag."""
+    job.express("fused_grouped_mlp")
+    if not fused_grouped_mlp_assumed(job):
+        return False
+    job.set_env(*FUSED_GROUPED_MLP_ENV)
+    return True
 
 
 def precision_aware_optimizer(job: ExportJob) -> bool:

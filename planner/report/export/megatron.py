@@ -22,6 +22,7 @@ from planner.report.export.job import (
     ExportJob,
     ExportResult,
     comment_block,
+    env_lines,
     moe_execution_fields,
     mtp_layers,
     pipeline_split,
@@ -34,6 +35,7 @@ from planner.report.export.mcore import (
     attention_backend,
     cp_comm_args,
     fp8_param_gather,
+    fused_grouped_mlp,
     mcore_defaults,
     moe_capacity,
     offload_layers,
@@ -216,6 +218,8 @@ def _overlap(job: ExportJob) -> Group:
         args.append(workload.cross_entropy)
     job.express("cross_entropy")
     if job.model.moe is not None:
+        if fused_grouped_mlp(job):  # with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (job.env)
+            args.append("--use-transformer-engine-op-fuser")
         args += _cuda_graphs(job)
     return "overlap, kernels and graphs the prediction assumes", args
 
@@ -430,7 +434,8 @@ def megatron_args(job: ExportJob) -> list[str]:
 
 
 def render(job: ExportJob) -> ExportResult:
-    """A bash array ``MEGATRON_ARGS=( ... )`` with a comment per group and the notes."""
+    """A bash array ``MEGATRON_ARGS=( ... )`` with a comment per group and the notes, after
+    ``export NAME=VALUE`` lines for the environment variables the run needs (``job.env``)."""
     groups = megatron_groups(job)
     header = training_header(
         job,
@@ -438,7 +443,7 @@ def render(job: ExportJob) -> ExportResult:
         ['run: torchrun --nnodes ... --nproc-per-node ... pretrain_gpt.py "${MEGATRON_ARGS[@]}"'],
         count=f"{job.train[0].num_gpus} GPUs = {job.num_nodes} node(s) x {job.gpus_per_node}",
     )
-    lines = [*comment_block(header), "MEGATRON_ARGS=("]
+    lines = [*comment_block(header), *env_lines(job), "MEGATRON_ARGS=("]
     for title, args in groups:
         lines.append(f"  # {comment_text(title)}")
         lines += [f"  {line}" for line in _pairs(args)]
@@ -450,6 +455,7 @@ def render(job: ExportJob) -> ExportResult:
         text="\n".join(lines) + "\n",
         args=[arg for _, args in groups for arg in args],
         notes=list(job.notes),
+        env=dict(job.env),
     )
 
 
