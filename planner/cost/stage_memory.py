@@ -31,6 +31,19 @@ from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
 
 
+def peak_bytes(
+    weights: float, grads: float, optimizer: float, activations: float, step_transient: float
+) -> float:
+    """A stage's peak bytes: its state plus the larger of the activations (held through the
+    forward and backward) and the optimizer step's transient copy (held only in the step,
+    after the activations are freed).
+
+    >>> peak_bytes(10.0, 5.0, 20.0, 30.0, 8.0)
+    65.0
+    """
+    return weights + grads + optimizer + max(activations, step_transient)
+
+
 class StageMemory(FrozenSpec):
     """Memory of one GPU of one pipeline stage (bytes)."""
 
@@ -50,8 +63,8 @@ class StageMemory(FrozenSpec):
     def total(self) -> float:
         """Peak bytes: the state plus the larger of the activations (forward and backward) and
         the optimizer step's transient copy."""
-        return (
-            self.weights + self.grads + self.optimizer + max(self.activations, self.step_transient)
+        return peak_bytes(
+            self.weights, self.grads, self.optimizer, self.activations, self.step_transient
         )
 
 
@@ -214,6 +227,30 @@ class StageMemoryProfile(NamedTuple):
         """Weights, gradients, optimizer state, activations and the optimizer step's transient
         bytes at ``layout``'s ZeRO stage, micro-batch and interleaving (every activation term is
         proportional to the tokens of a micro-batch)."""
+        weights, grads, optimizer, activations, transient = self._amounts(
+            workload, layout, num_microbatches
+        )
+        return StageMemory.model_construct(
+            weights=weights,
+            grads=grads,
+            optimizer=optimizer,
+            activations=activations,
+            step_transient=transient,
+        )
+
+    def peak(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> float:
+        """``memory(...).total`` without building the StageMemory (the search screens many
+        layouts that do not fit)."""
+        weights, grads, optimizer, activations, transient = self._amounts(
+            workload, layout, num_microbatches
+        )
+        return peak_bytes(weights, grads, optimizer, activations, transient)
+
+    def _amounts(
+        self, workload: TrainWorkload, layout: Layout, num_microbatches: int
+    ) -> tuple[float, float, float, float, float]:
+        """(weights, gradients, optimizer state, activations, the optimizer step's transient)
+        bytes of :meth:`memory`."""
         state = sharded_state_bytes(
             (self.dense_params, self.expert_params),
             layout,
@@ -231,12 +268,12 @@ class StageMemoryProfile(NamedTuple):
         stored = self.activations_per_sequence * in_flight * (1.0 - offloaded)
         stored += offloaded * self.activations_per_sequence / max(self.num_layers, 1)
         stored *= 1.0 + workload.activation_memory_overhead
-        return StageMemory.model_construct(
-            weights=copies * state.weights,
-            grads=copies * state.grads,
-            optimizer=state.optimizer,
-            activations=layout.mbs * (stored + self.fixed_per_sequence),
-            step_transient=state.step_transient,
+        return (
+            copies * state.weights,
+            copies * state.grads,
+            state.optimizer,
+            layout.mbs * (stored + self.fixed_per_sequence),
+            state.step_transient,
         )
 
 

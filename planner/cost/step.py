@@ -92,6 +92,7 @@ __all__ = [
     "estimate_memory",
     "estimate_step",
     "representative_stages",
+    "step_time_floor",
     "step_time_lower_bound",
 ]
 
@@ -508,4 +509,15 @@ def step_time_lower_bound(
     slowest = max(
         microbatch_time(model, acc, workload, plain, stage=s, domains=domains).total for s in stages
     )
-    return workload.global_batch / layout.dp * slowest / layout.mbs
+    return step_time_floor(workload, layout, slowest)
+
+
+def step_time_floor(workload: TrainWorkload, layout: Layout, slowest_s: float) -> float:
+    """global_batch / dp x ``slowest_s`` / mbs: the bound of :func:`step_time_lower_bound`
+    given its slowest stage's micro-batch time. It never falls as ``slowest_s`` grows, so the
+    slowest of some of the stages gives a lower bound of it.
+
+    >>> step_time_floor(TrainWorkload(global_batch=64), Layout(dp=8, mbs=2), 0.5)
+    2.0
+    """
+    return workload.global_batch / layout.dp * slowest_s / layout.mbs

@@ -21,7 +21,7 @@ from planner.cost.step import (
     estimate_memory,
     memory_profiles,
     representative_stages,
-    step_time_lower_bound,
+    step_time_floor,
 )
 from planner.errors import SpecError
 from planner.search.evaluate import score
@@ -229,52 +229,135 @@ def _bare_layout(fields: dict[str, object], mbs: int) -> Layout:
     return Layout.model_construct(**fields, vpp=1, mbs=mbs, recompute=Recompute.NONE, zero=1)
 
 
-def _compute_floor(
-    model: ModelSpec,
-    cluster: ClusterSpec,
-    workload: TrainWorkload,
-    fields: dict[str, object],
-    fix: dict[str, object],
-) -> float:
-    """Step-time lower bound of every layout of a structure, without its pipeline bubble: the
-    compute part of cost.step.step_time_lower_bound at its largest micro-batch M (the time per
-    sequence only falls as the micro-batch grows). Cheaper than :func:`_lower_bound`, and never
-    above it."""
-    _, mbss = _inner_choices(model, workload, fields, fix)
-    layout = _bare_layout(fields, max(mbss))
-    domains = comm_domains(cluster, layout)
-    return step_time_lower_bound(model, cluster.accelerator, workload, layout, domains)
+LayoutKey = tuple[object, ...]
 
 
-def _lower_bound(
-    model: ModelSpec,
-    cluster: ClusterSpec,
-    workload: TrainWorkload,
-    fields: dict[str, object],
-    fix: dict[str, object],
-    compute_floor: float | None = None,
-) -> float:
-    """Step-time lower bound of every layout of a structure: :func:`_compute_floor` (given as
-    ``compute_floor`` when known) plus the bubble (pp - 1) / V x the slowest stage's
-    micro-batch time at mbs 1 (a micro-batch's time only grows with its size), V being the
-    largest vpp tried."""
-    floor = (
-        _compute_floor(model, cluster, workload, fields, fix)
-        if compute_floor is None
-        else compute_floor
-    )
-    pp = int(fields["pp"])  # type: ignore[call-overload]
-    if pp > 1:
-        vpps, mbss = _inner_choices(model, workload, fields, fix)
-        smallest = _bare_layout(fields, min(mbss))
-        floor += (pp - 1) / max(vpps) * _row_floor(model, cluster, workload, smallest)[0]
-    return floor
+def _layout_key(layout: Layout) -> LayoutKey:
+    """Every field of ``layout``, as a hashable key."""
+    return (layout.tp, layout.pp, layout.vpp, layout.dp, layout.cp, layout.ep, layout.etp,
+            layout.mbs, layout.recompute, layout.zero, layout.precision)  # fmt: skip
+
+
+class StageTimes:
+    """Micro-batch times (:func:`planner.cost.stage.microbatch_time`, on the layout's own comm
+    domains) of the layouts one search bounds, by (layout, stage), each computed once: a
+    structure's bound and its rows' bounds ask for many of the same, and a row scored without
+    recomputation reuses its bound's."""
+
+    def __init__(self, model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload) -> None:
+        self.model, self.cluster, self.workload = model, cluster, workload
+        self._times: dict[tuple[LayoutKey, int], MicrobatchTime] = {}
+
+    def time(self, layout: Layout, stage: int) -> MicrobatchTime:
+        """The critical-path time of one micro-batch of ``layout`` on ``stage``."""
+        key = (_layout_key(layout), stage)
+        found = self._times.get(key)
+        if found is None:
+            domains = comm_domains(self.cluster, layout)
+            found = microbatch_time(self.model, self.cluster.accelerator, self.workload, layout,
+                                    stage=stage, domains=domains)  # fmt: skip
+            self._times[key] = found
+        return found
+
+
+def likeliest_slowest_first(stages: list[int], pp: int) -> list[int]:
+    """``stages`` (representative stages of a ``pp``-stage pipeline) in the order their
+    micro-batch is likeliest to be the slowest: the last middle stage (it has the most layers of
+    the first ones), the last (the output layer and loss), then the others from the last back.
+
+    >>> likeliest_slowest_first([0, 1, 2, 31], 32), likeliest_slowest_first([0, 1], 2)
+    ([2, 31, 1, 0], [1, 0])
+    """
+    middle = [s for s in stages if 0 < s < pp - 1][-1:]
+    return middle + sorted((s for s in stages if s not in middle), reverse=True)
+
+
+class SlowestStage:
+    """The slowest micro-batch time of ``layout``'s representative stages without
+    recomputation or interleaving (the time every recompute and vpp at its degrees and mbs
+    only add to), found a stage at a time, the likeliest slowest first
+    (:func:`likeliest_slowest_first`): ``value``, the slowest found so far, is a lower bound of
+    it that only grows, and exact once every stage is known. A bound that already prunes with
+    the stages known needs no more of them."""
+
+    def __init__(self, times: StageTimes, layout: Layout) -> None:
+        self._times = times
+        plain = layout.recompute is Recompute.NONE and layout.vpp == 1
+        self.layout = (
+            layout if plain else layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1})
+        )
+        self.stages = representative_stages(self.layout.pp, times.model, times.workload.seq_len)
+        self._order = likeliest_slowest_first(self.stages, self.layout.pp)
+        self._found: dict[int, MicrobatchTime] = {}
+        self.value = float("-inf")
+        self.refine()
+
+    def refine(self) -> bool:
+        """Evaluate one more stage; False when every stage is known already."""
+        if len(self._found) == len(self.stages):
+            return False
+        stage = self._order[len(self._found)]
+        found = self._found[stage] = self._times.time(self.layout, stage)
+        self.value = max(self.value, found.total)
+        return True
+
+    def stage_times(self) -> list[MicrobatchTime]:
+        """Every representative stage's time, in stage order."""
+        while self.refine():
+            pass
+        return [self._found[s] for s in self.stages]
+
+
+class StructureBound:
+    """Step-time lower bound of every layout of a structure, tightened a stage at a time
+    (:meth:`refine`) up to its exact value: the compute floor, the bound of
+    :func:`planner.cost.step.step_time_lower_bound` at the structure's largest micro-batch M
+    (the time per sequence only falls as the micro-batch grows), plus the bubble
+    (pp - 1) / V x the slowest stage's micro-batch time at the smallest micro-batch (a
+    micro-batch's time only grows with its size), V being the largest vpp tried. ``value``
+    never falls as stages are added, so each step of the way is a lower bound of the last."""
+
+    def __init__(
+        self,
+        times: StageTimes,
+        fields: dict[str, object],
+        fix: dict[str, object],
+    ) -> None:
+        self._times, self._fields = times, fields
+        vpps, mbss = _inner_choices(times.model, times.workload, fields, fix)
+        self._floor = SlowestStage(times, _bare_layout(fields, max(mbss)))
+        pp = int(fields["pp"])  # type: ignore[call-overload]
+        self._smallest = min(mbss) if pp > 1 else None
+        self._bubble_scale = (pp - 1) / max(vpps)
+        self._bubble: SlowestStage | None = None
+
+    @property
+    def value(self) -> float:
+        """The bound with the stages evaluated so far."""
+        floor = step_time_floor(self._times.workload, self._floor.layout, self._floor.value)
+        if self._bubble is None:
+            return floor
+        return floor + self._bubble_scale * self._bubble.value
+
+    def refine(self) -> bool:
+        """Evaluate one more stage; False when the bound is exact already."""
+        if self._floor.refine():
+            return True
+        if self._smallest is not None and self._bubble is None:
+            self._bubble = SlowestStage(self._times, _bare_layout(self._fields, self._smallest))
+            return True
+        return self._bubble is not None and self._bubble.refine()
+
+    def exact(self) -> float:
+        """The bound with every stage evaluated."""
+        while self.refine():
+            pass
+        return self.value
 
 
 MemoryEstimate = list[StageMemoryProfile]
 """What a layout's memory is made of (:func:`planner.cost.step.memory_profiles`): valid for
 every ZeRO stage and micro-batch of its degrees, vpp, recomputation and precision."""
-LayoutKey = tuple[object, ...]
 
 
 class MemoryMemo:
@@ -343,6 +426,8 @@ class _Collector:
         """How the search may offload activations (FrameworkSpec.activation_offload), or none."""
         self.profiles: dict[tuple[int, Recompute], list[StageMemoryProfile]] = {}
         """Memory profiles of the structure being visited, by (vpp, recompute)."""
+        self.times: StageTimes | None = None
+        """Micro-batch times of the search's layouts (set by :func:`build_candidates`)."""
         self._kth: float | None = None  # cached k-th best (None = recompute)
 
     def kth_best(self, k: int) -> float:
@@ -351,13 +436,21 @@ class _Collector:
             self._kth = values[k - 1] if len(values) >= k else float("inf")
         return self._kth
 
-    def bounded(self, layout: Layout, floor_s: float) -> bool:
-        """Whether a row with this step-time lower bound can neither improve its structure's
-        best nor enter the best ``prune_top`` structures (then it is counted, not scored)."""
+    def may_improve(self, layout: Layout, floor_s: float) -> bool:
+        """Whether a row with this step-time lower bound may improve its structure's best or
+        enter the best ``prune_top`` structures."""
         value = objective_value(self.request.objective, layout.num_gpus, floor_s)
         best = self.best_by_structure.get(_structure_key(layout), float("inf"))
-        if value < min(best, self.kth_best(self.prune_top)) * (1 + PRUNE_SLACK):
-            return False
+        return value < min(best, self.kth_best(self.prune_top)) * (1 + PRUNE_SLACK)
+
+    def bounded(self, layout: Layout, steps: float, slowest: SlowestStage) -> bool:
+        """Whether a row whose step takes ``steps`` micro-batch times of ``slowest`` (a lower
+        bound of its step time) can neither improve its structure's best nor enter the best
+        ``prune_top`` structures (then it is counted, not scored). The stages are evaluated
+        only until one prunes the row: a partial slowest time bounds the whole one."""
+        while self.may_improve(layout, steps * slowest.value):
+            if not slowest.refine():
+                return False
         self.counts["bounded"] += 1
         return True
 
@@ -418,8 +511,9 @@ def _visit_structure(
     """Score every (vpp, mbs) of one structure: per ZeRO stage the first recompute rung that
     fits (ZERO_STAGES). Memory only grows with the micro-batch, so micro-batches grow until
     nothing fits, and a rung that did not fit at one micro-batch is not tried at a larger one.
-    With branch and bound, a (vpp, mbs) whose lower bound (:func:`_row_floor`) cannot beat this
-    structure's best nor the k-th best structure is skipped."""
+    With branch and bound, a (vpp, mbs) whose lower bound (:class:`SlowestStage` at that mbs,
+    times the micro-batches of a step and the bubble) cannot beat this structure's best nor the
+    k-th best structure is skipped."""
     fix, bounds = request.fix, request.bounds
     profile = load_framework(workload.framework)
     deepest = profile.max_zero_with_pp if int(fields["pp"]) > 1 else 3  # type: ignore[call-overload]
@@ -438,7 +532,7 @@ def _visit_structure(
     first_rung = {vpp: dict.fromkeys(zeros, 0) for vpp in vpps}  # weakest rung that may fit
     out.profiles = {}
     for mbs in mbss:
-        floor: tuple[float, list[MicrobatchTime]] | None = None
+        floor: SlowestStage | None = None
         for vpp in [v for v in vpps if v in first_rung]:
             if not _within({"vpp": vpp, "mbs": mbs}, bounds):
                 continue
@@ -452,11 +546,11 @@ def _visit_structure(
                 out.enumerated += 1
                 out.reject(layout, violations[0][0], violations[0][1], float("inf"))
                 continue
-            if out.prune_top:
-                floor = floor or _row_floor(model, cluster, workload, layout)
-                if out.bounded(layout, _pipeline_steps(workload, layout) * floor[0]):
+            if out.prune_top and out.times is not None:
+                floor = floor or SlowestStage(out.times, layout)
+                if out.bounded(layout, _pipeline_steps(workload, layout), floor):
                     continue
-            none_times = floor[1] if floor and recomputes[0] is Recompute.NONE else None
+            none_times = floor.stage_times() if floor and recomputes[0] is Recompute.NONE else None
             rungs = (recomputes, first_rung[vpp], none_times)
             if not _visit_ladder(model, cluster, workload, layout, rungs, out):
                 del first_rung[vpp]  # nothing fits: a larger mbs holds more activations
@@ -485,23 +579,6 @@ def _pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
     """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble)."""
     m = workload.global_batch // (layout.dp * layout.mbs)
     return m + (layout.pp - 1) / layout.vpp
-
-
-def _row_floor(
-    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
-) -> tuple[float, list[MicrobatchTime]]:
-    """(slowest stage's micro-batch time without recomputation, the per-stage times) of
-    ``layout``'s degrees and mbs. Recomputation only adds to it and interleaving does not
-    change it, so (m + (pp - 1)/vpp) times it bounds the step time of every recompute, ZeRO
-    stage and vpp at this mbs (the bubble, sends, DP and optimizer terms are >= 0)."""
-    plain = layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1})
-    domains = comm_domains(cluster, plain)
-    stages = representative_stages(plain.pp, model, workload.seq_len)
-    times = [
-        microbatch_time(model, cluster.accelerator, workload, plain, stage=s, domains=domains)
-        for s in stages
-    ]
-    return max(t.total for t in times), times
 
 
 def _visit_ladder(
@@ -534,7 +611,7 @@ def _visit_ladder(
             if key not in out.profiles:  # what memory is made of: the same for every mbs, ZeRO
                 out.profiles[key] = _profiles(model, workload, layout, out.memo)
             m = workload.global_batch // (layout.dp * layout.mbs)
-            peak = max(p.memory(workload, layout, m).total for p in out.profiles[key])
+            peak = max(p.peak(workload, layout, m) for p in out.profiles[key])
             if peak > out.capacity:
                 share = offload_share_to_fit(
                     out.profiles[key], workload, layout, m, out.capacity, out.offload_mode
@@ -704,6 +781,7 @@ def build_candidates(
     )
     out = _Collector(cluster, request)
     out.prune_top = prune_top
+    out.times = StageTimes(model, cluster, workload)
     if _MEMO is not None:
         out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
@@ -730,44 +808,41 @@ def _visit_order(
     request: SpaceRequest,
     out: _Collector,
 ) -> Iterator[dict[str, object]]:
-    """The structures to visit, in order of their step-time lower bound (:func:`_lower_bound`,
-    ties by enumeration order), stopping once the bound reaches the k-th best structure found
-    (``out.prune_top`` = k; 0 = every structure, in enumeration order).
+    """The structures to visit, in order of their step-time lower bound
+    (:class:`StructureBound`, ties by enumeration order), stopping once the bound reaches the
+    k-th best structure found (``out.prune_top`` = k; 0 = every structure, in enumeration
+    order).
 
-    The bubble part of a bound costs a micro-batch's time on every representative stage, so it
-    is added lazily: every structure enters a heap keyed by its compute floor (a lower bound of
-    its bound), and its full bound is computed only when it reaches the top; a structure is
-    visited when its full bound is the smallest key. That visits the same structures in the same
-    order as sorting them all by the full bound, and skips the bubble of every structure the
-    bound prunes. With a step-time target each structure's full bound is needed to count the
-    ones the target rules out, so all are computed first."""
-    if not out.prune_top:
+    A bound costs a micro-batch's time on every representative stage, at two micro-batch
+    sizes, so it is tightened lazily: every structure enters a heap keyed by its bound from one
+    stage (a lower bound of its bound), and the structure on top gets one more stage and goes
+    back, until its bound is exact; a structure is visited when its exact bound is the smallest
+    key. Every key being a lower bound of its structure's exact bound, that visits the same
+    structures in the same order as sorting them all by the exact bound, and skips the stages
+    of every structure the bound prunes before they are needed. With a step-time target each
+    structure's exact bound is needed to count the ones the target rules out, so all are
+    computed first."""
+    if not out.prune_top or out.times is None:
         yield from structures
         return
     k, objective, gpus = out.prune_top, request.objective, cluster.num_accelerators
-    heap: list[tuple[float, int, bool]] = []
-    compute_floors: dict[int, float] = {}
+    heap: list[tuple[float, int]] = []
+    bounds: dict[int, StructureBound] = {}
     for i, fields in enumerate(structures):
-        if request.max_step_s is None:
-            floor = compute_floors[i] = _compute_floor(
-                model, cluster, workload, fields, request.fix
-            )
-        else:
-            floor = _lower_bound(model, cluster, workload, fields, request.fix)
-            if floor > request.max_step_s:
-                out.counts["target"] += 1
-                continue
-        heap.append((objective_value(objective, gpus, floor), i, request.max_step_s is not None))
+        bound = StructureBound(out.times, fields, request.fix)
+        if request.max_step_s is not None and bound.exact() > request.max_step_s:
+            out.counts["target"] += 1
+            continue
+        bounds[i] = bound
+        heap.append((objective_value(objective, gpus, bound.value), i))
     heapq.heapify(heap)
     while heap:
-        value, i, full = heapq.heappop(heap)
+        value, i = heapq.heappop(heap)
         if value >= out.kth_best(k) * (1 + PRUNE_SLACK):
             out.counts["bounded"] += 1 + len(heap)
             return
-        if not full:
-            floor = _lower_bound(model, cluster, workload, structures[i], request.fix,
-                                 compute_floor=compute_floors[i])  # fmt: skip
-            heapq.heappush(heap, (objective_value(objective, gpus, floor), i, True))
+        if bounds[i].refine():
+            heapq.heappush(heap, (objective_value(objective, gpus, bounds[i].value), i))
             continue
         yield structures[i]
 
