@@ -1015,5 +1015,7 @@ def microbatch_time(
             acc,
             compute_s=(forward, backward),
             contention=contention,
-        ),
+        )
+        if workload.activation_offload_fraction > 0.0
+        else 0.0,
     )
