@@ -291,3 +291,18 @@ def test_framework_knobs_change_the_moe_prediction() -> None:
     plans = [s["plan"] for s in json.loads(out)["scenarios"]]
     assert plans[0]["breakdown_s"]["moe_sync"] > 0 and plans[1]["breakdown_s"]["moe_sync"] == 0
     assert plans[1]["step_time_s"] < plans[0]["step_time_s"]
+    # the fused grouped MLP as a knob: faster where it runs (GB300, MXFP8), invalid on H100
+    assert parse_vary("fused_grouped_mlp=off,on") == ("fused_grouped_mlp", [False, True])
+    code, out, err = run_main(
+        ["whatif", "--model", "gpt-oss-20b", "--cluster", "gb300_nvl72x8", "--precision", "mxfp8",
+         "--seq-len", "8192", "--global-batch", "24", "--vary", "fused_grouped_mlp=false,true",
+         "--vary", "accelerator=gb300,h100_sxm", "--json"]
+    )  # fmt: skip
+    assert code == 0, err
+    by = {(s["vary"]["fused_grouped_mlp"], s["vary"]["accelerator"]): s
+          for s in json.loads(out)["scenarios"]}  # fmt: skip
+    fused, plain = by[(True, "gb300")]["plan"], by[(False, "gb300")]["plan"]
+    assert fused["step_time_s"] < plain["step_time_s"]
+    assert fused["workload"]["fused_grouped_mlp"] and not plain["workload"]["fused_grouped_mlp"]
+    assert by[(True, "h100_sxm")]["status"] == "invalid"
+    assert "compute capability" in by[(True, "h100_sxm")]["error"]

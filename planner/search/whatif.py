@@ -66,10 +66,12 @@ CLUSTER_KNOBS: tuple[str, ...] = ("system", "accelerator", "gpus")
 """Knobs that change which cluster is built."""
 WORKLOAD_KNOBS: tuple[str, ...] = ("precision", "seq_len", "global_batch")
 """Knobs that change the training step."""
-FRAMEWORK_KNOBS: tuple[str, ...] = ("ep_overlap", "moe_dispatcher", "moe_cuda_graphs")
+FRAMEWORK_KNOBS: tuple[str, ...] = (
+    "ep_overlap", "moe_dispatcher", "moe_cuda_graphs", "fused_grouped_mlp"
+)  # fmt: skip
 """Knobs that change how the framework runs MoE layers (the flags of the same names)."""
 KNOBS: tuple[str, ...] = EDIT_KNOBS + CLUSTER_KNOBS + WORKLOAD_KNOBS + FRAMEWORK_KNOBS
-_BOOL_KNOBS = ("rail_optimized", "ep_overlap", "moe_cuda_graphs")
+_BOOL_KNOBS = ("rail_optimized", "ep_overlap", "moe_cuda_graphs", "fused_grouped_mlp")
 _ALIASES = {
     "gpu_count": "gpus",
     "num_gpus": "gpus",
@@ -454,12 +456,17 @@ def framework_updates(vary: dict[str, KnobValue]) -> dict[str, object]:
 
     >>> framework_updates({"moe_dispatcher": "deepep", "moe_cuda_graphs": True})
     {'moe_dispatch_dedup': True, 'moe_host_sync': False}
+    >>> framework_updates({"fused_grouped_mlp": True})
+    {'fused_grouped_mlp': True}
     """
-    return moe_framework_fields(
+    fields = moe_framework_fields(
         moe_dispatcher=vary.get("moe_dispatcher"),  # type: ignore[arg-type]
         ep_overlap=vary.get("ep_overlap"),  # type: ignore[arg-type]
         moe_cuda_graphs=vary.get("moe_cuda_graphs"),  # type: ignore[arg-type]
     )
+    if "fused_grouped_mlp" in vary:
+        fields["fused_grouped_mlp"] = vary["fused_grouped_mlp"]
+    return fields
 
 
 def run_scenario(request: ScenarioRequest) -> Scenario:
