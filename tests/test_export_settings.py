@@ -115,6 +115,10 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     ],
     "attention_kernel": [("dense", {"attention_kernel": v}) for v in ("vendor", "flash2")],
     "activation_memory_overhead": [("dense", {"activation_memory_overhead": 0.1})],
+    "framework_buffers": [
+        ("dense", {"framework_buffers": ("mha_qkv_copy", "glu_act", "fp32_logits")}),
+        ("zero0", {"framework_buffers": ("ddp_buckets", "tp_gather_buffers")}),
+    ],
     "fp8_param_gather": [
         ("dense", {"precision": "fp8", "fp8_param_gather": False}),
         ("dense", {"precision": "fp8", "fp8_param_gather": True}),
@@ -478,6 +482,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             "--attention-backend", "flash" if c.w.attention_kernel == "flash2" else "fused"
         ),
         "activation_memory_overhead": _said,
+        "framework_buffers": _said,
         "bf16_wgrad_formats": _said,
         "fp8_param_gather": lambda c: (
             c.has("--fp8-param-gather") == c.w.fp8_param_gather and _eight_bit(c)
@@ -568,6 +573,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             "model.attention_backend", "flash" if c.w.attention_kernel == "flash2" else "fused"
         ),
         "activation_memory_overhead": _said,
+        "framework_buffers": _said,
         "bf16_wgrad_formats": _said,
         "fp8_param_gather": lambda c: c.has(
             "mixed_precision.fp8_param_gather", "true" if c.w.fp8_param_gather else "false"
@@ -651,6 +657,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         ),
         "attention_kernel": _native(lambda c: c.w.attention_kernel == "flash2"),
         "activation_memory_overhead": _said,
+        "framework_buffers": _said,
         "bf16_wgrad_formats": _said,
         "fp8_param_gather": lambda c: (
             c.names.get("quantize.linear.float8.enable_fsdp_float8_all_gather")
@@ -714,6 +721,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_elementwise": _said,
         "attention_kernel": _said,
         "activation_memory_overhead": _said,
+        "framework_buffers": _said,
         "bf16_wgrad_formats": _said,
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
         "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
@@ -774,6 +782,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_elementwise": _said,
         "attention_kernel": _native(lambda c: c.w.attention_kernel == "vendor"),
         "activation_memory_overhead": _said,
+        "framework_buffers": _said,
         "bf16_wgrad_formats": lambda c: c.has("quantization_local_shard_count", 0),
         "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
         "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),

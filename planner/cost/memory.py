@@ -47,6 +47,27 @@ last stage); Transformer Engine's fused kernel (``transformer_engine/pytorch/cro
 """
 
 
+FP32_LOGIT_COPY_BYTES = 4.0
+"""Bytes per logit a loss adds at its forward peak when the model's fp32 cast of the logits
+stays alive beside the fp32 softmax it computes (``TrainWorkload.framework_buffers``
+``fp32_logits``): 4 (the kept input) on top of :data:`LOGIT_BYTES` (the softmax), 8 in all.
+Nanotron at c252843 (src/nanotron/models/llama.py:874-880, 909): ``cast_to_fp32`` makes the
+logits fp32 and ``LlamaForTraining.forward`` (l.1006-1021) holds that tensor in a local while
+the loss runs; ``_ShardedCrossEntropy.forward``
+(src/nanotron/parallel/tensor_parallel/functional.py:40-85) writes ``sharded_logits -
+logits_max`` into a new fp32 tensor, exponentiates and normalises it in place and saves it as
+the softmax. The backward reuses the softmax in place and casts it to bf16 (6 bytes), below the
+forward's 8."""
+TP_GATHER_BUFFERS = 2
+"""Persistent full-sequence buffers a framework keeps for tensor parallelism's all-gathers
+(``TrainWorkload.framework_buffers`` ``tp_gather_buffers``): Nanotron's ``MemoryBuffer``
+singleton (src/nanotron/parallel/utils.py:14-28, never freed) holds ``"allgather"`` (the
+column-parallel linear's gathered input, forward and backward re-gather,
+src/nanotron/parallel/tensor_parallel/functional.py:153-156, 286-288) and ``"allgather2"`` (the
+row-parallel linear's gathered output gradient, l.491-493), each b s D bf16 values for the
+full sequence."""
+
+
 def optimizer_state_bytes_per_param(dtype: str, *, remainders: bool = False) -> float:
     """Bytes of optimizer state per parameter the optimizer steps: the fp32 master copy (or,
     with ``remainders``, its low 16 bits beside the bf16 parameter) and Adam's two moments in
@@ -190,6 +211,60 @@ def layer_activation_values_per_token(model: ModelSpec, layer_index: int, seq_le
     else:
         per_token += ffn_activation_values(model, model.ffn_hidden_size)
     return per_token
+
+
+def framework_layer_values(model: ModelSpec, buffers: tuple[str, ...], *, moe_layer: bool) -> float:
+    """Values per token one layer keeps beyond :func:`layer_activation_values_per_token`'s set
+    for the ``buffers`` (``TrainWorkload.framework_buffers``) that are saved activations,
+    unsharded (tensor parallelism splits heads and FFN width, so both shard over tp):
+
+    - ``mha_qkv_copy``: 2 x (KV width) when the model has as many KV heads as heads (no MLA).
+      Nanotron at c252843, src/nanotron/models/llama.py:469-475: that path makes one
+      contiguous [3, b, s, h, d] copy of the QKV output and takes q, k and v as views of it;
+      l.654-658 concatenate k and v into a second contiguous [b, s, 2, h, d] copy for
+      flash-attn's rotary, which rotates q in place (flash_attn/layers/rotary.py
+      ``RotaryEmbedding.forward``: ``inplace=True``), and flash-attn saves q. So the 3-wide
+      storage stays whole beside the 2-wide copy: q + 2 KV + 2 KV, against the q + 2 KV the
+      set counts. Its GQA path (l.449-468) copies q, k and v apart: nothing more.
+    - ``glu_act``: F on a gated dense layer. ``GLUActivation.forward`` (llama.py:199-201) runs
+      ``act(gate) * up`` unfused: SiLU saves its input (a view of the 2F gate/up output), the
+      product saves the SiLU output (F) and up, and the down projection its input (F): 4F,
+      against the fused kernel's 3F. MoE layers are not counted (not read).
+
+    >>> from planner.cost.params import _tiny
+    >>> framework_layer_values(_tiny(), ("mha_qkv_copy", "glu_act"), moe_layer=False)  # 2x64 + 128
+    256.0
+    >>> framework_layer_values(_tiny(), (), moe_layer=False)
+    0.0
+    """
+    values = 0.0
+    mha = model.mla is None and model.num_kv_heads == model.num_attention_heads
+    if "mha_qkv_copy" in buffers and mha:
+        values += 2.0 * attention_value_widths(model)[1]
+    if "glu_act" in buffers and model.gated_ffn and not moe_layer:
+        values += model.ffn_hidden_size
+    return values
+
+
+def tp_gather_buffer_bytes(
+    model: ModelSpec, layout: Layout, seq_len: int, buffers: tuple[str, ...]
+) -> float:
+    """Bytes of the persistent tensor-parallel all-gather buffers one GPU holds for a
+    micro-batch (``tp_gather_buffers`` in ``buffers``, tp > 1): :data:`TP_GATHER_BUFFERS` x
+    b s D bf16 values (full sequence: gathered, not sharded over tp). Held once, not per
+    micro-batch in flight: each buffer is reused by every layer and micro-batch.
+
+    >>> from planner.cost.params import _tiny
+    >>> buffers = ("tp_gather_buffers",)
+    >>> tp_gather_buffer_bytes(_tiny(), Layout(tp=2, mbs=2), 10, buffers)  # 2 x 2 B x 2 x 10 x 64
+    5120.0
+    >>> tp_gather_buffer_bytes(_tiny(), Layout(tp=1, mbs=2), 10, buffers)
+    0.0
+    """
+    if "tp_gather_buffers" not in buffers or layout.tp == 1:
+        return 0.0
+    tokens = layout.mbs * seq_len / layout.cp
+    return TP_GATHER_BUFFERS * ACTIVATION_BYTES * tokens * model.hidden_size
 
 
 def layer_gemm_input_values_per_token(model: ModelSpec, layer_index: int) -> float:
@@ -356,18 +431,27 @@ def activation_bytes_per_layer(
 
 
 def logits_bytes(
-    model: ModelSpec, layout: Layout, seq_len: int, cross_entropy: str = "unfused"
+    model: ModelSpec,
+    layout: Layout,
+    seq_len: int,
+    cross_entropy: str = "unfused",
+    *,
+    fp32_copy: bool = False,
 ) -> float:
     """Logits of one micro-batch the loss keeps on the last stage: b s V / t values
     (vocab-parallel) at :data:`LOGIT_BYTES` of the ``cross_entropy`` implementation (fp32, 4 s b
-    V / t; Transformer Engine's fused loss 2 s b V / t).
+    V / t; Transformer Engine's fused loss 2 s b V / t), plus :data:`FP32_LOGIT_COPY_BYTES` per
+    logit when the fp32 input stays alive beside the softmax (``fp32_copy``).
 
     >>> from planner.cost.params import _tiny
     >>> logits_bytes(_tiny(), Layout(tp=2), 10), logits_bytes(_tiny(), Layout(tp=2), 10, "te")
     (20000.0, 10000.0)
+    >>> logits_bytes(_tiny(), Layout(tp=2), 10, fp32_copy=True)  # 8 B x 10 x 1000 / 2
+    40000.0
     """
     values = layout.mbs * seq_len / layout.cp * model.vocab_size / layout.tp
-    return LOGIT_BYTES[cross_entropy] * values
+    per_logit = LOGIT_BYTES[cross_entropy] + (FP32_LOGIT_COPY_BYTES if fp32_copy else 0.0)
+    return per_logit * values
 
 
 def model_weight_bytes(

@@ -100,13 +100,75 @@ def shard_ranks(workload: TrainWorkload, layout: Layout) -> int:
     return group if group is not None else layout.dp * layout.cp
 
 
+DDP_BUCKET_BYTES = 2.0
+"""Bytes per parameter of PyTorch DDP's gradient buckets (``framework_buffers``
+``ddp_buckets``): the reducer allocates one flat tensor per bucket in the parameters' dtype
+(bf16) over every parameter, kept for the whole run (torch/csrc/distributed/c10d/reducer.cpp
+``Reducer::initialize_buckets``: ``bucket.gradients = at::empty({offset}, options)``; the
+``bucket_cap_mb`` of 25 only sizes the buckets, not their total)."""
+FLAT_GATHER_BYTES = 2.0
+"""Bytes per value of the flattened copies of a ZeRO-1 parameter all-gather
+(``framework_buffers`` ``flat_param_gather``): the bf16 parameters."""
+
+
+def ddp_bucket_bytes(params: float, layout: Layout, workload: TrainWorkload) -> float:
+    """Bytes of PyTorch DDP's gradient buckets one GPU holds for ``params`` parameters
+    (``ddp_buckets`` in ``workload.framework_buffers``): :data:`DDP_BUCKET_BYTES` each, when the
+    model runs under DDP. Nanotron at c252843 (src/nanotron/trainer.py:786-788) wraps it when
+    dp > 1 unless the ZeRO-1 optimizer owns an fp32 gradient accumulator (``make_ddp = dp > 1
+    and not (accumulate_grad_in_fp32 and zero_stage > 0)``), so at ZeRO-0, or with bf16
+    gradients, and wraps it with ``DistributedDataParallel(..., bucket_cap_mb=...)``
+    (l.847-852); its fp32 hook (src/nanotron/optim/gradient_accumulator.py:317-388) adds each
+    bucket to the fp32 accumulator, which the planner counts as the gradients.
+
+    >>> w = TrainWorkload(framework_buffers=("ddp_buckets",))
+    >>> ddp_bucket_bytes(1e9, Layout(dp=4, zero=0), w) / 1e9, ddp_bucket_bytes(1e9, Layout(dp=4, zero=1), w)
+    (2.0, 0.0)
+    >>> ddp_bucket_bytes(1e9, Layout(dp=1, zero=0), w)
+    0.0
+    """
+    if "ddp_buckets" not in workload.framework_buffers or layout.dp * layout.cp == 1:
+        return 0.0
+    if layout.zero > 0 and workload.grad_reduce_dtype == "fp32":
+        return 0.0
+    return DDP_BUCKET_BYTES * params
+
+
+def flat_param_gather_bytes(
+    params: float, shard: float, layout: Layout, workload: TrainWorkload
+) -> float:
+    """Bytes of the flattened copies the ZeRO-1 optimizer step makes to all-gather the updated
+    parameters (``flat_param_gather`` in ``workload.framework_buffers``, ZeRO-1 or -2 over more
+    than one rank): :data:`FLAT_GATHER_BYTES` x (``shard`` + 2 ``params``). Nanotron at c252843,
+    ``ZeroDistributedOptimizer`` (src/nanotron/optim/zero.py) gathers through
+    ``all_gather_coalesced`` (src/nanotron/distributed.py:153-222), which flattens the rank's
+    slices into one input (the shard) and each rank's slices into one output per rank (all the
+    stage's parameters), then calls ``dist.all_gather`` on that list, whose NCCL backend
+    gathers into one more flat tensor of all of them before copying out
+    (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``ProcessGroupNCCL::allgather``:
+    ``outputFlattened = flatten_for_scatter_gather(outputTensors, inputTensors, size_)``).
+    The step runs after the backward has freed the activations: a step transient.
+
+    >>> w = TrainWorkload(framework_buffers=("flat_param_gather",))
+    >>> flat_param_gather_bytes(1e9, 0.25e9, Layout(dp=4, zero=1), w) / 1e9  # 2 x (0.25 + 2)
+    4.5
+    >>> flat_param_gather_bytes(1e9, 1e9, Layout(dp=4, zero=0), w)
+    0.0
+    """
+    if "flat_param_gather" not in workload.framework_buffers:
+        return 0.0
+    if layout.zero not in (1, 2) or shard_ranks(workload, layout) == 1:
+        return 0.0
+    return FLAT_GATHER_BYTES * (shard + 2.0 * params)
+
+
 class ShardedState(NamedTuple):
     """Bytes one GPU holds of its stage's model state."""
 
     weights: float
     """Weights: the bf16 (+ low-precision cache) copy, sharded or gathered."""
     grads: float
-    """Gradient buffers."""
+    """Gradient buffers (and PyTorch DDP's bucket copy of them, :func:`ddp_bucket_bytes`)."""
     optimizer: float
     """fp32 master weights and Adam moments."""
     step_transient: float = 0.0
@@ -115,8 +177,9 @@ class ShardedState(NamedTuple):
     the activations, and freed by the next step's ``zero_grad(set_to_none=True)`` before its
     forward (Megatron-LM ``DistributedOptimizer._copy_model_grads_to_main_grads``:
     ``shard_main_param.grad = shard_model_grad.float()``; ``training.train_step`` calls
-    ``optimizer.zero_grad()`` before ``forward_backward_func``). It never coexists with the
-    activations: a stage's peak is the state plus the larger of the two."""
+    ``optimizer.zero_grad()`` before ``forward_backward_func``), and the flattened copies of a
+    framework's ZeRO-1 parameter gather (:func:`flat_param_gather_bytes`). It never coexists
+    with the activations: a stage's peak is the state plus the larger of the two."""
 
 
 def gathers_fp8_params(workload: TrainWorkload, layout: Layout) -> bool:
@@ -199,6 +262,8 @@ def sharded_state_bytes(
     step_copy = main_grad * held
     if layout.zero < 3:
         grads = grad * (shard if layout.zero >= 2 else total)
+        grads += ddp_bucket_bytes(total, layout, workload)
+        step_copy += flat_param_gather_bytes(total, shard, layout, workload)
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
         return ShardedState(
             weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy

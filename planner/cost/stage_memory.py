@@ -11,12 +11,14 @@ from planner.cost.memory import (
     ACTIVATION_BYTES,
     activation_bytes_per_layer,
     activation_bytes_per_token,
+    framework_layer_values,
     logits_bytes,
     recomputed_fraction,
     replicated_values_without_sp,
     save_list_values,
     selective_recompute_saved_values,
     stage_layers,
+    tp_gather_buffer_bytes,
 )
 from planner.cost.params import embedding_params, norm_params
 from planner.cost.partition import StageContents, stage_contents
@@ -56,8 +58,9 @@ class StageMemory(FrozenSpec):
     activations: float
     """Activations of the micro-batches in flight, plus logits on the last stage (bytes)."""
     step_transient: float = 0.0
-    """The optimizer step's fp32 copy of the bf16 gradients (bytes): held only while the
-    step runs, after the activations are freed (:class:`planner.cost.sharding.ShardedState`)."""
+    """The optimizer step's transient copies (bytes): the fp32 copy of the bf16 gradients, a
+    framework's flattened parameter-gather buffers; held only while the step runs, after the
+    activations are freed (:class:`planner.cost.sharding.ShardedState`)."""
 
     @property
     def total(self) -> float:
@@ -125,7 +128,9 @@ def activation_bytes_per_microbatch(
     activation_bytes_per_layer`'s terms): the layers that keep their activations store them all
     (minus what selective recomputation drops, or under a save list (``saved_tensors``) only
     their input and the tensors it names), the layers recomputed in full only their input
-    (2 s b h / t), and each MTP module also the input of its 2D -> D projection."""
+    (2 s b h / t), and each MTP module also the input of its 2D -> D projection. The layers that
+    keep their activations also keep what the framework's unfused code saves beyond that set
+    (``framework_buffers``, :func:`planner.cost.memory.framework_layer_values`)."""
     tokens = layout.mbs * workload.seq_len / layout.cp
     table = layer_table(model, workload.seq_len)
     layers, num_layers = contents.layers, contents.num_layers
@@ -157,6 +162,13 @@ def activation_bytes_per_microbatch(
         per_token += activation_bytes_per_token(
             kept("activation_values"), kept("gemm_input_values"), layout.precision
         )
+        if workload.framework_buffers:  # what the framework's unfused layer keeps beyond them
+            kept_moe = kept("moe_layers")
+            buffers = workload.framework_buffers
+            per_token += ACTIVATION_BYTES * (
+                kept_moe * framework_layer_values(model, buffers, moe_layer=True)
+                + (kept_layers - kept_moe) * framework_layer_values(model, buffers, moe_layer=False)
+            )
         scores_recomputed = (
             layout.recompute is Recompute.SELECTIVE and "core_attn" in workload.recompute_modules
         )
@@ -194,7 +206,8 @@ def stage_memory(
     DualPipe, :func:`activation_bytes_per_microbatch`) less the share offloaded to host memory
     (``activation_offload_fraction``; one layer's worth stays while it is copied) and plus the
     allocator's overhead on them (``activation_memory_overhead``), the working set of a layer
-    being recomputed, and fp32 logits per output-layer pass on the stage that holds the loss."""
+    being recomputed, fp32 logits per output-layer pass on the stage that holds the loss, and
+    the buffers the framework's code adds (``framework_buffers``)."""
     profile = stage_memory_profile(model, workload, layout, stage, split=split)
     return profile.memory(workload, layout, num_microbatches)
 
@@ -213,7 +226,9 @@ class StageMemoryProfile(NamedTuple):
     activations_per_sequence: float
     """Activations of one micro-batch in flight, per sequence of the micro-batch (bytes)."""
     fixed_per_sequence: float
-    """Held once, per sequence: the recomputed layer's working set and the fp32 logits."""
+    """Held once, per sequence: the recomputed layer's working set, the fp32 logits and a
+    framework's tensor-parallel gather buffers (:func:`planner.cost.memory.
+    tp_gather_buffer_bytes`)."""
     num_layers: int = 1
     """Transformer layers the stage holds (ZeRO-3 gathers a few of them at a time)."""
     largest_weight: float = 0.0
@@ -291,9 +306,15 @@ def stage_memory_profile(
     contents = stage_contents(model, workload, layout, stage, split)
     dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len, contents=contents)
     activations = activation_bytes_per_microbatch(model, workload, layout, contents)
+    buffers = workload.framework_buffers
     fixed = contents.num_heads * logits_bytes(
-        model, layout, workload.seq_len, workload.cross_entropy
+        model,
+        layout,
+        workload.seq_len,
+        workload.cross_entropy,
+        fp32_copy="fp32_logits" in buffers,
     )
+    fixed += tp_gather_buffer_bytes(model, layout, workload.seq_len, buffers)
     holds_vocab = contents.first or contents.output_weights
     vocab_weight = model.vocab_size * model.hidden_size / layout.tp if holds_vocab else 0.0
     recomputes = contents.recomputed is None or contents.num_recomputed > 0

@@ -36,6 +36,36 @@ FFN's up projection is mlp_up)."""
 SAVED_TENSORS: tuple[str, ...] = get_args(SavedTensor)
 """The names of :data:`SavedTensor`, in order."""
 
+FrameworkBuffer = Literal[
+    "mha_qkv_copy",
+    "glu_act",
+    "fp32_logits",
+    "tp_gather_buffers",
+    "ddp_buckets",
+    "flat_param_gather",
+]
+"""Memory a framework's code allocates beyond the planner's fused Megatron-LM-style set
+(``TrainWorkload.framework_buffers``; bytes in :mod:`planner.cost.memory` and
+:mod:`planner.cost.sharding`):
+
+- ``mha_qkv_copy``: with as many KV heads as heads, the queries stay a view of a contiguous copy
+  of the QKV projection's output while keys and values are copied again for the rotary
+  embedding, so each layer keeps 2 x (KV width) more values per token
+  (:func:`planner.cost.memory.framework_layer_values`).
+- ``glu_act``: an unfused gated FFN keeps its activation's output for the product's backward,
+  F more values per token (:func:`planner.cost.memory.framework_layer_values`).
+- ``fp32_logits``: the model's fp32 cast of the logits stays alive while the loss writes its
+  fp32 softmax, 4 more bytes per logit (:data:`planner.cost.memory.FP32_LOGIT_COPY_BYTES`).
+- ``tp_gather_buffers``: two persistent full-sequence buffers for tensor parallelism's
+  all-gathers (:func:`planner.cost.memory.tp_gather_buffer_bytes`).
+- ``ddp_buckets``: PyTorch DDP's reducer buckets, a bf16 copy of every gradient
+  (:func:`planner.cost.sharding.ddp_bucket_bytes`).
+- ``flat_param_gather``: the ZeRO-1 step gathers the parameters through flattened copies
+  (:func:`planner.cost.sharding.flat_param_gather_bytes`).
+"""
+FRAMEWORK_BUFFERS: tuple[str, ...] = get_args(FrameworkBuffer)
+"""The names of :data:`FrameworkBuffer`, in order."""
+
 MAX_HOST_SYNC_INTERVAL = 100_000
 """Largest ``TrainWorkload.host_sync_interval`` (steps): a bound on input, not a loop seen."""
 
@@ -172,6 +202,11 @@ class TrainWorkload(FrozenSpec):
     backward pass (JAX ``checkpoint_policies.save_only_these_names``, MaxText ``remat_policy``;
     torchtitan's per-op policy keeps the attention output and every other matmul output). An
     empty list recomputes the whole layer. None = Megatron-LM's ``recompute_modules``."""
+    framework_buffers: tuple[FrameworkBuffer, ...] = ()
+    """Memory the framework's code allocates beyond the fused Megatron-LM-style set the planner
+    prices by default (:data:`FrameworkBuffer`: extra saved activations, an fp32 logits copy,
+    tensor- and data-parallel buffers). Empty = none (Megatron-LM: fused SwiGLU and loss, its
+    gradient buffer and distributed optimizer gather in place)."""
     expert_load_imbalance: float = Field(default=1.0, ge=1.0, le=MAX_LOAD_FACTOR)
     """MoE only: tokens on the busiest expert rank over the mean (1 = perfectly balanced, as
     NVIDIA's MoE benchmarks force; real routing is typically 1.1-1.5)."""
@@ -298,6 +333,13 @@ class TrainWorkload(FrozenSpec):
         if saved is not None and len(set(saved)) != len(saved):
             raise ValueError(f"saved tensor listed twice in {list(saved)}")
         return saved
+
+    @field_validator("framework_buffers")
+    @classmethod
+    def _buffers_once(cls, buffers: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(buffers)) != len(buffers):
+            raise ValueError(f"framework buffer listed twice in {list(buffers)}")
+        return buffers
 
     @property
     def tokens_per_step(self) -> int:

@@ -346,6 +346,13 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "stored activations"
         ),
     ),
+    "framework_buffers": (
+        lambda j: bool(j.train[1].framework_buffers),
+        lambda j: (
+            "the memory the framework's own code allocates beyond the fused set: "
+            + ", ".join(j.train[1].framework_buffers)
+        ),
+    ),
     "fp8_param_gather": (
         lambda j: (
             str(j.train[0].layout.precision) != "bf16"
@@ -479,6 +486,8 @@ def note_unexpressed(job: ExportJob, framework: str, where: dict[str, str] | Non
         "framework": FRAMEWORK_ELSEWHERE,
         "activation_memory_overhead": "an allowance of the cost model for the caching "
         "allocator, not a framework setting",
+        "framework_buffers": "the framework profile's own code (Nanotron's), not a setting of "
+        "this output",
         **(where or {}),
     }
     if not job.train[1].pp_host_sync:  # every export format's framework receives so natively

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from typing import Literal
 
-from planner.cost.memory import logits_bytes, stage_layers
+from planner.cost.memory import logits_bytes, stage_layers, tp_gather_buffer_bytes
 from planner.cost.partition import StageContents
 from planner.cost.pipeline import microbatches_in_flight
 from planner.cost.profile import layer_table
@@ -77,7 +77,8 @@ class StageProblem(FrozenSpec):
     rank_state: tuple[int, ...]
     """Per rank: state beyond its layers (embedding on the first, output layer on the last)."""
     rank_memory: tuple[int, ...]
-    """Per rank: memory not multiplied by the micro-batches in flight (the logits)."""
+    """Per rank: memory not multiplied by the micro-batches in flight (the logits on the last
+    rank, a framework's tensor-parallel gather buffers on every rank)."""
     num_mtp: int
     """MTP modules (0 = none)."""
     mtp_time: int
@@ -169,7 +170,12 @@ def build_stage_problem(
     mtp_layers = (range(n - 1, n),) * mtp
     on_last = StageContents(mtp_layers, (), False, False, mtp, False)
     elsewhere = on_last._replace(output_weights=True)
-    logits = logits_bytes(model, layout, workload.seq_len, workload.cross_entropy)
+    buffers = workload.framework_buffers
+    logits = logits_bytes(
+        model, layout, workload.seq_len, workload.cross_entropy,
+        fp32_copy="fp32_logits" in buffers,
+    )  # fmt: skip
+    gather = tp_gather_buffer_bytes(model, layout, workload.seq_len, buffers)  # on every rank
     last = layout.pp - 1
     first, final = held_of(embedding), held_of(head)
     rank_held = [
@@ -194,7 +200,7 @@ def build_stage_problem(
         in_flight_scale=scale,
         rank_time=tuple(_time(time_of(head)) if p == last else 0 for p in range(layout.pp)),
         rank_state=tuple(rank_held[p][0] for p in range(layout.pp)),
-        rank_memory=tuple(_bytes(logits) if p == last else 0 for p in range(layout.pp)),
+        rank_memory=tuple(_bytes(gather + (logits if p == last else 0)) for p in range(layout.pp)),
         num_mtp=mtp,
         mtp_time=_time(time_of(on_last)) if mtp else 0,
         mtp_state=(mtp_held[0][0], mtp_held[1][0]),
