@@ -20,6 +20,7 @@ from planner.search.solve.stage_data import (
     build_stage_problem,
     evaluate_assignment,
     even_assignment,
+    least_recompute_assignment,
     rank_step_memory,
 )
 from planner.search.solve.stages import StageSolver, optimise_pipeline
@@ -111,6 +112,32 @@ def test_cpsat_partition_equals_brute_force_on_random_tables(seed: int) -> None:
     assert solution.status == "OPTIMAL"
     assert solution.objective == brute
     assert evaluate_assignment(problem, solution.assignment) == brute  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_least_recompute_start_is_the_best_even_split(seed: int) -> None:
+    """The solver's start (least_recompute_assignment) against every recompute choice on the
+    even layer counts: one N for all chunks (block) or one N per rank (per_stage), each N
+    from 0 to the largest chunk. It fits whenever the even split fits, and no feasible choice
+    is faster."""
+    import itertools
+
+    problem = _random_problem(seed)
+    even = even_assignment(problem)
+    start = least_recompute_assignment(problem)
+    assert start.chunk_layers == even.chunk_layers
+    if evaluate_assignment(problem, even) is None or problem.recompute == "none":
+        assert start == even
+        return
+    layers = even.chunk_layers
+    groups = 1 if problem.recompute == "block" else problem.pp
+    best = None
+    for ns in itertools.product(range(max(layers) + 1), repeat=groups):
+        redo = tuple(min(n, ns[c % groups]) for c, n in enumerate(layers))
+        value = evaluate_assignment(problem, even.model_copy(update={"recompute_layers": redo}))
+        if value is not None and (best is None or value < best):
+            best = value
+    assert evaluate_assignment(problem, start) == best
 
 
 TINY_MOE = ModelSpec(

@@ -387,6 +387,39 @@ def even_assignment(problem: StageProblem) -> Assignment:
     return Assignment(chunk_layers=layers, recompute_layers=redo, mtp_chunk=chunks - 1)
 
 
+def least_recompute_assignment(problem: StageProblem) -> Assignment:
+    """The even split with the least recomputation that fits (a start for the solver): when
+    the problem may choose how many of each chunk's first layers recompute (``block``: one N
+    for every chunk; ``per_stage``: one N per rank, and no pinned N), each group of chunks
+    takes the smallest N that keeps the partition within memory, the others left at the even
+    split's. A rank's memory depends on its own chunks only and its time only grows with N,
+    so per rank the smallest feasible N is the fastest: under ``per_stage`` this is the best
+    partition among those with the even layer counts. Otherwise, or when the even split does
+    not fit, the even split itself (:func:`even_assignment`); tests/test_stages.py checks it
+    against every per-rank choice."""
+    base = even_assignment(problem)
+    if problem.recompute == "none" or problem.fixed_recompute is not None:
+        return base
+    if evaluate_assignment(problem, base) is None:
+        return base
+    layers = base.chunk_layers
+    chunks = range(problem.num_chunks)
+    groups = [chunks] if problem.recompute == "block" else [
+        range(r, problem.num_chunks, problem.pp) for r in range(problem.pp)
+    ]  # fmt: skip
+    redo = list(base.recompute_layers)
+    for group in groups:
+        for k in range(max(layers) + 1):  # the smallest N that fits; the even split's fits
+            trial = list(redo)
+            for c in group:
+                trial[c] = min(layers[c], k)
+            candidate = base.model_copy(update={"recompute_layers": tuple(trial)})
+            if evaluate_assignment(problem, candidate) is not None:
+                redo = trial
+                break
+    return base.model_copy(update={"recompute_layers": tuple(redo)})
+
+
 def uniform_lower_bound(problem: StageProblem) -> int | None:
     """A lower bound on the objective when every layer is alike (None otherwise): the last rank
     holds x layers and the output layer and loss, the other pp - 1 ranks the rest, so one of

@@ -34,6 +34,7 @@ from planner.search.solve.stage_data import (
     build_stage_problem,
     evaluate_assignment,
     even_assignment,
+    least_recompute_assignment,
     uniform_lower_bound,
 )
 from planner.specs.cluster import ClusterSpec
@@ -83,7 +84,7 @@ class StageSolver:
         self._add_variables()
         self._add_constraints()
         self._add_objective()
-        self._add_hint(even_assignment(problem))
+        self._add_hint(least_recompute_assignment(problem))
 
     # --- variables ------------------------------------------------------------------------
     def _add_variables(self) -> None:
@@ -198,7 +199,8 @@ class StageSolver:
         self._model.minimize(self._slowest)
 
     def _add_hint(self, assignment: Assignment) -> None:
-        """Start from the even split when it is a solution."""
+        """Start from ``assignment`` (the even split with the least recomputation that fits,
+        :func:`least_recompute_assignment`) when it is a solution."""
         if evaluate_assignment(self._p, assignment) is None:
             return
         total = 0
