@@ -142,7 +142,7 @@ def _pinned_format(
             raise SpecError(f"{FUSED_GROUPED_MLP} {why}")
     why = fused_grouped_mlp_format_rule(workload)
     if why:
-        raise SpecError(f"{FUSED_GROUPED_MLP} {why}: give precision mxfp8 or nvfp4 (or auto)")
+        raise SpecError(f"{FUSED_GROUPED_MLP} {why}")
     return workload
 
 

@@ -518,8 +518,9 @@ def row_profile(row: TrainingRow) -> str:
     recipe = row.recipe
     profile = recipe.profile if recipe is not None and recipe.profile else None
     profile = profile or FRAMEWORK_PROFILES.get(row.framework)
-    if profile is None and framework_profile_name(row.framework) in framework_names():
-        profile = framework_profile_name(row.framework)
+    named = framework_profile_name(row.framework)
+    if profile is None and named in framework_names():
+        profile = named
     if profile is None:
         raise SpecError(f"row {row.id}: framework '{row.framework}' has no profile")
     return profile

@@ -747,9 +747,10 @@ def _check_fused_grouped_mlp(args: argparse.Namespace, precision: str, *, search
             raise SpecError(f"{what} {why}")
     if searched or "precision" in knobs:
         return
-    why = fused_grouped_mlp_format_rule(TrainWorkload(fused_grouped_mlp=True, precision=precision))
+    workload = TrainWorkload(fused_grouped_mlp=True, precision=precision)
+    why = fused_grouped_mlp_format_rule(workload, "--precision")
     if why:
-        raise SpecError(f"{what} {why}: give --precision mxfp8 or nvfp4 (or auto)")
+        raise SpecError(f"{what} {why}")
 
 
 def _varied_knobs(args: argparse.Namespace) -> set[str]:

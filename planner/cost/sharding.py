@@ -21,7 +21,7 @@ from planner.cost.memory import (
     optimizer_state_bytes_per_param,
     weight_bytes,
 )
-from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
+from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat, bytes_per_value
 from planner.specs.layout import Layout
 from planner.specs.workload import TrainWorkload
 
@@ -100,13 +100,13 @@ def shard_ranks(workload: TrainWorkload, layout: Layout) -> int:
     return group if group is not None else layout.dp * layout.cp
 
 
-DDP_BUCKET_BYTES = 2.0
+DDP_BUCKET_BYTES = GRAD_BYTES["bf16"]
 """Bytes per parameter of PyTorch DDP's gradient buckets (``framework_buffers``
 ``ddp_buckets``): the reducer allocates one flat tensor per bucket in the parameters' dtype
 (bf16) over every parameter, kept for the whole run (torch/csrc/distributed/c10d/reducer.cpp
 ``Reducer::initialize_buckets``: ``bucket.gradients = at::empty({offset}, options)``; the
 ``bucket_cap_mb`` of 25 only sizes the buckets, not their total)."""
-FLAT_GATHER_BYTES = 2.0
+FLAT_GATHER_BYTES = bytes_per_value(NumberFormat.BF16)
 """Bytes per value of the flattened copies of a ZeRO-1 parameter all-gather
 (``framework_buffers`` ``flat_param_gather``): the bf16 parameters."""
 

@@ -379,7 +379,7 @@ def weight_cast_time(
     return CAST_BYTES_PER_VALUE * weights / hbm_bytes_per_s
 
 
-FUSED_GROUPED_MLP_FORMATS = frozenset({NumberFormat.MXFP8, NumberFormat.NVFP4})
+FUSED_GROUPED_MLP_FORMATS = (NumberFormat.MXFP8, NumberFormat.NVFP4)
 """Formats Transformer Engine's fused grouped MLP runs in: its cuDNN front-end CuTe DSL kernels
 take block-scaled inputs (32-value MXFP8 or 16-value NVFP4 scale blocks; NVIDIA/TransformerEngine
 ``transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py``,

@@ -6,6 +6,7 @@ from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
 from planner.search.pipeline import pipeline_stages
+from planner.search.rules import fused_grouped_mlp_formats
 from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
 from planner.specs.comm import CommDomain
@@ -112,9 +113,9 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
         out.append(f"fp8-param-gather applies to {formats} with ZeRO >= 1; {why}")
     fused = workload.fused_grouped_mlp and model.moe is not None
     if fused and layout.precision not in FUSED_GROUPED_MLP_FORMATS:
-        formats = " and ".join(str(f) for f in NumberFormat if f in FUSED_GROUPED_MLP_FORMATS)
         out.append(
-            f"fused-grouped-mlp applies to {formats}; this layout runs {layout.precision} "
+            f"fused-grouped-mlp applies to {fused_grouped_mlp_formats('and')}; this layout runs "
+            f"{layout.precision} "
             "(its experts run unfused)"
         )
     profile = _profile_workload(workload)

@@ -10,7 +10,6 @@ from planner.catalog.frameworks import framework_names, load_framework
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, FUSED_GROUPED_MLP_SM_MAJOR
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
-from planner.specs.formats import NumberFormat
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
@@ -95,27 +94,54 @@ def fused_grouped_mlp_rule(model: ModelSpec, acc: AcceleratorSpec) -> str:
             if acc.compute_capability is not None
             else "has no CUDA compute capability"
         )
+        parts = ", ".join(fused_grouped_mlp_parts())
         return (
-            f"runs only on compute capability {FUSED_GROUPED_MLP_SM_MAJOR}.x GPUs (B200, GB200, "
-            f"B300, GB300): {acc.name} {has}"
+            f"runs only on compute capability {FUSED_GROUPED_MLP_SM_MAJOR}.x GPUs (in the "
+            f"catalog: {parts}): {acc.name} {has}"
         )
     return ""
 
 
-def fused_grouped_mlp_format_rule(workload: TrainWorkload) -> str:
+def fused_grouped_mlp_parts() -> list[str]:
+    """The catalog accelerators the fused grouped MLP runs on: those whose
+    ``compute_capability`` has the major version :data:`FUSED_GROUPED_MLP_SM_MAJOR`.
+
+    >>> fused_grouped_mlp_parts()
+    ['b200', 'b300', 'gb200', 'gb300']
+    """
+    from planner.catalog import load_accelerator
+    from planner.catalog.store import accelerator_names
+
+    return [
+        name
+        for name in accelerator_names()
+        if load_accelerator(name).compute_capability_major == FUSED_GROUPED_MLP_SM_MAJOR
+    ]
+
+
+def fused_grouped_mlp_formats(conjunction: str = "or") -> str:
+    """The formats the fused grouped MLP runs in, as words.
+
+    >>> fused_grouped_mlp_formats(), fused_grouped_mlp_formats("and")
+    ('mxfp8 or nvfp4', 'mxfp8 and nvfp4')
+    """
+    return f" {conjunction} ".join(str(f) for f in FUSED_GROUPED_MLP_FORMATS)
+
+
+def fused_grouped_mlp_format_rule(workload: TrainWorkload, flag: str = "precision") -> str:
     """Why ``workload``'s own precision cannot run ``fused_grouped_mlp`` ('' if it can, or if
     the setting is off), as the end of a sentence on the fused grouped MLP. For a precision the
     user pinned: a search over formats (precision ``auto``, ``precisions``, ``--vary
     precision``) is not refused, since the cost model applies the fused MLP to the block-scaled
-    formats only.
+    formats only. ``flag``: how the fix names the precision (the API's field, the CLI's flag).
 
-    >>> fused_grouped_mlp_format_rule(TrainWorkload(fused_grouped_mlp=True))
-    'runs only in mxfp8 or nvfp4, not bf16'
+    >>> fused_grouped_mlp_format_rule(TrainWorkload(fused_grouped_mlp=True), "--precision")
+    'runs only in mxfp8 or nvfp4, not bf16: give --precision mxfp8 or nvfp4 (or auto)'
     """
     if not workload.fused_grouped_mlp or workload.precision in FUSED_GROUPED_MLP_FORMATS:
         return ""
-    formats = " or ".join(str(f) for f in NumberFormat if f in FUSED_GROUPED_MLP_FORMATS)
-    return f"runs only in {formats}, not {workload.precision}"
+    formats = fused_grouped_mlp_formats()
+    return f"runs only in {formats}, not {workload.precision}: give {flag} {formats} (or auto)"
 
 
 def layout_violations(
