@@ -353,3 +353,35 @@ def test_a_time_limited_incumbent_reports_its_partitions_own_time() -> None:
     assert (fixed.objective, fixed.best_bound) == (own, own)
     with pytest.raises(InternalError, match="fails its own data"):
         tightened(problem, solution._replace(objective=own - 1), Layout(pp=problem.pp))
+
+
+def test_the_split_candidates_solved_side_by_side_equal_the_serial_solves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The split candidates' CP-SAT solves run on threads (engine.split_threads); a solve
+    that proves its optimum returns the same split whichever thread runs it, so 8B on 8 H100
+    at PP2 with full recompute (five CP-SAT solves, each optimal well inside its second) ranks
+    the same plans with one thread and with four."""
+    model, cluster = load_model("8B"), load_cluster("hgx_h100x8")
+    workload = TrainWorkload(global_batch=64)
+
+    def without_wall_time(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: without_wall_time(v) for k, v in value.items() if k != "wall_s"}
+        if isinstance(value, list):
+            return [without_wall_time(v) for v in value]
+        return value
+
+    def plans(threads: int) -> list[object]:
+        monkeypatch.setattr(engine, "split_threads", lambda config, jobs: min(threads, jobs))
+        fix = {"pp": 2, "recompute": "full"}
+        result = engine.search(model, cluster, workload, fix=fix, config=CONFIG)
+        solves = result.solver.subproblems
+        assert len(solves) == 5 and all(s.solved_by == "cp-sat" for s in solves)
+        assert all(s.status == "OPTIMAL" for s in solves)
+        return [
+            without_wall_time(p.model_dump(mode="json"))
+            for p in [result.best, *result.alternatives]
+        ]
+
+    assert plans(4) == plans(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from planner.catalog.clusters import build_cluster, domain_split
@@ -330,7 +331,7 @@ def search(
     # the even split ranks second can win once split with --top 1 as with --top 5
     pool = config.model_copy(update={"top": _ranked_count(config)})
     chosen, info = rank(feasible, costs, pool)
-    plans = [_split_plan(model, feasible[i], workload, config) for i in chosen]
+    plans = _split_plans(model, [feasible[i] for i in chosen], workload, config)
     plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
     offload = searches_offload(config.offload_as_needed, workload)
     info = _solver_info(info, plans, config, offload=offload)  # every split solved
@@ -392,6 +393,42 @@ def _ranked_count(config: SolverConfig) -> int:
     if config.stage_split == "cp-sat":
         return max(config.top, config.split_candidates)
     return config.top
+
+
+def split_threads(config: SolverConfig, jobs: int) -> int:
+    """Threads that run the pipeline-split solves of ``jobs`` candidates side by side: one per
+    CPU this process may use, each solve keeping its ``config.num_workers`` CP-SAT workers
+    (``os.sched_getaffinity``, else ``os.cpu_count``), never more than the jobs. CP-SAT
+    releases the GIL while it solves (OR-Tools' pybind11 binding of ``SolveWrapper``), so the
+    solves run in parallel; building each model and re-scoring its split stay serial.
+
+    >>> split_threads(SolverConfig(num_workers=64), 5)  # a solve wants every CPU: one at a time
+    1
+    >>> split_threads(SolverConfig(), 1)
+    1
+    """
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(getaffinity(0)) if getaffinity is not None else (os.cpu_count() or 1)
+    return max(1, min(jobs, cpus // config.num_workers))
+
+
+def _split_plans(
+    model: ModelSpec,
+    candidates: list[Candidate],
+    workload: TrainWorkload,
+    config: SolverConfig,
+) -> list[Plan]:
+    """:func:`_split_plan` of each candidate, in order, the solves on :func:`split_threads`
+    threads. Each solve has its own wall-time limit and its own single-worker solver, so a
+    solve that proves its optimum returns the same split either way; one stopped by its limit
+    returns what it found in that time, as it does when other work shares the CPU."""
+    threads = split_threads(config, len(candidates))
+    if threads == 1 or config.stage_split != "cp-sat":
+        return [_split_plan(model, c, workload, config) for c in candidates]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(lambda c: _split_plan(model, c, workload, config), candidates))
 
 
 def _split_plan(
