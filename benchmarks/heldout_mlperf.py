@@ -1,11 +1,13 @@
 """Held-out check on MLPerf Training submissions (run by hand, a few seconds):
 
     python benchmarks/heldout_mlperf.py [BENCHMARK ...]   (llama31_8b, llama31_405b, gpt3,
-                                                           deepseekv3_671b, gpt_oss_20b; all)
+                                                           gpt3_gpu, deepseekv3_671b,
+                                                           gpt_oss_20b; all)
 
 The rows are tests/validation/heldout/mlperf.yaml (the validation row schema, each with its source
 and arithmetic; the settings each config states in recipes.yaml beside it). Nothing is fitted on
-them: they are not in the files ``layout calibrate --fit`` reads. Five benchmarks:
+them: they are not in the files ``layout calibrate --fit`` reads. Five benchmarks, GPT-3 in two
+groups:
 
 - llama31_8b (MLPerf Training v5.1, MLP1-16; v6.0, MLP17-37): AMD's MI355X and MI350X and
   GigaComputing's MI355X (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD
@@ -23,6 +25,11 @@ them: they are not in the files ``layout calibrate --fit`` reads. Five benchmark
   (512-3,072 chips) with MaxText, and on TPU v5e (4,096 chips) with Pax, all int8 (AQT): no TPU
   family is fitted, so the factors are the transferred priors, and the step time is read from
   blocks that include an evaluation pass (each row's notes);
+- gpt3_gpu (v3.1-v4.1, MLH rows): the same GPT-3 175B benchmark on NVIDIA GPUs with NVIDIA's NeMo
+  recipe (FP8, TP4, PP6-8 with interleaving): NVIDIA's Eos at 512-11,616 H100, Azure's 10,752
+  H100, Supermicro's 512 and Oracle's 1,536 and 3,072 H100 (RoCE), and NVIDIA's 64-GPU B200
+  preview; these are the largest jobs of the held-out set, up to 1.9 times the largest fitted
+  H100 job (6,144 GPUs);
 - deepseekv3_671b (v6.0, MLD rows): DeepSeek-V3 in MXFP8 (PP4 x VPP4, EP32, HybridEP, the whole
   iteration and the optimizer in CUDA graphs) on NVIDIA's, CoreWeave's and Google's GB300 and GB200
   NVL72 systems, 256-8,192 GPUs;
@@ -53,6 +60,7 @@ GROUPS = {
     "MLG": "gpt3",
     "MLD": "deepseekv3_671b",
     "MLO": "gpt_oss_20b",
+    "MLH": "gpt3_gpu",
 }
 """Benchmark of each row-id prefix."""
 
