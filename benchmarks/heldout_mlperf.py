@@ -18,9 +18,10 @@ groups:
   MXFP4 on MI355X and MI350X (8 GPUs, Dell's and MiTAC's too; Cisco's 16 over RoCE), MiTAC's
   MI325X (FP8), NVIDIA's GB300 in NVFP4 (8, 72) and GB200 (1,024), Cisco's H200 (16) and H100
   (64, 128), Cisco's and Dell's HGX B300 in NVFP4 (8, 16);
-- llama31_405b (v5.0 and v5.1, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and GB200/GB300 at
-  256-2,560 GPUs (FP8 and NVFP4), Nebius's H200 (512, 1,024) and the University of Florida's DGX
-  B200 (256, 448);
+- llama31_405b (v5.0, v5.1 and v6.0, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and
+  GB200/GB300 at 256-2,560 GPUs (FP8 and NVFP4), Nebius's H200 (512, 1,024) and the University of
+  Florida's DGX B200 (256, 448); in v6.0 (NVFP4, full-iteration CUDA graphs) NVIDIA's GB300 at 512
+  and 2,048, CoreWeave's GB300 at 4,096, Azure's GB200 at 8,192 and HPE's single GB300 rack (72);
 - gpt3 (v3.1-v4.1, MLG rows): Google's GPT-3 175B on TPU v5p (512-6,144 chips) and Trillium
   (512-3,072 chips) with MaxText, and on TPU v5e (4,096 chips) with Pax, all int8 (AQT): no TPU
   family is fitted, so the factors are the transferred priors, and the step time is read from
