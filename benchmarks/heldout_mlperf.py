@@ -9,7 +9,7 @@ and arithmetic; the settings each config states in recipes.yaml beside it). Noth
 them: they are not in the files ``layout calibrate --fit`` reads. Five benchmarks, GPT-3 in two
 groups:
 
-- llama31_8b (MLPerf Training v5.1, MLP1-16; v6.0, MLP17-37): AMD's MI355X and MI350X and
+- llama31_8b (MLPerf Training v5.1, MLP1-16 and MLP38-60; v6.0, MLP17-37): AMD's MI355X and MI350X and
   GigaComputing's MI355X (AMD's Transformer-Engine-on-ROCm Megatron stack, FP8; no fitted AMD
   family, so the priors are the transferred ones, ``planner/catalog/transfer.py``), NVIDIA's
   GB300/GB200 at 8 GPUs (NVFP4), 72 and 512 GPUs (FP8), and partners' runs: DGX B200 (University
@@ -17,11 +17,16 @@ groups:
   and NVFP4), HPE's H200 (64) and Cisco's H100 over Ethernet (64); in v6.0 AMD's MLPerf stack in
   MXFP4 on MI355X and MI350X (8 GPUs, Dell's and MiTAC's too; Cisco's 16 over RoCE), MiTAC's
   MI325X (FP8), NVIDIA's GB300 in NVFP4 (8, 72) and GB200 (1,024), Cisco's H200 (16) and H100
-  (64, 128), Cisco's and Dell's HGX B300 in NVFP4 (8, 16);
+  (64, 128), Cisco's and Dell's HGX B300 in NVFP4 (8, 16); MLP38-60 add the other v5.1 partner
+  runs: Cisco's, Dell's and Supermicro's MI350X/MI355X, Cisco's 128 H100, Lambda's GB300 rack,
+  Dell, Lenovo, Nebius, Supermicro and other B200/B300 systems at 8-32 GPUs, and the University
+  of Florida's and Verda's B200 at 16-128;
 - llama31_405b (v5.0, v5.1 and v6.0, MLN rows): NVIDIA's H100 at 512-8,192 GPUs (FP8) and
   GB200/GB300 at 256-2,560 GPUs (FP8 and NVFP4), Nebius's H200 (512, 1,024) and the University of
-  Florida's DGX B200 (256, 448); in v6.0 (NVFP4, full-iteration CUDA graphs) NVIDIA's GB300 at 512
-  and 2,048, CoreWeave's GB300 at 4,096, Azure's GB200 at 8,192 and HPE's single GB300 rack (72);
+  Florida's DGX B200 (256, 448); MLN18-25 add NVIDIA's 5,120 GB200, the IBM/CoreWeave/NVIDIA
+  Carina GB200 at 512-2,496 and NVIDIA's H100 at 2,432 and 2,560; in v6.0 (NVFP4, full-iteration
+  CUDA graphs) NVIDIA's GB300 at 512 and 2,048, CoreWeave's GB300 at 4,096, Azure's GB200 at
+  8,192 and HPE's single GB300 rack (72);
 - gpt3 (v3.1-v4.1, MLG rows): Google's GPT-3 175B on TPU v5p (512-6,144 chips) and Trillium
   (512-3,072 chips) with MaxText, and on TPU v5e (4,096 chips) with Pax, all int8 (AQT): no TPU
   family is fitted, so the factors are the transferred priors, and the step time is read from
