@@ -385,3 +385,23 @@ def test_the_split_candidates_solved_side_by_side_equal_the_serial_solves(
         ]
 
     assert plans(4) == plans(1)
+
+
+def test_a_sweep_worker_solves_its_splits_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A what-if sweep's process already has a CPU of its own (one process per CPU), so its
+    initializer caps the split threads at one; without the cap a process uses every CPU it may.
+    (The initializer's SIGINT handler and memory memo are stubbed: this is the test process.)"""
+    from planner.search import whatif
+
+    monkeypatch.setattr(whatif, "quiet_worker", lambda: None)
+    monkeypatch.setattr(whatif, "share_memory_estimates_for_process", lambda: None)
+    start_worker = whatif.start_worker
+    config = SolverConfig()
+    try:
+        engine.cap_split_threads(None)
+        free = engine.split_threads(config, 64)
+        start_worker()
+        assert engine.split_threads(config, 64) == 1
+    finally:
+        engine.cap_split_threads(None)
+    assert engine.split_threads(config, 64) == free

@@ -395,10 +395,23 @@ def _ranked_count(config: SolverConfig) -> int:
     return config.top
 
 
+_SPLIT_THREADS_CAP: int | None = None
+"""At most this many split threads in this process (None: one per usable CPU): a sweep's worker
+process, which already has a CPU of its own, solves its splits one at a time."""
+
+
+def cap_split_threads(threads: int | None) -> None:
+    """From now on, run at most ``threads`` split solves at once in this process (None: no cap);
+    a what-if sweep's workers set 1 (planner.search.whatif.start_worker)."""
+    global _SPLIT_THREADS_CAP
+    _SPLIT_THREADS_CAP = threads
+
+
 def split_threads(config: SolverConfig, jobs: int) -> int:
     """Threads that run the pipeline-split solves of ``jobs`` candidates side by side: one per
     CPU this process may use, each solve keeping its ``config.num_workers`` CP-SAT workers
-    (``os.sched_getaffinity``, else ``os.cpu_count``), never more than the jobs. CP-SAT
+    (``os.sched_getaffinity``, else ``os.cpu_count``; at most :func:`cap_split_threads`'s cap),
+    never more than the jobs. CP-SAT
     releases the GIL while it solves (OR-Tools' pybind11 binding of ``SolveWrapper``), so the
     solves run in parallel; building each model and re-scoring its split stay serial.
 
@@ -409,6 +422,8 @@ def split_threads(config: SolverConfig, jobs: int) -> int:
     """
     getaffinity = getattr(os, "sched_getaffinity", None)
     cpus = len(getaffinity(0)) if getaffinity is not None else (os.cpu_count() or 1)
+    if _SPLIT_THREADS_CAP is not None:
+        cpus = min(cpus, _SPLIT_THREADS_CAP)
     return max(1, min(jobs, cpus // config.num_workers))
 
 

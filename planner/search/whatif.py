@@ -571,15 +571,19 @@ def worker_context() -> BaseContext:
 
 def start_worker() -> None:
     """Initializer of a sweep's process: Ctrl-C ends it at once and quietly
-    (:func:`planner.interrupt.quiet_worker`), and its searches share memory estimates across the
-    scenarios it runs (space.MemoryMemo)."""
+    (:func:`planner.interrupt.quiet_worker`), its searches share memory estimates across the
+    scenarios it runs (space.MemoryMemo), and it solves pipeline splits one at a time
+    (:func:`planner.search.engine.cap_split_threads`)."""
     quiet_worker()
     share_memory_estimates_for_process()
+    engine.cap_split_threads(1)  # the pool already runs one process per CPU
 
 
 def _scenario_in_worker(request: ScenarioRequest) -> Scenario:
-    """run_scenario in a Ray worker, sharing memory estimates across its tasks."""
+    """run_scenario in a Ray worker (one CPU per task), sharing memory estimates across its
+    tasks and solving its pipeline splits one at a time."""
     share_memory_estimates_for_process()
+    engine.cap_split_threads(1)
     return run_scenario(request)
 
 
