@@ -178,3 +178,18 @@ def test_fit_set_drops_rows_that_opt_out() -> None:
     prepared = prepare(cases)
     assert [c.id for c in prepared] == ["NGB1", "LS8", "LS9"]
     assert [c.id for c in fit_set(prepared)] == ["NGB1"]
+
+
+def test_heldout_rows_add_up() -> None:
+    """Each held-out MLPerf row's arithmetic: tokens/s/GPU = global batch x sequence length /
+    step time / GPUs (within 0.2%), the parallel degrees multiply to the GPU count, and the global
+    batch is a whole number of micro-batches per data-parallel rank."""
+    for row in HELDOUT_ROWS:
+        layout, workload, measured = row["layout"], row["workload"], row["measured"]
+        gpus = row["hardware"]["count"]
+        tokens = workload["global_batch"] * workload["seq_len"] / measured["step_time_s"] / gpus
+        assert measured["tokens_per_s_per_gpu"] == pytest.approx(tokens, rel=2e-3), row["id"]
+        tp, pp, cp = (layout.get(k) or 1 for k in ("tp", "pp", "cp"))
+        assert tp * pp * cp * layout["dp"] == gpus, row["id"]
+        if layout.get("mbs"):
+            assert workload["global_batch"] % (layout["dp"] * layout["mbs"]) == 0, row["id"]
