@@ -31,10 +31,11 @@ groups:
   (512-3,072 chips) with MaxText, and on TPU v5e (4,096 chips) with Pax, all int8 (AQT): no TPU
   family is fitted, so the factors are the transferred priors, and the step time is read from
   blocks that include an evaluation pass (each row's notes);
-- gpt3_gpu (v3.1-v4.1, MLH rows): the same GPT-3 175B benchmark on NVIDIA GPUs with NVIDIA's NeMo
+- gpt3_gpu (v3.0-v4.1, MLH rows): the same GPT-3 175B benchmark on NVIDIA GPUs with NVIDIA's NeMo
   recipe (FP8, TP4, PP6-8 with interleaving): NVIDIA's Eos at 512-11,616 H100, Azure's 10,752
-  H100, Supermicro's 512 and Oracle's 1,536 and 3,072 H100 (RoCE), and NVIDIA's 64-GPU B200
-  preview; these are the largest jobs of the held-out set, up to 1.9 times the largest fitted
+  H100, Supermicro's 512 and Oracle's 1,536 and 3,072 H100 (RoCE), NVIDIA's 64-GPU B200
+  preview, and v3.0's DGX H100 (512, 768) and CoreWeave H100 (768-3,584; MLH17-21, one
+  container release older); these are the largest jobs of the held-out set, up to 1.9 times the largest fitted
   H100 job (6,144 GPUs);
 - deepseekv3_671b (v6.0, MLD rows): DeepSeek-V3 in MXFP8 (PP4 x VPP4, EP32, HybridEP, the whole
   iteration and the optimizer in CUDA graphs) on NVIDIA's, CoreWeave's and Google's GB300 and GB200
