@@ -395,6 +395,14 @@ def _ranked_count(config: SolverConfig) -> int:
     return config.top
 
 
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 _SPLIT_THREADS_CAP: int | None = None
 """At most this many split threads in this process (None: one per usable CPU): a sweep's worker
 process, which already has a CPU of its own, solves its splits one at a time."""
@@ -409,19 +417,18 @@ def cap_split_threads(threads: int | None) -> None:
 
 def split_threads(config: SolverConfig, jobs: int) -> int:
     """Threads that run the pipeline-split solves of ``jobs`` candidates side by side: one per
-    CPU this process may use, each solve keeping its ``config.num_workers`` CP-SAT workers
-    (``os.sched_getaffinity``, else ``os.cpu_count``; at most :func:`cap_split_threads`'s cap),
-    never more than the jobs. CP-SAT
-    releases the GIL while it solves (OR-Tools' pybind11 binding of ``SolveWrapper``), so the
-    solves run in parallel; building each model and re-scoring its split stay serial.
+    core this process may use (:func:`available_cores`, at most :func:`cap_split_threads`'s
+    cap), each solve keeping its ``config.num_workers`` CP-SAT workers, never more than the
+    jobs. CP-SAT releases the GIL while it solves (measured: four time-limited 0.5 s solves take
+    2.2 s in sequence and 1.2 s on two threads here), so the solves run in parallel; building
+    each model and re-scoring its split stay serial.
 
     >>> split_threads(SolverConfig(num_workers=64), 5)  # a solve wants every CPU: one at a time
     1
     >>> split_threads(SolverConfig(), 1)
     1
     """
-    getaffinity = getattr(os, "sched_getaffinity", None)
-    cpus = len(getaffinity(0)) if getaffinity is not None else (os.cpu_count() or 1)
+    cpus = available_cores()
     if _SPLIT_THREADS_CAP is not None:
         cpus = min(cpus, _SPLIT_THREADS_CAP)
     return max(1, min(jobs, cpus // config.num_workers))

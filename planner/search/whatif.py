@@ -17,7 +17,6 @@ import datetime
 import itertools
 import math
 import multiprocessing
-import os
 import re
 import time
 import warnings
@@ -35,6 +34,7 @@ from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
 from planner.interrupt import quiet_worker
 from planner.search import engine
+from planner.search.engine import available_cores
 from planner.search.migrate import bottleneck, economics
 from planner.search.rules import MAX_GLOBAL_BATCH
 from planner.search.space import share_memory_estimates_for_process, shared_memory_estimates
@@ -371,14 +371,6 @@ def check_knobs(knobs: dict[str, list[KnobValue]]) -> None:
                     f"--vary {knob}: repeats {knob}={_shown(value)}: give each value once"
                 )
             seen.add(value)
-
-
-def available_cores() -> int:
-    """CPU cores this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
 
 
 def local_processes(workers: int, count: int, engine: str = "process") -> tuple[int, str | None]:
