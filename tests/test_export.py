@@ -566,13 +566,14 @@ def test_example_export_plan_sh(tmp_path: Path) -> None:
     assert (out / "ranks.csv.hostfile").read_text().splitlines()[-1] == "node0 slots=8"
 
 
-# --- the CP-SAT pipeline split (issue 19) ----------------------------------------------------
+# --- the optimised pipeline split (issue 19): CP-SAT's and the recurrence's --------------------
 
 
 @pytest.fixture(scope="module")
 def split_plans() -> dict[str, Plan]:
-    """Plans whose layers CP-SAT split: DeepSeek-V3 with its MTP module, Llama 3.1 405B on PP16
-    with full recomputation (one recompute count), and per-stage recompute counts."""
+    """Plans whose layers the planner split: DeepSeek-V3 with its MTP module (the recurrence),
+    Llama 3.1 405B on PP16 with full recomputation (CP-SAT: one recompute count, and per-stage
+    recompute counts)."""
     dsv3 = {"seq_len": 4096, "global_batch": 4096, "mtp_num_layers": 1}
     llama = {"seq_len": 8192, "global_batch": 2048}
     cases = {
@@ -599,9 +600,9 @@ def _split_job(plan: Plan) -> ExportJob:
                      workload=workload)  # fmt: skip
 
 
-def test_megatron_spells_the_cpsat_split_with_mtp(split_plans: dict[str, Plan]) -> None:
-    plan = split_plans["dsv3_mtp"]
-    assert plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat"
+def test_megatron_spells_the_optimised_split_with_mtp(split_plans: dict[str, Plan]) -> None:
+    plan = split_plans["dsv3_mtp"]  # no interleaving, no recompute: the recurrence's split
+    assert plan.pipeline_split is not None and plan.pipeline_split.method == "recurrence"
     result = export(_split_job(plan), "megatron")
     args = check_names("megatron", result.text)
     layout = str(args["--pipeline-model-parallel-layout"])
@@ -609,7 +610,7 @@ def test_megatron_spells_the_cpsat_split_with_mtp(split_plans: dict[str, Plan]) 
     mtp_stage = next(s.stage for s in plan.pipeline_stages if s.mtp_layers)
     assert "m" in layout.split("|")[mtp_stage] and layout.startswith("E") and layout.endswith("L")
     assert args["--mtp-num-layers"] == "1"
-    assert any("CP-SAT split" in note for note in result.notes)
+    assert any("the min-max recurrence's split" in note for note in result.notes)
 
 
 def test_megatron_spells_one_recompute_count(split_plans: dict[str, Plan]) -> None:

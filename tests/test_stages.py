@@ -18,9 +18,12 @@ from planner.search.solve.stage_data import (
     Assignment,
     StageProblem,
     build_stage_problem,
+    contiguous_lower_bound,
+    contiguous_partition,
     evaluate_assignment,
     even_assignment,
     least_recompute_assignment,
+    lower_bound,
     rank_step_memory,
 )
 from planner.search.solve.stages import StageSolver, optimise_pipeline
@@ -112,6 +115,141 @@ def test_cpsat_partition_equals_brute_force_on_random_tables(seed: int) -> None:
     assert solution.status == "OPTIMAL"
     assert solution.objective == brute
     assert evaluate_assignment(problem, solution.assignment) == brute  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_lower_bound_never_passes_the_brute_force_optimum(seed: int) -> None:
+    """The cut the solver gets, and the proof that skips a solve, is a true lower bound: with
+    memory binding, recomputation and MTP on random tables it stays at or below the optimum."""
+    problem = _random_problem(seed)
+    brute, _ = brute_force_stages(problem)
+    bound = lower_bound(problem)
+    if brute is not None and bound is not None:
+        assert bound <= brute
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_contiguous_bound_is_the_optimum_when_nothing_else_binds(seed: int) -> None:
+    """Without interleaving, recomputation, MTP or a memory limit the min-max recurrence is the
+    optimum itself, equal to the brute-force enumeration's (rank times random on every rank)."""
+    rng = random.Random(seed)
+    problem = _random_problem(seed)
+    pp, num_layers = problem.pp, problem.num_layers
+    free = problem.model_copy(
+        update={
+            "vpp": 1,
+            "recompute": "none",
+            "recompute_time": (0,) * num_layers,
+            "recompute_saving": (0,) * num_layers,
+            "num_mtp": 0,
+            "mtp_time": 0,
+            "fixed_recompute": None,
+            "working": 0,
+            "rank_time": tuple(rng.randint(0, 40) for _ in range(pp)),
+            "in_flight": tuple(pp * (pp - r) for r in range(pp)),
+            "in_flight_scale": pp,
+            "capacity": 10**12,
+            "even_layers": tuple(len(stage_layers_of(num_layers, pp, c)) for c in range(pp)),
+        }
+    )
+    brute, _ = brute_force_stages(free)
+    assert brute is not None
+    assert contiguous_lower_bound(free) == brute
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_recurrence_finds_a_fitting_optimum_whenever_one_recomputes_nothing(seed: int) -> None:
+    """Without interleaving, memory binding, MTP and recomputation allowed: the recurrence's
+    answer (:func:`_recurrence_solution`), when it gives one, is the brute-force optimum; and
+    whenever some split that recomputes nothing fits at the least time any split could reach,
+    it gives one (it takes the least memory of the time-optimal splits), as it does whenever
+    any split fits and nothing may recompute."""
+    import itertools
+
+    from planner.search.solve.stages import _recurrence_solution
+
+    base = _random_problem(seed)
+    n, pp = base.num_layers, base.pp
+    problem = base.model_copy(update={
+        "vpp": 1,
+        "in_flight": tuple(pp * (pp - r) for r in range(pp)),
+        "in_flight_scale": pp,
+        "even_layers": tuple(len(stage_layers_of(n, pp, c)) for c in range(pp)),
+        "capacity": base.capacity * (1 + seed % 3),  # binding, looser, loose
+    })  # fmt: skip
+    brute, _ = brute_force_stages(problem)
+    solution = _recurrence_solution(problem)
+    if solution is not None:
+        assert solution.status == "OPTIMAL" and solution.objective == brute
+        assert evaluate_assignment(problem, solution.assignment) == brute  # type: ignore[arg-type]
+    bound = contiguous_lower_bound(problem)
+    fitting = [
+        value
+        for cuts in itertools.combinations_with_replacement(range(n + 1), pp - 1)
+        for layers in [tuple(b - a for a, b in zip((0, *cuts), (*cuts, n), strict=True))]
+        for value in [evaluate_assignment(
+            problem, Assignment(chunk_layers=layers, recompute_layers=(0,) * pp, mtp_chunk=pp - 1)
+        )]
+        if value is not None
+    ]  # fmt: skip
+    proven = bound in fitting or (problem.recompute == "none" and bool(fitting))
+    assert (solution is not None) == proven
+
+
+def test_the_recurrence_takes_the_time_optimal_split_that_fits() -> None:
+    """Four equal layers on two ranks, the last with the loss: 2+2 and 3+1 both take 30, and
+    the last rank's logits leave room for one layer's activations only. The even 2+2 does not
+    fit, so the recurrence keeps the other time-optimal split, 3+1, by its memory pass."""
+    from planner.search.solve.stages import _recurrence_solution
+
+    problem = StageProblem.model_construct(
+        pp=2, vpp=1, layer_time=(10,) * 4, recompute_time=(0,) * 4, layer_state=(0,) * 4,
+        layer_activation=(1,) * 4, recompute_saving=(0,) * 4, in_flight=(4, 2),
+        in_flight_scale=2, rank_time=(0, 10), rank_state=(0, 0), rank_memory=(0, 5),
+        num_mtp=0, mtp_time=0, mtp_state=(0, 0), mtp_activation=0, mtp_memory=0, working=0,
+        recompute="none", fixed_recompute=None, capacity=6, steps=4.0, min_chunk_layers=1,
+        even_layers=(2, 2), layer_transient=(), rank_transient=(), mtp_transient=(0, 0),
+    )  # fmt: skip
+    even = Assignment(chunk_layers=(2, 2), recompute_layers=(0, 0), mtp_chunk=1)
+    assert evaluate_assignment(problem, even) is None  # the even split is over memory
+    solution = _recurrence_solution(problem)
+    assert solution is not None and solution.assignment is not None
+    assert solution.assignment.chunk_layers == (3, 1) and solution.objective == 30
+    assert solution.objective == brute_force_stages(problem)[0]
+    # with room for both, 3+1 still needs less at its peak (12 against 2+2's 14): kept
+    roomy = _recurrence_solution(problem.model_copy(update={"capacity": 100}))
+    assert roomy is not None and roomy.assignment is not None
+    assert roomy.assignment.chunk_layers == (3, 1)
+
+
+def test_the_recurrences_split_is_cp_sats_optimum_on_deepseek_v3() -> None:
+    """DeepSeek-V3 on PP16 with full recomputation allowed and an MTP module: the recurrence's
+    split, which recomputes nothing, attains the optimum CP-SAT proves on the same data."""
+    model, cluster = load_model("671B"), load_cluster("hgx_h800x2048")
+    layout = Layout(tp=2, pp=16, dp=64, ep=64, recompute="full")
+    problem = build_stage_problem(model, cluster, DEEPSEEK[2], layout, recompute="per_stage")
+    found = contiguous_partition(problem)
+    assert found is not None and found.layers is not None and found.time == found.bound
+    value, layers = found.bound, found.layers
+    assignment = Assignment(chunk_layers=layers, recompute_layers=(0,) * 16, mtp_chunk=15)
+    assert evaluate_assignment(problem, assignment) == value
+    proof = CONFIG.model_copy(update={"stage_time_limit_s": 10.0})
+    solution = StageSolver(problem, proof).solve()
+    assert solution.status == "OPTIMAL" and solution.objective == value
+
+
+def test_deepseek_v3s_pipeline_split_is_proven_by_the_bound() -> None:
+    """DeepSeek-V3 (3 dense, 58 MoE layers) on PP32 without interleaving: the even split meets
+    the contiguous bound, so the split is optimal with no CP-SAT model built."""
+    model = load_model("671B")
+    cluster = load_cluster("hgx_h800x2048")
+    layout = Layout(tp=2, pp=32, dp=32, ep=4, etp=2, mbs=1, precision="fp8")
+    workload = TrainWorkload(seq_len=4096, global_batch=4096)
+    even = score(model, cluster, workload, layout)
+    outcome = optimise_pipeline(model, cluster, workload, layout, even=even, config=CONFIG)
+    assert outcome.info.solved_by == "bound"
+    assert outcome.info.status == "OPTIMAL"
+    assert outcome.info.num_variables == 0
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -270,7 +408,8 @@ def test_estimate_and_search_carry_the_split_and_it_validates() -> None:
     workload = DEEPSEEK[2]
     layout = Layout(tp=2, pp=16, dp=64, ep=64, recompute="full")
     plan = engine.estimate(model, cluster, workload, layout, config=CONFIG)
-    assert plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat"
+    # nothing need recompute on this split, so the recurrence's split is optimal: no solve
+    assert plan.pipeline_split is not None and plan.pipeline_split.method == "recurrence"
     assert plan.step_time_s < plan.pipeline_split.even_step_time_s
     assert len(plan.pipeline_stages) == 16
     assert sum(s.num_layers for s in plan.pipeline_stages) == 61
@@ -288,7 +427,7 @@ def test_the_text_report_and_search_json_say_what_the_solver_did() -> None:
     model, cluster = load_model("671B"), load_cluster("hgx_h800x2048")
     layout = Layout(tp=2, pp=16, dp=64, ep=64, recompute="full")
     text = estimate_text(engine.estimate(model, cluster, DEEPSEEK[2], layout, config=CONFIG))
-    assert "pipeline: cp-sat split, layers per stage" in text and "even split" in text
+    assert "pipeline: recurrence split, layers per stage" in text and "even split" in text
     result = engine.search(
         load_model("8B"), load_cluster("hgx_h100x8"), TrainWorkload(global_batch=64),
         fix={"pp": 2, "recompute": "full"}, config=CONFIG,

@@ -206,7 +206,7 @@ def pipeline_lines(plan: Plan) -> list[str]:
     mtp = [s.stage for s in stages if s.mtp_layers]
     where = f"; MTP on stage {mtp[0]}" if mtp else ""
     lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
-    if info.method in ("cp-sat", "framework"):
+    if info.method in ("cp-sat", "recurrence", "framework"):
         gain = 100.0 * (1.0 - plan.step_time_s / info.even_step_time_s)
         even = f"{format_seconds(info.even_step_time_s)}" + ("" if info.even_fits else
                                                               " (does not fit)")  # fmt: skip
@@ -222,12 +222,15 @@ def solver_line(result: SearchResult) -> str:
     """What chose the plans: the sort, and the CP-SAT sub-problems with their sizes."""
     info = result.solver
     solved = [s for s in info.subproblems if s.solved_by == "cp-sat"]
-    bound = len(info.subproblems) - len(solved)
+    exact = sum(s.solved_by == "recurrence" for s in info.subproblems)
+    bound = len(info.subproblems) - len(solved) - exact
     line = f"{info.name} {info.status}"
     if solved:
         statuses = "/".join(sorted({s.status for s in solved}))
         variables = max(s.num_variables for s in solved)
         line += f"; CP-SAT split {len(solved)} pipeline(s) ({statuses}, <= {variables} variables)"
+    if exact:
+        line += f"; {exact} split(s) solved exactly by the min-max partition recurrence"
     if bound:
         line += f"; {bound} even split(s) optimal by a lower bound"
     return line

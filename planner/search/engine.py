@@ -481,7 +481,7 @@ def _split_plan(
     split_info = None
     if layout.pp > 1:
         split_info = PipelineSplitInfo(
-            method="even" if split is None else "cp-sat",
+            method="even" if split is None or info is None else info.solved_by,
             even_step_time_s=even.step_time_s,
             even_peak_gib=even.peak_memory.total / GiB,
             even_fits=fits(even, cluster),

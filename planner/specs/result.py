@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -90,10 +90,13 @@ class StageSolveInfo(FrozenSpec):
     """What the objective counts, in words."""
     wall_s: NonNegativeFloat
     """Wall time of building and solving the model (s)."""
-    solved_by: Literal["cp-sat", "bound"] = "cp-sat"
+    solved_by: Literal["cp-sat", "bound", "recurrence"] = "cp-sat"
     """``cp-sat``: the model was solved; ``bound``: the even split already meets a lower bound
-    of the integer model (a stack of identical layers, nothing to recompute), so it is optimal
-    and no model was built."""
+    of the integer model (:func:`planner.search.solve.stage_data.lower_bound`), so it is optimal
+    and no model was built; ``recurrence`` (schema 1.6): without interleaving, the min-max
+    linear-partition recurrence's split (:func:`planner.search.solve.stage_data.
+    contiguous_partition`) fits with nothing recomputed, so it is optimal and no model was
+    built."""
 
 
 class PipelineStage(FrozenSpec):
@@ -125,12 +128,14 @@ class PipelineStage(FrozenSpec):
 class PipelineSplitInfo(FrozenSpec):
     """How the layers were split over the pipeline stages, and what the split gained."""
 
-    method: Literal["even", "cp-sat", "framework"]
+    method: Literal["even", "cp-sat", "recurrence", "framework"]
     """``even``: the planner's default (as even as possible, the remainder on the middle
     stages, every layer recomputed under full recomputation); ``cp-sat``: the CP-SAT partition
     (layers and recomputed layers per stage), used because the cost model scores it faster or
-    it fits where the even split does not; ``framework``: the split the framework makes itself
-    and the user cannot change (Nanotron's cost-balanced placement, schema 1.4)."""
+    it fits where the even split does not; ``recurrence`` (schema 1.6): the same, found by the
+    min-max linear-partition recurrence where it is exact (no interleaving, nothing
+    recomputed, memory not binding); ``framework``: the split the framework makes itself and
+    the user cannot change (Nanotron's cost-balanced placement, schema 1.4)."""
     even_step_time_s: NonNegativeFloat
     """Step time of the same layout with the even split (s)."""
     even_peak_gib: NonNegativeFloat
@@ -139,6 +144,14 @@ class PipelineSplitInfo(FrozenSpec):
     """The even split fits memory."""
     subproblem: StageSolveInfo | None = None
     """The CP-SAT solve, when one ran."""
+
+    @property
+    def optimised(self) -> str | None:
+        """The optimised split in words ("the CP-SAT split", "the min-max recurrence's split"),
+        None for the even split or the framework's own."""
+        return {"cp-sat": "the CP-SAT split", "recurrence": "the min-max recurrence's split"}.get(
+            self.method
+        )
 
 
 class Plan(FrozenSpec):

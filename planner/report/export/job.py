@@ -288,7 +288,7 @@ def layer_counts(model: ModelSpec, num_chunks: int) -> list[int]:
 
 def pipeline_split(job: ExportJob) -> tuple[str, list[int]]:
     """How the plan's layers fall on pipeline chunks (pp x vpp, layer order): the plan's
-    ``pipeline_stages`` (its CP-SAT split) or the planner's even split; ``even``,
+    ``pipeline_stages`` (its optimised split) or the planner's even split; ``even``,
     ``first_last`` (only the first and last stage differ, vpp = 1, MTP, if any, on the last)
     or ``custom``."""
     plan, layout = job.train[0], job.train[0].layout
@@ -317,8 +317,8 @@ def mtp_layers(job: ExportJob) -> tuple[int, int | None]:
 
 
 def split_note(job: ExportJob, counts: list[int]) -> None:
-    """Say how the layers are placed: the CP-SAT split, the framework's own split, or the
-    planner's even split when they do not split evenly."""
+    """Say how the layers are placed: the optimised split (CP-SAT's or the recurrence's), the
+    framework's own split, or the planner's even split when they do not split evenly."""
     plan = job.train[0]
     chunks = plan.layout.pp * plan.layout.vpp
     if plan.pipeline_split is not None and plan.pipeline_split.method == "framework":
@@ -327,10 +327,11 @@ def split_note(job: ExportJob, counts: list[int]) -> None:
             f"the plan's framework makes itself, {counts} (pipeline_split: framework)"
         )
         return
-    if plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat":
+    optimised = plan.pipeline_split.optimised if plan.pipeline_split is not None else None
+    if optimised:
         job.note(
-            f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to the CP-SAT "
-            f"split {counts} (layout search: pipeline_stages)"
+            f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to "
+            f"{optimised} {counts} (layout search: pipeline_stages)"
         )
         return
     job.note(
@@ -340,7 +341,7 @@ def split_note(job: ExportJob, counts: list[int]) -> None:
 
 
 def split_recompute_settings(job: ExportJob) -> RecomputeSettings:
-    """:func:`recompute_settings` for the plan, with the per-chunk counts of a CP-SAT split:
+    """:func:`recompute_settings` for the plan, with the per-chunk counts of an optimised split:
     one count N for every chunk (min(N, layers) each) is Megatron's block method; none at all
     drops recomputation; per-stage counts cannot be spelled (one ``--recompute-num-layers``
     for every chunk), so the largest is set, which recomputes more (slower, less memory) and
@@ -348,13 +349,13 @@ def split_recompute_settings(job: ExportJob) -> RecomputeSettings:
     plan, workload = job.train
     layout = plan.layout
     settings = recompute_settings(layout, workload)
-    cpsat = plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat"
-    if layout.recompute is not Recompute.FULL or not cpsat or not plan.pipeline_stages:
+    optimised = plan.pipeline_split.optimised if plan.pipeline_split is not None else None
+    if layout.recompute is not Recompute.FULL or not optimised or not plan.pipeline_stages:
         return settings
     layers = [s.num_layers for s in plan.pipeline_stages]
     redo = [s.recompute_layers for s in plan.pipeline_stages]
     if not any(redo):
-        job.note("the CP-SAT split recomputes no layer: recomputation is off")
+        job.note(f"{optimised} recomputes no layer: recomputation is off")
         return RecomputeSettings(None, None, None, None)
     pairs = list(zip(redo, layers, strict=True))
     block = [n for n in range(max(layers) + 1) if all(r == min(n, c) for r, c in pairs)]

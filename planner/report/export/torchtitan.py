@@ -118,8 +118,8 @@ def _pipeline(job: ExportJob) -> dict[str, TomlValue]:
             out["pipeline_parallel_layers_per_stage"] = counts[0]
         return out
     plan = job.train[0]
-    cpsat = plan.pipeline_split is not None and plan.pipeline_split.method == "cp-sat"
-    how = "the CP-SAT split" if cpsat else "the planner's split"
+    optimised = plan.pipeline_split.optimised if plan.pipeline_split is not None else None
+    how = optimised or "the planner's split"
     job.note(
         f"{job.model.num_layers} layers over pp x vpp = {len(counts)} chunks: "
         f"module_fqns_per_model_part lists {how} {counts} (pipeline_parallel_split_points is "

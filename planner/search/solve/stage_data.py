@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, NamedTuple
+
+import numpy as np
 
 from planner.cost.memory import logits_bytes, stage_layers, tp_gather_buffer_bytes
 from planner.cost.partition import StageContents
@@ -418,6 +420,149 @@ def least_recompute_assignment(problem: StageProblem) -> Assignment:
                 redo = trial
                 break
     return base.model_copy(update={"recompute_layers": tuple(redo)})
+
+
+_UNREACHABLE = 2**62
+"""Cost of a split the min-max recurrence may not take (above any integer table sum)."""
+
+
+def _min_max_split(
+    rank_costs: list[np.ndarray], nearest: np.ndarray
+) -> tuple[int, tuple[int, ...]] | None:
+    """The min-max linear partition of layers 0..L-1 into len(rank_costs) contiguous stages in
+    order: ``rank_costs[k][j, i]`` is rank k's cost when it holds layers j..i-1 (``_UNREACHABLE``
+    where it may not). Returns the least largest cost and a split that attains it, walking back
+    from the last rank and keeping, of equally good cuts, the one nearest ``nearest[k]`` (the
+    first layer rank k would hold); None when no split exists."""
+    best = np.full(rank_costs[0].shape[1], _UNREACHABLE, dtype=np.int64)
+    best[0] = 0  # no layers on no ranks
+    tables = []
+    for cost in rank_costs:
+        table = np.maximum(best[:, None], cost)
+        tables.append(table)
+        best = table.min(axis=0)
+    value = int(best[-1])
+    if value >= _UNREACHABLE:
+        return None
+    layers: list[int] = []
+    end = len(best) - 1
+    for rank in reversed(range(len(tables))):
+        starts = np.flatnonzero(tables[rank][:, end] <= value)
+        start = int(starts[np.argmin(np.abs(starts - nearest[rank]))])
+        layers.append(end - start)
+        end = start
+    return value, tuple(reversed(layers))
+
+
+class ContiguousSplit(NamedTuple):
+    """What the min-max recurrence says of a problem without interleaving."""
+
+    bound: int
+    """The least slowest-rank time of any split, memory and recomputation aside: a lower bound
+    of the objective."""
+    layers: tuple[int, ...] | None
+    """Layers per stage of the fastest split that fits memory recomputing nothing (of those as
+    fast, the one that needs the least memory); None when no such split fits."""
+    time: int | None
+    """Its slowest rank's time (None with it)."""
+
+
+def contiguous_partition(problem: StageProblem) -> ContiguousSplit | None:
+    """Without interleaving (None when vpp > 1 or no split exists): the min-max linear partition
+    of the layers into pp contiguous stages, twice. Each rank's time is its ``rank_time`` plus
+    its layers' times, the last rank's plus the MTP modules (they follow the last decoder
+    layer, and with every stage but the last holding at least ``min_chunk_layers`` >= 1 layers
+    that is the last stage). First over every split: the least slowest-rank time, a lower
+    bound of the objective since recomputation and memory only add time or remove choices.
+    Then over the splits whose every rank fits memory with nothing recomputed (a rank's memory
+    depends on its own layers only, so fitting is a per-rank mask): the fastest, and of those
+    as fast the one needing the least memory (:func:`rank_loads`' memory and
+    :func:`rank_step_memory`, each against its capacity). When the layout recomputes nothing,
+    that split is the optimum; otherwise it is when its time meets the bound. The recurrence is
+    the classic one (Bokhari 1988; the "linear partition" dynamic programme of Skiena, *The
+    Algorithm Design Manual*, section 10.7), with a per-rank constant added:
+
+        best[k][i] = min over j <= i - least of max(best[k-1][j], rank_time[k-1] + P[i] - P[j])
+
+    over the prefix sums P of ``layer_time``, in integers (O(pp L^2), numpy per rank); equally
+    good cuts keep the one nearest the even split (``even_layers``).
+
+    >>> p = StageProblem.model_construct(pp=3, vpp=1, layer_time=(5, 5, 5, 9, 9, 9, 9),
+    ...     rank_time=(0, 0, 4), min_chunk_layers=1, num_mtp=0, mtp_time=0,
+    ...     layer_state=(1,) * 7, layer_activation=(1,) * 7, in_flight=(3, 2, 1),
+    ...     in_flight_scale=3, rank_state=(0, 0, 0), rank_memory=(0, 0, 0), capacity=100,
+    ...     even_layers=(2, 3, 2))
+    >>> contiguous_partition(p)  # 5+5+5 | 9+9 | 9+9+4, the best of any cut
+    ContiguousSplit(bound=22, layers=(3, 2, 2), time=22)
+    >>> contiguous_partition(p.model_copy(update={"capacity": 5}))  # rank 0 fits 2 layers
+    ContiguousSplit(bound=22, layers=(2, 3, 2), time=23)
+    """
+    p = problem
+    if p.vpp != 1 or p.pp < 1 or p.min_chunk_layers < 1:
+        return None
+    n = p.num_layers
+    gap = np.arange(n + 1)[None, :] - np.arange(n + 1)[:, None]  # layers j..i-1: i - j
+
+    def spans(values: tuple[int, ...]) -> np.ndarray:
+        prefix = np.concatenate(([0], np.cumsum(np.asarray(values, dtype=np.int64))))
+        return prefix[None, :] - prefix[:, None]
+
+    last = p.pp - 1
+    mtp = bool(p.num_mtp)
+    allowed = [gap >= (p.min_chunk_layers if r < last else 0) for r in range(p.pp)]
+    time_span = spans(p.layer_time)
+    times = [
+        np.where(allowed[r], p.rank_time[r] + (p.mtp_time * mtp if r == last else 0) + time_span,
+                 _UNREACHABLE)
+        for r in range(p.pp)
+    ]  # fmt: skip
+    nearest = np.cumsum((0, *p.even_layers[:-1]))
+    unconstrained = _min_max_split(times, nearest)
+    if unconstrained is None:
+        return None
+    scale = p.in_flight_scale
+    state, activation = spans(p.layer_state), spans(p.layer_activation)
+    held = spans(tuple(s + t for s, t in zip(
+        p.layer_state, _table(p.layer_transient, n), strict=True)))  # fmt: skip
+    rank_transient = _table(p.rank_transient, p.pp)
+    memories = []
+    for r in range(p.pp):
+        load = scale * (p.rank_state[r] + p.rank_memory[r] + state) + p.in_flight[r] * activation
+        step = p.rank_state[r] + rank_transient[r] + held
+        if mtp and r == last:
+            load = (
+                load + scale * (p.mtp_state[0] + p.mtp_memory) + p.in_flight[r] * p.mtp_activation
+            )
+            step = step + p.mtp_state[0] + p.mtp_transient[0]
+        memories.append(np.maximum(load, scale * step))
+    fitting = [np.where(m <= scale * p.capacity, t, _UNREACHABLE)
+               for t, m in zip(times, memories, strict=True)]  # fmt: skip
+    fastest = _min_max_split(fitting, nearest)
+    if fastest is None:
+        return ContiguousSplit(unconstrained[0], None, None)
+    leanest = _min_max_split(
+        [np.where(t <= fastest[0], m, _UNREACHABLE)
+         for t, m in zip(fitting, memories, strict=True)],
+        nearest,
+    )  # fmt: skip
+    layers = leanest[1] if leanest is not None else fastest[1]
+    return ContiguousSplit(unconstrained[0], layers, fastest[0])
+
+
+def contiguous_lower_bound(problem: StageProblem) -> int | None:
+    """The time of :func:`contiguous_partition` (None where it does not apply): a lower bound
+    of the objective without interleaving."""
+    found = contiguous_partition(problem)
+    return None if found is None else found.bound
+
+
+def lower_bound(problem: StageProblem) -> int | None:
+    """The tighter of :func:`uniform_lower_bound` and :func:`contiguous_lower_bound` (None when
+    neither applies): a valid cut for the solver, and when the even split reaches it, proof
+    that the even split is optimal."""
+    bounds = [b for b in (uniform_lower_bound(problem), contiguous_lower_bound(problem))
+              if b is not None]  # fmt: skip
+    return max(bounds) if bounds else None
 
 
 def uniform_lower_bound(problem: StageProblem) -> int | None:

@@ -23,7 +23,7 @@ imported only when a split is actually solved (:class:`StageSolver`), not when t
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from planner.cost.step import StepCost
 from planner.errors import InternalError
@@ -32,10 +32,11 @@ from planner.search.solve.stage_data import (
     Assignment,
     StageProblem,
     build_stage_problem,
+    contiguous_partition,
     evaluate_assignment,
     even_assignment,
     least_recompute_assignment,
-    uniform_lower_bound,
+    lower_bound,
 )
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
@@ -193,9 +194,9 @@ class StageSolver:
 
     # --- objective ------------------------------------------------------------------------
     def _add_objective(self) -> None:
-        floor = uniform_lower_bound(self._p)
+        floor = lower_bound(self._p)
         if floor is not None:
-            self._model.add(self._slowest >= floor)  # a valid cut: see uniform_lower_bound
+            self._model.add(self._slowest >= floor)  # a valid cut: see lower_bound
         self._model.minimize(self._slowest)
 
     def _add_hint(self, assignment: Assignment) -> None:
@@ -263,6 +264,31 @@ def tightened(problem: StageProblem, solution: StageSolution, layout: Layout) ->
     return solution._replace(objective=evaluated, best_bound=min(solution.best_bound, evaluated))
 
 
+def _recurrence_solution(problem: StageProblem) -> StageSolution | None:
+    """The optimum without a solver, where the min-max recurrence proves it: without
+    interleaving, :func:`~planner.search.solve.stage_data.contiguous_partition`'s fastest split
+    that fits recomputing nothing (the MTP modules on the last stage) is optimal when the
+    layout recomputes nothing, or when its time meets the bound every split obeys. None
+    otherwise (or when the data reject it, a recompute count being pinned): CP-SAT solves the
+    problem."""
+    start = time.perf_counter()
+    found = contiguous_partition(problem)
+    if found is None or found.layers is None or found.time is None:
+        return None
+    if problem.recompute != "none" and found.time != found.bound:
+        return None
+    assignment = Assignment(
+        chunk_layers=found.layers,
+        recompute_layers=(0,) * problem.num_chunks,
+        mtp_chunk=problem.num_chunks - 1,
+    )
+    if evaluate_assignment(problem, assignment) != found.time:
+        return None
+    return StageSolution(
+        "OPTIMAL", assignment, found.time, found.time, 0, 0, time.perf_counter() - start
+    )
+
+
 def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
     """(first layer, length) of each maximal run of layers with identical rows in every table
     (one run for a uniform dense model; dense-first then MoE for DeepSeek-V3).
@@ -327,7 +353,7 @@ def optimise_pipeline(
         model, cluster, workload, layout, recompute=config.stage_recompute, headroom=headroom
     )
     baseline = evaluate_assignment(problem, even_assignment(problem))
-    if baseline is not None and baseline == uniform_lower_bound(problem):
+    if baseline is not None and baseline == lower_bound(problem):
         info = StageSolveInfo(
             name="pipeline_stages",
             subject=layout.short(),
@@ -342,7 +368,11 @@ def optimise_pipeline(
             solved_by="bound",
         )
         return PipelineOutcome(None, None, info)
-    solution = tightened(problem, StageSolver(problem, config).solve(), layout)
+    solution = _recurrence_solution(problem)
+    solved_by: Literal["cp-sat", "recurrence"] = "recurrence"
+    if solution is None:
+        solution = tightened(problem, StageSolver(problem, config).solve(), layout)
+        solved_by = "cp-sat"
     info = StageSolveInfo(
         name="pipeline_stages",
         subject=layout.short(),
@@ -354,6 +384,7 @@ def optimise_pipeline(
         baseline=None if baseline is None else seconds_per_step(problem, baseline),
         objective_unit=STAGE_OBJECTIVE_UNIT,
         wall_s=solution.wall_s,
+        solved_by=solved_by,
     )
     if solution.assignment is None:
         return PipelineOutcome(None, None, info)
