@@ -477,7 +477,9 @@ def contiguous_partition(problem: StageProblem) -> ContiguousSplit | None:
     Then over the splits whose every rank fits memory with nothing recomputed (a rank's memory
     depends on its own layers only, so fitting is a per-rank mask): the fastest, and of those
     as fast the one needing the least memory (:func:`rank_loads`' memory and
-    :func:`rank_step_memory`, each against its capacity). When the layout recomputes nothing,
+    :func:`rank_step_memory`, each against its capacity, written here over every span of
+    layers at once; the split found is re-scored by :func:`evaluate_assignment` before it is
+    used, so the two cannot drift apart silently). When the layout recomputes nothing,
     that split is the optimum; otherwise it is when its time meets the bound. The recurrence is
     the classic one (Bokhari 1988; the "linear partition" dynamic programme of Skiena, *The
     Algorithm Design Manual*, section 10.7), with a per-rank constant added:
@@ -498,31 +500,17 @@ def contiguous_partition(problem: StageProblem) -> ContiguousSplit | None:
     ContiguousSplit(bound=22, layers=(2, 3, 2), time=23)
     """
     p = problem
-    if p.vpp != 1 or p.pp < 1 or p.min_chunk_layers < 1:
+    times = _rank_time_spans(p)
+    if times is None:
         return None
-    n = p.num_layers
-    gap = np.arange(n + 1)[None, :] - np.arange(n + 1)[:, None]  # layers j..i-1: i - j
-
-    def spans(values: tuple[int, ...]) -> np.ndarray:
-        prefix = np.concatenate(([0], np.cumsum(np.asarray(values, dtype=np.int64))))
-        return prefix[None, :] - prefix[:, None]
-
-    last = p.pp - 1
-    mtp = bool(p.num_mtp)
-    allowed = [gap >= (p.min_chunk_layers if r < last else 0) for r in range(p.pp)]
-    time_span = spans(p.layer_time)
-    times = [
-        np.where(allowed[r], p.rank_time[r] + (p.mtp_time * mtp if r == last else 0) + time_span,
-                 _UNREACHABLE)
-        for r in range(p.pp)
-    ]  # fmt: skip
     nearest = np.cumsum((0, *p.even_layers[:-1]))
     unconstrained = _min_max_split(times, nearest)
     if unconstrained is None:
         return None
+    n, last, mtp = p.num_layers, p.pp - 1, bool(p.num_mtp)
     scale = p.in_flight_scale
-    state, activation = spans(p.layer_state), spans(p.layer_activation)
-    held = spans(tuple(s + t for s, t in zip(
+    state, activation = _spans(p.layer_state), _spans(p.layer_activation)
+    held = _spans(tuple(s + t for s, t in zip(
         p.layer_state, _table(p.layer_transient, n), strict=True)))  # fmt: skip
     rank_transient = _table(p.rank_transient, p.pp)
     memories = []
@@ -550,10 +538,35 @@ def contiguous_partition(problem: StageProblem) -> ContiguousSplit | None:
 
 
 def contiguous_lower_bound(problem: StageProblem) -> int | None:
-    """The time of :func:`contiguous_partition` (None where it does not apply): a lower bound
-    of the objective without interleaving."""
-    found = contiguous_partition(problem)
-    return None if found is None else found.bound
+    """:func:`contiguous_partition`'s ``bound`` (None where it does not apply), from its first
+    pass alone: a lower bound of the objective without interleaving."""
+    times = _rank_time_spans(problem)
+    found = None if times is None else _min_max_split(times, np.zeros(problem.pp, dtype=np.int64))
+    return None if found is None else found[0]
+
+
+def _spans(values: tuple[int, ...]) -> np.ndarray:
+    """``out[j, i]``: the sum of ``values[j:i]`` (negative below the diagonal, never taken)."""
+    prefix = np.concatenate(([0], np.cumsum(np.asarray(values, dtype=np.int64))))
+    return prefix[None, :] - prefix[:, None]
+
+
+def _rank_time_spans(p: StageProblem) -> list[np.ndarray] | None:
+    """Per rank, its time when it holds layers j..i-1 (``_UNREACHABLE`` where it may not: fewer
+    than ``min_chunk_layers`` on any rank but the last): its ``rank_time``, the layers' times,
+    and on the last rank the MTP modules. None with interleaving (or ``min_chunk_layers`` < 1,
+    where the MTP modules need not sit on the last stage)."""
+    if p.vpp != 1 or p.min_chunk_layers < 1:
+        return None
+    n, last = p.num_layers, p.pp - 1
+    gap = np.arange(n + 1)[None, :] - np.arange(n + 1)[:, None]  # layers j..i-1: i - j
+    span = _spans(p.layer_time)
+    mtp = p.mtp_time if p.num_mtp else 0
+    return [
+        np.where(gap >= (p.min_chunk_layers if r < last else 0),
+                 p.rank_time[r] + (mtp if r == last else 0) + span, _UNREACHABLE)
+        for r in range(p.pp)
+    ]  # fmt: skip
 
 
 def lower_bound(problem: StageProblem) -> int | None:

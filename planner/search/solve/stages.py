@@ -16,8 +16,8 @@ Objective: the slowest rank's micro-batch time; the step is (m + (pp - 1)/vpp) t
 pipeline with its bubble, Narayanan et al. 2021 section 2.2), so minimising it minimises both.
 
 The search loads this module for every plan with pp > 1; OR-Tools (which imports pandas) is
-imported only when a split is actually solved (:class:`StageSolver`), not when the bound in
-:func:`optimise_pipeline` settles it.
+imported only when a split is actually solved (:class:`StageSolver`), not when the bound or,
+without interleaving, the min-max recurrence in :func:`optimise_pipeline` settles it.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from planner.errors import InternalError
 from planner.search.evaluate import fits, score
 from planner.search.solve.stage_data import (
     Assignment,
+    ContiguousSplit,
     StageProblem,
     build_stage_problem,
     contiguous_partition,
@@ -37,6 +38,7 @@ from planner.search.solve.stage_data import (
     even_assignment,
     least_recompute_assignment,
     lower_bound,
+    uniform_lower_bound,
 )
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
@@ -264,15 +266,17 @@ def tightened(problem: StageProblem, solution: StageSolution, layout: Layout) ->
     return solution._replace(objective=evaluated, best_bound=min(solution.best_bound, evaluated))
 
 
-def _recurrence_solution(problem: StageProblem) -> StageSolution | None:
+def _recurrence_solution(
+    problem: StageProblem, found: ContiguousSplit | None = None
+) -> StageSolution | None:
     """The optimum without a solver, where the min-max recurrence proves it: without
     interleaving, :func:`~planner.search.solve.stage_data.contiguous_partition`'s fastest split
     that fits recomputing nothing (the MTP modules on the last stage) is optimal when the
     layout recomputes nothing, or when its time meets the bound every split obeys. None
     otherwise (or when the data reject it, a recompute count being pinned): CP-SAT solves the
-    problem."""
+    problem. ``found``: the recurrence's answer when the caller already has it."""
     start = time.perf_counter()
-    found = contiguous_partition(problem)
+    found = found or contiguous_partition(problem)
     if found is None or found.layers is None or found.time is None:
         return None
     if problem.recompute != "none" and found.time != found.bound:
@@ -353,7 +357,16 @@ def optimise_pipeline(
         model, cluster, workload, layout, recompute=config.stage_recompute, headroom=headroom
     )
     baseline = evaluate_assignment(problem, even_assignment(problem))
-    if baseline is not None and baseline == lower_bound(problem):
+    found = contiguous_partition(problem)  # once: its bound and, maybe, the optimum itself
+    bound = max(
+        (
+            b
+            for b in (uniform_lower_bound(problem), found.bound if found else None)
+            if b is not None
+        ),
+        default=None,
+    )
+    if baseline is not None and baseline == bound:
         info = StageSolveInfo(
             name="pipeline_stages",
             subject=layout.short(),
@@ -368,7 +381,7 @@ def optimise_pipeline(
             solved_by="bound",
         )
         return PipelineOutcome(None, None, info)
-    solution = _recurrence_solution(problem)
+    solution = _recurrence_solution(problem, found)
     solved_by: Literal["cp-sat", "recurrence"] = "recurrence"
     if solution is None:
         solution = tightened(problem, StageSolver(problem, config).solve(), layout)
