@@ -24,6 +24,7 @@ from planner.search.solve.stage_data import (
     even_assignment,
     least_recompute_assignment,
     lower_bound,
+    rank_load_lower_bound,
     rank_step_memory,
 )
 from planner.search.solve.stages import StageSolver, optimise_pipeline
@@ -250,6 +251,115 @@ def test_deepseek_v3s_pipeline_split_is_proven_by_the_bound() -> None:
     assert outcome.info.solved_by == "bound"
     assert outcome.info.status == "OPTIMAL"
     assert outcome.info.num_variables == 0
+
+
+def _relaxed_optimum(problem: StageProblem) -> int | None:
+    """The rank-load relaxation by enumeration (rank_load_lower_bound's twin): every way to
+    share each kind of layer out over the ranks, every count of each kind a rank recomputes,
+    every rank for the MTP modules, each rank's time and memory written out from the
+    StageProblem field docs; the least slowest rank over the assignments that fit."""
+    import itertools
+
+    p = problem
+    n = p.num_layers
+    transient = p.layer_transient or (0,) * n
+    rows = list(zip(p.layer_time, p.recompute_time, p.layer_state, p.layer_activation,
+                    p.recompute_saving, transient, strict=True))  # fmt: skip
+    kinds = sorted(set(rows))
+    totals = [rows.count(k) for k in kinds]
+    rank_transient = p.rank_transient or (0,) * p.pp
+
+    def shares(total: int) -> list[tuple[int, ...]]:
+        return [c for c in itertools.product(range(total + 1), repeat=p.pp) if sum(c) == total]
+
+    def rank_time(r: int, counts: tuple[int, ...], mtp: bool) -> int | None:
+        best = None
+        redo_ranges = [range(c + 1) if p.recompute != "none" else range(1) for c in counts]
+        for redo in itertools.product(*redo_ranges):
+            last = r == p.pp - 1
+            time_ = p.rank_time[r] + sum(
+                c * k[0] + x * k[1] for c, x, k in zip(counts, redo, kinds, strict=True)
+            )
+            state = sum(c * k[2] for c, k in zip(counts, kinds, strict=True))
+            kept = sum(c * k[3] - x * k[4] for c, x, k in zip(counts, redo, kinds, strict=True))
+            held = (
+                p.rank_state[r]
+                + rank_transient[r]
+                + sum(c * (k[2] + k[5]) for c, k in zip(counts, kinds, strict=True))
+            )
+            memory = p.in_flight_scale * (
+                p.rank_state[r] + p.rank_memory[r] + state + p.working * (sum(redo) > 0)
+            )
+            if mtp:
+                time_ += p.mtp_time
+                memory += p.in_flight_scale * (
+                    (p.mtp_state[0] if last else p.mtp_state[1]) + p.mtp_memory
+                )
+                kept += p.mtp_activation
+                held += (
+                    p.mtp_state[0] + p.mtp_transient[0]
+                    if last
+                    else p.mtp_state[1] + p.mtp_transient[1]
+                )
+            memory += p.in_flight[r] * kept
+            if memory <= p.in_flight_scale * p.capacity and held <= p.capacity:
+                best = time_ if best is None else min(best, time_)
+        return best
+
+    mtp_ranks = sorted({c % p.pp for c in p.mtp_chunks}) if p.num_mtp else [None]
+    best = None
+    for split in itertools.product(*(shares(t) for t in totals)):
+        for holder in mtp_ranks:
+            times = [rank_time(r, tuple(s[r] for s in split), r == holder) for r in range(p.pp)]
+            if any(t is None for t in times):
+                continue
+            value = max(t for t in times if t is not None)
+            best = value if best is None else min(best, value)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_rank_load_bound_is_its_relaxation_solved_by_enumeration(seed: int) -> None:
+    """The dynamic programme over count vectors equals the relaxation enumerated (random
+    tables, memory binding, recomputation, MTP), and it never passes the brute-force optimum of
+    the partition itself: a true lower bound."""
+    problem = _random_problem(seed)
+    bound = rank_load_lower_bound(problem)
+    assert bound == _relaxed_optimum(problem)
+    brute, _ = brute_force_stages(problem)
+    if brute is not None:
+        assert bound is not None and bound <= brute
+
+
+def test_deepseek_v3s_interleaved_split_is_proven_by_the_rank_load_bound() -> None:
+    """DeepSeek-V3 (3 dense, 58 MoE layers) on PP16 VPP3 with full recomputation, block method:
+    the even counts recomputing one layer per chunk (the solver's start) meet the rank-load
+    bound, so they are the optimum with no CP-SAT model built, and a CP-SAT solve with time to
+    prove its optimum agrees."""
+    model, cluster = load_model("671B"), load_cluster("hgx_h800x2048")
+    workload = TrainWorkload(seq_len=4096, global_batch=4096)  # benchmarks/bench_search.py's
+    layout = Layout(tp=1, pp=16, vpp=3, dp=128, ep=8, mbs=1, recompute="full", precision="fp8")
+    even = score(model, cluster, workload, layout)
+    outcome = optimise_pipeline(model, cluster, workload, layout, even=even, config=CONFIG)
+    assert outcome.info.solved_by == "bound" and outcome.info.num_variables == 0
+    assert outcome.split is not None and outcome.cost is not None
+    assert outcome.cost.step_time_s < even.step_time_s
+    problem = build_stage_problem(model, cluster, workload, layout, recompute="block",
+                                  headroom=CONFIG.memory_headroom)  # fmt: skip
+    start = least_recompute_assignment(problem)
+    assert outcome.split.chunk_layers == start.chunk_layers
+    assert outcome.split.recompute_layers == start.recompute_layers
+    assert evaluate_assignment(problem, start) == rank_load_lower_bound(problem)
+    proof = CONFIG.model_copy(update={"stage_time_limit_s": 10.0})
+    solution = StageSolver(problem, proof).solve()
+    assert solution.status == "OPTIMAL"
+    assert solution.objective == rank_load_lower_bound(problem)
+    from planner.report.text import estimate_text
+
+    plan = engine.estimate(model, cluster, workload, layout, config=CONFIG)
+    assert plan.pipeline_split is not None and plan.pipeline_split.method == "bound"
+    assert plan.pipeline_split.optimised == "the bound-proven split"
+    assert "pipeline: bound split" in estimate_text(plan)
 
 
 @pytest.mark.parametrize("seed", range(40))

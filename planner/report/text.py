@@ -206,7 +206,7 @@ def pipeline_lines(plan: Plan) -> list[str]:
     mtp = [s.stage for s in stages if s.mtp_layers]
     where = f"; MTP on stage {mtp[0]}" if mtp else ""
     lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
-    if info.method in ("cp-sat", "recurrence", "framework"):
+    if info.method in ("cp-sat", "recurrence", "bound", "framework"):
         gain = 100.0 * (1.0 - plan.step_time_s / info.even_step_time_s)
         even = f"{format_seconds(info.even_step_time_s)}" + ("" if info.even_fits else
                                                               " (does not fit)")  # fmt: skip
@@ -232,7 +232,7 @@ def solver_line(result: SearchResult) -> str:
     if exact:
         line += f"; {exact} split(s) solved exactly by the min-max partition recurrence"
     if bound:
-        line += f"; {bound} even split(s) optimal by a lower bound"
+        line += f"; {bound} split(s) optimal by a lower bound, no solve"
     return line
 
 

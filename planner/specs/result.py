@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -91,9 +91,11 @@ class StageSolveInfo(FrozenSpec):
     wall_s: NonNegativeFloat
     """Wall time of building and solving the model (s)."""
     solved_by: Literal["cp-sat", "bound", "recurrence"] = "cp-sat"
-    """``cp-sat``: the model was solved; ``bound``: the even split already meets a lower bound
-    of the integer model (:func:`planner.search.solve.stage_data.lower_bound`), so it is optimal
-    and no model was built; ``recurrence`` (schema 1.6): without interleaving, the min-max
+    """``cp-sat``: the model was solved; ``bound``: the even split, or from schema 1.7 the even
+    layer counts with the fewest recomputed layers that fit (:func:`planner.search.solve.
+    stage_data.least_recompute_assignment`), already meets a lower bound of the integer model
+    (:func:`planner.search.solve.stage_data.lower_bound`), so it is optimal and no model was
+    built; ``recurrence`` (schema 1.6): without interleaving, the min-max
     linear-partition recurrence's split (:func:`planner.search.solve.stage_data.
     contiguous_partition`) fits with nothing recomputed, so it is optimal and no model was
     built."""
@@ -128,13 +130,16 @@ class PipelineStage(FrozenSpec):
 class PipelineSplitInfo(FrozenSpec):
     """How the layers were split over the pipeline stages, and what the split gained."""
 
-    method: Literal["even", "cp-sat", "recurrence", "framework"]
+    method: Literal["even", "cp-sat", "recurrence", "bound", "framework"]
     """``even``: the planner's default (as even as possible, the remainder on the middle
     stages, every layer recomputed under full recomputation); ``cp-sat``: the CP-SAT partition
     (layers and recomputed layers per stage), used because the cost model scores it faster or
     it fits where the even split does not; ``recurrence`` (schema 1.6): the same, found by the
     min-max linear-partition recurrence where it is exact (no interleaving, nothing
-    recomputed, memory not binding); ``framework``: the split the framework makes itself and
+    recomputed, memory not binding); ``bound`` (schema 1.7): the even layer counts with the
+    fewest recomputed layers that fit, used because it meets a lower bound of the partition
+    problem (so it is optimal without a solve) and the cost model scores it faster than
+    recomputing every layer; ``framework``: the split the framework makes itself and
     the user cannot change (Nanotron's cost-balanced placement, schema 1.4)."""
     even_step_time_s: NonNegativeFloat
     """Step time of the same layout with the even split (s)."""
@@ -147,11 +152,13 @@ class PipelineSplitInfo(FrozenSpec):
 
     @property
     def optimised(self) -> str | None:
-        """The optimised split in words ("the CP-SAT split", "the min-max recurrence's split"),
-        None for the even split or the framework's own."""
-        return {"cp-sat": "the CP-SAT split", "recurrence": "the min-max recurrence's split"}.get(
-            self.method
-        )
+        """The optimised split in words ("the CP-SAT split", "the min-max recurrence's split",
+        "the bound-proven split"), None for the even split or the framework's own."""
+        return {
+            "cp-sat": "the CP-SAT split",
+            "recurrence": "the min-max recurrence's split",
+            "bound": "the bound-proven split",
+        }.get(self.method)
 
 
 class Plan(FrozenSpec):

@@ -569,10 +569,112 @@ def _rank_time_spans(p: StageProblem) -> list[np.ndarray] | None:
     ]  # fmt: skip
 
 
+RANK_LOAD_MAX_COUNTS = 512
+"""Most per-rank layer-count vectors (the product over the kinds of layer of their count + 1)
+:func:`rank_load_lower_bound` enumerates; beyond it (many kinds of layer in one model) it returns
+None and the solver runs without that bound. Its tables are count vectors x count vectors, so
+512 keeps each within 2 MiB."""
+
+
+def rank_load_lower_bound(problem: StageProblem) -> int | None:
+    """A lower bound of the objective that keeps each rank's time and memory exactly and drops
+    only what ties the ranks to the layer order: which layers a chunk holds (contiguity), the
+    order of the chunks, and under ``block`` recomputation the one count N shared by every
+    chunk. What is left is a min-max assignment of counts: each kind of layer (identical rows
+    in every table) has a count to share out over the ranks, and rank r holding c_k layers of
+    kind k and recomputing any rho_k <= c_k of them takes
+
+        rank_time[r] + sum_k c_k (layer_time_k + ...) + sum_k rho_k recompute_time_k
+
+    and must fit the memory of :func:`rank_loads` and :func:`rank_step_memory` (the MTP modules
+    on one rank that may hold them, with their time, state and activations). Every real
+    partition is one of these assignments with the same rank times, so the best of them is at
+    most the optimum. For each rank the fastest fitting recompute choice of every count vector
+    is a table lookup; the assignment is then a min-max dynamic programme over the ranks:
+
+        best_r[s] = min over c <= s of max(best_{r-1}[s - c], fastest_r[c])
+
+    on count vectors s (plus whether the MTP modules are placed), exact over that relaxation.
+    It is what proves an interleaved split optimal without a solve (DeepSeek-V3's PP16 VPP3,
+    whose 3 dense and 58 MoE layers cannot share out more evenly than the even split does),
+    and it stops a solve at a solution that reaches it. None when no assignment fits, or when
+    the model has more kinds of layer than :data:`RANK_LOAD_MAX_COUNTS` lets it enumerate.
+
+    >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(4, 10, 10, 10, 10),
+    ...     recompute_time=(0,) * 5, layer_state=(1,) * 5, layer_activation=(1,) * 5,
+    ...     recompute_saving=(0,) * 5, layer_transient=(), rank_time=(0, 3),
+    ...     rank_transient=(), rank_state=(0, 0), rank_memory=(0, 0), in_flight=(4, 2),
+    ...     in_flight_scale=4, capacity=100, num_mtp=0, working=0, recompute="none")
+    >>> rank_load_lower_bound(p)  # 4 + 10 + 10 on one rank, 10 + 10 + 3 on the other
+    24
+    >>> rank_load_lower_bound(p.model_copy(update={"capacity": 3}))  # 3 layers do not fit
+    """
+    p = problem
+    n, pp, scale = p.num_layers, p.pp, p.in_flight_scale
+    rows = list(zip(p.layer_time, p.recompute_time, p.layer_state, p.layer_activation,
+                    p.recompute_saving, _table(p.layer_transient, n), strict=True))  # fmt: skip
+    kinds = sorted(set(rows))
+    totals = tuple(rows.count(kind) for kind in kinds)
+    shape = tuple(total + 1 for total in totals)
+    if math.prod(shape) > RANK_LOAD_MAX_COUNTS:
+        return None
+    counts = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(-1, len(kinds))
+    table = np.array(kinds, dtype=np.int64).reshape(len(kinds), 6)
+    time_, _, state, activation, _, transient = (counts @ table[:, i] for i in range(6))
+    redo = counts if p.recompute != "none" else np.zeros((1, len(kinds)), dtype=np.int64)
+    redo_time, saving = redo @ table[:, 1], redo @ table[:, 4]
+    recomputing = redo.sum(axis=1) > 0
+    allowed = np.all(redo[None, :, :] <= counts[:, None, :], axis=2)  # count x recompute choice
+    rank_transient = _table(p.rank_transient, pp)
+    mtp_ranks = {c % pp for c in p.mtp_chunks} if p.num_mtp else set()
+
+    def fastest(r: int, mtp: bool) -> np.ndarray:
+        """Rank r's least time per count vector over its fitting recompute choices."""
+        last = r == pp - 1
+        extra_time = extra_state = extra_activation = extra_step = 0
+        if mtp:
+            extra_time, extra_activation = p.mtp_time, p.mtp_activation
+            extra_state = (p.mtp_state[0] if last else p.mtp_state[1]) + p.mtp_memory
+            extra_step = (p.mtp_state[0] + p.mtp_transient[0] if last
+                          else p.mtp_state[1] + p.mtp_transient[1])  # fmt: skip
+        load = (
+            scale * (p.rank_state[r] + p.rank_memory[r] + extra_state + state[:, None]
+                     + p.working * recomputing[None, :])
+            + p.in_flight[r] * (activation[:, None] + extra_activation - saving[None, :])
+        )  # fmt: skip
+        step = p.rank_state[r] + rank_transient[r] + state + transient + extra_step
+        fits = allowed & (load <= scale * p.capacity) & (step <= p.capacity)[:, None]
+        times = p.rank_time[r] + extra_time + time_[:, None] + redo_time[None, :]
+        return np.where(fits, times, _UNREACHABLE).min(axis=1)
+
+    # before[s, c]: the count vector s - c (flat index), or -1 where c does not fit inside s
+    diff = counts[:, None, :] - counts[None, :, :]
+    inside = np.all(diff >= 0, axis=2)
+    before = np.where(inside, np.ravel_multi_index(tuple(np.maximum(diff, 0).T), shape).T, -1)
+
+    def step_up(best: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        reached = np.where(inside, np.maximum(best[np.maximum(before, 0)], rank[None, :]),
+                           _UNREACHABLE)  # fmt: skip
+        return reached.min(axis=1)
+
+    unplaced = np.full(len(counts), _UNREACHABLE, dtype=np.int64)
+    unplaced[0] = 0  # nothing held by no ranks
+    placed = np.full(len(counts), _UNREACHABLE, dtype=np.int64)
+    for r in range(pp):
+        plain = fastest(r, False)
+        new_placed = step_up(placed, plain)
+        if r in mtp_ranks:
+            new_placed = np.minimum(new_placed, step_up(unplaced, fastest(r, True)))
+        unplaced, placed = step_up(unplaced, plain), new_placed
+    value = int((placed if p.num_mtp else unplaced)[-1])
+    return None if value >= _UNREACHABLE else value
+
+
 def lower_bound(problem: StageProblem) -> int | None:
     """The tighter of :func:`uniform_lower_bound` and :func:`contiguous_lower_bound` (None when
     neither applies): a valid cut for the solver, and when the even split reaches it, proof
-    that the even split is optimal."""
+    that the even split is optimal. (:func:`rank_load_lower_bound` is not a cut: on Qwen3-235B's
+    PP4 VPP12 it steered the time-limited solver away from the split it finds without it.)"""
     bounds = [b for b in (uniform_lower_bound(problem), contiguous_lower_bound(problem))
               if b is not None]  # fmt: skip
     return max(bounds) if bounds else None

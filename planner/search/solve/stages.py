@@ -38,6 +38,7 @@ from planner.search.solve.stage_data import (
     even_assignment,
     least_recompute_assignment,
     lower_bound,
+    rank_load_lower_bound,
     uniform_lower_bound,
 )
 from planner.specs.cluster import ClusterSpec
@@ -74,10 +75,23 @@ class StageSolution(NamedTuple):
 class StageSolver:
     """The CP-SAT model of one :class:`StageProblem`, built in the OR-Tools samples' order."""
 
-    def __init__(self, problem: StageProblem, config: SolverConfig) -> None:
+    def __init__(
+        self,
+        problem: StageProblem,
+        config: SolverConfig,
+        *,
+        floor: int | None = None,
+        stop_at: int | None = None,
+    ) -> None:
+        """``floor``: the problem's :func:`lower_bound` (the cut) when the caller already has
+        it. ``stop_at``: a lower bound found without the solver (:func:`~planner.search.solve.
+        stage_data.rank_load_lower_bound`); the search stops at a solution that reaches it,
+        which is then optimal, instead of running on to prove what the bound already does."""
         self._start = time.perf_counter()
         self._p = problem
         self._config = config
+        self._floor = floor if floor is not None else lower_bound(problem)
+        self._stop_at = stop_at
         self._runs = layer_runs(problem)
         # OR-Tools (which imports pandas) only when a split is solved: most plans' splits are
         # settled by the bound in optimise_pipeline, and the import costs ~0.4 s
@@ -196,7 +210,7 @@ class StageSolver:
 
     # --- objective ------------------------------------------------------------------------
     def _add_objective(self) -> None:
-        floor = lower_bound(self._p)
+        floor = self._floor
         if floor is not None:
             self._model.add(self._slowest >= floor)  # a valid cut: see lower_bound
         self._model.minimize(self._slowest)
@@ -230,7 +244,7 @@ class StageSolver:
         # stronger LP relaxation (linearization level 2) proves the optimum sooner.
         solver.parameters.cp_model_presolve = False
         solver.parameters.linearization_level = 2
-        status = solver.solve(self._model)
+        status = solver.solve(self._model, _stop_at_objective(self._stop_at))
         proto = self._model.proto
         size = (len(proto.variables), len(proto.constraints))
         name = STATUS_NAMES.get(status, "UNKNOWN")
@@ -250,20 +264,43 @@ class StageSolver:
         )
 
 
-def tightened(problem: StageProblem, solution: StageSolution, layout: Layout) -> StageSolution:
+def _stop_at_objective(value: int | None) -> cp_model.CpSolverSolutionCallback | None:
+    """A solution callback that stops the search at a solution whose objective is ``value`` or
+    less (None when there is no such value)."""
+    if value is None:
+        return None
+    from ortools.sat.python import cp_model
+
+    class StopAt(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            if self.objective_value <= value:
+                self.stop_search()
+
+    return StopAt()
+
+
+def tightened(
+    problem: StageProblem, solution: StageSolution, layout: Layout, *, bound: int | None = None
+) -> StageSolution:
     """``solution`` with its objective read off its partition (:func:`evaluate_assignment`).
 
     The objective is a variable bounded below by every rank's time; a solve stopped by the time
     limit (FEASIBLE) may hold an incumbent whose objective variable sits above its slowest rank,
     so the partition's own time is the objective to report. A partition the data rejects, or
     whose time exceeds the solver's objective, means the model and the data disagree: an
-    InternalError, never a silently kept split."""
+    InternalError, never a silently kept split. ``bound``: a lower bound found without the
+    solver (:func:`~planner.search.solve.stage_data.rank_load_lower_bound`), reported when it is
+    the tighter; one above the partition's time would be a wrong bound, an InternalError too."""
     if solution.assignment is None:
         return solution
     evaluated = evaluate_assignment(problem, solution.assignment)
     if evaluated is None or evaluated > solution.objective:
         raise InternalError(f"CP-SAT's stage partition of {layout.short()} fails its own data")
-    return solution._replace(objective=evaluated, best_bound=min(solution.best_bound, evaluated))
+    if bound is not None and bound > evaluated:
+        raise InternalError(f"the stage partition bound of {layout.short()} passes a partition")
+    best_bound = max(min(solution.best_bound, evaluated), bound or 0)
+    status = "OPTIMAL" if best_bound == evaluated else solution.status
+    return solution._replace(objective=evaluated, best_bound=best_bound, status=status)
 
 
 def _recurrence_solution(
@@ -291,6 +328,19 @@ def _recurrence_solution(
     return StageSolution(
         "OPTIMAL", assignment, found.time, found.time, 0, 0, time.perf_counter() - start
     )
+
+
+def _start_at_bound(problem: StageProblem, bound: int | None) -> StageSolution | None:
+    """The solver's start (:func:`least_recompute_assignment`: the even layer counts with the
+    fewest recomputed layers that fit) when it meets ``bound``, a lower bound of the objective:
+    then it is optimal and no model is built. None otherwise."""
+    start = time.perf_counter()
+    if bound is None:
+        return None
+    assignment = least_recompute_assignment(problem)
+    if evaluate_assignment(problem, assignment) != bound:
+        return None
+    return StageSolution("OPTIMAL", assignment, bound, bound, 0, 0, time.perf_counter() - start)
 
 
 def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
@@ -358,14 +408,12 @@ def optimise_pipeline(
     )
     baseline = evaluate_assignment(problem, even_assignment(problem))
     found = contiguous_partition(problem)  # once: its bound and, maybe, the optimum itself
-    bound = max(
-        (
-            b
-            for b in (uniform_lower_bound(problem), found.bound if found else None)
-            if b is not None
-        ),
-        default=None,
-    )
+    cuts = (uniform_lower_bound(problem), found.bound if found else None)
+    cut = max((b for b in cuts if b is not None), default=None)  # the solver's, lower_bound's
+    # interleaved only: without it the recurrence answers (and of the fastest splits keeps the
+    # leanest, which an even split at the bound would pre-empt)
+    rank_load = rank_load_lower_bound(problem) if layout.vpp > 1 else None
+    bound = max((b for b in (cut, rank_load) if b is not None), default=None)
     if baseline is not None and baseline == bound:
         info = StageSolveInfo(
             name="pipeline_stages",
@@ -382,9 +430,13 @@ def optimise_pipeline(
         )
         return PipelineOutcome(None, None, info)
     solution = _recurrence_solution(problem, found)
-    solved_by: Literal["cp-sat", "recurrence"] = "recurrence"
+    solved_by: Literal["cp-sat", "recurrence", "bound"] = "recurrence"
     if solution is None:
-        solution = tightened(problem, StageSolver(problem, config).solve(), layout)
+        solution = _start_at_bound(problem, bound)
+        solved_by = "bound"
+    if solution is None:
+        solved = StageSolver(problem, config, floor=cut, stop_at=bound).solve()
+        solution = tightened(problem, solved, layout, bound=bound)
         solved_by = "cp-sat"
     info = StageSolveInfo(
         name="pipeline_stages",
