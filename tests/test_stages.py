@@ -26,6 +26,7 @@ from planner.search.solve.stage_data import (
     lower_bound,
     rank_load_lower_bound,
     rank_step_memory,
+    uniform_partition,
 )
 from planner.search.solve.stages import StageSolver, optimise_pipeline
 from planner.search.validate import plan_problems
@@ -329,6 +330,88 @@ def test_the_rank_load_bound_is_its_relaxation_solved_by_enumeration(seed: int) 
     brute, _ = brute_force_stages(problem)
     if brute is not None:
         assert bound is not None and bound <= brute
+
+
+def _one_kind(problem: StageProblem) -> StageProblem:
+    """``problem`` with every layer its first layer's kind and no MTP modules."""
+    n = problem.num_layers
+    transient = problem.layer_transient or (0,) * n
+    return problem.model_copy(
+        update={
+            name: (values[0],) * n
+            for name, values in (
+                ("layer_time", problem.layer_time),
+                ("recompute_time", problem.recompute_time),
+                ("layer_state", problem.layer_state),
+                ("layer_activation", problem.layer_activation),
+                ("recompute_saving", problem.recompute_saving),
+                ("layer_transient", transient),
+            )
+        }
+        | {"num_mtp": 0, "mtp_time": 0}
+    )
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_the_layer_count_partition_is_the_brute_force_optimum(seed: int) -> None:
+    """One kind of layer, no MTP: the partition by layer and recompute counts per rank equals
+    the enumeration of every split and recompute choice (none, block with N free or pinned,
+    per stage; memory binding), and its split scores its value."""
+    problem = _one_kind(_random_problem(seed))
+    brute, _ = brute_force_stages(problem)
+    found = uniform_partition(problem)
+    if brute is None:
+        assert found is None
+        return
+    assert found is not None
+    value, assignment = found
+    assert value == brute
+    assert evaluate_assignment(problem, assignment) == brute
+
+
+def test_the_layer_count_partition_keeps_a_layer_on_every_chunk_but_the_last() -> None:
+    """Rank 0 is slow before any layer (a large embedding): emptying it would be fastest, but
+    every chunk but the last holds a layer (min_chunk_layers), so it keeps one: 100 + 10."""
+    problem = _one_kind(_random_problem(0)).model_copy(
+        update={
+            "pp": 2, "vpp": 1, "layer_time": (10, 10), "recompute_time": (0, 0),
+            "layer_state": (0, 0), "layer_activation": (0, 0), "recompute_saving": (0, 0),
+            "layer_transient": (0, 0), "rank_time": (100, 0), "rank_state": (0, 0),
+            "rank_memory": (0, 0), "rank_transient": (0, 0), "in_flight": (2, 1),
+            "in_flight_scale": 1, "recompute": "block", "fixed_recompute": None,
+            "working": 0, "capacity": 10, "even_layers": (1, 1),
+        }
+    )  # fmt: skip
+    found = uniform_partition(problem)
+    assert found is not None and found[0] == 110 == brute_force_stages(problem)[0]
+    assert found[1].chunk_layers == (1, 1)
+
+
+def test_the_layer_count_partition_leaves_mixed_layers_and_mtp_to_the_solver() -> None:
+    mixed = _random_problem(3)
+    assert len(set(mixed.layer_time)) > 1 or mixed.num_mtp
+    assert uniform_partition(mixed) is None
+    with_mtp = _one_kind(_random_problem(4)).model_copy(update={"num_mtp": 1, "mtp_time": 5})
+    assert uniform_partition(with_mtp) is None
+
+
+def test_qwen3s_interleaved_block_split_is_solved_by_layer_counts() -> None:
+    """Qwen3-235B (94 MoE layers) on 256 B200, TP4 PP4 VPP12 with full recomputation: the
+    split the search keeps comes from the layer counts, at least as fast as CP-SAT's within its
+    limit and no faster than the rank-load bound."""
+    model, cluster = load_model("qwen3-235b-a22b"), load_cluster("hgx_b200x256")
+    workload = TrainWorkload()
+    layout = Layout(tp=4, pp=4, vpp=12, dp=16, etp=4, mbs=8, recompute="full")
+    even = score(model, cluster, workload, layout)
+    outcome = optimise_pipeline(model, cluster, workload, layout, even=even, config=CONFIG)
+    assert outcome.info.solved_by == "uniform" and outcome.info.num_variables == 0
+    assert outcome.cost is not None and outcome.cost.step_time_s < even.step_time_s
+    problem = build_stage_problem(model, cluster, workload, layout, recompute="block",
+                                  headroom=CONFIG.memory_headroom)  # fmt: skip
+    found = uniform_partition(problem)
+    assert found is not None
+    solution = StageSolver(problem, CONFIG).solve()
+    assert solution.objective >= found[0] >= (rank_load_lower_bound(problem) or 0)
 
 
 def test_deepseek_v3s_interleaved_split_is_proven_by_the_rank_load_bound() -> None:

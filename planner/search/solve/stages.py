@@ -40,6 +40,7 @@ from planner.search.solve.stage_data import (
     lower_bound,
     rank_load_lower_bound,
     uniform_lower_bound,
+    uniform_partition,
 )
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
@@ -343,6 +344,17 @@ def _start_at_bound(problem: StageProblem, bound: int | None) -> StageSolution |
     return StageSolution("OPTIMAL", assignment, bound, bound, 0, 0, time.perf_counter() - start)
 
 
+def _uniform_solution(problem: StageProblem) -> StageSolution | None:
+    """The optimum by layer counts where every layer is of one kind and no MTP module is
+    placed (:func:`~planner.search.solve.stage_data.uniform_partition`); None otherwise."""
+    start = time.perf_counter()
+    found = uniform_partition(problem)
+    if found is None:
+        return None
+    value, assignment = found
+    return StageSolution("OPTIMAL", assignment, value, value, 0, 0, time.perf_counter() - start)
+
+
 def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
     """(first layer, length) of each maximal run of layers with identical rows in every table
     (one run for a uniform dense model; dense-first then MoE for DeepSeek-V3).
@@ -430,10 +442,13 @@ def optimise_pipeline(
         )
         return PipelineOutcome(None, None, info)
     solution = _recurrence_solution(problem, found)
-    solved_by: Literal["cp-sat", "recurrence", "bound"] = "recurrence"
+    solved_by: Literal["cp-sat", "recurrence", "bound", "uniform"] = "recurrence"
     if solution is None:
         solution = _start_at_bound(problem, bound)
         solved_by = "bound"
+    if solution is None:
+        solution = _uniform_solution(problem)
+        solved_by = "uniform"
     if solution is None:
         solved = StageSolver(problem, config, floor=cut, stop_at=bound).solve()
         solution = tightened(problem, solved, layout, bound=bound)
