@@ -566,6 +566,9 @@ def test_recomputing_fewer_layers_is_faster_and_holds_more() -> None:
 DEEPSEEK = ("671B", "hgx_h800x2048", TrainWorkload(seq_len=4096, global_batch=4096,
                                                    mtp_num_layers=1))  # fmt: skip
 LLAMA405 = ("405B", "hgx_h100x2048", TrainWorkload(seq_len=8192, global_batch=2048))
+MIXED_KINDS = TrainWorkload(seq_len=4096, global_batch=64)
+"""A small step for gpt-oss-20b, whose layers alternate sliding and full attention: two kinds,
+so its pipeline splits with full recomputation go to CP-SAT (PP2: each solve well inside 0.1 s)."""
 
 
 @pytest.mark.parametrize(
@@ -621,9 +624,9 @@ def test_the_text_report_and_search_json_say_what_the_solver_did() -> None:
     layout = Layout(tp=2, pp=16, dp=64, ep=64, recompute="full")
     text = estimate_text(engine.estimate(model, cluster, DEEPSEEK[2], layout, config=CONFIG))
     assert "pipeline: recurrence split, layers per stage" in text and "even split" in text
-    result = engine.search(
-        load_model("8B"), load_cluster("hgx_h100x8"), TrainWorkload(global_batch=64),
-        fix={"pp": 2, "recompute": "full"}, config=CONFIG,
+    result = engine.search(  # two kinds of layer (gpt-oss alternates sliding windows): CP-SAT
+        load_model("gpt-oss-20b"), load_cluster("hgx_h100x8"), MIXED_KINDS,
+        fix={"pp": 2, "vpp": 1, "recompute": "full"}, config=CONFIG,
     )  # fmt: skip
     assert result.solver.name == "sort" and "CP-SAT" in result.solver.method
     solved = result.solver.subproblems
@@ -642,7 +645,10 @@ planner.search(model="8B", cluster="hgx_h100x8", config={"stage_split": "even"})
 import planner.search.solve.stages  # noqa: F401
 assert not any(m.startswith("ortools") for m in sys.modules), "OR-Tools imported"
 assert "pandas" not in sys.modules and "numpy.ma" not in sys.modules, "heavy import on the path"
+# one kind of layer is split by layer counts; gpt-oss's two kinds need the solver
 planner.estimate(model="8B", cluster="hgx_h100x8", layout={"pp": 2, "recompute": "full"})
+assert not any(m.startswith("ortools") for m in sys.modules), "OR-Tools imported"
+planner.estimate(model="gpt-oss-20b", cluster="hgx_h100x8", layout={"pp": 2, "recompute": "full"})
 assert any(m.startswith("ortools") for m in sys.modules), "no CP-SAT solve ran"
 """
 
@@ -691,11 +697,12 @@ def test_the_split_candidates_solved_side_by_side_equal_the_serial_solves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The split candidates' CP-SAT solves run on threads (engine.split_threads); a solve
-    that proves its optimum returns the same split whichever thread runs it, so 8B on 8 H100
-    at PP2 with full recompute (five CP-SAT solves, each optimal well inside its second) ranks
-    the same plans with one thread and with four."""
-    model, cluster = load_model("8B"), load_cluster("hgx_h100x8")
-    workload = TrainWorkload(global_batch=64)
+    that proves its optimum returns the same split whichever thread runs it, so gpt-oss-20b on
+    8 H100 at PP2 with full recompute (five CP-SAT solves, each optimal well inside its second:
+    its two kinds of layer leave them to the solver) ranks the same plans with one thread and
+    with four."""
+    model, cluster = load_model("gpt-oss-20b"), load_cluster("hgx_h100x8")
+    workload = MIXED_KINDS
 
     def without_wall_time(value: object) -> object:
         if isinstance(value, dict):
@@ -706,7 +713,7 @@ def test_the_split_candidates_solved_side_by_side_equal_the_serial_solves(
 
     def plans(threads: int) -> list[object]:
         monkeypatch.setattr(engine, "split_threads", lambda config, jobs: min(threads, jobs))
-        fix = {"pp": 2, "recompute": "full"}
+        fix = {"pp": 2, "vpp": 1, "recompute": "full"}
         result = engine.search(model, cluster, workload, fix=fix, config=CONFIG)
         solves = result.solver.subproblems
         assert len(solves) == 5 and all(s.solved_by == "cp-sat" for s in solves)
