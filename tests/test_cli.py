@@ -406,21 +406,24 @@ def test_estimate_echoes_the_layout(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_moe_routing_flags_reach_the_workload(capsys: pytest.CaptureFixture[str]) -> None:
     # the busiest expert rank paces the layer: its grouped GEMMs and all-to-all grow with the
-    # imbalance; capacity padding runs every expert at the factor whatever the routing
+    # imbalance; capacity padding runs every expert at the factor whatever the routing, and on
+    # the all-to-all dispatcher its splits need no host sync
     argv = ["estimate", "--model", "qwen3-30b-a3b", "--cluster", "hgx_h100x16", "--ep", "8",
             "--tp", "1", "--pp", "1", "--mbs", "1", "--recompute", "full", "--json"]  # fmt: skip
-    steps = {}
+    plans = {}
     for extra in ([], ["--expert-load-imbalance", "1.3"], ["--moe-capacity-factor", "1.3"]):
         assert main([*argv, *extra]) == 0
         plan = json.loads(capsys.readouterr().out)
-        steps[tuple(extra)] = plan["step_time_s"]
+        plans[tuple(extra)] = plan
         assert plan["workload"]["expert_load_imbalance"] == (
             1.3 if "--expert-load-imbalance" in extra else 1.0
         )
-    balanced = steps[()]
-    assert steps[("--expert-load-imbalance", "1.3")] > balanced
-    assert steps[("--moe-capacity-factor", "1.3")] == pytest.approx(
-        steps[("--expert-load-imbalance", "1.3")]
+    balanced, skewed = plans[()], plans[("--expert-load-imbalance", "1.3")]
+    padded = plans[("--moe-capacity-factor", "1.3")]
+    assert skewed["step_time_s"] > balanced["step_time_s"]
+    assert skewed["breakdown_s"]["moe_sync"] > 0 and padded["breakdown_s"]["moe_sync"] == 0
+    assert padded["step_time_s"] == pytest.approx(
+        skewed["step_time_s"] - skewed["breakdown_s"]["moe_sync"]
     )
     with pytest.raises(SystemExit) as info:
         main([*argv, "--expert-load-imbalance", "0.9"])

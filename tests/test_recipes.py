@@ -147,6 +147,26 @@ def test_moe_sync_appears_in_the_breakdown() -> None:
     assert dense.breakdown_s["moe_sync"] == 0.0
 
 
+def test_experts_padded_to_capacity_dispatch_without_a_host_sync() -> None:
+    """Megatron-LM's all-to-all dispatcher under --moe-pad-expert-input-to-capacity knows every
+    split from the shapes: no per-layer sync, CUDA graphs or not; at capacity 1.0 with balanced
+    routing nothing else changes. A deduplicating dispatcher cannot pad and keeps its sync."""
+    workload = TrainWorkload(seq_len=4096, global_batch=256)
+    padded = workload.model_copy(update={"moe_capacity_factor": 1.0})
+    args = {"model": "mixtral-8x7b", "cluster": "hgx_b200x16", "layout": {"ep": 8, "dp": 16}}
+    dropless = planner.estimate(**args, workload=workload)
+    capped = planner.estimate(**args, workload=padded)
+    assert dropless.breakdown_s["moe_sync"] > 0 and capped.breakdown_s["moe_sync"] == 0.0
+    assert capped.step_time_s == pytest.approx(
+        dropless.step_time_s - dropless.breakdown_s["moe_sync"]
+    )
+    deepep = planner.estimate(**args, workload=padded.model_copy(
+        update={"moe_dispatch_dedup": True}))  # fmt: skip
+    assert deepep.breakdown_s["moe_sync"] > 0
+    text = planner.export(capped, format="megatron", workload=padded).text
+    assert "--moe-pad-expert-input-to-capacity" in text and "--cuda-graph-impl" not in text
+
+
 # --- the recipe data -----------------------------------------------------------------------
 
 
@@ -155,6 +175,9 @@ def test_recipes_reach_the_rows(rows: dict[str, object]) -> None:
     # graphs around attention, router and preprocessing only: the MoE layer still syncs
     assert n13.ep_comm_overlap and n13.moe_dispatch_dedup and n13.moe_host_sync
     assert n13.recompute_modules == ("mla_up_proj", "mlp")
+    f11 = workload_of(rows["F11"])  # type: ignore[arg-type]
+    # NeMo's performance mode pads the experts to capacity 1.0 (MegatronTokenDropCallback)
+    assert f11.moe_capacity_factor == 1.0 and f11.moe_host_sync
     n15 = workload_of(rows["N15"])  # type: ignore[arg-type]
     assert not n15.ep_comm_overlap and not n15.moe_dispatch_dedup and n15.moe_host_sync
     assert stated_layout(rows["N15"])["vpp"] == 1  # type: ignore[arg-type]

@@ -77,18 +77,42 @@ def ep_comm_per_microbatch(
     return (4 * num_moe_layers + 2 * recomputed) * one_way
 
 
+def dispatcher_syncs_host(workload: TrainWorkload) -> bool:
+    """Whether the MoE token dispatcher waits for the device once per layer: the workload's
+    ``moe_host_sync``, except with the experts padded to capacity (``moe_capacity_factor``) on
+    the all-to-all dispatcher. There every split follows from the shapes: Megatron-LM's
+    ``MoEAlltoAllTokenDispatcher.preprocess`` under ``--moe-pad-expert-input-to-capacity``
+    builds the per-expert counts as host tensors of the capacity (``torch.full``) and leaves
+    ``cuda_sync_point`` at ``no_sync``, where the dropless path (and dropping without padding)
+    copies the device's counts to the host and synchronises before the all-to-all (or the
+    first permutation). A deduplicating dispatcher (DeepEP, HybridEP) cannot pad, so it keeps
+    its sync.
+
+    >>> padded = TrainWorkload(moe_capacity_factor=1.0)
+    >>> dispatcher_syncs_host(TrainWorkload()), dispatcher_syncs_host(padded)
+    (True, False)
+    >>> dispatcher_syncs_host(padded.model_copy(update={"moe_dispatch_dedup": True}))
+    True
+    """
+    padded = workload.moe_capacity_factor is not None and not workload.moe_dispatch_dedup
+    return workload.moe_host_sync and not padded
+
+
 def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers: float) -> float:
     """Host-synchronisation time of one micro-batch's MoE layers: the accelerator's fitted
     ``moe_sync_overhead_us`` per MoE layer (forward + backward) when the dispatcher reads the
-    per-expert token counts on the host (``workload.moe_host_sync``; Megatron-LM's dropless
+    per-expert token counts on the host (:func:`dispatcher_syncs_host`: Megatron-LM's dropless
     all-to-all and flex dispatchers do, to size the all-to-all and the grouped GEMM's per-expert
-    splits, unless the preprocessing is captured in a CUDA graph).
+    splits, unless the preprocessing is captured in a CUDA graph or the experts are padded to
+    capacity).
 
     >>> from planner.catalog import load_accelerator
     >>> moe_sync_time(load_accelerator("h100_sxm"), TrainWorkload(moe_host_sync=False), 12)
     0.0
+    >>> moe_sync_time(load_accelerator("h100_sxm"), TrainWorkload(moe_capacity_factor=1.0), 12)
+    0.0
     """
-    if not workload.moe_host_sync or num_moe_layers == 0:
+    if not dispatcher_syncs_host(workload) or num_moe_layers == 0:
         return 0.0
     return num_moe_layers * acc.efficiency.moe_sync_overhead_us * US
 

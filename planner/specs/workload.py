@@ -181,10 +181,13 @@ class TrainWorkload(FrozenSpec):
     per micro-batch (Megatron's all-to-all and flex dispatchers read the per-expert token counts
     on the CPU, and ``TEGroupedMLP`` turns them into a Python list for its GEMM splits); False
     only when the whole MoE layer runs in a CUDA graph on capacity-padded shapes (full-layer or
-    full-iteration graphs). Capturing just the router and preprocessing (``cuda_graph_scope``
-    moe_router, moe_preprocess) moves the device-to-host copy but keeps the sync before the
-    all-to-all (Megatron-LM ``MoEAlltoAllTokenDispatcher.preprocess``). Costs the
-    accelerator's ``moe_sync_overhead_us``."""
+    full-iteration graphs). Experts padded to capacity on the all-to-all dispatcher
+    (``moe_capacity_factor``) do not sync either, graphs or not
+    (:func:`planner.cost.expert.dispatcher_syncs_host`). Capturing just the router and
+    preprocessing (``cuda_graph_scope`` moe_router, moe_preprocess) moves the device-to-host
+    copy but keeps the sync before the all-to-all (Megatron-LM
+    ``MoEAlltoAllTokenDispatcher.preprocess``). Costs the accelerator's
+    ``moe_sync_overhead_us``."""
     host_sync_interval: int | None = Field(default=1, ge=1, le=MAX_HOST_SYNC_INTERVAL)
     """Steps between the training loop's host synchronisations, each of which costs the
     accelerator's fitted ``step_overhead_ms`` (the host waits for the device, then the device
@@ -213,7 +216,9 @@ class TrainWorkload(FrozenSpec):
     moe_capacity_factor: float | None = Field(default=None, ge=1.0, le=MAX_LOAD_FACTOR)
     """MoE only: expert capacity as a multiple of the balanced share (GShard, arXiv 2006.16668
     section 2.2): each expert's GEMMs run on capacity x balanced tokens, padded, and overflow is
-    dropped (static shapes, as XLA needs); None = dropless (each expert sees its real tokens)."""
+    dropped (static shapes, as XLA needs; Megatron-LM ``--moe-expert-capacity-factor`` with
+    ``--moe-pad-expert-input-to-capacity``, whose all-to-all then needs no host sync); None =
+    dropless (each expert sees its real tokens)."""
     cp_comm: CpComm = "p2p"
     """Context-parallel algorithm (Megatron-LM ``--cp-comm-type``): ``p2p`` K/V ring, ``a2a``
     (Ulysses: heads all-to-all), ``a2a+p2p`` (all-to-all inside a scale-up domain, ring across),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from planner.cost.expert import dispatcher_syncs_host
 from planner.cost.sharding import dp_sync_overlapped, zero3_reshards
 from planner.cost.stage import runs_fused_grouped_mlp
 from planner.report.export.job import ExportJob, mtp_layers
@@ -163,10 +164,15 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
     ),
     "moe_host_sync": (
         _moe,
-        lambda j: _on(
-            j.train[1].moe_host_sync,
-            "one host sync per MoE layer and micro-batch (no CUDA graphs over the MoE layers)",
-            "MoE layers in CUDA graphs on capacity-padded shapes (no per-layer host sync)",
+        lambda j: (
+            "experts padded to capacity on the all-to-all dispatcher: its splits follow from "
+            "the shapes (no per-layer host sync)"
+            if j.train[1].moe_host_sync and not dispatcher_syncs_host(j.train[1])
+            else _on(
+                j.train[1].moe_host_sync,
+                "one host sync per MoE layer and micro-batch (no CUDA graphs over the MoE layers)",
+                "MoE layers in CUDA graphs on capacity-padded shapes (no per-layer host sync)",
+            )
         ),
     ),
     "pp_host_sync": (
