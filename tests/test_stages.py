@@ -404,7 +404,7 @@ def test_qwen3s_interleaved_block_split_is_solved_by_layer_counts() -> None:
     layout = Layout(tp=4, pp=4, vpp=12, dp=16, etp=4, mbs=8, recompute="full")
     even = score(model, cluster, workload, layout)
     outcome = optimise_pipeline(model, cluster, workload, layout, even=even, config=CONFIG)
-    assert outcome.info.solved_by == "uniform" and outcome.info.num_variables == 0
+    assert outcome.info.solved_by == "layer-counts" and outcome.info.num_variables == 0
     assert outcome.cost is not None and outcome.cost.step_time_s < even.step_time_s
     problem = build_stage_problem(model, cluster, workload, layout, recompute="block",
                                   headroom=CONFIG.memory_headroom)  # fmt: skip

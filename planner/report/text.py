@@ -206,7 +206,7 @@ def pipeline_lines(plan: Plan) -> list[str]:
     mtp = [s.stage for s in stages if s.mtp_layers]
     where = f"; MTP on stage {mtp[0]}" if mtp else ""
     lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
-    if info.method in ("cp-sat", "recurrence", "bound", "uniform", "framework"):
+    if info.method in ("cp-sat", "recurrence", "bound", "layer-counts", "framework"):
         gain = 100.0 * (1.0 - plan.step_time_s / info.even_step_time_s)
         even = f"{format_seconds(info.even_step_time_s)}" + ("" if info.even_fits else
                                                               " (does not fit)")  # fmt: skip
@@ -223,7 +223,7 @@ def solver_line(result: SearchResult) -> str:
     info = result.solver
     solved = [s for s in info.subproblems if s.solved_by == "cp-sat"]
     exact = sum(s.solved_by == "recurrence" for s in info.subproblems)
-    counted = sum(s.solved_by == "uniform" for s in info.subproblems)
+    counted = sum(s.solved_by == "layer-counts" for s in info.subproblems)
     bound = len(info.subproblems) - len(solved) - exact - counted
     line = f"{info.name} {info.status}"
     if solved:

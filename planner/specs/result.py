@@ -90,7 +90,7 @@ class StageSolveInfo(FrozenSpec):
     """What the objective counts, in words."""
     wall_s: NonNegativeFloat
     """Wall time of building and solving the model (s)."""
-    solved_by: Literal["cp-sat", "bound", "recurrence", "uniform"] = "cp-sat"
+    solved_by: Literal["cp-sat", "bound", "recurrence", "layer-counts"] = "cp-sat"
     """``cp-sat``: the model was solved; ``bound``: the even split, or from schema 1.7 the even
     layer counts with the fewest recomputed layers that fit (:func:`planner.search.solve.
     stage_data.least_recompute_assignment`), already meets a lower bound of the integer model
@@ -98,7 +98,7 @@ class StageSolveInfo(FrozenSpec):
     built; ``recurrence`` (schema 1.6): without interleaving, the min-max
     linear-partition recurrence's split (:func:`planner.search.solve.stage_data.
     contiguous_partition`) fits with nothing recomputed, so it is optimal and no model was
-    built; ``uniform`` (schema 1.7): every layer is of one kind, so the partition by layer and
+    built; ``layer-counts`` (schema 1.7): every layer is of one kind, so the partition by layer and
     recompute counts (:func:`planner.search.solve.stage_data.uniform_partition`) is the optimum
     and no model was built."""
 
@@ -132,7 +132,7 @@ class PipelineStage(FrozenSpec):
 class PipelineSplitInfo(FrozenSpec):
     """How the layers were split over the pipeline stages, and what the split gained."""
 
-    method: Literal["even", "cp-sat", "recurrence", "bound", "uniform", "framework"]
+    method: Literal["even", "cp-sat", "recurrence", "bound", "layer-counts", "framework"]
     """``even``: the planner's default (as even as possible, the remainder on the middle
     stages, every layer recomputed under full recomputation); ``cp-sat``: the CP-SAT partition
     (layers and recomputed layers per stage), used because the cost model scores it faster or
@@ -141,7 +141,7 @@ class PipelineSplitInfo(FrozenSpec):
     recomputed, memory not binding); ``bound`` (schema 1.7): the even layer counts with the
     fewest recomputed layers that fit, used because it meets a lower bound of the partition
     problem (so it is optimal without a solve) and the cost model scores it faster than
-    recomputing every layer; ``uniform`` (schema 1.7): the exact partition of a model whose
+    recomputing every layer; ``layer-counts`` (schema 1.7): the exact partition of a model whose
     layers are all of one kind, by layer and recompute counts per rank; ``framework``: the
     split the framework makes itself and the user cannot change (Nanotron's cost-balanced
     placement, schema 1.4)."""
@@ -162,7 +162,7 @@ class PipelineSplitInfo(FrozenSpec):
             "cp-sat": "the CP-SAT split",
             "recurrence": "the min-max recurrence's split",
             "bound": "the bound-proven split",
-            "uniform": "the exact layer-count split",
+            "layer-counts": "the exact layer-count split",
         }.get(self.method)
 
 

@@ -442,13 +442,13 @@ def optimise_pipeline(
         )
         return PipelineOutcome(None, None, info)
     solution = _recurrence_solution(problem, found)
-    solved_by: Literal["cp-sat", "recurrence", "bound", "uniform"] = "recurrence"
+    solved_by: Literal["cp-sat", "recurrence", "bound", "layer-counts"] = "recurrence"
     if solution is None:
         solution = _start_at_bound(problem, bound)
         solved_by = "bound"
     if solution is None:
         solution = _uniform_solution(problem)
-        solved_by = "uniform"
+        solved_by = "layer-counts"
     if solution is None:
         solved = StageSolver(problem, config, floor=cut, stop_at=bound).solve()
         solution = tightened(problem, solved, layout, bound=bound)
