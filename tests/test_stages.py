@@ -387,6 +387,24 @@ def test_the_layer_count_partition_keeps_a_layer_on_every_chunk_but_the_last() -
     assert found[1].chunk_layers == (1, 1)
 
 
+@pytest.mark.parametrize("recompute", ["block", "per_stage"])
+def test_the_layer_count_partition_lets_one_chunk_hold_every_layer(recompute: str) -> None:
+    """The last chunk may be empty, so the first can hold all three layers (recomputing them
+    all: N = 3) while the slow last rank holds none: 100. Found by review: the recompute counts
+    tried stopped at 2, as if every other chunk held a layer, and the split came out at 115."""
+    problem = StageProblem(
+        pp=2, vpp=1, layer_time=(10,) * 3, recompute_time=(5,) * 3, layer_state=(0,) * 3,
+        layer_activation=(10,) * 3, recompute_saving=(10,) * 3, layer_transient=(),
+        rank_time=(0, 100), rank_transient=(), rank_state=(0, 0), rank_memory=(0, 0),
+        in_flight=(2, 1), in_flight_scale=2, capacity=5, num_mtp=0, mtp_time=0,
+        mtp_state=(0, 0), mtp_activation=0, mtp_memory=0, working=0, recompute=recompute,
+        fixed_recompute=None, min_chunk_layers=1, steps=4.0, even_layers=(2, 1),
+    )  # fmt: skip
+    found = uniform_partition(problem)
+    assert found is not None and found[0] == 100 == brute_force_stages(problem)[0]
+    assert found[1].chunk_layers == (3, 0)
+
+
 def test_the_layer_count_partition_leaves_mixed_layers_and_mtp_to_the_solver() -> None:
     mixed = _random_problem(3)
     assert len(set(mixed.layer_time)) > 1 or mixed.num_mtp

@@ -660,8 +660,9 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
         counts = np.array([0])
     elif p.fixed_recompute is not None:
         counts = np.array([p.fixed_recompute])
-    else:  # no chunk holds more than this, so a larger N recomputes the same
-        counts = np.arange(max(0, n - (chunks - 1) * p.min_chunk_layers) + 1)
+    else:  # no chunk holds more than this (the others at their least, the last one empty),
+        # so a larger N recomputes the same
+        counts = np.arange(max(0, n - max(0, chunks - 2) * p.min_chunk_layers) + 1)
     if len(counts) * (n + 1) ** 2 > UNIFORM_MAX_CELLS:
         return None
     layers = np.arange(n + 1)[None, :]
