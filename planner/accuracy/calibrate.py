@@ -32,6 +32,7 @@ from planner.accuracy.rows import (
 from planner.accuracy.run import LAYOUT_FIELDS
 from planner.catalog import load_cluster
 from planner.catalog.store import load_accelerator_prior, load_calibration
+from planner.cost.expert import dispatcher_syncs_host
 from planner.errors import InfeasibleError, SpecError
 from planner.search import engine
 from planner.search.evaluate import score
@@ -198,7 +199,8 @@ def fitted_names(cases: Sequence[PreparedCase]) -> list[str]:
     names += ["attention", "hbm", "kernel_overhead_us", "overlap_contention", "step_overhead_ms"]
     if sum(c.kind == "moe" for c in cases) >= MIN_ROWS_PER_FORMAT:
         names.append("expert_gemm")
-    if sum(c.kind == "moe" and c.workload.moe_host_sync for c in cases) >= MIN_ROWS_PER_FORMAT:
+    synced = sum(c.kind == "moe" and dispatcher_syncs_host(c.workload) for c in cases)
+    if synced >= MIN_ROWS_PER_FORMAT:
         names.append("moe_sync_overhead_us")
     return names
 

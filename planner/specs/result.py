@@ -94,8 +94,9 @@ class StageSolveInfo(FrozenSpec):
     """``cp-sat``: the model was solved; ``bound``: the even split, or from schema 1.7 the even
     layer counts with the fewest recomputed layers that fit (:func:`planner.search.solve.
     stage_data.least_recompute_assignment`), already meets a lower bound of the integer model
-    (:func:`planner.search.solve.stage_data.lower_bound`), so it is optimal and no model was
-    built; ``recurrence`` (schema 1.6): without interleaving, the min-max
+    (:func:`planner.search.solve.stage_data.lower_bound`, or for interleaved splits
+    :func:`~planner.search.solve.stage_data.rank_load_lower_bound`), so it is optimal and no
+    model was built; ``recurrence`` (schema 1.6): without interleaving, the min-max
     linear-partition recurrence's split (:func:`planner.search.solve.stage_data.
     contiguous_partition`) fits with nothing recomputed, so it is optimal and no model was
     built; ``layer-counts`` (schema 1.7): every layer is of one kind, so the partition by layer and

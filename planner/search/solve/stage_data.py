@@ -569,9 +569,11 @@ def _rank_time_spans(p: StageProblem) -> list[np.ndarray] | None:
     ]  # fmt: skip
 
 
-UNIFORM_MAX_CELLS = 2**24
-"""Largest table :func:`uniform_partition` fills per rank (recompute counts x layer counts^2,
-int64: 128 MiB); beyond it (very deep models) it returns None and the solver runs."""
+UNIFORM_MAX_CELLS = 2**23
+"""Largest table :func:`uniform_partition` fills per rank (the recompute counts it tries, one
+under ``per_stage``, x layer counts^2, int64: 64 MiB, about three times that at its peak with
+the temporaries); beyond it (a model of some 200 layers or more) it returns None and the solver
+runs. Real models of up to 126 layers stay under 50 MiB."""
 
 
 def _recompute_span(
@@ -632,7 +634,8 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
     programme's value. Exact: the brute-force twin in tests/test_stages.py enumerates every
     split and recompute choice. It settles, among others, the interleaved splits with full
     recomputation of a uniform MoE model (Qwen3-235B's PP4 VPP12 block split: 1.6% faster in the
-    integer model than the split CP-SAT finds in its 1 s limit, in 60 ms).
+    integer model than the split CP-SAT reaches in its 1 s limit, which varies from run to run,
+    in tens of milliseconds).
 
     >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(10,) * 6,
     ...     recompute_time=(4,) * 6, layer_state=(1,) * 6, layer_activation=(3,) * 6,
@@ -663,7 +666,8 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
     else:  # no chunk holds more than this (the others at their least, the last one empty),
         # so a larger N recomputes the same
         counts = np.arange(max(0, n - max(0, chunks - 2) * p.min_chunk_layers) + 1)
-    if len(counts) * (n + 1) ** 2 > UNIFORM_MAX_CELLS:
+    rows = 1 if p.recompute == "per_stage" and p.fixed_recompute is None else len(counts)
+    if rows * (n + 1) ** 2 > UNIFORM_MAX_CELLS:
         return None
     layers = np.arange(n + 1)[None, :]
     rank_transient = _table(p.rank_transient, pp)
@@ -727,16 +731,19 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
 
 RANK_LOAD_MAX_COUNTS = 512
 """Most per-rank layer-count vectors (the product over the kinds of layer of their count + 1)
-:func:`rank_load_lower_bound` enumerates; beyond it (many kinds of layer in one model) it returns
-None and the solver runs without that bound. Its tables are count vectors x count vectors, so
+:func:`rank_load_lower_bound` enumerates; beyond it (two kinds of some 23 layers each, as
+Gemma's alternating attention, or more kinds) it returns None and the solver runs without that
+bound. Its tables are count vectors x count vectors, so
 512 keeps each within 2 MiB."""
 
 
 def rank_load_lower_bound(problem: StageProblem) -> int | None:
     """A lower bound of the objective that keeps each rank's time and memory exactly and drops
-    only what ties the ranks to the layer order: which layers a chunk holds (contiguity), the
-    order of the chunks, and under ``block`` recomputation the one count N shared by every
-    chunk. What is left is a min-max assignment of counts: each kind of layer (identical rows
+    what ties the ranks to the layer order: which layers a chunk holds (contiguity), the order of
+    the chunks, how many layers each chunk must hold (``min_chunk_layers``), which recompute
+    counts the choice allows (block's one N shared by every chunk, a pinned N, per_stage's
+    min(N_r, n_c)), and where after the last layer the MTP modules sit (any rank that holds a
+    last virtual stage). What is left is a min-max assignment of counts: each kind of layer (identical rows
     in every table) has a count to share out over the ranks, and rank r holding c_k layers of
     kind k and recomputing any rho_k <= c_k of them takes
 
@@ -754,7 +761,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
     It is what proves an interleaved split optimal without a solve (DeepSeek-V3's PP16 VPP3,
     whose 3 dense and 58 MoE layers cannot share out more evenly than the even split does),
     and it stops a solve at a solution that reaches it. None when no assignment fits, or when
-    the model has more kinds of layer than :data:`RANK_LOAD_MAX_COUNTS` lets it enumerate.
+    the count vectors number more than :data:`RANK_LOAD_MAX_COUNTS`.
 
     >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(4, 10, 10, 10, 10),
     ...     recompute_time=(0,) * 5, layer_state=(1,) * 5, layer_activation=(1,) * 5,

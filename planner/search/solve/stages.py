@@ -16,8 +16,10 @@ Objective: the slowest rank's micro-batch time; the step is (m + (pp - 1)/vpp) t
 pipeline with its bubble, Narayanan et al. 2021 section 2.2), so minimising it minimises both.
 
 The search loads this module for every plan with pp > 1; OR-Tools (which imports pandas) is
-imported only when a split is actually solved (:class:`StageSolver`), not when the bound or,
-without interleaving, the min-max recurrence in :func:`optimise_pipeline` settles it.
+imported only when a split is actually solved (:class:`StageSolver`), not when
+:func:`optimise_pipeline` settles it otherwise: an even split (or the solver's start) that
+meets a lower bound, the min-max recurrence without interleaving, or the exact layer-count
+split of a model whose layers are all of one kind.
 """
 
 from __future__ import annotations
