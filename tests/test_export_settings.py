@@ -19,6 +19,7 @@ import pytest
 
 import planner
 from planner.catalog.frameworks import load_framework
+from planner.cost.expert import dispatcher_syncs_host
 from planner.report.export import ExportResult, export, make_job
 from planner.report.export.assumed import DP_OVERLAP, MODEL_ROPE, SETTINGS, setting_words
 from planner.report.export.job import ExportJob
@@ -65,7 +66,10 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "ep_comm_overlap": [("moe", {"ep_comm_overlap": v}) for v in (False, True)],
     "cross_entropy": [("dense", {"cross_entropy": v}) for v in ("unfused", "native", "te")],
     "recompute_num_layers": [("full", {}), ("full", {"recompute_num_layers": 4})],
-    "moe_host_sync": [("moe", {"moe_host_sync": v}) for v in (True, False)],
+    "moe_host_sync": [
+        *[("moe", {"moe_host_sync": v}) for v in (True, False)],
+        ("moe", {"moe_capacity_factor": 1.0}),  # padded: no sync assumed although it is on
+    ],
     "recompute_modules": [
         ("dense", {}),
         ("dense", {"recompute_modules": ("layernorm", "core_attn")}),
@@ -623,7 +627,8 @@ EXPECT: dict[str, dict[str, Check]] = {
             else c.said()
         ),
         # its all-to-all reads the split sizes on the host: a sync per MoE layer by default
-        "moe_host_sync": _default_or_said(lambda c: c.w.moe_host_sync),
+        # the dropless all-to-all syncs by default; a padded prediction assumed no sync
+        "moe_host_sync": _default_or_said(lambda c: dispatcher_syncs_host(c.w)),
         "recompute_modules": lambda c: (
             c.has("activation_checkpoint.selective_ac_option", "op") and c.said()
         ),

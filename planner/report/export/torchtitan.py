@@ -10,6 +10,7 @@ names are in ``tests/data/framework_args/torchtitan.txt``. torchtitan's device m
 from __future__ import annotations
 
 from planner.catalog.frameworks import load_framework
+from planner.cost.expert import dispatcher_syncs_host
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
@@ -177,7 +178,9 @@ def parallelism(job: ExportJob) -> dict[str, TomlValue]:
             "deepep" if workload.moe_dispatch_dedup else "standard"
         )
         job.express("moe_dispatch_dedup")
-        if workload.moe_host_sync:  # its all-to-all reads the split sizes on the host
+        # its dropless all-to-all reads the split sizes on the host: what the prediction assumed
+        # unless it padded the experts to capacity (no sync there; the note says so)
+        if dispatcher_syncs_host(workload):
             job.express("moe_host_sync")
         etp = layout.etp
         if etp not in (1, layout.tp):
