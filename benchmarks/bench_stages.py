@@ -3,7 +3,8 @@
     python benchmarks/bench_stages.py
 
 For DeepSeek-V3 (61 layers: 3 dense first, 58 MoE, one MTP module and a 129k-vocabulary head
-on the last stage) and Llama 3.1 405B (126 layers on PP16), each line scores one layout with the
+on the last stage), Llama 3.1 405B (126 layers on PP16) and gpt-oss-120b (sliding and full
+attention alternating, interleaved: the branch and bound's case), each line scores one layout with the
 even split and with the CP-SAT split (both re-scored by the float cost model) and prints the
 step time and peak memory of each, the gain, the split, and the solve's size, status and time.
 """
@@ -31,6 +32,9 @@ CASES: list[tuple[str, str, TrainWorkload, Layout]] = [
     ("405B", "hgx_h100x16384", LLAMA_405B, Layout(tp=8, pp=16, dp=128, recompute="selective")),
     ("405B", "hgx_h100x16384", LLAMA_405B, Layout(tp=8, pp=16, vpp=2, dp=128, recompute="full")),
     ("405B", "hgx_h100x2048", LLAMA_405B, Layout(tp=8, pp=16, dp=16, recompute="full")),
+    # two kinds of layer (sliding and full attention alternate), interleaved: branch and bound
+    ("gpt-oss-120b", "hgx_h100x64", TrainWorkload(), Layout(pp=8, vpp=4, dp=8, ep=8)),
+    ("gpt-oss-120b", "hgx_b200x256", TrainWorkload(), Layout(pp=4, vpp=9, dp=64, ep=8, mbs=2)),
 ]
 
 
@@ -52,7 +56,7 @@ def main() -> None:
             redo = list(out.split.recompute_layers or []) if out.split else ""
             info = out.info
             print(
-                f"{name:<5} {layout.short():<38} {recompute:<9} even {even.step_time_s:7.3f} s "
+                f"{name:<12} {layout.short():<38} {recompute:<9} even {even.step_time_s:7.3f} s "
                 f"{even.peak_memory.total / GiB:5.1f} GiB -> {best.step_time_s:7.3f} s "
                 f"{best.peak_memory.total / GiB:5.1f} GiB ({gain:4.1f}% faster)  "
                 f"{info.status} {info.solved_by} {info.num_variables} vars "

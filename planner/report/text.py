@@ -206,7 +206,7 @@ def pipeline_lines(plan: Plan) -> list[str]:
     mtp = [s.stage for s in stages if s.mtp_layers]
     where = f"; MTP on stage {mtp[0]}" if mtp else ""
     lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
-    if info.method in ("cp-sat", "recurrence", "bound", "layer-counts", "framework"):
+    if info.method != "even":
         gain = 100.0 * (1.0 - plan.step_time_s / info.even_step_time_s)
         even = f"{format_seconds(info.even_step_time_s)}" + ("" if info.even_fits else
                                                               " (does not fit)")  # fmt: skip
@@ -224,7 +224,8 @@ def solver_line(result: SearchResult) -> str:
     solved = [s for s in info.subproblems if s.solved_by == "cp-sat"]
     exact = sum(s.solved_by == "recurrence" for s in info.subproblems)
     counted = sum(s.solved_by == "layer-counts" for s in info.subproblems)
-    bound = len(info.subproblems) - len(solved) - exact - counted
+    walked = sum(s.solved_by == "branch-and-bound" for s in info.subproblems)
+    bound = len(info.subproblems) - len(solved) - exact - counted - walked
     line = f"{info.name} {info.status}"
     if solved:
         statuses = "/".join(sorted({s.status for s in solved}))
@@ -234,6 +235,8 @@ def solver_line(result: SearchResult) -> str:
         line += f"; {exact} split(s) solved exactly by the min-max partition recurrence"
     if counted:
         line += f"; {counted} split(s) solved exactly by layer counts (one kind of layer)"
+    if walked:
+        line += f"; {walked} split(s) proved optimal by branch and bound (several kinds of layer)"
     if bound:
         line += f"; {bound} split(s) optimal by a lower bound, no solve"
     return line

@@ -587,8 +587,10 @@ def _solver_info(
         )
     elif config.stage_split == "cp-sat":
         method += (
-            f"; CP-SAT then split the layers of the best {_ranked_count(config)} "
-            "over their pipeline stages and they were ranked again"
+            f"; the layers of the best {_ranked_count(config)} were then split over their "
+            "pipeline stages (CP-SAT, or exactly without it where a recurrence, layer counts, "
+            "a branch and bound or a lower bound settles the split: each split's solved_by) "
+            "and they were ranked again"
         )
     return info.model_copy(
         update={"objective": value, "best_bound": value, "method": method,

@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -90,7 +90,9 @@ class StageSolveInfo(FrozenSpec):
     """What the objective counts, in words."""
     wall_s: NonNegativeFloat
     """Wall time of building and solving the model (s)."""
-    solved_by: Literal["cp-sat", "bound", "recurrence", "layer-counts"] = "cp-sat"
+    solved_by: Literal["cp-sat", "bound", "recurrence", "layer-counts", "branch-and-bound"] = (
+        "cp-sat"
+    )
     """``cp-sat``: the model was solved; ``bound``: the even split, or from schema 1.7 the even
     layer counts with the fewest recomputed layers that fit (:func:`planner.search.solve.
     stage_data.least_recompute_assignment`), already meets a lower bound of the integer model
@@ -101,7 +103,9 @@ class StageSolveInfo(FrozenSpec):
     contiguous_partition`) fits with nothing recomputed, so it is optimal and no model was
     built; ``layer-counts`` (schema 1.7): every layer is of one kind, so the partition by layer and
     recompute counts (:func:`planner.search.solve.stage_data.uniform_partition`) is the optimum
-    and no model was built."""
+    and no model was built; ``branch-and-bound`` (schema 1.8): an interleaved split of several
+    kinds of layer that recomputes nothing, proved optimal by a depth-first walk of the chunk
+    sizes (:func:`planner.search.solve.branch.branch_and_bound_partition`), no model built."""
 
 
 class PipelineStage(FrozenSpec):
@@ -133,7 +137,9 @@ class PipelineStage(FrozenSpec):
 class PipelineSplitInfo(FrozenSpec):
     """How the layers were split over the pipeline stages, and what the split gained."""
 
-    method: Literal["even", "cp-sat", "recurrence", "bound", "layer-counts", "framework"]
+    method: Literal[
+        "even", "cp-sat", "recurrence", "bound", "layer-counts", "branch-and-bound", "framework"
+    ]
     """``even``: the planner's default (as even as possible, the remainder on the middle
     stages, every layer recomputed under full recomputation); ``cp-sat``: the CP-SAT partition
     (layers and recomputed layers per stage), used because the cost model scores it faster or
@@ -143,7 +149,9 @@ class PipelineSplitInfo(FrozenSpec):
     fewest recomputed layers that fit, used because it meets a lower bound of the partition
     problem (so it is optimal without a solve) and the cost model scores it faster than
     recomputing every layer; ``layer-counts`` (schema 1.7): the exact partition of a model whose
-    layers are all of one kind, by layer and recompute counts per rank; ``framework``: the
+    layers are all of one kind, by layer and recompute counts per rank; ``branch-and-bound``
+    (schema 1.8): the exact interleaved partition of a model with several kinds of layer that
+    recomputes nothing, found by a depth-first walk of the chunk sizes; ``framework``: the
     split the framework makes itself and the user cannot change (Nanotron's cost-balanced
     placement, schema 1.4)."""
     even_step_time_s: NonNegativeFloat
@@ -164,6 +172,7 @@ class PipelineSplitInfo(FrozenSpec):
             "recurrence": "the min-max recurrence's split",
             "bound": "the bound-proven split",
             "layer-counts": "the exact layer-count split",
+            "branch-and-bound": "the branch-and-bound split",
         }.get(self.method)
 
 

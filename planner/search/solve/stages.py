@@ -18,8 +18,10 @@ pipeline with its bubble, Narayanan et al. 2021 section 2.2), so minimising it m
 The search loads this module for every plan with pp > 1; OR-Tools (which imports pandas) is
 imported only when a split is actually solved (:class:`StageSolver`), not when
 :func:`optimise_pipeline` settles it otherwise: an even split (or the solver's start) that
-meets a lower bound, the min-max recurrence without interleaving, or the exact layer-count
-split of a model whose layers are all of one kind.
+meets a lower bound, the min-max recurrence without interleaving, the exact layer-count
+split of a model whose layers are all of one kind, or, for an interleaved split of several
+kinds of layer that recomputes nothing, a branch and bound that proves its optimum
+(:mod:`planner.search.solve.branch`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from planner.cost.step import StepCost
 from planner.errors import InternalError
 from planner.search.evaluate import fits, score
+from planner.search.solve.branch import branch_and_bound_partition
 from planner.search.solve.stage_data import (
     Assignment,
     ContiguousSplit,
@@ -357,6 +360,22 @@ def _uniform_solution(problem: StageProblem) -> StageSolution | None:
     return StageSolution("OPTIMAL", assignment, value, value, 0, 0, time.perf_counter() - start)
 
 
+def _branch_solution(
+    problem: StageProblem, bound: int | None, baseline: int | None
+) -> StageSolution | None:
+    """The optimum of an interleaved split that recomputes nothing and places no MTP module,
+    proved by a depth-first walk below the even split's value (``baseline``) that stops at
+    ``bound`` (:func:`~planner.search.solve.branch.branch_and_bound_partition`); None where it
+    does not apply or gives up, and CP-SAT solves the problem."""
+    start = time.perf_counter()
+    upper = None if baseline is None else baseline + 1  # the even split itself may be optimal
+    found = branch_and_bound_partition(problem, lower=bound, upper=upper)
+    if found is None:
+        return None
+    value, assignment = found
+    return StageSolution("OPTIMAL", assignment, value, value, 0, 0, time.perf_counter() - start)
+
+
 def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
     """(first layer, length) of each maximal run of layers with identical rows in every table
     (one run for a uniform dense model; dense-first then MoE for DeepSeek-V3).
@@ -444,13 +463,18 @@ def optimise_pipeline(
         )
         return PipelineOutcome(None, None, info)
     solution = _recurrence_solution(problem, found)
-    solved_by: Literal["cp-sat", "recurrence", "bound", "layer-counts"] = "recurrence"
+    solved_by: Literal["cp-sat", "recurrence", "bound", "layer-counts", "branch-and-bound"] = (
+        "recurrence"
+    )
     if solution is None:
         solution = _start_at_bound(problem, bound)
         solved_by = "bound"
     if solution is None:
         solution = _uniform_solution(problem)
         solved_by = "layer-counts"
+    if solution is None:
+        solution = _branch_solution(problem, bound, baseline)
+        solved_by = "branch-and-bound"
     if solution is None:
         solved = StageSolver(problem, config, floor=cut, stop_at=bound).solve()
         solution = tightened(problem, solved, layout, bound=bound)
