@@ -366,7 +366,10 @@ def _branch_solution(
     """The optimum of an interleaved split that recomputes nothing and places no MTP module,
     proved by a depth-first walk below the even split's value (``baseline``) that stops at
     ``bound`` (:func:`~planner.search.solve.branch.branch_and_bound_partition`); None where it
-    does not apply or gives up, and CP-SAT solves the problem."""
+    does not apply or gives up, and CP-SAT solves the problem. The caller walks only where the
+    rank-load bound exists: where it proves that nothing fits, or has too many count vectors to
+    be computed (Gemma's 62 layers of two kinds), the walk would have nothing to stop at and
+    would spend its whole budget."""
     start = time.perf_counter()
     upper = None if baseline is None else baseline + 1  # the even split itself may be optimal
     found = branch_and_bound_partition(problem, lower=bound, upper=upper)
@@ -473,7 +476,7 @@ def optimise_pipeline(
         solution = _uniform_solution(problem)
         solved_by = "layer-counts"
     if solution is None:
-        solution = _branch_solution(problem, bound, baseline)
+        solution = _branch_solution(problem, bound, baseline) if rank_load is not None else None
         solved_by = "branch-and-bound"
     if solution is None:
         solved = StageSolver(problem, config, floor=cut, stop_at=bound).solve()
