@@ -140,7 +140,7 @@ class StageSolver:
         for c in range(p.num_chunks):
             m.add(self._count[c] == self._bound[c + 1] - self._bound[c])
             if c < p.num_chunks - 1:
-                m.add(self._count[c] >= 1)  # see StageProblem.min_chunk_layers
+                m.add(self._count[c] >= p.min_chunk_layers)  # the last chunk may be empty
             m.add(self._redo[c] <= self._count[c])
             m.add(self._redo[c] <= p.num_layers * self._any_redo[c % p.pp])
             if self._blocks:
