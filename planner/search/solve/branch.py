@@ -1,5 +1,5 @@
 """Depth-first branch and bound for the interleaved pipeline split of a model with more than one
-kind of layer, where nothing is recomputed and no MTP module is placed.
+kind of layer, where nothing is recomputed (with or without MTP modules).
 
 Why it exists: with two kinds of layer that alternate (gpt-oss's sliding and full attention),
 :func:`~planner.search.solve.stage_data.uniform_partition`
@@ -34,12 +34,48 @@ walk that proves nothing costs before CP-SAT runs); gpt-oss-120b's PP8 VPP4 spli
 takes under 10,000."""
 
 
+_UNREACHABLE = 2**62
+"""A value no split reaches (the MTP modules fit nowhere)."""
+
+
 class _GaveUpError(Exception):
     """The walk passed :data:`BRANCH_MAX_NODES`."""
 
 
 def _prefix(values: tuple[int, ...] | list[int]) -> list[int]:
     return [0, *accumulate(values)]
+
+
+def _with_mtp(
+    p: StageProblem, sizes: list[int], times: list[int], kept: list[int], step: list[int]
+) -> tuple[int, int]:
+    """(the slowest rank's time, the MTP chunk) of a complete split: without MTP modules the
+    slowest rank and the last chunk; with them the fastest fitting place for the modules, a
+    chunk of the last virtual stage at or after the one that holds the last decoder layer
+    (their time, state, logits and activations on its rank; :func:`~planner.search.solve.
+    stage_data.rank_loads`). An unreachable value when they fit nowhere."""
+    chunks = p.num_chunks
+    if not p.num_mtp:
+        return max(times), chunks - 1
+    last = max(c for c in range(chunks) if sizes[c] > 0 or c == 0)
+    best = (_UNREACHABLE, chunks - 1)
+    for d in p.mtp_chunks:
+        if d < last:
+            continue
+        q = d % p.pp
+        on_last = q == p.pp - 1
+        state = p.mtp_state[0] if on_last else p.mtp_state[1]
+        transient = p.mtp_transient[0] if on_last else p.mtp_transient[1]
+        held = (
+            kept[q]
+            + p.in_flight_scale * (state + p.mtp_memory)
+            + p.in_flight[q] * (p.mtp_activation)
+        )
+        if held > p.in_flight_scale * p.capacity or step[q] + state + transient > p.capacity:
+            continue
+        value = max(max(times), times[q] + p.mtp_time)
+        best = min(best, (value, d))
+    return best
 
 
 def branch_and_bound_partition(
@@ -49,10 +85,11 @@ def branch_and_bound_partition(
     upper: int | None,
     max_nodes: int = BRANCH_MAX_NODES,
 ) -> tuple[int, Assignment] | None:
-    """The optimum split (value, assignment) of an interleaved problem that recomputes nothing
-    and places no MTP module, when the walk proves it: every split below ``upper`` (a known
-    value, exclusive bound; None = no bound) was walked or cut, or one met ``lower``. None when
-    the problem is of another shape, no split fits below ``upper``, or the walk gives up.
+    """The optimum split (value, assignment) of an interleaved problem that recomputes nothing,
+    its MTP modules (if any) in their fastest fitting place, when the walk proves it: every
+    split below ``upper`` (a known value, exclusive bound; None = no bound) was walked or cut,
+    or one met ``lower``. None when the problem is of another shape, no split fits below
+    ``upper``, or the walk gives up.
 
     >>> from planner.search.solve.stage_data import StageProblem
     >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(4, 10, 4, 10, 4, 10),
@@ -66,7 +103,7 @@ def branch_and_bound_partition(
     (23, (3, 1, 1, 1))
     """
     p = problem
-    if p.vpp < 2 or p.recompute != "none" or p.num_mtp:
+    if p.vpp < 2 or p.recompute != "none":
         return None
     n, pp, chunks, scale = p.num_layers, p.pp, p.num_chunks, p.in_flight_scale
     layer_transient = p.layer_transient or (0,) * n
@@ -84,21 +121,25 @@ def branch_and_bound_partition(
     # the last each holding min_chunk_layers layers of the cheapest kind
     forced = [cheapest * sum(1 for d in range(c + pp, chunks - 1, pp)) for c in range(chunks)]
     sizes = [0] * chunks
-    best_value = upper if upper is not None else sum(p.layer_time) + max(p.rank_time) + 1
+    mtp_time = p.mtp_time if p.num_mtp else 0
+    best_value = upper if upper is not None else sum(p.layer_time) + max(p.rank_time) + mtp_time + 1
     best_sizes: tuple[int, ...] | None = None
+    best_mtp = chunks - 1
     failed: dict[tuple[object, ...], int] = {}  # state -> the tightest limit it failed under
     nodes = 0
 
     def walk(c: int, start: int) -> bool:
         """Place chunks c.. from layer ``start``; True once a split meets ``lower``."""
-        nonlocal nodes, best_value, best_sizes
+        nonlocal nodes, best_value, best_sizes, best_mtp
         nodes += 1
         if nodes > max_nodes:
             raise _GaveUpError
         limit = best_value - 1  # a new split must be faster than the best
-        if time_at[n] - time_at[start] > sum(limit - t for t in times):
+        if time_at[n] - time_at[start] + mtp_time > sum(limit - t for t in times):
             return False
         key = (c, start, *times, *kept, *step)
+        if p.num_mtp and start == n:  # the MTP modules sit at or after the last layer's chunk
+            key += (max((d for d in range(c) if sizes[d]), default=0),)
         if failed.get(key, -1) >= limit:
             return False
         r = c % pp
@@ -127,7 +168,9 @@ def branch_and_bound_partition(
             times[r], kept[r], step[r] = rank_time, rank_kept, rank_step
             sizes[c] = size
             if c == chunks - 1:
-                best_value, best_sizes = max(times), tuple(sizes)
+                value, mtp_chunk = _with_mtp(p, sizes, times, kept, step)
+                if value < best_value:
+                    best_value, best_sizes, best_mtp = value, tuple(sizes), mtp_chunk
                 met = lower is not None and best_value <= lower
             else:
                 met = walk(c + 1, end)
@@ -145,7 +188,7 @@ def branch_and_bound_partition(
     if best_sizes is None:
         return None
     assignment = Assignment(
-        chunk_layers=best_sizes, recompute_layers=(0,) * chunks, mtp_chunk=chunks - 1
+        chunk_layers=best_sizes, recompute_layers=(0,) * chunks, mtp_chunk=best_mtp
     )
     if evaluate_assignment(p, assignment) != best_value:
         return None

@@ -363,13 +363,13 @@ def _uniform_solution(problem: StageProblem) -> StageSolution | None:
 def _branch_solution(
     problem: StageProblem, bound: int | None, baseline: int | None
 ) -> StageSolution | None:
-    """The optimum of an interleaved split that recomputes nothing and places no MTP module,
-    proved by a depth-first walk below the even split's value (``baseline``) that stops at
-    ``bound`` (:func:`~planner.search.solve.branch.branch_and_bound_partition`); None where it
-    does not apply or gives up, and CP-SAT solves the problem. The caller walks only where the
-    rank-load bound exists: where it proves that nothing fits, or has too many count vectors to
-    be computed (Gemma's 62 layers of two kinds), the walk would have nothing to stop at and
-    would spend its whole budget."""
+    """The optimum of an interleaved split that recomputes nothing (its MTP modules, if any,
+    where they are fastest), proved by a depth-first walk below the even split's value
+    (``baseline``) that stops at ``bound`` (:func:`~planner.search.solve.branch.
+    branch_and_bound_partition`); None where it does not apply or gives up, and CP-SAT solves
+    the problem. The caller walks only where the rank-load bound exists: where it proves that
+    nothing fits, or has too many count vectors to be computed (Gemma's 62 layers of two
+    kinds), the walk would have nothing to stop at and would spend its whole budget."""
     start = time.perf_counter()
     upper = None if baseline is None else baseline + 1  # the even split itself may be optimal
     found = branch_and_bound_partition(problem, lower=bound, upper=upper)
