@@ -64,6 +64,10 @@ class PlacementEntry(FrozenSpec):
     """Global ranks of the first group."""
 
 
+SolvedBy = Literal["cp-sat", "bound", "recurrence", "layer-counts", "branch-and-bound"]
+"""How a pipeline split was settled (:attr:`StageSolveInfo.solved_by`)."""
+
+
 class StageSolveInfo(FrozenSpec):
     """One pipeline-stage partition a search or an estimate solved (DESIGN.md section 7); the
     placement and fleet sub-problems are :class:`planner.specs.cluster_state.SubproblemInfo`."""
@@ -90,9 +94,7 @@ class StageSolveInfo(FrozenSpec):
     """What the objective counts, in words."""
     wall_s: NonNegativeFloat
     """Wall time of building and solving the model (s)."""
-    solved_by: Literal["cp-sat", "bound", "recurrence", "layer-counts", "branch-and-bound"] = (
-        "cp-sat"
-    )
+    solved_by: SolvedBy = "cp-sat"
     """``cp-sat``: the model was solved; ``bound``: the even split, or from schema 1.7 the even
     layer counts with the fewest recomputed layers that fit (:func:`planner.search.solve.
     stage_data.least_recompute_assignment`), already meets a lower bound of the integer model

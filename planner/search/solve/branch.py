@@ -2,12 +2,12 @@
 kind of layer, where nothing is recomputed (with or without MTP modules).
 
 Why it exists: with two kinds of layer that alternate (gpt-oss's sliding and full attention),
-:func:`~planner.search.solve.stage_data.uniform_partition`
-does not apply, and CP-SAT reaches the optimum of an interleaved split (32 chunks for 36
-layers) in well under its time limit but cannot close the gap to its LP bound: it runs to the
-limit and reports FEASIBLE. Walking the chunks in layer order, each chunk's size bounded by the
-best split found so far, proves the optimum instead (gpt-oss-120b's PP8 VPP4 on 64 H100: under
-10,000 nodes, 0.1 s, the value CP-SAT finds in 1 s without proof).
+:func:`~planner.search.solve.stage_data.uniform_partition` does not apply, and CP-SAT reaches
+the optimum of an interleaved split (32 chunks for 36 layers) in well under its time limit but
+cannot close the gap to its LP bound: it runs to the limit and reports FEASIBLE. Walking the
+chunks in layer order, each chunk's size bounded by the best split found so far, proves the
+optimum instead (gpt-oss-120b's PP8 VPP4 on 64 H100: under 10,000 nodes, 0.1 s, the value CP-SAT
+finds in 1 s without proof).
 
 The walk: chunk c (on rank c mod pp) takes the next n_c layers, sizes nearest the planner's
 even split first; a branch is cut when its rank's time reaches the best value found (the
@@ -26,16 +26,18 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from planner.search.solve.stage_data import Assignment, StageProblem, evaluate_assignment
+from planner.search.solve.stage_data import (
+    UNREACHABLE,
+    Assignment,
+    StageProblem,
+    evaluate_assignment,
+    per_item_table,
+)
 
 BRANCH_MAX_NODES = 20_000
 """Most chunk placements the walk tries before it gives up (about 0.15 s of pure Python, what a
 walk that proves nothing costs before CP-SAT runs); gpt-oss-120b's PP8 VPP4 split on 64 H100
 takes under 10,000."""
-
-
-_UNREACHABLE = 2**62
-"""A value no split reaches (the MTP modules fit nowhere)."""
 
 
 class _GaveUpError(Exception):
@@ -53,12 +55,13 @@ def _with_mtp(
     slowest rank and the last chunk; with them the fastest fitting place for the modules, a
     chunk of the last virtual stage at or after the one that holds the last decoder layer
     (their time, state, logits and activations on its rank; :func:`~planner.search.solve.
-    stage_data.rank_loads`). An unreachable value when they fit nowhere."""
+    stage_data.rank_loads`). :data:`~planner.search.solve.stage_data.UNREACHABLE` when they fit
+    nowhere."""
     chunks = p.num_chunks
     if not p.num_mtp:
         return max(times), chunks - 1
     last = max(c for c in range(chunks) if sizes[c] > 0 or c == 0)
-    best = (_UNREACHABLE, chunks - 1)
+    best = (UNREACHABLE, chunks - 1)
     for d in p.mtp_chunks:
         if d < last:
             continue
@@ -67,9 +70,7 @@ def _with_mtp(
         state = p.mtp_state[0] if on_last else p.mtp_state[1]
         transient = p.mtp_transient[0] if on_last else p.mtp_transient[1]
         held = (
-            kept[q]
-            + p.in_flight_scale * (state + p.mtp_memory)
-            + p.in_flight[q] * (p.mtp_activation)
+            kept[q] + p.in_flight_scale * (state + p.mtp_memory) + p.in_flight[q] * p.mtp_activation
         )
         if held > p.in_flight_scale * p.capacity or step[q] + state + transient > p.capacity:
             continue
@@ -106,8 +107,8 @@ def branch_and_bound_partition(
     if p.vpp < 2 or p.recompute != "none":
         return None
     n, pp, chunks, scale = p.num_layers, p.pp, p.num_chunks, p.in_flight_scale
-    layer_transient = p.layer_transient or (0,) * n
-    rank_transient = p.rank_transient or (0,) * pp
+    layer_transient = per_item_table(p.layer_transient, n)
+    rank_transient = per_item_table(p.rank_transient, pp)
     time_at = _prefix(p.layer_time)
     state_at = _prefix(p.layer_state)
     activation_at = _prefix(p.layer_activation)
@@ -119,7 +120,7 @@ def branch_and_bound_partition(
     cheapest = min(p.layer_time, default=0) * p.min_chunk_layers
     # forced[c]: the least time rank c mod pp still adds after chunk c, its later chunks but
     # the last each holding min_chunk_layers layers of the cheapest kind
-    forced = [cheapest * sum(1 for d in range(c + pp, chunks - 1, pp)) for c in range(chunks)]
+    forced = [cheapest * len(range(c + pp, chunks - 1, pp)) for c in range(chunks)]
     sizes = [0] * chunks
     mtp_time = p.mtp_time if p.num_mtp else 0
     best_value = upper if upper is not None else sum(p.layer_time) + max(p.rank_time) + mtp_time + 1

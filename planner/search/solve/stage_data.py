@@ -305,7 +305,9 @@ def rank_loads(problem: StageProblem, assignment: Assignment) -> list[tuple[int,
     return [(t, mem) for t, mem in loads]
 
 
-def _table(values: tuple[int, ...], size: int) -> tuple[int, ...]:
+def per_item_table(values: tuple[int, ...], size: int) -> tuple[int, ...]:
+    """``values``, or ``size`` zeros where the table is empty (an optional per-layer or per-rank
+    table of a :class:`StageProblem`)."""
     return values or (0,) * size
 
 
@@ -314,9 +316,9 @@ def rank_step_memory(problem: StageProblem, assignment: Assignment) -> list[int]
     memory of the step, after the backward has freed the activations (the second bound a rank
     must keep within capacity)."""
     p = problem
-    layer = [s + t for s, t in zip(p.layer_state, _table(p.layer_transient, p.num_layers),
+    layer = [s + t for s, t in zip(p.layer_state, per_item_table(p.layer_transient, p.num_layers),
                                    strict=True)]  # fmt: skip
-    out = [s + t for s, t in zip(p.rank_state, _table(p.rank_transient, p.pp), strict=True)]
+    out = [s + t for s, t in zip(p.rank_state, per_item_table(p.rank_transient, p.pp), strict=True)]
     start = 0
     for c, count in enumerate(assignment.chunk_layers):
         out[c % p.pp] += sum(layer[start : start + count])
@@ -422,7 +424,7 @@ def least_recompute_assignment(problem: StageProblem) -> Assignment:
     return base.model_copy(update={"recompute_layers": tuple(redo)})
 
 
-_UNREACHABLE = 2**62
+UNREACHABLE = 2**62
 """Cost of a split the min-max recurrence may not take (above any integer table sum)."""
 
 
@@ -430,11 +432,11 @@ def _min_max_split(
     rank_costs: list[np.ndarray], nearest: np.ndarray
 ) -> tuple[int, tuple[int, ...]] | None:
     """The min-max linear partition of layers 0..L-1 into len(rank_costs) contiguous stages in
-    order: ``rank_costs[k][j, i]`` is rank k's cost when it holds layers j..i-1 (``_UNREACHABLE``
+    order: ``rank_costs[k][j, i]`` is rank k's cost when it holds layers j..i-1 (``UNREACHABLE``
     where it may not). Returns the least largest cost and a split that attains it, walking back
     from the last rank and keeping, of equally good cuts, the one nearest ``nearest[k]`` (the
     first layer rank k would hold); None when no split exists."""
-    best = np.full(rank_costs[0].shape[1], _UNREACHABLE, dtype=np.int64)
+    best = np.full(rank_costs[0].shape[1], UNREACHABLE, dtype=np.int64)
     best[0] = 0  # no layers on no ranks
     tables = []
     for cost in rank_costs:
@@ -442,7 +444,7 @@ def _min_max_split(
         tables.append(table)
         best = table.min(axis=0)
     value = int(best[-1])
-    if value >= _UNREACHABLE:
+    if value >= UNREACHABLE:
         return None
     layers: list[int] = []
     end = len(best) - 1
@@ -511,8 +513,8 @@ def contiguous_partition(problem: StageProblem) -> ContiguousSplit | None:
     scale = p.in_flight_scale
     state, activation = _spans(p.layer_state), _spans(p.layer_activation)
     held = _spans(tuple(s + t for s, t in zip(
-        p.layer_state, _table(p.layer_transient, n), strict=True)))  # fmt: skip
-    rank_transient = _table(p.rank_transient, p.pp)
+        p.layer_state, per_item_table(p.layer_transient, n), strict=True)))  # fmt: skip
+    rank_transient = per_item_table(p.rank_transient, p.pp)
     memories = []
     for r in range(p.pp):
         load = scale * (p.rank_state[r] + p.rank_memory[r] + state) + p.in_flight[r] * activation
@@ -523,13 +525,13 @@ def contiguous_partition(problem: StageProblem) -> ContiguousSplit | None:
             )
             step = step + p.mtp_state[0] + p.mtp_transient[0]
         memories.append(np.maximum(load, scale * step))
-    fitting = [np.where(m <= scale * p.capacity, t, _UNREACHABLE)
+    fitting = [np.where(m <= scale * p.capacity, t, UNREACHABLE)
                for t, m in zip(times, memories, strict=True)]  # fmt: skip
     fastest = _min_max_split(fitting, nearest)
     if fastest is None:
         return ContiguousSplit(unconstrained[0], None, None)
     leanest = _min_max_split(
-        [np.where(t <= fastest[0], m, _UNREACHABLE)
+        [np.where(t <= fastest[0], m, UNREACHABLE)
          for t, m in zip(fitting, memories, strict=True)],
         nearest,
     )  # fmt: skip
@@ -552,7 +554,7 @@ def _spans(values: tuple[int, ...]) -> np.ndarray:
 
 
 def _rank_time_spans(p: StageProblem) -> list[np.ndarray] | None:
-    """Per rank, its time when it holds layers j..i-1 (``_UNREACHABLE`` where it may not: fewer
+    """Per rank, its time when it holds layers j..i-1 (``UNREACHABLE`` where it may not: fewer
     than ``min_chunk_layers`` on any rank but the last): its ``rank_time``, the layers' times,
     and on the last rank the MTP modules. None with interleaving (or ``min_chunk_layers`` < 1,
     where the MTP modules need not sit on the last stage)."""
@@ -564,7 +566,7 @@ def _rank_time_spans(p: StageProblem) -> list[np.ndarray] | None:
     mtp = p.mtp_time if p.num_mtp else 0
     return [
         np.where(gap >= (p.min_chunk_layers if r < last else 0),
-                 p.rank_time[r] + (mtp if r == last else 0) + span, _UNREACHABLE)
+                 p.rank_time[r] + (mtp if r == last else 0) + span, UNREACHABLE)
         for r in range(p.pp)
     ]  # fmt: skip
 
@@ -652,7 +654,7 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
     p = problem
     n = p.num_layers
     rows = set(zip(p.layer_time, p.recompute_time, p.layer_state, p.layer_activation,
-                   p.recompute_saving, _table(p.layer_transient, n), strict=True))  # fmt: skip
+                   p.recompute_saving, per_item_table(p.layer_transient, n), strict=True))  # fmt: skip
     if len(rows) != 1 or p.num_mtp:
         return None
     time_, redo_time, state, activation, saving, transient = next(iter(rows))
@@ -670,7 +672,7 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
     if rows * (n + 1) ** 2 > UNIFORM_MAX_CELLS:
         return None
     layers = np.arange(n + 1)[None, :]
-    rank_transient = _table(p.rank_transient, pp)
+    rank_transient = per_item_table(p.rank_transient, pp)
     fastest, redone = [], []  # per rank: [N, k] least time and its recompute count
     for r in range(pp):
         least, most = _recompute_span(np.array(mins[r]), layers, counts[:, None])
@@ -678,14 +680,14 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
         kept = kept + p.in_flight[r] * layers * activation
         over = kept + scale * p.working - scale * p.capacity  # memory past capacity at rho > 0
         per = p.in_flight[r] * saving
-        enough = -(-over // per) if per > 0 else np.where(over <= 0, 0, _UNREACHABLE)
+        enough = -(-over // per) if per > 0 else np.where(over <= 0, 0, UNREACHABLE)
         redo = np.where(over <= 0, np.maximum(least, 1), np.maximum(np.maximum(least, 1), enough))
         redo = np.where((least == 0) & (kept <= scale * p.capacity), 0, redo)
         step = p.rank_state[r] + rank_transient[r] + layers * (state + transient)
         ok = (layers >= sum(mins[r])) & (step <= p.capacity) & (redo <= most)
         redo = np.where(ok, redo, 0)
         total = p.rank_time[r] + layers * time_ + redo * redo_time
-        fastest.append(np.where(ok, total, _UNREACHABLE))
+        fastest.append(np.where(ok, total, UNREACHABLE))
         redone.append(redo)
     per_stage = p.recompute == "per_stage" and p.fixed_recompute is None
     choice = [t.argmin(axis=0) for t in fastest] if per_stage else None
@@ -694,16 +696,16 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
     gap = ks[:, None] - ks[None, :]  # [k, j]: layers left for the ranks before
     inside = gap >= 0
     gap = np.maximum(gap, 0)
-    best = np.full((times[0].shape[0], n + 1), _UNREACHABLE, dtype=np.int64)
+    best = np.full((times[0].shape[0], n + 1), UNREACHABLE, dtype=np.int64)
     best[:, 0] = 0
     befores = []
     for rank_times in times:
         befores.append(best)
-        reached = np.where(inside[None], best[:, gap], _UNREACHABLE)
+        reached = np.where(inside[None], best[:, gap], UNREACHABLE)
         best = np.maximum(reached, rank_times[:, None, :]).min(axis=2)
     row = int(best[:, -1].argmin())
     value = int(best[row, -1])
-    if value >= _UNREACHABLE:
+    if value >= UNREACHABLE:
         return None
     held = [0] * pp
     left = n
@@ -775,7 +777,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
     p = problem
     n, pp, scale = p.num_layers, p.pp, p.in_flight_scale
     rows = list(zip(p.layer_time, p.recompute_time, p.layer_state, p.layer_activation,
-                    p.recompute_saving, _table(p.layer_transient, n), strict=True))  # fmt: skip
+                    p.recompute_saving, per_item_table(p.layer_transient, n), strict=True))  # fmt: skip
     kinds = sorted(set(rows))
     totals = tuple(rows.count(kind) for kind in kinds)
     shape = tuple(total + 1 for total in totals)
@@ -788,7 +790,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
     redo_time, saving = redo @ table[:, 1], redo @ table[:, 4]
     recomputing = redo.sum(axis=1) > 0
     allowed = np.all(redo[None, :, :] <= counts[:, None, :], axis=2)  # count x recompute choice
-    rank_transient = _table(p.rank_transient, pp)
+    rank_transient = per_item_table(p.rank_transient, pp)
     mtp_ranks = {c % pp for c in p.mtp_chunks} if p.num_mtp else set()
 
     def fastest(r: int, mtp: bool) -> np.ndarray:
@@ -808,7 +810,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
         step = p.rank_state[r] + rank_transient[r] + state + transient + extra_step
         fits = allowed & (load <= scale * p.capacity) & (step <= p.capacity)[:, None]
         times = p.rank_time[r] + extra_time + time_[:, None] + redo_time[None, :]
-        return np.where(fits, times, _UNREACHABLE).min(axis=1)
+        return np.where(fits, times, UNREACHABLE).min(axis=1)
 
     # before[s, c]: the count vector s - c (flat index), or -1 where c does not fit inside s
     diff = counts[:, None, :] - counts[None, :, :]
@@ -817,12 +819,12 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
 
     def step_up(best: np.ndarray, rank: np.ndarray) -> np.ndarray:
         reached = np.where(inside, np.maximum(best[np.maximum(before, 0)], rank[None, :]),
-                           _UNREACHABLE)  # fmt: skip
+                           UNREACHABLE)  # fmt: skip
         return reached.min(axis=1)
 
-    unplaced = np.full(len(counts), _UNREACHABLE, dtype=np.int64)
+    unplaced = np.full(len(counts), UNREACHABLE, dtype=np.int64)
     unplaced[0] = 0  # nothing held by no ranks
-    placed = np.full(len(counts), _UNREACHABLE, dtype=np.int64)
+    placed = np.full(len(counts), UNREACHABLE, dtype=np.int64)
     for r in range(pp):
         plain = fastest(r, False)
         new_placed = step_up(placed, plain)
@@ -830,7 +832,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
             new_placed = np.minimum(new_placed, step_up(unplaced, fastest(r, True)))
         unplaced, placed = step_up(unplaced, plain), new_placed
     value = int((placed if p.num_mtp else unplaced)[-1])
-    return None if value >= _UNREACHABLE else value
+    return None if value >= UNREACHABLE else value
 
 
 def lower_bound(problem: StageProblem) -> int | None:

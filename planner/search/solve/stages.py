@@ -27,7 +27,7 @@ kinds of layer that recomputes nothing, a branch and bound that proves its optim
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from planner.cost.step import StepCost
 from planner.errors import InternalError
@@ -51,7 +51,7 @@ from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
-from planner.specs.result import StageSolveInfo
+from planner.specs.result import SolvedBy, StageSolveInfo
 from planner.specs.solver_config import TIME_QUANTUM_S, SolverConfig
 from planner.specs.workload import TrainWorkload
 
@@ -76,6 +76,12 @@ class StageSolution(NamedTuple):
     """Constraints of the model."""
     wall_s: float
     """Building and solving (s)."""
+
+
+def proved_optimal(assignment: Assignment, value: int, start: float) -> StageSolution:
+    """A split proved optimal without a CP-SAT model (no variables, no constraints): its value
+    is its bound; ``start`` is when the method began (``time.perf_counter()``)."""
+    return StageSolution("OPTIMAL", assignment, value, value, 0, 0, time.perf_counter() - start)
 
 
 class StageSolver:
@@ -331,9 +337,7 @@ def _recurrence_solution(
     )
     if evaluate_assignment(problem, assignment) != found.time:
         return None
-    return StageSolution(
-        "OPTIMAL", assignment, found.time, found.time, 0, 0, time.perf_counter() - start
-    )
+    return proved_optimal(assignment, found.time, start)
 
 
 def _start_at_bound(problem: StageProblem, bound: int | None) -> StageSolution | None:
@@ -346,7 +350,7 @@ def _start_at_bound(problem: StageProblem, bound: int | None) -> StageSolution |
     assignment = least_recompute_assignment(problem)
     if evaluate_assignment(problem, assignment) != bound:
         return None
-    return StageSolution("OPTIMAL", assignment, bound, bound, 0, 0, time.perf_counter() - start)
+    return proved_optimal(assignment, bound, start)
 
 
 def _uniform_solution(problem: StageProblem) -> StageSolution | None:
@@ -357,7 +361,7 @@ def _uniform_solution(problem: StageProblem) -> StageSolution | None:
     if found is None:
         return None
     value, assignment = found
-    return StageSolution("OPTIMAL", assignment, value, value, 0, 0, time.perf_counter() - start)
+    return proved_optimal(assignment, value, start)
 
 
 def _branch_solution(
@@ -376,7 +380,7 @@ def _branch_solution(
     if found is None:
         return None
     value, assignment = found
-    return StageSolution("OPTIMAL", assignment, value, value, 0, 0, time.perf_counter() - start)
+    return proved_optimal(assignment, value, start)
 
 
 def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
@@ -466,9 +470,7 @@ def optimise_pipeline(
         )
         return PipelineOutcome(None, None, info)
     solution = _recurrence_solution(problem, found)
-    solved_by: Literal["cp-sat", "recurrence", "bound", "layer-counts", "branch-and-bound"] = (
-        "recurrence"
-    )
+    solved_by: SolvedBy = "recurrence"
     if solution is None:
         solution = _start_at_bound(problem, bound)
         solved_by = "bound"
