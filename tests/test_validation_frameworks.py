@@ -194,3 +194,31 @@ def test_heldout_rows_add_up() -> None:
         assert tp * pp * cp * layout["dp"] == gpus, row["id"]
         if layout.get("mbs"):
             assert workload["global_batch"] % (layout["dp"] * layout["mbs"]) == 0, row["id"]
+
+
+def test_olmo_core_rows_state_the_scripts_shapes_and_run_as_torchtitan() -> None:
+    """OLC rows: OLMo-core's FFN rule (int(8 d / 3), times the multiplier, rounded up to the
+    multiple: 7B 10922 -> 11008, Llama 8B int(1.3 x 10922) = 14198 -> 14336), QK-norm on the OLMo
+    models only, and the torchtitan profile (OLMo-core's FSDP2 wrapping is torchtitan's)."""
+    from planner.accuracy.rows import load_rows, row_profile, to_model_spec
+
+    def ffn(d_model: int, multiplier: float | None, multiple: int) -> int:
+        hidden = int(8 * d_model / 3)
+        if multiplier is not None:
+            hidden = int(multiplier * hidden)
+        return multiple * ((hidden + multiple - 1) // multiple)
+
+    rows = {r.id: r for r in load_rows(VALIDATION / "training_frameworks.yaml")}
+    expected = {
+        "OLC1": (ffn(2048, None, 256), True),
+        "OLC2": (ffn(4096, None, 256), True),
+        "OLC3": (ffn(4096, 1.3, 1024), False),
+        "OLC4": (ffn(5120, None, 256), True),
+    }
+    assert [expected[k][0] for k in sorted(expected)] == [5632, 11008, 14336, 13824]
+    for rid, (width, qk_norm) in expected.items():
+        model = to_model_spec(rows[rid])
+        assert model.ffn_hidden_size == width, rid
+        assert model.qk_norm is qk_norm, rid
+        assert model.vocab_size == 100352, rid  # dolma2's 100278 padded to a multiple of 128
+        assert row_profile(rows[rid]) == "torchtitan", rid

@@ -128,6 +128,8 @@ class ArchRow(RowModel):
     """Position encoding (None: the model-name rule decides)."""
     parallel_block: bool | None = None
     """Attention and FFN in parallel from one norm (PaLM, MegaScale's PTB)."""
+    qk_norm: bool | None = None
+    """RMSNorm on the queries and keys (OLMo 2, Qwen3; None: the model-name rule decides)."""
 
 
 class ModelRow(RowModel):
@@ -463,7 +465,7 @@ def _arch_flags(arch: ArchRow) -> dict[str, object]:
     """ModelSpec fields a framework row's ``arch`` states outright (they win over the
     model-name rules)."""
     out: dict[str, object] = {}
-    for key in ("tied_embeddings", "norm", "position_embedding", "parallel_block"):
+    for key in ("tied_embeddings", "norm", "position_embedding", "parallel_block", "qk_norm"):
         if getattr(arch, key) is not None:
             out[key] = getattr(arch, key)
     if arch.bias is not None:
@@ -502,13 +504,15 @@ SETTING_WORDS: dict[tuple[str, object], str] = {
 FRAMEWORK_PROFILES: dict[str, str] = {
     "megascale": "megatron",
     "llm-foundry": "fsdp",
+    "olmo-core": "torchtitan",
 }
 """Row frameworks that run under another stack's profile (``topologies/frameworks/``) and are
 no user-facing alias of it: MegaScale is Megatron-LM with its own kernels and overlaps (the row's
-arch says what its model changes), llm-foundry trains with PyTorch FSDP through Composer. Any
-other row framework is a profile's name or one of its aliases
-(``topologies/frameworks/_aliases.yaml``: Pax compiles with the same XLA GSPMD partitioner as
-MaxText). A recipe's ``profile`` overrides it for one row."""
+arch says what its model changes), llm-foundry trains with PyTorch FSDP through Composer,
+OLMo-core wraps its blocks with FSDP2 as torchtitan does (its ``apply_fsdp`` is adapted from
+torchtitan's ``parallelize_llama``). Any other row framework is a profile's name or one of its
+aliases (``topologies/frameworks/_aliases.yaml``: Pax compiles with the same XLA GSPMD
+partitioner as MaxText). A recipe's ``profile`` overrides it for one row."""
 
 
 def row_profile(row: TrainingRow) -> str:
