@@ -60,6 +60,8 @@ WORKLOAD_FLAGS = {
     "--zero-shard-group", "--reshard-after-forward",
     # issue 18: what XLA's ZeRO-3 gathers at once, and when AQT-style recipes cast the weights
     "--fsdp-gather-unit", "--weight-cast",
+    # issue 18: FSDP2's buffer copies on the compute stream (PyTorch fully_shard)
+    "--fsdp-buffer-copies",
     # issue 18: how often the training loop stops the host (the fitted per-step cost)
     "--host-sync-interval",
     # issue 18: MoE routing as it runs (load imbalance, capacity padding)

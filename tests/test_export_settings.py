@@ -94,6 +94,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("zero3", {"reshard_after_forward": v}) for v in ("default", "always", "never")
     ],
     "fsdp_gather_unit": [("zero3", {"fsdp_gather_unit": v}) for v in ("layer", "weight")],
+    "fsdp2_buffer_copies": [("zero3", {"fsdp2_buffer_copies": v}) for v in (False, True)],
     "weight_cast": [
         ("dense", {"precision": "fp8", "weight_cast": v}) for v in ("per_step", "per_call")
     ],
@@ -497,6 +498,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _rope_megatron,
         DP_OVERLAP: _dp_megatron,
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "fsdp2_buffer_copies": _said,
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "bridge": {
@@ -588,6 +590,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _rope_bridge,
         DP_OVERLAP: _dp_bridge,
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "fsdp2_buffer_copies": _said,
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "torchtitan": {
@@ -677,6 +680,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         # FSDP2 and DDP overlap their collectives with compute by default: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "fsdp2_buffer_copies": _said,
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
     },
     "deepspeed": {
@@ -735,6 +739,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _said,
         DP_OVERLAP: lambda c: c.names.get("zero_optimization.overlap_comm") is _dp_on(c),
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "fsdp2_buffer_copies": _said,
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "maxtext": {
@@ -797,6 +802,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         # XLA overlaps the data-parallel collectives with compute: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "weight"),
+        "fsdp2_buffer_copies": _said,
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
     },
 }

@@ -593,6 +593,7 @@ _WORKLOAD_FLAGS = {
     "zero_shard_group": "--zero-shard-group",
     "reshard_after_forward": "--reshard-after-forward",
     "fsdp_gather_unit": "--fsdp-gather-unit",
+    "fsdp2_buffer_copies": "--fsdp-buffer-copies",
     "weight_cast": "--weight-cast",
     "host_sync_interval": "--host-sync-interval",
     "moe_dispatch_dedup": "--moe-dispatcher",
@@ -665,8 +666,8 @@ PLAN_FIXES: tuple[str, ...] = (
     "fp8_param_gather", "fused_grouped_mlp", "expert_load_imbalance", "moe_capacity_factor",
     "saved_tensors", "activation_offload", "elementwise",
     "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
-    "fsdp_gather_unit", "weight_cast", "host_sync_interval", "no_sequence_parallel",
-    "no_tp_overlap", "dp_overlap",
+    "fsdp_gather_unit", "fsdp_buffer_copies", "weight_cast", "host_sync_interval",
+    "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

@@ -386,6 +386,14 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "weights are gathered at once [the profile's]",
     )
     g.add_argument(
+        "--fsdp-buffer-copies",
+        choices=("on", "off"),
+        help="ZeRO-3: the compute stream copies each all-gather's output into the parameters "
+        "and waits while the gradients are copied into the reduce buffer (PyTorch FSDP2's "
+        "fully_shard: on), or the parameters are views of the gathered buffer (FSDP1, "
+        "Megatron-FSDP, DeepSpeed, XLA: off) [the profile's]",
+    )
+    g.add_argument(
         "--weight-cast",
         choices=("per_step", "per_call"),
         help="8- and 4-bit recipes: the weights cast once per step and reused by its "
@@ -529,6 +537,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["reshard_after_forward"] = args.reshard_after_forward
     if getattr(args, "fsdp_gather_unit", None):
         out["fsdp_gather_unit"] = args.fsdp_gather_unit
+    if getattr(args, "fsdp_buffer_copies", None):
+        out["fsdp2_buffer_copies"] = args.fsdp_buffer_copies == "on"
     if getattr(args, "weight_cast", None):
         out["weight_cast"] = args.weight_cast
     if getattr(args, "elementwise", None):
@@ -914,8 +924,8 @@ TRAIN_ONLY: tuple[str, ...] = (
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather", "fused_grouped_mlp",
     "expert_load_imbalance", "moe_capacity_factor", "saved_tensors",
     "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
-    "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "weight_cast",
-    "host_sync_interval", "no_sequence_parallel", "no_tp_overlap", "framework",
+    "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "fsdp_buffer_copies",
+    "weight_cast", "host_sync_interval", "no_sequence_parallel", "no_tp_overlap", "framework",
     "cp_comm", "cp_impl", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""

@@ -182,6 +182,40 @@ class ShardedState(NamedTuple):
     with the activations: a stage's peak is the state plus the larger of the two."""
 
 
+GRADIENT_COMPUTE_BYTES = 2.0
+"""Bytes per gradient value as the backward writes it: bf16, FSDP2's ``param_dtype``."""
+
+
+def fsdp2_buffer_copy_bytes(
+    workload: TrainWorkload, layout: Layout, num_microbatches: int
+) -> float:
+    """HBM bytes per gathered parameter (a stage's parameters on this GPU before data-parallel
+    sharding) that FSDP2's buffer copies move on the compute stream's path in one step
+    (``TrainWorkload.fsdp2_buffer_copies``): each all-gather's copy-out reads and writes the
+    gathered values (2 p, p = 1 byte for FP8 gathers, else 2); each reduce-scatter's copy-in
+    reads the bf16 gradient and writes it in the reduce dtype (2 + r), and the pre-division
+    (``_div_if_needed``, a factor above 1 for any group of 2 or more) reads and writes that
+    buffer again (2 r): 2 + 3 r, 14 bytes for fp32 reductions. Gathers and reductions happen per
+    micro-batch unless the step reduces once (:func:`reduces_once_per_step`: one of each).
+    0 when the framework makes no such copies or below ZeRO-3.
+
+    >>> w = TrainWorkload(fsdp2_buffer_copies=True)
+    >>> fsdp2_buffer_copy_bytes(w, Layout(dp=8, zero=3), 4)  # 4 x (2 gathers x 4 + 14)
+    88.0
+    >>> fsdp2_buffer_copy_bytes(TrainWorkload(), Layout(dp=8, zero=3), 4)
+    0.0
+    """
+    if not workload.fsdp2_buffer_copies or layout.zero < 3:
+        return 0.0
+    param_bytes = 1.0 if gathers_fp8_params(workload, layout) else 2.0
+    reduce_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
+    copy_in = GRADIENT_COMPUTE_BYTES + 3.0 * reduce_bytes
+    if reduces_once_per_step(workload, layout):
+        return 2.0 * param_bytes + copy_in
+    gathers = param_gathers_per_microbatch(workload, layout)
+    return num_microbatches * (gathers * 2.0 * param_bytes + copy_in)
+
+
 def gathers_fp8_params(workload: TrainWorkload, layout: Layout) -> bool:
     """Whether the layout keeps its parameters in FP8 and all-gathers them so
     (``workload.fp8_param_gather``): only with ZeRO >= 1 (the gather it halves) and an 8-bit

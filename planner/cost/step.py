@@ -43,6 +43,7 @@ from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
     dp_sync_overlapped,
+    fsdp2_buffer_copy_bytes,
     gathers_fp8_params,
     param_gathers_per_microbatch,
     reduces_once_per_step,
@@ -450,6 +451,8 @@ def estimate_step(
         )
         for s in stages
     }
+    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
+    copy_bytes = fsdp2_buffer_copy_bytes(workload, layout, m)
     breakdown["dp_comm"] = max(
         dp_exposed_time(
             *params[s],
@@ -462,17 +465,14 @@ def estimate_step(
             tail_params=dp_tail_params(model, layout, stage=s),
             units=fsdp_units(stage_contents(model, workload, layout, s, split)),
         )
+        + copy_bytes * sum(params[s]) / hbm  # FSDP2's copies around its collectives
         for s in stages
     )
     dense, expert = max(params.values(), key=sum)
     edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
     dp = shard_ranks(workload, layout)
     shard = dense / dp + expert / edp if layout.zero >= 1 else dense + expert
-    breakdown["optimizer"] = (
-        optimizer_step_bytes_per_param(workload)
-        * shard
-        / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
-    )
+    breakdown["optimizer"] = optimizer_step_bytes_per_param(workload) * shard / hbm
     breakdown["step_sync"] = host_sync_time(acc.efficiency.step_overhead_ms, workload)
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
     stages, memories = memory or estimate_memory(model, workload, layout, split=split)

@@ -273,6 +273,17 @@ class TrainWorkload(FrozenSpec):
     SPMD partitioner turns each sharded weight's use into its own all-gather before its einsum
     (and each weight gradient into its own reduce-scatter), so the gathered working set is a
     few of the largest weight tensors (MaxText, AXLearn, Pax), not whole layers."""
+    fsdp2_buffer_copies: bool = False
+    """ZeRO-3 only: the HBM copies PyTorch FSDP2 (``fully_shard``) makes around its collectives
+    on the compute stream's path (:func:`planner.cost.sharding.fsdp2_buffer_copy_bytes`). After
+    each all-gather the compute stream splits the gathered buffer into the unsharded parameters
+    (``FSDPParamGroup.wait_for_unshard`` -> ``foreach_all_gather_copy_out``,
+    ``torch.split_with_sizes_copy`` after waiting on the all-gather); before each reduce-scatter
+    the gradients are concatenated into one buffer in the reduce dtype and pre-divided, and the
+    compute stream waits for that copy (``foreach_reduce_scatter``: ``current_stream.wait_event
+    (copy_in_event)``; torch/distributed/_composable/fsdp, PyTorch 2.4-2.5). False: parameters
+    are views of the gathered buffer (FSDP1's flat parameter, Megatron-FSDP's and DeepSpeed's
+    buffers, XLA)."""
     weight_cast: Literal["per_step", "per_call"] = "per_step"
     """Low-precision formats: when a GEMM's weight operand is quantized. per_step: once per
     optimizer step and cached across micro-batches (Transformer Engine's ``is_first_microbatch``

@@ -269,6 +269,16 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "weight": "ZeRO-3 gathering weight by weight (one all-gather per weight tensor)",
         }[j.train[1].fsdp_gather_unit],
     ),
+    "fsdp2_buffer_copies": (
+        lambda j: j.train[0].layout.zero == 3,
+        lambda j: (
+            "FSDP2's copies on the compute stream (each all-gather's output split into the "
+            "parameters, the gradients copied into the reduce buffer and pre-divided)"
+            if j.train[1].fsdp2_buffer_copies
+            else "no ZeRO-3 buffer copies on the compute stream (parameters are views of the "
+            "gathered buffer)"
+        ),
+    ),
     "weight_cast": (
         lambda j: j.train[0].layout.precision not in (NumberFormat.BF16, NumberFormat.FP16),
         lambda j: {
