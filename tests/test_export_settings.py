@@ -498,7 +498,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _rope_megatron,
         DP_OVERLAP: _dp_megatron,
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
-        "fsdp2_buffer_copies": _said,
+        "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "bridge": {
@@ -590,7 +590,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _rope_bridge,
         DP_OVERLAP: _dp_bridge,
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
-        "fsdp2_buffer_copies": _said,
+        "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "torchtitan": {
@@ -680,7 +680,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         # FSDP2 and DDP overlap their collectives with compute by default: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
-        "fsdp2_buffer_copies": _said,
+        "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is True),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
     },
     "deepspeed": {
@@ -739,7 +739,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         MODEL_ROPE: _said,
         DP_OVERLAP: lambda c: c.names.get("zero_optimization.overlap_comm") is _dp_on(c),
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
-        "fsdp2_buffer_copies": _said,
+        "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
     },
     "maxtext": {
@@ -802,7 +802,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         # XLA overlaps the data-parallel collectives with compute: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "weight"),
-        "fsdp2_buffer_copies": _said,
+        "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
     },
 }

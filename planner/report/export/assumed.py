@@ -465,16 +465,39 @@ weights as cast once per step (``weight_cast`` per_step, left unchanged without 
 measure it), so its export says it assumed that."""
 
 
+NATIVE_FSDP2_COPIES: dict[str, tuple[bool, str]] = {
+    "megatron": (False, "Megatron-FSDP's parameters are views of its gathered buckets"),
+    "deepspeed": (False, "ZeRO-3's parameters are views of its gathered partitions"),
+    "torchtitan": (
+        True,
+        "FSDP2 (fully_shard) copies each all-gather's output into the parameters and the "
+        "gradients into its reduce-scatter buffer",
+    ),
+    "maxtext": (False, "XLA's gathered weights are the dot operands themselves"),
+}
+"""Per export format: whether its framework's ZeRO-3 makes FSDP2's buffer copies on the compute
+stream (``TrainWorkload.fsdp2_buffer_copies``), and where that lives when the prediction assumed
+the other."""
+
+
 def express_native_gather_and_cast(job: ExportJob, fmt: str) -> dict[str, str]:
-    """Mark ``fsdp_gather_unit`` and ``weight_cast`` expressed where the prediction assumed the
-    framework's own behaviour; the note tails for where it assumed the other."""
+    """Mark ``fsdp_gather_unit``, ``weight_cast`` and ``fsdp2_buffer_copies`` expressed where
+    the prediction assumed the framework's own behaviour; the note tails for where it assumed
+    the other."""
     gather, cast, gather_where, cast_where = NATIVE_GATHER_AND_CAST[fmt]
+    copies, copies_where = NATIVE_FSDP2_COPIES[fmt]
     workload = job.train[1]
     if workload.fsdp_gather_unit == gather:
         job.express("fsdp_gather_unit")
     if workload.weight_cast == cast:
         job.express("weight_cast")
-    return {"fsdp_gather_unit": gather_where, "weight_cast": cast_where}
+    if workload.fsdp2_buffer_copies == copies:
+        job.express("fsdp2_buffer_copies")
+    return {
+        "fsdp_gather_unit": gather_where,
+        "weight_cast": cast_where,
+        "fsdp2_buffer_copies": copies_where,
+    }
 
 
 FRAMEWORK_ELSEWHERE = (
