@@ -388,7 +388,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--fsdp-buffer-copies",
         choices=("on", "off"),
-        help="ZeRO-3: the compute stream copies each all-gather's output into the parameters "
+        help="ZeRO-2/3: the compute stream copies each all-gather's output into the parameters "
         "and waits while the gradients are copied into the reduce buffer (PyTorch FSDP2's "
         "fully_shard: on), or the parameters are views of the gathered buffer (FSDP1, "
         "Megatron-FSDP, DeepSpeed, XLA: off) [the profile's]",

@@ -197,21 +197,25 @@ def fsdp2_buffer_copy_bytes(
     (``_div_if_needed``, a factor above 1 for any group of 2 or more) reads and writes that
     buffer again (2 r): 2 + 3 r, 14 bytes for fp32 reductions. Gathers and reductions happen per
     micro-batch unless the step reduces once (:func:`reduces_once_per_step`: one of each).
-    0 when the framework makes no such copies or below ZeRO-3.
+    ZeRO-2 reduce-scatters every micro-batch too and is priced without parameter gathers
+    (:func:`param_gathers_per_microbatch`), so it pays the copy-in alone. 0 when the framework
+    makes no such copies or below ZeRO-2.
 
     >>> w = TrainWorkload(fsdp2_buffer_copies=True)
     >>> fsdp2_buffer_copy_bytes(w, Layout(dp=8, zero=3), 4)  # 4 x (2 gathers x 4 + 14)
     88.0
+    >>> fsdp2_buffer_copy_bytes(w, Layout(dp=8, zero=2), 4)  # 4 x 14
+    56.0
     >>> fsdp2_buffer_copy_bytes(TrainWorkload(), Layout(dp=8, zero=3), 4)
     0.0
     """
-    if not workload.fsdp2_buffer_copies or layout.zero < 3:
+    if not workload.fsdp2_buffer_copies or layout.zero < 2:
         return 0.0
     param_bytes = 1.0 if gathers_fp8_params(workload, layout) else 2.0
     reduce_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
     copy_in = GRADIENT_COMPUTE_BYTES + 3.0 * reduce_bytes
     if reduces_once_per_step(workload, layout):
-        return 2.0 * param_bytes + copy_in
+        return (2.0 * param_bytes if layout.zero >= 3 else 0.0) + copy_in
     gathers = param_gathers_per_microbatch(workload, layout)
     return num_microbatches * (gathers * 2.0 * param_bytes + copy_in)
 

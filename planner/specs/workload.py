@@ -274,7 +274,7 @@ class TrainWorkload(FrozenSpec):
     (and each weight gradient into its own reduce-scatter), so the gathered working set is a
     few of the largest weight tensors (MaxText, AXLearn, Pax), not whole layers."""
     fsdp2_buffer_copies: bool = False
-    """ZeRO-3 only: the HBM copies PyTorch FSDP2 (``fully_shard``) makes around its collectives
+    """ZeRO-2 and -3: the HBM copies PyTorch FSDP2 (``fully_shard``) makes around its collectives
     on the compute stream's path (:func:`planner.cost.sharding.fsdp2_buffer_copy_bytes`). After
     each all-gather the compute stream splits the gathered buffer into the unsharded parameters
     (``FSDPParamGroup.wait_for_unshard`` -> ``foreach_all_gather_copy_out``,

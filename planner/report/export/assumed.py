@@ -270,13 +270,13 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         }[j.train[1].fsdp_gather_unit],
     ),
     "fsdp2_buffer_copies": (
-        lambda j: j.train[0].layout.zero == 3,
+        lambda j: j.train[0].layout.zero >= 2,
         lambda j: (
             "FSDP2's copies on the compute stream (each all-gather's output split into the "
             "parameters, the gradients copied into the reduce buffer and pre-divided)"
             if j.train[1].fsdp2_buffer_copies
-            else "no ZeRO-3 buffer copies on the compute stream (parameters are views of the "
-            "gathered buffer)"
+            else "no ZeRO buffer copies on the compute stream (parameters and gradients are "
+            "views of the gathered and reduced buffers)"
         ),
     ),
     "weight_cast": (
