@@ -887,9 +887,11 @@ def test_ctrl_c_in_the_cli_prints_one_line_and_exits_130(tmp_path: Path) -> None
     """A sweep of searches interrupted after the first solves: one line, exit 130, no report
     and no temporary file left."""
     report = tmp_path / "r.html"
+    # 30 scenarios, about 11 s on a 2-core machine: the interrupt lands mid-sweep (with 15, about
+    # 6.6 s, the sweep could finish and write its report just before the signal)
     argv = ["whatif", "--model", "405B", "--cluster", "hgx_h100x16384", "--vary",
-            "nic_gbps=100,200,400,800,1600", "--vary", "oversubscription=1,2,3", "--report",
-            str(report)]  # fmt: skip
+            "nic_gbps=100,200,400,800,1600", "--vary", "oversubscription=1,1.5,2,2.5,3,4",
+            "--report", str(report)]  # fmt: skip
     proc = subprocess.Popen(
         [*layout_command(), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
