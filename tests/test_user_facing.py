@@ -409,3 +409,40 @@ def test_framework_aliases_run_their_profile_and_say_which() -> None:
     code, _, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x8",
                              "--framework", "nemo3"])  # fmt: skip
     assert code != 0 and "unknown framework 'nemo3'" in err and "\n" not in err.strip()
+
+
+def test_a_profile_that_extends_another_states_only_its_differences(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fsdp2.yaml extends fsdp: its workload and sources merge over fsdp's key by key, its other
+    fields replace fsdp's. A base that is unknown, not a name, or loops back is one SpecError
+    naming the file."""
+    from planner.catalog import frameworks
+    from planner.errors import SpecError
+
+    fsdp, fsdp2 = frameworks.load_framework("fsdp"), frameworks.load_framework("fsdp2")
+    assert fsdp2.workload == {**fsdp.workload, "fsdp2_buffer_copies": True}
+    assert fsdp2.zero_stages == fsdp.zero_stages and set(fsdp2.sources) >= set(fsdp.sources)
+    assert fsdp2.sources["zero_stages"] != fsdp.sources["zero_stages"]  # restated for FSDP2
+
+    files = {
+        "a": "extends: b\nname: a\n",
+        "b": "extends: a\nname: b\n",
+        "c": "extends: nowhere\nname: c\n",
+        "d": "extends: [fsdp]\nname: d\n",
+    }
+    for stem, text in files.items():
+        (tmp_path / f"{stem}.yaml").write_text(text, encoding="utf-8")
+    real = frameworks.catalog_file
+    monkeypatch.setattr(
+        frameworks, "catalog_file",
+        lambda folder, name: tmp_path / f"{name}.yaml" if name in files else real(folder, name),
+    )  # fmt: skip
+    for stem, named, words in (
+        ("a", "b", "loops back (a -> b -> a)"),  # the file whose extends closes the loop
+        ("c", "c", "which is no framework"),
+        ("d", "d", "expected the name of a framework profile"),
+    ):
+        with pytest.raises(SpecError, match=re.escape(words)) as caught:
+            frameworks.framework_mapping(stem)
+        assert f"{named}.yaml" in str(caught.value) and "\n" not in str(caught.value)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from planner.catalog.io import load_mapping, validate_spec
-from planner.catalog.store import _names, catalog_root, load_profile
+from planner.catalog.store import _names, catalog_file, catalog_root, load_profile
 from planner.errors import SpecError
 from planner.specs.framework import FrameworkSpec
 from planner.specs.workload import TrainWorkload
@@ -47,12 +47,60 @@ def framework_profile_name(name: str) -> str:
     return framework_aliases().get(name.lower(), name)
 
 
+FRAMEWORK_DIR = "topologies/frameworks"
+"""Where the framework profiles live, under the catalog root."""
+
+MERGED_BLOCKS = ("workload", "sources")
+"""Blocks of a profile that ``extends`` another which merge key by key (the profile's own keys
+win); every other field the profile states replaces the base's."""
+
+
+def framework_mapping(name: str, chain: tuple[str, ...] = ()) -> dict[str, object]:
+    """The fields of profile ``name`` as its YAML states them, laid over those of the profile it
+    ``extends`` (if any, itself resolved the same way): a profile that differs from another in a
+    few settings names it and states only those (``fsdp2.yaml`` extends ``fsdp``). Raises
+    SpecError for an unknown base, a base that is not a name, or a loop.
+
+    >>> framework_mapping("fsdp2")["workload"]["attention_kernel"]  # fsdp's, not restated
+    'flash2'
+    """
+    path = catalog_file(FRAMEWORK_DIR, name)
+    if path is None:  # the unknown-profile message, with suggestions
+        load_profile(FRAMEWORK_DIR, "framework", name, FrameworkSpec)
+        raise AssertionError("unreachable: load_profile raises for an unknown profile")
+    own = dict(load_mapping(path))
+    base = own.pop("extends", None)
+    if base is None:
+        return own
+    if not isinstance(base, str) or not base:
+        raise SpecError(f"{path}: extends: expected the name of a framework profile, got {base!r}")
+    if base == name or base in chain:
+        loop = " -> ".join((*chain, name, base))
+        raise SpecError(f"{path}: extends '{base}' loops back ({loop})")
+    if catalog_file(FRAMEWORK_DIR, base) is None:
+        raise SpecError(f"{path}: extends '{base}', which is no framework profile")
+    inherited = framework_mapping(base, (*chain, name))
+    merged = {**inherited, **{k: v for k, v in own.items() if k not in MERGED_BLOCKS}}
+    for block in MERGED_BLOCKS:
+        mine = own.get(block, {})
+        if not isinstance(mine, dict):
+            raise SpecError(f"{path}: {block}: expected a mapping, got {type(mine).__name__}")
+        merged[block] = {**inherited.get(block, {}), **mine}  # type: ignore[dict-item]
+    return merged
+
+
 @lru_cache(maxsize=16)
 def load_framework(name: str) -> FrameworkSpec:
-    """Load ``topologies/frameworks/<name>.yaml``; its workload defaults must be valid
-    TrainWorkload fields."""
-    spec = load_profile("topologies/frameworks", "framework", name, FrameworkSpec)
-    where = f"topologies/frameworks/{name}.yaml: workload"
+    """Load ``topologies/frameworks/<name>.yaml`` (over the profile it ``extends``,
+    :func:`framework_mapping`); its workload defaults must be valid TrainWorkload fields."""
+    path = catalog_file(FRAMEWORK_DIR, name)
+    if path is None or "extends" not in load_mapping(path):
+        spec = load_profile(FRAMEWORK_DIR, "framework", name, FrameworkSpec)
+    else:
+        spec = validate_spec(FrameworkSpec, framework_mapping(name), where=str(path))
+        if spec.name != name:
+            raise SpecError(f"{path}: name '{spec.name}' differs from the file name '{name}'")
+    where = f"{FRAMEWORK_DIR}/{name}.yaml: workload"
     validate_spec(TrainWorkload, dict(spec.workload), where=where)
     return spec
 

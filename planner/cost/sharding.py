@@ -182,7 +182,7 @@ class ShardedState(NamedTuple):
     with the activations: a stage's peak is the state plus the larger of the two."""
 
 
-GRADIENT_COMPUTE_BYTES = 2.0
+GRADIENT_COMPUTE_BYTES = GRAD_BYTES["bf16"]
 """Bytes per gradient value as the backward writes it: bf16, FSDP2's ``param_dtype``."""
 
 
@@ -211,13 +211,23 @@ def fsdp2_buffer_copy_bytes(
     """
     if not workload.fsdp2_buffer_copies or layout.zero < 2:
         return 0.0
-    param_bytes = 1.0 if gathers_fp8_params(workload, layout) else 2.0
+    param_bytes = gathered_param_bytes(workload, layout)
     reduce_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
     copy_in = GRADIENT_COMPUTE_BYTES + 3.0 * reduce_bytes
     if reduces_once_per_step(workload, layout):
         return (2.0 * param_bytes if layout.zero >= 3 else 0.0) + copy_in
     gathers = param_gathers_per_microbatch(workload, layout)
     return num_microbatches * (gathers * 2.0 * param_bytes + copy_in)
+
+
+def gathered_param_bytes(workload: TrainWorkload, layout: Layout) -> float:
+    """Bytes per parameter value a ZeRO all-gather moves: 1 when the parameters are kept and
+    gathered in FP8 (:func:`gathers_fp8_params`), else 2 (bf16).
+
+    >>> gathered_param_bytes(TrainWorkload(), Layout(zero=3))
+    2.0
+    """
+    return 1.0 if gathers_fp8_params(workload, layout) else 2.0
 
 
 def gathers_fp8_params(workload: TrainWorkload, layout: Layout) -> bool:

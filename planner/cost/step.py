@@ -44,7 +44,7 @@ from planner.cost.profile import layer_table
 from planner.cost.sharding import (
     dp_sync_overlapped,
     fsdp2_buffer_copy_bytes,
-    gathers_fp8_params,
+    gathered_param_bytes,
     param_gathers_per_microbatch,
     reduces_once_per_step,
     shard_ranks,
@@ -228,7 +228,7 @@ def dp_exposed_time(
     """
     workload = workload or TrainWorkload()
     grad_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
-    param_bytes = 1.0 if gathers_fp8_params(workload, layout) else 2.0
+    param_bytes = gathered_param_bytes(workload, layout)
     dp = domains.get("dp_cp", domains["dp"])
     edp = domains.get("edp", dp)
     if dp.size == 1 and edp.size == 1:

@@ -475,9 +475,9 @@ NATIVE_FSDP2_COPIES: dict[str, tuple[bool, str]] = {
     ),
     "maxtext": (False, "XLA's gathered weights are the dot operands themselves"),
 }
-"""Per export format: whether its framework's ZeRO-3 makes FSDP2's buffer copies on the compute
-stream (``TrainWorkload.fsdp2_buffer_copies``), and where that lives when the prediction assumed
-the other."""
+"""Per export format: whether its framework's ZeRO-2/3 makes FSDP2's buffer copies on the
+compute stream (``TrainWorkload.fsdp2_buffer_copies``), and where that lives when the prediction
+assumed the other."""
 
 
 def express_native_gather_and_cast(job: ExportJob, fmt: str) -> dict[str, str]:
