@@ -437,3 +437,37 @@ def test_nanotron_places_its_own_pipeline_layers_by_hand() -> None:
                          fix={"pp": 2})  # fmt: skip
     assert moe.best.pipeline_split is not None and moe.best.pipeline_split.method == "even"
     assert moe.solver.subproblems == []  # the rule does not cover it: even, never CP-SAT
+
+
+def test_interleaved_bubble_waits_on_the_slowest_chunk() -> None:
+    """The interleaved pipeline's fill and drain cost pp - 1 chunk times, priced at the slowest
+    chunk. Llama 3 8B (32 layers) at PP2 VPP2 split evenly holds 8 layers a chunk; its slowest
+    chunk is the last, which adds the output layer and loss, and the bubble is 1 x that
+    chunk's micro-batch time, not (pp - 1)/v = 1/2 of a rank's. A split of (4, 12, 12, 4)
+    layers keeps 16 layers a rank, but its bubble waits on a 12-layer chunk, 1.5 x an even
+    middle chunk's time."""
+    from planner.cost.partition import chunk_contents
+    from planner.cost.stage import microbatch_time
+    from planner.specs.pipeline import PipelineSplit
+
+    model, cluster = load_model("llama3.1-8b"), load_cluster("hgx_h100x16")
+    workload = TrainWorkload(global_batch=64, seq_len=4096)
+    layout = Layout(pp=2, vpp=2, dp=8, mbs=1)
+    acc, domains = cluster.accelerator, comm_domains(cluster, layout)
+    one = layout.model_copy(update={"vpp": 1})
+
+    def chunk_time(chunk: int, split: PipelineSplit | None = None) -> float:
+        contents = chunk_contents(model, workload, layout, chunk, split)
+        return microbatch_time(model, acc, workload, one, stage=chunk % 2, domains=domains,
+                               contents=contents).total  # fmt: skip
+
+    even = score(model, cluster, workload, layout)
+    times = [chunk_time(c) for c in range(4)]
+    assert max(times) == times[3] and even.breakdown_s["pp_bubble"] == pytest.approx(times[3])
+    rank = max(t.total for t in even.stage_times or [])
+    assert even.breakdown_s["pp_bubble"] > rank / 2
+    split = PipelineSplit(chunk_layers=(4, 12, 12, 4))
+    skewed = score(model, cluster, workload, layout, split=split)
+    assert skewed.breakdown_s["pp_bubble"] == pytest.approx(chunk_time(1, split))
+    assert chunk_time(1, split) == pytest.approx(1.5 * times[1], rel=0.02)
+    assert skewed.step_time_s > even.step_time_s

@@ -102,6 +102,49 @@ def stage_contents(
     )
 
 
+def chunk_contents(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    chunk: int,
+    split: PipelineSplit | None = None,
+) -> StageContents:
+    """What model chunk ``chunk`` of an interleaved pipeline holds (chunk c of pp x vpp runs on
+    rank c mod pp): its layers under ``split``, or the even split of the layers over the
+    pp x vpp chunks (:func:`planner.cost.memory.stage_layers`, as the plan lists its chunks);
+    the embedding with chunk 0, the output layer, loss and MTP modules with the last chunk (or
+    ``split.mtp_chunk``).
+
+    >>> from planner.cost.params import _tiny
+    >>> w, layout = TrainWorkload(), Layout(pp=2, vpp=2)
+    >>> [chunk_contents(_tiny(), w, layout, c).layers for c in range(4)]  # 2 layers, 4 chunks
+    [(range(0, 0),), (range(0, 1),), (range(1, 2),), (range(2, 2),)]
+    >>> c = chunk_contents(_tiny(), w, layout, 3, PipelineSplit(chunk_layers=(0, 1, 0, 1)))
+    >>> c.layers, c.last, c.first
+    ((range(1, 2),), True, False)
+    """
+    chunks = layout.pp * layout.vpp
+    last = chunk == chunks - 1
+    mtp_layer = (range(model.num_layers - 1, model.num_layers),)
+    if split is None:
+        mtp = workload.mtp_num_layers if last else 0
+        layers = (stage_layers(model, chunks, chunk),) + mtp_layer * mtp
+        return StageContents(layers, None, chunk == 0, last, mtp, last)
+    check_split(model, layout, split)
+    start = sum(split.chunk_layers[:chunk])
+    span = range(start, start + split.chunk_layers[chunk])
+    recomputed: tuple[range, ...] | None = None
+    if layout.recompute is not Recompute.FULL:
+        recomputed = ()
+    elif split.recompute_layers is not None:
+        recomputed = (range(start, start + min(split.recompute_layers[chunk], len(span))),)
+    mtp_chunk = chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
+    mtp = workload.mtp_num_layers if chunk == mtp_chunk else 0
+    return StageContents(
+        (span,) + mtp_layer * mtp, recomputed, chunk == 0, last, mtp, last or mtp > 0
+    )
+
+
 def check_split(model: ModelSpec, layout: Layout, split: PipelineSplit) -> None:
     """InternalError unless ``split`` has pp x vpp chunks, sums to the model's layers and
     recomputes no more layers than a chunk has."""

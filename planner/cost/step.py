@@ -38,7 +38,7 @@ from planner.cost.comm import (
 )
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, MOMENT_BYTES, stage_layers
-from planner.cost.partition import StageContents, stage_contents
+from planner.cost.partition import StageContents, chunk_contents, stage_contents
 from planner.cost.pipeline import dualpipe_bubble_time
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
@@ -116,6 +116,10 @@ class StepCost(FrozenSpec):
     stage_times: list[MicrobatchTime] = Field(default_factory=list)
     """Critical-path time of one micro-batch on each evaluated stage, aligned with ``stages``
     (they do not depend on the ZeRO stage, so the search reuses them across ZeRO stages)."""
+    slowest_chunk_s: float | None = None
+    """Micro-batch time of the slowest model chunk of an interleaved pipeline, which prices the
+    bubble (:func:`slowest_chunk_time`); None without interleaving. Like ``stage_times`` it
+    does not depend on the ZeRO stage."""
 
     @property
     def peak_stage(self) -> int:
@@ -181,13 +185,71 @@ def _first_heaviest_middle_stage(model: ModelSpec, pp: int, seq_len: int) -> int
     return -max(weights)[1]
 
 
-def pipeline_bubble_time(workload: TrainWorkload, layout: Layout, slowest: MicrobatchTime) -> float:
-    """Idle time of the slowest stage per step: (pp - 1)/v micro-batch times under 1F1B and its
-    interleaved form (Narayanan et al. SC'21, section 2.2), or DualPipe's
-    (:func:`planner.cost.pipeline.dualpipe_bubble_time`)."""
+def pipeline_bubble_time(
+    workload: TrainWorkload,
+    layout: Layout,
+    slowest: MicrobatchTime,
+    chunk_s: float | None = None,
+) -> float:
+    """Idle time of the slowest stage per step: pp - 1 times a model chunk's micro-batch time
+    (forward and backward) under 1F1B and its interleaved form, or DualPipe's
+    (:func:`planner.cost.pipeline.dualpipe_bubble_time`).
+
+    The fill and drain of the pipeline pass one micro-batch through the pp - 1 other ranks, a
+    chunk at a time: with v equal chunks per rank that is (pp - 1)/v rank micro-batch times
+    (Narayanan et al. SC'21, section 2.2). Chunks are rarely equal (layers that do not divide
+    by pp x v, the embedding on the first chunk, the output layer and loss on the last, a
+    stage split that moves layers between chunks), and a ramp waits on the slower ones, so the
+    bubble is priced at the slowest chunk's time ``chunk_s`` (:func:`slowest_chunk_time`),
+    never less than the rank's average chunk (``slowest.total`` / v). Without interleaving the
+    chunk is the rank.
+
+    >>> t = MicrobatchTime(forward_s=1.0, backward_s=2.0, tp_comm_s=0, cp_comm_s=0, ep_comm_s=0)
+    >>> w, layout = TrainWorkload(), Layout(pp=4, vpp=2)
+    >>> pipeline_bubble_time(w, layout, t), pipeline_bubble_time(w, layout, t, chunk_s=2.0)
+    (4.5, 6.0)
+    """
     if workload.pipeline_schedule == "dualpipe":
         return dualpipe_bubble_time(layout.pp, slowest.forward_s, slowest.backward_s)
-    return (layout.pp - 1) / layout.vpp * slowest.total
+    chunk = slowest.total / layout.vpp
+    if chunk_s is not None:
+        chunk = max(chunk, chunk_s)
+    return (layout.pp - 1) * chunk
+
+
+def slowest_chunk_time(
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    domains: dict[str, CommDomain],
+    split: PipelineSplit | None = None,
+) -> float:
+    """Micro-batch time (forward and backward, with its communication) of the slowest of the
+    pp x vpp model chunks of an interleaved pipeline (:func:`planner.cost.partition.
+    chunk_contents`), each scored as a one-chunk rank by :func:`planner.cost.stage.
+    microbatch_time`; chunks alike in what they hold are scored once."""
+    one_chunk = layout.model_copy(update={"vpp": 1})
+    table = layer_table(model, workload.seq_len)
+    seen: dict[tuple[object, ...], float] = {}
+    for chunk in range(layout.pp * layout.vpp):
+        contents = chunk_contents(model, workload, layout, chunk, split)
+        key = (
+            contents.first,
+            contents.last,
+            contents.mtp,
+            contents.num_layers,
+            contents.num_recomputed,
+            table.sum("moe_layers", contents.layers),
+            table.sum("attention_flops", contents.layers),
+            chunk % layout.pp in (0, layout.pp - 1),  # a rank's pipeline receives
+        )
+        if key not in seen:
+            seen[key] = microbatch_time(
+                model, acc, workload, one_chunk, stage=chunk % layout.pp, domains=domains,
+                contents=contents,
+            ).total  # fmt: skip
+    return max(seen.values())
 
 
 def dp_exposed_time(
@@ -413,13 +475,16 @@ def estimate_step(
     memory: tuple[list[int], list[StageMemory]] | None = None,
     times: list[MicrobatchTime] | None = None,
     split: PipelineSplit | None = None,
+    chunk_s: float | None = None,
 ) -> StepCost:
-    """Predicted step time, breakdown and per-stage memory of ``layout``; ``memory`` and
-    ``times`` (the per-stage micro-batch times of this layout at any ZeRO stage) when already
-    known; ``split`` assigns the layers to stages (default: the even split).
+    """Predicted step time, breakdown and per-stage memory of ``layout``; ``memory``, ``times``
+    (the per-stage micro-batch times of this layout at any ZeRO stage) and ``chunk_s`` (its
+    slowest chunk's, :attr:`StepCost.slowest_chunk_s`) when already known; ``split`` assigns the
+    layers to stages (default: the even split).
 
-    Pipeline: the slowest stage sets the pace; step = (m + (pp - 1)/v) x t_stage, the second term
-    being the bubble (Narayanan et al. SC'21, arXiv 2104.04473, section 2.2).
+    Pipeline: the slowest stage sets the pace; step = m x t_stage + the bubble, (pp - 1) x the
+    slowest model chunk's micro-batch time ((pp - 1)/v x t_stage when the v chunks are equal,
+    Narayanan et al. SC'21, arXiv 2104.04473, section 2.2; :func:`pipeline_bubble_time`).
     """
     m = workload.global_batch // (layout.dp * layout.mbs)
     stages = _stages(model, workload, layout, split)
@@ -435,8 +500,10 @@ def estimate_step(
         "ep_comm": m * slowest.ep_comm_s,
         "moe_sync": m * slowest.moe_sync_s,
         "offload": m * slowest.offload_s,
-        "pp_bubble": pipeline_bubble_time(workload, layout, slowest),
     }
+    if chunk_s is None and layout.vpp > 1 and workload.pipeline_schedule != "dualpipe":
+        chunk_s = slowest_chunk_time(model, acc, workload, layout, domains, split)
+    breakdown["pp_bubble"] = pipeline_bubble_time(workload, layout, slowest, chunk_s)
     act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
     sends = 2 * (m * layout.vpp + layout.pp - 1) if layout.pp > 1 else 0
     breakdown["pp_comm"] = sends * p2p_time(act_message / layout.tp, domains["pp"])
@@ -484,6 +551,7 @@ def estimate_step(
         model_flops_per_step=flops,
         num_microbatches=m,
         stage_times=times,
+        slowest_chunk_s=chunk_s,
     )
 
 

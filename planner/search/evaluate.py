@@ -29,13 +29,14 @@ def score(
     memory: tuple[list[int], list[StageMemory]] | None = None,
     times: list[MicrobatchTime] | None = None,
     split: PipelineSplit | None = None,
+    chunk_s: float | None = None,
 ) -> StepCost:
-    """The cost model's StepCost for ``layout`` on ``cluster`` (``memory``, ``times`` and
-    ``split``: see :func:`planner.cost.step.estimate_step`)."""
+    """The cost model's StepCost for ``layout`` on ``cluster`` (``memory``, ``times``,
+    ``split`` and ``chunk_s``: see :func:`planner.cost.step.estimate_step`)."""
     domains = comm_domains(cluster, layout) | shard_domains(cluster, layout, workload)
     return estimate_step(
         model, cluster.accelerator, workload, layout, domains, memory=memory, times=times,
-        split=split,
+        split=split, chunk_s=chunk_s,
     )  # fmt: skip
 
 

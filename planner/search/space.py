@@ -576,7 +576,9 @@ def _profiles(
 
 
 def _pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
-    """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble)."""
+    """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble of
+    equal chunks, a lower bound of the cost model's: it prices the bubble at the slowest chunk,
+    never below the rank's average chunk, :func:`planner.cost.step.pipeline_bubble_time`)."""
     m = workload.global_batch // (layout.dp * layout.mbs)
     return m + (layout.pp - 1) / layout.vpp
 
@@ -598,6 +600,7 @@ def _visit_ladder(
     offloaded = False  # a rung fitted with offloaded activations (offload_as_needed)
     # per-stage times do not depend on ZeRO: by recompute, or (recompute, offload share)
     times: dict[object, list[MicrobatchTime]] = {}
+    chunks: dict[object, float | None] = {}  # the slowest chunk's time, by the same keys
     if none_times is not None:
         times[Recompute.NONE] = none_times
     for zero, start in first_rung.items():
@@ -617,7 +620,8 @@ def _visit_ladder(
                     out.profiles[key], workload, layout, m, out.capacity, out.offload_mode
                 )
                 if share is not None:  # fits only offloaded: a stronger rung may fit without
-                    _accept_offloaded(model, cluster, workload, layout, share, times, out)
+                    _accept_offloaded(model, cluster, workload, layout, share, (times, chunks),
+                                      out)  # fmt: skip
                     offloaded = True
                     continue
                 first_rung[zero] = rung + 1
@@ -629,8 +633,9 @@ def _visit_ladder(
             memory = estimate_memory(model, workload, layout, profiles=out.profiles[key])
             fitted[zero] = rung
             cost = score(model, cluster, workload, layout, memory=memory,
-                         times=times.get(recompute))  # fmt: skip
+                         times=times.get(recompute), chunk_s=chunks.get(recompute))  # fmt: skip
             times[recompute] = cost.stage_times
+            chunks[recompute] = cost.slowest_chunk_s
             out.accept(layout, cost, cluster)
             break
     return bool(fitted) or offloaded
@@ -706,16 +711,20 @@ def _accept_offloaded(
     workload: TrainWorkload,
     layout: Layout,
     share: float,
-    times: dict[object, list[MicrobatchTime]],
+    known: tuple[dict[object, list[MicrobatchTime]], dict[object, float | None]],
     out: _Collector,
 ) -> None:
-    """Score ``layout`` with ``share`` of its saved activations offloaded and record it."""
+    """Score ``layout`` with ``share`` of its saved activations offloaded and record it;
+    ``known``: the micro-batch times per stage and of the slowest chunk scored so far."""
+    times, chunks = known
     offloaded = workload.model_copy(update={"activation_offload_fraction": share})
     profiles = out.profiles[(layout.vpp, layout.recompute)]  # offload does not change them
     memory = estimate_memory(model, offloaded, layout, profiles=profiles)
     key = (layout.recompute, share)
-    cost = score(model, cluster, offloaded, layout, memory=memory, times=times.get(key))
+    cost = score(model, cluster, offloaded, layout, memory=memory, times=times.get(key),
+                 chunk_s=chunks.get(key))  # fmt: skip
     times[key] = cost.stage_times
+    chunks[key] = cost.slowest_chunk_s
     out.accept(layout, cost, cluster, offload=share)
 
 

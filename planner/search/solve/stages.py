@@ -12,8 +12,13 @@ chunk holds the MTP modules; whether a rank recomputes at all.
 Constraints: the prefix sums of every table read at the boundaries (element constraints: a chunk
 sums to P[b_{c+1}] - P[b_c]), per-rank memory within the GPU's usable memory, r_c <= n_c, MTP
 after the last decoder layer in a rank's last virtual stage.
-Objective: the slowest rank's micro-batch time; the step is (m + (pp - 1)/vpp) times it (the
-pipeline with its bubble, Narayanan et al. 2021 section 2.2), so minimising it minimises both.
+Objective: the slowest rank's micro-batch time, which sets the step's m micro-batches per rank;
+(m + (pp - 1)/vpp) times it (the pipeline with the bubble of equal chunks, Narayanan et al. 2021
+section 2.2) is what the objective reports. The cost model prices the bubble at the slowest
+chunk (:func:`planner.cost.step.pipeline_bubble_time`), which the objective does not see: every
+split is re-scored by the cost model and kept only when no slower than the even split
+(:func:`optimise_pipeline`), so a split that balances the ranks by piling layers into one
+chunk pays for its longer fill and drain and loses.
 
 The search loads this module for every plan with pp > 1; OR-Tools (which imports pandas) is
 imported only when a split is actually solved (:class:`StageSolver`), not when
@@ -407,13 +412,14 @@ def layer_runs(problem: StageProblem) -> list[tuple[int, int]]:
 
 
 def seconds_per_step(problem: StageProblem, quanta: int) -> float:
-    """The step time an integer objective stands for: (m + (pp - 1)/vpp) x the slowest rank."""
+    """The step time an integer objective stands for: (m + (pp - 1)/vpp) x the slowest rank
+    (the bubble of equal chunks; the re-scored split prices it at its slowest chunk)."""
     return problem.steps * quanta * TIME_QUANTUM_S
 
 
 STAGE_OBJECTIVE_UNIT = (
     "s per step: (m + (pp - 1)/vpp) x the slowest pipeline rank's micro-batch time, each rank "
-    "the sum of its layers' times (integer model)"
+    "the sum of its layers' times (integer model; the bubble of equal chunks)"
 )
 
 
