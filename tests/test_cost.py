@@ -471,3 +471,27 @@ def test_interleaved_bubble_waits_on_the_slowest_chunk() -> None:
     assert skewed.breakdown_s["pp_bubble"] == pytest.approx(chunk_time(1, split))
     assert chunk_time(1, split) == pytest.approx(1.5 * times[1], rel=0.02)
     assert skewed.step_time_s > even.step_time_s
+
+
+def test_combined_1f1b_hides_the_dispatcher_sync_behind_the_expert_backward() -> None:
+    """Qwen3-235B as NVIDIA's H100 recipe runs it (TP2 PP8 EP32, all-to-all dispatcher, which
+    waits on the host for the token counts once per MoE layer): without EP overlap every MoE
+    layer pays the fitted sync; under Megatron-LM's combined 1F1B the other micro-batch's
+    expert input-gradient GEMMs are queued ahead of the wait, so each layer pays only what the
+    sync outlasts them by."""
+    from planner.cost.expert import moe_sync_time
+    from planner.cost.stage import expert_dgrad_time, microbatch_time
+
+    model, cluster = load_model("qwen3-235b-a22b"), load_cluster("hgx_h100x256")
+    layout = Layout(tp=2, pp=8, vpp=4, dp=16, ep=32, etp=1, mbs=1, precision="fp8")
+    domains, acc = comm_domains(cluster, layout), cluster.accelerator
+    plain = TrainWorkload(seq_len=4096, global_batch=8192)
+    overlapped = plain.model_copy(update={"ep_comm_overlap": True})
+    before = microbatch_time(model, acc, plain, layout, stage=3, domains=domains)
+    after = microbatch_time(model, acc, overlapped, layout, stage=3, domains=domains)
+    num_moe = 12  # a middle rank's layers (94 over 8 ranks: the remainder on the middle), all MoE
+    sync = moe_sync_time(acc, plain, num_moe)
+    assert before.moe_sync_s == pytest.approx(sync) and sync > 0
+    hidden = expert_dgrad_time(model, acc, overlapped, layout)
+    assert 0 < hidden < sync / num_moe
+    assert after.moe_sync_s == pytest.approx(num_moe * (sync / num_moe - hidden))

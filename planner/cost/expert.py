@@ -117,6 +117,33 @@ def moe_sync_time(acc: AcceleratorSpec, workload: TrainWorkload, num_moe_layers:
     return num_moe_layers * acc.efficiency.moe_sync_overhead_us * US
 
 
+def exposed_moe_sync_time(sync_s: float, hidden_per_layer_s: float, num_moe_layers: float) -> float:
+    """What the MoE dispatcher's host syncs of one micro-batch (``sync_s``,
+    :func:`moe_sync_time`) leave exposed when ``hidden_per_layer_s`` of queued device work
+    runs through each: num_moe x max(0, sync per layer - hidden per layer).
+
+    Under Megatron-LM's combined 1F1B (``--overlap-moe-expert-parallel-comm``,
+    ``TrainWorkload.ep_comm_overlap``) each MoE layer runs the forward of one micro-batch
+    beside the backward of another in a fixed order
+    (``megatron/core/models/common/model_chunk_schedule_plan.py``,
+    ``TransformerLayerSchedulePlan.run``): the forward's attention, router and dispatch
+    preprocessing, whose token counts start their copy to the host, then the other
+    micro-batch's expert MLP backward, then the forward's dispatch, where the host waits for the
+    counts (``cuda_sync_point`` before_ep_alltoall; DeepEP's dispatch waits for its notify
+    kernel at the same place). The host waits on the copy stream only, so the expert backward
+    already queued keeps the device busy through the wait and the relaunch after it; only the
+    part of the sync that outlasts it idles the device.
+
+    >>> exposed_moe_sync_time(12 * 4e-3, 3e-3, 12)  # 12 layers: 4 ms syncs, 3 ms hidden each
+    0.012
+    >>> exposed_moe_sync_time(12 * 4e-3, 5e-3, 12), exposed_moe_sync_time(0.0, 5e-3, 12)
+    (0.0, 0.0)
+    """
+    if sync_s <= 0.0 or num_moe_layers <= 0:
+        return sync_s
+    return num_moe_layers * max(0.0, sync_s / num_moe_layers - hidden_per_layer_s)
+
+
 def ep_exposed_per_microbatch(
     comm_s: float, *, compute_s: float, workload: TrainWorkload, contention: float
 ) -> float:

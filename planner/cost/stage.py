@@ -27,6 +27,7 @@ from planner.cost.expert import (
     ep_comm_per_microbatch,
     ep_exposed_per_microbatch,
     expert_load_factor,
+    exposed_moe_sync_time,
     moe_sync_time,
 )
 from planner.cost.gemm import (
@@ -611,6 +612,25 @@ def mtp_projection_time(
     return gemm_time(projection, **rates.roofline()._asdict())
 
 
+EXPERT_MLP_GEMMS = frozenset({"expert_up", "expert_down", "shared_up", "shared_down"})
+"""The GEMMs of an MoE layer's expert MLP (:func:`planner.cost.gemm.layer_gemms` names):
+routed and shared experts."""
+
+
+def expert_dgrad_time(
+    model: ModelSpec, acc: AcceleratorSpec, workload: TrainWorkload, layout: Layout
+) -> float:
+    """Seconds of one MoE layer's expert MLP input-gradient GEMMs (routed and shared experts)
+    for one micro-batch on one GPU (:func:`planner.cost.gemm.gemm_backward_times`): the
+    expert backward that Megatron-LM's combined 1F1B queues ahead of the other micro-batch's
+    dispatch (its weight gradients wait until after it, ``--delay-wgrad-compute``), which runs
+    through that dispatch's host sync (:func:`planner.cost.expert.exposed_moe_sync_time`)."""
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    degrees = (layout.tp, layout.ep, layout.etp)
+    rates = _rates(acc, layout.precision)
+    return _layer_linear_time(model, tokens, True, degrees, rates, EXPERT_MLP_GEMMS).dgrad
+
+
 def microbatch_compute(
     model: ModelSpec,
     acc: AcceleratorSpec,
@@ -1007,7 +1027,11 @@ def microbatch_time(
         ep_comm_s=ep_exposed_per_microbatch(
             ep_comm, compute_s=forward + backward, workload=workload, contention=contention
         ),
-        moe_sync_s=moe_sync_time(acc, workload, num_moe),
+        moe_sync_s=exposed_moe_sync_time(
+            moe_sync_time(acc, workload, num_moe),
+            expert_dgrad_time(model, acc, workload, layout) if workload.ep_comm_overlap else 0.0,
+            num_moe,
+        ),
         pp_sync_s=pp_sync_time(acc, workload, layout, stage),
         offload_s=activation_offload_time(
             workload.activation_offload_fraction

@@ -6,7 +6,8 @@ free: beyond the part that outlasts its compute, the accelerator's ``overlap_con
 of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_time`).
 - TP collectives hide behind the layer's GEMMs when ``tp_comm_overlap`` is on, else are exposed;
   EP all-to-all is exposed unless ``ep_comm_overlap`` hides it behind another micro-batch's
-  compute; the CP K/V ring hides behind attention; the MoE dispatcher's host sync is exposed.
+  compute; the CP K/V ring hides behind attention; the MoE dispatcher's host sync is exposed,
+  except what the other micro-batch's expert backward runs through under ``ep_comm_overlap``.
 - DP: the last gradient bucket's reduction and the first bucket's gather are exposed.
 - DP gradient reduce-scatter (all-reduce at ZeRO-0) overlaps with the backward pass of the last
   micro-batch, and the ZeRO parameter all-gather with the forward of the first one
