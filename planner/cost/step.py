@@ -229,28 +229,40 @@ def slowest_chunk_time(
     """Micro-batch time (forward and backward, with its communication) of the slowest of the
     pp x vpp model chunks of an interleaved pipeline (:func:`planner.cost.partition.
     chunk_contents`), each scored as a one-chunk rank by :func:`planner.cost.stage.
-    microbatch_time`; chunks alike in what they hold are scored once."""
+    microbatch_time`. Chunks alike in what they hold are scored once, and a chunk that holds
+    no more of any kind of work than another with the same extras (embedding, output layer,
+    MTP modules, pipeline receives read on the host) is not scored: it is never the slower."""
     one_chunk = layout.model_copy(update={"vpp": 1})
     table = layer_table(model, workload.seq_len)
-    seen: dict[tuple[object, ...], float] = {}
+    edge = (0, layout.pp - 1)
+    found: dict[tuple[object, ...], dict[tuple[float, ...], tuple[int, StageContents]]] = {}
     for chunk in range(layout.pp * layout.vpp):
         contents = chunk_contents(model, workload, layout, chunk, split)
-        key = (
+        extras = (
             contents.first,
             contents.last,
             contents.mtp,
-            contents.num_layers,
-            contents.num_recomputed,
+            workload.pp_host_sync and chunk % layout.pp in edge,  # receives read on the host
+        )
+        work = (
+            float(contents.num_layers),
             table.sum("moe_layers", contents.layers),
             table.sum("attention_flops", contents.layers),
-            chunk % layout.pp in (0, layout.pp - 1),  # a rank's pipeline receives
+            table.sum("linear_flops", contents.layers),
+            float(contents.num_recomputed),
         )
-        if key not in seen:
-            seen[key] = microbatch_time(
+        found.setdefault(extras, {}).setdefault(work, (chunk, contents))
+    slowest = 0.0
+    for group in found.values():
+        for work, (chunk, contents) in group.items():
+            if any(other != work and all(o >= w for o, w in zip(other, work, strict=True))
+                   for other in group):  # fmt: skip
+                continue  # another chunk with the same extras holds at least as much of each
+            slowest = max(slowest, microbatch_time(
                 model, acc, workload, one_chunk, stage=chunk % layout.pp, domains=domains,
                 contents=contents,
-            ).total  # fmt: skip
-    return max(seen.values())
+            ).total)  # fmt: skip
+    return slowest
 
 
 def dp_exposed_time(
