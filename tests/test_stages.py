@@ -567,7 +567,10 @@ def test_deepseek_v3s_interleaved_split_is_proven_by_the_rank_load_bound() -> No
     assert evaluate_assignment(problem, start) == rank_load_lower_bound(problem)
     proof = CONFIG.model_copy(update={"stage_time_limit_s": 10.0})
     solution = StageSolver(problem, proof).solve()
-    assert solution.status == "OPTIMAL"
+    # CP-SAT reaches the same objective; whether it also closes its own bound within the limit
+    # depends on the data (with the 2026-12-04 fit it no longer does in 10 s): the rank-load bound
+    # is the proof either way
+    assert solution.status in ("OPTIMAL", "FEASIBLE")
     assert solution.objective == rank_load_lower_bound(problem)
     from planner.report.text import estimate_text
 
