@@ -230,16 +230,15 @@ def slowest_chunk_time(
     pp x vpp model chunks of an interleaved pipeline (:func:`planner.cost.partition.
     chunk_contents`), each scored as a one-chunk rank by :func:`planner.cost.stage.
     microbatch_time`. Chunks alike in what they hold are scored once, and a chunk that holds
-    no more of any kind of work than another with the same extras (embedding, output layer,
-    MTP modules, pipeline receives read on the host) is not scored: it is never the slower."""
+    no more of any kind of work than another with the same extras (output layer, MTP modules,
+    pipeline receives read on the host) is not scored: it is never the slower."""
     one_chunk = layout.model_copy(update={"vpp": 1})
     table = layer_table(model, workload.seq_len)
     edge = (0, layout.pp - 1)
     found: dict[tuple[object, ...], dict[tuple[float, ...], tuple[int, StageContents]]] = {}
     for chunk in range(layout.pp * layout.vpp):
         contents = chunk_contents(model, workload, layout, chunk, split)
-        extras = (
-            contents.first,
+        extras = (  # the embedding (first) costs no time of its own: it is not an extra
             contents.last,
             contents.mtp,
             workload.pp_host_sync and chunk % layout.pp in edge,  # receives read on the host
