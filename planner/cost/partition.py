@@ -81,25 +81,19 @@ def stage_contents(
         mtp = workload.mtp_num_layers if last else 0
         layers = (stage_layers(model, layout.pp, stage),) + mtp_layer * mtp
         return StageContents(layers, None, stage == 0, last, mtp, last)
-    check_split(model, layout, split)
-    starts = [0]
-    for count in split.chunk_layers:
-        starts.append(starts[-1] + count)
-    mtp_chunk = split.num_chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
-    chunks = range(stage, split.num_chunks, layout.pp)
-    layers = tuple(range(starts[c], starts[c + 1]) for c in chunks)
+    # the rank's chunks, in order (the MTP modules ride on a rank's last chunk)
+    parts = [
+        chunk_contents(model, workload, layout, c, split)
+        for c in range(stage, split.num_chunks, layout.pp)
+    ]
     recomputed: tuple[range, ...] | None = None
-    if layout.recompute is not Recompute.FULL:
-        recomputed = ()  # only full recomputation drops a layer's activations
-    elif split.recompute_layers is not None:
-        recomputed = tuple(
-            range(starts[c], starts[c] + min(split.recompute_layers[c], split.chunk_layers[c]))
-            for c in chunks
-        )
-    mtp = workload.mtp_num_layers if mtp_chunk in chunks else 0
+    if parts[0].recomputed is not None:  # () unless full recomputation: see chunk_contents
+        recomputed = tuple(r for p in parts for r in p.recomputed or ())
+    mtp = sum(p.mtp for p in parts)
     return StageContents(
-        layers + mtp_layer * mtp, recomputed, stage == 0, last, mtp, last or mtp > 0
-    )
+        tuple(r for p in parts for r in p.layers), recomputed, stage == 0, last, mtp,
+        last or mtp > 0,
+    )  # fmt: skip
 
 
 def chunk_contents(
@@ -135,7 +129,7 @@ def chunk_contents(
     span = range(start, start + split.chunk_layers[chunk])
     recomputed: tuple[range, ...] | None = None
     if layout.recompute is not Recompute.FULL:
-        recomputed = ()
+        recomputed = ()  # only full recomputation drops a layer's activations
     elif split.recompute_layers is not None:
         recomputed = (range(start, start + min(split.recompute_layers[chunk], len(span))),)
     mtp_chunk = chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
