@@ -68,6 +68,8 @@ WORKLOAD_FLAGS = {
     "--expert-load-imbalance", "--moe-capacity-factor",
     # Transformer Engine's fused grouped MLP for MoE experts (compute capability 10.x)
     "--fused-grouped-mlp",
+    # issue 18: grouped GEMMs or GShard's einsum dispatch into capacity slots (MaxText)
+    "--moe-expert-compute",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

@@ -80,6 +80,11 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     ],
     "framework": [("dense", {"framework": f}) for f in ("megatron", "torchtitan", "deepspeed")],
     "moe_capacity_factor": [("moe", {}), ("moe", {"moe_capacity_factor": 1.25})],
+    "moe_expert_compute": [
+        ("moe", {}),
+        ("moe", {"moe_expert_compute": "einsum", "moe_capacity_factor": 1.25}),
+    ],
+    "grouped_gemm_tiles": [("moe", {"grouped_gemm_tiles": (512, 1024, 1024)})],
     "saved_tensors": [
         ("dense", {"saved_tensors": TORCHTITAN_SAVE_LIST}),
         ("dense", {"saved_tensors": ("context",)}),
@@ -463,6 +468,8 @@ EXPECT: dict[str, dict[str, Check]] = {
             else c.has("--moe-expert-capacity-factor", f"{c.w.expert_load_imbalance:g}")
         ),
         "framework": _framework("megatron"),
+        "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
+        "grouped_gemm_tiles": _said,
         "moe_capacity_factor": lambda c: (
             c.has("--moe-expert-capacity-factor", f"{c.w.moe_capacity_factor:g}")
             and c.has("--moe-pad-expert-input-to-capacity")
@@ -553,6 +560,8 @@ EXPECT: dict[str, dict[str, Check]] = {
             else c.has("model.moe_expert_capacity_factor", f"{c.w.expert_load_imbalance:g}")
         ),
         "framework": _framework("megatron"),
+        "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
+        "grouped_gemm_tiles": _said,
         "moe_capacity_factor": lambda c: (
             c.has("model.moe_expert_capacity_factor", f"{c.w.moe_capacity_factor:g}")
             and c.has("model.moe_pad_expert_input_to_capacity", "true")
@@ -637,6 +646,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         ),
         "expert_load_imbalance": _said,
         "framework": _framework("torchtitan"),
+        "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
+        "grouped_gemm_tiles": _said,
         "moe_capacity_factor": _native(lambda c: c.w.moe_capacity_factor is None),
         "saved_tensors": lambda c: (
             c.has("activation_checkpoint.selective_ac_option", "op")
@@ -711,6 +722,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         "expert_load_imbalance": _said,
         "framework": _framework("deepspeed"),
         "moe_capacity_factor": _said,
+        "moe_expert_compute": _said,
+        "grouped_gemm_tiles": _said,
         "saved_tensors": _said,
         "cp_impl": _said,
         "cp_comm": _said,
@@ -773,6 +786,18 @@ EXPECT: dict[str, dict[str, Check]] = {
         "expert_load_imbalance": _said,
         "framework": _framework("maxtext"),
         "moe_capacity_factor": lambda c: c.has("capacity_factor", c.w.moe_capacity_factor or -1.0),
+        "moe_expert_compute": lambda c: (
+            c.has("sparse_matmul", c.w.moe_expert_compute == "grouped") and not c.said()
+        ),
+        "grouped_gemm_tiles": lambda c: (
+            all(
+                c.has(f"{gemm}_tile_fwd_{dim}", size)
+                for gemm in ("wi", "wo")
+                for dim, size in (("batch_seq", 512), ("embed_dim", 1024), ("mlp_dim", 1024))
+            )
+            and c.has("megablox", True)
+            and not c.said()
+        ),
         "saved_tensors": _maxtext_saved,
         "cp_impl": _native(lambda c: c.w.cp_impl == "te"),
         "cp_comm": _cp_method("context_parallel_strategy", "ring", "all_gather"),

@@ -337,6 +337,15 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "[dropless]",
     )
     g.add_argument(
+        "--moe-expert-compute",
+        choices=("grouped", "einsum"),
+        help="MoE: how the routed experts run: grouped GEMMs over the tokens each expert got "
+        "(Megatron-LM, torchtitan, MaxText sparse_matmul) or GShard's one-hot dispatch and "
+        "combine einsums into capacity slots (MaxText sparse_matmul false; needs "
+        "--moe-capacity-factor), which add about 2 x seq x top_k x capacity x hidden FLOPs per "
+        "token each [grouped]",
+    )
+    g.add_argument(
         "--grad-reduce",
         choices=("fp32", "bf16"),
         help="gradient reduction dtype (default fp32; NVIDIA's recipes use bf16)",
@@ -519,6 +528,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["expert_load_imbalance"] = args.expert_load_imbalance
     if getattr(args, "moe_capacity_factor", None) is not None:
         out["moe_capacity_factor"] = args.moe_capacity_factor
+    if getattr(args, "moe_expert_compute", None):
+        out["moe_expert_compute"] = args.moe_expert_compute
     if getattr(args, "grad_reduce", None):
         out["grad_reduce_dtype"] = args.grad_reduce
     if getattr(args, "optimizer_state", None):
@@ -922,7 +933,7 @@ TRAIN_ONLY: tuple[str, ...] = (
     "seq_len", "global_batch", "global_batch_tokens", "recompute", "zero", "vpp", "cp", "etp",
     "mbs", "recompute_modules", "recompute_num_layers", "moe_dispatcher", "ep_overlap",
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather", "fused_grouped_mlp",
-    "expert_load_imbalance", "moe_capacity_factor", "saved_tensors",
+    "expert_load_imbalance", "moe_capacity_factor", "moe_expert_compute", "saved_tensors",
     "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
     "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "fsdp_buffer_copies",
     "weight_cast", "host_sync_interval", "no_sequence_parallel", "no_tp_overlap", "framework",

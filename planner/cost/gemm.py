@@ -125,6 +125,85 @@ def layer_gemms(
     return gemms
 
 
+def einsum_dispatch_gemms(
+    model: ModelSpec,
+    tokens: float,
+    *,
+    group_tokens: float,
+    local_group_tokens: float,
+    capacity_factor: float,
+    tp: int,
+) -> list[GemmShape]:
+    """GShard's dispatch and combine einsums of one MoE layer on one device (Lepikhin et al.,
+    arXiv 2006.16668, section 2.2 and Algorithm 1; MaxText ``RoutedMoE.dense_matmul`` with
+    ``capacity_factor`` > 0, MaxText/layers/moe.py): each routing group of ``group_tokens``
+    tokens (one sequence in MaxText, ``generate_masks``) gives every expert C = ceil(group x
+    top_k / E) x capacity_factor slots; ``BSM,BSEC -> EBCM`` multiplies the one-hot dispatch
+    mask into the slots, a (E C) x S x D GEMM per group, and ``EBCM,BSEC -> BSM`` gathers the
+    expert outputs back with the gate weights, S x (E C) x D. Both run over every expert's
+    every slot whatever the routing, 2 S E C D FLOPs each per group: about 2 group x top_k x
+    capacity_factor x D per token, a cost that grows with the group (quadratic in the sequence).
+    ``tokens`` = this device's tokens of the micro-batch, in groups of ``local_group_tokens``
+    (the sequence over context parallelism: the einsum contracts the local part); the hidden
+    dimension is split over tp.
+
+    >>> from planner.cost.params import _tiny
+    >>> from planner.specs.model import MoESpec
+    >>> m = _tiny().model_copy(update={"moe": MoESpec(num_experts=4, top_k=2,
+    ...                                               expert_ffn_hidden_size=128)})
+    >>> [(g.name, g.m, g.k, g.n, g.count) for g in einsum_dispatch_gemms(  # C = 64 x 1.25 = 80
+    ...     m, 256, group_tokens=128, local_group_tokens=128, capacity_factor=1.25, tp=1)]
+    [('moe_dispatch', 320.0, 128, 64.0, 2.0), ('moe_combine', 128, 320.0, 64.0, 2.0)]
+    """
+    moe = model.moe
+    if moe is None:
+        return []
+    per_expert = math.ceil(group_tokens * moe.top_k / moe.num_experts) * capacity_factor
+    slots = moe.num_experts * float(int(max(per_expert, capacity_factor)))
+    width, groups = model.hidden_size / tp, tokens / local_group_tokens
+    return [
+        GemmShape.model_construct(
+            name="moe_dispatch", m=slots, k=local_group_tokens, n=width, count=groups
+        ),
+        GemmShape.model_construct(
+            name="moe_combine", m=local_group_tokens, k=slots, n=width, count=groups
+        ),
+    ]
+
+
+EINSUM_DISPATCH_GEMMS = frozenset({"moe_dispatch", "moe_combine"})
+"""The dispatch and combine einsums (:func:`einsum_dispatch_gemms`): activations times masks,
+no weights."""
+
+
+def grouped_tile_rows(rows: float, groups: float, tile_rows: int) -> float:
+    """Rows a grouped GEMM kernel computes when its row tiles straddle the groups (MaxText's
+    megablox ``gmm``, MaxText/kernels/megablox/gmm.py ``make_group_metadata``): the ``rows``
+    (padded to a tile multiple, as MaxText's ``sparse_matmul`` pads them) fill ceil(rows /
+    tile) tiles, and each of the ``groups`` - 1 later groups that starts inside a tile visits
+    that tile once more and computes it in full; the kernel's bound, tiles + groups - 1, is
+    reached when no group starts on a tile boundary, as routed token counts almost never do.
+    A GEMM of fewer rows than a tile runs one tile of its own size (MaxText passes
+    min(tile, rows)).
+
+    >>> grouped_tile_rows(16384, 8, 512)  # 32 tiles and 7 revisits
+    19968
+    >>> grouped_tile_rows(300, 4, 512)  # one tile of 300 rows, revisited by 3 groups
+    1200
+    """
+    tile = min(tile_rows, rows)
+    return tile * (math.ceil(rows / tile) + max(0, math.ceil(groups) - 1))
+
+
+def padded_to_tiles(size: float, tile: int) -> float:
+    """``size`` rounded up to whole tiles; one tile of its own size when smaller than a tile.
+
+    >>> padded_to_tiles(3584, 1024), padded_to_tiles(512, 1024)
+    (4096, 512)
+    """
+    return size if size <= tile else tile * math.ceil(size / tile)
+
+
 @lru_cache(maxsize=65536)
 def wave_efficiency(rows: float, cols: float, tiling: GemmTiling, *, groups: float = 1) -> float:
     """Share of the machine's tile slots a GEMM with a ``rows`` x ``cols`` output keeps busy.

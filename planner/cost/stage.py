@@ -32,16 +32,20 @@ from planner.cost.expert import (
 )
 from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
+    EINSUM_DISPATCH_GEMMS,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
     GemmRoofline,
     GemmShape,
     eager_extra_bytes_per_token,
+    einsum_dispatch_gemms,
     elementwise_bytes_per_token,
     gemm_backward_times,
     gemm_time,
+    grouped_tile_rows,
     layer_gemms,
     norm_bytes_per_token,
     norm_residual_bytes_per_token,
+    padded_to_tiles,
     unfused_kernel_bytes_per_token,
     unfused_kernel_launches,
 )
@@ -116,6 +120,16 @@ class GemmRates(NamedTuple):
     """Grouped expert GEMMs' factor."""
     tiling: GemmTiling | None = None
     """Tile and wave model (:attr:`AcceleratorSpec.gemm_tiling`)."""
+    expert_rows: float = 1.0
+    """Rows the busiest rank's routed-expert GEMMs run over its balanced share
+    (:func:`planner.cost.expert.expert_load_factor`: routing imbalance, or capacity padding)."""
+    expert_tiles: tuple[int, int, int] | None = None
+    """The framework's grouped-GEMM (rows, model dimension, FFN dimension) tiles that straddle
+    the experts (``TrainWorkload.grouped_gemm_tiles``); priced on an accelerator without a tile
+    model. None = none."""
+    dispatch: tuple[float, float, float] | None = None
+    """GShard's einsum dispatch (``TrainWorkload.moe_expert_compute`` ``einsum``): (capacity
+    factor, routing-group tokens, of them on this device); None = a grouped GEMM."""
 
     def roofline(self, *, expert: bool = False) -> GemmRoofline:
         """One GEMM's roofline in this format; a grouped expert GEMM's at the expert factor."""
@@ -159,18 +173,47 @@ def _layer_linear_time(
     when given."""
     tp, ep, etp = degrees
     gemms = layer_gemms(model, tokens, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
+    if moe_layer and rates.dispatch is not None:
+        capacity, group, local = rates.dispatch
+        gemms += einsum_dispatch_gemms(
+            model, tokens, group_tokens=group, local_group_tokens=local,
+            capacity_factor=capacity, tp=tp,
+        )  # fmt: skip
     if names is not None:
         gemms = [g for g in gemms if g.name in names]
     forward = dgrad = wgrad = 0.0
     for g in gemms:
-        roof = rates.roofline(expert=g.name.startswith("expert_"))
-        forward += gemm_time(g, **roof._asdict())
-        d, w = gemm_backward_times(g, roof)
+        expert = g.name.startswith("expert_")
+        roof = rates.roofline(expert=expert)
+        timed = _routed_expert_shape(g, rates) if expert else g
+        forward += gemm_time(timed, **roof._asdict())
+        d, w = gemm_backward_times(timed, roof)
         dgrad += d
-        wgrad += w
+        # the dispatch mask is boolean (a cast of the combine weights): no gradient flows to it
+        wgrad += 0.0 if g.name == "moe_dispatch" else w
     inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
-    weights = sum(g.k * g.n * g.count for g in gemms)
+    weights = sum(g.k * g.n * g.count for g in gemms if g.name not in EINSUM_DISPATCH_GEMMS)
     return LinearTime(forward, dgrad, wgrad, inputs, weights)
+
+
+def _routed_expert_shape(gemm: GemmShape, rates: GemmRates) -> GemmShape:
+    """A routed-expert GEMM as the busiest rank runs it: its rows scaled by the load
+    (``rates.expert_rows``), and, with the framework's grouped-GEMM tiles on an accelerator
+    without a tile model, its rows, reduction and columns padded as those tiles cover them
+    (:func:`planner.cost.gemm.grouped_tile_rows`: every expert after the first that starts
+    inside a row tile computes it again)."""
+    rows = gemm.m * rates.expert_rows
+    k, n = gemm.k, gemm.n
+    if rates.expert_tiles is not None and rates.tiling is None and gemm.count:
+        tile_rows, tile_model, tile_ffn = rates.expert_tiles
+        rows = grouped_tile_rows(rows * gemm.count, gemm.count, tile_rows) / gemm.count
+        if gemm.name == "expert_down":  # F -> D
+            k, n = padded_to_tiles(k, tile_ffn), padded_to_tiles(n, tile_model)
+        else:  # D -> F (or 2F gated)
+            k, n = padded_to_tiles(k, tile_model), padded_to_tiles(n, tile_ffn)
+    if (rows, k, n) == (gemm.m, gemm.k, gemm.n):
+        return gemm
+    return GemmShape.model_construct(name=gemm.name, m=rows, k=k, n=n, count=gemm.count)
 
 
 EXPERT_DOWN_GEMM = frozenset({"expert_down"})
@@ -180,7 +223,9 @@ RECOMPUTED_GEMMS: dict[str, frozenset[str]] = {
     "mla_up_proj": frozenset({"q_up", "kv_up"}),
     "mlp": frozenset({"up", "down"}),
     "shared_experts": frozenset({"shared_up", "shared_down"}),
-    "moe": frozenset({"router", "expert_up", "expert_down", "shared_up", "shared_down"}),
+    "moe": frozenset(
+        {"router", "expert_up", "expert_down", "shared_up", "shared_down"} | EINSUM_DISPATCH_GEMMS
+    ),
 }
 """GEMMs (:func:`planner.cost.gemm.layer_gemms` names) each recompute module re-runs."""
 
@@ -449,7 +494,7 @@ def layers_forward(
     num_layers = sum(len(r) for r in layers)
     num_moe = table.sum("moe_layers", layers)
     num_dense = num_layers - num_moe
-    rates = _rates(acc, fmt)
+    rates = _rates(acc, fmt, workload, layout)
     hbm = rates[3]
     degrees = (layout.tp, layout.ep, layout.etp)
     none = LinearTime(0.0, 0.0, 0.0, 0.0)
@@ -462,7 +507,7 @@ def layers_forward(
     bf16 = NumberFormat.BF16
     wgrad_extra = 0.0
     if fmt in workload.bf16_wgrad_formats:  # the weight-gradient GEMMs at bf16 speed
-        slow = _rates(acc, bf16)
+        slow = _rates(acc, bf16, workload, layout)
         slow_wgrad = sum(
             count * _layer_linear_time(model, tokens, moe_layer, degrees, slow).wgrad
             for count, moe_layer in ((num_dense, False), (num_moe, True))
@@ -517,8 +562,23 @@ def layers_forward(
     )  # fmt: skip
 
 
-def _rates(acc: AcceleratorSpec, fmt: NumberFormat) -> GemmRates:
-    """What a GEMM's time needs from ``acc`` in ``fmt``."""
+def _rates(
+    acc: AcceleratorSpec,
+    fmt: NumberFormat,
+    workload: TrainWorkload | None = None,
+    layout: Layout | None = None,
+) -> GemmRates:
+    """What a GEMM's time needs from ``acc`` in ``fmt``, and from the workload how its routed
+    experts run (their load, the framework's grouped-GEMM tiles, an einsum dispatch: these need
+    ``workload`` and ``layout``)."""
+    rows, tiles, dispatch = 1.0, None, None
+    if workload is not None and layout is not None:
+        rows, tiles = expert_load_factor(workload), workload.grouped_gemm_tiles
+        if workload.moe_expert_compute == "einsum":  # per-expert einsums: no grouped kernel
+            tiles = None
+        if workload.moe_expert_compute == "einsum" and workload.moe_capacity_factor is not None:
+            group = float(workload.seq_len)
+            dispatch = (workload.moe_capacity_factor, group, group / layout.cp)
     return GemmRates(
         acc.peak_flop_per_s(fmt),
         acc.gemm_efficiency(fmt),
@@ -527,6 +587,9 @@ def _rates(acc: AcceleratorSpec, fmt: NumberFormat) -> GemmRates:
         acc.efficiency.kernel_overhead_us * US,
         acc.efficiency.expert_gemm,
         acc.gemm_tiling,
+        rows,
+        tiles,
+        dispatch,
     )
 
 
@@ -627,7 +690,7 @@ def expert_dgrad_time(
     through that dispatch's host sync (:func:`planner.cost.expert.exposed_moe_sync_time`)."""
     tokens = layout.mbs * workload.seq_len / layout.cp
     degrees = (layout.tp, layout.ep, layout.etp)
-    rates = _rates(acc, layout.precision)
+    rates = _rates(acc, layout.precision, workload, layout)
     return _layer_linear_time(model, tokens, True, degrees, rates, EXPERT_MLP_GEMMS).dgrad
 
 
@@ -694,7 +757,7 @@ def microbatch_compute(
             tokens=layout.mbs * workload.seq_len / layout.cp,
             counts=(contents.num_layers - part.num_moe, part.num_moe),
             degrees=(layout.tp, layout.ep, layout.etp),
-            rates=_rates(acc, layout.precision),
+            rates=_rates(acc, layout.precision, workload, layout),
             forward_s=(part.attention, part.memory_bound + part.unfused_forward),
         )
     elif layout.recompute is Recompute.SELECTIVE:
@@ -705,7 +768,7 @@ def microbatch_compute(
             num_dense=int(contents.num_layers - part.num_moe),
             num_moe=part.num_moe,
             degrees=(layout.tp, layout.ep, layout.etp),
-            rates=_rates(acc, layout.precision),
+            rates=_rates(acc, layout.precision, workload, layout),
             attention_s=part.attention,
         )
     return forward, backward, part.attention, part.linear
@@ -992,11 +1055,6 @@ def microbatch_time(
     recomputed_moe = None
     if contents.recomputed is not None and layout.recompute is Recompute.FULL:
         recomputed_moe = table.sum("moe_layers", contents.recomputed)
-    load = expert_load_factor(workload)
-    if model.moe is not None and load != 1.0:
-        share = num_moe / max(num_layers, 1)
-        factor = 1.0 + share * (load - 1.0)
-        forward, backward = forward * factor, backward * factor
     ep_comm = ep_comm_per_microbatch(
         model, workload, layout, num_moe, domains["ep"], recomputed_moe_layers=recomputed_moe
     )

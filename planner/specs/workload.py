@@ -219,6 +219,22 @@ class TrainWorkload(FrozenSpec):
     dropped (static shapes, as XLA needs; Megatron-LM ``--moe-expert-capacity-factor`` with
     ``--moe-pad-expert-input-to-capacity``, whose all-to-all then needs no host sync); None =
     dropless (each expert sees its real tokens)."""
+    moe_expert_compute: Literal["grouped", "einsum"] = "grouped"
+    """MoE only: how the routed experts run. ``grouped``: the tokens are permuted by expert and
+    a grouped GEMM runs each projection over the rows each expert got (Megatron-LM's
+    ``TEGroupedMLP``, torchtitan's grouped GEMM, MaxText ``sparse_matmul: true``); ``einsum``:
+    GShard's one-hot dispatch and combine einsums into every expert's capacity slots (MaxText
+    ``sparse_matmul: false`` with ``capacity_factor`` > 0, MaxText/layers/moe.py
+    ``dense_matmul``; Praxis), which cost about 2 x group x top_k x capacity x D FLOPs per
+    token each on top of the experts (:func:`planner.cost.gemm.einsum_dispatch_gemms`). Needs
+    ``moe_capacity_factor``: the slots are sized by it."""
+    grouped_gemm_tiles: tuple[PositiveInt, PositiveInt, PositiveInt] | None = None
+    """MoE only: the (token rows, model dimension, expert FFN dimension) tile of a grouped GEMM
+    kernel whose row tiles run across expert boundaries, each expert that starts inside a tile
+    computing that tile once more (MaxText's megablox ``gmm``, tiled by ``wi_tile_fwd_batch_seq``
+    / ``_embed_dim`` / ``_mlp_dim`` and the ``wo_`` ones; :func:`planner.cost.gemm.
+    grouped_tile_rows`). Priced on accelerators without a GPU tile model (on a GPU the tile
+    model of ``AcceleratorSpec.gemm_tiling`` pads each expert's rows); None = none."""
     cp_comm: CpComm = "p2p"
     """Context-parallel algorithm (Megatron-LM ``--cp-comm-type``): ``p2p`` K/V ring, ``a2a``
     (Ulysses: heads all-to-all), ``a2a+p2p`` (all-to-all inside a scale-up domain, ring across),
@@ -356,6 +372,16 @@ class TrainWorkload(FrozenSpec):
         if len(set(buffers)) != len(buffers):
             raise ValueError(f"framework buffer listed twice in {list(buffers)}")
         return buffers
+
+    @model_validator(mode="after")
+    def _einsum_needs_capacity(self) -> TrainWorkload:
+        if self.moe_expert_compute == "einsum" and self.moe_capacity_factor is None:
+            raise ValueError(
+                "moe_expert_compute 'einsum' needs moe_capacity_factor: GShard's dispatch "
+                "einsums fill capacity slots (without a capacity MaxText's dense path runs every "
+                "expert on every token, which the planner does not price)"
+            )
+        return self
 
     @property
     def tokens_per_step(self) -> int:

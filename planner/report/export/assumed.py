@@ -213,6 +213,27 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "(overflow tokens dropped)"
         ),
     ),
+    "moe_expert_compute": (
+        _moe,
+        lambda j: (
+            "routed experts as grouped GEMMs over the tokens each expert got"
+            if j.train[1].moe_expert_compute == "grouped"
+            else "routed experts behind GShard's one-hot dispatch and combine einsums into "
+            "every expert's capacity slots (their FLOPs priced)"
+        ),
+    ),
+    "grouped_gemm_tiles": (
+        lambda j: (
+            _moe(j)
+            and j.train[1].moe_expert_compute == "grouped"
+            and j.train[1].grouped_gemm_tiles is not None
+        ),
+        lambda j: (
+            "grouped-GEMM tiles of {} x {} x {} whose rows straddle the experts (each "
+            "expert that starts inside a row tile computes it again; priced where the accelerator "
+            "has no GPU tile model)".format(*(j.train[1].grouped_gemm_tiles or (0, 0, 0)))
+        ),
+    ),
     "host_sync_interval": (
         lambda j: j.train[1].host_sync_interval != 1,
         lambda j: (

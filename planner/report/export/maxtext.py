@@ -246,6 +246,16 @@ def _model(job: ExportJob) -> dict[str, Value]:
     if moe is not None:
         out["capacity_factor"] = workload.moe_capacity_factor or -1.0  # -1: dropless
         job.express("moe_capacity_factor")
+        # sparse_matmul: permute + grouped GEMM (dropless); false: GShard's dispatch einsums
+        out["sparse_matmul"] = workload.moe_expert_compute == "grouped"
+        job.express("moe_expert_compute")
+        tiles = workload.grouped_gemm_tiles
+        if workload.moe_expert_compute == "grouped" and tiles is not None:
+            out["megablox"] = True  # the Pallas grouped GEMM whose row tiles span the experts
+            for gemm in ("wi", "wo"):  # the forward tiles megablox reads (base.yml)
+                for dim, size in zip(("batch_seq", "embed_dim", "mlp_dim"), tiles, strict=True):
+                    out[f"{gemm}_tile_fwd_{dim}"] = size
+            job.express("grouped_gemm_tiles")
         if not workload.moe_host_sync:  # static shapes: the dispatch never waits on the host
             job.express("moe_host_sync")
         out["num_experts"] = moe.num_experts

@@ -58,6 +58,8 @@ def moe_capacity(job: ExportJob) -> str | None:
     (``moe_host_sync`` off), the modelled load imbalance, since graphs need static shapes. The
     DeepEP dispatcher cannot pad: a note says so and nothing is set."""
     workload = job.train[1]
+    if workload.moe_expert_compute == "grouped":  # Megatron-LM's experts: grouped GEMMs
+        job.express("moe_expert_compute")
     capacity = workload.moe_capacity_factor
     graphs = not workload.moe_host_sync
     if capacity is None and not graphs:

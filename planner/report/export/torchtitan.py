@@ -174,6 +174,8 @@ def parallelism(job: ExportJob) -> dict[str, TomlValue]:
     if job.model.moe is not None:
         if workload.moe_capacity_factor is None:  # torchtitan's MoE is dropless
             job.express("moe_capacity_factor")
+        if workload.moe_expert_compute == "grouped":  # torchtitan's experts: grouped GEMMs
+            job.express("moe_expert_compute")
         table["expert_parallel_comm_backend"] = (
             "deepep" if workload.moe_dispatch_dedup else "standard"
         )

@@ -1,0 +1,128 @@
+"""How the routed experts run (issue 18, item 4: MoE as the framework runs it): MaxText's
+megablox grouped GEMM, whose row tiles straddle the experts, GShard's einsum dispatch into
+capacity slots, and the busiest rank's load applied to the routed experts alone. Every number
+here is a tile or FLOP count a reader can redo by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from planner.catalog import load_cluster, load_model
+from planner.cost.gemm import einsum_dispatch_gemms, grouped_tile_rows
+from planner.cost.stage import _layer_linear_time, _rates, microbatch_time
+from planner.specs.layout import Layout
+from planner.specs.workload import TrainWorkload
+from planner.topology import comm_domains
+
+MEGABLOX = (512, 1024, 1024)
+"""MaxText's default megablox tiles (configs/base.yml: wi/wo_tile_fwd_batch_seq 512,
+_embed_dim 1024, _mlp_dim 1024)."""
+
+EXPERT_GEMMS = frozenset({"expert_up", "expert_down"})
+
+
+def _expert_forward(workload: TrainWorkload, layout: Layout, cluster: str) -> float:
+    """Forward seconds of one Mixtral 8x7B MoE layer's routed-expert GEMMs, one micro-batch."""
+    model, acc = load_model("mixtral-8x7b"), load_cluster(cluster).accelerator
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    rates = _rates(acc, layout.precision, workload, layout)
+    degrees = (layout.tp, layout.ep, layout.etp)
+    return _layer_linear_time(model, tokens, True, degrees, rates, EXPERT_GEMMS).forward
+
+
+def test_megablox_revisits_a_row_tile_for_every_expert_after_the_first() -> None:
+    """Mixtral 8x7B, two 4,096-token sequences per TPU v5p chip, no expert parallelism: 16,384
+    routed copies (top-2) over 8 local experts fill 32 row tiles of 512, and each of the 7
+    experts after the first starts inside a tile that it computes again: 39 tiles of work for
+    32. The model (4,096) and expert FFN (14,336; 28,672 up with the gate) dimensions are whole
+    1,024-tiles, so the rows are the whole cost: the expert GEMMs take 39/32 as long (less the
+    per-kernel fixed cost, which does not grow)."""
+    assert grouped_tile_rows(16384, 8, 512) == 39 * 512
+    layout = Layout(tp=1, dp=128, ep=1, mbs=2, zero=3)
+    plain = TrainWorkload(seq_len=4096, global_batch=256, framework="maxtext")
+    tiled = plain.model_copy(update={"grouped_gemm_tiles": MEGABLOX})
+    ratio = _expert_forward(tiled, layout, "tpu_v5px128") / _expert_forward(
+        plain, layout, "tpu_v5px128"
+    )
+    assert ratio == pytest.approx(39 / 32, rel=0.01)
+    # one expert per chip (EP 8): one group, no revisits, the same time as without tiles
+    ep8 = layout.model_copy(update={"ep": 8})
+    assert _expert_forward(tiled, ep8, "tpu_v5px128") == pytest.approx(
+        _expert_forward(plain, ep8, "tpu_v5px128")
+    )
+
+
+def test_a_gpu_prices_grouped_gemms_with_its_own_tile_model() -> None:
+    """The framework's kernel tiles apply where the accelerator has no tile model of its own; a
+    GPU's grouped GEMM is priced by its SM tiles (each expert's rows padded to them), so the
+    MaxText tiles change nothing on an H100."""
+    layout = Layout(tp=1, dp=16, ep=1, mbs=2)
+    plain = TrainWorkload(seq_len=4096, global_batch=64)
+    tiled = plain.model_copy(update={"grouped_gemm_tiles": MEGABLOX})
+    assert _expert_forward(tiled, layout, "hgx_h100x16") == _expert_forward(
+        plain, layout, "hgx_h100x16"
+    )
+
+
+def test_gshard_dispatch_einsums_cost_two_group_topk_capacity_hidden_flops_per_token() -> None:
+    """MaxText's dense_matmul with capacity_factor 1.25, Mixtral 8x7B at 4,096 tokens per
+    sequence: each expert gets C = ceil(4096 x 2 / 8) x 1.25 = 1,280 slots; the dispatch einsum
+    BSM,BSEC -> EBCM is a (8 x 1280) x 4096 x 4096 GEMM per sequence, 2 x 8 x 1280 x 4096 =
+    83.9 MFLOP per token, and the combine einsum the same."""
+    model = load_model("mixtral-8x7b")
+    gemms = einsum_dispatch_gemms(
+        model, 8192, group_tokens=4096, local_group_tokens=4096, capacity_factor=1.25, tp=1
+    )
+    per_token = [g.flops / 8192 for g in gemms]
+    assert [g.name for g in gemms] == ["moe_dispatch", "moe_combine"]
+    assert per_token == pytest.approx([2 * 8 * 1280 * 4096] * 2)
+    assert per_token[0] == pytest.approx(2 * 4096 * 2 * 1.25 * 4096)  # 2 S k c D
+
+
+def test_the_einsum_path_adds_two_einsums_forward_and_three_backward() -> None:
+    """The dispatch mask is a boolean cast of the combine weights, so its einsum has one
+    gradient (the tokens'), the combine einsum two (the expert outputs' and the gate
+    weights'): forward 2 and backward 3 GEMMs of equal FLOPs, on a TPU with no tile model."""
+    model, acc = load_model("mixtral-8x7b"), load_cluster("tpu_v5px128").accelerator
+    layout = Layout(tp=1, dp=128, ep=1, mbs=2, zero=3)
+    grouped = TrainWorkload(
+        seq_len=4096, global_batch=256, framework="maxtext", moe_capacity_factor=1.25
+    )
+    einsum = grouped.model_copy(update={"moe_expert_compute": "einsum"})
+    degrees, tokens = (1, 1, 1), 8192.0
+
+    def times(workload: TrainWorkload) -> tuple[float, float]:
+        rates = _rates(acc, layout.precision, workload, layout)
+        t = _layer_linear_time(model, tokens, True, degrees, rates)
+        return t.forward, t.dgrad + t.wgrad
+
+    # the grouped kernel's tile revisits are not part of the einsum path: compare without them
+    grouped = grouped.model_copy(update={"grouped_gemm_tiles": None})
+    (f0, b0), (f1, b1) = times(grouped), times(einsum)
+    added_forward, added_backward = f1 - f0, b1 - b0
+    assert added_forward > 0
+    assert added_backward / added_forward == pytest.approx(1.5, rel=0.02)
+
+
+def test_the_einsum_path_needs_a_capacity() -> None:
+    with pytest.raises(ValidationError, match="needs moe_capacity_factor"):
+        TrainWorkload(moe_expert_compute="einsum")
+
+
+def test_the_busiest_ranks_load_slows_its_routed_experts_not_its_attention() -> None:
+    """Routing imbalance 1.3 on a TPU (no tile model): the micro-batch's forward grows by 0.3 x
+    its routed-expert GEMMs and nothing else (attention, the router and the norms run on the
+    rank's own tokens, whatever the routing)."""
+    model, cluster = load_model("mixtral-8x7b"), load_cluster("tpu_v5px128")
+    layout = Layout(tp=1, dp=128, ep=8, mbs=2, zero=3)
+    domains, acc = comm_domains(cluster, layout), cluster.accelerator
+    balanced = TrainWorkload(seq_len=4096, global_batch=256, framework="maxtext")
+    skewed = balanced.model_copy(update={"expert_load_imbalance": 1.3})
+    before = microbatch_time(model, acc, balanced, layout, stage=0, domains=domains)
+    after = microbatch_time(model, acc, skewed, layout, stage=0, domains=domains)
+    experts = model.num_layers * _expert_forward(balanced, layout, "tpu_v5px128")
+    assert after.forward_s - before.forward_s == pytest.approx(0.3 * experts, rel=0.02)
+    assert not math.isclose(after.forward_s, 1.3 * before.forward_s, rel_tol=0.01)
