@@ -85,6 +85,17 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("moe", {"moe_expert_compute": "einsum", "moe_capacity_factor": 1.25}),
     ],
     "grouped_gemm_tiles": [("moe", {"grouped_gemm_tiles": (512, 1024, 1024)})],
+    "moe_routing_group": [
+        ("moe", {"moe_expert_compute": "einsum", "moe_capacity_factor": 1.0}),
+        (
+            "moe",
+            {
+                "moe_expert_compute": "einsum",
+                "moe_capacity_factor": 1.0,
+                "moe_routing_group": "microbatch",
+            },
+        ),
+    ],
     "saved_tensors": [
         ("dense", {"saved_tensors": TORCHTITAN_SAVE_LIST}),
         ("dense", {"saved_tensors": ("context",)}),
@@ -470,6 +481,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "framework": _framework("megatron"),
         "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
         "grouped_gemm_tiles": _said,
+        "moe_routing_group": _said,
         "moe_capacity_factor": lambda c: (
             c.has("--moe-expert-capacity-factor", f"{c.w.moe_capacity_factor:g}")
             and c.has("--moe-pad-expert-input-to-capacity")
@@ -562,6 +574,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "framework": _framework("megatron"),
         "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
         "grouped_gemm_tiles": _said,
+        "moe_routing_group": _said,
         "moe_capacity_factor": lambda c: (
             c.has("model.moe_expert_capacity_factor", f"{c.w.moe_capacity_factor:g}")
             and c.has("model.moe_pad_expert_input_to_capacity", "true")
@@ -648,6 +661,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "framework": _framework("torchtitan"),
         "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
         "grouped_gemm_tiles": _said,
+        "moe_routing_group": _said,
         "moe_capacity_factor": _native(lambda c: c.w.moe_capacity_factor is None),
         "saved_tensors": lambda c: (
             c.has("activation_checkpoint.selective_ac_option", "op")
@@ -722,8 +736,9 @@ EXPECT: dict[str, dict[str, Check]] = {
         "expert_load_imbalance": _said,
         "framework": _framework("deepspeed"),
         "moe_capacity_factor": _said,
-        "moe_expert_compute": _said,
+        "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "einsum"),
         "grouped_gemm_tiles": _said,
+        "moe_routing_group": _native(lambda c: c.w.moe_routing_group == "microbatch"),
         "saved_tensors": _said,
         "cp_impl": _said,
         "cp_comm": _said,
@@ -789,6 +804,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "moe_expert_compute": lambda c: (
             c.has("sparse_matmul", c.w.moe_expert_compute == "grouped") and not c.said()
         ),
+        "moe_routing_group": _native(lambda c: c.w.moe_routing_group == "sequence"),
         "grouped_gemm_tiles": lambda c: (
             all(
                 c.has(f"{gemm}_tile_fwd_{dim}", size)

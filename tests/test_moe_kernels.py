@@ -126,3 +126,25 @@ def test_the_busiest_ranks_load_slows_its_routed_experts_not_its_attention() -> 
     experts = model.num_layers * _expert_forward(balanced, layout, "tpu_v5px128")
     assert after.forward_s - before.forward_s == pytest.approx(0.3 * experts, rel=0.02)
     assert not math.isclose(after.forward_s, 1.3 * before.forward_s, rel_tol=0.01)
+
+
+def test_deepspeed_shares_the_slots_over_the_whole_micro_batch() -> None:
+    """DeepSpeed-MoE gates the rank's flattened micro-batch (two 4,096-token sequences: 8,192
+    tokens), so at capacity 1 each of Mixtral's 8 experts gets ceil(8192 x 2 / 8) = 2,048 slots
+    and the dispatch einsum costs 2 x 8 x 2048 x 4096 FLOPs per token, twice MaxText's per
+    sequence (1,024 slots a sequence)."""
+    model, acc = load_model("mixtral-8x7b"), load_cluster("hgx_h100x64").accelerator
+    layout = Layout(tp=1, dp=64, ep=8, mbs=2)
+    per_sequence = TrainWorkload(seq_len=4096, moe_capacity_factor=1.0, moe_expert_compute="einsum")
+    per_batch = per_sequence.model_copy(update={"moe_routing_group": "microbatch"})
+    flops = []
+    for workload in (per_sequence, per_batch):
+        dispatch = _rates(acc, layout.precision, workload, layout).dispatch
+        assert dispatch is not None
+        capacity, group, local = dispatch
+        gemms = einsum_dispatch_gemms(
+            model, 8192, group_tokens=group, local_group_tokens=local,
+            capacity_factor=capacity, tp=1,
+        )  # fmt: skip
+        flops.append(gemms[0].flops / 8192)
+    assert flops == pytest.approx([2 * 8 * 1024 * 4096, 2 * 8 * 2048 * 4096])

@@ -577,8 +577,15 @@ def _rates(
         if workload.moe_expert_compute == "einsum":  # per-expert einsums: no grouped kernel
             tiles = None
         if workload.moe_expert_compute == "einsum" and workload.moe_capacity_factor is not None:
-            group = float(workload.seq_len)
-            dispatch = (workload.moe_capacity_factor, group, group / layout.cp)
+            local = layout.mbs * workload.seq_len / layout.cp
+            if workload.moe_routing_group == "sequence":  # capacity per sequence, split over cp
+                dispatch = (
+                    workload.moe_capacity_factor,
+                    float(workload.seq_len),
+                    local / layout.mbs,
+                )
+            else:  # the rank's whole micro-batch shares the slots
+                dispatch = (workload.moe_capacity_factor, local, local)
     return GemmRates(
         acc.peak_flop_per_s(fmt),
         acc.gemm_efficiency(fmt),

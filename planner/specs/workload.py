@@ -228,6 +228,12 @@ class TrainWorkload(FrozenSpec):
     ``dense_matmul``; Praxis), which cost about 2 x group x top_k x capacity x D FLOPs per
     token each on top of the experts (:func:`planner.cost.gemm.einsum_dispatch_gemms`). Needs
     ``moe_capacity_factor``: the slots are sized by it."""
+    moe_routing_group: Literal["sequence", "microbatch"] = "sequence"
+    """MoE with ``moe_expert_compute`` ``einsum``: the tokens whose copies share the experts'
+    capacity slots, and so the dispatch einsum's reduction: one sequence (MaxText
+    ``generate_masks``: capacity per batch row) or every token of the rank's micro-batch
+    (DeepSpeed-MoE's ``MOELayer`` flattens its input to (tokens, D) before gating,
+    deepspeed/moe/sharded_moe.py)."""
     grouped_gemm_tiles: tuple[PositiveInt, PositiveInt, PositiveInt] | None = None
     """MoE only: the (token rows, model dimension, expert FFN dimension) tile of a grouped GEMM
     kernel whose row tiles run across expert boundaries, each expert that starts inside a tile

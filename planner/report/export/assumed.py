@@ -222,6 +222,15 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "every expert's capacity slots (their FLOPs priced)"
         ),
     ),
+    "moe_routing_group": (
+        lambda j: _moe(j) and j.train[1].moe_expert_compute == "einsum",
+        lambda j: (
+            "capacity slots per sequence (the dispatch einsum's reduction)"
+            if j.train[1].moe_routing_group == "sequence"
+            else "capacity slots shared by the rank's whole micro-batch (the dispatch einsum's "
+            "reduction)"
+        ),
+    ),
     "grouped_gemm_tiles": (
         lambda j: (
             _moe(j)

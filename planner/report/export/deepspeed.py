@@ -130,6 +130,12 @@ def _code_level_notes(job: ExportJob) -> None:
         job.note(f"cp={layout.cp}: use DeepSpeed-Ulysses sequence parallelism in the model code")
     if layout.ep > 1:
         job.note(f"ep={layout.ep}: set ep_size in deepspeed.moe.layer.MoE in the model code")
+    workload = job.train[1]
+    if job.model.moe is not None and workload.moe_expert_compute == "einsum":
+        # deepspeed.moe's MOELayer: GShard's einsums over the rank's flattened micro-batch
+        job.express("moe_expert_compute")
+        if workload.moe_routing_group == "microbatch":
+            job.express("moe_routing_group")
     if layout.recompute is not Recompute.NONE:
         workload = job.train[1]
         what = (

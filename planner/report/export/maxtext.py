@@ -249,6 +249,8 @@ def _model(job: ExportJob) -> dict[str, Value]:
         # sparse_matmul: permute + grouped GEMM (dropless); false: GShard's dispatch einsums
         out["sparse_matmul"] = workload.moe_expert_compute == "grouped"
         job.express("moe_expert_compute")
+        if workload.moe_routing_group == "sequence":  # MaxText sizes capacity per batch row
+            job.express("moe_routing_group")
         tiles = workload.grouped_gemm_tiles
         if workload.moe_expert_compute == "grouped" and tiles is not None:
             out["megablox"] = True  # the Pallas grouped GEMM whose row tiles span the experts
