@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from planner.catalog import load_cluster, load_model
+from planner.catalog.frameworks import resolve_workload
 from planner.cost.gemm import einsum_dispatch_gemms, grouped_tile_rows
 from planner.cost.stage import _layer_linear_time, _rates, microbatch_time
 from planner.specs.layout import Layout
@@ -148,3 +149,53 @@ def test_deepspeed_shares_the_slots_over_the_whole_micro_batch() -> None:
         )  # fmt: skip
         flops.append(gemms[0].flops / 8192)
     assert flops == pytest.approx([2 * 8 * 1024 * 4096, 2 * 8 * 2048 * 4096])
+
+
+def _activations(workload: TrainWorkload, layout: Layout) -> float:
+    from planner.cost.stage_memory import stage_memory
+
+    model = load_model("mixtral-8x7b")
+    return stage_memory(model, workload, layout, 0, 8).activations
+
+
+def test_the_einsum_masks_are_kept_for_the_backward() -> None:
+    """DeepSpeed-MoE keeps a bf16 copy of the dispatch and the combine mask of every MoE layer,
+    tokens x E x C values each: Mixtral 8x7B, one 4,096-token sequence per micro-batch, capacity
+    1: 4 bytes x 4,096 x (8 x 1,024) = 134 MB a layer, 32 layers, one micro-batch in flight
+    without pipelining. Two sequences make the group twice as long and the slots twice as many:
+    four times the bytes."""
+    einsum = resolve_workload({"seq_len": 4096, "global_batch": 64, "framework": "deepspeed"})
+    grouped = einsum.model_copy(update={"moe_expert_compute": "grouped"})
+    assert einsum.moe_capacity_factor == 1.0 and einsum.moe_routing_group == "microbatch"
+    one = Layout(tp=1, dp=8, ep=8, mbs=1)
+    masks = _activations(einsum, one) - _activations(grouped, one)
+    assert masks == pytest.approx(32 * 4 * 4096 * 8 * 1024)
+    two = one.model_copy(update={"mbs": 2})
+    assert _activations(einsum, two) - _activations(grouped, two) == pytest.approx(4 * masks)
+
+
+def test_a_profile_taken_at_one_micro_batch_scales_the_masks_by_its_square() -> None:
+    """The search takes a layout's memory profile once and reuses it for every micro-batch
+    size: the masks of a micro-batch-wide routing group grow with its square there too."""
+    from planner.cost.stage_memory import stage_memory_profile
+
+    model = load_model("mixtral-8x7b")
+    workload = resolve_workload({"seq_len": 4096, "global_batch": 64, "framework": "deepspeed"})
+    one, four = Layout(tp=1, dp=8, ep=8, mbs=1), Layout(tp=1, dp=8, ep=8, mbs=4)
+    reused = stage_memory_profile(model, workload, one, 0).memory(workload, four, 2)
+    direct = stage_memory_profile(model, workload, four, 0).memory(workload, four, 2)
+    assert reused.activations == pytest.approx(direct.activations, rel=1e-6)
+
+
+def test_a_save_list_recomputes_the_masks() -> None:
+    """MaxText's save lists name matmul outputs, never the masks: a save list keeps none, and
+    without one MaxText's per-sequence group keeps them in proportion to the micro-batch."""
+    base = resolve_workload(
+        {"seq_len": 4096, "global_batch": 256, "framework": "maxtext", "moe_capacity_factor": 1.25}
+    )
+    einsum = base.model_copy(update={"moe_expert_compute": "einsum"})
+    selective = Layout(tp=1, dp=128, ep=1, mbs=2, zero=3, recompute="selective")
+    assert _activations(einsum, selective) == pytest.approx(_activations(base, selective))
+    plain = selective.model_copy(update={"recompute": "none"})
+    masks = _activations(einsum, plain) - _activations(base, plain)
+    assert masks == pytest.approx(32 * 4 * 8192 * 8 * 1280)  # C = 1,024 x 1.25 per sequence

@@ -155,11 +155,9 @@ def einsum_dispatch_gemms(
     ...     m, 256, group_tokens=128, local_group_tokens=128, capacity_factor=1.25, tp=1)]
     [('moe_dispatch', 320.0, 128, 64.0, 2.0), ('moe_combine', 128, 320.0, 64.0, 2.0)]
     """
-    moe = model.moe
-    if moe is None:
+    if model.moe is None:
         return []
-    per_expert = math.ceil(group_tokens * moe.top_k / moe.num_experts) * capacity_factor
-    slots = moe.num_experts * float(int(max(per_expert, capacity_factor)))
+    slots = einsum_slots(model, group_tokens, capacity_factor)
     width, groups = model.hidden_size / tp, tokens / local_group_tokens
     return [
         GemmShape.model_construct(
@@ -169,6 +167,25 @@ def einsum_dispatch_gemms(
             name="moe_combine", m=local_group_tokens, k=slots, n=width, count=groups
         ),
     ]
+
+
+def einsum_slots(model: ModelSpec, group_tokens: float, capacity_factor: float) -> float:
+    """Capacity slots of every expert together for one routing group of ``group_tokens``:
+    E x C with C = ceil(group x top_k / E) x capacity_factor, at least the factor (MaxText
+    ``generate_masks``; DeepSpeed's ``top2gating`` sizes it from 2 x tokens / E the same way).
+
+    >>> from planner.cost.params import _tiny
+    >>> from planner.specs.model import MoESpec
+    >>> m = _tiny().model_copy(update={"moe": MoESpec(num_experts=4, top_k=2,
+    ...                                               expert_ffn_hidden_size=128)})
+    >>> einsum_slots(m, 128, 1.25)  # 4 experts x 64 x 1.25
+    320.0
+    """
+    moe = model.moe
+    if moe is None:
+        return 0.0
+    per_expert = math.ceil(group_tokens * moe.top_k / moe.num_experts) * capacity_factor
+    return moe.num_experts * float(int(max(per_expert, capacity_factor)))
 
 
 EINSUM_DISPATCH_GEMMS = frozenset({"moe_dispatch", "moe_combine"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from planner.cost.gemm import layer_gemms
+from planner.cost.gemm import einsum_slots, layer_gemms
 from planner.cost.memory import (
     ACTIVATION_BYTES,
     activation_bytes_per_layer,
@@ -191,6 +191,44 @@ def activation_bytes_per_microbatch(
     return per_microbatch
 
 
+EINSUM_MASK_BYTES_PER_SLOT = 4.0
+"""Bytes per (token, expert slot) the einsum dispatch keeps for its backward: the dispatch and
+combine masks, each cast to the activations' dtype before its einsum and saved by autograd for
+the input gradients (DeepSpeed-MoE ``MOELayer.forward``: ``dispatch_mask.type_as(input)``,
+``combine_weights.type_as(input)``, deepspeed/moe/sharded_moe.py); MaxText keeps its dispatch
+mask as booleans (3 bytes), counted the same."""
+
+
+def einsum_mask_bytes_per_microbatch(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, contents: StageContents
+) -> float:
+    """Bytes of the dispatch and combine masks one micro-batch leaves on one GPU of a stage
+    under GShard's einsum dispatch (``moe_expert_compute`` ``einsum``): per MoE layer that keeps
+    its activations, each routing group's tokens x E x C slots (:func:`planner.cost.gemm.
+    einsum_dispatch_gemms`) at :data:`EINSUM_MASK_BYTES_PER_SLOT`. A group of one sequence
+    makes them proportional to the micro-batch; a group of the whole micro-batch (DeepSpeed)
+    to its square. Layers recomputed in full, a selective recomputation of the ``moe`` block and
+    a save list (which names no mask) keep none."""
+    moe = model.moe
+    capacity = workload.moe_capacity_factor
+    if moe is None or workload.moe_expert_compute != "einsum" or capacity is None:
+        return 0.0
+    if layout.recompute is Recompute.SELECTIVE and (
+        workload.saved_tensors is not None or "moe" in workload.recompute_modules
+    ):
+        return 0.0
+    table = layer_table(model, workload.seq_len)
+    kept = table.sum("moe_layers", contents.layers)
+    if layout.recompute is Recompute.FULL:
+        if contents.recomputed is None:
+            kept *= 1.0 - recomputed_fraction(workload, layout, contents.num_layers)
+        else:
+            kept -= table.sum("moe_layers", contents.recomputed)
+    tokens = layout.mbs * workload.seq_len / layout.cp
+    group = float(workload.seq_len) if workload.moe_routing_group == "sequence" else tokens
+    return kept * EINSUM_MASK_BYTES_PER_SLOT * tokens * einsum_slots(model, group, capacity)
+
+
 def stage_memory(
     model: ModelSpec,
     workload: TrainWorkload,
@@ -237,6 +275,10 @@ class StageMemoryProfile(NamedTuple):
     vocab_weight: float = 0.0
     """Parameters per GPU of the vocabulary table when the stage holds it (the input embedding
     or the output projection): gathered in place of one of those weights when larger."""
+    activations_per_sequence_squared: float = 0.0
+    """Activations of one micro-batch in flight that grow with the square of its sequences, per
+    sequence squared (bytes): the einsum dispatch's masks when the whole micro-batch is one
+    routing group (:func:`einsum_mask_bytes_per_microbatch`)."""
 
     def memory(self, workload: TrainWorkload, layout: Layout, num_microbatches: int) -> StageMemory:
         """Weights, gradients, optimizer state, activations and the optimizer step's transient
@@ -280,8 +322,11 @@ class StageMemoryProfile(NamedTuple):
             # two copies of the stage's parameters, pp + 1 micro-batches in flight (DualPipe)
             in_flight, copies = min(num_microbatches, layout.pp + 1), 2.0
         offloaded = workload.activation_offload_fraction
-        stored = self.activations_per_sequence * in_flight * (1.0 - offloaded)
-        stored += offloaded * self.activations_per_sequence / max(self.num_layers, 1)
+        per_sequence = (
+            self.activations_per_sequence + self.activations_per_sequence_squared * layout.mbs
+        )
+        stored = per_sequence * in_flight * (1.0 - offloaded)
+        stored += offloaded * per_sequence / max(self.num_layers, 1)
         stored *= 1.0 + workload.activation_memory_overhead
         return (
             copies * state.weights,
@@ -306,6 +351,12 @@ def stage_memory_profile(
     contents = stage_contents(model, workload, layout, stage, split)
     dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len, contents=contents)
     activations = activation_bytes_per_microbatch(model, workload, layout, contents)
+    masks = einsum_mask_bytes_per_microbatch(model, workload, layout, contents)
+    squared = 0.0
+    if workload.moe_routing_group == "microbatch":
+        squared = masks / layout.mbs**2
+    else:
+        activations += masks
     buffers = workload.framework_buffers
     fixed = contents.num_heads * logits_bytes(
         model,
@@ -330,6 +381,7 @@ def stage_memory_profile(
         max(contents.num_layers, 1),
         largest_weight_params(model, layout.tp, layout.ep, layout.etp),
         vocab_weight,
+        squared,
     )
 
 

@@ -34,6 +34,7 @@ from planner.cost.profile import layer_table
 from planner.cost.stage import microbatch_time
 from planner.cost.stage_memory import (
     activation_bytes_per_microbatch,
+    einsum_mask_bytes_per_microbatch,
     recompute_working_bytes,
     stage_params_per_gpu,
     state_bytes,
@@ -243,16 +244,27 @@ def _layer_rows(
             kept = StageContents(one, (), False, False, 0, False)
             redone = kept._replace(recomputed=one)
             kept_time = time_of(kept)
-            kept_bytes = activation_bytes_per_microbatch(model, workload, layout, kept)
+            kept_bytes = _activation_bytes(model, workload, layout, kept)
             by_kind[kind] = (
                 kept_time,
                 time_of(redone) - kept_time,
                 held_of(kept),
                 kept_bytes,
-                kept_bytes - activation_bytes_per_microbatch(model, workload, layout, redone),
+                kept_bytes - _activation_bytes(model, workload, layout, redone),
             )
         rows.append(by_kind[kind])
     return rows
+
+
+def _activation_bytes(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, contents: StageContents
+) -> float:
+    """What one micro-batch of ``layout`` leaves stored for ``contents``: the activations and
+    the einsum dispatch's masks (:func:`planner.cost.stage_memory.
+    einsum_mask_bytes_per_microbatch`), at the layout's micro-batch."""
+    return activation_bytes_per_microbatch(
+        model, workload, layout, contents
+    ) + einsum_mask_bytes_per_microbatch(model, workload, layout, contents)
 
 
 def _time(seconds: float) -> int:
