@@ -245,17 +245,19 @@ def test_moe_warning_only_for_settings_the_user_gave() -> None:
     """A dense model under a profile that sets MoE dispatch fields itself (DeepSpeed's
     capacity-padded dispatch has no host sync) gets no MoE warning; the same field given by the
     user does."""
-    from planner.catalog.frameworks import load_framework
+    from planner.catalog.frameworks import load_framework, resolve_workload
     from planner.search.evaluate import unused_settings
     from planner.specs.layout import Layout
     from planner.specs.workload import TrainWorkload
 
     model = planner.load_model("8B")
     assert load_framework("deepspeed").workload["moe_host_sync"] is False
-    profile = TrainWorkload(framework="deepspeed", moe_host_sync=False)
+    profile = resolve_workload({"framework": "deepspeed"})  # capacity-padded einsum dispatch
     assert unused_settings(model, profile, Layout(dp=8)) == []
-    given = TrainWorkload(framework="deepspeed", moe_host_sync=False, ep_comm_overlap=True)
+    given = profile.model_copy(update={"ep_comm_overlap": True})
     assert any("no experts" in w for w in unused_settings(model, given, Layout(dp=8)))
+    capacity = TrainWorkload(moe_capacity_factor=1.25)  # the routing settings too
+    assert any("no experts" in w for w in unused_settings(model, capacity, Layout(dp=8)))
     assert any(
         "no experts" in w
         for w in unused_settings(model, TrainWorkload(moe_host_sync=False), Layout(dp=8))

@@ -105,7 +105,7 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
             f"recomputation; this layout uses {layout.recompute}"
         )
     if model.moe is None and _moe_settings_given(workload):
-        out.append(f"the MoE dispatch settings have no effect: {model.name} has no experts")
+        out.append(f"the MoE settings have no effect: {model.name} has no experts")
     if _fp8_param_gather_given(workload) and not gathers_fp8_params(workload, layout):
         why = (
             "ZeRO 0 gathers nothing" if layout.zero == 0 else f"this layout runs {layout.precision}"
@@ -135,7 +135,16 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
     return out
 
 
-MOE_DISPATCH_FIELDS = ("ep_comm_overlap", "moe_dispatch_dedup", "moe_host_sync")
+MOE_FIELDS = (
+    "ep_comm_overlap",
+    "moe_dispatch_dedup",
+    "moe_host_sync",
+    "expert_load_imbalance",
+    "moe_capacity_factor",
+    "moe_expert_compute",
+    "moe_routing_group",
+    "grouped_gemm_tiles",
+)
 """TrainWorkload fields that only an MoE layer uses."""
 
 
@@ -189,11 +198,11 @@ def offload_warnings(
 
 
 def _moe_settings_given(workload: TrainWorkload) -> bool:
-    """Whether an MoE dispatch field differs from the framework profile's workload (a profile's
-    own value, such as DeepSpeed's capacity-padded dispatch without a host sync, is not the
-    user's)."""
+    """Whether an MoE-only field differs from the framework profile's workload (a profile's
+    own value, such as DeepSpeed's capacity-padded einsum dispatch without a host sync, is not
+    the user's)."""
     profile = _profile_workload(workload)
-    return any(getattr(workload, f) != getattr(profile, f) for f in MOE_DISPATCH_FIELDS)
+    return any(getattr(workload, f) != getattr(profile, f) for f in MOE_FIELDS)
 
 
 def to_plan(
