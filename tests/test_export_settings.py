@@ -34,6 +34,7 @@ PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
     "dense": ("70B", "hgx_b200x16", {"tp": 4, "pp": 2, "vpp": 2, "recompute": "selective"}),
     "full": ("70B", "hgx_b200x48", {"tp": 8, "pp": 6, "recompute": "full"}),
     "moe": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8, "zero": 1, "mbs": 1}),
+    "moe_tpu": ("mixtral-8x7b", "tpu_v5px128", {"tp": 1, "ep": 8, "zero": 1, "mbs": 1}),
     "zero0": ("8B", "hgx_h100x8", {"tp": 2, "zero": 0}),
     "yarn": ("gpt-oss-120b", "hgx_b200x16", {"ep": 8}),
     "mla": ("671B", "gb200_nvl72x128", {"pp": 8, "ep": 16, "zero": 0}),
@@ -84,7 +85,8 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("moe", {}),
         ("moe", {"moe_expert_compute": "einsum", "moe_capacity_factor": 1.25}),
     ],
-    "grouped_gemm_tiles": [("moe", {"grouped_gemm_tiles": (512, 1024, 1024)})],
+    # priced (and exported) only where the accelerator has no GPU tile model of its own
+    "grouped_gemm_tiles": [("moe_tpu", {"grouped_gemm_tiles": (512, 1024, 1024)})],
     "moe_routing_group": [
         ("moe", {"moe_expert_compute": "einsum", "moe_capacity_factor": 1.0}),
         (

@@ -199,3 +199,19 @@ def test_a_save_list_recomputes_the_masks() -> None:
     plain = selective.model_copy(update={"recompute": "none"})
     masks = _activations(einsum, plain) - _activations(base, plain)
     assert masks == pytest.approx(32 * 4 * 8192 * 8 * 1280)  # C = 1,024 x 1.25 per sequence
+
+
+@pytest.mark.parametrize(("cluster", "megablox"), [("tpu_v5px128", True), ("hgx_h100x16", False)])
+def test_the_maxtext_export_sets_the_megablox_tiles_only_where_they_were_priced(
+    cluster: str, megablox: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a TPU the prediction priced megablox's tiles, and the export pins them; on a GPU its
+    own tile model priced the grouped GEMMs, and the export leaves MaxText's GPU defaults."""
+    from planner.cli import main
+
+    argv = ["export", "--format", "maxtext", "--model", "mixtral-8x7b", "--cluster", cluster]
+    code = main([*argv, "--framework", "maxtext", "--seq-len", "4096", "--global-batch", "128"])
+    out = capsys.readouterr().out
+    assert code == 0 and "sparse_matmul: true" in out
+    assert ("megablox: true" in out) is megablox
+    assert ("wi_tile_fwd_batch_seq: 512" in out) is megablox

@@ -40,6 +40,19 @@ def _moe(job: ExportJob) -> bool:
     return job.model.moe is not None
 
 
+def grouped_gemm_tiles_priced(job: ExportJob) -> bool:
+    """Whether the prediction priced the framework's grouped-GEMM tiles: an MoE model's grouped
+    experts with ``grouped_gemm_tiles`` on an accelerator without a GPU tile model (a GPU's own
+    tiles price its grouped GEMMs, :func:`planner.cost.stage._routed_expert_shape`)."""
+    workload = job.train[1]
+    return (
+        _moe(job)
+        and workload.moe_expert_compute == "grouped"
+        and workload.grouped_gemm_tiles is not None
+        and job.cluster.accelerator.gemm_tiling is None
+    )
+
+
 def fused_grouped_mlp_assumed(job: ExportJob) -> bool:
     """Whether the prediction ran the routed experts as Transformer Engine's fused grouped MLP
     (:func:`planner.cost.stage.runs_fused_grouped_mlp`: asked for, an MoE model, mxfp8 or nvfp4,
@@ -232,11 +245,7 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         ),
     ),
     "grouped_gemm_tiles": (
-        lambda j: (
-            _moe(j)
-            and j.train[1].moe_expert_compute == "grouped"
-            and j.train[1].grouped_gemm_tiles is not None
-        ),
+        grouped_gemm_tiles_priced,
         lambda j: (
             "grouped-GEMM tiles of {} x {} x {} whose rows straddle the experts (each "
             "expert that starts inside a row tile computes it again; priced where the accelerator "

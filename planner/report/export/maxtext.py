@@ -20,6 +20,7 @@ from planner.report.export.assumed import (
     dp_overlapped,
     express_framework,
     express_native_gather_and_cast,
+    grouped_gemm_tiles_priced,
     note_unexpressed,
 )
 from planner.report.export.job import (
@@ -252,8 +253,8 @@ def _model(job: ExportJob) -> dict[str, Value]:
         if workload.moe_routing_group == "sequence":  # MaxText sizes capacity per batch row
             job.express("moe_routing_group")
         tiles = workload.grouped_gemm_tiles
-        if workload.moe_expert_compute == "grouped" and tiles is not None:
-            out["megablox"] = True  # the Pallas grouped GEMM whose row tiles span the experts
+        if grouped_gemm_tiles_priced(job) and tiles is not None:
+            out["megablox"] = True  # the Pallas (TPU) grouped GEMM whose row tiles span experts
             for gemm in ("wi", "wo"):  # the forward tiles megablox reads (base.yml)
                 for dim, size in zip(("batch_seq", "embed_dim", "mlp_dim"), tiles, strict=True):
                     out[f"{gemm}_tile_fwd_{dim}"] = size
