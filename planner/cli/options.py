@@ -343,7 +343,7 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "(Megatron-LM, torchtitan, MaxText sparse_matmul) or GShard's one-hot dispatch and "
         "combine einsums into capacity slots (MaxText sparse_matmul false; needs "
         "--moe-capacity-factor), which add about 2 x seq x top_k x capacity x hidden FLOPs per "
-        "token each [grouped]",
+        "token each [the profile's: grouped; einsum under DeepSpeed]",
     )
     g.add_argument(
         "--grad-reduce",

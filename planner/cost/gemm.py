@@ -23,7 +23,9 @@ from typing import NamedTuple
 from planner.cost.params import layer_norms
 from planner.specs.base import FrozenSpec
 from planner.specs.hardware import GemmTiling
+from planner.specs.layout import Layout
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
+from planner.specs.workload import TrainWorkload
 
 
 class GemmShape(FrozenSpec):
@@ -167,6 +169,40 @@ def einsum_dispatch_gemms(
             name="moe_combine", m=local_group_tokens, k=slots, n=width, count=groups
         ),
     ]
+
+
+class EinsumDispatch(NamedTuple):
+    """How a workload's GShard einsum dispatch groups the tokens (``TrainWorkload.
+    moe_expert_compute`` ``einsum``): what :func:`einsum_dispatch_gemms` and the masks' memory
+    read."""
+
+    capacity_factor: float
+    """Expert capacity over the balanced share (``moe_capacity_factor``)."""
+    group_tokens: float
+    """Tokens of one routing group, whose copies share the slots (the capacity's basis)."""
+    local_group_tokens: float
+    """Of them on this device (the dispatch einsum's reduction)."""
+
+
+def einsum_dispatch(workload: TrainWorkload, layout: Layout) -> EinsumDispatch | None:
+    """The einsum dispatch of ``workload`` on ``layout``, or None for grouped GEMMs: a group of
+    one sequence (``moe_routing_group`` ``sequence``, MaxText), split over context parallelism;
+    or of the rank's whole micro-batch (``microbatch``, DeepSpeed-MoE).
+
+    >>> w = TrainWorkload(seq_len=4096, moe_capacity_factor=1.0, moe_expert_compute="einsum")
+    >>> einsum_dispatch(w, Layout(mbs=2, cp=2))
+    EinsumDispatch(capacity_factor=1.0, group_tokens=4096.0, local_group_tokens=2048.0)
+    >>> w = w.model_copy(update={"moe_routing_group": "microbatch"})
+    >>> einsum_dispatch(w, Layout(mbs=2, cp=2))
+    EinsumDispatch(capacity_factor=1.0, group_tokens=4096.0, local_group_tokens=4096.0)
+    """
+    capacity = workload.moe_capacity_factor
+    if workload.moe_expert_compute != "einsum" or capacity is None:
+        return None
+    local = layout.mbs * workload.seq_len / layout.cp
+    if workload.moe_routing_group == "sequence":
+        return EinsumDispatch(capacity, float(workload.seq_len), local / layout.mbs)
+    return EinsumDispatch(capacity, local, local)
 
 
 def einsum_slots(model: ModelSpec, group_tokens: float, capacity_factor: float) -> float:

@@ -34,9 +34,11 @@ from planner.cost.gemm import (
     CLAMPED_GLU_BYTES_PER_VALUE,
     EINSUM_DISPATCH_GEMMS,
     PERMUTE_BYTES_PER_ROUTED_VALUE,
+    EinsumDispatch,
     GemmRoofline,
     GemmShape,
     eager_extra_bytes_per_token,
+    einsum_dispatch,
     einsum_dispatch_gemms,
     elementwise_bytes_per_token,
     gemm_backward_times,
@@ -127,9 +129,9 @@ class GemmRates(NamedTuple):
     """The framework's grouped-GEMM (rows, model dimension, FFN dimension) tiles that straddle
     the experts (``TrainWorkload.grouped_gemm_tiles``); priced on an accelerator without a tile
     model. None = none."""
-    dispatch: tuple[float, float, float] | None = None
-    """GShard's einsum dispatch (``TrainWorkload.moe_expert_compute`` ``einsum``): (capacity
-    factor, routing-group tokens, of them on this device); None = a grouped GEMM."""
+    dispatch: EinsumDispatch | None = None
+    """GShard's einsum dispatch (:func:`planner.cost.gemm.einsum_dispatch`); None = a grouped
+    GEMM."""
 
     def roofline(self, *, expert: bool = False) -> GemmRoofline:
         """One GEMM's roofline in this format; a grouped expert GEMM's at the expert factor."""
@@ -173,11 +175,12 @@ def _layer_linear_time(
     when given."""
     tp, ep, etp = degrees
     gemms = layer_gemms(model, tokens, moe_layer=moe_layer, tp=tp, ep=ep, etp=etp)
-    if moe_layer and rates.dispatch is not None:
-        capacity, group, local = rates.dispatch
+    dispatch = rates.dispatch
+    if moe_layer and dispatch is not None:
         gemms += einsum_dispatch_gemms(
-            model, tokens, group_tokens=group, local_group_tokens=local,
-            capacity_factor=capacity, tp=tp,
+            model, tokens, group_tokens=dispatch.group_tokens,
+            local_group_tokens=dispatch.local_group_tokens,
+            capacity_factor=dispatch.capacity_factor, tp=tp,
         )  # fmt: skip
     if names is not None:
         gemms = [g for g in gemms if g.name in names]
@@ -576,16 +579,7 @@ def _rates(
         rows, tiles = expert_load_factor(workload), workload.grouped_gemm_tiles
         if workload.moe_expert_compute == "einsum":  # per-expert einsums: no grouped kernel
             tiles = None
-        if workload.moe_expert_compute == "einsum" and workload.moe_capacity_factor is not None:
-            local = layout.mbs * workload.seq_len / layout.cp
-            if workload.moe_routing_group == "sequence":  # capacity per sequence, split over cp
-                dispatch = (
-                    workload.moe_capacity_factor,
-                    float(workload.seq_len),
-                    local / layout.mbs,
-                )
-            else:  # the rank's whole micro-batch shares the slots
-                dispatch = (workload.moe_capacity_factor, local, local)
+        dispatch = einsum_dispatch(workload, layout)
     return GemmRates(
         acc.peak_flop_per_s(fmt),
         acc.gemm_efficiency(fmt),

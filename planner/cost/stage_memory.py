@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from planner.cost.gemm import einsum_slots, layer_gemms
+from planner.cost.gemm import einsum_dispatch, einsum_slots, layer_gemms
 from planner.cost.memory import (
     ACTIVATION_BYTES,
     activation_bytes_per_layer,
@@ -209,9 +209,8 @@ def einsum_mask_bytes_per_microbatch(
     makes them proportional to the micro-batch; a group of the whole micro-batch (DeepSpeed)
     to its square. Layers recomputed in full, a selective recomputation of the ``moe`` block and
     a save list (which names no mask) keep none."""
-    moe = model.moe
-    capacity = workload.moe_capacity_factor
-    if moe is None or workload.moe_expert_compute != "einsum" or capacity is None:
+    dispatch = einsum_dispatch(workload, layout)
+    if model.moe is None or dispatch is None:
         return 0.0
     if layout.recompute is Recompute.SELECTIVE and (
         workload.saved_tensors is not None or "moe" in workload.recompute_modules
@@ -225,8 +224,8 @@ def einsum_mask_bytes_per_microbatch(
         else:
             kept -= table.sum("moe_layers", contents.recomputed)
     tokens = layout.mbs * workload.seq_len / layout.cp
-    group = float(workload.seq_len) if workload.moe_routing_group == "sequence" else tokens
-    return kept * EINSUM_MASK_BYTES_PER_SLOT * tokens * einsum_slots(model, group, capacity)
+    slots = einsum_slots(model, dispatch.group_tokens, dispatch.capacity_factor)
+    return kept * EINSUM_MASK_BYTES_PER_SLOT * tokens * slots
 
 
 def stage_memory(
