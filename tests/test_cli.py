@@ -482,6 +482,7 @@ def test_models_listing(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     llama = next(m for m in data["models"] if m["name"] == "llama3.1-70b")
     assert "70B" in llama["aliases"]
+    assert llama["hub_id"] == "meta-llama/Llama-3.1-70B"
 
 
 def test_clusters_listing(capsys: pytest.CaptureFixture[str]) -> None:

@@ -720,7 +720,9 @@ def test_round_trip_matches_catalog(name: str, config: dict[str, object]) -> Non
     catalog = _catalog(name)
     assert total_params(imported) == total_params(catalog)
     assert active_params(imported) == active_params(catalog)
-    ignore: dict[str, object] = {"source": True, "published": True, "quantization": {"source"}}
+    ignore: dict[str, object] = {
+        "source": True, "hub_id": True, "published": True, "quantization": {"source"},
+    }  # fmt: skip
     assert imported.model_dump(exclude=ignore) == catalog.model_dump(exclude=ignore)
 
 
@@ -954,3 +956,23 @@ def test_int4_checkpoints_are_refused_in_one_line() -> None:
     config = {**LLAMA_3_1_70B, "quantization_config": {"quant_method": "awq", "bits": 4}}
     with pytest.raises(SpecError, match="no planner weight format"):
         model_from_hf_config(config, name="awq")
+
+
+def test_a_checkpoint_folder_loads_its_config(tmp_path: Path) -> None:
+    """``--model <folder>`` reads the folder's config.json, as transformers' from_pretrained
+    does; the folder's name names the model when the config does not."""
+    import json
+
+    from planner.catalog import load_model
+
+    name, config = ROUND_TRIPS[0]
+    folder = tmp_path / "My-Checkpoint"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    loaded = load_model(str(folder))
+    assert total_params(loaded) == total_params(_catalog(name))
+    assert loaded.name == config.get("_name_or_path", "My-Checkpoint")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SpecError, match="is a directory"):
+        load_model(str(empty))

@@ -399,7 +399,7 @@ CASES: list[Case] = [
     Case("model-name-too-long", ["search", "--model", "m" * 300, "--cluster", "hgx_h100x8"], 2,
          ("unknown model",)),
     Case("model-name-traversal", ["search", "--model", "../README", "--cluster", "hgx_h100x8"], 2,
-         ("unknown model '../readme'",)),
+         ("model file or folder '../README' does not exist",)),
     Case("placement-path-too-long", [*S8, "--placement", "{tmp}/" + "q" * 300 + ".csv"], 2,
          ("--placement", "too long")),
     # --- issue 17: silent acceptance of nonsense --------------------------------------------

@@ -160,3 +160,63 @@ def test_exact_active_counts() -> None:
     assert active_params(mixtral) == total_params(mixtral) - 32 * 6 * expert
     gpt_oss = _load(MODELS_DIR / "gpt-oss-120b.yaml")
     assert active_params(gpt_oss) - 201088 * 2880 == 5_132_849_472
+
+
+# --- Hugging Face hub ids --------------------------------------------------------------------
+
+
+def test_hub_ids_are_unique_and_name_their_source() -> None:
+    """Each ``hub_id`` belongs to one entry and is the repository its ``source`` cites."""
+    seen: dict[str, str] = {}
+    for path in MODEL_FILES:
+        spec = _load(path)
+        if spec.hub_id is None:
+            continue
+        assert spec.hub_id.lower() not in seen, (spec.name, seen.get(spec.hub_id.lower()))
+        seen[spec.hub_id.lower()] = spec.name
+        assert f"huggingface.co/{spec.hub_id}/" in spec.source, spec.name
+    assert seen["meta-llama/llama-3.1-8b"] == "llama3.1-8b"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "meta-llama/Llama-3.1-70B",
+        "META-LLAMA/llama-3.1-70b",
+        "https://huggingface.co/meta-llama/Llama-3.1-70B",
+        "hf.co/meta-llama/Llama-3.1-70B/",
+    ],
+)
+def test_a_hub_id_names_its_catalog_model(text: str) -> None:
+    from planner.catalog import load_model
+
+    assert load_model(text).name == "llama3.1-70b"
+
+
+def test_an_unknown_hub_id_says_what_to_pass() -> None:
+    from planner.catalog import load_model
+    from planner.errors import SpecError
+
+    with pytest.raises(SpecError) as caught:
+        load_model("meta-llama/Llama-3.1-70B-Instruct")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "did you mean 'meta-llama/Llama-3.1-70B'" in message
+    assert "config.json" in message
+
+
+def test_a_malformed_hub_id_is_refused() -> None:
+    from pydantic import ValidationError
+
+    data = yaml.safe_load(MODEL_FILES[0].read_text())
+    with pytest.raises(ValidationError, match="hub id"):
+        ModelSpec.model_validate({**data, "hub_id": "no-slash"})
+
+
+@pytest.mark.parametrize("text", ["./ckpt/llama", "ckpt/a/b", "/no/such/model"])
+def test_a_missing_path_is_not_read_as_a_hub_id(text: str) -> None:
+    from planner.catalog import load_model
+    from planner.errors import SpecError
+
+    with pytest.raises(SpecError, match="does not exist"):
+        load_model(text)

@@ -235,6 +235,15 @@ def path_exists(path: Path) -> bool:
         return False
 
 
+def path_is_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory, False (not an OSError) for a name too long to exist or
+    a NUL byte in it."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def read_text(path: Path) -> str:
     """Read a small UTF-8 text file, refusing directories, huge files and non-UTF-8 bytes."""
     try:

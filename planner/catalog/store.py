@@ -11,7 +11,14 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from planner.catalog.io import SpecT, load_mapping, path_exists, short_repr, validate_spec
+from planner.catalog.io import (
+    SpecT,
+    load_mapping,
+    path_exists,
+    path_is_dir,
+    short_repr,
+    validate_spec,
+)
 from planner.catalog.transfer import transferred_record
 from planner.errors import SpecError
 from planner.specs.hardware import (
@@ -21,6 +28,7 @@ from planner.specs.hardware import (
     SystemSpec,
 )
 from planner.specs.model import ModelSpec
+from planner.specs.text import HUB_ID
 from planner.specs.trust import TrustSpec
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -293,6 +301,8 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
     if not text.strip():
         raise SpecError("the model name is empty ('layout models' lists them)")
     path = Path(text)
+    if path_is_dir(path) and path_exists(path / "config.json"):
+        path = path / "config.json"  # a checkpoint folder, as transformers' from_pretrained
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path_exists(path):
         data = load_mapping(path)
         if path.suffix.lower() == ".json" or "model_type" in data:
@@ -301,7 +311,59 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
             return model_from_hf_config(data, name=hf_config_name(data, path))
         return validate_spec(ModelSpec, data, where=str(path))
     name = model_aliases().get(text.lower(), text)
+    if "/" in name or "\\" in name:  # no catalog name holds one
+        if not looks_like_hub_id(name):
+            raise SpecError(f"model file or folder {short_repr(text)} does not exist")
+        return _load_catalog_model(hub_id_model(name))
     return _load_catalog_model(name)
+
+
+HUB_URL = re.compile(r"(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/", re.IGNORECASE)
+"""The address prefix of a hub id written as a URL (``https://huggingface.co/<owner>/<name>``)."""
+
+
+def model_hub_ids() -> dict[str, str]:
+    """Hugging Face hub ids (lower case) -> catalog model names, from each catalog model's
+    ``hub_id``."""
+    found: dict[str, str] = {}
+    for name in model_names():
+        hub_id = _load_catalog_model(name).hub_id
+        if hub_id is not None:
+            found[hub_id.lower()] = name
+    return found
+
+
+def looks_like_hub_id(text: str) -> bool:
+    """Whether ``text`` reads as a Hugging Face hub id (``owner/name``, or its hub URL) rather
+    than a path: one ``/`` between two names, no leading ``.``, ``/`` or ``~``.
+
+    >>> looks_like_hub_id("meta-llama/Llama-3.1-8B"), looks_like_hub_id("./ckpt/llama")
+    (True, False)
+    """
+    stripped = HUB_URL.sub("", text.strip(), count=1).strip("/")
+    return HUB_ID.fullmatch(stripped) is not None and (
+        HUB_URL.match(text.strip()) is not None or not text.startswith((".", "/", "~"))
+    )
+
+
+def hub_id_model(text: str) -> str:
+    """The catalog model whose ``hub_id`` is ``text`` (``meta-llama/Llama-3.1-8B``, case
+    ignored, a ``https://huggingface.co/`` prefix or trailing ``/`` allowed); SpecError naming
+    the other ways in when none is.
+
+    >>> hub_id_model("meta-llama/Llama-3.1-8B"), hub_id_model("https://huggingface.co/Qwen/Qwen3-30B-A3B/")
+    ('llama3.1-8b', 'qwen3-30b-a3b')
+    """
+    hub_id = HUB_URL.sub("", text.strip(), count=1).strip("/")
+    ids = model_hub_ids()
+    name = ids.get(hub_id.lower())
+    if name is not None:
+        return name
+    hint = suggest(hub_id, sorted(str(_load_catalog_model(n).hub_id) for n in ids.values()))
+    raise SpecError(
+        f"unknown model {short_repr(text)}: no catalog model has that Hugging Face hub id{hint} "
+        "(pass the checkpoint's config.json, or the folder that holds it)"
+    )
 
 
 def hf_config_name(data: dict[str, object], path: Path) -> str:

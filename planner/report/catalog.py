@@ -41,6 +41,7 @@ def models_listing(*, as_json: bool) -> str:
                 "moe": None if m.moe is None else f"{m.moe.num_experts}e top-{m.moe.top_k}",
                 "max_context": m.max_context,
                 "aliases": sorted(aliases.get(name, [])),
+                "hub_id": m.hub_id,
             }
         )
     if as_json:

@@ -9,7 +9,7 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_va
 
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
-from planner.specs.text import Label, Name, Text
+from planner.specs.text import HubId, Label, Name, Text
 
 FfnActivation = Literal["swiglu", "geglu", "gelu", "relu2", "relu", "swiglu_oai"]
 GATED_ACTIVATIONS: frozenset[str] = frozenset({"swiglu", "geglu", "swiglu_oai"})
@@ -182,6 +182,10 @@ class ModelSpec(FrozenSpec):
     """Model family (llama, mixtral, deepseek_v3, gpt_oss, qwen3_moe, gpt3, nemotron)."""
     source: Text
     """Paper or Hugging Face config the architecture comes from."""
+    hub_id: HubId | None = None
+    """Hugging Face hub id (``meta-llama/Llama-3.1-8B``) of the checkpoint whose configuration
+    the architecture reproduces, when there is one; ``--model`` accepts it for this catalog
+    model."""
     hidden_size: PositiveInt
     """Model width D."""
     num_layers: PositiveInt

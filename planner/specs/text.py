@@ -14,6 +14,7 @@ without validation.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Annotated
 
@@ -119,9 +120,30 @@ def check_text(value: str) -> str:
     return check_line(value, max_chars=MAX_TEXT_CHARS)
 
 
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+"""A Hugging Face hub repository id: ``owner/name``, each part letters, digits, ``.``, ``_``
+and ``-`` (the hub's own rule for repository names), at most 96 characters each."""
+
+
+def check_hub_id(value: str) -> str:
+    """A Hugging Face hub id (``meta-llama/Llama-3.1-8B``): :data:`HUB_ID`.
+
+    >>> check_hub_id("meta-llama/Llama-3.1-8B")
+    'meta-llama/Llama-3.1-8B'
+    """
+    if not HUB_ID.fullmatch(value):
+        raise ValueError(
+            "must be a Hugging Face hub id, owner/name (letters, digits, '.', '_', '-'), "
+            f"got {printable(value[:120])}"
+        )
+    return value
+
+
 Name = Annotated[str, AfterValidator(check_name)]
 """A catalog or display name read from a user file (model, cluster, system, accelerator)."""
 Label = Annotated[str, AfterValidator(check_label)]
 """A short label read from a user file that may be empty (family, vendor, versions, dates)."""
 Text = Annotated[str, AfterValidator(check_text)]
 """Free text read from a user file (sources, descriptions, methods): one printable line."""
+HubId = Annotated[str, AfterValidator(check_hub_id)]
+"""A Hugging Face hub id read from a model YAML (``hub_id``)."""
