@@ -29,6 +29,14 @@ EXPECTED_MODELS = {
     "qwen3-30b-a3b",
     "nemotron4-340b",
     "gpt3-175b",
+    "deepseek-v2",
+    "deepseek-v2-lite",
+    "llama2-7b",
+    "llama2-13b",
+    "llama3-8b",
+    "llama3-70b",
+    "qwen2.5-72b",
+    "mistral-7b",
 }
 
 TOLERANCE = 0.01
@@ -47,14 +55,24 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         0.017,
         "3.353B published as '3.3B'; its 30.5B total, 29.9B non-embedding match",
     ),
+    ("llama2-7b", "total"): (
+        0.04,
+        "'7B' is the size class; the architecture holds 6.74B (4096 x 32 layers, vocab 32000)",
+    ),
+    ("mistral-7b", "total"): (0.04, "7.24B published as '7 billion'"),
+    ("deepseek-v2-lite", "active"): (
+        0.025,
+        "2.45B without the input embedding published as '2.4B' (2.66B with it)",
+    ),
 }
 """(model, count) -> (relative bound, why): published figures rounded more coarsely than 1%.
 Each was checked by hand: the architecture matches the config.json and the checkpoint."""
 
-ACTIVE_EXCLUDES_INPUT_EMBEDDING = {"gpt-oss-120b", "gpt-oss-20b"}
+ACTIVE_EXCLUDES_INPUT_EMBEDDING = {"gpt-oss-120b", "gpt-oss-20b", "deepseek-v2", "deepseek-v2-lite"}
 """Publishers whose 'active parameters' leave out the input embedding table (a lookup, not a
-matmul): the gpt-oss card's 5.13B / 3.61B are exactly that. Mixtral, Qwen and DeepSeek count
-every embedding matrix; ``active_params`` does too."""
+matmul): the gpt-oss card's 5.13B / 3.61B are exactly that, and DeepSeek-V2's 21B and
+V2-Lite's 2.4B match without it (20.85B, 2.45B) and not with it (21.38B, 2.66B). Mixtral, Qwen
+and DeepSeek-V3 count every embedding matrix; ``active_params`` does too."""
 
 
 def _load(path: Path) -> ModelSpec:

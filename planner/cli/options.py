@@ -206,7 +206,9 @@ def _add_workload(
     p: argparse.ArgumentParser, *, cluster: bool = True, required: bool = True
 ) -> None:
     p.add_argument(
-        "--model", required=required, help="catalog name, alias (70B), HF hub id, YAML, HF config.json or its folder"
+        "--model",
+        required=required,
+        help="catalog name, alias (70B), HF hub id, YAML, HF config.json or its folder",
     )
     if cluster:  # migrate names two clusters instead (--from, --to)
         p.add_argument(
