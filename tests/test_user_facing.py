@@ -448,3 +448,15 @@ def test_a_profile_that_extends_another_states_only_its_differences(
         with pytest.raises(SpecError, match=re.escape(words)) as caught:
             frameworks.framework_mapping(stem)
         assert f"{named}.yaml" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_batch_smaller_than_the_cluster_says_what_it_forces() -> None:
+    """256 sequences on 1,024 GPUs: data parallelism stops at 256, so every layout spreads a
+    sequence over at least 4 GPUs; the plan says so, and stops saying it at 1,024 sequences."""
+    small = planner.search(model="8B", cluster="hgx_h100x1024", global_batch=256, top=1).best
+    said = [w for w in small.warnings if "global batch" in w]
+    assert len(said) == 1 and "at least 4 GPUs" in said[0]
+    split = small.layout.tp * small.layout.pp * small.layout.cp
+    assert split >= 4 and f"TP x PP x CP = {split}" in said[0]
+    enough = planner.search(model="8B", cluster="hgx_h100x1024", global_batch=1024, top=1).best
+    assert not any("global batch" in w for w in enough.warnings)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
@@ -197,6 +199,30 @@ def offload_warnings(
     ]
 
 
+def batch_warnings(workload: TrainWorkload, layout: Layout) -> list[str]:
+    """Why a large cluster's plan may run far below its peak: a global batch with fewer
+    sequences than GPUs caps data parallelism at the batch (dp x mbs <= global batch), so
+    every layout spreads each sequence over at least num_gpus / global_batch GPUs of tensor,
+    pipeline and context parallelism, whatever they cost.
+
+    >>> batch_warnings(TrainWorkload(global_batch=512), Layout(tp=16, pp=4, cp=2, dp=128))[0][:65]
+    'the global batch (512 sequences) is smaller than the 16,384 GPUs:'
+    >>> batch_warnings(TrainWorkload(global_batch=512), Layout(tp=8, dp=64))
+    []
+    """
+    gpus = layout.num_gpus
+    if workload.global_batch >= gpus:
+        return []
+    least = math.ceil(gpus / workload.global_batch)
+    split = layout.tp * layout.pp * layout.cp
+    return [
+        f"the global batch ({workload.global_batch:,} sequences) is smaller than the {gpus:,} "
+        f"GPUs: every layout must spread a sequence over at least {least} GPUs of tensor, "
+        f"pipeline or context parallelism (this one: TP x PP x CP = {split}); a --global-batch "
+        f"of {gpus:,} sequences or more would let data parallelism give each GPU its own"
+    ]
+
+
 def _moe_settings_given(workload: TrainWorkload) -> bool:
     """Whether an MoE-only field differs from the framework profile's workload (a profile's
     own value, such as DeepSpeed's capacity-padded einsum dispatch without a host sync, is not
@@ -224,6 +250,7 @@ def to_plan(
     band = train_band(model, cluster, workload, layout, step_s=step)
     warnings = band.warnings + unused_settings(model, workload, layout)
     warnings += offload_warnings(model, cluster, workload, layout, split=split)
+    warnings += batch_warnings(workload, layout)
     return Plan(
         model=model.name,
         cluster=cluster.name,

@@ -116,7 +116,10 @@ class ExportJob:
 
     @property
     def hf_model_id(self) -> str | None:
-        """``org/name`` when the model's source is a Hugging Face URL, else None."""
+        """``org/name``: the model's ``hub_id``, else the id of a Hugging Face URL its source
+        starts with (a user's model YAML), else None."""
+        if self.model.hub_id is not None:
+            return self.model.hub_id  # HUB_ID: each part starts with a letter or digit
         match = _HF_URL.match(self.model.source.strip())
         return match.group(1) if match else None
 
