@@ -223,7 +223,9 @@ def base_plan() -> Plan:
 
 def bypassed_job(plan: Plan, name: str) -> ExportJob:
     """An export job whose model, plan and cluster carry ``name`` unvalidated."""
-    model = load_model("8B").model_copy(update={"name": name, "source": name, "family": name})
+    model = load_model("8B").model_copy(
+        update={"name": name, "source": name, "family": name, "hub_id": name}
+    )
     cluster = load_cluster(CLUSTER).model_copy(update={"name": name})
     plan = plan.model_copy(update={"model": name, "cluster": name, "cluster_description": name})
     return ExportJob(

@@ -91,15 +91,16 @@ def replica(job: ExportJob) -> Replica:
 
 
 def _model_id(job: ExportJob) -> str:
-    hf_id = job.hf_model_id
-    if hf_id is None:
+    name = job.hf_model_id
+    if name is None:
         job.note(
             f"'{job.model.name}' has no Hugging Face id in its source: replace it with the "
             "checkpoint's id or path"
         )
-        name = job.model.name  # an argument: a leading '-' would read as a flag
-        return f"./{name}" if name.startswith("-") else name
-    return hf_id
+        name = job.model.name
+    # an argument: a leading '-' would read as a flag (a hub id cannot start with one, but a
+    # model built without validation can carry anything)
+    return f"./{name}" if name.startswith("-") else name
 
 
 def _engine_note(job: ExportJob, name: str) -> None:
