@@ -60,6 +60,10 @@ WORKLOAD_FLAGS = {
     "--zero-shard-group", "--reshard-after-forward",
     # issue 18: what XLA's ZeRO-3 gathers at once, and when AQT-style recipes cast the weights
     "--fsdp-gather-unit", "--weight-cast",
+    # issue 18: torchao's dynamic-scaling float8 casts (torchtitan) against Transformer Engine's
+    "--fp8-casts",
+    # issue 18: TP collectives pipelined where the profile leaves them in line (torchtitan async TP)
+    "--tp-overlap",
     # issue 18: FSDP2's buffer copies on the compute stream (PyTorch fully_shard)
     "--fsdp-buffer-copies",
     # issue 18: how often the training loop stops the host (the fitted per-step cost)

@@ -495,3 +495,42 @@ def test_combined_1f1b_hides_the_dispatcher_sync_behind_the_expert_backward() ->
     hidden = expert_dgrad_time(model, acc, overlapped, layout)
     assert 0 < hidden < sync / num_moe
     assert after.moe_sync_s == pytest.approx(num_moe * (sync / num_moe - hidden))
+
+
+def test_torchao_dynamic_casts_add_the_bytes_counted_by_hand() -> None:
+    """torchao's tensorwise float8 (``fp8_casts`` dynamic) against Transformer Engine's fused
+    casts, Llama 3.1 8B, one 8,192-token sequence, no TP. Per layer the GEMMs read
+    sum(k) = 3 x 4096 + 14336 = 26,624 input values and write sum(n) = 6,144 + 4,096 + 28,672 +
+    4,096 = 43,008 output values per token, from 4096 x (6144 + 4096 + 28672) + 14336 x 4096 =
+    218,103,808 weights. Fused: 3 B a forward input value, 6 B backward. Dynamic: 5 B forward
+    (scale pass + cast); backward 2 B a input value (layout copy), 7 B an output-gradient
+    value (scale pass + cast + transposed copy) and 2 B a weight (layout copy). Difference
+    per layer: -2 x 26,624 x 8,192 + 7 x 43,008 x 8,192 + 2 x 218,103,808 bytes."""
+    from planner.cost.stage import layers_forward
+
+    model = load_model("llama3.1-8b")
+    acc = load_cluster("hgx_h100x8").accelerator
+    layout = Layout(tp=1, dp=8, mbs=1, precision="fp8")
+    layers = (range(0, model.num_layers),)
+    parts = [
+        layers_forward(
+            model,
+            acc,
+            TrainWorkload(seq_len=8192, precision="fp8", fp8_casts=casts),
+            layout,
+            layers,
+        )
+        for casts in ("fused", "dynamic")
+    ]
+    # the backward doubles the memory-bound forward work; unfused kernels carry their own
+    totals = [3 * p.memory_bound + p.unfused_forward + p.unfused_backward for p in parts]
+    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
+    per_layer = -2 * 26_624 * 8192 + 7 * 43_008 * 8192 + 2 * 218_103_808
+    assert totals[1] - totals[0] == pytest.approx(model.num_layers * per_layer / hbm, rel=1e-9)
+    bf16 = [
+        layers_forward(
+            model, acc, TrainWorkload(seq_len=8192, fp8_casts=casts), Layout(tp=1, dp=8), layers
+        )
+        for casts in ("fused", "dynamic")
+    ]
+    assert bf16[0] == bf16[1]  # bf16 GEMMs cast nothing

@@ -142,6 +142,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {"framework_buffers": ("mha_qkv_copy", "glu_act", "fp32_logits")}),
         ("zero0", {"framework_buffers": ("ddp_buckets", "tp_gather_buffers")}),
     ],
+    "fp8_casts": [("dense", {"precision": "fp8", "fp8_casts": v}) for v in ("fused", "dynamic")],
     "fp8_param_gather": [
         ("dense", {"precision": "fp8", "fp8_param_gather": False}),
         ("dense", {"precision": "fp8", "fp8_param_gather": True}),
@@ -521,6 +522,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
     },
     "bridge": {
         "host_sync_interval": _said,
@@ -616,6 +618,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
     },
     "torchtitan": {
         # its loop reads the loss on logging steps only: metrics.log_freq
@@ -709,6 +712,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is True),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts == "dynamic"),
     },
     "deepspeed": {
         "host_sync_interval": _said,
@@ -771,6 +775,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
     },
     "maxtext": {
         # JAX dispatches the next step before the last ends: never stopping is native
@@ -847,6 +852,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "weight"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
     },
 }
 

@@ -931,6 +931,7 @@ def saved_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ("train", ["--precision", "bf16"], "--precision"),  # even the plan's own
         ("train", ["--recompute-modules", "mlp"], "--recompute-modules"),
         ("train", ["--no-tp-overlap"], "--no-tp-overlap"),
+        ("train", ["--tp-overlap"], "--tp-overlap"),
         ("train", ["--dp-overlap", "off"], "--dp-overlap"),
         ("train", ["--optimizer-state", "bf16"], "--optimizer-state"),
         ("train", ["--fp8-param-gather"], "--fp8-param-gather"),

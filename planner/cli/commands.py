@@ -581,7 +581,7 @@ _WORKLOAD_FLAGS = {
     "fp8_param_gather": "--fp8-param-gather",
     "fused_grouped_mlp": "--fused-grouped-mlp",
     "sequence_parallel": "--no-sequence-parallel",
-    "tp_comm_overlap": "--no-tp-overlap",
+    "tp_comm_overlap": "--tp-overlap / --no-tp-overlap",
     "dp_comm_overlap": "--dp-overlap",
     "recompute_modules": "--recompute-modules",
     "recompute_num_layers": "--recompute-num-layers",
@@ -596,6 +596,7 @@ _WORKLOAD_FLAGS = {
     "fsdp_gather_unit": "--fsdp-gather-unit",
     "fsdp2_buffer_copies": "--fsdp-buffer-copies",
     "weight_cast": "--weight-cast",
+    "fp8_casts": "--fp8-casts",
     "host_sync_interval": "--host-sync-interval",
     "moe_dispatch_dedup": "--moe-dispatcher",
     "ep_comm_overlap": "--ep-overlap",
@@ -667,8 +668,8 @@ PLAN_FIXES: tuple[str, ...] = (
     "fp8_param_gather", "fused_grouped_mlp", "expert_load_imbalance", "moe_capacity_factor",
     "moe_expert_compute", "saved_tensors", "activation_offload", "elementwise",
     "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
-    "fsdp_gather_unit", "fsdp_buffer_copies", "weight_cast", "host_sync_interval",
-    "no_sequence_parallel", "no_tp_overlap", "dp_overlap",
+    "fsdp_gather_unit", "fsdp_buffer_copies", "weight_cast", "fp8_casts", "host_sync_interval",
+    "no_sequence_parallel", "no_tp_overlap", "tp_overlap", "dp_overlap",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

@@ -412,6 +412,14 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "AQT: forward, recomputed forward, input gradient) [the profile's]",
     )
     g.add_argument(
+        "--fp8-casts",
+        choices=("fused", "dynamic"),
+        help="8-bit recipes: how GEMM operands are quantized: fused into Transformer Engine's "
+        "kernels (one pass per input, cast-transposes in the backward), or torchao's dynamic "
+        "scaling (a scale pass before each cast, output gradients cast in the backward, "
+        "operand layout copies for the scaled GEMMs: torchtitan) [the profile's]",
+    )
+    g.add_argument(
         "--host-sync-interval",
         type=_sync_interval,
         metavar="N|never",
@@ -445,10 +453,18 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="TP without sequence parallelism: norms and their activations replicated per rank",
     )
-    g.add_argument(
+    overlap = g.add_mutually_exclusive_group()
+    overlap.add_argument(
         "--no-tp-overlap",
         action="store_true",
         help="TP collectives not pipelined with their GEMMs (no --tp-comm-overlap)",
+    )
+    overlap.add_argument(
+        "--tp-overlap",
+        action="store_true",
+        help="TP collectives pipelined with their GEMMs where the profile leaves them in line "
+        "(torchtitan's enable_async_tensor_parallel, which needs sequence parallelism and "
+        "torch.compile) [the profile's]",
     )
     g.add_argument(
         "--dp-overlap",
@@ -554,6 +570,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["fsdp2_buffer_copies"] = args.fsdp_buffer_copies == "on"
     if getattr(args, "weight_cast", None):
         out["weight_cast"] = args.weight_cast
+    if getattr(args, "fp8_casts", None):
+        out["fp8_casts"] = args.fp8_casts
     if getattr(args, "elementwise", None):
         out["fused_elementwise"] = args.elementwise == "fused"
     if getattr(args, "attention_kernel", None):
@@ -566,6 +584,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["sequence_parallel"] = False
     if getattr(args, "no_tp_overlap", False):
         out["tp_comm_overlap"] = False
+    if getattr(args, "tp_overlap", False):
+        out["tp_comm_overlap"] = True
     if getattr(args, "dp_overlap", None):
         out["dp_comm_overlap"] = args.dp_overlap == "on"
     if getattr(args, "mtp_num_layers", None) is not None:
@@ -938,8 +958,9 @@ TRAIN_ONLY: tuple[str, ...] = (
     "expert_load_imbalance", "moe_capacity_factor", "moe_expert_compute", "saved_tensors",
     "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
     "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "fsdp_buffer_copies",
-    "weight_cast", "host_sync_interval", "no_sequence_parallel", "no_tp_overlap", "framework",
-    "cp_comm", "cp_impl", "mtp_num_layers", "stage_split", "target_step_time", "cluster_state",
+    "weight_cast", "fp8_casts", "host_sync_interval", "no_sequence_parallel", "no_tp_overlap",
+    "tp_overlap", "framework", "cp_comm", "cp_impl", "mtp_num_layers", "stage_split",
+    "target_step_time", "cluster_state",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""
 _SERVE_HINTS = {

@@ -75,6 +75,13 @@ from planner.units import GB, US
 CAST_BYTES_PER_VALUE = 3.0
 """Quantising a bf16 tensor to an 8- or 4-bit format reads 2 bytes and writes about 1 per value."""
 
+DYNAMIC_CAST_BYTES_PER_VALUE = 5.0
+"""A cast with its own scale pass (torchao ``hp_tensor_to_float8_dynamic``): the amax reads the
+bf16 tensor (2 bytes a value), then the cast reads it again and writes 8 bits (3)."""
+
+LAYOUT_COPY_BYTES_PER_VALUE = 2.0
+"""An 8-bit operand copied into the other memory layout: read 1 byte, write 1."""
+
 
 class MicrobatchTime(FrozenSpec):
     """Critical-path seconds of one micro-batch on one GPU of one stage."""
@@ -159,6 +166,8 @@ class LinearTime(NamedTuple):
     """GEMM input values per token (what low-precision casts read)."""
     weights: float = 0.0
     """Weight values of the layer's GEMMs on this GPU (what a per-call weight cast reads)."""
+    outputs_per_token: float = 0.0
+    """GEMM output values per token (what a low-precision backward casts as output gradients)."""
 
 
 @lru_cache(maxsize=4096)
@@ -195,8 +204,9 @@ def _layer_linear_time(
         # the dispatch mask is boolean (a cast of the combine weights): no gradient flows to it
         wgrad += 0.0 if g.name == "moe_dispatch" else w
     inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
+    outputs = sum(g.m * g.n * g.count for g in gemms) / tokens
     weights = sum(g.k * g.n * g.count for g in gemms if g.name not in EINSUM_DISPATCH_GEMMS)
-    return LinearTime(forward, dgrad, wgrad, inputs, weights)
+    return LinearTime(forward, dgrad, wgrad, inputs, weights, outputs)
 
 
 def _routed_expert_shape(gemm: GemmShape, rates: GemmRates) -> GemmShape:
@@ -542,7 +552,16 @@ def layers_forward(
     if not workload.fused_elementwise:
         streamed += num_dense * eager_extra_bytes_per_token(model, moe_layer=False)
         streamed += num_moe * eager_extra_bytes_per_token(model, moe_layer=True)
-    if fmt not in (NumberFormat.BF16, NumberFormat.FP16):
+    casts = (0.0, 0.0)
+    if fmt == NumberFormat.FP8 and workload.fp8_casts == "dynamic":
+        casts = dynamic_cast_time(
+            inputs=num_dense * dense_in + num_moe * moe_in,
+            outputs=num_dense * dense.outputs_per_token + num_moe * moe.outputs_per_token,
+            weights=num_dense * dense.weights + num_moe * moe.weights,
+            tokens=tokens / layout.tp,
+            hbm_bytes_per_s=hbm,
+        )
+    elif fmt not in (NumberFormat.BF16, NumberFormat.FP16):
         if fused_mlp:  # the first projection's epilogue writes the second's quantized input
             down = _layer_linear_time(model, tokens, True, degrees, rates, EXPERT_DOWN_GEMM)
             moe_in -= down.inputs_per_token
@@ -556,6 +575,8 @@ def layers_forward(
         model, tokens=tokens, num_dense=num_dense, num_moe=num_moe, layout=layout, rates=rates,
         fused_mlp=fused_mlp,
     )  # fmt: skip
+    unfused_forward += casts[0]
+    unfused_backward += casts[1]
     weight_cast = weight_cast_time(
         num_dense * dense.weights + num_moe * moe.weights, fmt, workload, hbm
     )
@@ -563,6 +584,36 @@ def layers_forward(
         linear, attention, attention_backward, memory_bound, unfused_forward, unfused_backward,
         num_moe, wgrad_extra, linear_backward, weight_cast,
     )  # fmt: skip
+
+
+def dynamic_cast_time(
+    *, inputs: float, outputs: float, weights: float, tokens: float, hbm_bytes_per_s: float
+) -> tuple[float, float]:
+    """(forward, backward) seconds of torchao's float8 casts with dynamic scaling
+    (``TrainWorkload.fp8_casts`` dynamic) for ``tokens`` tokens through GEMMs that read
+    ``inputs`` and write ``outputs`` values per token and hold ``weights`` weight values, at the
+    effective HBM bandwidth. Forward: each input's scale pass and cast
+    (DYNAMIC_CAST_BYTES_PER_VALUE); the weights arrive in fp8 (FSDP's float8 all-gather casts
+    the shard) or are cast per call (``TrainWorkload.weight_cast``). Backward: each output
+    gradient's scale pass and cast, and the layout copies ``torch._scaled_mm`` needs
+    (LAYOUT_COPY_BYTES_PER_VALUE): the weight (column-major for the input gradient), the output
+    gradient transposed and the input column-major (the weight gradient). torchao
+    float8_linear.py (``manual_float8_matmul_with_args_in_float8``: the forward saves the
+    float8 input and weight; the backward casts the output gradient) and float8_ops.py
+    (``preprocess_addmm``: ``a.contiguous()`` when A is not row-major, ``b.t().contiguous().t()``
+    when B is), both at 2024-10 commits of pytorch/ao. Kernels torch.compile may fuse (a scale
+    pass into its producer, a cast with its transposed copy) are counted as eager runs them.
+
+    >>> f, b = dynamic_cast_time(inputs=10, outputs=20, weights=1e6, tokens=1e5,
+    ...                          hbm_bytes_per_s=1e12)
+    >>> round(f * 1e6, 3), round(b * 1e6, 3)  # 5 B x 10 x 1e5; (2 x 10 + 7 x 20) x 1e5 + 2e6
+    (5.0, 18.0)
+    """
+    forward = DYNAMIC_CAST_BYTES_PER_VALUE * inputs * tokens
+    per_token = LAYOUT_COPY_BYTES_PER_VALUE * inputs
+    per_token += (DYNAMIC_CAST_BYTES_PER_VALUE + LAYOUT_COPY_BYTES_PER_VALUE) * outputs
+    backward = per_token * tokens + LAYOUT_COPY_BYTES_PER_VALUE * weights
+    return forward / hbm_bytes_per_s, backward / hbm_bytes_per_s
 
 
 def _rates(

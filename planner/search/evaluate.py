@@ -129,6 +129,17 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
             f"weight-cast {workload.weight_cast} applies to 8- and 4-bit recipes; this layout "
             f"runs {layout.precision}"
         )
+    added_overlap = workload.tp_comm_overlap and not profile.tp_comm_overlap
+    if added_overlap and layout.tp > 1 and not workload.sequence_parallel:
+        out.append(
+            "tp-overlap pipelines the TP collectives of sequence parallelism; this workload "
+            "runs without it (its collectives stay in line)"
+        )
+    if workload.fp8_casts != profile.fp8_casts and layout.precision != NumberFormat.FP8:
+        out.append(
+            f"fp8-casts {workload.fp8_casts} applies to the fp8 recipe; this layout runs "
+            f"{layout.precision}"
+        )
     if workload.fsdp_gather_unit != profile.fsdp_gather_unit and layout.zero < 3:
         out.append(
             f"fsdp-gather-unit {workload.fsdp_gather_unit} applies to ZeRO-3; this layout uses "

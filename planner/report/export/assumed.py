@@ -408,6 +408,15 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             + ", ".join(j.train[1].framework_buffers)
         ),
     ),
+    "fp8_casts": (
+        lambda j: j.train[0].layout.precision == NumberFormat.FP8,
+        lambda j: {
+            "fused": "low-precision casts fused as Transformer Engine runs them (one quantizing "
+            "pass per GEMM input, cast-transposes in the backward)",
+            "dynamic": "torchao's dynamic-scaling casts (a scale pass before each cast, the "
+            "output gradients cast in the backward, operand layout copies for the scaled GEMMs)",
+        }[j.train[1].fp8_casts],
+    ),
     "fp8_param_gather": (
         lambda j: (
             str(j.train[0].layout.precision) != "bf16"
@@ -504,6 +513,19 @@ weights as cast once per step (``weight_cast`` per_step, left unchanged without 
 measure it), so its export says it assumed that."""
 
 
+NATIVE_FP8_CASTS: dict[str, tuple[str, str]] = {
+    "megatron": ("fused", "Transformer Engine fuses its casts (cast-transpose kernels)"),
+    "deepspeed": ("fused", "DeepSpeed's FP8 runs Transformer Engine's modules"),
+    "torchtitan": (
+        "dynamic",
+        "torchao's Float8Linear computes each dynamic scale in a pass of its own",
+    ),
+    "maxtext": ("fused", "XLA fuses the quantization into the dot's neighbours"),
+}
+"""Per export format: how its framework quantizes GEMM operands
+(``TrainWorkload.fp8_casts``), and where that lives when the prediction assumed the other."""
+
+
 NATIVE_FSDP2_COPIES: dict[str, tuple[bool, str]] = {
     "megatron": (False, "Megatron-FSDP's parameters are views of its gathered buckets"),
     "deepspeed": (False, "ZeRO-3's parameters are views of its gathered partitions"),
@@ -520,9 +542,9 @@ assumed the other."""
 
 
 def express_native_gather_and_cast(job: ExportJob, fmt: str) -> dict[str, str]:
-    """Mark ``fsdp_gather_unit``, ``weight_cast`` and ``fsdp2_buffer_copies`` expressed where
-    the prediction assumed the framework's own behaviour; the note tails for where it assumed
-    the other."""
+    """Mark ``fsdp_gather_unit``, ``weight_cast``, ``fsdp2_buffer_copies`` and ``fp8_casts``
+    expressed where the prediction assumed the framework's own behaviour; the note tails for
+    where it assumed the other."""
     gather, cast, gather_where, cast_where = NATIVE_GATHER_AND_CAST[fmt]
     copies, copies_where = NATIVE_FSDP2_COPIES[fmt]
     workload = job.train[1]
@@ -532,10 +554,14 @@ def express_native_gather_and_cast(job: ExportJob, fmt: str) -> dict[str, str]:
         job.express("weight_cast")
     if workload.fsdp2_buffer_copies == copies:
         job.express("fsdp2_buffer_copies")
+    casts, casts_where = NATIVE_FP8_CASTS[fmt]
+    if workload.fp8_casts == casts:
+        job.express("fp8_casts")
     return {
         "fsdp_gather_unit": gather_where,
         "weight_cast": cast_where,
         "fsdp2_buffer_copies": copies_where,
+        "fp8_casts": casts_where,
     }
 
 
