@@ -497,8 +497,8 @@ def test_combined_1f1b_hides_the_dispatcher_sync_behind_the_expert_backward() ->
     assert after.moe_sync_s == pytest.approx(num_moe * (sync / num_moe - hidden))
 
 
-def test_torchao_dynamic_casts_add_the_bytes_counted_by_hand() -> None:
-    """torchao's tensorwise float8 (``fp8_casts`` dynamic) against Transformer Engine's fused
+def test_torchao_float8_casts_add_the_bytes_counted_by_hand() -> None:
+    """torchao's tensorwise float8 (``fp8_casts`` tensorwise) against Transformer Engine's fused
     casts, Llama 3.1 8B, one 8,192-token sequence, no TP. Per layer the GEMMs read
     sum(k) = 3 x 4096 + 14336 = 26,624 input values and write sum(n) = 6,144 + 4,096 + 28,672 +
     4,096 = 43,008 output values per token, from 4096 x (6144 + 4096 + 28672) + 14336 x 4096 =
@@ -520,17 +520,20 @@ def test_torchao_dynamic_casts_add_the_bytes_counted_by_hand() -> None:
             layout,
             layers,
         )
-        for casts in ("fused", "dynamic")
+        for casts in ("fused", "tensorwise", "rowwise")
     ]
     # the backward doubles the memory-bound forward work; unfused kernels carry their own
     totals = [3 * p.memory_bound + p.unfused_forward + p.unfused_backward for p in parts]
     hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
     per_layer = -2 * 26_624 * 8192 + 7 * 43_008 * 8192 + 2 * 218_103_808
     assert totals[1] - totals[0] == pytest.approx(model.num_layers * per_layer / hbm, rel=1e-9)
+    # rowwise: each weight cast (scale pass + cast, 5 B) in the forward and for the input gradient
+    rowwise = model.num_layers * 2 * 5 * 218_103_808 / hbm
+    assert totals[2] - totals[1] == pytest.approx(rowwise, rel=1e-9)
     bf16 = [
         layers_forward(
             model, acc, TrainWorkload(seq_len=8192, fp8_casts=casts), Layout(tp=1, dp=8), layers
         )
-        for casts in ("fused", "dynamic")
+        for casts in ("fused", "tensorwise", "rowwise")
     ]
-    assert bf16[0] == bf16[1]  # bf16 GEMMs cast nothing
+    assert bf16[0] == bf16[1] == bf16[2]  # bf16 GEMMs cast nothing

@@ -142,7 +142,9 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {"framework_buffers": ("mha_qkv_copy", "glu_act", "fp32_logits")}),
         ("zero0", {"framework_buffers": ("ddp_buckets", "tp_gather_buffers")}),
     ],
-    "fp8_casts": [("dense", {"precision": "fp8", "fp8_casts": v}) for v in ("fused", "dynamic")],
+    "fp8_casts": [
+        ("dense", {"precision": "fp8", "fp8_casts": v}) for v in ("fused", "tensorwise", "rowwise")
+    ],
     "fp8_param_gather": [
         ("dense", {"precision": "fp8", "fp8_param_gather": False}),
         ("dense", {"precision": "fp8", "fp8_param_gather": True}),
@@ -712,7 +714,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is True),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
-        "fp8_casts": _native(lambda c: c.w.fp8_casts == "dynamic"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts in ("tensorwise", "rowwise")),
     },
     "deepspeed": {
         "host_sync_interval": _said,

@@ -413,11 +413,12 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--fp8-casts",
-        choices=("fused", "dynamic"),
-        help="8-bit recipes: how GEMM operands are quantized: fused into Transformer Engine's "
-        "kernels (one pass per input, cast-transposes in the backward), or torchao's dynamic "
-        "scaling (a scale pass before each cast, output gradients cast in the backward, "
-        "operand layout copies for the scaled GEMMs: torchtitan) [the profile's]",
+        choices=("fused", "tensorwise", "rowwise"),
+        help="fp8: how GEMM operands are quantized: fused into Transformer Engine's kernels "
+        "(one pass per input, cast-transposes in the backward), or torchao's dynamic scaling "
+        "(a scale pass before each cast, output gradients cast in the backward, operand layout "
+        "copies for the scaled GEMMs: torchtitan's tensorwise; rowwise also casts the weights "
+        "on every call and gathers them in bf16) [the profile's]",
     )
     g.add_argument(
         "--host-sync-interval",

@@ -234,7 +234,9 @@ def gathers_fp8_params(workload: TrainWorkload, layout: Layout) -> bool:
     """Whether the layout keeps its parameters in FP8 and all-gathers them so
     (``workload.fp8_param_gather``): only with ZeRO >= 1 (the gather it halves) and an 8-bit
     format that has such a recipe (:data:`planner.specs.formats.EIGHT_BIT_PARAM_FORMATS`); with
-    any other format the setting has no effect, as the exports say.
+    any other format the setting has no effect, as the exports say; nor under torchao's rowwise
+    float8 (``fp8_casts`` rowwise), whose FSDP all-gather is bf16 (torchao's float8 all-gather
+    supports tensorwise scaling only).
 
     >>> gathers_fp8_params(TrainWorkload(fp8_param_gather=True), Layout(zero=1, precision="fp8"))
     True
@@ -245,6 +247,7 @@ def gathers_fp8_params(workload: TrainWorkload, layout: Layout) -> bool:
         workload.fp8_param_gather
         and layout.zero >= 1
         and layout.precision in EIGHT_BIT_PARAM_FORMATS
+        and workload.fp8_casts != "rowwise"
     )
 
 

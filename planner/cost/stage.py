@@ -553,13 +553,14 @@ def layers_forward(
         streamed += num_dense * eager_extra_bytes_per_token(model, moe_layer=False)
         streamed += num_moe * eager_extra_bytes_per_token(model, moe_layer=True)
     casts = (0.0, 0.0)
-    if fmt == NumberFormat.FP8 and workload.fp8_casts == "dynamic":
+    if fmt == NumberFormat.FP8 and workload.fp8_casts != "fused":
         casts = dynamic_cast_time(
             inputs=num_dense * dense_in + num_moe * moe_in,
             outputs=num_dense * dense.outputs_per_token + num_moe * moe.outputs_per_token,
             weights=num_dense * dense.weights + num_moe * moe.weights,
             tokens=tokens / layout.tp,
             hbm_bytes_per_s=hbm,
+            weight_casts=workload.fp8_casts == "rowwise",
         )
     elif fmt not in (NumberFormat.BF16, NumberFormat.FP16):
         if fused_mlp:  # the first projection's epilogue writes the second's quantized input
@@ -587,14 +588,21 @@ def layers_forward(
 
 
 def dynamic_cast_time(
-    *, inputs: float, outputs: float, weights: float, tokens: float, hbm_bytes_per_s: float
+    *,
+    inputs: float,
+    outputs: float,
+    weights: float,
+    tokens: float,
+    hbm_bytes_per_s: float,
+    weight_casts: bool = False,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of torchao's float8 casts with dynamic scaling
-    (``TrainWorkload.fp8_casts`` dynamic) for ``tokens`` tokens through GEMMs that read
+    (``TrainWorkload.fp8_casts`` tensorwise or rowwise) for ``tokens`` tokens through GEMMs that read
     ``inputs`` and write ``outputs`` values per token and hold ``weights`` weight values, at the
     effective HBM bandwidth. Forward: each input's scale pass and cast
-    (DYNAMIC_CAST_BYTES_PER_VALUE); the weights arrive in fp8 (FSDP's float8 all-gather casts
-    the shard) or are cast per call (``TrainWorkload.weight_cast``). Backward: each output
+    (DYNAMIC_CAST_BYTES_PER_VALUE); tensorwise weights arrive in fp8 (FSDP's float8 all-gather
+    casts the shard), and ``weight_casts`` (rowwise, whose parameters gather in bf16) casts
+    each weight too, and again for the input gradient. Backward: each output
     gradient's scale pass and cast, and the layout copies ``torch._scaled_mm`` needs
     (LAYOUT_COPY_BYTES_PER_VALUE): the weight (column-major for the input gradient), the output
     gradient transposed and the input column-major (the weight gradient). torchao
@@ -608,11 +616,18 @@ def dynamic_cast_time(
     ...                          hbm_bytes_per_s=1e12)
     >>> round(f * 1e6, 3), round(b * 1e6, 3)  # 5 B x 10 x 1e5; (2 x 10 + 7 x 20) x 1e5 + 2e6
     (5.0, 18.0)
+    >>> f, b = dynamic_cast_time(inputs=10, outputs=20, weights=1e6, tokens=1e5,
+    ...                          hbm_bytes_per_s=1e12, weight_casts=True)
+    >>> round(f * 1e6, 3), round(b * 1e6, 3)  # + 5 B x 1e6 each way
+    (10.0, 23.0)
     """
     forward = DYNAMIC_CAST_BYTES_PER_VALUE * inputs * tokens
     per_token = LAYOUT_COPY_BYTES_PER_VALUE * inputs
     per_token += (DYNAMIC_CAST_BYTES_PER_VALUE + LAYOUT_COPY_BYTES_PER_VALUE) * outputs
     backward = per_token * tokens + LAYOUT_COPY_BYTES_PER_VALUE * weights
+    if weight_casts:
+        forward += DYNAMIC_CAST_BYTES_PER_VALUE * weights
+        backward += DYNAMIC_CAST_BYTES_PER_VALUE * weights
     return forward / hbm_bytes_per_s, backward / hbm_bytes_per_s
 
 

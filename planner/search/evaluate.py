@@ -109,9 +109,12 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
     if model.moe is None and _moe_settings_given(workload):
         out.append(f"the MoE settings have no effect: {model.name} has no experts")
     if _fp8_param_gather_given(workload) and not gathers_fp8_params(workload, layout):
-        why = (
-            "ZeRO 0 gathers nothing" if layout.zero == 0 else f"this layout runs {layout.precision}"
-        )
+        if layout.zero == 0:
+            why = "ZeRO 0 gathers nothing"
+        elif workload.fp8_casts == "rowwise" and layout.precision == NumberFormat.FP8:
+            why = "torchao's rowwise float8 gathers its parameters in bf16"
+        else:
+            why = f"this layout runs {layout.precision}"
         formats = " and ".join(str(f) for f in EIGHT_BIT_PARAM_FORMATS)
         out.append(f"fp8-param-gather applies to {formats} with ZeRO >= 1; {why}")
     fused = workload.fused_grouped_mlp and model.moe is not None

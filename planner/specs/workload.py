@@ -334,18 +334,20 @@ class TrainWorkload(FrozenSpec):
     fp8_param_gather: bool = False
     """ZeRO-1 and above with an 8-bit recipe: parameters are all-gathered in fp8 (torchao
     ``enable_fsdp_float8_all_gather``; Megatron-LM ``--fp8-param-gather``), halving the gather."""
-    fp8_casts: Literal["fused", "dynamic"] = "fused"
+    fp8_casts: Literal["fused", "tensorwise", "rowwise"] = "fused"
     """How an FP8 (per-tensor scaled) GEMM's operands are quantized; the block-scaled formats
     (MXFP8, NVFP4) and int8 keep ``fused``'s pricing. ``fused`` (Transformer Engine): each
     GEMM input once in the forward (read bf16, write 8 bits) and its backward counterparts in
-    fused cast-transpose kernels, priced with the other memory-bound work. ``dynamic`` (torchao
+    fused cast-transpose kernels, priced with the other memory-bound work. ``tensorwise`` (torchao
     float8 with dynamic tensorwise scaling, torchtitan's default recipe and OLMo-core's): every
     cast first reads its tensor for the scale (``tensor_to_amax``) and then casts it, the input
     in the forward and the output gradient in the backward (torchao/float8/float8_linear.py),
     and the backward's scaled GEMMs copy the operands ``torch._scaled_mm`` wants in the other
     layout: the weight for the input gradient, the output gradient and the input for the
-    weight gradient (``preprocess_addmm`` in torchao/float8/float8_ops.py)
-    (:func:`planner.cost.stage.dynamic_cast_time`)."""
+    weight gradient (``preprocess_addmm`` in torchao/float8/float8_ops.py). ``rowwise``
+    (torchtitan's ``recipe_name = "rowwise"``): the same, and the weights are cast on every call,
+    forward and input gradient, since FSDP's float8 all-gather supports tensorwise scaling only
+    (their parameters gather in bf16) (:func:`planner.cost.stage.dynamic_cast_time`)."""
     fused_grouped_mlp: bool = False
     """MoE only: the routed experts run as Transformer Engine's fused grouped MLP (its op fuser,
     Megatron-LM ``--use-transformer-engine-op-fuser``, with ``NVTE_CUTEDSL_FUSED_GROUPED_MLP=1``):

@@ -413,8 +413,11 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         lambda j: {
             "fused": "low-precision casts fused as Transformer Engine runs them (one quantizing "
             "pass per GEMM input, cast-transposes in the backward)",
-            "dynamic": "torchao's dynamic-scaling casts (a scale pass before each cast, the "
-            "output gradients cast in the backward, operand layout copies for the scaled GEMMs)",
+            "tensorwise": "torchao's tensorwise dynamic-scaling casts (a scale pass before each "
+            "cast, the output gradients cast in the backward, operand layout copies for the "
+            "scaled GEMMs)",
+            "rowwise": "torchao's rowwise dynamic-scaling casts (as tensorwise, and the weights "
+            "cast on every call, their parameters gathered in bf16)",
         }[j.train[1].fp8_casts],
     ),
     "fp8_param_gather": (
@@ -517,8 +520,9 @@ NATIVE_FP8_CASTS: dict[str, tuple[str, str]] = {
     "megatron": ("fused", "Transformer Engine fuses its casts (cast-transpose kernels)"),
     "deepspeed": ("fused", "DeepSpeed's FP8 runs Transformer Engine's modules"),
     "torchtitan": (
-        "dynamic",
-        "torchao's Float8Linear computes each dynamic scale in a pass of its own",
+        "tensorwise",
+        "torchao's Float8Linear computes each dynamic scale in a pass of its own "
+        "(quantize.linear.float8 recipe_name)",
     ),
     "maxtext": ("fused", "XLA fuses the quantization into the dot's neighbours"),
 }

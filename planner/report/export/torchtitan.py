@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from planner.catalog.frameworks import load_framework
 from planner.cost.expert import dispatcher_syncs_host
+from planner.cost.sharding import gathers_fp8_params
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
@@ -237,10 +238,15 @@ def quantization(job: ExportJob) -> dict[str, dict[str, TomlValue]]:
         return {}
     job.express("precision")
     converters: list[str] = [f"quantize.linear.{family}"]
-    linear: dict[str, TomlValue] = {"recipe_name": _LINEAR_RECIPES[precision]}
     layout, workload = job.train[0].layout, job.train[1]
+    recipe = _LINEAR_RECIPES[precision]
+    if family == "float8" and workload.fp8_casts in ("tensorwise", "rowwise"):
+        recipe = workload.fp8_casts  # torchao's recipe the casts were priced as
+        job.express("fp8_casts")
+    linear: dict[str, TomlValue] = {"recipe_name": recipe}
     if family == "float8" and layout.zero >= 1:
-        linear["enable_fsdp_float8_all_gather"] = workload.fp8_param_gather
+        # rowwise gathers bf16 parameters (torchao's float8 all-gather is tensorwise only)
+        linear["enable_fsdp_float8_all_gather"] = gathers_fp8_params(workload, layout)
         job.express("fp8_param_gather")
     elif not workload.fp8_param_gather:  # MX linears gather their bf16 parameters
         job.express("fp8_param_gather")
