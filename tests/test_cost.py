@@ -502,8 +502,9 @@ def test_torchao_float8_casts_add_the_bytes_counted_by_hand() -> None:
     casts, Llama 3.1 8B, one 8,192-token sequence, no TP. Per layer the GEMMs read
     sum(k) = 3 x 4096 + 14336 = 26,624 input values and write sum(n) = 6,144 + 4,096 + 28,672 +
     4,096 = 43,008 output values per token, from 4096 x (6144 + 4096 + 28672) + 14336 x 4096 =
-    218,103,808 weights. Fused: 3 B a forward input value, 6 B backward. Dynamic: 5 B forward
-    (scale pass + cast); backward 2 B a input value (layout copy), 7 B an output-gradient
+    218,103,808 weights. Fused: 3 B a forward input value, 6 B backward. Tensorwise with the
+    weights gathered in fp8: 5 B forward
+    (scale pass + cast); backward 2 B an input value (layout copy), 7 B an output-gradient
     value (scale pass + cast + transposed copy) and 2 B a weight (layout copy). Difference
     per layer: -2 x 26,624 x 8,192 + 7 x 43,008 x 8,192 + 2 x 218,103,808 bytes."""
     from planner.cost.stage import layers_forward
@@ -516,20 +517,27 @@ def test_torchao_float8_casts_add_the_bytes_counted_by_hand() -> None:
         layers_forward(
             model,
             acc,
-            TrainWorkload(seq_len=8192, precision="fp8", fp8_casts=casts),
+            TrainWorkload(seq_len=8192, precision="fp8", fp8_casts=casts, fp8_param_gather=gather),
             layout,
             layers,
         )
-        for casts in ("fused", "tensorwise", "rowwise")
+        for casts, gather in (
+            ("fused", True),
+            ("tensorwise", True),  # FSDP's float8 all-gather: the weights arrive cast
+            ("rowwise", True),  # gathers bf16 whatever the setting
+            ("tensorwise", False),  # bf16 gathers: cast on every call, as rowwise
+        )
     ]
     # the backward doubles the memory-bound forward work; unfused kernels carry their own
     totals = [3 * p.memory_bound + p.unfused_forward + p.unfused_backward for p in parts]
     hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
     per_layer = -2 * 26_624 * 8192 + 7 * 43_008 * 8192 + 2 * 218_103_808
     assert totals[1] - totals[0] == pytest.approx(model.num_layers * per_layer / hbm, rel=1e-9)
-    # rowwise: each weight cast (scale pass + cast, 5 B) in the forward and for the input gradient
+    # rowwise (or any weight not gathered in fp8): each weight cast (scale pass + cast, 5 B) in
+    # the forward and for the input gradient
     rowwise = model.num_layers * 2 * 5 * 218_103_808 / hbm
     assert totals[2] - totals[1] == pytest.approx(rowwise, rel=1e-9)
+    assert totals[3] == pytest.approx(totals[2], rel=1e-12)
     bf16 = [
         layers_forward(
             model, acc, TrainWorkload(seq_len=8192, fp8_casts=casts), Layout(tp=1, dp=8), layers

@@ -59,6 +59,7 @@ from planner.cost.memory import (
 from planner.cost.params import norms_per_layer
 from planner.cost.partition import StageContents, stage_contents
 from planner.cost.profile import layer_table
+from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage_memory import activation_bytes_per_microbatch
 from planner.errors import InternalError
 from planner.specs.base import FrozenSpec
@@ -560,7 +561,7 @@ def layers_forward(
             weights=num_dense * dense.weights + num_moe * moe.weights,
             tokens=tokens / layout.tp,
             hbm_bytes_per_s=hbm,
-            weight_casts=workload.fp8_casts == "rowwise",
+            weight_casts=not gathers_fp8_params(workload, layout),
         )
     elif fmt not in (NumberFormat.BF16, NumberFormat.FP16):
         if fused_mlp:  # the first projection's epilogue writes the second's quantized input
@@ -601,8 +602,9 @@ def dynamic_cast_time(
     ``inputs`` and write ``outputs`` values per token and hold ``weights`` weight values, at the
     effective HBM bandwidth. Forward: each input's scale pass and cast
     (DYNAMIC_CAST_BYTES_PER_VALUE); tensorwise weights arrive in fp8 (FSDP's float8 all-gather
-    casts the shard), and ``weight_casts`` (rowwise, whose parameters gather in bf16) casts
-    each weight too, and again for the input gradient. Backward: each output
+    casts the shard); ``weight_casts`` (a weight not gathered in fp8: rowwise, whose parameters
+    gather in bf16, no float8 all-gather, or no ZeRO gather at all) casts each weight on every
+    call too, and again for the input gradient. Backward: each output
     gradient's scale pass and cast, and the layout copies ``torch._scaled_mm`` needs
     (LAYOUT_COPY_BYTES_PER_VALUE): the weight (column-major for the input gradient), the output
     gradient transposed and the input column-major (the weight gradient). torchao

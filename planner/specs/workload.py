@@ -344,7 +344,8 @@ class TrainWorkload(FrozenSpec):
     in the forward and the output gradient in the backward (torchao/float8/float8_linear.py),
     and the backward's scaled GEMMs copy the operands ``torch._scaled_mm`` wants in the other
     layout: the weight for the input gradient, the output gradient and the input for the
-    weight gradient (``preprocess_addmm`` in torchao/float8/float8_ops.py). ``rowwise``
+    weight gradient (``preprocess_addmm`` in torchao/float8/float8_ops.py); a weight FSDP does
+    not gather in fp8 (``fp8_param_gather``) is cast on every call. ``rowwise``
     (torchtitan's ``recipe_name = "rowwise"``): the same, and the weights are cast on every call,
     forward and input gradient, since FSDP's float8 all-gather supports tensorwise scaling only
     (their parameters gather in bf16) (:func:`planner.cost.stage.dynamic_cast_time`)."""
