@@ -132,6 +132,13 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
             f"weight-cast {workload.weight_cast} applies to 8- and 4-bit recipes; this layout "
             f"runs {layout.precision}"
         )
+    torchao = layout.precision == NumberFormat.FP8 and workload.fp8_casts != "fused"
+    if workload.weight_cast != profile.weight_cast and torchao:
+        out.append(
+            f"weight-cast {workload.weight_cast} has no effect under torchao's "
+            f"{workload.fp8_casts} casts: they cast a weight on every call exactly when it is "
+            "not gathered in fp8"
+        )
     added_overlap = workload.tp_comm_overlap and not profile.tp_comm_overlap
     if added_overlap and layout.tp > 1 and not workload.sequence_parallel:
         out.append(

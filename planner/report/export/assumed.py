@@ -511,9 +511,9 @@ NATIVE_GATHER_AND_CAST: dict[str, tuple[str, str, str, str]] = {
 }  # fmt: skip
 """Per export format: the FSDP gather unit and weight-cast timing its framework has natively,
 and where each lives when the prediction assumed the other. These are the frameworks' own
-behaviours, not their profiles' defaults: the torchtitan profile still prices torchao's Float8
-weights as cast once per step (``weight_cast`` per_step, left unchanged without rows that
-measure it), so its export says it assumed that."""
+behaviours, not their profiles' defaults: the torchtitan profile keeps ``weight_cast`` per_step
+and prices torchao's weight casts through ``fp8_casts`` instead (on every call only where the
+weights are not gathered in fp8), so its export notes the per-step setting it assumed."""
 
 
 NATIVE_FP8_CASTS: dict[str, tuple[str, str]] = {
