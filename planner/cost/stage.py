@@ -600,16 +600,17 @@ def dynamic_cast_time(
     weight_casts: bool = False,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of torchao's float8 casts with dynamic scaling
-    (``TrainWorkload.fp8_casts`` tensorwise or rowwise) for ``tokens`` tokens through GEMMs that read
-    ``inputs`` and write ``outputs`` values per token and hold ``weights`` weight values, at the
-    effective HBM bandwidth. Forward: each input's scale pass and cast
-    (DYNAMIC_CAST_BYTES_PER_VALUE); tensorwise weights arrive in fp8 (FSDP's float8 all-gather
-    casts the shard); ``weight_casts`` (a weight not gathered in fp8: rowwise, whose parameters
-    gather in bf16, no float8 all-gather, or no ZeRO gather at all) casts each weight on every
-    call too, and again for the input gradient. Backward: each output
-    gradient's scale pass and cast, and the layout copies ``torch._scaled_mm`` needs
-    (LAYOUT_COPY_BYTES_PER_VALUE): the weight (column-major for the input gradient), the output
-    gradient transposed and the input column-major (the weight gradient). torchao
+    (``TrainWorkload.fp8_casts`` tensorwise or rowwise) for ``tokens`` tokens (the GPU's share,
+    over tp as the other memory-bound kernels) through GEMMs that read ``inputs`` and write
+    ``outputs`` values per token and hold ``weights`` weight values, at the effective HBM
+    bandwidth. Forward: each input's scale pass and cast (DYNAMIC_CAST_BYTES_PER_VALUE);
+    tensorwise weights arrive in fp8 (FSDP's float8 all-gather casts the shard), and
+    ``weight_casts`` (a weight not gathered in fp8: rowwise, whose parameters gather in bf16,
+    no float8 all-gather, or no ZeRO gather at all) casts each weight on every call too, and
+    again for the input gradient. Backward: each output gradient's scale pass and cast, and the
+    layout copies ``torch._scaled_mm`` needs (LAYOUT_COPY_BYTES_PER_VALUE): the weight
+    (column-major for the input gradient), the output gradient transposed and the input
+    column-major (the weight gradient). torchao
     float8_linear.py (``manual_float8_matmul_with_args_in_float8``: the forward saves the
     float8 input and weight; the backward casts the output gradient) and float8_ops.py
     (``preprocess_addmm``: ``a.contiguous()`` when A is not row-major, ``b.t().contiguous().t()``
