@@ -76,11 +76,11 @@ from planner.units import GB, US
 CAST_BYTES_PER_VALUE = 3.0
 """Quantising a bf16 tensor to an 8- or 4-bit format reads 2 bytes and writes about 1 per value."""
 
-DYNAMIC_CAST_BYTES_PER_VALUE = 5.0
+DYNAMIC_CAST_BYTES_PER_VALUE = ACTIVATION_BYTES + CAST_BYTES_PER_VALUE
 """A cast with its own scale pass (torchao ``hp_tensor_to_float8_dynamic``): the amax reads the
-bf16 tensor (2 bytes a value), then the cast reads it again and writes 8 bits (3)."""
+bf16 tensor (2 bytes a value), then the cast reads it again and writes 8 bits (3): 5 bytes."""
 
-LAYOUT_COPY_BYTES_PER_VALUE = 2.0
+LAYOUT_COPY_BYTES_PER_VALUE = 2 * bytes_per_value(NumberFormat.FP8)
 """An 8-bit operand copied into the other memory layout: read 1 byte, write 1."""
 
 
@@ -554,7 +554,8 @@ def layers_forward(
         streamed += num_dense * eager_extra_bytes_per_token(model, moe_layer=False)
         streamed += num_moe * eager_extra_bytes_per_token(model, moe_layer=True)
     casts = (0.0, 0.0)
-    if fmt == NumberFormat.FP8 and workload.fp8_casts != "fused":
+    torchao = runs_torchao_casts(workload, fmt)
+    if torchao:
         casts = dynamic_cast_time(
             inputs=num_dense * dense_in + num_moe * moe_in,
             outputs=num_dense * dense.outputs_per_token + num_moe * moe.outputs_per_token,
@@ -580,7 +581,7 @@ def layers_forward(
     unfused_forward += casts[0]
     unfused_backward += casts[1]
     weight_cast = 0.0  # under torchao's casts (above) the weights' casts are fp8_casts' to price
-    if fmt != NumberFormat.FP8 or workload.fp8_casts == "fused":
+    if not torchao:
         weight_cast = weight_cast_time(
             num_dense * dense.weights + num_moe * moe.weights, fmt, workload, hbm
         )
@@ -588,6 +589,19 @@ def layers_forward(
         linear, attention, attention_backward, memory_bound, unfused_forward, unfused_backward,
         num_moe, wgrad_extra, linear_backward, weight_cast,
     )  # fmt: skip
+
+
+def runs_torchao_casts(workload: TrainWorkload, fmt: NumberFormat) -> bool:
+    """Whether ``fmt``'s GEMM operands are quantized by torchao's dynamic-scaling float8 casts
+    (``TrainWorkload.fp8_casts`` tensorwise or rowwise; FP8 only, :func:`dynamic_cast_time`)
+    rather than priced as Transformer Engine's fused casts.
+
+    >>> runs_torchao_casts(TrainWorkload(fp8_casts="tensorwise"), NumberFormat.FP8)
+    True
+    >>> runs_torchao_casts(TrainWorkload(fp8_casts="tensorwise"), NumberFormat.MXFP8)
+    False
+    """
+    return fmt == NumberFormat.FP8 and workload.fp8_casts != "fused"
 
 
 def dynamic_cast_time(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from planner.cost.sharding import gathers_fp8_params
-from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS
+from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, runs_torchao_casts
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
 from planner.search.pipeline import pipeline_stages
 from planner.search.rules import fused_grouped_mlp_formats
@@ -132,8 +132,9 @@ def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -
             f"weight-cast {workload.weight_cast} applies to 8- and 4-bit recipes; this layout "
             f"runs {layout.precision}"
         )
-    torchao = layout.precision == NumberFormat.FP8 and workload.fp8_casts != "fused"
-    if workload.weight_cast != profile.weight_cast and torchao:
+    if workload.weight_cast != profile.weight_cast and runs_torchao_casts(
+        workload, layout.precision
+    ):
         out.append(
             f"weight-cast {workload.weight_cast} has no effect under torchao's "
             f"{workload.fp8_casts} casts: they cast a weight on every call exactly when it is "
