@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pydantic import Field
 
 from planner.catalog.frameworks import load_framework
+from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage import microbatch_time
 from planner.cost.step import (
     MicrobatchTime,
@@ -260,6 +261,23 @@ class StageTimes:
         return found
 
 
+def times_key(workload: TrainWorkload, layout: Layout) -> tuple[Recompute, bool]:
+    """What the micro-batch times of a layout depend on beyond its degrees, vpp and mbs: its
+    recomputation, and whether its ZeRO stage gathers FP8 parameters
+    (:func:`planner.cost.sharding.gathers_fp8_params`; then torchao's casts skip the weights,
+    :func:`planner.cost.stage.dynamic_cast_time`). Rows of one (vpp, mbs) with the same key
+    share their stage times; ZeRO-1 has the smallest (gathering in FP8 only removes work).
+
+    >>> lay = Layout(zero=0, precision="fp8")
+    >>> w = TrainWorkload(fp8_param_gather=True, fp8_casts="tensorwise")
+    >>> times_key(w, lay) == times_key(w, lay.model_copy(update={"zero": 3}))
+    False
+    >>> times_key(TrainWorkload(), lay) == times_key(TrainWorkload(), Layout(zero=3, precision="fp8"))
+    True
+    """
+    return layout.recompute, gathers_fp8_params(workload, layout)
+
+
 def likeliest_slowest_first(stages: list[int], pp: int) -> list[int]:
     """``stages`` (representative stages of a ``pp``-stage pipeline) in the order their
     micro-batch is likeliest to be the slowest: the last middle stage (it has the most layers of
@@ -274,17 +292,20 @@ def likeliest_slowest_first(stages: list[int], pp: int) -> list[int]:
 
 class SlowestStage:
     """The slowest micro-batch time of ``layout``'s representative stages without
-    recomputation or interleaving (the time every recompute and vpp at its degrees and mbs
-    only add to), found a stage at a time, the likeliest slowest first
+    recomputation or interleaving, at ZeRO-1 (the time every recompute, vpp and ZeRO stage at
+    its degrees and mbs only add to: ZeRO >= 1 is what lets FP8 parameters be gathered, which
+    removes per-call weight casts, :func:`times_key`), found a stage at a time, the likeliest slowest first
     (:func:`likeliest_slowest_first`): ``value``, the slowest found so far, is a lower bound of
     it that only grows, and exact once every stage is known. A bound that already prunes with
     the stages known needs no more of them."""
 
     def __init__(self, times: StageTimes, layout: Layout) -> None:
         self._times = times
-        plain = layout.recompute is Recompute.NONE and layout.vpp == 1
+        plain = layout.recompute is Recompute.NONE and layout.vpp == 1 and layout.zero == 1
         self.layout = (
-            layout if plain else layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1})
+            layout
+            if plain
+            else layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1, "zero": 1})
         )
         self.stages = representative_stages(self.layout.pp, times.model, times.workload.seq_len)
         self._order = likeliest_slowest_first(self.stages, self.layout.pp)
@@ -550,7 +571,9 @@ def _visit_structure(
                 floor = floor or SlowestStage(out.times, layout)
                 if out.bounded(layout, _pipeline_steps(workload, layout), floor):
                     continue
-            none_times = floor.stage_times() if floor and recomputes[0] is Recompute.NONE else None
+            none_times = None
+            if floor and recomputes[0] is Recompute.NONE:
+                none_times = (times_key(workload, floor.layout), floor.stage_times())
             rungs = (recomputes, first_rung[vpp], none_times)
             if not _visit_ladder(model, cluster, workload, layout, rungs, out):
                 del first_rung[vpp]  # nothing fits: a larger mbs holds more activations
@@ -588,21 +611,21 @@ def _visit_ladder(
     cluster: ClusterSpec,
     workload: TrainWorkload,
     base: Layout,
-    ladder: tuple[list[Recompute], dict[int, int], list[MicrobatchTime] | None],
+    ladder: tuple[list[Recompute], dict[int, int], tuple[object, list[MicrobatchTime]] | None],
     out: _Collector,
 ) -> bool:
     """Climb each ZeRO stage's recompute ladder for ``base``'s (vpp, mbs) from the first rung
     that may fit, score the first that fits and record it; whether any rung fitted.
     ``ladder``: the recompute rungs, the first rung per ZeRO stage, and the per-stage times
-    without recomputation when known."""
+    without recomputation when known, with their :func:`times_key`."""
     recomputes, first_rung, none_times = ladder
     fitted: dict[int, int] = {}  # ZeRO stage -> the recompute rung that fitted
     offloaded = False  # a rung fitted with offloaded activations (offload_as_needed)
-    # per-stage times do not depend on ZeRO: by recompute, or (recompute, offload share)
+    # per-stage times by times_key, or (times_key, offload share)
     times: dict[object, list[MicrobatchTime]] = {}
     chunks: dict[object, float | None] = {}  # the slowest chunk's time, by the same keys
     if none_times is not None:
-        times[Recompute.NONE] = none_times
+        times[none_times[0]] = none_times[1]
     for zero, start in first_rung.items():
         for rung in range(start, len(recomputes)):
             if zero == 2 and 1 in fitted and rung >= fitted[1]:
@@ -632,10 +655,11 @@ def _visit_ladder(
                 continue
             memory = estimate_memory(model, workload, layout, profiles=out.profiles[key])
             fitted[zero] = rung
+            known = times_key(workload, layout)
             cost = score(model, cluster, workload, layout, memory=memory,
-                         times=times.get(recompute), chunk_s=chunks.get(recompute))  # fmt: skip
-            times[recompute] = cost.stage_times
-            chunks[recompute] = cost.slowest_chunk_s
+                         times=times.get(known), chunk_s=chunks.get(known))  # fmt: skip
+            times[known] = cost.stage_times
+            chunks[known] = cost.slowest_chunk_s
             out.accept(layout, cost, cluster)
             break
     return bool(fitted) or offloaded
@@ -720,7 +744,7 @@ def _accept_offloaded(
     offloaded = workload.model_copy(update={"activation_offload_fraction": share})
     profiles = out.profiles[(layout.vpp, layout.recompute)]  # offload does not change them
     memory = estimate_memory(model, offloaded, layout, profiles=profiles)
-    key = (layout.recompute, share)
+    key = (times_key(offloaded, layout), share)
     cost = score(model, cluster, offloaded, layout, memory=memory, times=times.get(key),
                  chunk_s=chunks.get(key))  # fmt: skip
     times[key] = cost.stage_times
