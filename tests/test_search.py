@@ -45,8 +45,11 @@ def small_instances(draw: st.DrawFn) -> tuple[ModelSpec, str, TrainWorkload]:
         )
     )
     # the frameworks' profiles change what the cost model prices per ZeRO stage (torchtitan
-    # gathers FP8 parameters under FSDP, which drops torchao's per-call weight casts)
-    framework = draw(st.sampled_from(["megatron", "megatron", "torchtitan", "fsdp", "deepspeed"]))
+    # gathers FP8 parameters under FSDP, which drops torchao's per-call weight casts; Nanotron
+    # places its own pipeline layers)
+    framework = draw(
+        st.sampled_from(["megatron", "megatron", "torchtitan", "fsdp", "deepspeed", "nanotron"])
+    )
     fp8 = cluster.startswith(("hgx_h100", "gb200", "hgx_b200")) and draw(st.booleans())
     workload = resolve_workload(
         {
@@ -201,3 +204,35 @@ def test_why_not_accounts_for_every_term_and_calls_ties() -> None:
     far = best.model_copy(update={"uncertainty_pct": 0.01})
     near = result.alternatives[0]
     assert "a tie" not in why_not(near, far) and "a tie" in why_not(near, best)
+
+
+def test_nanotron_layouts_are_scored_under_its_own_split() -> None:
+    """Nanotron places its pipeline layers itself (planner.search.pipeline.framework_split), so
+    the search fits and ranks its layouts under that split. It used to score them under the
+    even split and stop with an internal error when the framework's first rank did not fit
+    (Llama 3.1 8B on 16 H100 at PP 2: 77.3 GiB of 75 usable)."""
+    model, cluster = load_model("8B"), load_cluster("hgx_h100x16")
+    workload = resolve_workload({"framework": "nanotron"})
+    result = search(model, cluster, workload, fix={"pp": 2})
+    for plan in [result.best, *result.alternatives]:
+        assert plan.pipeline_split is not None and plan.pipeline_split.method == "framework"
+        assert plan.fits and plan_problems(plan, model, cluster, workload) == []
+
+
+def test_an_explicit_split_recomputes_the_mtp_modules_as_the_rule_does() -> None:
+    """Under full recomputation Megatron-LM checkpoints an MTP layer whatever the layer count
+    (MultiTokenPredictionLayer._checkpointed_forward), as the even split's rule prices it: the
+    even split written out explicitly scores the same (it used not to recompute the MTP
+    module, so a Nanotron plan with MTP failed its re-scoring)."""
+    from planner.search.evaluate import score
+    from planner.specs.layout import Layout
+    from planner.specs.pipeline import PipelineSplit
+
+    model, cluster = load_model("8B"), load_cluster("hgx_h100x16")
+    workload = TrainWorkload(mtp_num_layers=1, global_batch=64)
+    layout = Layout(pp=2, dp=8, recompute="full")
+    explicit = PipelineSplit(chunk_layers=(16, 16), recompute_layers=(16, 16))
+    rule = score(model, cluster, workload, layout)
+    written = score(model, cluster, workload, layout, split=explicit)
+    assert written.step_time_s == pytest.approx(rule.step_time_s, rel=1e-12)
+    assert written.peak_memory.total == pytest.approx(rule.peak_memory.total, rel=1e-12)

@@ -127,13 +127,17 @@ def chunk_contents(
     check_split(model, layout, split)
     start = sum(split.chunk_layers[:chunk])
     span = range(start, start + split.chunk_layers[chunk])
+    mtp_chunk = chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
+    mtp = workload.mtp_num_layers if chunk == mtp_chunk else 0
     recomputed: tuple[range, ...] | None = None
     if layout.recompute is not Recompute.FULL:
         recomputed = ()  # only full recomputation drops a layer's activations
     elif split.recompute_layers is not None:
+        # the chunk's first layers, and its MTP modules whatever the count: Megatron-LM
+        # checkpoints an MTP layer whenever the granularity is full
+        # (MultiTokenPredictionLayer._checkpointed_forward), as the rule's share does
         recomputed = (range(start, start + min(split.recompute_layers[chunk], len(span))),)
-    mtp_chunk = chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
-    mtp = workload.mtp_num_layers if chunk == mtp_chunk else 0
+        recomputed += mtp_layer * mtp
     return StageContents(
         (span,) + mtp_layer * mtp, recomputed, chunk == 0, last, mtp, last or mtp > 0
     )

@@ -17,6 +17,7 @@ from planner.search.explain import (
     no_candidates_message,
     why_not,
 )
+from planner.search.pipeline import framework_split, places_own_layers
 from planner.search.rank import rank_rows
 from planner.search.rules import check_workload, layout_violations, tp_heads_rule
 from planner.search.space import (
@@ -469,10 +470,10 @@ def _split_plan(
     workload = workload.model_copy(update=update)
     layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
     split = cost = info = None
-    framework_split = _framework_split(model, workload, layout)
-    if framework_split is not None:  # the framework places its layers itself (Nanotron)
-        return _framework_split_plan(model, candidate, workload, framework_split, check=check)
-    if layout.pp > 1 and config.stage_split == "cp-sat" and not _places_own_layers(workload):
+    own = framework_split(model, workload, layout)
+    if own is not None:  # the framework places its layers itself (Nanotron)
+        return _framework_split_plan(model, candidate, workload, own, check=check)
+    if layout.pp > 1 and config.stage_split == "cp-sat" and not places_own_layers(workload):
         from planner.search.solve.stages import optimise_pipeline  # imports OR-Tools
 
         split, cost, info = optimise_pipeline(
@@ -495,27 +496,6 @@ def _split_plan(
     return plan
 
 
-def _places_own_layers(workload: TrainWorkload) -> bool:
-    """Whether the workload's framework places the layers on pipeline stages itself
-    (``FrameworkSpec.pipeline_split`` ``cost``): then no CP-SAT split is proposed."""
-    from planner.catalog.frameworks import load_framework
-
-    return load_framework(workload.framework).pipeline_split == "cost"
-
-
-def _framework_split(
-    model: ModelSpec, workload: TrainWorkload, layout: Layout
-) -> PipelineSplit | None:
-    """The split the framework makes itself, or None where the user places the layers (the
-    even split or CP-SAT's apply) or the framework's rule does not cover the model (an MoE
-    model under Nanotron: the even split is scored, never a CP-SAT one)."""
-    from planner.cost.partition import cost_balanced_split
-
-    if layout.pp == 1 or layout.vpp != 1 or not _places_own_layers(workload):
-        return None
-    return cost_balanced_split(model, layout.pp)
-
-
 def _framework_split_plan(
     model: ModelSpec,
     candidate: Candidate,
@@ -524,10 +504,11 @@ def _framework_split_plan(
     *,
     check: bool,
 ) -> Plan:
-    """The plan of ``candidate`` under the framework's own split, the even split's figures
-    beside it for comparison."""
-    layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
-    cost = score(model, cluster, workload, layout, split=split)
+    """The plan of ``candidate`` (scored under ``split``, the framework's own) with the even
+    split's figures beside it for comparison."""
+    layout, cluster = candidate.layout, candidate.cluster
+    cost = candidate.cost  # the search scored it under this split (space.StageTimes.split)
+    even = score(model, cluster, workload, layout)
     info = PipelineSplitInfo(
         method="framework",
         even_step_time_s=even.step_time_s,
@@ -618,13 +599,12 @@ def estimate(
     violations = layout_violations(model, cluster, workload, layout)
     if violations:
         raise SpecError("; ".join(detail for _, detail in violations))
-    framework_split = _framework_split(model, workload, layout)
-    if framework_split is not None:  # the framework places its layers itself (Nanotron)
-        candidate = Candidate(
-            layout=layout, cost=score(model, cluster, workload, layout), cluster=cluster
-        )
-        return _framework_split_plan(model, candidate, workload, framework_split, check=False)
-    even_only = config is None or config.stage_split == "even" or _places_own_layers(workload)
+    own = framework_split(model, workload, layout)
+    if own is not None:  # the framework places its layers itself (Nanotron)
+        cost = score(model, cluster, workload, layout, split=own)
+        candidate = Candidate(layout=layout, cost=cost, cluster=cluster)
+        return _framework_split_plan(model, candidate, workload, own, check=False)
+    even_only = config is None or config.stage_split == "even" or places_own_layers(workload)
     if layout.pp == 1 or even_only:
         return evaluate(model, cluster, workload, layout)
     candidate = Candidate(

@@ -97,3 +97,46 @@ def plan_split(plan: Plan) -> PipelineSplit | None:
         recompute_layers=tuple(s.recompute_layers for s in stages) if full else None,
         mtp_chunk=mtp[0] if mtp else None,
     )
+
+
+def places_own_layers(workload: TrainWorkload) -> bool:
+    """Whether the workload's framework places the layers on pipeline stages itself
+    (``FrameworkSpec.pipeline_split`` ``cost``): then no CP-SAT split is proposed."""
+    from planner.catalog.frameworks import load_framework
+
+    return load_framework(workload.framework).pipeline_split == "cost"
+
+
+def framework_split(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout
+) -> PipelineSplit | None:
+    """The split the framework makes itself (:func:`planner.cost.partition.cost_balanced_split`,
+    with the recomputed layers and MTP chunk a plan of it records, so that scoring it and
+    re-scoring the plan's stages agree), or None where the user places the layers (the even
+    split or CP-SAT's apply) or the framework's rule does not cover the model (an MoE model
+    under Nanotron: the even split is scored, never a CP-SAT one). The search scores every
+    layout of such a framework under it (:class:`planner.search.space.StageTimes`).
+
+    >>> from planner.catalog import load_model
+    >>> w = TrainWorkload(framework="nanotron", mtp_num_layers=1)
+    >>> framework_split(load_model("8B"), w, Layout(pp=2, recompute="full"))
+    PipelineSplit(chunk_layers=(18, 14), recompute_layers=(18, 14), mtp_chunk=1)
+    >>> framework_split(load_model("8B"), TrainWorkload(), Layout(pp=2)) is None  # Megatron-LM
+    True
+    """
+    from planner.cost.partition import cost_balanced_split
+
+    if layout.pp == 1 or layout.vpp != 1 or not places_own_layers(workload):
+        return None
+    split = cost_balanced_split(model, layout.pp)
+    if split is None:
+        return None
+    full = layout.recompute is Recompute.FULL
+    return split.model_copy(
+        update={
+            "recompute_layers": chunk_recompute(workload, layout, split.chunk_layers)
+            if full
+            else None,
+            "mtp_chunk": layout.pp - 1 if workload.mtp_num_layers else None,
+        }
+    )

@@ -26,12 +26,14 @@ from planner.cost.step import (
 )
 from planner.errors import SpecError
 from planner.search.evaluate import score
+from planner.search.pipeline import framework_split
 from planner.search.rules import layout_violations, tp_heads_rule
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import Rejection
 from planner.specs.workload import TrainWorkload
 from planner.topology import comm_domains
@@ -248,6 +250,24 @@ class StageTimes:
     def __init__(self, model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload) -> None:
         self.model, self.cluster, self.workload = model, cluster, workload
         self._times: dict[tuple[LayoutKey, int], MicrobatchTime] = {}
+        self._splits: dict[tuple[int, int, Recompute], PipelineSplit | None] = {}
+
+    def split(self, layout: Layout) -> PipelineSplit | None:
+        """The layers' split every layout of ``layout``'s pp, vpp and recomputation is scored
+        under: the framework's own where it places them (Nanotron,
+        :func:`planner.search.pipeline.framework_split`), else None (the even split; CP-SAT
+        splits the ranked ones later)."""
+        key = (layout.pp, layout.vpp, layout.recompute)
+        if key not in self._splits:
+            self._splits[key] = framework_split(self.model, self.workload, layout)
+        return self._splits[key]
+
+    def stages(self, layout: Layout) -> list[int]:
+        """The stages whose micro-batch times a step of ``layout`` is priced from: the
+        representative ones of the even split, every stage of an explicit one."""
+        if self.split(layout) is not None:
+            return list(range(layout.pp))
+        return representative_stages(layout.pp, self.model, self.workload.seq_len)
 
     def time(self, layout: Layout, stage: int) -> MicrobatchTime:
         """The critical-path time of one micro-batch of ``layout`` on ``stage``."""
@@ -256,7 +276,8 @@ class StageTimes:
         if found is None:
             domains = comm_domains(self.cluster, layout)
             found = microbatch_time(self.model, self.cluster.accelerator, self.workload, layout,
-                                    stage=stage, domains=domains)  # fmt: skip
+                                    stage=stage, domains=domains,
+                                    split=self.split(layout))  # fmt: skip
             self._times[key] = found
         return found
 
@@ -307,7 +328,7 @@ class SlowestStage:
             if plain
             else layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1, "zero": 1})
         )
-        self.stages = representative_stages(self.layout.pp, times.model, times.workload.seq_len)
+        self.stages = times.stages(self.layout)
         self._order = likeliest_slowest_first(self.stages, self.layout.pp)
         self._found: dict[int, MicrobatchTime] = {}
         self.value = float("-inf")
@@ -584,18 +605,29 @@ def _profiles(
     workload: TrainWorkload,
     layout: Layout,
     memo: dict[LayoutKey, MemoryEstimate] | None,
+    split: PipelineSplit | None = None,
 ) -> MemoryEstimate:
-    """memory_profiles, through the sweep's memo when there is one."""
+    """memory_profiles (under ``split``, the framework's own, which pp, vpp and recompute
+    decide: :meth:`StageTimes.split`), through the sweep's memo when there is one."""
     if memo is None:
-        return memory_profiles(model, workload, layout)
+        return memory_profiles(model, workload, layout, split=split)
     key = (layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.etp, layout.vpp,
            layout.recompute, layout.precision)  # fmt: skip
     profiles = memo.get(key)
     if profiles is None:
-        profiles = memory_profiles(model, workload, layout)
+        profiles = memory_profiles(model, workload, layout, split=split)
         if len(memo) < MemoryMemo.MAX_LAYOUTS:
             memo[key] = profiles
     return profiles
+
+
+def _split(
+    out: _Collector, model: ModelSpec, workload: TrainWorkload, layout: Layout
+) -> PipelineSplit | None:
+    """The split ``layout`` is scored under in this search (:meth:`StageTimes.split`)."""
+    if out.times is not None:
+        return out.times.split(layout)
+    return framework_split(model, workload, layout)
 
 
 def _pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
@@ -633,9 +665,10 @@ def _visit_ladder(
             out.enumerated += 1
             recompute = recomputes[rung]
             layout = base.model_copy(update={"recompute": recompute, "zero": zero})
+            split = _split(out, model, workload, layout)
             key = (base.vpp, recompute)
             if key not in out.profiles:  # what memory is made of: the same for every mbs, ZeRO
-                out.profiles[key] = _profiles(model, workload, layout, out.memo)
+                out.profiles[key] = _profiles(model, workload, layout, out.memo, split)
             m = workload.global_batch // (layout.dp * layout.mbs)
             peak = max(p.peak(workload, layout, m) for p in out.profiles[key])
             if peak > out.capacity:
@@ -656,7 +689,7 @@ def _visit_ladder(
             memory = estimate_memory(model, workload, layout, profiles=out.profiles[key])
             fitted[zero] = rung
             known = times_key(workload, layout)
-            cost = score(model, cluster, workload, layout, memory=memory,
+            cost = score(model, cluster, workload, layout, memory=memory, split=split,
                          times=times.get(known), chunk_s=chunks.get(known))  # fmt: skip
             times[known] = cost.stage_times
             chunks[known] = cost.slowest_chunk_s
@@ -746,7 +779,7 @@ def _accept_offloaded(
     memory = estimate_memory(model, offloaded, layout, profiles=profiles)
     key = (times_key(offloaded, layout), share)
     cost = score(model, cluster, offloaded, layout, memory=memory, times=times.get(key),
-                 chunk_s=chunks.get(key))  # fmt: skip
+                 chunk_s=chunks.get(key), split=_split(out, model, workload, layout))  # fmt: skip
     times[key] = cost.stage_times
     chunks[key] = cost.slowest_chunk_s
     out.accept(layout, cost, cluster, offload=share)
