@@ -113,17 +113,18 @@ def _kind_error(argument: str, value: object, expected: str) -> SpecError:
     return SpecError(f"{argument} {text}: must be {expected} (got {kind})")
 
 
-def _workload(workload: WorkloadLike) -> TrainWorkload:
-    if isinstance(workload, TrainWorkload):
-        from planner.catalog.frameworks import resolve_workload
-
-        return _plausible(resolve_workload(workload), "workload")
-    if workload is not None and not isinstance(workload, Mapping):
-        raise _kind_error("workload", workload, "a TrainWorkload or a dict of its fields")
+def _workload(workload: WorkloadLike, cluster: ClusterSpec | None = None) -> TrainWorkload:
+    """The workload resolved through its framework profile: the one it names, else the
+    default on ``cluster``'s accelerators (MaxText on a TPU, Megatron-LM on a GPU)."""
     from planner.catalog.frameworks import resolve_workload
 
+    vendor = None if cluster is None else cluster.accelerator.vendor
+    if isinstance(workload, TrainWorkload):
+        return _plausible(resolve_workload(workload, vendor), "workload")
+    if workload is not None and not isinstance(workload, Mapping):
+        raise _kind_error("workload", workload, "a TrainWorkload or a dict of its fields")
     checked = validate_spec(TrainWorkload, dict(workload or {}), where="workload")
-    return _plausible(resolve_workload(checked), "workload")
+    return _plausible(resolve_workload(checked, vendor), "workload")
 
 
 def _pinned_format(
@@ -336,7 +337,7 @@ def search(
         settings["precision"] = precisions[0]
     formats = check_precisions(precisions)
     spec_model = load_model(model)
-    spec_workload = _workload(_with_settings(workload, settings, TrainWorkload))  # type: ignore[arg-type]
+    spec_workload = _workload(_with_settings(workload, settings, TrainWorkload), spec_cluster)  # type: ignore[arg-type]
     if formats is None:  # a pinned precision; a search over formats applies it where it runs
         _pinned_format(spec_workload, spec_model, spec_cluster)
     state, state_name = _cluster_state(cluster_state)
@@ -385,11 +386,8 @@ def estimate(
     settings may also be given by their CLI names (``seq_len=4096``)."""
     if not isinstance(layout, Layout | Mapping):
         raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
-    spec_model, spec_cluster, spec_workload = (
-        load_model(model),
-        load_cluster(cluster),
-        _workload(_with_settings(workload, settings, TrainWorkload)),  # type: ignore[arg-type]
-    )
+    spec_model, spec_cluster = load_model(model), load_cluster(cluster)
+    spec_workload = _workload(_with_settings(workload, settings, TrainWorkload), spec_cluster)  # type: ignore[arg-type]
     _pinned_format(spec_workload, spec_model, spec_cluster)
     state, state_name = _cluster_state(cluster_state)
     if state is None:
@@ -456,7 +454,9 @@ def not_fitting_reason(
     if spec_model.name != plan.model:  # the words of report.export.make_job
         raise SpecError(f"the plan is for model '{plan.model}', not '{spec_model.name}'")
     spec_cluster = _plan_cluster(plan, cluster) or load_cluster(cluster)  # None: SpecError
-    return engine.not_fitting_message(plan, spec_model, spec_cluster, _workload(workload))
+    return engine.not_fitting_message(
+        plan, spec_model, spec_cluster, _workload(workload, spec_cluster)
+    )
 
 
 LayoutLike = Layout | dict[str, object] | str | Path | None
@@ -577,7 +577,7 @@ def migrate(
             f"--from and --to are the same cluster ('{source.name}' = '{target.name}'): name "
             "another --to, or pass --layout FILE to compare the layout in use with the best"
         )
-    spec_workload = _pinned_format(_workload(workload))
+    spec_workload = _pinned_format(_workload(workload, source))
     options = MigrateOptions(
         fix=check_fix(fix),
         from_layout=None if layout is None else _as_layout(layout, source, spec_workload),
@@ -622,7 +622,9 @@ def whatif(
         for knob, texts in items.items()
     }
     pins = check_fix(fix)
-    spec_workload, spec_cluster = _workload(workload), load_cluster(cluster)
+    spec_cluster = load_cluster(cluster)
+    spec_workload = _workload(workload, spec_cluster)
+    given = _given_without_framework(workload)
     _check_vary_overlap(knobs, pins, spec_workload)
     if "precision" not in knobs:  # a swept precision runs it where it can
         _pinned_format(spec_workload)
@@ -646,7 +648,19 @@ def whatif(
         options=options,
         progress=progress,
         note=note,
+        given=given,
     )
+
+
+def _given_without_framework(workload: WorkloadLike) -> dict[str, object] | None:
+    """The workload fields the user set (a checked workload), or None when they name a
+    framework: a what-if scenario on another vendor's accelerators then takes that vendor's
+    default profile (``ScenarioRequest.given``)."""
+    if isinstance(workload, TrainWorkload):
+        given = {k: getattr(workload, k) for k in workload.model_fields_set}
+    else:
+        given = dict(workload or {})  # a mapping: _workload has checked it
+    return None if "framework" in given else given
 
 
 def _callable(argument: str, value: object, signature: str) -> None:
@@ -860,7 +874,9 @@ def check_plan(
     if isinstance(workload, Mapping) or (workload is not None and not isinstance(
         workload, TrainWorkload | ServeWorkload
     )):  # fmt: skip
-        workload = _workload(workload) if isinstance(plan, Plan) else _serve_workload(workload)  # type: ignore[arg-type]
+        workload = (
+            _workload(workload, cluster) if isinstance(plan, Plan) else _serve_workload(workload)
+        )  # type: ignore[arg-type]
     if isinstance(plan, Plan) and isinstance(workload, ServeWorkload):
         raise SpecError(
             "workload <ServeWorkload>: a training plan is re-scored with a TrainWorkload"

@@ -34,7 +34,7 @@ PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
     "dense": ("70B", "hgx_b200x16", {"tp": 4, "pp": 2, "vpp": 2, "recompute": "selective"}),
     "full": ("70B", "hgx_b200x48", {"tp": 8, "pp": 6, "recompute": "full"}),
     "moe": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8, "zero": 1, "mbs": 1}),
-    "moe_tpu": ("mixtral-8x7b", "tpu_v5px128", {"tp": 1, "ep": 8, "zero": 1, "mbs": 1}),
+    "moe_tpu": ("mixtral-8x7b", "tpu_v5px128", {"tp": 1, "ep": 8, "zero": 3, "mbs": 1}),
     "zero0": ("8B", "hgx_h100x8", {"tp": 2, "zero": 0}),
     "yarn": ("gpt-oss-120b", "hgx_b200x16", {"ep": 8}),
     "mla": ("671B", "gb200_nvl72x128", {"pp": 8, "ep": 16, "zero": 0}),
@@ -859,6 +859,10 @@ EXPECT: dict[str, dict[str, Check]] = {
 }
 
 
+FRAMEWORK_OF = {"zero3pp": "torchtitan", "moe_tpu": "maxtext"}
+"""Plans not run under Megatron-LM: ZeRO-3 under PP (torchtitan), a TPU (MaxText)."""
+
+
 @pytest.fixture(scope="module")
 def plans() -> dict[str, Plan]:
     even = {"stage_split": "even"}  # the layout's own recomputation on every stage
@@ -869,7 +873,7 @@ def plans() -> dict[str, Plan]:
             layout=layout,
             seq_len=_seq_len(key),
             config=even,
-            framework="torchtitan" if key == "zero3pp" else "megatron",  # ZeRO-3 under PP
+            framework=FRAMEWORK_OF.get(key, "megatron"),
         )
         for key, (model, cluster, layout) in PLANS.items()
     }
@@ -897,6 +901,8 @@ def _export(
     if precision is not None:
         layout = plan.layout.model_copy(update={"precision": precision})
         plan = plan.model_copy(update={"layout": layout})
+    if plan_id == "moe_tpu":  # Megatron-LM does not run on a TPU
+        fields.setdefault("framework", "maxtext")
     workload = TrainWorkload(
         seq_len=fields.pop("seq_len", _seq_len(plan_id)),
         global_batch=fields.pop("global_batch", 512),

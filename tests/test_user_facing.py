@@ -413,6 +413,27 @@ def test_framework_aliases_run_their_profile_and_say_which() -> None:
     assert code != 0 and "unknown framework 'nemo3'" in err and "\n" not in err.strip()
 
 
+def test_the_default_framework_follows_the_accelerator_and_a_foreign_one_is_refused() -> None:
+    """Without --framework a TPU runs MaxText (Megatron-LM has no TPU backend) and a GPU
+    Megatron-LM, and the plan says which; a framework named for accelerators it does not run on
+    is one clear error naming one that does (before, Megatron-LM and torchtitan were priced on a
+    TPU as if they ran there)."""
+    tpu = planner.search(model="8B", cluster="tpu_v5px64", top=1)
+    assert tpu.best.workload is not None and tpu.best.workload.framework == "maxtext"
+    assert "framework maxtext" in search_text(tpu)
+    gpu = planner.search(model="8B", cluster="hgx_h100x8", top=1)
+    assert gpu.best.workload is not None and gpu.best.workload.framework == "megatron"
+    for framework in ("torchtitan", "megatron"):
+        code, _, err = run_main(["search", "--model", "8B", "--cluster", "tpu_v5px64",
+                                 "--framework", framework])  # fmt: skip
+        line = assert_one_line_error(code, err, 2)
+        assert f"framework '{framework}' runs on NVIDIA and AMD accelerators" in line
+        assert "tpu_v5p" in line and "--framework maxtext runs there" in line
+    with pytest.raises(SpecError, match="not on Google's tpu_v5p"):
+        planner.estimate(model="8B", cluster="tpu_v5px64", layout={"dp": 64, "zero": 3},
+                         workload={"framework": "nanotron"})  # fmt: skip
+
+
 def test_a_profile_that_extends_another_states_only_its_differences(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -306,3 +306,19 @@ def test_framework_knobs_change_the_moe_prediction() -> None:
     assert fused["workload"]["fused_grouped_mlp"] and not plain["workload"]["fused_grouped_mlp"]
     assert by[(True, "h100_sxm")]["status"] == "invalid"
     assert "compute capability" in by[(True, "h100_sxm")]["error"]
+
+
+def test_a_scenario_on_a_tpu_runs_maxtext_unless_a_framework_is_named() -> None:
+    """Without a framework named, each scenario runs its accelerator's default profile, as a
+    search there would (H100 or TPU v5p: Megatron-LM on the one, MaxText on the other); a
+    framework named for GPUs makes the TPU scenario invalid, saying which profile runs there."""
+    vary = {"system": ["hgx_h100", "tpu_v5p"]}
+    free = planner.whatif(model="8B", cluster="hgx_h100x16", vary=vary, workload=SMALL)
+    frameworks = [s.plan.workload.framework for s in free.scenarios if s.plan and s.plan.workload]
+    assert frameworks == ["megatron", "maxtext"]
+    named = planner.whatif(
+        model="8B", cluster="hgx_h100x16", vary=vary, workload={**SMALL, "framework": "megatron"}
+    )
+    gpu, tpu = named.scenarios
+    assert gpu.status == "ok" and tpu.status == "invalid"
+    assert tpu.error is not None and "--framework maxtext runs there" in tpu.error

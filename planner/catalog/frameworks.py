@@ -105,23 +105,73 @@ def load_framework(name: str) -> FrameworkSpec:
     return spec
 
 
-def resolve_workload(workload: TrainWorkload | Mapping[str, object] | None) -> TrainWorkload:
+def default_framework(vendor: str | None = None) -> str:
+    """The profile used when no framework is named: the one whose ``default_on`` lists the
+    accelerator's ``vendor`` (MaxText on Google's TPUs), else :data:`DEFAULT_FRAMEWORK`.
+
+    >>> default_framework("Google"), default_framework("NVIDIA"), default_framework()
+    ('maxtext', 'megatron', 'megatron')
+    """
+    if vendor is not None:
+        for name in framework_names():
+            if vendor.lower() in (v.lower() for v in load_framework(name).default_on):
+                return name
+    return DEFAULT_FRAMEWORK
+
+
+@lru_cache(maxsize=1)
+def listed_vendors() -> frozenset[str]:
+    """Accelerator vendors (lower case) that some profile says it runs on."""
+    return frozenset(v.lower() for n in framework_names() for v in load_framework(n).vendors)
+
+
+def vendor_rule(profile: FrameworkSpec, vendor: str, part: str = "accelerators") -> str:
+    """Why ``profile`` cannot run on ``vendor``'s ``part`` ('' if it can): it lists other
+    vendors, and some profile lists this one (hardware no profile knows is not refused), as a
+    sentence naming the profiles that do run there.
+
+    >>> vendor_rule(load_framework("torchtitan"), "Google", "tpu_v5p")
+    "runs on NVIDIA and AMD accelerators, not on Google's tpu_v5p; --framework maxtext runs there"
+    >>> vendor_rule(load_framework("megatron"), "AMD"), vendor_rule(load_framework("megatron"), "Acme")
+    ('', '')
+    """
+    wanted = vendor.lower()
+    if not profile.vendors or wanted in (v.lower() for v in profile.vendors):
+        return ""
+    if wanted not in listed_vendors():
+        return ""
+    others = [
+        n for n in framework_names() if wanted in (v.lower() for v in load_framework(n).vendors)
+    ]
+    where = " and ".join(profile.vendors)
+    return (
+        f"runs on {where} accelerators, not on {vendor}'s {part}; "
+        f"--framework {' or '.join(others)} runs there"
+    )
+
+
+def resolve_workload(
+    workload: TrainWorkload | Mapping[str, object] | None, vendor: str | None = None
+) -> TrainWorkload:
     """The workload with its framework profile's defaults under the fields the user set.
 
     A TrainWorkload's explicitly set fields (``model_fields_set``) win, so resolving twice
     gives the same workload; a field the user did not set takes the profile's value, else the
-    TrainWorkload default.
+    TrainWorkload default. Without a framework named, the profile is the default on the
+    accelerator's ``vendor`` (:func:`default_framework`), and the resolved workload names it.
 
     >>> resolve_workload({"framework": "torchtitan"}).tp_comm_overlap
     False
     >>> resolve_workload({"framework": "torchtitan", "tp_comm_overlap": True}).tp_comm_overlap
     True
+    >>> resolve_workload({}, vendor="Google").framework
+    'maxtext'
     """
     if isinstance(workload, TrainWorkload):
         given = {k: getattr(workload, k) for k in workload.model_fields_set}
     else:
         given = dict(workload or {})
-    name = given.get("framework", DEFAULT_FRAMEWORK)
+    name = given["framework"] if "framework" in given else default_framework(vendor)
     if not isinstance(name, str):
         raise SpecError(f"workload framework {name!r}: expected a profile name")
     name = framework_profile_name(name)

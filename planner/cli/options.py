@@ -252,9 +252,10 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--framework",
         metavar="NAME",
-        help="training framework profile: megatron (default), torchtitan, maxtext, deepspeed "
-        "(topologies/frameworks/): which layouts are legal, which overlaps run, how memory is "
-        "allocated; the settings below override it. Other names run a profile "
+        help="training framework profile: megatron (default on GPUs), torchtitan, maxtext "
+        "(default on TPUs), deepspeed (topologies/frameworks/): which layouts are legal, which "
+        "overlaps run, how memory is allocated, which accelerators it runs on; the settings "
+        "below override it. Other names run a profile "
         "(topologies/frameworks/_aliases.yaml): nemo, megatron-bridge and megatron-lm are "
         "megatron; the plan records the profile's name",
     )

@@ -54,15 +54,17 @@ def mfu_text(plan: Plan) -> str:
 
 
 def workload_text(plan: Plan) -> str:
-    """'8,192-token sequences x 512 = 4,194,304 tokens per step (4.19M)', from the plan's
-    workload (or its tokens per step alone for a plan saved before schema 1.3)."""
+    """'8,192-token sequences x 512 = 4,194,304 tokens per step (4.19M), framework megatron',
+    from the plan's workload (or its tokens per step alone for a plan saved before schema
+    1.3): the framework profile too, which a search without ``--framework`` picks by the
+    accelerator (MaxText on a TPU)."""
     tokens = plan.tokens_per_s * plan.step_time_s
     if plan.workload is None:
         return f"{tokens:,.0f} tokens per step"
     w = plan.workload
     return (
         f"{w.seq_len:,}-token sequences x {w.global_batch:,} = {w.tokens_per_step:,} tokens "
-        f"per step ({w.tokens_per_step / 1e6:.3g}M)"
+        f"per step ({w.tokens_per_step / 1e6:.3g}M), framework {w.framework}"
     )
 
 

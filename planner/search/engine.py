@@ -272,7 +272,7 @@ def search(
     """
     start = time.perf_counter()
     config = config or SolverConfig()
-    workload = resolve_workload(workload)
+    workload = resolve_workload(workload, cluster.accelerator.vendor)
     fix, bounds = check_fix(fix), check_bounds(bounds)
     for fmt in precisions or [workload.precision]:
         check_workload(model, cluster, workload.model_copy(update={"precision": fmt}))
@@ -592,7 +592,7 @@ def estimate(
     config the even split is scored (the validation set's published runs). A framework that
     places its layers itself (``FrameworkSpec.pipeline_split`` ``cost``) gets its own split
     either way."""
-    workload = resolve_workload(workload)
+    workload = resolve_workload(workload, cluster.accelerator.vendor)
     check_workload(model, cluster, workload)
     if layout.precision != workload.precision:
         layout = layout.model_copy(update={"precision": workload.precision})

@@ -6,7 +6,7 @@ data (counted by reason) and a user-given layout that breaks one is a one-line e
 
 from __future__ import annotations
 
-from planner.catalog.frameworks import framework_names, load_framework
+from planner.catalog.frameworks import framework_names, load_framework, vendor_rule
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, FUSED_GROUPED_MLP_SM_MAJOR
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
@@ -37,6 +37,9 @@ def check_workload(model: ModelSpec, cluster: ClusterSpec, workload: TrainWorklo
             f"(its tensor cores run: {formats})"
         )
     profile = load_framework(workload.framework)
+    why = vendor_rule(profile, acc.vendor, acc.name)
+    if why:
+        raise SpecError(f"framework '{profile.name}' {why}")
     if workload.precision not in profile.training_precisions:
         others = [
             f for f in framework_names()

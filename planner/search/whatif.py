@@ -29,6 +29,7 @@ from pydantic import Field, PositiveInt
 
 from planner.catalog import accelerator_names, build_cluster, load_system, system_names
 from planner.catalog.clusters import MAX_ACCELERATORS
+from planner.catalog.frameworks import default_framework, resolve_workload
 from planner.catalog.io import short_repr, validate_spec
 from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
@@ -139,6 +140,11 @@ class ScenarioRequest(FrozenSpec):
     """Solver settings."""
     run: RunLength | None = None
     """Token or step count for time-to-train figures."""
+    given: dict[str, object] | None = None
+    """The workload fields the user set, when they name no framework: a scenario on another
+    vendor's accelerators then runs that vendor's default profile under them
+    (:func:`planner.catalog.frameworks.default_framework`: MaxText on a TPU); None: the
+    workload as it is."""
 
 
 class WhatIfOptions(FrozenSpec):
@@ -468,9 +474,11 @@ def run_scenario(request: ScenarioRequest) -> Scenario:
         cluster = scenario_cluster(request.base, vary)
         updates = {k: v for k, v in vary.items() if k in WORKLOAD_KNOBS}
         updates.update(framework_updates(vary))
-        workload = validate_spec(
-            TrainWorkload, {**request.workload.model_dump(), **updates}, where="--vary"
-        )
+        base = request.workload
+        vendor = cluster.accelerator.vendor
+        if request.given is not None and default_framework(vendor) != base.framework:
+            base = resolve_workload(request.given, vendor)  # no framework named: the part's
+        workload = validate_spec(TrainWorkload, {**base.model_dump(), **updates}, where="--vary")
         result = engine.search(
             request.model, cluster, workload, fix=dict(request.fix), config=request.config
         )
@@ -632,8 +640,11 @@ def whatif(
     options: WhatIfOptions | None = None,
     progress: ProgressCallback | None = None,
     note: NoteCallback | None = None,
+    given: dict[str, object] | None = None,
 ) -> WhatIfResult:
-    """Re-plan ``model`` for every combination of ``knobs`` (the last knob varies fastest).
+    """Re-plan ``model`` for every combination of ``knobs`` (the last knob varies fastest);
+    ``given``: the workload fields the user set when they named no framework
+    (:attr:`ScenarioRequest.given`).
 
     SpecError, before anything runs, when the knobs conflict, a list repeats a value or the
     combinations outnumber ``options.max_scenarios``. ``note`` gets one line when fewer
@@ -656,6 +667,7 @@ def whatif(
             fix=options.fix,
             config=options.config,
             run=options.run,
+            given=given,
         )
         for combo in itertools.product(*(knobs[n] for n in names))
     )

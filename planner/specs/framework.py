@@ -86,6 +86,13 @@ class FrameworkSpec(FrozenSpec):
     """Training formats the framework has a recipe for: bf16 mixed precision and its 8- and
     4-bit GEMM recipes (Transformer Engine's FP8, MXFP8 and NVFP4 for the Megatron-based
     stacks; int8 only where a profile lists it, MaxText's AQT)."""
+    vendors: tuple[Name, ...] = ()
+    """Accelerator vendors it runs on (:attr:`planner.specs.hardware.AcceleratorSpec.vendor`,
+    matched case-insensitively); empty = any. A vendor no profile lists (hardware added as a
+    YAML file) is not restricted: the planner knows nothing to refuse there."""
+    default_on: tuple[Name, ...] = ()
+    """Vendors on which it is the profile used when no framework is named (``--framework``
+    absent): Megatron-LM on NVIDIA and AMD GPUs, MaxText on Google's TPUs."""
     calibrates: bool = False
     """Its validation rows fit the accelerator efficiency factors (``layout calibrate --fit``).
     The other profiles' rows are never fitted: they are predicted through the profile, so they
