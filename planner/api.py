@@ -578,13 +578,17 @@ def migrate(
             "another --to, or pass --layout FILE to compare the layout in use with the best"
         )
     spec_workload = _pinned_format(_workload(workload, source))
+    given = _given_without_framework(workload)  # None: a framework is named, for both sides
+    there = None if given is None else _pinned_format(_workload(given, target))
     options = MigrateOptions(
         fix=check_fix(fix),
         from_layout=None if layout is None else _as_layout(layout, source, spec_workload),
         run=_run_length(tokens, steps),
         config=_config(config, None, SolverConfig(top=1)),
     )
-    return _migrate.migrate(load_model(model), source, target, spec_workload, options=options)
+    return _migrate.migrate(
+        load_model(model), source, target, spec_workload, options=options, target_workload=there
+    )
 
 
 def whatif(

@@ -290,3 +290,26 @@ def test_cli_bad_price_is_exit_2(price: str) -> None:
         ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to", "hgx_b200x8", "--price", price]
     )
     assert_one_line_error(code, err, 2)
+
+
+def test_a_move_to_tpus_runs_maxtext_there_unless_a_framework_is_named() -> None:
+    """Without a framework named each side runs its accelerator's default (Megatron-LM on the
+    H100s, MaxText on the TPUs) and the answer shows both; a framework named for GPUs is
+    refused on the TPU side in one line naming one that runs there."""
+    from planner.report.markdown import migrate_text
+
+    result = planner.migrate(model="8B", from_cluster="hgx_h100x64", to_cluster="tpu_v5px64")
+    assert result.from_plan.workload is not None and result.to_plan.workload is not None
+    assert (result.from_plan.workload.framework, result.to_plan.workload.framework) == (
+        "megatron",
+        "maxtext",
+    )
+    row = next(line for line in migrate_text(result).splitlines() if line.startswith("framework"))
+    assert row.split() == ["framework", "megatron", "maxtext"]
+    with pytest.raises(SpecError, match="--framework maxtext runs there"):
+        planner.migrate(
+            model="8B",
+            from_cluster="hgx_h100x64",
+            to_cluster="tpu_v5px64",
+            workload={"framework": "megatron"},
+        )

@@ -436,12 +436,23 @@ def mfu_cell(plan: Plan) -> str:
     return f"{100 * plan.mfu_precision_peak:.1f}% of {fmt} peak (BF16-eq. {100 * plan.mfu:.1f}%)"
 
 
+def _framework_row(before: Plan, after: Plan) -> list[tuple[str, str, str]]:
+    """A 'framework' row when the two sides run different ones (no framework named: each
+    side's accelerator picked its default, MaxText on a TPU), else none."""
+    if before.workload is None or after.workload is None:
+        return []
+    if before.workload.framework == after.workload.framework:
+        return []
+    return [("framework", before.workload.framework, after.workload.framework)]
+
+
 def migrate_text(result: MigrateResult) -> str:
     """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
     before, after = result.from_plan, result.to_plan
     mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
     rows = [
         ("layout", before.layout_text(), after.layout_text()),
+        *_framework_row(before, after),
         ("step", format_seconds(before.step_time_s), format_seconds(after.step_time_s)),
         (
             "tokens/s/GPU",

@@ -302,12 +302,16 @@ def migrate(
     workload: TrainWorkload,
     *,
     options: MigrateOptions | None = None,
+    target_workload: TrainWorkload | None = None,
 ) -> MigrateResult:
-    """Re-plan ``model`` from ``source`` to ``target``; InfeasibleError names the side that fails."""
+    """Re-plan ``model`` from ``source`` to ``target``; InfeasibleError names the side that fails.
+    ``target_workload``: the step on the target when it runs another framework (the target
+    vendor's default where the user named none: MaxText on a TPU); default ``workload``."""
     options = options or MigrateOptions()
+    there = target_workload or workload
     before = _source_plan(model, source, workload, options)
-    after = _best(model, target, workload, side="target", options=options)
-    ported, note = port_layout(model, target, workload, before.layout)
+    after = _best(model, target, there, side="target", options=options)
+    ported, note = port_layout(model, target, there, before.layout)
     ported_speedup = None
     if ported is not None and ported.fits:
         ported_speedup = ported.tokens_per_s / before.tokens_per_s
