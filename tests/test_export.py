@@ -660,3 +660,23 @@ def test_example_plan_hf_config_plans_a_gemma_2_config(tmp_path: Path) -> None:
     sections = tomllib.loads(body)
     assert sections["parallelism"]["data_parallel_shard_degree"] >= 1
     assert sections["training"]["seq_len"] == 8192
+
+
+def test_maxtext_carves_expert_parallelism_from_the_data_parallel_ranks() -> None:
+    """MaxText's expert mesh axis shards the batch (base.yml: activation_batch over data, fsdp,
+    fsdp_transpose, expert), so ep must divide dp: its searches offer no other layout, and a
+    plan that folds experts over context parallelism (Megatron-LM's MoE folding) is refused by
+    the MaxText export in one line instead of failing inside it (it divided by dp // ep = 0)."""
+    from planner.catalog.frameworks import resolve_workload
+    from planner.search.rules import framework_rules
+
+    result = planner.search(model="qwen3-30b-a3b", cluster="hgx_h100x8",
+                            workload={"framework": "maxtext"}, top=5)  # fmt: skip
+    for plan in [result.best, *result.alternatives]:
+        assert plan.layout.dp % plan.layout.ep == 0
+    folded = {"tp": 1, "dp": 2, "cp": 4, "ep": 8, "zero": 1, "recompute": "full"}
+    plan = planner.estimate(model="qwen3-30b-a3b", cluster="hgx_h100x8", layout=folded)
+    assert framework_rules(resolve_workload({"framework": "maxtext"}), plan.layout)
+    with pytest.raises(SpecError, match=r"ep \(8\) must divide dp \(2\)") as caught:
+        planner.export(plan, format="maxtext")
+    assert "\n" not in str(caught.value)

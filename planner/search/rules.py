@@ -279,6 +279,11 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
         out.append(f"{name} has no '{workload.cp_comm}' context parallelism (it has: {kinds})")
     if (layout.ep > 1 or layout.etp > 1) and not profile.expert_parallel:
         out.append(f"{name} has no expert parallelism")
+    elif profile.expert_parallel_ranks == "dp" and layout.dp % layout.ep:
+        out.append(
+            f"{name} carves expert parallelism from the data-parallel ranks: ep ({layout.ep}) "
+            f"must divide dp ({layout.dp})"
+        )
     return out
 
 

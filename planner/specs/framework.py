@@ -60,6 +60,11 @@ class FrameworkSpec(FrozenSpec):
     """Context-parallel algorithms the framework offers, the default first; empty = no CP."""
     expert_parallel: bool = True
     """Expert parallelism exists."""
+    expert_parallel_ranks: Literal["dp", "dp_cp_tp"] = "dp_cp_tp"
+    """The ranks expert parallelism is carved from: ``dp_cp_tp``, any of the data, context and
+    tensor-parallel ones (Megatron-Core's MoE parallel folding: ep x etp divides dp x cp x tp);
+    ``dp``, the data-parallel ranks alone (ep divides dp: MaxText's expert mesh axis, which
+    shards the batch of the other layers)."""
     activation_offload: Literal["none", "layers", "all"] = "none"
     """How the framework offloads saved activations to host memory, for a search that offloads
     as needed (``SolverConfig.offload_as_needed``): ``none``; ``layers``, whole layers and fewer

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import yaml
 
+from planner.errors import SpecError
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
@@ -68,6 +69,12 @@ def _mesh(job: ExportJob) -> dict[str, Value]:
     layout, workload = job.train[0].layout, job.train[1]
     cluster = job.cluster
     slices = cluster.num_domains
+    if layout.dp % layout.ep:
+        raise SpecError(
+            f"MaxText cannot run {layout.short()}: its expert mesh axis is carved from the "
+            f"data-parallel ranks (it shards the batch), so ep ({layout.ep}) must divide dp "
+            f"({layout.dp}); plan with --framework maxtext for a layout it runs"
+        )
     ranks = layout.dp // layout.ep  # the expert axis shards the batch too (MaxText mesh)
     shard = 1
     if layout.zero >= 3:
