@@ -86,6 +86,7 @@ class FrozenSpec(BaseModel):
         allow_inf_nan=False,
         strict=False,
         validate_default=True,
+        defer_build=True,
     )
 
     @model_validator(mode="before")
