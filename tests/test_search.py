@@ -236,3 +236,18 @@ def test_an_explicit_split_recomputes_the_mtp_modules_as_the_rule_does() -> None
     written = score(model, cluster, workload, layout, split=explicit)
     assert written.step_time_s == pytest.approx(rule.step_time_s, rel=1e-12)
     assert written.peak_memory.total == pytest.approx(rule.peak_memory.total, rel=1e-12)
+
+
+def test_torchtitan_float8_searches_score_each_zero_stage_with_its_own_casts() -> None:
+    """torchtitan's float8 recipe gathers FP8 parameters under FSDP (ZeRO >= 1), which drops
+    torchao's per-call weight casts, so a layout's micro-batch times depend on its ZeRO stage.
+    The search reused ZeRO-0's times for ZeRO-3 and stopped with an internal error on the
+    canonical torchtitan run (Llama 3.1 8B, float8, 8 H100: 'failed validation: re-scored step
+    time ... differs')."""
+    model, cluster = load_model("8B"), load_cluster("hgx_h100x8")
+    workload = resolve_workload({"framework": "torchtitan", "precision": "fp8"})
+    result = search(model, cluster, workload, config=SORTED)
+    brute = search(model, cluster, workload, config=EXHAUSTIVE)
+    assert result.best.step_time_s == pytest.approx(brute.best.step_time_s, abs=2e-6)
+    for plan in [result.best, *result.alternatives]:
+        assert plan_problems(plan, model, cluster, workload) == []
