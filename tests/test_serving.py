@@ -535,3 +535,16 @@ def test_serving_weights_take_the_heaviest_stage() -> None:
     per_gpu = weight_bytes_per_gpu(model, NumberFormat.FP8, layout)
     vocab_and_norms = per_gpu - last
     assert 0 < vocab_and_norms < 2e9
+
+
+def test_the_default_engine_follows_the_accelerator_and_a_foreign_one_is_refused() -> None:
+    """TensorRT-LLM runs on NVIDIA GPUs only: without --serving-engine an AMD GPU or a TPU
+    serves with vLLM (the plan says so), and TensorRT-LLM named there is one line naming the
+    engines that do run (before, TensorRT-LLM's overheads were priced on a TPU)."""
+    tpu = serve_search(model="8B", cluster="tpu_v5px16", top=1)
+    assert tpu.best.engine is not None and tpu.best.engine.profile == "vllm"
+    gpu = serve_search(model="8B", cluster="hgx_h100x8", top=1)
+    assert gpu.best.engine is not None and gpu.best.engine.profile == "tensorrt-llm"
+    with pytest.raises(SpecError, match="--serving-engine sglang or vllm runs there") as caught:
+        serve_search(model="8B", cluster="mi300xx8", serving_engine="tensorrt-llm")
+    assert "not on AMD's mi300x" in str(caught.value) and "\n" not in str(caught.value)

@@ -7,10 +7,12 @@ from functools import lru_cache
 
 from planner.catalog.store import _names, catalog_root, load_profile
 from planner.specs.engine import ServingEngineSpec
+from planner.specs.workload import ServeWorkload
 
 DEFAULT_ENGINE = "tensorrt-llm"
-"""The profile used unless ``--serving-engine`` names another: the engine of every published
-serving run in tests/validation/serving.yaml."""
+"""The profile used unless ``--serving-engine`` names another, on an accelerator no profile's
+``default_on`` lists: the engine of most published serving runs in
+tests/validation/serving.yaml."""
 
 
 def engine_names() -> list[str]:
@@ -22,3 +24,46 @@ def engine_names() -> list[str]:
 def load_engine(name: str) -> ServingEngineSpec:
     """Load ``topologies/engines/<name>.yaml``."""
     return load_profile("topologies/engines", "serving engine", name, ServingEngineSpec)
+
+
+def default_engine(vendor: str | None = None) -> str:
+    """The engine used when none is named: the one whose ``default_on`` lists the accelerator's
+    ``vendor`` (vLLM on AMD GPUs and TPUs, where TensorRT-LLM does not run), else
+    :data:`DEFAULT_ENGINE`.
+
+    >>> default_engine("Google"), default_engine("AMD"), default_engine("NVIDIA"), default_engine()
+    ('vllm', 'vllm', 'tensorrt-llm', 'tensorrt-llm')
+    """
+    if vendor is not None:
+        for name in engine_names():
+            if vendor.lower() in (v.lower() for v in load_engine(name).default_on):
+                return name
+    return DEFAULT_ENGINE
+
+
+def with_default_engine(workload: ServeWorkload, vendor: str) -> ServeWorkload:
+    """``workload`` with the engine it names, else the default on ``vendor``'s accelerators."""
+    if "engine" in workload.model_fields_set:
+        return workload
+    name = default_engine(vendor)
+    return workload if name == workload.engine else workload.model_copy(update={"engine": name})
+
+
+def engine_vendor_rule(spec: ServingEngineSpec, vendor: str, part: str = "accelerators") -> str:
+    """Why engine ``spec`` cannot run on ``vendor``'s ``part`` ('' if it can, or when no engine
+    profile lists the vendor), naming the engines that do.
+
+    >>> engine_vendor_rule(load_engine("tensorrt-llm"), "AMD", "mi300x")
+    "runs on NVIDIA accelerators, not on AMD's mi300x; --serving-engine sglang or vllm runs there"
+    """
+    wanted = vendor.lower()
+    if not spec.vendors or wanted in (v.lower() for v in spec.vendors):
+        return ""
+    listed = {v.lower() for n in engine_names() for v in load_engine(n).vendors}
+    if wanted not in listed:
+        return ""
+    others = [n for n in engine_names() if wanted in (v.lower() for v in load_engine(n).vendors)]
+    return (
+        f"runs on {' and '.join(spec.vendors)} accelerators, not on {vendor}'s {part}; "
+        f"--serving-engine {' or '.join(others)} runs there"
+    )

@@ -680,8 +680,9 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     g.add_argument("--routing-skew", type=float,
                    help="MoE: Zipf exponent of expert popularity (default 0 = uniform)")  # fmt: skip
     g.add_argument("--serving-engine", metavar="NAME",
-                   help="engine profile for its host time per iteration: tensorrt-llm (default), "
-                   "vllm, sglang (topologies/engines/)")  # fmt: skip
+                   help="engine profile for its host time per iteration: tensorrt-llm (default "
+                   "on NVIDIA GPUs), vllm (default on AMD GPUs and TPUs), sglang "
+                   "(topologies/engines/)")  # fmt: skip
 
 
 def _add_run_length(p: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from planner.catalog.engines import load_engine
+from planner.catalog.engines import engine_vendor_rule, load_engine
 from planner.cost.serving import (
     decode_ceiling_tokens_per_s,
     decode_hbm_floor_s,
@@ -108,6 +108,10 @@ def compute_format(workload: ServeWorkload, cluster: ClusterSpec) -> NumberForma
 def check_serve_workload(model: ModelSpec, cluster: ClusterSpec, workload: ServeWorkload) -> None:
     """Raise SpecError when the workload cannot run on this hardware (not a layout problem)."""
     acc = cluster.accelerator
+    engine = load_engine(workload.engine)
+    why = engine_vendor_rule(engine, acc.vendor, acc.name)
+    if why:
+        raise SpecError(f"serving engine '{engine.name}' {why}")
     fmt = compute_format(workload, cluster)
     if not acc.supports(fmt):
         formats = ", ".join(sorted(str(f) for f in acc.peak_TFLOP_per_s))

@@ -19,6 +19,7 @@ import math
 import time
 from typing import NamedTuple
 
+from planner.catalog.engines import with_default_engine
 from planner.cost.serving_time import ServeSetup
 from planner.errors import InfeasibleError, SpecError
 from planner.search.arguments import check_fix
@@ -326,7 +327,7 @@ def serve_search(
     ``disaggregate``) the best prefill/decode split. InfeasibleError names the binding limit."""
     start = time.perf_counter()
     config = config or SolverConfig()
-    workload = resolve_formats(model, workload)
+    workload = resolve_formats(model, with_default_engine(workload, cluster.accelerator.vendor))
     check_serve_workload(model, cluster, workload)
     pins = _serve_pins(fix)
     layouts = enumerate_serve_layouts(model, cluster, workload, pins)
@@ -475,7 +476,7 @@ def serve_estimate(
 ) -> ServePlan:
     """Score one given serving layout. SpecError when it breaks a rule; InfeasibleError when it
     cannot hold its weights or one sequence, or misses a target at batch 1."""
-    workload = resolve_formats(model, workload)
+    workload = resolve_formats(model, with_default_engine(workload, cluster.accelerator.vendor))
     check_serve_workload(model, cluster, workload)
     layout = layout.model_copy(
         update={"precision": workload.precision, "kv_precision": workload.kv_precision}

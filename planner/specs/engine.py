@@ -72,6 +72,12 @@ class ServingEngineSpec(FrozenSpec):
     profile (an engine without rows: its plans carry a wider band)."""
     fit: EngineFitRecord | None = None
     """The fit's record (None for an engine without rows)."""
+    vendors: tuple[Name, ...] = ()
+    """Accelerator vendors it runs on (:attr:`planner.specs.hardware.AcceleratorSpec.vendor`,
+    matched case-insensitively); empty = any. A vendor no profile lists is not restricted."""
+    default_on: tuple[Name, ...] = ()
+    """Vendors on which it is the engine used when none is named (``--serving-engine``
+    absent): TensorRT-LLM on NVIDIA GPUs, vLLM on AMD GPUs and TPUs."""
     sources: dict[str, Text]
     """Where each figure comes from."""
 
