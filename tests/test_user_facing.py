@@ -434,6 +434,27 @@ def test_the_default_framework_follows_the_accelerator_and_a_foreign_one_is_refu
                          workload={"framework": "nanotron"})  # fmt: skip
 
 
+def test_every_profile_says_where_it_runs_and_every_vendor_has_defaults_that_run_there() -> None:
+    """Each shipped framework and serving engine profile lists its vendors with a source, and
+    on every catalog accelerator's vendor the default framework and the default engine are ones
+    that run there (a new YAML that breaks this would make the default refuse itself)."""
+    from planner.catalog import accelerator_names, load_accelerator
+    from planner.catalog.engines import default_engine, engine_names, load_engine
+    from planner.catalog.frameworks import default_framework, framework_names, load_framework
+
+    profiles = [load_framework(n) for n in framework_names()]
+    engines = [load_engine(n) for n in engine_names()]
+    for spec in [*profiles, *engines]:
+        assert spec.vendors and spec.sources.get("vendors", "").strip(), spec.name
+    vendors = {load_accelerator(n).vendor for n in accelerator_names()}
+    for vendor in vendors:
+        framework, engine = (
+            load_framework(default_framework(vendor)),
+            load_engine(default_engine(vendor)),
+        )
+        assert vendor in framework.vendors and vendor in engine.vendors, vendor
+
+
 def test_a_profile_that_extends_another_states_only_its_differences(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
