@@ -466,9 +466,16 @@ Knobs = dict[str, list[object]] | list[str]
 def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: ClusterSpec,
                workload: TrainWorkload, *, capacity: object = None) -> Layout:  # fmt: skip
     """A Layout from a model, a dict or a YAML/JSON file; ``dp`` defaults to filling the cluster
-    (or, with ``capacity(per_replica) -> dp``, the free accelerators of a cluster state)."""
+    (or, with ``capacity(per_replica) -> dp``, the free accelerators of a cluster state), and
+    ``zero`` to the workload framework's default stage (:func:`planner.catalog.frameworks.
+    default_zero`: ZeRO-1 under Megatron-LM, FSDP's full sharding under torchtitan or MaxText)."""
+    from planner.catalog.frameworks import default_zero, load_framework
+
     if isinstance(layout, Layout):
-        return layout
+        if "zero" in layout.model_fields_set:
+            return layout
+        zero = default_zero(load_framework(workload.framework), layout.pp)
+        return layout if zero == layout.zero else layout.model_copy(update={"zero": zero})
     if not isinstance(layout, Mapping | str | Path):
         raise _kind_error("layout", layout, "a Layout, a dict of its fields or a YAML/JSON file")
     given = isinstance(layout, Mapping)
@@ -487,6 +494,10 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
             else max(1, cluster.num_accelerators // per_replica)
         )
     fields.setdefault("precision", workload.precision)
+    if "zero" not in fields:
+        pp = fields.get("pp", 1)
+        profile = load_framework(workload.framework)
+        fields["zero"] = default_zero(profile, pp if isinstance(pp, int) else 1)
     return validate_spec(Layout, fields, where=where)
 
 

@@ -434,6 +434,27 @@ def test_the_default_framework_follows_the_accelerator_and_a_foreign_one_is_refu
                          workload={"framework": "nanotron"})  # fmt: skip
 
 
+def test_a_layout_without_a_zero_stage_takes_its_frameworks_default() -> None:
+    """estimate's layout defaulted to ZeRO-1 whatever the framework, so '--framework torchtitan'
+    (FSDP: ZeRO 0 or 3) or any TPU estimate (MaxText) without --zero was refused; now an unset
+    stage is the framework's (ZeRO-1 under Megatron-LM, full sharding under torchtitan and
+    MaxText), and a stated one is kept."""
+    from planner.specs.layout import Layout
+
+    def zero(cluster: str, layout: object, **workload: object) -> int:
+        plan = planner.estimate(model="8B", cluster=cluster, layout=layout, workload=workload)
+        return plan.layout.zero
+
+    assert zero("tpu_v5px64", {"dp": 64}) == 3
+    assert zero("hgx_h100x16", {"dp": 16}, framework="torchtitan") == 3
+    assert zero("hgx_h100x16", Layout(dp=16), framework="torchtitan") == 3
+    assert zero("hgx_h100x16", {"dp": 16}) == 1
+    assert zero("hgx_h100x16", {"dp": 16, "zero": 0}, framework="torchtitan") == 0
+    code, out, err = run_main(["estimate", "--model", "8B", "--cluster", "tpu_v5px64", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["layout"]["zero"] == 3
+
+
 def test_every_profile_says_where_it_runs_and_every_vendor_has_defaults_that_run_there() -> None:
     """Each shipped framework and serving engine profile lists its vendors with a source, and
     on every catalog accelerator's vendor the default framework and the default engine are ones

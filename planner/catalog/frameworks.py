@@ -119,6 +119,23 @@ def default_framework(vendor: str | None = None) -> str:
     return DEFAULT_FRAMEWORK
 
 
+def default_zero(profile: FrameworkSpec, pp: int = 1) -> int:
+    """The ZeRO stage a layout that states none takes under ``profile``: ZeRO-1 where the
+    framework has it (Megatron-LM's distributed optimizer, DeepSpeed's stage 1), else its
+    deepest (FSDP's FULL_SHARD in torchtitan, MaxText and PyTorch FSDP), within what it allows
+    with pipeline parallelism (``pp`` > 1).
+
+    >>> default_zero(load_framework("megatron")), default_zero(load_framework("torchtitan"))
+    (1, 3)
+    >>> default_zero(load_framework("fsdp")), default_zero(load_framework("deepspeed"), pp=4)
+    (3, 1)
+    """
+    stages = [z for z in profile.zero_stages if pp == 1 or z <= profile.max_zero_with_pp] or list(
+        profile.zero_stages
+    )
+    return 1 if 1 in stages else max(stages)
+
+
 @lru_cache(maxsize=1)
 def listed_vendors() -> frozenset[str]:
     """Accelerator vendors (lower case) that some profile says it runs on."""

@@ -91,9 +91,10 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     _offload_auto(args, searches=False)
 
     layout = {
-        k: getattr(args, k)
-        for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "recompute", "zero")
+        k: getattr(args, k) for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "recompute")
     }
+    if args.zero is not None:  # else the framework's default stage (api._as_layout)
+        layout["zero"] = args.zero
     if args.dp is not None:
         layout["dp"] = args.dp
     cluster, workload = _cluster(args), _workload(args)

@@ -110,7 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--dp", type=positive_int, help="data-parallel degree (default: fill the cluster)"
     )
     estimate.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    estimate.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=1)
+    estimate.add_argument(
+        "--zero",
+        type=int,
+        choices=(0, 1, 2, 3),
+        help="ZeRO stage (default: the framework's: 1 under megatron and deepspeed, 3 under "
+        "torchtitan, maxtext and fsdp)",
+    )
     _add_stage_split(estimate)
     models = sub.add_parser("models", help="list catalog models")
     models.add_argument("--json", action="store_true")
