@@ -15,13 +15,15 @@ torus, pairs inside a slice are routed in dimension order in bounded chunks.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from planner.topology.contention import (
     PORT_NAMES,
     Bottleneck,
     scale_up_bottlenecks,
-    torus_link_keys,
+    torus_link_loads,
 )
 from planner.topology.structure import Fabric, IntArray, box_axes
 
@@ -35,8 +37,17 @@ of its coordinate extents instead of routed pair by pair (keeps a new shape unde
 def _same(groups: IntArray, *keys: IntArray) -> IntArray:
     """Per member: members of its own group sharing all ``keys`` with it (itself included)."""
     row = np.broadcast_to(np.arange(len(groups))[:, None], groups.shape).reshape(-1)
-    combined = np.stack([row, *(k.reshape(-1) for k in keys)], axis=1)
-    _, inverse, counts = np.unique(combined, axis=0, return_inverse=True, return_counts=True)
+    flats = [k.reshape(-1) for k in keys]
+    sizes = [int(f.max(initial=0)) + 1 for f in flats]
+    if len(groups) * math.prod(sizes) < 2**62:  # one integer per (group, keys): a 1-D unique
+        code = row
+        for flat, size in zip(flats, sizes, strict=True):
+            code = code * size + flat
+    else:
+        code = np.stack([row, *flats], axis=1)
+    _, inverse, counts = np.unique(
+        code, axis=0 if code.ndim == 2 else None, return_inverse=True, return_counts=True
+    )
     return counts[inverse.reshape(-1)].reshape(groups.shape)
 
 
@@ -91,8 +102,7 @@ def _torus_pairs(fabric: Fabric, groups: IntArray) -> list[Bottleneck]:
         src, dst = rows[:, i].reshape(-1), rows[:, j].reshape(-1)
         inside = fabric.domain(src) == fabric.domain(dst)
         weight = np.full(int(inside.sum()), 1.0 / (n - 1))
-        keys, weights = torus_link_keys(fabric, src[inside], dst[inside], weight)
-        loads += np.bincount(keys, weights, len(loads))
+        loads += torus_link_loads(fabric, src[inside], dst[inside], weight)
     return [_ici(fabric, float(loads.max()))]
 
 
