@@ -889,9 +889,8 @@ def check_plan(
     if isinstance(workload, Mapping) or (workload is not None and not isinstance(
         workload, TrainWorkload | ServeWorkload
     )):  # fmt: skip
-        workload = (
-            _workload(workload, cluster) if isinstance(plan, Plan) else _serve_workload(workload)
-        )  # type: ignore[arg-type]
+        train = isinstance(plan, Plan)
+        workload = _workload(workload, cluster) if train else _serve_workload(workload)  # type: ignore[arg-type]
     if isinstance(plan, Plan) and isinstance(workload, ServeWorkload):
         raise SpecError(
             "workload <ServeWorkload>: a training plan is re-scored with a TrainWorkload"

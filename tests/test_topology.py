@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from planner.api import load_cluster, search
@@ -38,7 +39,7 @@ from planner.topology.graph import (
 )
 from planner.topology.metrics import bisection, diameter, edge_count, node_counts
 from planner.topology.oracle import graph_comm_domains, oracle_domain
-from planner.topology.structure import fabric_of
+from planner.topology.structure import Fabric, fabric_of
 
 GB = 1e9
 
@@ -468,11 +469,11 @@ def test_rank_table_and_placement() -> None:
     assert members == {1 + 4 * k for k in range(8)}
 
 
-def _torus_loads_hop_by_hop(fabric, src, dst, w):  # type: ignore[no-untyped-def]
+def _torus_loads_hop_by_hop(
+    fabric: Fabric, src: np.ndarray, dst: np.ndarray, w: np.ndarray
+) -> np.ndarray:
     """The brute-force twin of contention.torus_link_loads: walk every route one hop at a time
     in dimension order (a wrap-around tie split in half) and add its weight to each link."""
-    import numpy as np
-
     shape, dims = fabric.slice_shape, len(fabric.slice_shape)
     loads = np.zeros(fabric.num_accelerators * 2 * dims)
     place = np.cumprod((1, *shape[:-1]))
@@ -503,10 +504,7 @@ def _torus_loads_hop_by_hop(fabric, src, dst, w):  # type: ignore[no-untyped-def
 def test_torus_link_loads_match_routing_hop_by_hop(cluster: str) -> None:
     """The difference-array sum of contention.torus_link_loads equals routing every flow hop by
     hop, for random flows (ties, wrap-around and open axes included) on 3-D and 2-D slices."""
-    import numpy as np
-
     from planner.topology.contention import torus_link_loads
-    from planner.topology.structure import fabric_of
 
     fabric = fabric_of(load_cluster(cluster))
     rng = np.random.default_rng(7)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from planner.catalog.store import _names, catalog_root, load_profile
+from planner.catalog.vendors import default_profile, refusal
 from planner.specs.engine import ServingEngineSpec
 from planner.specs.workload import ServeWorkload
 
@@ -26,6 +27,11 @@ def load_engine(name: str) -> ServingEngineSpec:
     return load_profile("topologies/engines", "serving engine", name, ServingEngineSpec)
 
 
+def _profiles() -> dict[str, ServingEngineSpec]:
+    """Every catalog serving engine profile, by name."""
+    return {name: load_engine(name) for name in engine_names()}
+
+
 def default_engine(vendor: str | None = None) -> str:
     """The engine used when none is named: the one whose ``default_on`` lists the accelerator's
     ``vendor`` (vLLM on AMD GPUs and TPUs, where TensorRT-LLM does not run), else
@@ -34,11 +40,7 @@ def default_engine(vendor: str | None = None) -> str:
     >>> default_engine("Google"), default_engine("AMD"), default_engine("NVIDIA"), default_engine()
     ('vllm', 'vllm', 'tensorrt-llm', 'tensorrt-llm')
     """
-    if vendor is not None:
-        for name in engine_names():
-            if vendor.lower() in (v.lower() for v in load_engine(name).default_on):
-                return name
-    return DEFAULT_ENGINE
+    return default_profile(_profiles(), vendor, DEFAULT_ENGINE)
 
 
 def with_default_engine(workload: ServeWorkload, vendor: str) -> ServeWorkload:
@@ -51,19 +53,10 @@ def with_default_engine(workload: ServeWorkload, vendor: str) -> ServeWorkload:
 
 def engine_vendor_rule(spec: ServingEngineSpec, vendor: str, part: str = "accelerators") -> str:
     """Why engine ``spec`` cannot run on ``vendor``'s ``part`` ('' if it can, or when no engine
-    profile lists the vendor), naming the engines that do.
+    profile lists the vendor), naming the engines that do
+    (:func:`planner.catalog.vendors.refusal`).
 
     >>> engine_vendor_rule(load_engine("tensorrt-llm"), "AMD", "mi300x")
     "runs on NVIDIA accelerators, not on AMD's mi300x; --serving-engine sglang or vllm runs there"
     """
-    wanted = vendor.lower()
-    if not spec.vendors or wanted in (v.lower() for v in spec.vendors):
-        return ""
-    listed = {v.lower() for n in engine_names() for v in load_engine(n).vendors}
-    if wanted not in listed:
-        return ""
-    others = [n for n in engine_names() if wanted in (v.lower() for v in load_engine(n).vendors)]
-    return (
-        f"runs on {' and '.join(spec.vendors)} accelerators, not on {vendor}'s {part}; "
-        f"--serving-engine {' or '.join(others)} runs there"
-    )
+    return refusal(spec, vendor, part, _profiles(), "--serving-engine")

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from planner.catalog.io import load_mapping, validate_spec
 from planner.catalog.store import _names, catalog_file, catalog_root, load_profile
+from planner.catalog.vendors import default_profile, refusal
 from planner.errors import SpecError
 from planner.specs.framework import FrameworkSpec
 from planner.specs.workload import TrainWorkload
@@ -105,6 +106,11 @@ def load_framework(name: str) -> FrameworkSpec:
     return spec
 
 
+def _profiles() -> dict[str, FrameworkSpec]:
+    """Every catalog framework profile, by name."""
+    return {name: load_framework(name) for name in framework_names()}
+
+
 def default_framework(vendor: str | None = None) -> str:
     """The profile used when no framework is named: the one whose ``default_on`` lists the
     accelerator's ``vendor`` (MaxText on Google's TPUs), else :data:`DEFAULT_FRAMEWORK`.
@@ -112,11 +118,7 @@ def default_framework(vendor: str | None = None) -> str:
     >>> default_framework("Google"), default_framework("NVIDIA"), default_framework()
     ('maxtext', 'megatron', 'megatron')
     """
-    if vendor is not None:
-        for name in framework_names():
-            if vendor.lower() in (v.lower() for v in load_framework(name).default_on):
-                return name
-    return DEFAULT_FRAMEWORK
+    return default_profile(_profiles(), vendor, DEFAULT_FRAMEWORK)
 
 
 def default_zero(profile: FrameworkSpec, pp: int = 1) -> int:
@@ -136,35 +138,17 @@ def default_zero(profile: FrameworkSpec, pp: int = 1) -> int:
     return 1 if 1 in stages else max(stages)
 
 
-@lru_cache(maxsize=1)
-def listed_vendors() -> frozenset[str]:
-    """Accelerator vendors (lower case) that some profile says it runs on."""
-    return frozenset(v.lower() for n in framework_names() for v in load_framework(n).vendors)
-
-
 def vendor_rule(profile: FrameworkSpec, vendor: str, part: str = "accelerators") -> str:
-    """Why ``profile`` cannot run on ``vendor``'s ``part`` ('' if it can): it lists other
-    vendors, and some profile lists this one (hardware no profile knows is not refused), as a
-    sentence naming the profiles that do run there.
+    """Why ``profile`` cannot run on ``vendor``'s ``part`` ('' if it can, or when no profile
+    lists the vendor), naming the profiles that do (:func:`planner.catalog.vendors.refusal`).
 
     >>> vendor_rule(load_framework("torchtitan"), "Google", "tpu_v5p")
     "runs on NVIDIA and AMD accelerators, not on Google's tpu_v5p; --framework maxtext runs there"
-    >>> vendor_rule(load_framework("megatron"), "AMD"), vendor_rule(load_framework("megatron"), "Acme")
+    >>> megatron = load_framework("megatron")
+    >>> vendor_rule(megatron, "AMD"), vendor_rule(megatron, "Acme")
     ('', '')
     """
-    wanted = vendor.lower()
-    if not profile.vendors or wanted in (v.lower() for v in profile.vendors):
-        return ""
-    if wanted not in listed_vendors():
-        return ""
-    others = [
-        n for n in framework_names() if wanted in (v.lower() for v in load_framework(n).vendors)
-    ]
-    where = " and ".join(profile.vendors)
-    return (
-        f"runs on {where} accelerators, not on {vendor}'s {part}; "
-        f"--framework {' or '.join(others)} runs there"
-    )
+    return refusal(profile, vendor, part, _profiles(), "--framework")
 
 
 def resolve_workload(

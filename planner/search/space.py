@@ -293,7 +293,8 @@ def times_key(workload: TrainWorkload, layout: Layout) -> tuple[Recompute, bool]
     >>> w = TrainWorkload(fp8_param_gather=True, fp8_casts="tensorwise")
     >>> times_key(w, lay) == times_key(w, lay.model_copy(update={"zero": 3}))
     False
-    >>> times_key(TrainWorkload(), lay) == times_key(TrainWorkload(), Layout(zero=3, precision="fp8"))
+    >>> plain = TrainWorkload()
+    >>> times_key(plain, lay) == times_key(plain, Layout(zero=3, precision="fp8"))
     True
     """
     return layout.recompute, gathers_fp8_params(workload, layout)
@@ -315,8 +316,8 @@ class SlowestStage:
     """The slowest micro-batch time of ``layout``'s representative stages without
     recomputation or interleaving, at ZeRO-1 (the time every recompute, vpp and ZeRO stage at
     its degrees and mbs only add to: ZeRO >= 1 is what lets FP8 parameters be gathered, which
-    removes per-call weight casts, :func:`times_key`), found a stage at a time, the likeliest slowest first
-    (:func:`likeliest_slowest_first`): ``value``, the slowest found so far, is a lower bound of
+    removes per-call weight casts, :func:`times_key`), found a stage at a time, the likeliest
+    slowest first (:func:`likeliest_slowest_first`): ``value``, the slowest found so far, is a lower bound of
     it that only grows, and exact once every stage is known. A bound that already prunes with
     the stages known needs no more of them."""
 

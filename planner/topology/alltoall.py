@@ -54,7 +54,7 @@ def _same(groups: IntArray, *keys: IntArray) -> IntArray:
 def _edge(name: str, capacity: float, owner: IntArray, load: np.ndarray) -> Bottleneck:
     """Busiest edge of a class whose per-member load is summed over ``owner``."""
     worst = float(np.bincount(owner.reshape(-1), weights=load.reshape(-1)).max())
-    return Bottleneck(capacity / worst if worst else float("inf"), worst, "scale_out", name)
+    return Bottleneck.of(capacity, worst, "scale_out", name)
 
 
 def scale_out_loads(fabric: Fabric, groups: IntArray) -> list[Bottleneck]:
@@ -108,7 +108,7 @@ def _torus_pairs(fabric: Fabric, groups: IntArray) -> list[Bottleneck]:
 
 def _ici(fabric: Fabric, load: float, note: str = "") -> Bottleneck:
     cap = fabric.link_bytes_per_s
-    return Bottleneck(cap / load if load else float("inf"), load, "scale_up", "ICI link" + note)
+    return Bottleneck.of(cap, load, "scale_up", "ICI link" + note)
 
 
 def torus_box_load(fabric: Fabric, axes: tuple[tuple[int, int, int], ...], n: int) -> float:

@@ -45,6 +45,11 @@ class Bottleneck:
     link: str
     """The edge class in words."""
 
+    @classmethod
+    def of(cls, capacity: float, load: float, tier: str, link: str) -> Bottleneck:
+        """The bottleneck of an edge of ``capacity`` carrying ``load`` (unbounded when idle)."""
+        return cls(capacity / load if load else float("inf"), load, tier, link)
+
 
 def _busiest(keys: IntArray, weights: np.ndarray) -> float:
     """Largest total weight on any one key (keys are small non-negative edge indices)."""
@@ -54,8 +59,7 @@ def _busiest(keys: IntArray, weights: np.ndarray) -> float:
 
 
 def _class(name: str, tier: str, capacity: float, keys: IntArray, w: np.ndarray) -> Bottleneck:
-    load = _busiest(keys, w)
-    return Bottleneck(capacity / load if load else float("inf"), load, tier, name)
+    return Bottleneck.of(capacity, _busiest(keys, w), tier, name)
 
 
 def torus_link_loads(fabric: Fabric, src: IntArray, dst: IntArray, w: np.ndarray) -> np.ndarray:
@@ -126,7 +130,7 @@ def scale_up_bottlenecks(
         return [_class(name, "scale_up", cap, src * fabric.per_domain + dst % fabric.per_domain, w)]
     if fabric.kind == "torus":
         load = float(torus_link_loads(fabric, src, dst, w).max())
-        return [Bottleneck(cap / load if load else float("inf"), load, "scale_up", name)]
+        return [Bottleneck.of(cap, load, "scale_up", name)]
     return [
         _class(name + " (out)", "scale_up", cap, src, w),
         _class(name + " (in)", "scale_up", cap, dst, w),
