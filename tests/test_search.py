@@ -3,6 +3,8 @@ enumeration and a plain sort of the same model."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -122,6 +124,26 @@ def test_nothing_fits_names_the_binding_limit() -> None:
         search(
             load_model("70B"), load_cluster("hgx_h100x8"), TrainWorkload(), fix={"tp": 1, "pp": 1}
         )
+
+
+def test_the_memory_refusal_adds_up() -> None:
+    """The refusal's figures add up: usable = HBM - the runtime reserve, the search fills usable
+    less its headroom, and "over by" is what the layout needs beyond that (mixtral-8x22b, 141B
+    parameters, cannot hold its fp32 Adam state on 8 x 192 GB)."""
+    with pytest.raises(InfeasibleError) as caught:
+        search(load_model("mixtral-8x22b"), load_cluster("mi300xx8"), TrainWorkload(seq_len=4096))
+    words = str(caught.value)
+    numbers = re.search(
+        r"needs ([\d.]+) GiB per GPU .* has ([\d.]+) GiB usable \(([\d.]+) GiB \(192 GB part\) "
+        r"minus ([\d.]+) GB runtime reserve\), of which the search fills ([\d.]+) \(it keeps "
+        r"(\d+)% free\): over by ([\d.]+) GiB",
+        words,
+    )
+    assert numbers, words
+    needs, usable, hbm, reserve_gb, fills, kept, over = map(float, numbers.groups())
+    assert usable == pytest.approx(hbm - reserve_gb * 1e9 / 2**30, abs=0.1)
+    assert fills == pytest.approx(usable * (1 - kept / 100), abs=0.1)
+    assert over == pytest.approx(needs - fills, abs=0.1)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

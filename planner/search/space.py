@@ -944,18 +944,22 @@ def _memory_words(
     def words() -> str:
         m = workload.global_batch // (layout.dp * layout.mbs)
         mem = max((p.memory(workload, layout, m) for p in profiles), key=lambda s: s.total)
-        detail = memory_detail(layout, mem, capacity, cluster)
-        if headroom:
-            detail += f" (the search keeps {headroom:.0%} of it free)"
-        return detail
+        return memory_detail(layout, mem, capacity, cluster, headroom)
 
     return words
 
 
-def memory_detail(layout: Layout, mem: StageMemory, capacity: float, cluster: ClusterSpec) -> str:
-    """Sentence naming what of the binding stage's memory ``mem`` does not fit and by how much
-    (the optimizer step's transient gradient copy in place of the activations when it is the
-    larger)."""
+def memory_detail(
+    layout: Layout,
+    mem: StageMemory,
+    capacity: float,
+    cluster: ClusterSpec,
+    headroom: float = 0.0,
+) -> str:
+    """Sentence naming what of the binding stage's memory ``mem`` does not fit ``capacity`` and
+    by how much (the optimizer step's transient gradient copy in place of the activations when
+    it is the larger). ``capacity`` is the usable memory less the share ``headroom`` a search
+    keeps free; the sentence shows both, so its figures add up."""
     acc = cluster.accelerator
     total = mem.total
     held = f"activations {mem.activations / GiB:.1f}"
@@ -964,10 +968,14 @@ def memory_detail(layout: Layout, mem: StageMemory, capacity: float, cluster: Cl
             f"the optimizer step's fp32 gradient copy {mem.step_transient / GiB:.1f}, after the "
             f"activations ({mem.activations / GiB:.1f}) are freed"
         )
+    usable = (
+        f"{acc.usable_memory_bytes / GiB:.1f} GiB usable ({acc.total_memory_bytes / GiB:.1f} GiB "
+        f"({acc.hbm_GB:g} GB part) minus {acc.efficiency.memory_reserve_GB:g} GB runtime reserve)"
+    )
+    if headroom:
+        usable += f", of which the search fills {capacity / GiB:.1f} (it keeps {headroom:.0%} free)"
     return (
         f"{layout.short()} needs {total / GiB:.1f} GiB per GPU (weights {mem.weights / GiB:.1f}, "
         f"grads + optimizer {(mem.grads + mem.optimizer) / GiB:.1f}, {held}) but "
-        f"{acc.name} has {capacity / GiB:.1f} GiB usable ({acc.total_memory_bytes / GiB:.1f} GiB "
-        f"({acc.hbm_GB:g} GB part) minus {acc.efficiency.memory_reserve_GB:g} GB runtime reserve): "
-        f"over by {(total - capacity) / GiB:.1f} GiB"
+        f"{acc.name} has {usable}: over by {(total - capacity) / GiB:.1f} GiB"
     )
