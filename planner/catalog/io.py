@@ -6,6 +6,7 @@ import json
 import re
 import reprlib
 import stat
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,8 +25,10 @@ and gigabytes to validate or to print."""
 
 MAX_YAML_NODES = 50_000
 """Most YAML nodes a file may hold: PyYAML's pure-Python parser takes ~50 us a node, so this
-bounds a refusal to ~2 s (a 1 MB list of 500,000 values took 25 s and 500 MB before).
-tests/validation/training.yaml, the largest file the planner reads, has ~5,400."""
+bounds a refusal to ~2 s there (a 1 MB list of 500,000 values took 25 s and 500 MB before);
+libyaml composes the whole file in C first (a few us a node) and the count refuses it before
+anything is built from it. tests/validation/heldout/mlperf.yaml, the largest file the planner
+reads, has ~21,000."""
 
 MAX_SHOWN_CHARS = 60
 """Longest rendering of a user's value in an error message."""
@@ -57,23 +60,12 @@ def short_repr(value: object) -> str:
     return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last one) and
-    aliases that expand past :data:`MAX_ALIAS_EXPANSION` nodes."""
+_CParser: type = yaml.cyaml.CParser if yaml.__with_libyaml__ else object  # type: ignore[attr-defined]
+"""libyaml's parser and composer where PyYAML was built with it."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self._nodes = getattr(self, "_nodes", 0) + 1
-        if self._nodes > MAX_YAML_NODES:
-            raise yaml.YAMLError(
-                f"more than {MAX_YAML_NODES:,} values: too large to be a spec (the longest "
-                "catalog file has a few thousand)"
-            )
-        return super().compose_node(parent, index)
 
-    def compose_document(self) -> Any:
-        node = super().compose_document()
-        _check_alias_expansion(node)
-        return node
+class _StrictConstructor(yaml.constructor.SafeConstructor):
+    """PyYAML's safe constructor that also refuses duplicate keys (PyYAML keeps the last one)."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -98,6 +90,84 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+class _StrictResolver(yaml.resolver.Resolver):
+    """The plain scalars YAML 1.2's core schema resolves, and nothing else (below)."""
+
+
+class _StrictLoader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    yaml.composer.Composer,
+    _StrictConstructor,
+    _StrictResolver,
+):
+    """The pure-Python strict loader: PyYAML's safe loader with the strict constructor and
+    resolver, refusing more than :data:`MAX_YAML_NODES` values as it composes them and aliases
+    that expand past :data:`MAX_ALIAS_EXPANSION` nodes. Used where PyYAML has no libyaml."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        _StrictConstructor.__init__(self)
+        _StrictResolver.__init__(self)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._nodes = getattr(self, "_nodes", 0) + 1
+        if self._nodes > MAX_YAML_NODES:
+            raise _too_many_values()
+        return super().compose_node(parent, index)
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        _check_alias_expansion(node)
+        return node
+
+
+class _CStrictLoader(_CParser, _StrictConstructor, _StrictResolver):  # type: ignore[misc]
+    """The same rules on libyaml's parser, which scans and composes ~10x faster than PyYAML's
+    Python one (the catalog files a search loads took a fifth of its time): the node tree
+    composed in C is counted and its aliases sized before anything is constructed from it."""
+
+    def __init__(self, stream: str) -> None:
+        _CParser.__init__(self, stream)
+        _StrictConstructor.__init__(self)
+        _StrictResolver.__init__(self)
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None:
+            if _count_nodes(node) > MAX_YAML_NODES:
+                raise _too_many_values()
+            _check_alias_expansion(node)
+        return node
+
+
+def _too_many_values() -> yaml.YAMLError:
+    return yaml.YAMLError(
+        f"more than {MAX_YAML_NODES:,} values: too large to be a spec (the longest "
+        "catalog file has a few thousand)"
+    )
+
+
+def _count_nodes(root: Any) -> int:
+    """Nodes of a composed document, each alias's target counted once (as PyYAML's composer
+    counts them); iterative, so any depth."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if len(seen) > MAX_YAML_NODES:
+            break
+        stack.extend(_children(node))
+    return len(seen)
+
+
 # The plain scalars YAML 1.2's core schema resolves, and nothing else. PyYAML follows YAML 1.1,
 # which also reads `yes`/`no`/`on`/`off` as booleans (`family: no` is False), `017` as octal 15,
 # `1:00:00` as the base-60 number 3600, `1_000` as 1000 and `2025-01-01` as a date, while it reads
@@ -111,7 +181,7 @@ _CORE_FLOAT = re.compile(
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
 _CORE_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_StrictLoader.yaml_implicit_resolvers = {}
+_StrictResolver.yaml_implicit_resolvers = {}
 for _tag, _pattern, _first in (
     ("bool", _CORE_BOOL, "tTfF"),
     ("int", _CORE_INT, "-+0123456789"),
@@ -119,10 +189,10 @@ for _tag, _pattern, _first in (
     ("null", _CORE_NULL, ["~", "n", "N", ""]),
     ("merge", re.compile(r"^<<$"), ["<"]),  # resolved to be refused by name (construct_mapping)
 ):
-    _StrictLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", _pattern, list(_first))
+    _StrictResolver.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", _pattern, list(_first))
 
 
-def _core_number(loader: _StrictLoader, node: Any) -> Any:
+def _core_number(loader: _StrictConstructor, node: Any) -> Any:
     """An int or float scalar (an explicit ``!!int`` / ``!!float`` too) in YAML 1.2's core
     form: ``!!int 017`` or ``!!int 1:00:00`` is an error, not 15 or 3600."""
     text = loader.construct_scalar(node)
@@ -139,7 +209,7 @@ def _core_number(loader: _StrictLoader, node: Any) -> Any:
     return yaml.SafeLoader.construct_yaml_float(loader, node)
 
 
-def _refused_tag(loader: _StrictLoader, node: Any) -> Any:
+def _refused_tag(loader: _StrictConstructor, node: Any) -> Any:
     """A YAML 1.1 type a spec never holds (``!!binary``, ``!!timestamp``, ``!!set``, ...)."""
     line = node.start_mark.line + 1
     raise yaml.constructor.ConstructorError(
@@ -148,10 +218,10 @@ def _refused_tag(loader: _StrictLoader, node: Any) -> Any:
     )  # fmt: skip
 
 
-_StrictLoader.add_constructor("tag:yaml.org,2002:int", _core_number)
-_StrictLoader.add_constructor("tag:yaml.org,2002:float", _core_number)
+_StrictConstructor.add_constructor("tag:yaml.org,2002:int", _core_number)
+_StrictConstructor.add_constructor("tag:yaml.org,2002:float", _core_number)
 for _tag in ("binary", "timestamp", "omap", "pairs", "set"):
-    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refused_tag)
+    _StrictConstructor.add_constructor(f"tag:yaml.org,2002:{_tag}", _refused_tag)
 
 
 def _check_alias_expansion(root: Any) -> None:
@@ -285,9 +355,13 @@ def _parse(path: Path) -> object:
 def parse_yaml(text: str, where: str) -> object:
     """YAML text through the safe loader, refusing duplicate keys, alias bombs, numbers past
     Python's 4,300-digit limit and nesting too deep to be a spec; one SpecError line."""
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+    loader: _StrictConstructor | None = None
+    try:  # the pure-Python reader refuses control characters as it is built
+        loader = _CStrictLoader(text) if _libyaml_bounds_nesting() else _StrictLoader(text)
+        return loader.get_single_data()
     except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(exc):  # libyaml's own limit (1,000 levels)
+            raise SpecError(f"cannot parse {where}: nested too deeply to be a spec") from None
         lines = str(exc).splitlines()
         detail = next((line for line in lines if "duplicate key" in line), None)
         first = detail or (lines[0] if lines else type(exc).__name__)
@@ -296,6 +370,23 @@ def parse_yaml(text: str, where: str) -> object:
         raise SpecError(f"cannot parse {where}: nested too deeply to be a spec") from None
     except ValueError as exc:  # int() of a number past 4,300 digits
         raise SpecError(f"cannot parse {where}: {describe_value_error(exc)}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()  # type: ignore[attr-defined]
+
+
+@cache
+def _libyaml_bounds_nesting() -> bool:
+    """Whether PyYAML has libyaml, and one that refuses deep nesting itself (0.2.5 and later:
+    its composer recurses in C, where an unbounded depth would overflow the stack rather than
+    raise); else the pure-Python loader, whose recursion Python bounds."""
+    if not yaml.__with_libyaml__:
+        return False
+    try:
+        yaml.load("[" * 5_000 + "]" * 5_000, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError as exc:
+        return "maximum nesting depth" in str(exc)
+    return False
 
 
 def load_mapping(path: Path) -> dict[str, object]:
