@@ -148,13 +148,14 @@ class _CStrictLoader(_CParser, _StrictConstructor, _StrictResolver):  # type: ig
 def _too_many_values() -> yaml.YAMLError:
     return yaml.YAMLError(
         f"more than {MAX_YAML_NODES:,} values: too large to be a spec (the longest "
-        "catalog file has a few thousand)"
+        "catalog file has about 21,000)"
     )
 
 
 def _count_nodes(root: Any) -> int:
-    """Nodes of a composed document, each alias's target counted once (as PyYAML's composer
-    counts them); iterative, so any depth."""
+    """Nodes of a composed document, each once however many aliases name it (the pure-Python
+    loader counts each alias as well; aliases are bounded apart, by MAX_ALIAS_EXPANSION);
+    iterative, so any depth."""
     seen: set[int] = set()
     stack = [root]
     while stack:
