@@ -75,3 +75,18 @@ def test_yaml_1_2_core_scalars_on_both_loaders(monkeypatch: pytest.MonkeyPatch) 
             continue
         monkeypatch.setattr(io, "_libyaml_bounds_nesting", lambda fast=fast: fast)
         assert parse_yaml(text, "'x.yaml'") == expected
+
+
+def test_a_text_past_the_libyaml_limit_goes_to_the_loader_that_stops_early(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """libyaml composes a whole file before it can be counted, so a text past
+    MAX_LIBYAML_CHARS is read by the pure-Python loader, which stops at MAX_YAML_NODES."""
+
+    def refuse(text: str) -> None:
+        raise AssertionError("libyaml was given a text past its limit")
+
+    monkeypatch.setattr(io, "_CStrictLoader", refuse)
+    text = "a: [" + ",".join(["1"] * (io.MAX_LIBYAML_CHARS // 2 + 10)) + "]\n"
+    with pytest.raises(SpecError, match=f"more than {MAX_YAML_NODES:,} values"):
+        parse_yaml(text, "'x.yaml'")

@@ -30,6 +30,13 @@ libyaml composes the whole file in C first (a few us a node) and the count refus
 anything is built from it. tests/validation/heldout/mlperf.yaml, the largest file the planner
 reads, has ~21,000."""
 
+MAX_LIBYAML_CHARS = 2**20
+"""Longest YAML text (characters) parsed with libyaml: it composes a whole file before the node
+count can refuse it, so a hostile text of 2^20 characters (500,000 one-character values) takes
+~2 s and ~140 MiB to refuse, about what the pure-Python loader takes to reach its 50,000-node
+limit; a longer text goes to the pure-Python loader, whose count stops it at that limit however
+long the text is. The largest catalog file (tests/validation/heldout/mlperf.yaml) is 0.6 MB."""
+
 MAX_SHOWN_CHARS = 60
 """Longest rendering of a user's value in an error message."""
 
@@ -358,7 +365,8 @@ def parse_yaml(text: str, where: str) -> object:
     Python's 4,300-digit limit and nesting too deep to be a spec; one SpecError line."""
     loader: _StrictConstructor | None = None
     try:  # the pure-Python reader refuses control characters as it is built
-        loader = _CStrictLoader(text) if _libyaml_bounds_nesting() else _StrictLoader(text)
+        fast = len(text) <= MAX_LIBYAML_CHARS and _libyaml_bounds_nesting()
+        loader = _CStrictLoader(text) if fast else _StrictLoader(text)
         return loader.get_single_data()
     except yaml.YAMLError as exc:
         if "maximum nesting depth" in str(exc):  # libyaml's own limit (1,000 levels)
