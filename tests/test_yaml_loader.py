@@ -90,3 +90,14 @@ def test_a_text_past_the_libyaml_limit_goes_to_the_loader_that_stops_early(
     text = "a: [" + ",".join(["1"] * (io.MAX_LIBYAML_CHARS // 2 + 10)) + "]\n"
     with pytest.raises(SpecError, match=f"more than {MAX_YAML_NODES:,} values"):
         parse_yaml(text, "'x.yaml'")
+
+
+@needs_libyaml
+def test_the_one_known_difference_is_a_tab_as_separation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libyaml reads a tab after a key's colon as separation space, PyYAML's scanner refuses it;
+    either way the value is never read as anything but what the author wrote."""
+    monkeypatch.setattr(io, "_libyaml_bounds_nesting", lambda: True)
+    assert parse_yaml("a:\t1\n", "'x.yaml'") == {"a": 1}
+    monkeypatch.setattr(io, "_libyaml_bounds_nesting", lambda: False)
+    with pytest.raises(SpecError, match="cannot parse"):
+        parse_yaml("a:\t1\n", "'x.yaml'")
