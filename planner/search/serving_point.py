@@ -25,7 +25,9 @@ from planner.specs.workload import ServeWorkload
 from planner.units import MS
 
 ONLINE_ITERATIONS = 40
-"""Fixed-point iterations of Little's law for an offered request rate."""
+"""Most evaluations of Little's law's right-hand side for an offered request rate."""
+ONLINE_TOLERANCE = 1e-9
+"""Relative error left at which Little's law's fixed point is taken as found."""
 TARGETS: tuple[tuple[str, str], ...] = (
     ("tpot_ms", "TPOT"),
     ("ttft_ms", "TTFT"),
@@ -122,13 +124,52 @@ def largest_batch(upper: int, ok: Callable[[int], bool]) -> int:
 def _online_concurrency(
     setup: ServeSetup, workload: ServeWorkload, rate: float, upper: int
 ) -> float:
-    """Little's law: n = lambda (TTFT + OSL x TPOT(n)), iterated from n = 1 and capped at the
-    slots; a damped step keeps it from oscillating near saturation."""
-    n = 1.0
-    for _ in range(ONLINE_ITERATIONS):
+    """Little's law's concurrency: the least n with n = F(n) = min(slots, max(1, lambda x
+    (TTFT + OSL x TPOT(n)))), F growing with n (:func:`least_fixed_point`)."""
+
+    def offered(n: float) -> float:
         state = steady_state(setup, workload, n)
         busy = ttft_service_s(setup, workload, state) + workload.output_len * state.tpot_s
-        n = 0.5 * n + 0.5 * min(float(upper), max(1.0, rate * busy))
+        return min(float(upper), max(1.0, rate * busy))
+
+    return least_fixed_point(offered, float(upper))
+
+
+def least_fixed_point(
+    f: Callable[[float], float],
+    upper: float,
+    *,
+    evaluations: int = ONLINE_ITERATIONS,
+    tolerance: float = ONLINE_TOLERANCE,
+) -> float:
+    """The least fixed point of an increasing ``f`` from [1, upper] into itself, by the iteration
+    n <- f(n) from n = 1: each iterate stays below the least fixed point (n <= n* gives f(n) <=
+    f(n*) = n*) and above the one before (f(n) >= n below n*), so it climbs to n* and never past
+    it, whatever the slope (no damping is needed, and none can overshoot into a larger fixed
+    point). It converges linearly, at the ratio rho of successive steps; it stops once the error
+    left, step x rho / (1 - rho) for a linear iteration, is under ``tolerance`` of n, or after
+    ``evaluations`` calls of f (near saturation, rho close to 1), returning the last iterate.
+
+    >>> round(least_fixed_point(lambda n: min(100.0, 1 + 0.5 * n), 100.0), 6)  # n = 1 + n / 2
+    2.0
+    >>> least_fixed_point(lambda n: 100.0, 100.0), least_fixed_point(lambda n: 1.0, 100.0)
+    (100.0, 1.0)
+    >>> # fixed points at 2, 5 + 5 ** 0.5 and the cap 20: the least
+    >>> round(least_fixed_point(lambda n: min(20.0, 1 + n / 2 + max(0.0, n - 4) ** 2 / 4), 20.0), 6)
+    2.0
+    """
+    n, step = 1.0, None
+    for _ in range(evaluations):
+        value = f(n)
+        if value <= n:  # a fixed point (f(n) >= n holds below the least one)
+            return n
+        new_step = value - n
+        n = value
+        if step is not None and new_step < step:
+            rho = new_step / step
+            if new_step * rho / (1.0 - rho) <= tolerance * n:
+                return n
+        step = new_step
     return n
 
 
