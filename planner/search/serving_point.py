@@ -132,17 +132,17 @@ def _online_concurrency(
         busy = ttft_service_s(setup, workload, state) + workload.output_len * state.tpot_s
         return min(float(upper), max(1.0, rate * busy))
 
-    return least_fixed_point(offered, float(upper))
+    return least_fixed_point(offered)
 
 
 def least_fixed_point(
     f: Callable[[float], float],
-    upper: float,
     *,
     evaluations: int = ONLINE_ITERATIONS,
     tolerance: float = ONLINE_TOLERANCE,
 ) -> float:
-    """The least fixed point of an increasing ``f`` from [1, upper] into itself, by the iteration
+    """The least fixed point of an increasing ``f`` that maps [1, cap] into itself (its own
+    clamps hold the cap; Little's law's are the slots and one sequence), by the iteration
     n <- f(n) from n = 1: each iterate stays below the least fixed point (n <= n* gives f(n) <=
     f(n*) = n*) and above the one before (f(n) >= n below n*), so it climbs to n* and never past
     it, whatever the slope (no damping is needed, and none can overshoot into a larger fixed
@@ -150,12 +150,12 @@ def least_fixed_point(
     left, step x rho / (1 - rho) for a linear iteration, is under ``tolerance`` of n, or after
     ``evaluations`` calls of f (near saturation, rho close to 1), returning the last iterate.
 
-    >>> round(least_fixed_point(lambda n: min(100.0, 1 + 0.5 * n), 100.0), 6)  # n = 1 + n / 2
+    >>> round(least_fixed_point(lambda n: min(100.0, 1 + 0.5 * n)), 6)  # n = 1 + n / 2
     2.0
-    >>> least_fixed_point(lambda n: 100.0, 100.0), least_fixed_point(lambda n: 1.0, 100.0)
+    >>> least_fixed_point(lambda n: 100.0), least_fixed_point(lambda n: 1.0)
     (100.0, 1.0)
     >>> # fixed points at 2, 5 + 5 ** 0.5 and the cap 20: the least
-    >>> round(least_fixed_point(lambda n: min(20.0, 1 + n / 2 + max(0.0, n - 4) ** 2 / 4), 20.0), 6)
+    >>> round(least_fixed_point(lambda n: min(20.0, 1 + n / 2 + max(0.0, n - 4) ** 2 / 4)), 6)
     2.0
     """
     n, step = 1.0, None
