@@ -120,9 +120,10 @@ class _StrictLoader(
         yaml.composer.Composer.__init__(self)
         _StrictConstructor.__init__(self)
         _StrictResolver.__init__(self)
+        self._nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        self._nodes = getattr(self, "_nodes", 0) + 1
+        self._nodes += 1
         if self._nodes > MAX_YAML_NODES:
             raise _too_many_values()
         return super().compose_node(parent, index)
@@ -362,6 +363,10 @@ def _parse(path: Path) -> object:
     return parse_yaml(text, f"'{path}'")
 
 
+_LIBYAML_TOO_DEEP = "maximum nesting depth"
+"""What libyaml's error says when a document nests past its own limit (1,000 levels)."""
+
+
 def parse_yaml(text: str, where: str) -> object:
     """YAML text through the safe loader, refusing duplicate keys, alias bombs, numbers past
     Python's 4,300-digit limit and nesting too deep to be a spec; one SpecError line."""
@@ -371,7 +376,7 @@ def parse_yaml(text: str, where: str) -> object:
         loader = _CStrictLoader(text) if fast else _StrictLoader(text)
         return loader.get_single_data()
     except yaml.YAMLError as exc:
-        if "maximum nesting depth" in str(exc):  # libyaml's own limit (1,000 levels)
+        if _LIBYAML_TOO_DEEP in str(exc):
             raise SpecError(f"cannot parse {where}: nested too deeply to be a spec") from None
         lines = str(exc).splitlines()
         detail = next((line for line in lines if "duplicate key" in line), None)
@@ -396,7 +401,7 @@ def _libyaml_bounds_nesting() -> bool:
     try:
         yaml.load("[" * 5_000 + "]" * 5_000, Loader=yaml.CSafeLoader)
     except yaml.YAMLError as exc:
-        return "maximum nesting depth" in str(exc)
+        return _LIBYAML_TOO_DEEP in str(exc)
     return False
 
 
