@@ -94,7 +94,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | EDIT_FLAGS
     | SERVE_FLAGS
     | {"--fix", "--top", "--time-limit", "--solver", "--max", "--min", "--gpus", "--objective"}
-    | {"--target-step-time", "--placement", "--cluster-state", "--stage-split"}
+    | {"--target-step-time", "--placement", "--cluster-state", "--stage-split", "--split-sweep"}
     | {"--pareto", "--report", "--disaggregate"},
     "estimate": WORKLOAD_FLAGS
     | EDIT_FLAGS

@@ -851,7 +851,8 @@ def test_the_split_candidates_solved_side_by_side_equal_the_serial_solves(
         fix = {"pp": 2, "vpp": 1, "recompute": "full"}
         result = engine.search(model, cluster, workload, fix=fix, config=CONFIG)
         solves = result.solver.subproblems
-        assert len(solves) == 5 and all(s.solved_by == "cp-sat" for s in solves)
+        # the five ranked ones, and those the split sweep lifted into the plans
+        assert len(solves) >= 5 and all(s.solved_by == "cp-sat" for s in solves)
         assert all(s.status == "OPTIMAL" for s in solves)
         return [
             without_wall_time(p.model_dump(mode="json"))

@@ -58,6 +58,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         objective=args.objective,
         target_step_time_s=args.target_step_time,
         offload_as_needed=_offload_auto(args, searches=True),
+        split_sweep_budget=args.split_sweep,
         **stage_split_fields(args.stage_split),
     )
     workload = _workload(args)

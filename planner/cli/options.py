@@ -173,6 +173,20 @@ def time_limit(text: str) -> float:
     return value
 
 
+def sweep_units(text: str) -> int:
+    """Work units for the split sweep (SolverConfig.split_sweep_budget): 0 up to ten million.
+
+    >>> sweep_units("0"), sweep_units("5000")
+    (0, 5000)
+    """
+    if not re.fullmatch(r"[0-9]{1,9}", text.strip()):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a whole number >= 0")
+    value = int(text)
+    if value > 10**7:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} exceeds the 10,000,000-unit limit")
+    return value
+
+
 def _add_cluster_edits(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster edits (what-if knobs)")
     g.add_argument("--nic-gbps", type=positive_float, help="NIC line rate, Gb/s")

@@ -19,6 +19,7 @@ from planner.cli.options import (
     positive_float,
     positive_int,
     ranged,
+    sweep_units,
     time_limit,
 )
 
@@ -46,6 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
     _add_stage_split(search)
+    search.add_argument(
+        "--split-sweep",
+        type=sweep_units,
+        default=3000,
+        metavar="N",
+        help="work units (about a ms each) for splitting layouts the even split ranks low whose "
+        "bound under any split still beats the plans (default 3000; 0 = none; when they run "
+        "out the output gives the gap left)",
+    )
     search.add_argument(
         "--max",
         action="append",

@@ -56,6 +56,25 @@ class LayerTable(FrozenSpec):
         return sum(prefix[r.stop] - prefix[r.start] for r in ranges)
 
 
+@lru_cache(maxsize=512)
+def layer_kinds(model: ModelSpec, seq_len: int) -> tuple[int, ...]:
+    """Per layer, the index of its kind: layers whose every :func:`layer_table` term is equal
+    share one (numbered in order of first appearance), so a per-layer quantity that depends
+    on the layer only through those terms is computed once per kind.
+
+    >>> from planner.catalog import load_model
+    >>> layer_kinds(load_model("8B"), 8192) == (0,) * 32
+    True
+    """
+    table = layer_table(model, seq_len)
+    fields = list(type(table).model_fields)
+    seen: dict[tuple[float, ...], int] = {}
+    return tuple(
+        seen.setdefault(tuple(table.total(f, range(i, i + 1)) for f in fields), len(seen))
+        for i in range(model.num_layers)
+    )
+
+
 def _prefix(values: list[float]) -> list[float]:
     return [0.0, *accumulate(values)]
 

@@ -264,6 +264,30 @@ def slowest_chunk_time(
     return slowest
 
 
+def pipeline_send_time(
+    model: ModelSpec, workload: TrainWorkload, layout: Layout, domains: dict[str, CommDomain]
+) -> float:
+    """Exposed pipeline point-to-point time of one step: 2 (m v + pp - 1) sends (a forward and
+    a backward one for each of the m x v chunk passes a rank makes, and for the pp - 1 steps of
+    the fill and drain) of one micro-batch's activations, mbs x seq / cp x hidden at
+    ACTIVATION_BYTES, each rank sending its 1/tp share. It does not depend on how the layers
+    are split over the stages (the search's split sweep bounds a split's step with it).
+
+    >>> from planner.catalog import load_model, load_cluster
+    >>> from planner.topology import comm_domains
+    >>> c = load_cluster("hgx_h100x16")
+    >>> pipeline_send_time(load_model("8B"), TrainWorkload(), Layout(dp=16), comm_domains(c,
+    ...     Layout(dp=16)))
+    0.0
+    """
+    if layout.pp == 1:
+        return 0.0
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
+    sends = 2 * (m * layout.vpp + layout.pp - 1)
+    return sends * p2p_time(message / layout.tp, domains["pp"])
+
+
 def dp_exposed_time(
     dense_params: float,
     expert_params: float,
@@ -516,9 +540,7 @@ def estimate_step(
     if chunk_s is None and layout.vpp > 1 and workload.pipeline_schedule != "dualpipe":
         chunk_s = slowest_chunk_time(model, acc, workload, layout, domains, split)
     breakdown["pp_bubble"] = pipeline_bubble_time(workload, layout, slowest, chunk_s)
-    act_message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
-    sends = 2 * (m * layout.vpp + layout.pp - 1) if layout.pp > 1 else 0
-    breakdown["pp_comm"] = sends * p2p_time(act_message / layout.tp, domains["pp"])
+    breakdown["pp_comm"] = pipeline_send_time(model, workload, layout, domains)
     breakdown["pp_comm"] += m * slowest.pp_sync_s  # the receives' host syncs (pp_host_sync)
     params = {
         s: stage_params_per_gpu(

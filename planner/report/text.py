@@ -282,15 +282,28 @@ def search_text(result: SearchResult) -> str:
 
 
 def _gap(status: str, objective: float, bound: float) -> str:
-    """' (time limit hit: ...)' with the optimality gap when the solver did not prove optimality.
+    """' (split sweep ...)' with the optimality gap when the search did not prove its best plan
+    the cost model's best: the split sweep (SolverConfig.split_sweep_budget) ran out with
+    layouts left whose bound under any split beats it (a bound of 0: some never bounded).
 
-    >>> _gap("FEASIBLE", 2.0, 1.5)
-    ' (time limit hit: best found 2 s, proven bound 1.5 s, gap 25.0%)'
+    >>> _gap("FEASIBLE", 2.0, 1.5)[:73]
+    ' (split sweep budget spent: best found 2 s, proven bound 1.5 s, gap 25.0%'
+    >>> "nothing below the best plan is ruled out" in _gap("FEASIBLE", 2.0, 0.0)
+    True
     """
     if status == "OPTIMAL":
         return ""
+    more = "; --split-sweep N gives it more)"
+    if bound <= 0:
+        return (
+            " (split sweep budget spent before every pipelined layout was bounded: nothing "
+            "below the best plan is ruled out" + more
+        )
     gap = 100.0 * (objective - bound) / objective if objective else 0.0
-    return f" (time limit hit: best found {objective:.6g} s, proven bound {bound:.6g} s, gap {gap:.1f}%)"
+    return (
+        f" (split sweep budget spent: best found {objective:.6g} s, proven bound {bound:.6g} s, "
+        f"gap {gap:.1f}%" + more
+    )
 
 
 def estimate_text(plan: Plan) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import NamedTuple
 
 from planner.catalog.clusters import build_cluster, domain_split
 from planner.catalog.frameworks import resolve_workload
@@ -22,13 +23,19 @@ from planner.search.rank import rank_rows
 from planner.search.rules import check_workload, layout_violations, tp_heads_rule
 from planner.search.space import (
     STRUCTURE_FIELDS,
+    SWEEP_CP_SAT_UNITS,
+    SWEEP_SPLIT_UNITS,
+    AnySplitStage,
     Candidate,
     CandidateSet,
     SpaceRequest,
+    StageTimes,
+    SweepBudget,
     build_candidates,
     memory_detail,
     merge_candidate_sets,
     objective_value,
+    pipeline_steps,
     searches_offload,
 )
 from planner.search.table import to_quanta
@@ -287,18 +294,19 @@ def search(
     )
     fewest = config.target_step_time_s is not None
     prune = 0 if config.solver == "exhaustive" else _ranked_count(config)
+    counts = gpu_counts(
+        cluster,
+        gpus,
+        fewest=fewest or config.objective in ("cost", "energy"),
+        group_sizes=_straddling_tp(model, cluster, fix, bounds),
+        extra=extra_counts,
+    )
     sets = _candidate_sets(
         model,
         cluster,
         workload,
         request,
-        counts=gpu_counts(
-            cluster,
-            gpus,
-            fewest=fewest or config.objective in ("cost", "energy"),
-            group_sizes=_straddling_tp(model, cluster, fix, bounds),
-            extra=extra_counts,
-        ),
+        counts=counts,
         prune=prune,
         fewest=fewest,
         top=_ranked_count(config),
@@ -334,8 +342,21 @@ def search(
     chosen, info = rank(feasible, costs, pool)
     plans = _split_plans(model, [feasible[i] for i in chosen], workload, config)
     plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
+    swept = None
+    if sweeps_splits(config, workload):
+        exhaustive = config.solver == "exhaustive"  # every layout: the sweep has no budget
+        budget = SweepBudget(UNLIMITED if exhaustive else config.split_sweep_budget)
+        rows, stopped = [(0.0, c) for c in feasible], None
+        if prune:  # the layouts branch and bound scored are those the even split ranks well
+            rows, stopped = _sweep_rows(model, cluster, workload, request, plans, config,
+                                        counts, known=feasible, budget=budget)  # fmt: skip
+        done = [feasible[i].layout for i in chosen]
+        plans, swept = _split_sweep(model, workload, config, plans, rows, done, budget)
+        if stopped is not None:  # structures left unvisited bound what the sweep could not
+            least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
+            swept = swept._replace(least_bound=least, unvisited=True)
     offload = searches_offload(config.offload_as_needed, workload)
-    info = _solver_info(info, plans, config, offload=offload)  # every split solved
+    info = _solver_info(info, plans, config, offload=offload, swept=swept)  # every split solved
     plans = plans[: config.top]
     best = plans[0]
     objective = "target" if fewest else config.objective
@@ -352,6 +373,195 @@ def search(
         rejections=candidates.rejection_counts,
         solver=info,
     )
+
+
+def sweeps_splits(config: SolverConfig, workload: TrainWorkload) -> bool:
+    """Whether the search runs the split sweep (:func:`_split_sweep`): where CP-SAT splits the
+    ranked layouts (``--stage-split cp-sat``, the framework not placing its layers itself) and
+    the objective is time, cost or energy, unless its budget is 0. With a step-time target the
+    ranking is by GPU count first, and the sweep is not run: a split that would let fewer GPUs
+    meet the target is only found among the ranked layouts."""
+    return (
+        config.stage_split == "cp-sat"
+        and config.split_sweep_budget > 0
+        and config.target_step_time_s is None
+        and not places_own_layers(workload)
+    )
+
+
+UNLIMITED = 2**62
+"""The split sweep's budget under ``--solver exhaustive``, which splits whatever it must."""
+SWEEP_TOLERANCE = 1e-4
+"""Relative margin by which a layout's bound under any split must beat a plan for the split
+sweep to split it: one within 0.01% could win by no more than that, below the 4 significant
+digits plans print, and the bound leaves out the DP synchronisation and optimizer terms, which
+are about that size where a layout's variants (ZeRO stages) tie with the plan."""
+
+
+class SplitSweep(NamedTuple):
+    """What the split sweep did."""
+
+    bounded: int
+    """Pipelined layouts it bounded under any split."""
+    split: int
+    """Layouts it split because their bound beat the plans kept."""
+    unresolved: int
+    """Layouts left unsplit when its time ran out whose bound still beat the plans kept."""
+    least_bound: float | None
+    """The least objective bound among those, and of the structures the sweep did not reach
+    (0 when it did not bound them all; None when nothing is left: the plans are the cost model's
+    best)."""
+    unvisited: bool = False
+    """Whether time ran out before every pipelined structure was visited."""
+
+
+def _sweep_threshold(plans: list[Plan], config: SolverConfig) -> float:
+    """The objective a layout must beat to enter the ``config.top`` plans (inf while fewer)."""
+    values = sorted(_plan_objective(p, config)[0] for p in plans)
+    return values[config.top - 1] if len(values) >= config.top else float("inf")
+
+
+def _sweep_rows(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    request: SpaceRequest,
+    plans: list[Plan],
+    config: SolverConfig,
+    counts: list[int],
+    *,
+    known: list[Candidate],
+    budget: SweepBudget,
+) -> tuple[list[tuple[float, Candidate]], float | None]:
+    """The pipelined layouts a better split might make faster than the best plan, each with
+    a step-time lower bound under any split: branch and bound again over the pipelined
+    structures, pruned on bounds that hold under every split (:func:`planner.search.space.
+    build_candidates` with ``any_split``), the plans found so far as the incumbents (a plan's
+    objective, after its split, bounds its structure's best). Each row's bound is the one it
+    was pruned on, (m + (pp - 1)/vpp) x :meth:`~planner.search.space.StageTimes.
+    any_split_time`, plus what no split changes (:func:`_fixed_step_terms`). No structure is
+    visited once ``budget`` is spent; the second value is then the least bound of those left
+    (0 when some were never bounded), else None."""
+    incumbents = {
+        (p.num_gpus, *(str(getattr(p.layout, k)) for k in STRUCTURE)): _plan_objective(p, config)[0]
+        for p in plans
+    }
+    rows: list[tuple[float, Candidate]] = []
+    stopped: float | None = None
+    for n in sorted(counts, reverse=True):
+        part = sub_cluster(cluster, n)
+        times = StageTimes(model, part, workload, any_split=True, budget=budget)
+        found = build_candidates(
+            model,
+            part,
+            workload,
+            request,
+            prune_top=1,
+            incumbents=incumbents,
+            any_split=True,
+            known=known,
+            times=times,
+            budget=budget,
+        )
+        for row in found.feasible:
+            bare = AnySplitStage(times, row.layout)
+            step = pipeline_steps(workload, row.layout) * bare.value
+            rows.append((step + _fixed_step_terms(model, row, workload), row))
+        if found.stopped_at is not None:
+            stopped = found.stopped_at if stopped is None else min(stopped, found.stopped_at)
+    return rows, stopped
+
+
+def _fixed_step_terms(model: ModelSpec, row: Candidate, workload: TrainWorkload) -> float:
+    """The step-time terms no stage split changes: the pipeline sends and the per-step host
+    sync (:func:`planner.search.solve.stages.split_step_lower_bound` adds the same)."""
+    from planner.cost.step import host_sync_time, pipeline_send_time
+    from planner.topology import comm_domains
+
+    layout, cluster = row.layout, row.cluster
+    sends = pipeline_send_time(model, workload, layout, comm_domains(cluster, layout))
+    return sends + host_sync_time(cluster.accelerator.efficiency.step_overhead_ms, workload)
+
+
+def _split_sweep(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    config: SolverConfig,
+    plans: list[Plan],
+    rows: list[tuple[float, Candidate]],
+    done: list[Layout],
+    budget: SweepBudget,
+) -> tuple[list[Plan], SplitSweep]:
+    """Split, best bound first, every pipelined layout of ``rows`` (but ``done``, split
+    already) whose step-time bound under any split beats the best plan; a split plan replaces
+    its structure's plan when faster, or enters the ``config.top`` plans as a runner-up. The
+    even split ranks a layout; this finds the ones it ranks too low (docs/search.md, "Split
+    layouts the even split ranks low"). The runners-up are the best of what was split: a
+    layout that could only displace a runner-up is not swept for.
+
+    A row enters with its cheap bound (:func:`_sweep_rows`) and is split only once its tight
+    one (:func:`planner.search.solve.stages.split_step_lower_bound`, which keeps memory, and so
+    the recomputation a split needs) still comes first, so most rows are ruled out by a bound
+    alone. Work stops when ``budget`` is spent: the rows left whose bound beats the best plan
+    are counted, and the least of their bounds is how far below it the cost model's optimum
+    might lie."""
+    import heapq
+
+    from planner.search.solve.stages import split_step_lower_bound
+
+    heap = [
+        (objective_value(config.objective, row.layout.num_gpus, bound), i, False, row)
+        for i, (bound, row) in enumerate(rows)
+        if row.layout.pp > 1 and row.layout not in done
+    ]
+    heapq.heapify(heap)
+    bounded = split = 0
+    while heap:
+        value, i, tight, row = heap[0]
+        threshold = _plan_objective(plans[0], config)[0] * (1 - SWEEP_TOLERANCE)
+        if value >= threshold:
+            break  # no row left can beat the best plan
+        same = [p for p in plans if _same_structure(p.layout, row.layout)]
+        if same and value >= _plan_objective(same[0], config)[0] * (1 - SWEEP_TOLERANCE):
+            heapq.heappop(heap)  # it cannot beat its own structure's plan
+            continue
+        if budget.exhausted:
+            left = sum(1 for item in heap if item[0] < threshold)
+            return plans, SplitSweep(bounded, split, left, value)
+        heapq.heappop(heap)
+        if not tight:
+            bounded += 1
+            bound, units = split_step_lower_bound(
+                model, row.cluster, candidate_workload(row, workload), row.layout, config=config
+            )
+            budget.spend(units)
+            if bound is not None:  # None: no split fits, the even split it was ranked on stays
+                value = max(value, objective_value(config.objective, row.layout.num_gpus, bound))
+                heapq.heappush(heap, (value, i, True, row))
+            continue
+        split += 1
+        plan = _split_plan(model, row, workload, config)
+        budget.spend(SWEEP_SPLIT_UNITS)
+        info = plan.pipeline_split.subproblem if plan.pipeline_split else None
+        if info is not None and info.solved_by == "cp-sat":  # one that did not prove its
+            budget.spend(  # optimum ran to its time limit
+                SWEEP_CP_SAT_UNITS
+                if info.status == "OPTIMAL"
+                else round(1000 * config.stage_time_limit_s)
+            )
+        objective = _plan_objective(plan, config)
+        if same and _plan_objective(same[0], config) <= objective:
+            continue  # no better than its structure's plan
+        if not same and objective[0] >= _sweep_threshold(plans, config):
+            continue  # split, it still ranks below the runners-up
+        plans = [p for p in plans if not _same_structure(p.layout, plan.layout)] + [plan]
+        plans.sort(key=lambda p: _plan_objective(p, config))
+    return plans, SplitSweep(bounded, split, 0, None)
+
+
+def _same_structure(a: Layout, b: Layout) -> bool:
+    """Whether two layouts have the same parallel degrees and precision (so GPU count)."""
+    return all(getattr(a, k) == getattr(b, k) for k in STRUCTURE)
 
 
 def _target_message(
@@ -454,6 +664,15 @@ def _split_plans(
         return list(pool.map(lambda c: _split_plan(model, c, workload, config), candidates))
 
 
+def candidate_workload(candidate: Candidate, workload: TrainWorkload) -> TrainWorkload:
+    """The workload a candidate was scored under: its precision, and the activation-offload
+    share the search gave it to fit (SolverConfig.offload_as_needed)."""
+    update: dict[str, object] = {"precision": candidate.layout.precision}
+    if candidate.offload:
+        update["activation_offload_fraction"] = candidate.offload
+    return workload.model_copy(update=update)
+
+
 def _split_plan(
     model: ModelSpec,
     candidate: Candidate,
@@ -464,10 +683,7 @@ def _split_plan(
 ) -> Plan:
     """The plan of one chosen candidate (validated when ``check``), its pipeline split by
     CP-SAT when ``config.stage_split`` asks and the cost model scores that split no slower."""
-    update: dict[str, object] = {"precision": candidate.layout.precision}
-    if candidate.offload:  # the search offloaded it to fit (SolverConfig.offload_as_needed)
-        update["activation_offload_fraction"] = candidate.offload
-    workload = workload.model_copy(update=update)
+    workload = candidate_workload(candidate, workload)
     layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
     split = cost = info = None
     own = framework_split(model, workload, layout)
@@ -530,11 +746,16 @@ def _plan_objective(plan: Plan, config: SolverConfig) -> tuple[float, float]:
 
 
 def _solver_info(
-    info: SolverInfo, plans: list[Plan], config: SolverConfig, *, offload: bool = False
+    info: SolverInfo,
+    plans: list[Plan],
+    config: SolverConfig,
+    *,
+    offload: bool = False,
+    swept: SplitSweep | None = None,
 ) -> SolverInfo:
     """The ranking's info with the best plan's objective (after its split), the sub-problems
     solved and what was enumerated, sorted and solved, in words (``offload``: the search could
-    offload activations where a layout fits only so)."""
+    offload activations where a layout fits only so; ``swept``: what the split sweep did)."""
     subproblems = [
         p.pipeline_split.subproblem
         for p in plans
@@ -573,8 +794,35 @@ def _solver_info(
             "a branch and bound or a lower bound settles the split: each split's solved_by) "
             "and they were ranked again"
         )
+    status, bound = info.status, value
+    if swept is not None:
+        method += (
+            "; then every other pipelined layout a split might make faster than the best plan "
+            f"was bounded under any split ({swept.bounded:,} needed the tight bound) and the "
+            f"{swept.split:,} whose bound beat it were split too, a split one joining the "
+            "runners-up where it beats them (the split sweep)"
+        )
+        if swept.least_bound is None:
+            method += ": the best plan is the cost model's best"
+        else:
+            left = (
+                "before it reached every pipelined structure"
+                if swept.unvisited
+                else f"with {swept.unresolved:,} layouts left unsplit whose bound beats it"
+            )
+            bound_words = (
+                "nothing is known of those not yet bounded"
+                if swept.least_bound <= 0
+                else f"the least bound left is {swept.least_bound:.6g}"
+            )
+            method += (
+                f", until its budget ({config.split_sweep_budget:,} units) ran out {left} "
+                f"({bound_words}): the best plan is not proven the cost model's best "
+                "(--split-sweep N gives it more)"
+            )
+            status, bound = "FEASIBLE", swept.least_bound
     return info.model_copy(
-        update={"objective": value, "best_bound": value, "method": method,
+        update={"objective": value, "best_bound": bound, "status": status, "method": method,
                 "subproblems": subproblems}
     )  # fmt: skip
 

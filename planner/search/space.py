@@ -35,6 +35,7 @@ from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import Rejection
+from planner.specs.solver_config import TIME_QUANTUM_S
 from planner.specs.workload import TrainWorkload
 from planner.topology import comm_domains
 from planner.units import GiB
@@ -106,6 +107,9 @@ class CandidateSet(FrozenSpec):
     """A sample of rejected layouts (the closest to fitting first) with their reasons."""
     rejection_counts: dict[str, int]
     """Rejected layouts by reason code."""
+    stopped_at: float | None = None
+    """With a budget that ran out: the least objective bound of the structures left unvisited
+    (0 when some were never bounded); None when every structure was visited or pruned."""
 
 
 def divisors(n: int) -> list[int]:
@@ -241,16 +245,62 @@ def _layout_key(layout: Layout) -> LayoutKey:
             layout.mbs, layout.recompute, layout.zero, layout.precision)  # fmt: skip
 
 
+class SweepBudget:
+    """Work the split sweep may still do, in units of about a millisecond of one laptop-class
+    CPU core: :data:`SWEEP_BOUND_UNITS` per structure or layout bounded under any split,
+    2 + 1 per hundred of its rank-load programme's size per tight bound (:func:`planner.search.
+    solve.stages.split_step_lower_bound`), :data:`SWEEP_SPLIT_UNITS` per layout split
+    and :data:`SWEEP_CP_SAT_UNITS` more for a split CP-SAT solves (its time limit when it
+    stops there). Counted in work rather
+    than seconds so that the same search gives the same answer on any machine."""
+
+    def __init__(self, units: int) -> None:
+        self.left = units
+
+    def spend(self, units: int) -> None:
+        """Count ``units`` of work done."""
+        self.left -= units
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether nothing is left."""
+        return self.left <= 0
+
+
+SWEEP_BOUND_UNITS = 2
+"""Budget units of one bound under any split (its time tables: 0.5-2 ms measured)."""
+SWEEP_SPLIT_UNITS = 30
+"""Budget units of one split (one solved by a recurrence, layer counts or a branch and bound
+takes 10-100 ms, measured)."""
+SWEEP_CP_SAT_UNITS = 200
+"""Budget units one split solved by CP-SAT to proven optimality adds (0.05-0.3 s measured); one
+stopped by its time limit adds a unit per millisecond of the limit."""
+
+
 class StageTimes:
     """Micro-batch times (:func:`planner.cost.stage.microbatch_time`, on the layout's own comm
     domains) of the layouts one search bounds, by (layout, stage), each computed once: a
     structure's bound and its rows' bounds ask for many of the same, and a row scored without
     recomputation reuses its bound's."""
 
-    def __init__(self, model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload) -> None:
+    def __init__(
+        self,
+        model: ModelSpec,
+        cluster: ClusterSpec,
+        workload: TrainWorkload,
+        *,
+        any_split: bool = False,
+        budget: SweepBudget | None = None,
+    ) -> None:
         self.model, self.cluster, self.workload = model, cluster, workload
+        self.any_split = any_split
+        """Whether the bounds must hold under every stage split of a pipelined layout, not only
+        the split it is scored under (the search's split sweep, :func:`build_candidates`)."""
         self._times: dict[tuple[LayoutKey, int], MicrobatchTime] = {}
         self._splits: dict[tuple[int, int, Recompute], PipelineSplit | None] = {}
+        self._any_split: dict[LayoutKey, float] = {}
+        self.budget = budget
+        """What each new bound under any split is charged to (the split sweep's budget)."""
 
     def split(self, layout: Layout) -> PipelineSplit | None:
         """The layers' split every layout of ``layout``'s pp, vpp and recomputation is scored
@@ -268,6 +318,25 @@ class StageTimes:
         if self.split(layout) is not None:
             return list(range(layout.pp))
         return representative_stages(layout.pp, self.model, self.workload.seq_len)
+
+    def any_split_time(self, layout: Layout) -> float:
+        """A lower bound (s) of the slowest rank's micro-batch time of ``layout`` (without
+        recomputation or interleaving, at ZeRO-1) under every stage split, and so of every
+        layout of its degrees and micro-batch: :func:`planner.search.solve.stage_data.
+        any_split_time_bound` on its partition tables, less one quantum per table entry
+        for their rounding."""
+        key = _layout_key(layout)
+        found = self._any_split.get(key)
+        if found is None:
+            from planner.search.solve.stage_data import any_split_time_bound, build_stage_problem
+
+            if self.budget is not None:
+                self.budget.spend(SWEEP_BOUND_UNITS)
+            problem = build_stage_problem(self.model, self.cluster, self.workload, layout)
+            slack = problem.num_layers + problem.num_mtp + 2
+            found = max(0, any_split_time_bound(problem) - slack) * TIME_QUANTUM_S
+            self._any_split[key] = found
+        return found
 
     def time(self, layout: Layout, stage: int) -> MicrobatchTime:
         """The critical-path time of one micro-batch of ``layout`` on ``stage``."""
@@ -351,13 +420,37 @@ class SlowestStage:
         return [self._found[s] for s in self.stages]
 
 
+class AnySplitStage:
+    """:class:`SlowestStage`'s stand-in for a pipelined layout in the split sweep: a lower bound
+    of its slowest rank's micro-batch time under every stage split
+    (:meth:`StageTimes.any_split_time`), exact at once (``refine`` has nothing to add)."""
+
+    def __init__(self, times: StageTimes, layout: Layout) -> None:
+        self.layout = layout.model_copy(update={"recompute": Recompute.NONE, "vpp": 1, "zero": 1})
+        self.value = times.any_split_time(self.layout)
+
+    def refine(self) -> bool:
+        """Nothing to tighten: the bound is exact from the start."""
+        return False
+
+
+def stage_floor(times: StageTimes, layout: Layout) -> SlowestStage | AnySplitStage:
+    """The micro-batch-time bound a layout is pruned on: :class:`AnySplitStage` for a pipelined
+    layout when the bounds must hold under every split (:attr:`StageTimes.any_split`), else
+    :class:`SlowestStage`."""
+    if times.any_split and layout.pp > 1:
+        return AnySplitStage(times, layout)
+    return SlowestStage(times, layout)
+
+
 class StructureBound:
     """Step-time lower bound of every layout of a structure, tightened a stage at a time
     (:meth:`refine`) up to its exact value: the compute floor, the bound of
     :func:`planner.cost.step.step_time_lower_bound` at the structure's largest micro-batch M
     (the time per sequence only falls as the micro-batch grows), plus the bubble
     (pp - 1) / V x the slowest stage's micro-batch time at the smallest micro-batch (a
-    micro-batch's time only grows with its size), V being the largest vpp tried. ``value``
+    micro-batch's time only grows with its size), V being the largest vpp tried (no bubble
+    under DualPipe, whose bubble is a share of the forward alone). ``value``
     never falls as stages are added, so each step of the way is a lower bound of the last."""
 
     def __init__(
@@ -368,11 +461,12 @@ class StructureBound:
     ) -> None:
         self._times, self._fields = times, fields
         vpps, mbss = _inner_choices(times.model, times.workload, fields, fix)
-        self._floor = SlowestStage(times, _bare_layout(fields, max(mbss)))
+        self._floor = stage_floor(times, _bare_layout(fields, max(mbss)))
         pp = int(fields["pp"])  # type: ignore[call-overload]
         self._smallest = min(mbss) if pp > 1 else None
-        self._bubble_scale = (pp - 1) / max(vpps)
-        self._bubble: SlowestStage | None = None
+        dualpipe = times.workload.pipeline_schedule == "dualpipe"
+        self._bubble_scale = 0.0 if dualpipe else (pp - 1) / max(vpps)
+        self._bubble: SlowestStage | AnySplitStage | None = None
 
     @property
     def value(self) -> float:
@@ -387,7 +481,7 @@ class StructureBound:
         if self._floor.refine():
             return True
         if self._smallest is not None and self._bubble is None:
-            self._bubble = SlowestStage(self._times, _bare_layout(self._fields, self._smallest))
+            self._bubble = stage_floor(self._times, _bare_layout(self._fields, self._smallest))
             return True
         return self._bubble is not None and self._bubble.refine()
 
@@ -471,7 +565,18 @@ class _Collector:
         """Memory profiles of the structure being visited, by (vpp, recompute)."""
         self.times: StageTimes | None = None
         """Micro-batch times of the search's layouts (set by :func:`build_candidates`)."""
+        self.known: dict[LayoutKey, StepCost] = {}
+        """Costs of layouts an earlier pass of the same search found to fit (the split sweep
+        re-visits layouts the first pass scored)."""
         self._kth: float | None = None  # cached k-th best (None = recompute)
+        self.budget: SweepBudget | None = None
+        """No structure is visited once this is spent (None: no limit)."""
+        self.stopped_at: float | None = None
+        """The least bound of the structures left when it was spent (0: some never bounded)."""
+
+    def expired(self) -> bool:
+        """Whether the budget is spent."""
+        return self.budget is not None and self.budget.exhausted
 
     def kth_best(self, k: int) -> float:
         if self._kth is None:
@@ -590,11 +695,11 @@ def _visit_structure(
                 out.reject(layout, violations[0][0], violations[0][1], float("inf"))
                 continue
             if out.prune_top and out.times is not None:
-                floor = floor or SlowestStage(out.times, layout)
-                if out.bounded(layout, _pipeline_steps(workload, layout), floor):
+                floor = floor or stage_floor(out.times, layout)
+                if out.bounded(layout, pipeline_steps(workload, layout), floor):
                     continue
             none_times = None
-            if floor and recomputes[0] is Recompute.NONE:
+            if isinstance(floor, SlowestStage) and recomputes[0] is Recompute.NONE:
                 none_times = (times_key(workload, floor.layout), floor.stage_times())
             rungs = (recomputes, first_rung[vpp], none_times)
             if not _visit_ladder(model, cluster, workload, layout, rungs, out):
@@ -631,11 +736,15 @@ def _split(
     return framework_split(model, workload, layout)
 
 
-def _pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
+def pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
     """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble of
     equal chunks, a lower bound of the cost model's: it prices the bubble at the slowest chunk,
-    never below the rank's average chunk, :func:`planner.cost.step.pipeline_bubble_time`)."""
+    never below the rank's average chunk, :func:`planner.cost.step.pipeline_bubble_time`). Under
+    DualPipe the bubble is a share of the forward only (:func:`planner.cost.pipeline.
+    dualpipe_bubble_time`), so it counts nothing: m."""
     m = workload.global_batch // (layout.dp * layout.mbs)
+    if workload.pipeline_schedule == "dualpipe":
+        return float(m)
     return m + (layout.pp - 1) / layout.vpp
 
 
@@ -666,6 +775,11 @@ def _visit_ladder(
             out.enumerated += 1
             recompute = recomputes[rung]
             layout = base.model_copy(update={"recompute": recompute, "zero": zero})
+            known_cost = out.known.get(_layout_key(layout))
+            if known_cost is not None:  # it fits: scored by an earlier pass
+                fitted[zero] = rung
+                out.accept(layout, known_cost, cluster)
+                break
             split = _split(out, model, workload, layout)
             key = (base.vpp, recompute)
             if key not in out.profiles:  # what memory is made of: the same for every mbs, ZeRO
@@ -820,6 +934,10 @@ def build_candidates(
     *,
     prune_top: int = 0,
     incumbents: dict[tuple[object, ...], float] | None = None,
+    any_split: bool = False,
+    known: list[Candidate] | None = None,
+    times: StageTimes | None = None,
+    budget: SweepBudget | None = None,
 ) -> CandidateSet:
     """Enumerate, check the rules, score, and split into feasible candidates and rejections.
 
@@ -831,6 +949,15 @@ def build_candidates(
     order of a valid lower bound of the objective and the visit stops once the bound reaches
     the k-th best structure found (branch and bound: the best k structures are exactly those of
     the full enumeration). ``prune_top`` = 0 scores everything (the exhaustive reference).
+
+    ``any_split``: only pipelined layouts, pruned on bounds that hold under every stage split
+    (:class:`AnySplitStage`) rather than under the even split they are scored with: the split
+    sweep, which finds the layouts a better split may lift above ``incumbents``
+    (:func:`planner.search.engine.search`). ``known``: candidates an earlier pass scored, whose
+    costs are reused (those it offloaded to fit are scored again). ``times``: the micro-batch
+    times and bounds to use and fill (a fresh :class:`StageTimes` by default). ``budget``
+    (with ``prune_top``): visit no structure once it is spent, and say how far the ones left
+    might go (:attr:`CandidateSet.stopped_at`).
     """
     request = request or SpaceRequest()
     unknown = set(request.fix) - set(PINNABLE)
@@ -846,9 +973,12 @@ def build_candidates(
         bounds=request.bounds,
         precisions=request.precisions or [workload.precision],
     )
+    if any_split:
+        structures = [f for f in structures if int(f["pp"]) > 1]  # type: ignore[call-overload]
     out = _Collector(cluster, request)
     out.prune_top = prune_top
-    out.times = StageTimes(model, cluster, workload)
+    out.times = times or StageTimes(model, cluster, workload, any_split=any_split)
+    out.known = {_layout_key(c.layout): c.cost for c in known or () if not c.offload}
     if _MEMO is not None:
         out.memo = _MEMO.table(model, workload)
     if incumbents is not None:
@@ -857,6 +987,7 @@ def build_candidates(
         cluster.accelerator.host_link_GB_per_s
     ):
         out.offload_mode = load_framework(workload.framework).activation_offload
+    out.budget = budget
     for fields in _visit_order(model, cluster, workload, structures, request, out):
         _visit_structure(model, cluster, workload, fields, request, out)
     return CandidateSet(
@@ -864,6 +995,7 @@ def build_candidates(
         num_enumerated=out.enumerated + out.counts.get("bounded", 0),
         rejections=out.closest_rejections(20),
         rejection_counts=dict(out.counts),
+        stopped_at=out.stopped_at,
     )
 
 
@@ -896,6 +1028,9 @@ def _visit_order(
     heap: list[tuple[float, int]] = []
     bounds: dict[int, StructureBound] = {}
     for i, fields in enumerate(structures):
+        if out.expired():
+            out.stopped_at = 0.0  # structures never bounded: nothing is known of them
+            return
         bound = StructureBound(out.times, fields, request.fix)
         if request.max_step_s is not None and bound.exact() > request.max_step_s:
             out.counts["target"] += 1
@@ -911,6 +1046,9 @@ def _visit_order(
         if bounds[i].refine():
             heapq.heappush(heap, (objective_value(objective, gpus, bounds[i].value), i))
             continue
+        if out.expired():
+            out.stopped_at = value  # every structure left is bounded by at least this
+            return
         yield structures[i]
 
 

@@ -290,11 +290,14 @@ class SolverInfo(FrozenSpec):
     candidates that branch and bound kept), ``exhaustive`` (every candidate scored, a plain
     sort); ``cp-sat`` only in plans saved by layout before 1.3 (an argmin over the same table)."""
     status: str
-    """OPTIMAL, FEASIBLE (time limit hit), INFEASIBLE or UNKNOWN."""
+    """OPTIMAL (the best plan is the cost model's best over the layouts and splits searched),
+    FEASIBLE (the split sweep's budget ran out with layouts left whose bound under any split
+    beats it; ``best_bound`` is the least of those bounds), INFEASIBLE or UNKNOWN."""
     objective: float
     """Objective value in seconds per step."""
     best_bound: float
-    """Proven lower bound on the objective (s); equals objective when optimal."""
+    """Proven lower bound on the objective (s); equals objective when optimal (0 when the split
+    sweep ran out before it bounded every pipelined structure)."""
     time_quantum_s: float
     """Resolution of the integer objective (s)."""
     method: Text = ""

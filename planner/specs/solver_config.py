@@ -43,7 +43,17 @@ class SolverConfig(FrozenSpec):
     split_candidates: int = Field(default=5, ge=1, le=50)
     """With the CP-SAT stage split: how many of the best layouts by the even split's ranking
     are split and ranked again (at least ``top``), so the best plan does not depend on how many
-    runners-up are asked for; a layout ranked below them keeps the even split."""
+    runners-up are asked for; a layout ranked below them is split by the split sweep when its
+    bound under any split beats the plans (``split_sweep_budget``)."""
+    split_sweep_budget: int = Field(default=3000, ge=0, le=10**7)
+    """With the CP-SAT stage split: work the split sweep may do to find and split the layouts
+    ranked below ``split_candidates`` whose step-time bound under any split still beats the best
+    plan, in units of about a millisecond of a laptop core (planner.search.space.SweepBudget:
+    2 per layout bounded, more for a tight bound, 30 per split, 200 more for a CP-SAT one).
+    Counted in work, not seconds, so a search gives the same answer on any machine; 0 turns the
+    sweep off. When it runs out with such layouts left, the search reports status FEASIBLE and
+    the least of their bounds as the best bound: how far below the best plan the cost model's
+    optimum might lie."""
     top: int = Field(default=5, ge=1, le=50)
     """Plans to return: the best and top - 1 runners-up with distinct parallel degrees."""
     objective: Literal["time", "cost", "energy"] = "time"

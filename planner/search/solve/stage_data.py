@@ -30,7 +30,7 @@ import numpy as np
 from planner.cost.memory import logits_bytes, stage_layers, tp_gather_buffer_bytes
 from planner.cost.partition import StageContents
 from planner.cost.pipeline import microbatches_in_flight
-from planner.cost.profile import layer_table
+from planner.cost.profile import layer_kinds
 from planner.cost.stage import microbatch_time
 from planner.cost.stage_memory import (
     activation_bytes_per_microbatch,
@@ -188,14 +188,21 @@ def build_stage_problem(
     mtp_held = [(0, 0), (0, 0)]
     if mtp:
         mtp_held = [tuple(_bytes(v) for v in held_of(c)) for c in (on_last, elsewhere)]
-    return StageProblem(
+    by_kind = {  # each kind's integer row, converted once (rows repeats one tuple per kind)
+        id(r): (_time(r[0]), _time(r[1]) if full else 0, _bytes(r[2][0]), _bytes(r[3]),
+                _bytes(r[4], down=True) if full else 0, _bytes(r[2][1]))
+        for r in {id(r): r for r in rows}.values()
+    }  # fmt: skip
+    table = [by_kind[id(r)] for r in rows]
+    # built without validation: every field is computed here, in the types it declares
+    return StageProblem.model_construct(
         pp=layout.pp,
         vpp=layout.vpp,
-        layer_time=tuple(_time(r[0]) for r in rows),
-        recompute_time=tuple(_time(r[1]) if full else 0 for r in rows),
-        layer_state=tuple(_bytes(r[2][0]) for r in rows),
-        layer_activation=tuple(_bytes(r[3]) for r in rows),
-        recompute_saving=tuple(_bytes(r[4], down=True) if full else 0 for r in rows),
+        layer_time=tuple(r[0] for r in table),
+        recompute_time=tuple(r[1] for r in table),
+        layer_state=tuple(r[2] for r in table),
+        layer_activation=tuple(r[3] for r in table),
+        recompute_saving=tuple(r[4] for r in table),
         in_flight=tuple(
             round(scale * microbatches_in_flight(layout.pp, layout.vpp, m, p))
             for p in range(layout.pp)
@@ -207,7 +214,7 @@ def build_stage_problem(
         num_mtp=mtp,
         mtp_time=_time(time_of(on_last)) if mtp else 0,
         mtp_state=(mtp_held[0][0], mtp_held[1][0]),
-        layer_transient=tuple(_bytes(r[2][1]) for r in rows),
+        layer_transient=tuple(r[5] for r in table),
         rank_transient=tuple(rank_held[p][1] for p in range(layout.pp)),
         mtp_transient=(mtp_held[0][1], mtp_held[1][1]),
         mtp_activation=_bytes(activation_bytes_per_microbatch(model, workload, layout, on_last))
@@ -233,13 +240,10 @@ def _layer_rows(
     """Per layer (time kept, time added by recomputing, (state, the optimizer step's
     transient), activations kept, activations saved by recomputing), computed once per kind of
     layer (identical per-layer table rows)."""
-    table = layer_table(model, workload.seq_len)
-    fields = [f for f in type(table).model_fields]
-    by_kind: dict[tuple[float, ...], tuple[float, float, tuple[float, float], float, float]] = {}
+    by_kind: dict[int, tuple[float, float, tuple[float, float], float, float]] = {}
     rows = []
-    for i in range(model.num_layers):
+    for i, kind in enumerate(layer_kinds(model, workload.seq_len)):
         one = (range(i, i + 1),)
-        kind = tuple(table.total(f, one[0]) for f in fields)
         if kind not in by_kind:
             kept = StageContents(one, (), False, False, 0, False)
             redone = kept._replace(recomputed=one)
@@ -751,6 +755,29 @@ bound. Its tables are count vectors x count vectors, so
 512 keeps each within 2 MiB."""
 
 
+def _layer_kinds(p: StageProblem) -> tuple[list[tuple[int, ...]], tuple[int, ...]]:
+    """The kinds of layer (identical rows of every per-layer table) and, per kind, its count
+    + 1: the shape of :func:`rank_load_lower_bound`'s count vectors."""
+    rows = list(zip(p.layer_time, p.recompute_time, p.layer_state, p.layer_activation,
+                    p.recompute_saving, per_item_table(p.layer_transient, p.num_layers),
+                    strict=True))  # fmt: skip
+    kinds = sorted(set(rows))
+    return kinds, tuple(rows.count(kind) + 1 for kind in kinds)
+
+
+def rank_load_work(problem: StageProblem) -> int:
+    """The size of :func:`rank_load_lower_bound`'s programme: count vectors x ranks (0 when it
+    does not apply); about 0.01 ms per unit measured."""
+    vectors = math.prod(_layer_kinds(problem)[1])
+    return vectors * problem.pp if vectors <= RANK_LOAD_MAX_COUNTS else 0
+
+
+def rank_load_applies(problem: StageProblem) -> bool:
+    """Whether :func:`rank_load_lower_bound` enumerates ``problem``'s count vectors (at most
+    :data:`RANK_LOAD_MAX_COUNTS`): then its None means that no assignment fits."""
+    return math.prod(_layer_kinds(problem)[1]) <= RANK_LOAD_MAX_COUNTS
+
+
 def rank_load_lower_bound(problem: StageProblem) -> int | None:
     """A lower bound of the objective that keeps each rank's time and memory exactly and drops
     what ties the ranks to the layer order: which layers a chunk holds (contiguity), the order of
@@ -787,12 +814,8 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
     >>> rank_load_lower_bound(p.model_copy(update={"capacity": 3}))  # 3 layers do not fit
     """
     p = problem
-    n, pp, scale = p.num_layers, p.pp, p.in_flight_scale
-    rows = list(zip(p.layer_time, p.recompute_time, p.layer_state, p.layer_activation,
-                    p.recompute_saving, per_item_table(p.layer_transient, n), strict=True))  # fmt: skip
-    kinds = sorted(set(rows))
-    totals = tuple(rows.count(kind) for kind in kinds)
-    shape = tuple(total + 1 for total in totals)
+    pp, scale = p.pp, p.in_flight_scale
+    kinds, shape = _layer_kinds(p)
     if math.prod(shape) > RANK_LOAD_MAX_COUNTS:
         return None
     counts = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(-1, len(kinds))
@@ -845,6 +868,104 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
         unplaced, placed = step_up(unplaced, plain), new_placed
     value = int((placed if p.num_mtp else unplaced)[-1])
     return None if value >= UNREACHABLE else value
+
+
+def any_split_time_bound(problem: StageProblem) -> int:
+    """A lower bound of the slowest rank's micro-batch time under every split of every layout
+    that shares ``problem``'s degrees and micro-batch, whatever its vpp, recomputation or memory
+    (``problem``: the layout without recomputation), cheap enough to take on every pipelined
+    structure a search bounds. Which layers a rank holds is left free (each rank r holding
+    whole layers on top of its ``rank_time[r]``; the MTP modules on any rank, as any rank may
+    hold a last virtual stage); recomputation only adds time and memory only removes choices.
+    With one kind of layer, the least time at which the ranks hold them all
+    (:func:`_alike_layers_time_bound`); with several, the largest of the mean rank time and,
+    for each kind, the least time at which the ranks hold every layer at least that slow
+    (:func:`_counting_time_bound`). The search's split sweep prunes a pipelined layout on it
+    (docs/search.md, "Split layouts the even split ranks low").
+
+    >>> p = StageProblem.model_construct(pp=2, vpp=1, layer_time=(4, 10, 10, 10, 10),
+    ...     rank_time=(0, 3), num_mtp=0, mtp_time=0)
+    >>> any_split_time_bound(p)  # the mean, 23.5; each rank holds two of the 10s: 20 + 3
+    24
+    >>> any_split_time_bound(p.model_copy(update={"layer_time": (10,) * 5}))  # 30, 20 + 3
+    30
+    """
+    if len(set(problem.layer_time)) == 1:
+        return _alike_layers_time_bound(problem)
+    return _counting_time_bound(problem)
+
+
+def _counting_time_bound(problem: StageProblem) -> int:
+    """The largest of the mean rank time (rounded up), the largest ``rank_time``, the least
+    ``rank_time`` + the MTP modules, and for each layer time t the least T at which the ranks
+    can hold every layer taking t or more, rank r at most floor((T - rank_time[r]) / t) of
+    them: each holds under every assignment of layers to ranks, so under every split."""
+    p = problem
+    mtp = p.mtp_time if p.num_mtp else 0
+    best = max(
+        -(-(sum(p.layer_time) + sum(p.rank_time) + mtp) // p.pp),
+        max(p.rank_time),  # every rank's own extras
+        min(e + mtp for e in p.rank_time),  # the MTP modules' rank
+    )
+    for t in sorted(set(p.layer_time)):
+        if t == 0:
+            continue
+        count = sum(1 for x in p.layer_time if x >= t)
+        low, high = best, max(p.rank_time) + count * t
+        while low < high:
+            mid = (low + high) // 2
+            if sum(max(0, (mid - e) // t) for e in p.rank_time) >= count:
+                high = mid
+            else:
+                low = mid + 1
+        best = max(best, low)
+    return best
+
+
+def _alike_layers_time_bound(problem: StageProblem) -> int:
+    """:func:`any_split_time_bound` when every layer takes the same time t (a dense model): the
+    least T at which the ranks can hold every layer, rank r at most floor((T - rank_time[r]) /
+    t) of them, one rank also the MTP modules (the one that loses the fewest layers for it),
+    found by bisection (what :func:`rank_load_lower_bound`'s programme computes with one kind
+    of layer, in O(pp log) instead of O(pp L^2)).
+
+    >>> p = StageProblem.model_construct(pp=3, vpp=1, layer_time=(10,) * 8, rank_time=(0, 0, 7),
+    ...     num_mtp=1, mtp_time=12)
+    >>> _alike_layers_time_bound(p)  # 2 layers + the MTP modules, 3, 3 + the loss
+    37
+    >>> _alike_layers_time_bound(p.model_copy(update={"num_mtp": 0}))  # 3, 3, 2 + the loss
+    30
+    """
+    p = problem
+    n, t, extras = p.num_layers, p.layer_time[0], p.rank_time
+    mtp = p.mtp_time if p.num_mtp else 0
+
+    if t == 0:  # the layers take no time: the slowest extra, with the MTP modules somewhere
+        return max(max(extras), min(e + mtp for e in extras))
+
+    def holds(limit: int) -> bool:
+        room = [(limit - e) // t if limit >= e else -1 for e in extras]
+        if min(room) < 0:
+            return False
+        total = sum(room)
+        if not mtp:
+            return total >= n
+        with_mtp = [
+            (limit - e - mtp) // t if limit >= e + mtp else None for e in extras
+        ]  # rank r's room when it also holds the MTP modules
+        return any(
+            w is not None and total - r + w >= n for r, w in zip(room, with_mtp, strict=True)
+        )
+
+    low = -(-(n * t + sum(extras) + mtp) // p.pp)
+    high = max(extras) + n * t + mtp
+    while low < high:
+        mid = (low + high) // 2
+        if holds(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def lower_bound(problem: StageProblem) -> int | None:

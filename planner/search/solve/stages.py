@@ -42,13 +42,17 @@ from planner.search.solve.stage_data import (
     Assignment,
     ContiguousSplit,
     StageProblem,
+    any_split_time_bound,
     build_stage_problem,
+    contiguous_lower_bound,
     contiguous_partition,
     evaluate_assignment,
     even_assignment,
     least_recompute_assignment,
     lower_bound,
+    rank_load_applies,
     rank_load_lower_bound,
+    rank_load_work,
     uniform_lower_bound,
     uniform_partition,
 )
@@ -421,6 +425,63 @@ STAGE_OBJECTIVE_UNIT = (
     "s per step: (m + (pp - 1)/vpp) x the slowest pipeline rank's micro-batch time, each rank "
     "the sum of its layers' times (integer model; the bubble of equal chunks)"
 )
+
+
+def split_step_lower_bound(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    config: SolverConfig,
+) -> tuple[float | None, int]:
+    """A lower bound (s) of the step time the cost model gives ``layout`` under any split
+    :func:`optimise_pipeline` may keep, or None when no split fits (the even split is then all
+    there is); and the work it took, in :class:`~planner.search.space.SweepBudget` units (its
+    rank-load programme grows with the count vectors times the ranks).
+
+    The slowest rank's micro-batch time S is at least the tightest of
+    :func:`~planner.search.solve.stage_data.uniform_lower_bound`, :func:`~planner.search.
+    solve.stage_data.contiguous_lower_bound` (without interleaving), :func:`~planner.search.
+    solve.stage_data.rank_load_lower_bound` (each rank's memory kept, so the recomputation a
+    split needs to fit is counted) and :func:`~planner.search.solve.stage_data.
+    any_split_time_bound`, less a quantum per table entry for their rounding; the step is at
+    least (m + (pp - 1)/vpp) S (:func:`planner.cost.step.estimate_step`: the bubble is priced
+    at the slowest chunk, never below the rank's average; none counted under DualPipe) plus
+    what no split changes, the pipeline sends (:func:`planner.cost.step.pipeline_send_time`)
+    and the per-step host sync. The DP synchronisation and optimizer terms are left out (>= 0).
+    """
+    from planner.cost.step import host_sync_time, pipeline_send_time
+    from planner.topology import comm_domains
+
+    problem = build_stage_problem(
+        model,
+        cluster,
+        workload,
+        layout,
+        recompute=config.stage_recompute,
+        headroom=config.memory_headroom,
+    )
+    fitting = rank_load_lower_bound(problem)
+    units = 2 + rank_load_work(problem) // 100
+    if fitting is None and rank_load_applies(problem):
+        return None, units
+    # rank_load keeps memory and so is the tighter where it applies
+    bounds = [uniform_lower_bound(problem), fitting if fitting is not None else
+              any_split_time_bound(problem)]  # fmt: skip
+    if layout.vpp == 1:
+        bounds.append(contiguous_lower_bound(problem))
+    slack = problem.num_layers + problem.num_mtp + 2
+    slowest_s = max(0, max(b for b in bounds if b is not None) - slack) * TIME_QUANTUM_S
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    steps = m if workload.pipeline_schedule == "dualpipe" else problem.steps
+    acc = cluster.accelerator
+    step_s = (
+        steps * slowest_s
+        + pipeline_send_time(model, workload, layout, comm_domains(cluster, layout))
+        + host_sync_time(acc.efficiency.step_overhead_ms, workload)
+    )
+    return step_s, units
 
 
 class PipelineOutcome(NamedTuple):

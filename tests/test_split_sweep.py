@@ -1,0 +1,159 @@
+"""The split sweep (docs/search.md, "Split layouts the even split ranks low"): the bounds it prunes
+on hold under every split (brute force over small partition problems, and the cost model's own
+score of every split it keeps), and a search with it returns what splitting every layout by
+brute force returns."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from planner.catalog import load_cluster, load_model
+from planner.search import engine
+from planner.search.exhaustive import brute_force_stages
+from planner.search.solve.stage_data import (
+    StageProblem,
+    any_split_time_bound,
+    rank_load_lower_bound,
+)
+from planner.search.solve.stages import split_step_lower_bound
+from planner.search.space import (
+    AnySplitStage,
+    StageTimes,
+    build_candidates,
+    pipeline_steps,
+)
+from planner.specs.solver_config import SolverConfig
+from planner.specs.workload import TrainWorkload
+from tests.test_stages import MIXED_KINDS, _random_problem
+
+ENOUGH = SolverConfig(split_sweep_budget=10**6)
+"""A budget no instance here exhausts: the sweep runs to its end."""
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_the_any_split_bound_never_exceeds_the_best_split(seed: int) -> None:
+    """Whatever the split, the recomputation and the memory, no rank is faster than the bound:
+    brute force over every split of small random problems (memory binding in most)."""
+    problem = _random_problem(seed)
+    best, _ = brute_force_stages(problem)
+    free, _ = brute_force_stages(problem.model_copy(update={"capacity": 10**12}))
+    assert free is not None
+    assert any_split_time_bound(problem) <= free
+    if best is not None:
+        assert any_split_time_bound(problem) <= best
+
+
+def test_one_kind_of_layer_gives_the_count_programmes_bound() -> None:
+    """With one kind of layer the bisection equals :func:`rank_load_lower_bound`'s exact
+    programme over layer counts (memory left out), MTP modules and per-rank extras included."""
+    rng = random.Random(7)
+    for _ in range(400):
+        pp, n, t = rng.randint(1, 6), rng.randint(6, 14), rng.randint(1, 9)
+        extras = tuple(rng.choice([0, 0, rng.randint(0, 20)]) for _ in range(pp))
+        mtp = rng.choice([0, 1])
+        problem = StageProblem.model_construct(
+            pp=pp, vpp=1, layer_time=(t,) * n, recompute_time=(0,) * n, layer_state=(0,) * n,
+            layer_activation=(0,) * n, recompute_saving=(0,) * n, layer_transient=(),
+            rank_time=extras, rank_transient=(), rank_state=(0,) * pp, rank_memory=(0,) * pp,
+            in_flight=(1,) * pp, in_flight_scale=1, capacity=10**12, num_mtp=mtp,
+            mtp_time=rng.randint(0, 25), mtp_state=(0, 0), mtp_transient=(0, 0),
+            mtp_activation=0, mtp_memory=0, working=0, recompute="none", fixed_recompute=None,
+            steps=1.0, even_layers=(1,) * pp,
+        )  # fmt: skip
+        assert any_split_time_bound(problem) == rank_load_lower_bound(problem)
+
+
+def test_the_worked_bounds() -> None:
+    """By hand: layers of 4, 10, 10, 10 and 10 over two ranks, the second adding 3 for the
+    output layer and loss. The mean is 23.5; some rank holds two of the 10s (20, or 23 on the
+    second), so 24; with five layers of 10, three sit on one rank: 30 (or 23 with the loss)."""
+    base = StageProblem.model_construct(
+        pp=2, vpp=1, layer_time=(4, 10, 10, 10, 10), rank_time=(0, 3), num_mtp=0, mtp_time=0
+    )
+    assert any_split_time_bound(base) == 24
+    assert any_split_time_bound(base.model_copy(update={"layer_time": (10,) * 5})) == 30
+
+
+CASES = [
+    ("gpt-oss-20b", "hgx_h100x8", MIXED_KINDS, {"pp": 2, "vpp": 1}),
+    ("llama3.1-8b", "hgx_h100x8", TrainWorkload(seq_len=4096, global_batch=64), {"tp": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "cluster_name", "workload", "fix"), CASES)
+def test_the_bounds_hold_under_the_cost_model(
+    name: str, cluster_name: str, workload: TrainWorkload, fix: dict[str, object]
+) -> None:
+    """For every pipelined layout that fits: the sweep's cheap bound (the one branch and bound
+    prunes on) <= its tight bound's ingredients <= the step time the cost model gives the split
+    the search keeps for it (or its even split)."""
+    model, cluster = load_model(name), load_cluster(cluster_name)
+    workload = engine.resolve_workload(workload, cluster.accelerator.vendor)
+    times = StageTimes(model, cluster, workload, any_split=True)
+    rows = build_candidates(model, cluster, workload, engine.SpaceRequest(fix=fix)).feasible
+    piped = [r for r in rows if r.layout.pp > 1]
+    assert piped
+    for row in piped:
+        work = engine.candidate_workload(row, workload)
+        plan = engine._split_plan(model, row, workload, ENOUGH, check=False)
+        cheap = pipeline_steps(workload, row.layout) * AnySplitStage(times, row.layout).value
+        tight, _ = split_step_lower_bound(model, cluster, work, row.layout, config=ENOUGH)
+        assert cheap <= plan.step_time_s, row.layout.short()
+        assert tight is None or tight <= plan.step_time_s, row.layout.short()
+
+
+@pytest.mark.parametrize(("name", "cluster_name", "workload", "fix"), CASES)
+def test_the_search_returns_what_splitting_every_layout_returns(
+    name: str, cluster_name: str, workload: TrainWorkload, fix: dict[str, object]
+) -> None:
+    """The brute-force twin: split every layout that fits (exhaustive enumeration), keep each
+    structure's best, rank them. The search (branch and bound, the ranked splits, the split
+    sweep) returns the same best plan, to the sweep's tolerance, and runners-up of other
+    structures that are real plans, each no faster than the brute force's of its rank (the sweep
+    proves the best; a runner-up is the best of what was split)."""
+    model, cluster = load_model(name), load_cluster(cluster_name)
+    resolved = engine.resolve_workload(workload, cluster.accelerator.vendor)
+    rows = build_candidates(model, cluster, resolved, engine.SpaceRequest(fix=fix)).feasible
+    best: dict[tuple[object, ...], float] = {}
+    for row in rows:
+        step = engine._split_plan(model, row, resolved, ENOUGH, check=False).step_time_s
+        best[row.structure] = min(step, best.get(row.structure, float("inf")))
+    brute = sorted(best.values())[: ENOUGH.top]
+    result = engine.search(model, cluster, workload, fix=fix, config=ENOUGH)
+    found = [p.step_time_s for p in [result.best, *result.alternatives]]
+    assert result.solver.status == "OPTIMAL"
+    assert "the best plan is the cost model's best" in result.solver.method
+    assert found[0] == pytest.approx(brute[0], rel=engine.SWEEP_TOLERANCE)
+    assert len(found) == len(brute)
+    for ours, theirs in zip(found, brute, strict=True):
+        assert ours >= theirs * (1 - engine.SWEEP_TOLERANCE)
+
+
+def test_the_sweep_finds_what_the_even_split_ranks_low() -> None:
+    """gpt-oss-20b at PP2 with full recomputation: the five best by the even split, split, are
+    not the five best once every layout is split; the sweep lifts better ones into the
+    runners-up, and never returns a slower plan at any rank."""
+    model, cluster = load_model("gpt-oss-20b"), load_cluster("hgx_h100x8")
+    fix = {"pp": 2, "vpp": 1, "recompute": "full"}
+    off = engine.search(model, cluster, MIXED_KINDS, fix=fix,
+                        config=SolverConfig(split_sweep_budget=0))  # fmt: skip
+    on = engine.search(model, cluster, MIXED_KINDS, fix=fix, config=ENOUGH)
+    steps_off = [p.step_time_s for p in [off.best, *off.alternatives]]
+    steps_on = [p.step_time_s for p in [on.best, *on.alternatives]]
+    assert all(a <= b * (1 + 1e-9) for a, b in zip(steps_on, steps_off, strict=True))
+    assert steps_on[-1] < 0.9 * steps_off[-1]  # 3.33 s where the ranked splits alone give 3.79 s
+    assert "split sweep" in on.solver.method and "split sweep" not in off.solver.method
+
+
+def test_a_spent_budget_says_what_is_not_proven() -> None:
+    """With too small a budget the search says so: status FEASIBLE, the least bound left as the
+    best bound (below the best plan), and the method says the best plan is not proven."""
+    model, cluster = load_model("llama3.1-70b"), load_cluster("hgx_h100x64")
+    result = engine.search(
+        model, cluster, TrainWorkload(), config=SolverConfig(split_sweep_budget=3)
+    )
+    assert result.solver.status == "FEASIBLE"
+    assert 0 <= result.solver.best_bound < result.best.step_time_s
+    assert "not proven" in result.solver.method
