@@ -241,6 +241,12 @@ def solver_line(result: SearchResult) -> str:
         line += f"; {walked} split(s) proved optimal by branch and bound (several kinds of layer)"
     if bound:
         line += f"; {bound} split(s) optimal by a lower bound, no solve"
+    sweep = info.split_sweep
+    if sweep is not None and sweep.finished:
+        line += (
+            f"; split sweep: {sweep.bounded} layout(s) bounded under any split, {sweep.split} "
+            "split, none left that could beat the best"
+        )
     return line
 
 

@@ -45,7 +45,13 @@ from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
-from planner.specs.result import PipelineSplitInfo, Plan, SearchResult, SolverInfo
+from planner.specs.result import (
+    PipelineSplitInfo,
+    Plan,
+    SearchResult,
+    SolverInfo,
+    SplitSweepInfo,
+)
 from planner.specs.solver_config import TIME_QUANTUM_S, SolverConfig
 from planner.specs.workload import TrainWorkload
 from planner.units import GiB
@@ -821,9 +827,19 @@ def _solver_info(
                 "(--split-sweep N gives it more)"
             )
             status, bound = "FEASIBLE", swept.least_bound
+    sweep_info = None
+    if swept is not None:
+        sweep_info = SplitSweepInfo(
+            budget=config.split_sweep_budget,
+            bounded=swept.bounded,
+            split=swept.split,
+            finished=swept.least_bound is None,
+            unresolved=swept.unresolved,
+            least_bound_s=swept.least_bound,
+        )
     return info.model_copy(
         update={"objective": value, "best_bound": bound, "status": status, "method": method,
-                "subproblems": subproblems}
+                "subproblems": subproblems, "split_sweep": sweep_info}
     )  # fmt: skip
 
 

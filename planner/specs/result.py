@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.9"
+SCHEMA_VERSION = "1.10"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -282,6 +282,27 @@ class Rejection(FrozenSpec):
     target); None for rules that are simply broken."""
 
 
+class SplitSweepInfo(FrozenSpec):
+    """What the split sweep did (schema 1.10; docs/search.md, "Split layouts the even split
+    ranks low")."""
+
+    budget: int
+    """Work units it was given (SolverConfig.split_sweep_budget)."""
+    bounded: int
+    """Layouts it gave a tight bound under any split."""
+    split: int
+    """Layouts it split because their bound beat the best plan."""
+    finished: bool
+    """Whether it ended with no layout left whose bound beats the best plan (the best plan is
+    then the cost model's best)."""
+    unresolved: int
+    """Layouts left unsplit whose bound still beats the best plan (0 when finished, or when it
+    ran out before every pipelined structure was bounded)."""
+    least_bound_s: float | None
+    """The least objective bound left (s, or GPU-seconds with a cost or energy objective; 0
+    when some structures were never bounded); None when finished."""
+
+
 class SolverInfo(FrozenSpec):
     """How the ranking ended, and the CP-SAT sub-problems solved."""
 
@@ -305,6 +326,9 @@ class SolverInfo(FrozenSpec):
     subproblems: list[StageSolveInfo] = Field(default_factory=list)
     """Each CP-SAT sub-problem solved (one pipeline-stage partition per returned plan with pp >
     1), with its size, status, objective and bound."""
+    split_sweep: SplitSweepInfo | None = None
+    """What the split sweep did; None where it did not run (``--split-sweep 0``, the even split,
+    a step-time target, or a framework that places its layers itself)."""
 
 
 class SearchResult(FrozenSpec):
