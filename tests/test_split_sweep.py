@@ -5,6 +5,7 @@ brute force returns."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -26,6 +27,7 @@ from planner.search.space import (
 )
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
+from tests.test_cli import run_main
 from tests.test_stages import MIXED_KINDS, _random_problem
 
 ENOUGH = SolverConfig(split_sweep_budget=10**6)
@@ -157,3 +159,33 @@ def test_a_spent_budget_says_what_is_not_proven() -> None:
     assert result.solver.status == "FEASIBLE"
     assert 0 <= result.solver.best_bound < result.best.step_time_s
     assert "not proven" in result.solver.method
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("-1", "must be a whole number >= 0"),
+        ("1e3", "must be a whole number >= 0"),
+        ("\u00b2", "must be a whole number >= 0"),  # a digit to str.isdigit, not to int()
+        ("10000001", "exceeds the 10,000,000-unit limit"),
+        ("9" * 5000, "exceeds the 10,000,000-unit limit"),  # past int()'s 4,300-digit limit
+    ],
+)
+def test_a_bad_split_sweep_budget_is_one_line(value: str, words: str) -> None:
+    code, out, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x8",
+                               "--split-sweep", value])  # fmt: skip
+    assert code == 2 and not out and words in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2  # argparse's usage line and the error
+
+
+def test_the_json_says_whether_the_sweep_finished() -> None:
+    """``solver.split_sweep`` carries the figures: finished with no bound left, or not."""
+    code, out, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x16", "--json"])
+    assert code == 0, err
+    sweep = json.loads(out)["solver"]["split_sweep"]
+    assert sweep["finished"] and sweep["least_bound_s"] is None and sweep["budget"] == 3000
+    code, out, err = run_main(["search", "--model", "70B", "--cluster", "hgx_h100x64", "--json",
+                               "--split-sweep", "3"])  # fmt: skip
+    solver = json.loads(out)["solver"]
+    assert code == 0 and solver["status"] == "FEASIBLE" and not solver["split_sweep"]["finished"]
+    assert solver["best_bound"] == solver["split_sweep"]["least_bound_s"]

@@ -179,9 +179,10 @@ def sweep_units(text: str) -> int:
     >>> sweep_units("0"), sweep_units("5000")
     (0, 5000)
     """
-    if not re.fullmatch(r"[0-9]{1,9}", text.strip()):
+    digits = text.strip()
+    if not re.fullmatch(r"[0-9]+", digits):
         raise argparse.ArgumentTypeError(f"{_shown(text)} must be a whole number >= 0")
-    value = int(text)
+    value = int(digits) if len(digits) <= 9 else 10**9  # no int() of thousands of digits
     if value > 10**7:
         raise argparse.ArgumentTypeError(f"{_shown(text)} exceeds the 10,000,000-unit limit")
     return value
