@@ -230,6 +230,42 @@ def build_stage_problem(
     )
 
 
+def stage_time_tables(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> StageProblem:
+    """The time tables of :func:`build_stage_problem` alone (``layer_time``, ``rank_time``,
+    ``mtp_time``; the rest left empty): what :func:`any_split_time_bound` reads, at a third of
+    the cost (no memory tables, no recomputed-layer times), for every structure the split sweep
+    bounds."""
+    acc = cluster.accelerator
+    domains = comm_domains(cluster, layout)
+
+    def time_of(contents: StageContents) -> int:
+        return _time(
+            microbatch_time(
+                model, acc, workload, layout, stage=0, domains=domains, contents=contents
+            ).total
+        )
+
+    by_kind: dict[int, int] = {}
+    layer_time = []
+    for i, kind in enumerate(layer_kinds(model, workload.seq_len)):
+        if kind not in by_kind:
+            by_kind[kind] = time_of(StageContents((range(i, i + 1),), (), False, False, 0, False))
+        layer_time.append(by_kind[kind])
+    n, mtp, last = model.num_layers, workload.mtp_num_layers, layout.pp - 1
+    head = time_of(StageContents((), (), False, True, 0, True))
+    on_last = StageContents((range(n - 1, n),) * mtp, (), False, False, mtp, False)
+    return StageProblem.model_construct(
+        pp=layout.pp,
+        vpp=layout.vpp,
+        layer_time=tuple(layer_time),
+        rank_time=tuple(head if p == last else 0 for p in range(layout.pp)),
+        num_mtp=mtp,
+        mtp_time=time_of(on_last) if mtp else 0,
+    )
+
+
 def _layer_rows(
     model: ModelSpec,
     workload: TrainWorkload,
