@@ -173,8 +173,13 @@ def time_limit(text: str) -> float:
     return value
 
 
+MAX_SWEEP_UNITS = 10_000_000
+"""Largest --split-sweep (SolverConfig.split_sweep_budget's bound)."""
+
+
 def sweep_units(text: str) -> int:
-    """Work units for the split sweep (SolverConfig.split_sweep_budget): 0 up to ten million.
+    """Work units for the split sweep (SolverConfig.split_sweep_budget): 0 up to
+    :data:`MAX_SWEEP_UNITS`.
 
     >>> sweep_units("0"), sweep_units("5000")
     (0, 5000)
@@ -182,10 +187,13 @@ def sweep_units(text: str) -> int:
     digits = text.strip()
     if not re.fullmatch(r"[0-9]+", digits):
         raise argparse.ArgumentTypeError(f"{_shown(text)} must be a whole number >= 0")
-    value = int(digits) if len(digits) <= 9 else 10**9  # no int() of thousands of digits
-    if value > 10**7:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} exceeds the 10,000,000-unit limit")
-    return value
+    digits = digits.lstrip("0") or "0"
+    too_long = len(digits) > len(str(MAX_SWEEP_UNITS))  # no int() of thousands of digits
+    if too_long or int(digits) > MAX_SWEEP_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} exceeds the {MAX_SWEEP_UNITS:,}-unit limit"
+        )
+    return int(digits)
 
 
 def _add_cluster_edits(p: argparse.ArgumentParser) -> None:

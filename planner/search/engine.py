@@ -25,6 +25,7 @@ from planner.search.space import (
     STRUCTURE_FIELDS,
     SWEEP_CP_SAT_UNITS,
     SWEEP_SPLIT_UNITS,
+    SWEEP_UNITS_PER_S,
     AnySplitStage,
     Candidate,
     CandidateSet,
@@ -37,6 +38,8 @@ from planner.search.space import (
     objective_value,
     pipeline_steps,
     searches_offload,
+    structure_key,
+    tight_bound_units,
 )
 from planner.search.table import to_quanta
 from planner.search.validate import validate_plan
@@ -410,15 +413,15 @@ class SplitSweep(NamedTuple):
     bounded: int
     """Pipelined layouts it bounded under any split."""
     split: int
-    """Layouts it split because their bound beat the plans kept."""
+    """Layouts it split because their bound beat the best plan."""
     unresolved: int
-    """Layouts left unsplit when its time ran out whose bound still beat the plans kept."""
+    """Layouts left unsplit when its budget ran out whose bound still beat the best plan."""
     least_bound: float | None
     """The least objective bound among those, and of the structures the sweep did not reach
     (0 when it did not bound them all; None when nothing is left: the plans are the cost model's
     best)."""
     unvisited: bool = False
-    """Whether time ran out before every pipelined structure was visited."""
+    """Whether its budget ran out before every pipelined structure was visited."""
 
 
 def _sweep_threshold(plans: list[Plan], config: SolverConfig) -> float:
@@ -445,13 +448,13 @@ def _sweep_rows(
     build_candidates` with ``any_split``), the plans found so far as the incumbents (a plan's
     objective, after its split, bounds its structure's best). Each row's bound is the one it
     was pruned on, (m + (pp - 1)/vpp) x :meth:`~planner.search.space.StageTimes.
-    any_split_time`, plus what no split changes (:func:`_fixed_step_terms`). No structure is
+    any_split_time`, plus what no split changes (:func:`planner.search.solve.stages.
+    split_invariant_step_s`). No structure is
     visited once ``budget`` is spent; the second value is then the least bound of those left
     (0 when some were never bounded), else None."""
-    incumbents = {
-        (p.num_gpus, *(str(getattr(p.layout, k)) for k in STRUCTURE)): _plan_objective(p, config)[0]
-        for p in plans
-    }
+    from planner.search.solve.stages import split_invariant_step_s
+
+    incumbents = {structure_key(p.layout): _plan_objective(p, config)[0] for p in plans}
     rows: list[tuple[float, Candidate]] = []
     stopped: float | None = None
     for n in sorted(counts, reverse=True):
@@ -472,21 +475,11 @@ def _sweep_rows(
         for row in found.feasible:
             bare = AnySplitStage(times, row.layout)
             step = pipeline_steps(workload, row.layout) * bare.value
-            rows.append((step + _fixed_step_terms(model, row, workload), row))
+            rows.append((step + split_invariant_step_s(model, row.cluster, workload, row.layout),
+                         row))  # fmt: skip
         if found.stopped_at is not None:
             stopped = found.stopped_at if stopped is None else min(stopped, found.stopped_at)
     return rows, stopped
-
-
-def _fixed_step_terms(model: ModelSpec, row: Candidate, workload: TrainWorkload) -> float:
-    """The step-time terms no stage split changes: the pipeline sends and the per-step host
-    sync (:func:`planner.search.solve.stages.split_step_lower_bound` adds the same)."""
-    from planner.cost.step import host_sync_time, pipeline_send_time
-    from planner.topology import comm_domains
-
-    layout, cluster = row.layout, row.cluster
-    sends = pipeline_send_time(model, workload, layout, comm_domains(cluster, layout))
-    return sends + host_sync_time(cluster.accelerator.efficiency.step_overhead_ms, workload)
 
 
 def _split_sweep(
@@ -537,10 +530,10 @@ def _split_sweep(
         heapq.heappop(heap)
         if not tight:
             bounded += 1
-            bound, units = split_step_lower_bound(
+            bound, work = split_step_lower_bound(
                 model, row.cluster, candidate_workload(row, workload), row.layout, config=config
             )
-            budget.spend(units)
+            budget.spend(tight_bound_units(work))
             if bound is not None:  # None: no split fits, the even split it was ranked on stays
                 value = max(value, objective_value(config.objective, row.layout.num_gpus, bound))
                 heapq.heappush(heap, (value, i, True, row))
@@ -553,7 +546,7 @@ def _split_sweep(
             budget.spend(  # optimum ran to its time limit
                 SWEEP_CP_SAT_UNITS
                 if info.status == "OPTIMAL"
-                else round(1000 * config.stage_time_limit_s)
+                else round(SWEEP_UNITS_PER_S * config.stage_time_limit_s)
             )
         objective = _plan_objective(plan, config)
         if same and _plan_objective(same[0], config) <= objective:
@@ -566,8 +559,8 @@ def _split_sweep(
 
 
 def _same_structure(a: Layout, b: Layout) -> bool:
-    """Whether two layouts have the same parallel degrees and precision (so GPU count)."""
-    return all(getattr(a, k) == getattr(b, k) for k in STRUCTURE)
+    """Whether two layouts have the same GPU count, parallel degrees and precision."""
+    return structure_key(a) == structure_key(b)
 
 
 def _target_message(

@@ -247,12 +247,11 @@ def _layout_key(layout: Layout) -> LayoutKey:
 
 class SweepBudget:
     """Work the split sweep may still do, in units of about a millisecond of one laptop-class
-    CPU core: :data:`SWEEP_BOUND_UNITS` per structure or layout bounded under any split,
-    2 + 1 per hundred of its rank-load programme's size per tight bound (:func:`planner.search.
-    solve.stages.split_step_lower_bound`), :data:`SWEEP_SPLIT_UNITS` per layout split
-    and :data:`SWEEP_CP_SAT_UNITS` more for a split CP-SAT solves (its time limit when it
-    stops there). Counted in work rather
-    than seconds so that the same search gives the same answer on any machine."""
+    CPU core (:data:`SWEEP_UNITS_PER_S`): :data:`SWEEP_BOUND_UNITS` per structure or layout
+    bounded under any split, :func:`tight_bound_units` per tight bound,
+    :data:`SWEEP_SPLIT_UNITS` per layout split and :data:`SWEEP_CP_SAT_UNITS` more for a split
+    CP-SAT solves (its time limit when it stops there). Counted in work rather than seconds so
+    that the same search gives the same answer on any machine."""
 
     def __init__(self, units: int) -> None:
         self.left = units
@@ -267,6 +266,8 @@ class SweepBudget:
         return self.left <= 0
 
 
+SWEEP_UNITS_PER_S = 1000
+"""Budget units per second of work: a unit is about a millisecond."""
 SWEEP_BOUND_UNITS = 2
 """Budget units of one bound under any split (its time tables, 0.2-0.5 ms measured, and the
 branch and bound's work around it)."""
@@ -276,6 +277,21 @@ takes 10-100 ms, measured)."""
 SWEEP_CP_SAT_UNITS = 200
 """Budget units one split solved by CP-SAT to proven optimality adds (0.05-0.3 s measured); one
 stopped by its time limit adds a unit per millisecond of the limit."""
+SWEEP_TIGHT_BOUND_UNITS = 2
+"""Budget units of one tight split bound before its rank-load programme (its partition
+tables: 1-3 ms measured)."""
+RANK_LOAD_WORK_PER_UNIT = 100
+"""Rank-load programme size (count vectors x ranks) per budget unit (about 0.01 ms each,
+measured)."""
+
+
+def tight_bound_units(work: int) -> int:
+    """Budget units of one tight split bound whose rank-load programme has size ``work``.
+
+    >>> tight_bound_units(0), tight_bound_units(2_888)
+    (2, 30)
+    """
+    return SWEEP_TIGHT_BOUND_UNITS + work // RANK_LOAD_WORK_PER_UNIT
 
 
 class StageTimes:
@@ -324,17 +340,21 @@ class StageTimes:
         """A lower bound (s) of the slowest rank's micro-batch time of ``layout`` (without
         recomputation or interleaving, at ZeRO-1) under every stage split, and so of every
         layout of its degrees and micro-batch: :func:`planner.search.solve.stage_data.
-        any_split_time_bound` on its partition tables, less one quantum per table entry
-        for their rounding."""
+        any_split_time_bound` on its time tables, less their rounding
+        (:func:`planner.search.solve.stage_data.rounding_slack`)."""
         key = _layout_key(layout)
         found = self._any_split.get(key)
         if found is None:
-            from planner.search.solve.stage_data import any_split_time_bound, stage_time_tables
+            from planner.search.solve.stage_data import (
+                any_split_time_bound,
+                rounding_slack,
+                stage_time_tables,
+            )
 
             if self.budget is not None:
                 self.budget.spend(SWEEP_BOUND_UNITS)
             problem = stage_time_tables(self.model, self.cluster, self.workload, layout)
-            slack = problem.num_layers + problem.num_mtp + 2
+            slack = rounding_slack(problem)
             found = max(0, any_split_time_bound(problem) - slack) * TIME_QUANTUM_S
             self._any_split[key] = found
         return found
@@ -589,7 +609,7 @@ class _Collector:
         """Whether a row with this step-time lower bound may improve its structure's best or
         enter the best ``prune_top`` structures."""
         value = objective_value(self.request.objective, layout.num_gpus, floor_s)
-        best = self.best_by_structure.get(_structure_key(layout), float("inf"))
+        best = self.best_by_structure.get(structure_key(layout), float("inf"))
         return value < min(best, self.kth_best(self.prune_top)) * (1 + PRUNE_SLACK)
 
     def bounded(self, layout: Layout, steps: float, slowest: SlowestStage) -> bool:
@@ -637,14 +657,14 @@ class _Collector:
             self.reject(layout, "target", detail, cost.step_time_s - limit)
             return
         self.feasible.append(Candidate(layout=layout, cost=cost, cluster=cluster, offload=offload))
-        key = _structure_key(layout)
+        key = structure_key(layout)
         value = objective_value(self.request.objective, layout.num_gpus, cost.step_time_s)
         if value < self.best_by_structure.get(key, float("inf")):
             self.best_by_structure[key] = value
             self._kth = None
 
 
-def _structure_key(layout: Layout) -> tuple[object, ...]:
+def structure_key(layout: Layout) -> tuple[object, ...]:
     """The GPU count and the structure (STRUCTURE_FIELDS) of a layout."""
     return (layout.num_gpus, *(str(getattr(layout, k)) for k in STRUCTURE_FIELDS))
 

@@ -791,9 +791,9 @@ bound. Its tables are count vectors x count vectors, so
 512 keeps each within 2 MiB."""
 
 
-def _layer_kinds(p: StageProblem) -> tuple[list[tuple[int, ...]], tuple[int, ...]]:
-    """The kinds of layer (identical rows of every per-layer table) and, per kind, its count
-    + 1: the shape of :func:`rank_load_lower_bound`'s count vectors."""
+def _row_kinds(p: StageProblem) -> tuple[list[tuple[int, ...]], tuple[int, ...]]:
+    """The kinds of layer of ``p``'s tables (identical rows of every per-layer table) and, per
+    kind, its count + 1: the shape of :func:`rank_load_lower_bound`'s count vectors."""
     rows = list(zip(p.layer_time, p.recompute_time, p.layer_state, p.layer_activation,
                     p.recompute_saving, per_item_table(p.layer_transient, p.num_layers),
                     strict=True))  # fmt: skip
@@ -804,14 +804,14 @@ def _layer_kinds(p: StageProblem) -> tuple[list[tuple[int, ...]], tuple[int, ...
 def rank_load_work(problem: StageProblem) -> int:
     """The size of :func:`rank_load_lower_bound`'s programme: count vectors x ranks (0 when it
     does not apply); about 0.01 ms per unit measured."""
-    vectors = math.prod(_layer_kinds(problem)[1])
+    vectors = math.prod(_row_kinds(problem)[1])
     return vectors * problem.pp if vectors <= RANK_LOAD_MAX_COUNTS else 0
 
 
 def rank_load_applies(problem: StageProblem) -> bool:
     """Whether :func:`rank_load_lower_bound` enumerates ``problem``'s count vectors (at most
     :data:`RANK_LOAD_MAX_COUNTS`): then its None means that no assignment fits."""
-    return math.prod(_layer_kinds(problem)[1]) <= RANK_LOAD_MAX_COUNTS
+    return rank_load_work(problem) > 0
 
 
 def rank_load_lower_bound(problem: StageProblem) -> int | None:
@@ -851,7 +851,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
     """
     p = problem
     pp, scale = p.pp, p.in_flight_scale
-    kinds, shape = _layer_kinds(p)
+    kinds, shape = _row_kinds(p)
     if math.prod(shape) > RANK_LOAD_MAX_COUNTS:
         return None
     counts = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(-1, len(kinds))
@@ -947,15 +947,28 @@ def _counting_time_bound(problem: StageProblem) -> int:
         if t == 0:
             continue
         count = sum(1 for x in p.layer_time if x >= t)
-        low, high = best, max(p.rank_time) + count * t
-        while low < high:
-            mid = (low + high) // 2
-            if sum(max(0, (mid - e) // t) for e in p.rank_time) >= count:
-                high = mid
-            else:
-                low = mid + 1
-        best = max(best, low)
+
+        def holds(limit: int, t: int = t, count: int = count) -> bool:
+            return sum(max(0, (limit - e) // t) for e in p.rank_time) >= count
+
+        best = max(best, _least_holding(best, max(p.rank_time) + count * t, holds))
     return best
+
+
+def _least_holding(low: int, high: int, holds: Callable[[int], bool]) -> int:
+    """The least integer T in [low, high] at which ``holds`` (monotone: false, then true) is
+    true, by bisection; ``high`` when none below it is.
+
+    >>> _least_holding(0, 100, lambda t: t * t >= 50)
+    8
+    """
+    while low < high:
+        mid = (low + high) // 2
+        if holds(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def _alike_layers_time_bound(problem: StageProblem) -> int:
@@ -994,14 +1007,15 @@ def _alike_layers_time_bound(problem: StageProblem) -> int:
         )
 
     low = -(-(n * t + sum(extras) + mtp) // p.pp)
-    high = max(extras) + n * t + mtp
-    while low < high:
-        mid = (low + high) // 2
-        if holds(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
+    return _least_holding(low, max(extras) + n * t + mtp, holds)
+
+
+def rounding_slack(problem: StageProblem) -> int:
+    """Quanta a bound on ``problem``'s tables is lowered by before it bounds the cost model:
+    :func:`_time` rounds each table entry to the nearest quantum, so a rank's sum of entries may
+    exceed the cost model's time by half a quantum per entry; one per layer and MTP module, and
+    two for the rank's own extras, cover it."""
+    return problem.num_layers + problem.num_mtp + 2
 
 
 def lower_bound(problem: StageProblem) -> int | None:

@@ -53,6 +53,7 @@ from planner.search.solve.stage_data import (
     rank_load_applies,
     rank_load_lower_bound,
     rank_load_work,
+    rounding_slack,
     uniform_lower_bound,
     uniform_partition,
 )
@@ -437,8 +438,8 @@ def split_step_lower_bound(
 ) -> tuple[float | None, int]:
     """A lower bound (s) of the step time the cost model gives ``layout`` under any split
     :func:`optimise_pipeline` may keep, or None when no split fits (the even split is then all
-    there is); and the work it took, in :class:`~planner.search.space.SweepBudget` units (its
-    rank-load programme grows with the count vectors times the ranks).
+    there is); and the size of the rank-load programme it ran (count vectors x ranks,
+    :func:`~planner.search.solve.stage_data.rank_load_work`: what it cost).
 
     The slowest rank's micro-batch time S is at least the tightest of
     :func:`~planner.search.solve.stage_data.uniform_lower_bound`, :func:`~planner.search.
@@ -448,12 +449,9 @@ def split_step_lower_bound(
     any_split_time_bound`, less a quantum per table entry for their rounding; the step is at
     least (m + (pp - 1)/vpp) S (:func:`planner.cost.step.estimate_step`: the bubble is priced
     at the slowest chunk, never below the rank's average; none counted under DualPipe) plus
-    what no split changes, the pipeline sends (:func:`planner.cost.step.pipeline_send_time`)
-    and the per-step host sync. The DP synchronisation and optimizer terms are left out (>= 0).
+    what no split changes (:func:`split_invariant_step_s`). The DP synchronisation and
+    optimizer terms are left out (>= 0).
     """
-    from planner.cost.step import host_sync_time, pipeline_send_time
-    from planner.topology import comm_domains
-
     problem = build_stage_problem(
         model,
         cluster,
@@ -463,25 +461,33 @@ def split_step_lower_bound(
         headroom=config.memory_headroom,
     )
     fitting = rank_load_lower_bound(problem)
-    units = 2 + rank_load_work(problem) // 100
+    work = rank_load_work(problem)
     if fitting is None and rank_load_applies(problem):
-        return None, units
+        return None, work
     # rank_load keeps memory and so is the tighter where it applies
     bounds = [uniform_lower_bound(problem), fitting if fitting is not None else
               any_split_time_bound(problem)]  # fmt: skip
     if layout.vpp == 1:
         bounds.append(contiguous_lower_bound(problem))
-    slack = problem.num_layers + problem.num_mtp + 2
+    slack = rounding_slack(problem)
     slowest_s = max(0, max(b for b in bounds if b is not None) - slack) * TIME_QUANTUM_S
     m = workload.global_batch // (layout.dp * layout.mbs)
     steps = m if workload.pipeline_schedule == "dualpipe" else problem.steps
-    acc = cluster.accelerator
-    step_s = (
-        steps * slowest_s
-        + pipeline_send_time(model, workload, layout, comm_domains(cluster, layout))
-        + host_sync_time(acc.efficiency.step_overhead_ms, workload)
-    )
-    return step_s, units
+    return steps * slowest_s + split_invariant_step_s(model, cluster, workload, layout), work
+
+
+def split_invariant_step_s(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> float:
+    """The step-time terms no stage split changes: the pipeline sends
+    (:func:`planner.cost.step.pipeline_send_time`) and the per-step host sync
+    (:func:`planner.cost.step.host_sync_time`), as :func:`planner.cost.step.estimate_step`
+    prices them."""
+    from planner.cost.step import host_sync_time, pipeline_send_time
+    from planner.topology import comm_domains
+
+    sends = pipeline_send_time(model, workload, layout, comm_domains(cluster, layout))
+    return sends + host_sync_time(cluster.accelerator.efficiency.step_overhead_ms, workload)
 
 
 class PipelineOutcome(NamedTuple):
