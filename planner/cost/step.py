@@ -134,6 +134,31 @@ class StepCost(FrozenSpec):
         return max(self.stage_memory, key=lambda s: s.total)
 
 
+def optimizer_step_time(
+    dense_params: float,
+    expert_params: float,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    hbm_bytes_per_s: float,
+) -> float:
+    """The optimizer step of a rank holding ``dense_params`` and ``expert_params`` per GPU:
+    its shard (dense parameters over the ZeRO shard ranks, :func:`planner.cost.sharding.
+    shard_ranks`, experts over the expert-data-parallel group dp x cp x tp / (ep x etp); all of
+    them at ZeRO-0) streamed at :func:`optimizer_step_bytes_per_param` bytes each, at the
+    effective HBM bandwidth.
+
+    >>> optimizer_step_time(1e9, 0.0, TrainWorkload(), Layout(dp=8), hbm_bytes_per_s=1e12) > 0
+    True
+    """
+    edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
+    if layout.zero >= 1:
+        shard = dense_params / shard_ranks(workload, layout) + expert_params / edp
+    else:
+        shard = dense_params + expert_params
+    return optimizer_step_bytes_per_param(workload) * shard / hbm_bytes_per_s
+
+
 def host_sync_time(step_overhead_ms: float | None, workload: TrainWorkload) -> float:
     """Seconds per step the training loop loses to host synchronisation: the fitted cost of one
     sync (``AcceleratorEfficiency.step_overhead_ms``; none where unknown) over the steps between
@@ -569,11 +594,9 @@ def estimate_step(
         + copy_bytes * sum(params[s]) / hbm  # FSDP2's copies around its collectives
         for s in stages
     )
-    dense, expert = max(params.values(), key=sum)
-    edp = max(1, layout.dp * layout.cp * layout.tp // (layout.ep * layout.etp))
-    dp = shard_ranks(workload, layout)
-    shard = dense / dp + expert / edp if layout.zero >= 1 else dense + expert
-    breakdown["optimizer"] = optimizer_step_bytes_per_param(workload) * shard / hbm
+    breakdown["optimizer"] = optimizer_step_time(
+        *max(params.values(), key=sum), workload, layout, hbm_bytes_per_s=hbm
+    )
     breakdown["step_sync"] = host_sync_time(acc.efficiency.step_overhead_ms, workload)
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
     stages, memories = memory or estimate_memory(model, workload, layout, split=split)

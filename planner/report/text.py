@@ -7,7 +7,7 @@ from planner.report.quote import terminal_lines, terminal_text
 from planner.report.width import COLUMNS
 from planner.search.explain import rejection_histogram
 from planner.specs.cluster_state import SubproblemInfo
-from planner.specs.result import Plan, SearchResult
+from planner.specs.result import Plan, SearchResult, SplitSweepInfo
 from planner.units import format_seconds
 
 
@@ -280,22 +280,32 @@ def search_text(result: SearchResult) -> str:
         f"search  : {result.num_candidates} layouts, {result.num_feasible} feasible"
         + (f", rejected: {rejected}" if rejected else "")
         + f"; {solver_line(result)} in {result.search_time_s:.2f} s"
-        + _gap(result.solver.status, result.solver.objective, result.solver.best_bound)
+        + _gap(
+            result.solver.status,
+            result.solver.objective,
+            result.solver.best_bound,
+            result.solver.split_sweep,
+        )
     )
     if len(result.subproblems) > 1:
         lines += [f"cp-sat  : {subproblem_text(info)}" for info in result.subproblems]
     return terminal_lines(lines, width=COLUMNS)
 
 
-def _gap(status: str, objective: float, bound: float) -> str:
+def _gap(status: str, objective: float, bound: float, sweep: SplitSweepInfo | None = None) -> str:
     """' (split sweep ...)' with the optimality gap when the search did not prove its best plan
     the cost model's best: the split sweep (SolverConfig.split_sweep_budget) ran out with
-    layouts left whose bound under any split beats it (a bound of 0: some never bounded).
+    layouts left whose bound under any split beats it (a bound of 0: some never bounded), or
+    CP-SAT's time limit stopped splits whose bound still beats it (``sweep.unproven``).
 
     >>> _gap("FEASIBLE", 2.0, 1.5)[:73]
     ' (split sweep budget spent: best found 2 s, proven bound 1.5 s, gap 25.0%'
     >>> "nothing below the best plan is ruled out" in _gap("FEASIBLE", 2.0, 0.0)
     True
+    >>> sweep = SplitSweepInfo(budget=9, bounded=3, split=2, finished=False, unresolved=0,
+    ...                        least_bound_s=1.5, unproven=2)
+    >>> _gap("FEASIBLE", 2.0, 1.5, sweep)[:58]
+    ' (split sweep: 2 split(s) stopped by the CP-SAT time limit'
     """
     if status == "OPTIMAL":
         return ""
@@ -306,10 +316,13 @@ def _gap(status: str, objective: float, bound: float) -> str:
             "below the best plan is ruled out" + more
         )
     gap = 100.0 * (objective - bound) / objective if objective else 0.0
-    return (
-        f" (split sweep budget spent: best found {objective:.6g} s, proven bound {bound:.6g} s, "
-        f"gap {gap:.1f}%" + more
-    )
+    figures = f"best found {objective:.6g} s, proven bound {bound:.6g} s, gap {gap:.1f}%"
+    if sweep is not None and sweep.unproven:
+        stopped = f"{sweep.unproven} split(s) stopped by the CP-SAT time limit"
+        if sweep.unresolved:
+            return f" (split sweep budget spent and {stopped}: {figures}" + more
+        return f" (split sweep: {stopped}: {figures})"
+    return f" (split sweep budget spent: {figures}" + more
 
 
 def estimate_text(plan: Plan) -> str:

@@ -349,7 +349,13 @@ def search(
     # the even split ranks second can win once split with --top 1 as with --top 5
     pool = config.model_copy(update={"top": _ranked_count(config)})
     chosen, info = rank(feasible, costs, pool)
-    plans = _split_plans(model, [feasible[i] for i in chosen], workload, config)
+    ranked = [feasible[i] for i in chosen]
+    plans = _split_plans(model, ranked, workload, config)
+    unproven = [
+        bound
+        for candidate, plan in zip(ranked, plans, strict=True)
+        if (bound := _unproven_bound(model, candidate, workload, plan, config)) is not None
+    ]
     plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
     swept = None
     if sweeps_splits(config, workload):
@@ -359,8 +365,10 @@ def search(
         if prune:  # the layouts branch and bound scored are those the even split ranks well
             rows, stopped = _sweep_rows(model, cluster, workload, request, plans, config,
                                         counts, known=feasible, budget=budget)  # fmt: skip
-        done = [feasible[i].layout for i in chosen]
-        plans, swept = _split_sweep(model, workload, config, plans, rows, done, budget)
+        done = [c.layout for c in ranked]
+        plans, swept = _split_sweep(
+            model, workload, config, plans, rows, done, budget, unproven=unproven
+        )
         if stopped is not None:  # structures left unvisited bound what the sweep could not
             least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
             swept = swept._replace(least_bound=least, unvisited=True)
@@ -417,11 +425,14 @@ class SplitSweep(NamedTuple):
     unresolved: int
     """Layouts left unsplit when its budget ran out whose bound still beat the best plan."""
     least_bound: float | None
-    """The least objective bound among those, and of the structures the sweep did not reach
-    (0 when it did not bound them all; None when nothing is left: the plans are the cost model's
-    best)."""
+    """The least objective bound among those and the unproven splits, and of the structures the
+    sweep did not reach (0 when it did not bound them all; None when nothing is left: the plans
+    are the cost model's best)."""
     unvisited: bool = False
     """Whether its budget ran out before every pipelined structure was visited."""
+    unproven: int = 0
+    """Layouts split (ranked or swept) whose split CP-SAT's time limit left unproven, with a
+    bound under any split (:func:`_unproven_bound`) that still beats the best plan."""
 
 
 def _sweep_threshold(plans: list[Plan], config: SolverConfig) -> float:
@@ -490,6 +501,8 @@ def _split_sweep(
     rows: list[tuple[float, Candidate]],
     done: list[Layout],
     budget: SweepBudget,
+    *,
+    unproven: list[float] | None = None,
 ) -> tuple[list[Plan], SplitSweep]:
     """Split, best bound first, every pipelined layout of ``rows`` (but ``done``, split
     already) whose step-time bound under any split beats the best plan; a split plan replaces
@@ -497,6 +510,11 @@ def _split_sweep(
     even split ranks a layout; this finds the ones it ranks too low (docs/search.md, "Split
     layouts the even split ranks low"). The runners-up are the best of what was split: a
     layout that could only displace a runner-up is not swept for.
+
+    A split CP-SAT's time limit stopped proves only its own bound (:func:`_unproven_bound`;
+    ``unproven``: those of the ranked layouts' splits): where that still beats the best plan
+    the layout stays unresolved, counted and its bound reported, as a layout the budget left
+    unsplit is.
 
     A row enters with its cheap bound (:func:`_sweep_rows`) and is split only once its tight
     one (:func:`planner.search.solve.stages.split_step_lower_bound`, which keeps memory, and so
@@ -507,6 +525,8 @@ def _split_sweep(
     import heapq
 
     from planner.search.solve.stages import split_step_lower_bound
+
+    unproven = list(unproven or [])
 
     heap = [
         (objective_value(config.objective, row.layout.num_gpus, bound), i, False, row)
@@ -526,7 +546,7 @@ def _split_sweep(
             continue
         if budget.exhausted:
             left = sum(1 for item in heap if item[0] < threshold)
-            return plans, SplitSweep(bounded, split, left, value)
+            return plans, _swept(plans, config, bounded, split, unproven, left, value)
         heapq.heappop(heap)
         if not tight:
             bounded += 1
@@ -548,6 +568,9 @@ def _split_sweep(
                 if info.status == "OPTIMAL"
                 else round(SWEEP_UNITS_PER_S * config.stage_time_limit_s)
             )
+        proved = _unproven_bound(model, row, workload, plan, config)
+        if proved is not None:
+            unproven.append(max(value, proved))
         objective = _plan_objective(plan, config)
         if same and _plan_objective(same[0], config) <= objective:
             continue  # no better than its structure's plan
@@ -555,7 +578,50 @@ def _split_sweep(
             continue  # split, it still ranks below the runners-up
         plans = [p for p in plans if not _same_structure(p.layout, plan.layout)] + [plan]
         plans.sort(key=lambda p: _plan_objective(p, config))
-    return plans, SplitSweep(bounded, split, 0, None)
+    return plans, _swept(plans, config, bounded, split, unproven, 0, None)
+
+
+def _swept(
+    plans: list[Plan],
+    config: SolverConfig,
+    bounded: int,
+    split: int,
+    unproven: list[float],
+    left: int,
+    least: float | None,
+) -> SplitSweep:
+    """The sweep's account: ``left`` layouts unsplit with ``least`` the least bound among them
+    (None: none), and of ``unproven`` (the bounds of splits CP-SAT did not prove) those that
+    still beat the best plan."""
+    threshold = _plan_objective(plans[0], config)[0] * (1 - SWEEP_TOLERANCE)
+    open_bounds = [b for b in unproven if b < threshold]
+    if open_bounds:
+        least = min(open_bounds) if least is None else min(least, *open_bounds)
+    return SplitSweep(bounded, split, left, least, unproven=len(open_bounds))
+
+
+def _unproven_bound(
+    model: ModelSpec,
+    candidate: Candidate,
+    workload: TrainWorkload,
+    plan: Plan,
+    config: SolverConfig,
+) -> float | None:
+    """The objective bound under any split of a layout whose split CP-SAT's time limit stopped
+    (:func:`planner.search.solve.stages.solved_step_lower_bound`: the cost model's optimum of
+    the layout may lie anywhere from it to the plan), or None when its split is proven: solved
+    exactly, proved optimal or proved to have no split that fits, or not solved at all."""
+    split = plan.pipeline_split
+    info = split.subproblem if split is not None else None
+    if info is None or info.status in ("OPTIMAL", "INFEASIBLE"):
+        return None
+    from planner.search.solve.stages import solved_step_lower_bound
+
+    layout = candidate.layout
+    bound = solved_step_lower_bound(
+        model, candidate.cluster, candidate_workload(candidate, workload), layout, info
+    )
+    return objective_value(config.objective, layout.num_gpus, bound)
 
 
 def _same_structure(a: Layout, b: Layout) -> bool:
@@ -804,21 +870,7 @@ def _solver_info(
         if swept.least_bound is None:
             method += ": the best plan is the cost model's best"
         else:
-            left = (
-                "before it reached every pipelined structure"
-                if swept.unvisited
-                else f"with {swept.unresolved:,} layouts left unsplit whose bound beats it"
-            )
-            bound_words = (
-                "nothing is known of those not yet bounded"
-                if swept.least_bound <= 0
-                else f"the least bound left is {swept.least_bound:.6g}"
-            )
-            method += (
-                f", until its budget ({config.split_sweep_budget:,} units) ran out {left} "
-                f"({bound_words}): the best plan is not proven the cost model's best "
-                "(--split-sweep N gives it more)"
-            )
+            method += _unfinished_words(swept, config)
             status, bound = "FEASIBLE", swept.least_bound
     sweep_info = None
     if swept is not None:
@@ -829,11 +881,41 @@ def _solver_info(
             finished=swept.least_bound is None,
             unresolved=swept.unresolved,
             least_bound_s=swept.least_bound,
+            unproven=swept.unproven,
         )
     return info.model_copy(
         update={"objective": value, "best_bound": bound, "status": status, "method": method,
                 "subproblems": subproblems, "split_sweep": sweep_info}
     )  # fmt: skip
+
+
+def _unfinished_words(swept: SplitSweep, config: SolverConfig) -> str:
+    """What kept the split sweep from proving the best plan, in words (``swept`` has a least
+    bound left): its budget, CP-SAT's time limit on the splits, or both."""
+    reasons = []
+    budget = f"its budget ({config.split_sweep_budget:,} units) ran out"
+    if swept.unvisited:
+        reasons.append(f"{budget} before it reached every pipelined structure")
+    elif swept.unresolved:
+        reasons.append(
+            f"{budget} with {swept.unresolved:,} layouts left unsplit whose bound beats it"
+        )
+    if swept.unproven:
+        reasons.append(
+            f"CP-SAT's time limit ({config.stage_time_limit_s:g} s a split) stopped "
+            f"{swept.unproven:,} splits short of a proof, their bounds below it"
+        )
+    assert swept.least_bound is not None
+    bound_words = (
+        "nothing is known of those not yet bounded"
+        if swept.least_bound <= 0
+        else f"the least bound left is {swept.least_bound:.6g}"
+    )
+    more = "--split-sweep N gives it more" if swept.unvisited or swept.unresolved else None
+    return (
+        f", until {' and '.join(reasons)} ({bound_words}): the best plan is not proven the cost "
+        f"model's best{f' ({more})' if more else ''}"
+    )
 
 
 def estimate(

@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.10"
+SCHEMA_VERSION = "1.11"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -283,8 +283,8 @@ class Rejection(FrozenSpec):
 
 
 class SplitSweepInfo(FrozenSpec):
-    """What the split sweep did (schema 1.10; docs/search.md, "Split layouts the even split
-    ranks low")."""
+    """What the split sweep did (schema 1.10, ``unproven`` 1.11; docs/search.md, "Split layouts
+    the even split ranks low")."""
 
     budget: int
     """Work units it was given (SolverConfig.split_sweep_budget)."""
@@ -301,6 +301,10 @@ class SplitSweepInfo(FrozenSpec):
     least_bound_s: float | None
     """The least objective bound left (s, or GPU-seconds with a cost or energy objective; 0
     when some structures were never bounded); None when finished."""
+    unproven: int = 0
+    """Layouts whose split CP-SAT's time limit stopped short of a proof while their bound under
+    any split (its proven bound) still beats the best plan (schema 1.11): they leave the sweep
+    unfinished as the unresolved ones do."""
 
 
 class SolverInfo(FrozenSpec):

@@ -1014,8 +1014,18 @@ def rounding_slack(problem: StageProblem) -> int:
     """Quanta a bound on ``problem``'s tables is lowered by before it bounds the cost model:
     :func:`_time` rounds each table entry to the nearest quantum, so a rank's sum of entries may
     exceed the cost model's time by half a quantum per entry; one per layer and MTP module, and
-    two for the rank's own extras, cover it."""
-    return problem.num_layers + problem.num_mtp + 2
+    two for the rank's own extras, cover it (:func:`tables_rounding_slack`)."""
+    return tables_rounding_slack(problem.num_layers, problem.num_mtp)
+
+
+def tables_rounding_slack(num_layers: int, num_mtp: int) -> int:
+    """:func:`rounding_slack` of the tables of ``num_layers`` decoder layers and ``num_mtp``
+    MTP modules.
+
+    >>> tables_rounding_slack(61, 1)
+    64
+    """
+    return num_layers + num_mtp + 2
 
 
 def lower_bound(problem: StageProblem) -> int | None:

@@ -54,6 +54,7 @@ from planner.search.solve.stage_data import (
     rank_load_lower_bound,
     rank_load_work,
     rounding_slack,
+    tables_rounding_slack,
     uniform_lower_bound,
     uniform_partition,
 )
@@ -67,6 +68,11 @@ from planner.specs.workload import TrainWorkload
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
+
+
+HINT_TIME_LIMIT_S = 0.2
+"""Limit of the solve that completes the solver's start (:meth:`StageSolver._complete_hint`):
+with the decision variables fixed it is propagation, a few milliseconds."""
 
 
 class StageSolution(NamedTuple):
@@ -120,6 +126,8 @@ class StageSolver:
         from ortools.sat.python import cp_model
 
         self._model = cp_model.CpModel()
+        self._start_at: tuple[Assignment, int] | None = None
+        """The solver's start and its value, when it is a solution (:meth:`_add_hint`)."""
         self._add_variables()
         self._add_constraints()
         self._add_objective()
@@ -239,17 +247,52 @@ class StageSolver:
 
     def _add_hint(self, assignment: Assignment) -> None:
         """Start from ``assignment`` (the even split with the least recomputation that fits,
-        :func:`least_recompute_assignment`) when it is a solution."""
-        if evaluate_assignment(self._p, assignment) is None:
+        :func:`least_recompute_assignment`) when it is a solution, every variable hinted
+        (:meth:`_complete_hint`): a hint of the boundaries, counts and recomputed layers alone
+        left CP-SAT to complete the run counts, the recompute blocks and the slowest rank, which
+        it often did not within the time limit, and a time-limited solve then returned splits
+        slower than its start (gpt-oss-120b's PP4 VPP3 full recomputation: 464,320 quanta
+        against the start's 336,179)."""
+        value = evaluate_assignment(self._p, assignment)
+        if value is None:
             return
+        self._start_at = (assignment, value)
+        fixed = self._fixed_values(assignment)
+        for index, hinted in self._complete_hint(fixed).items():
+            self._model.add_hint(self._model.get_int_var_from_proto_index(index), hinted)
+
+    def _fixed_values(self, assignment: Assignment) -> dict[int, int]:
+        """The decision variables' values that stand for ``assignment``, by proto index."""
+        values: dict[int, int] = {}
         total = 0
         for c, count in enumerate(assignment.chunk_layers):
-            self._model.add_hint(self._bound[c], total)
-            self._model.add_hint(self._count[c], count)
-            self._model.add_hint(self._redo[c], assignment.recompute_layers[c])
+            values[self._bound[c].index] = total
+            values[self._count[c].index] = count
+            values[self._redo[c].index] = assignment.recompute_layers[c]
             total += count
         for c, holds in self._mtp.items():
-            self._model.add_hint(holds, c == assignment.mtp_chunk)
+            values[holds.index] = int(c == assignment.mtp_chunk)
+        return values
+
+    def _complete_hint(self, fixed: dict[int, int]) -> dict[int, int]:
+        """Every variable's value in the solution whose decision variables are ``fixed``: the
+        model with those fixed, solved (the rest follow from them, so the solve is a
+        propagation), or ``fixed`` alone when that fails."""
+        from ortools.sat.python import cp_model
+
+        from planner.search.solve.cpsat import configured_solver
+
+        pinned = self._model.clone()
+        for index, value in fixed.items():
+            pinned.add(pinned.get_int_var_from_proto_index(index) == value)
+        solver = configured_solver(self._config, HINT_TIME_LIMIT_S)
+        solver.parameters.num_workers = 1
+        if solver.solve(pinned) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return fixed
+        return {
+            i: solver.value(pinned.get_int_var_from_proto_index(i))
+            for i in range(len(pinned.proto.variables))
+        }
 
     # --- solve ----------------------------------------------------------------------------
     def solve(self) -> StageSolution:
@@ -270,8 +313,12 @@ class StageSolver:
         proto = self._model.proto
         size = (len(proto.variables), len(proto.constraints))
         name = STATUS_NAMES.get(status, "UNKNOWN")
+        wall = time.perf_counter() - self._start
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return StageSolution(name, None, 0, 0, *size, time.perf_counter() - self._start)
+            if self._start_at is not None:  # the start is a solution all the same
+                start, value = self._start_at
+                return StageSolution("FEASIBLE", start, value, 0, *size, wall)
+            return StageSolution(name, None, 0, 0, *size, wall)
         p = self._p
         assignment = Assignment(
             chunk_layers=tuple(solver.value(v) for v in self._count),
@@ -281,9 +328,12 @@ class StageSolver:
         )  # fmt: skip
         objective = round(solver.objective_value)
         bound = min(objective, max(0, round(solver.best_objective_bound)))
-        return StageSolution(
-            name, assignment, objective, bound, *size, time.perf_counter() - self._start
-        )
+        if self._start_at is not None and self._start_at[1] < objective:
+            # a time-limited incumbent slower than the start: keep the start (its value is
+            # read off the tables, as tightened() reads the incumbent's)
+            assignment, objective = self._start_at
+            bound = min(bound, objective)
+        return StageSolution(name, assignment, objective, bound, *size, wall)
 
 
 def _stop_at_objective(value: int | None) -> cp_model.CpSolverSolutionCallback | None:
@@ -473,7 +523,127 @@ def split_step_lower_bound(
     slowest_s = max(0, max(b for b in bounds if b is not None) - slack) * TIME_QUANTUM_S
     m = workload.global_batch // (layout.dp * layout.mbs)
     steps = m if workload.pipeline_schedule == "dualpipe" else problem.steps
-    return steps * slowest_s + split_invariant_step_s(model, cluster, workload, layout), work
+    fixed = split_invariant_step_s(model, cluster, workload, layout)
+    dp = dp_sync_step_floor(model, cluster, workload, layout, slowest_s, steps)
+    return steps * slowest_s + dp + fixed, work
+
+
+def solved_step_lower_bound(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    info: StageSolveInfo,
+) -> float:
+    """A lower bound (s) of the step time the cost model gives ``layout`` under any split the
+    solve ``info`` reports on may keep: its proven bound on the integer objective
+    (``info.best_bound``, s per step: (m + (pp - 1)/vpp) x the slowest rank's quanta, as
+    :func:`seconds_per_step` writes it) read back as the slowest rank's quanta, less the tables'
+    rounding (:func:`~planner.search.solve.stage_data.rounding_slack`), times the steps, plus the
+    DP floor (:func:`dp_sync_step_floor`) and what no split changes, as
+    :func:`split_step_lower_bound` reads its own bounds. A solve the
+    time limit stopped (FEASIBLE) proves less than its split: the split sweep counts the layout
+    as unresolved while this bound beats the best plan.
+
+    >>> from planner.catalog import load_cluster, load_model
+    >>> m, c, w = load_model("8B"), load_cluster("hgx_h100x16"), TrainWorkload(global_batch=64)
+    >>> lay = Layout(pp=2, dp=8)
+    >>> info = StageSolveInfo(name="pipeline_stages", subject=lay.short(), num_variables=0,
+    ...     num_constraints=0, status="FEASIBLE", objective=0.0, best_bound=0.0,
+    ...     objective_unit=STAGE_OBJECTIVE_UNIT, wall_s=0.0)
+    >>> fixed = split_invariant_step_s(m, c, w, lay) + dp_sync_step_floor(m, c, w, lay, 0.0, 9.0)
+    >>> solved_step_lower_bound(m, c, w, lay, info) == fixed
+    True
+    """
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    steps = m + (layout.pp - 1) / layout.vpp  # StageProblem.steps
+    quanta = round(info.best_bound / (steps * TIME_QUANTUM_S))
+    slack = tables_rounding_slack(model.num_layers, workload.mtp_num_layers)
+    scaled = m if workload.pipeline_schedule == "dualpipe" else steps
+    slowest_s = max(0, quanta - slack) * TIME_QUANTUM_S
+    dp = dp_sync_step_floor(model, cluster, workload, layout, slowest_s, scaled)
+    return scaled * slowest_s + dp + split_invariant_step_s(model, cluster, workload, layout)
+
+
+def dp_sync_step_floor(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    slowest_s: float,
+    steps: float,
+) -> float:
+    """A lower bound (s) of the exposed data-parallel synchronisation and the optimizer step
+    of ``layout`` under any split, given ``slowest_s``, a lower bound of its slowest rank's
+    micro-batch time, to add to ``steps`` (m + (pp - 1)/vpp; m under DualPipe) x ``slowest_s``;
+    0 where it cannot be proved.
+
+    Some rank holds at least ceil(n_k / pp) of the n_k layers of each kind k (:func:`planner.
+    cost.profile.layer_kinds`), and so their parameters at least; the exposed time
+    (:func:`planner.cost.step.dp_exposed_time`, at the slowest stage's compute, its last
+    bucket the bucket size, the least a rank holds last) and the optimizer step only grow with
+    a rank's parameters. The exposed time falls as the slowest stage's compute t grows, by at
+    most (1 - contention) per second in each of the reduction and the gather that overlap
+    compute, while the pipeline's ``steps`` >= 2 micro-batch times of t grow faster: so
+    their sum is least at t = ``slowest_s``, pricing forward and backward at t each (more than
+    either takes, which only lowers the exposed time). Where that argument fails (a reduction
+    every micro-batch; ZeRO-3's per-round reductions; fewer than two micro-batch times) the
+    floor is 0.
+
+    >>> from planner.catalog import load_cluster, load_model
+    >>> m, c = load_model("8B"), load_cluster("hgx_h100x16")
+    >>> w = TrainWorkload(global_batch=64, dp_comm_overlap=False)  # no overlap: all exposed
+    >>> dp_sync_step_floor(m, c, w, Layout(pp=2, dp=8), 0.1, 9.0) > 0
+    True
+    >>> dp_sync_step_floor(m, c, w, Layout(pp=2, dp=8, zero=2), 0.1, 9.0)  # every micro-batch
+    0.0
+    """
+    import math
+
+    from planner.cost.partition import StageContents
+    from planner.cost.profile import layer_kinds
+    from planner.cost.sharding import dp_sync_overlapped, reduces_once_per_step
+    from planner.cost.stage import MicrobatchTime
+    from planner.cost.stage_memory import stage_params_per_gpu
+    from planner.cost.step import dp_exposed_time, dp_tail_params, optimizer_step_time
+    from planner.topology import comm_domains
+
+    acc = cluster.accelerator
+    contention = acc.efficiency.overlap_contention
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    rounds = math.ceil(m / layout.pp)
+    if not reduces_once_per_step(workload, layout) or (
+        layout.zero >= 3 and workload.pp_grad_sync == "round" and rounds > 1
+    ):
+        return 0.0
+    if dp_sync_overlapped(workload, layout) and steps < 2:
+        return 0.0
+    kinds = layer_kinds(model, workload.seq_len)
+    first = {k: kinds.index(k) for k in set(kinds)}
+    domains = comm_domains(cluster, layout)
+    compute = MicrobatchTime.model_construct(
+        forward_s=slowest_s, backward_s=slowest_s, tp_comm_s=0.0, cp_comm_s=0.0, ep_comm_s=0.0
+    )
+    hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
+    floor = 0.0
+    for kind, i in first.items():
+        held = math.ceil(kinds.count(kind) / layout.pp)
+        contents = StageContents((range(i, i + 1),) * held, (), False, False, 0, False)
+        dense, expert = stage_params_per_gpu(model, layout, 1, workload.seq_len, contents=contents)
+        exposed = dp_exposed_time(
+            dense,
+            expert,
+            layout,
+            domains,
+            slowest=compute,
+            num_microbatches=m,
+            workload=workload,
+            contention=contention,
+            tail_params=dp_tail_params(model, layout, stage=1),
+        )
+        optimizer = optimizer_step_time(dense, expert, workload, layout, hbm_bytes_per_s=hbm)
+        floor = max(floor, exposed + optimizer)
+    return floor
 
 
 def split_invariant_step_s(
