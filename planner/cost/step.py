@@ -25,7 +25,7 @@ The step time is the sum of the exposed terms (``breakdown_s``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from pydantic import Field
@@ -258,15 +258,47 @@ def slowest_chunk_time(
     no more of any kind of work than another with the same extras (output layer, MTP modules,
     pipeline receives read on the host) is not scored: it is never the slower."""
     one_chunk = layout.model_copy(update={"vpp": 1})
+    slowest = 0.0
+    for chunk, contents in chunks_to_score(
+        model, workload, layout.pp, layout.vpp, layout.recompute, split
+    ):
+        slowest = max(slowest, microbatch_time(
+            model, acc, workload, one_chunk, stage=chunk % layout.pp, domains=domains,
+            contents=contents,
+        ).total)  # fmt: skip
+    return slowest
+
+
+@lru_cache(maxsize=4096)
+def chunks_to_score(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    pp: int,
+    vpp: int,
+    recompute: Recompute,
+    split: PipelineSplit | None,
+) -> tuple[tuple[int, StageContents], ...]:
+    """The model chunks :func:`slowest_chunk_time` scores, with what each holds: one of each
+    group of chunks alike in their extras (output layer, MTP modules, pipeline receives read on
+    the host) and their work, and of those not one that holds no more of each kind of work than
+    another of its group. What a chunk holds depends on the pipeline's pp, vpp, recomputation
+    and split only, not on the other degrees, so the chunks are found once for every layout
+    that shares them (cached).
+
+    >>> from planner.cost.params import _tiny
+    >>> [c for c, _ in chunks_to_score(_tiny(), TrainWorkload(), 2, 2, Recompute.NONE, None)]
+    [1, 3]
+    """
+    layout = Layout(pp=pp, vpp=vpp, recompute=recompute)
     table = layer_table(model, workload.seq_len)
-    edge = (0, layout.pp - 1)
+    edge = (0, pp - 1)
     found: dict[tuple[object, ...], dict[tuple[float, ...], tuple[int, StageContents]]] = {}
-    for chunk in range(layout.pp * layout.vpp):
+    for chunk in range(pp * vpp):
         contents = chunk_contents(model, workload, layout, chunk, split)
         extras = (  # the embedding (first) costs no time of its own: it is not an extra
             contents.last,
             contents.mtp,
-            workload.pp_host_sync and chunk % layout.pp in edge,  # receives read on the host
+            workload.pp_host_sync and chunk % pp in edge,  # receives read on the host
         )
         work = (
             float(contents.num_layers),
@@ -276,17 +308,20 @@ def slowest_chunk_time(
             float(contents.num_recomputed),
         )
         found.setdefault(extras, {}).setdefault(work, (chunk, contents))
-    slowest = 0.0
-    for group in found.values():
-        for work, (chunk, contents) in group.items():
-            if any(other != work and all(o >= w for o, w in zip(other, work, strict=True))
-                   for other in group):  # fmt: skip
-                continue  # another chunk with the same extras holds at least as much of each
-            slowest = max(slowest, microbatch_time(
-                model, acc, workload, one_chunk, stage=chunk % layout.pp, domains=domains,
-                contents=contents,
-            ).total)  # fmt: skip
-    return slowest
+
+    def dominated(work: tuple[float, ...], group: Mapping[tuple[float, ...], object]) -> bool:
+        """Another chunk of the group holds at least as much of each kind of work."""
+        return any(
+            other != work and all(o >= w for o, w in zip(other, work, strict=True))
+            for other in group
+        )
+
+    return tuple(
+        (chunk, contents)
+        for group in found.values()
+        for work, (chunk, contents) in group.items()
+        if not dominated(work, group)
+    )
 
 
 def pipeline_send_time(
