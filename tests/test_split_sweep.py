@@ -103,7 +103,8 @@ def test_the_bounds_hold_under_the_cost_model(
     for row in piped:
         work = engine.candidate_workload(row, workload)
         plan = engine._split_plan(model, row, workload, ENOUGH, check=False)
-        cheap = pipeline_steps(workload, row.layout) * AnySplitStage(times, row.layout).value
+        steps, bare = pipeline_steps(workload, row.layout), AnySplitStage(times, row.layout).value
+        cheap = steps * bare + dp_sync_step_floor(model, cluster, work, row.layout, bare, steps)
         tight, _ = split_step_lower_bound(model, cluster, work, row.layout, config=ENOUGH)
         assert cheap <= plan.step_time_s, row.layout.short()
         assert tight is None or tight <= plan.step_time_s, row.layout.short()

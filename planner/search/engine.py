@@ -459,11 +459,12 @@ def _sweep_rows(
     build_candidates` with ``any_split``), the plans found so far as the incumbents (a plan's
     objective, after its split, bounds its structure's best). Each row's bound is the one it
     was pruned on, (m + (pp - 1)/vpp) x :meth:`~planner.search.space.StageTimes.
-    any_split_time`, plus what no split changes (:func:`planner.search.solve.stages.
+    any_split_time`, plus the DP synchronisation no split avoids (:func:`planner.search.solve.
+    stages.dp_sync_step_floor`) and what no split changes (:func:`planner.search.solve.stages.
     split_invariant_step_s`). No structure is
     visited once ``budget`` is spent; the second value is then the least bound of those left
     (0 when some were never bounded), else None."""
-    from planner.search.solve.stages import split_invariant_step_s
+    from planner.search.solve.stages import dp_sync_step_floor, split_invariant_step_s
 
     incumbents = {structure_key(p.layout): _plan_objective(p, config)[0] for p in plans}
     rows: list[tuple[float, Candidate]] = []
@@ -485,9 +486,13 @@ def _sweep_rows(
         )
         for row in found.feasible:
             bare = AnySplitStage(times, row.layout)
-            step = pipeline_steps(workload, row.layout) * bare.value
-            rows.append((step + split_invariant_step_s(model, row.cluster, workload, row.layout),
-                         row))  # fmt: skip
+            steps = pipeline_steps(workload, row.layout)
+            floor = dp_sync_step_floor(
+                model, row.cluster, candidate_workload(row, workload), row.layout, bare.value,
+                steps,
+            )  # fmt: skip
+            fixed = split_invariant_step_s(model, row.cluster, workload, row.layout)
+            rows.append((steps * bare.value + floor + fixed, row))
         if found.stopped_at is not None:
             stopped = found.stopped_at if stopped is None else min(stopped, found.stopped_at)
     return rows, stopped
