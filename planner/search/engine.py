@@ -411,8 +411,9 @@ UNLIMITED = 2**62
 SWEEP_TOLERANCE = 1e-4
 """Relative margin by which a layout's bound under any split must beat a plan for the split
 sweep to split it: one within 0.01% could win by no more than that, below the 4 significant
-digits plans print, and the bound leaves out the DP synchronisation and optimizer terms, which
-are about that size where a layout's variants (ZeRO stages) tie with the plan."""
+digits plans print, and the bound holds only a floor of the DP synchronisation and optimizer
+terms (:func:`planner.search.solve.stages.dp_sync_step_floor`), whose rest is about that size
+where a layout's variants (ZeRO stages) tie with the plan."""
 
 
 class SplitSweep(NamedTuple):
