@@ -22,6 +22,7 @@ even split's baseline, the brute-force twin's inner loop and the check of every 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
@@ -943,13 +944,14 @@ def _counting_time_bound(problem: StageProblem) -> int:
         max(p.rank_time),  # every rank's own extras
         min(e + mtp for e in p.rank_time),  # the MTP modules' rank
     )
+    extras = sorted(Counter(p.rank_time).items())  # (extra, ranks): most ranks share 0
     for t in sorted(set(p.layer_time)):
         if t == 0:
             continue
         count = sum(1 for x in p.layer_time if x >= t)
 
         def holds(limit: int, t: int = t, count: int = count) -> bool:
-            return sum(max(0, (limit - e) // t) for e in p.rank_time) >= count
+            return sum(n * max(0, (limit - e) // t) for e, n in extras) >= count
 
         best = max(best, _least_holding(best, max(p.rank_time) + count * t, holds))
     return best
