@@ -262,3 +262,22 @@ def test_the_tight_bound_holds_under_random_splits(
         sync = cost.breakdown_s["dp_comm"] + cost.breakdown_s["optimizer"]
         assert 0 < floor <= sync * (1 + 1e-9), sizes
     assert checked >= 10
+
+
+def test_a_split_the_time_limit_stopped_is_not_proven() -> None:
+    """gpt-oss-20b at PP2 VPP2 with full recomputation (two kinds of layer, interleaved: CP-SAT
+    splits it) with a 1 ms limit per split: every CP-SAT split stops at its start, and the sweep
+    says the best plan is not proven (status FEASIBLE, the unproven splits counted, their least
+    bound below the best plan), rather than calling a stopped split settled."""
+    model, cluster = load_model("gpt-oss-20b"), load_cluster("hgx_h100x8")
+    config = SolverConfig(split_sweep_budget=10**6, stage_time_limit_s=0.001)
+    fix = {"pp": 2, "vpp": 2, "recompute": "full"}
+    result = engine.search(model, cluster, MIXED_KINDS, fix=fix, config=config)
+    sweep = result.solver.split_sweep
+    assert sweep is not None and sweep.unproven > 0 and not sweep.finished
+    solves = result.solver.subproblems
+    assert any(s.solved_by == "cp-sat" and s.status == "FEASIBLE" for s in solves)
+    assert result.solver.status == "FEASIBLE"
+    assert 0 < result.solver.best_bound < result.best.step_time_s
+    assert "CP-SAT's time limit" in result.solver.method
+    assert "the best plan is not proven" in result.solver.method

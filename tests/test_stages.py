@@ -880,3 +880,19 @@ def test_a_sweep_worker_solves_its_splits_one_at_a_time(monkeypatch: pytest.Monk
     finally:
         engine.cap_split_threads(None)
     assert engine.split_threads(config, 64) == free
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_stopped_solve_is_never_worse_than_its_start(seed: int) -> None:
+    """Stopped at once (a 1 ms limit), the solver still returns a split no slower than its
+    start, the even split with the least recomputation that fits (every variable hinted,
+    StageSolver._complete_hint), and its reported bound stays below what it returns."""
+    problem = _random_problem(seed)
+    start = least_recompute_assignment(problem)
+    value = None if start is None else evaluate_assignment(problem, start)
+    rushed = SolverConfig(stage_time_limit_s=0.001)
+    solution = StageSolver(problem, rushed).solve()
+    if value is not None:
+        assert solution.assignment is not None
+        assert evaluate_assignment(problem, solution.assignment) <= value
+        assert solution.best_bound <= solution.objective <= value
