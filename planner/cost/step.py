@@ -243,6 +243,22 @@ def pipeline_bubble_time(
     return (layout.pp - 1) * chunk
 
 
+def pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
+    """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble of
+    equal chunks, a lower bound of the cost model's: it prices the bubble at the slowest chunk,
+    never below the rank's average chunk, :func:`pipeline_bubble_time`). Under DualPipe the
+    bubble is a share of the forward only (:func:`planner.cost.pipeline.dualpipe_bubble_time`),
+    so it counts nothing: m.
+
+    >>> pipeline_steps(TrainWorkload(global_batch=64), Layout(pp=4, vpp=3, dp=2, mbs=4))
+    9.0
+    """
+    m = workload.global_batch // (layout.dp * layout.mbs)
+    if workload.pipeline_schedule == "dualpipe":
+        return float(m)
+    return m + (layout.pp - 1) / layout.vpp
+
+
 def slowest_chunk_time(
     model: ModelSpec,
     acc: AcceleratorSpec,

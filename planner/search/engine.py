@@ -36,7 +36,6 @@ from planner.search.space import (
     memory_detail,
     merge_candidate_sets,
     objective_value,
-    pipeline_steps,
     searches_offload,
     structure_key,
     tight_bound_units,
@@ -459,13 +458,12 @@ def _sweep_rows(
     structures, pruned on bounds that hold under every split (:func:`planner.search.space.
     build_candidates` with ``any_split``), the plans found so far as the incumbents (a plan's
     objective, after its split, bounds its structure's best). Each row's bound is the one it
-    was pruned on, (m + (pp - 1)/vpp) x :meth:`~planner.search.space.StageTimes.
-    any_split_time`, plus the DP synchronisation no split avoids (:func:`planner.search.solve.
-    stages.dp_sync_step_floor`) and what no split changes (:func:`planner.search.solve.stages.
-    split_invariant_step_s`). No structure is
+    was pruned on, :meth:`~planner.search.space.StageTimes.any_split_time`, as a step
+    (:func:`planner.search.solve.stages.step_lower_bound`: the pipeline's micro-batch times of
+    it, the DP synchronisation no split avoids, what no split changes). No structure is
     visited once ``budget`` is spent; the second value is then the least bound of those left
     (0 when some were never bounded), else None."""
-    from planner.search.solve.stages import dp_sync_step_floor, split_invariant_step_s
+    from planner.search.solve.stages import step_lower_bound
 
     incumbents = {structure_key(p.layout): _plan_objective(p, config)[0] for p in plans}
     rows: list[tuple[float, Candidate]] = []
@@ -486,14 +484,9 @@ def _sweep_rows(
             budget=budget,
         )
         for row in found.feasible:
-            bare = AnySplitStage(times, row.layout)
-            steps = pipeline_steps(workload, row.layout)
-            floor = dp_sync_step_floor(
-                model, row.cluster, candidate_workload(row, workload), row.layout, bare.value,
-                steps,
-            )  # fmt: skip
-            fixed = split_invariant_step_s(model, row.cluster, workload, row.layout)
-            rows.append((steps * bare.value + floor + fixed, row))
+            work = candidate_workload(row, workload)
+            slowest_s = AnySplitStage(times, row.layout).value
+            rows.append((step_lower_bound(model, row.cluster, work, row.layout, slowest_s), row))
         if found.stopped_at is not None:
             stopped = found.stopped_at if stopped is None else min(stopped, found.stopped_at)
     return rows, stopped

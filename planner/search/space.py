@@ -21,6 +21,7 @@ from planner.cost.step import (
     StepCost,
     estimate_memory,
     memory_profiles,
+    pipeline_steps,
     representative_stages,
     step_time_floor,
 )
@@ -755,18 +756,6 @@ def _split(
     if out.times is not None:
         return out.times.split(layout)
     return framework_split(model, workload, layout)
-
-
-def pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
-    """Micro-batch times one step takes on the slowest stage: m + (pp - 1) / vpp (the bubble of
-    equal chunks, a lower bound of the cost model's: it prices the bubble at the slowest chunk,
-    never below the rank's average chunk, :func:`planner.cost.step.pipeline_bubble_time`). Under
-    DualPipe the bubble is a share of the forward only (:func:`planner.cost.pipeline.
-    dualpipe_bubble_time`), so it counts nothing: m."""
-    m = workload.global_batch // (layout.dp * layout.mbs)
-    if workload.pipeline_schedule == "dualpipe":
-        return float(m)
-    return m + (layout.pp - 1) / layout.vpp
 
 
 def _visit_ladder(

@@ -31,7 +31,9 @@ kinds of layer that recomputes nothing, a branch and bound that proves its optim
 
 from __future__ import annotations
 
+import math
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple
 
 from planner.cost.step import StepCost
@@ -497,10 +499,7 @@ def split_step_lower_bound(
     solve.stage_data.rank_load_lower_bound` (each rank's memory kept, so the recomputation a
     split needs to fit is counted) and :func:`~planner.search.solve.stage_data.
     any_split_time_bound`, less a quantum per table entry for their rounding; the step is at
-    least (m + (pp - 1)/vpp) S (:func:`planner.cost.step.estimate_step`: the bubble is priced
-    at the slowest chunk, never below the rank's average; none counted under DualPipe) plus
-    what no split changes (:func:`split_invariant_step_s`). The DP synchronisation and
-    optimizer terms are left out (>= 0).
+    least :func:`step_lower_bound` of S.
     """
     problem = build_stage_problem(
         model,
@@ -521,11 +520,7 @@ def split_step_lower_bound(
         bounds.append(contiguous_lower_bound(problem))
     slack = rounding_slack(problem)
     slowest_s = max(0, max(b for b in bounds if b is not None) - slack) * TIME_QUANTUM_S
-    m = workload.global_batch // (layout.dp * layout.mbs)
-    steps = m if workload.pipeline_schedule == "dualpipe" else problem.steps
-    fixed = split_invariant_step_s(model, cluster, workload, layout)
-    dp = dp_sync_step_floor(model, cluster, workload, layout, slowest_s, steps)
-    return steps * slowest_s + dp + fixed, work
+    return step_lower_bound(model, cluster, workload, layout, slowest_s), work
 
 
 def solved_step_lower_bound(
@@ -539,9 +534,8 @@ def solved_step_lower_bound(
     solve ``info`` reports on may keep: its proven bound on the integer objective
     (``info.best_bound``, s per step: (m + (pp - 1)/vpp) x the slowest rank's quanta, as
     :func:`seconds_per_step` writes it) read back as the slowest rank's quanta, less the tables'
-    rounding (:func:`~planner.search.solve.stage_data.rounding_slack`), times the steps, plus the
-    DP floor (:func:`dp_sync_step_floor`) and what no split changes, as
-    :func:`split_step_lower_bound` reads its own bounds. A solve the
+    rounding (:func:`~planner.search.solve.stage_data.rounding_slack`), and :func:`step_lower_bound`
+    of that, as :func:`split_step_lower_bound` reads its own bounds. A solve the
     time limit stopped (FEASIBLE) proves less than its split: the split sweep counts the layout
     as unresolved while this bound beats the best plan.
 
@@ -551,18 +545,42 @@ def solved_step_lower_bound(
     >>> info = StageSolveInfo(name="pipeline_stages", subject=lay.short(), num_variables=0,
     ...     num_constraints=0, status="FEASIBLE", objective=0.0, best_bound=0.0,
     ...     objective_unit=STAGE_OBJECTIVE_UNIT, wall_s=0.0)
-    >>> fixed = split_invariant_step_s(m, c, w, lay) + dp_sync_step_floor(m, c, w, lay, 0.0, 9.0)
-    >>> solved_step_lower_bound(m, c, w, lay, info) == fixed
+    >>> solved_step_lower_bound(m, c, w, lay, info) == step_lower_bound(m, c, w, lay, 0.0)
     True
     """
     m = workload.global_batch // (layout.dp * layout.mbs)
-    steps = m + (layout.pp - 1) / layout.vpp  # StageProblem.steps
-    quanta = round(info.best_bound / (steps * TIME_QUANTUM_S))
+    integer_steps = m + (layout.pp - 1) / layout.vpp  # StageProblem.steps, under any schedule
+    quanta = round(info.best_bound / (integer_steps * TIME_QUANTUM_S))
     slack = tables_rounding_slack(model.num_layers, workload.mtp_num_layers)
-    scaled = m if workload.pipeline_schedule == "dualpipe" else steps
     slowest_s = max(0, quanta - slack) * TIME_QUANTUM_S
-    dp = dp_sync_step_floor(model, cluster, workload, layout, slowest_s, scaled)
-    return scaled * slowest_s + dp + split_invariant_step_s(model, cluster, workload, layout)
+    return step_lower_bound(model, cluster, workload, layout, slowest_s)
+
+
+def step_lower_bound(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    slowest_s: float,
+) -> float:
+    """A lower bound (s) of the step time of ``layout`` under any split whose slowest rank's
+    micro-batch time is at least ``slowest_s``: :func:`planner.cost.step.pipeline_steps` of it
+    (:func:`planner.cost.step.estimate_step` prices the bubble at the slowest chunk, never below
+    the rank's average; none under DualPipe), plus the DP synchronisation no split avoids
+    (:func:`dp_sync_step_floor`) and what no split changes (:func:`split_invariant_step_s`).
+
+    >>> from planner.catalog import load_cluster, load_model
+    >>> m, c = load_model("8B"), load_cluster("hgx_h100x16")
+    >>> w = TrainWorkload(global_batch=64, dp_comm_overlap=False)  # the DP sync: a constant
+    >>> lay = Layout(pp=2, dp=8)  # m = 8 micro-batches, 9 micro-batch times a step
+    >>> round(step_lower_bound(m, c, w, lay, 0.1) - step_lower_bound(m, c, w, lay, 0.0), 9)
+    0.9
+    """
+    from planner.cost.step import pipeline_steps
+
+    steps = pipeline_steps(workload, layout)
+    dp = dp_sync_step_floor(model, cluster, workload, layout, slowest_s, steps)
+    return steps * slowest_s + dp + split_invariant_step_s(model, cluster, workload, layout)
 
 
 def dp_sync_step_floor(
@@ -598,8 +616,6 @@ def dp_sync_step_floor(
     >>> dp_sync_step_floor(m, c, w, Layout(pp=2, dp=8, zero=2), 0.1, 9.0)  # every micro-batch
     0.0
     """
-    import math
-
     from planner.cost.partition import StageContents
     from planner.cost.profile import layer_kinds
     from planner.cost.sharding import dp_sync_overlapped, reduces_once_per_step
@@ -619,15 +635,15 @@ def dp_sync_step_floor(
     if dp_sync_overlapped(workload, layout) and steps < 2:
         return 0.0
     kinds = layer_kinds(model, workload.seq_len)
-    first = {k: kinds.index(k) for k in set(kinds)}
+    counts = Counter(kinds)
     domains = comm_domains(cluster, layout)
     compute = MicrobatchTime.model_construct(
         forward_s=slowest_s, backward_s=slowest_s, tp_comm_s=0.0, cp_comm_s=0.0, ep_comm_s=0.0
     )
     hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
     floor = 0.0
-    for kind, i in first.items():
-        held = math.ceil(kinds.count(kind) / layout.pp)
+    for kind, count in counts.items():
+        i, held = kinds.index(kind), math.ceil(count / layout.pp)
         contents = StageContents((range(i, i + 1),) * held, (), False, False, 0, False)
         dense, expert = stage_params_per_gpu(model, layout, 1, workload.seq_len, contents=contents)
         exposed = dp_exposed_time(
