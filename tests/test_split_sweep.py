@@ -137,6 +137,84 @@ def test_the_search_returns_what_splitting_every_layout_returns(
         assert ours >= theirs * (1 - engine.SWEEP_TOLERANCE)
 
 
+def _brute_force_target(
+    model_name: str,
+    cluster_name: str,
+    workload: TrainWorkload,
+    fix: dict[str, object],
+    target: float,
+) -> tuple[int, float] | None:
+    """The fewest GPUs on which some layout meets ``target`` once split, and the fastest split
+    step there, by splitting every layout that fits on every count the search weighs."""
+    model, cluster = load_model(model_name), load_cluster(cluster_name)
+    resolved = engine.resolve_workload(workload, cluster.accelerator.vendor)
+    for n in engine.gpu_counts(cluster, None, fewest=True):
+        part = engine.sub_cluster(cluster, n)
+        rows = build_candidates(model, part, resolved, engine.SpaceRequest(fix=fix)).feasible
+        steps = [engine._split_plan(model, r, resolved, ENOUGH, check=False).step_time_s
+                 for r in rows]  # fmt: skip
+        meeting = [t for t in steps if t <= target]
+        if meeting:
+            return n, min(meeting)
+    return None
+
+
+def test_a_target_is_met_by_a_split_the_even_split_misses() -> None:
+    """gpt-oss-20b at PP2 with full recomputation on 16 H100s, asked for 3.6 s a step: no layout
+    on 8 GPUs meets it evenly split (3.97 s at best), the best one split takes 3.20 s. The
+    search returns that plan on 8 GPUs, as splitting every layout on every count does (the
+    brute-force twin); the ranking alone, which sees only layouts whose even split meets the
+    target, needs 16."""
+    fix = {"pp": 2, "vpp": 1, "recompute": "full"}
+    model, cluster = load_model("gpt-oss-20b"), load_cluster("hgx_h100x16")
+    target = 3.6
+    brute = _brute_force_target("gpt-oss-20b", "hgx_h100x16", MIXED_KINDS, fix, target)
+    assert brute is not None and brute[0] == 8
+    found = engine.search(model, cluster, MIXED_KINDS, fix=fix,
+                          config=ENOUGH.model_copy(update={"target_step_time_s": target}))  # fmt: skip
+    assert found.solver.status == "OPTIMAL" and found.solver.split_sweep is not None
+    assert found.best.num_gpus == brute[0]
+    assert found.best.step_time_s == pytest.approx(brute[1], rel=engine.SWEEP_TOLERANCE)
+    assert found.best.step_time_s <= target < found.best.pipeline_split.even_step_time_s
+    ranked = engine.search(model, cluster, MIXED_KINDS, fix=fix, config=SolverConfig(
+        target_step_time_s=target, split_sweep_budget=0))  # fmt: skip
+    assert ranked.best.num_gpus == 16
+
+
+@pytest.mark.parametrize("target", [2.0, 3.3, 4.5, 9.0])
+def test_the_target_search_returns_what_splitting_every_layout_returns(target: float) -> None:
+    """The brute-force twin under a step-time target, for targets that land on each GPU count:
+    the same GPU count, and the same step time to the sweep's tolerance."""
+    fix = {"pp": 2, "vpp": 1, "recompute": "full"}
+    brute = _brute_force_target("gpt-oss-20b", "hgx_h100x16", MIXED_KINDS, fix, target)
+    assert brute is not None
+    config = ENOUGH.model_copy(update={"target_step_time_s": target})
+    found = engine.search(load_model("gpt-oss-20b"), load_cluster("hgx_h100x16"), MIXED_KINDS,
+                          fix=fix, config=config)  # fmt: skip
+    assert found.solver.status == "OPTIMAL"
+    assert found.best.num_gpus == brute[0]
+    assert found.best.step_time_s == pytest.approx(brute[1], rel=engine.SWEEP_TOLERANCE)
+
+
+def test_a_target_sweep_out_of_budget_names_the_count() -> None:
+    """A budget too small to settle the counts below the best plan's: status FEASIBLE, the JSON
+    names the count it stopped on, and the terminal line says a split there might meet the
+    target."""
+    argv = ["search", "--model", "gpt-oss-20b", "--cluster", "hgx_h100x16", "--fix", "pp=2",
+            "--fix", "vpp=1", "--fix", "recompute=full", "--global-batch", "64", "--seq-len",
+            "4096", "--target-step-time", "3.6", "--split-sweep", "20"]  # fmt: skip
+    code, out, err = run_main([*argv, "--json"])
+    assert code == 0, err
+    result = json.loads(out)
+    sweep = result["solver"]["split_sweep"]
+    assert result["solver"]["status"] == "FEASIBLE" and not sweep["finished"]
+    assert sweep["least_bound_gpus"] == 8 and result["best"]["num_gpus"] == 16
+    assert 0 <= sweep["least_bound_s"] <= 3.6
+    code, out, err = run_main(argv)
+    assert code == 0, err
+    assert "on 8 GPUs a split might still meet the target" in " ".join(out.split())
+
+
 def test_the_sweep_finds_what_the_even_split_ranks_low() -> None:
     """gpt-oss-20b at PP2 with full recomputation: the five best by the even split, split, are
     not the five best once every layout is split; the sweep lifts better ones into the

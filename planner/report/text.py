@@ -285,6 +285,7 @@ def search_text(result: SearchResult) -> str:
             result.solver.objective,
             result.solver.best_bound,
             result.solver.split_sweep,
+            best_gpus=result.best.num_gpus,
         )
     )
     if len(result.subproblems) > 1:
@@ -292,7 +293,13 @@ def search_text(result: SearchResult) -> str:
     return terminal_lines(lines, width=COLUMNS)
 
 
-def _gap(status: str, objective: float, bound: float, sweep: SplitSweepInfo | None = None) -> str:
+def _gap(
+    status: str,
+    objective: float,
+    bound: float,
+    sweep: SplitSweepInfo | None = None,
+    best_gpus: int | None = None,
+) -> str:
     """' (split sweep ...)' with the optimality gap when the search did not prove its best plan
     the cost model's best: the split sweep (SolverConfig.split_sweep_budget) ran out with
     layouts left whose bound under any split beats it (a bound of 0: some never bounded), or
@@ -306,10 +313,27 @@ def _gap(status: str, objective: float, bound: float, sweep: SplitSweepInfo | No
     ...                        least_bound_s=1.5, unproven=2)
     >>> _gap("FEASIBLE", 2.0, 1.5, sweep)[:58]
     ' (split sweep: 2 split(s) stopped by the CP-SAT time limit'
+
+    With a step-time target the bound is a step time on ``sweep.least_bound_gpus`` GPUs, fewer
+    than the best plan's ``best_gpus`` here:
+
+    >>> sweep = sweep.model_copy(update={"unproven": 0, "unresolved": 2, "least_bound_gpus": 8})
+    >>> _gap("FEASIBLE", 2.0, 3.1, sweep, best_gpus=16)[:86]
+    ' (split sweep budget spent: on 8 GPUs a split might still meet the target, bound 3.1 s'
     """
     if status == "OPTIMAL":
         return ""
     more = "; --split-sweep N gives it more)"
+    gpus = sweep.least_bound_gpus if sweep is not None else None
+    if sweep is not None and gpus is not None and best_gpus is not None and gpus < best_gpus:
+        spent = bool(sweep.unresolved or not sweep.unproven)  # the budget, not CP-SAT alone
+        why = "split sweep budget spent" if spent else (
+            f"split sweep: {sweep.unproven} split(s) stopped by the CP-SAT time limit"
+        )  # fmt: skip
+        what = f"bound {bound:.6g} s" if bound > 0 else "some layouts never bounded"
+        return f" ({why}: on {gpus:,} GPUs a split might still meet the target, {what}" + (
+            more if spent else ")"
+        )
     if bound <= 0:
         return (
             " (split sweep budget spent before every pipelined layout was bounded: nothing "

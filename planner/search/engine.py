@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import NamedTuple
@@ -321,6 +322,10 @@ def search(
     )
     feasible = [c for cs in sets for c in cs.feasible]
     candidates = merge_candidate_sets(sets)
+    exhaustive = config.solver == "exhaustive"  # every layout: the sweep has no budget
+    budget = SweepBudget(UNLIMITED if exhaustive else config.split_sweep_budget)
+    targeted = fewest and sweeps_splits(config, workload)
+    swept: SplitSweep | None = None
     if not feasible:
         if candidates.num_enumerated == 0 and not candidates.rejection_counts and (fix or bounds):
             raise SpecError(
@@ -333,44 +338,58 @@ def search(
                     [str(f) for f in precisions or [workload.precision]],
                 )
             )
-        if not candidates.rejections and candidates.rejection_counts.get("target"):
+        plans: list[Plan] = []
+        if targeted and candidates.rejection_counts.get("target"):  # none meets it evenly split
+            plans, swept = _target_split_sweep(
+                model, cluster, workload, request, [], config, counts,
+                known=[], done=[], budget=budget, unproven=[], best_gpus=max(counts),
+            )  # fmt: skip
+        if not plans:
+            if not candidates.rejections and candidates.rejection_counts.get("target"):
+                raise InfeasibleError(
+                    _target_message(model, cluster, workload, request, gpus, config, candidates)
+                    + _target_sweep_note(swept)
+                )
+            capacity = cluster.accelerator.usable_memory_bytes * (1.0 - config.memory_headroom)
+            hint = lean_state_hint(model, cluster, workload, candidates, capacity)
             raise InfeasibleError(
-                _target_message(model, cluster, workload, request, gpus, config, candidates)
+                infeasible_message(candidates, model=model.name, cluster=cluster.name, hint=hint)
+                + _target_sweep_note(swept)
             )
-        capacity = cluster.accelerator.usable_memory_bytes * (1.0 - config.memory_headroom)
-        hint = lean_state_hint(model, cluster, workload, candidates, capacity)
-        raise InfeasibleError(
-            infeasible_message(candidates, model=model.name, cluster=cluster.name, hint=hint)
-        )
-    costs = _objective_costs(feasible, config)
-    rank = _rank_exhaustive if config.solver == "exhaustive" else _rank_sorted
-    # CP-SAT splits the best split_candidates layouts whatever --top asks, so that a layout
-    # the even split ranks second can win once split with --top 1 as with --top 5
-    pool = config.model_copy(update={"top": _ranked_count(config)})
-    chosen, info = rank(feasible, costs, pool)
-    ranked = [feasible[i] for i in chosen]
-    plans = _split_plans(model, ranked, workload, config)
-    unproven = [
-        bound
-        for candidate, plan in zip(ranked, plans, strict=True)
-        if (bound := _unproven_bound(model, candidate, workload, plan, config)) is not None
-    ]
-    plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
-    swept = None
-    if sweeps_splits(config, workload):
-        exhaustive = config.solver == "exhaustive"  # every layout: the sweep has no budget
-        budget = SweepBudget(UNLIMITED if exhaustive else config.split_sweep_budget)
-        rows, stopped = [(0.0, c) for c in feasible], None
-        if prune:  # the layouts branch and bound scored are those the even split ranks well
-            rows, stopped = _sweep_rows(model, cluster, workload, request, plans, config,
-                                        counts, known=feasible, budget=budget)  # fmt: skip
+        info = _sorted_info("exhaustive" if exhaustive else "sort", 0)  # what the sweep found
+    else:
+        costs = _objective_costs(feasible, config)
+        rank = _rank_exhaustive if exhaustive else _rank_sorted
+        # CP-SAT splits the best split_candidates layouts whatever --top asks, so that a layout
+        # the even split ranks second can win once split with --top 1 as with --top 5
+        pool = config.model_copy(update={"top": _ranked_count(config)})
+        chosen, info = rank(feasible, costs, pool)
+        ranked = [feasible[i] for i in chosen]
+        plans = _split_plans(model, ranked, workload, config)
+        unproven = [
+            (candidate.layout.num_gpus, bound)
+            for candidate, plan in zip(ranked, plans, strict=True)
+            if (bound := _unproven_bound(model, candidate, workload, plan, config)) is not None
+        ]
+        plans.sort(key=lambda p: _plan_objective(p, config))  # a better split may reorder them
         done = [c.layout for c in ranked]
-        plans, swept = _split_sweep(
-            model, workload, config, plans, rows, done, budget, unproven=unproven
-        )
-        if stopped is not None:  # structures left unvisited bound what the sweep could not
-            least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
-            swept = swept._replace(least_bound=least, unvisited=True)
+        if targeted:
+            plans, swept = _target_split_sweep(
+                model, cluster, workload, request, plans, config, counts,
+                known=feasible, done=done, budget=budget, unproven=unproven,
+            )  # fmt: skip
+        elif sweeps_splits(config, workload):
+            rows, stopped = [(0.0, c) for c in feasible], None
+            if prune:  # the layouts branch and bound scored are those the even split ranks well
+                rows, stopped = _sweep_rows(model, cluster, workload, request, plans, config,
+                                            counts, known=feasible, budget=budget)  # fmt: skip
+            plans, swept = _split_sweep(
+                model, workload, config, plans, rows, done, budget,
+                unproven=[b for _, b in unproven],
+            )  # fmt: skip
+            if stopped is not None:  # structures left unvisited bound what the sweep could not
+                least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
+                swept = swept._replace(least_bound=least, unvisited=True)
     offload = searches_offload(config.offload_as_needed, workload)
     info = _solver_info(info, plans, config, offload=offload, swept=swept)  # every split solved
     plans = plans[: config.top]
@@ -385,22 +404,19 @@ def search(
         alternatives=alternatives,
         search_time_s=time.perf_counter() - start,
         num_candidates=candidates.num_enumerated,
-        num_feasible=len(feasible),
+        num_feasible=len(feasible) or len(plans),
         rejections=candidates.rejection_counts,
         solver=info,
     )
 
 
 def sweeps_splits(config: SolverConfig, workload: TrainWorkload) -> bool:
-    """Whether the search runs the split sweep (:func:`_split_sweep`): where CP-SAT splits the
-    ranked layouts (``--stage-split cp-sat``, the framework not placing its layers itself) and
-    the objective is time, cost or energy, unless its budget is 0. With a step-time target the
-    ranking is by GPU count first, and the sweep is not run: a split that would let fewer GPUs
-    meet the target is only found among the ranked layouts."""
+    """Whether the search runs the split sweep (:func:`_split_sweep`; with a step-time target
+    :func:`_target_split_sweep`): where CP-SAT splits the ranked layouts (``--stage-split
+    cp-sat``, the framework not placing its layers itself), unless its budget is 0."""
     return (
         config.stage_split == "cp-sat"
         and config.split_sweep_budget > 0
-        and config.target_step_time_s is None
         and not places_own_layers(workload)
     )
 
@@ -433,6 +449,9 @@ class SplitSweep(NamedTuple):
     unproven: int = 0
     """Layouts split (ranked or swept) whose split CP-SAT's time limit left unproven, with a
     bound under any split (:func:`_unproven_bound`) that still beats the best plan."""
+    gpus: int | None = None
+    """With a step-time target, the GPU count the sweep stopped at short of a proof (the least
+    bound is a step time on that many GPUs); None otherwise."""
 
 
 def _sweep_threshold(plans: list[Plan], config: SolverConfig) -> float:
@@ -502,6 +521,7 @@ def _split_sweep(
     budget: SweepBudget,
     *,
     unproven: list[float] | None = None,
+    ceiling: float | None = None,
 ) -> tuple[list[Plan], SplitSweep]:
     """Split, best bound first, every pipelined layout of ``rows`` (but ``done``, split
     already) whose step-time bound under any split beats the best plan; a split plan replaces
@@ -520,7 +540,11 @@ def _split_sweep(
     the recomputation a split needs) still comes first, so most rows are ruled out by a bound
     alone. Work stops when ``budget`` is spent: the rows left whose bound beats the best plan
     are counted, and the least of their bounds is how far below it the cost model's optimum
-    might lie."""
+    might lie.
+
+    ``ceiling``: an objective no plan may exceed (the step-time target, one GPU count at a
+    time: :func:`_target_split_sweep`); ``plans`` may then be empty, and a row is split while
+    its bound meets the ceiling and beats the best plan."""
     import heapq
 
     from planner.search.solve.stages import split_step_lower_bound
@@ -536,7 +560,7 @@ def _split_sweep(
     bounded = split = 0
     while heap:
         value, i, tight, row = heap[0]
-        threshold = _plan_objective(plans[0], config)[0] * (1 - SWEEP_TOLERANCE)
+        threshold = _sweep_ceiling(plans, config, ceiling)
         if value >= threshold:
             break  # no row left can beat the best plan
         same = [p for p in plans if _same_structure(p.layout, row.layout)]
@@ -545,7 +569,7 @@ def _split_sweep(
             continue
         if budget.exhausted:
             left = sum(1 for item in heap if item[0] < threshold)
-            return plans, _swept(plans, config, bounded, split, unproven, left, value)
+            return plans, _swept(plans, config, bounded, split, unproven, left, value, ceiling)
         heapq.heappop(heap)
         if not tight:
             bounded += 1
@@ -575,9 +599,84 @@ def _split_sweep(
             continue  # no better than its structure's plan
         if not same and objective[0] >= _sweep_threshold(plans, config):
             continue  # split, it still ranks below the runners-up
+        if ceiling is not None and objective[0] > ceiling:
+            continue  # split, it still misses the target
         plans = [p for p in plans if not _same_structure(p.layout, plan.layout)] + [plan]
         plans.sort(key=lambda p: _plan_objective(p, config))
-    return plans, _swept(plans, config, bounded, split, unproven, 0, None)
+    return plans, _swept(plans, config, bounded, split, unproven, 0, None, ceiling)
+
+
+def _sweep_ceiling(plans: list[Plan], config: SolverConfig, ceiling: float | None) -> float:
+    """The objective a row's bound must fall below to be split: the best plan's, less the
+    sweep's tolerance, and at most just above ``ceiling`` (a bound equal to it may meet it)."""
+    best = _plan_objective(plans[0], config)[0] * (1 - SWEEP_TOLERANCE) if plans else math.inf
+    return best if ceiling is None else min(best, math.nextafter(ceiling, math.inf))
+
+
+def _target_split_sweep(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    request: SpaceRequest,
+    plans: list[Plan],
+    config: SolverConfig,
+    counts: list[int],
+    *,
+    known: list[Candidate],
+    done: list[Layout],
+    budget: SweepBudget,
+    unproven: list[tuple[int, float]],
+    best_gpus: int | None = None,
+) -> tuple[list[Plan], SplitSweep]:
+    """The split sweep under a step-time target, where plans rank by GPU count, then step time.
+    The ranking saw only layouts whose even split meets the target; a pipelined layout on fewer
+    GPUs whose even split misses it may meet it split, and one on the best plan's count may beat
+    its step time. So the time sweep (:func:`_split_sweep`) runs one GPU count at a time, fewest
+    first, up to the best plan's, the target its ceiling: rows are the pipelined layouts on that
+    count whose bound under any split meets the target (:func:`_sweep_rows`; a structure whose
+    bound misses it is not visited), and the count's plans (none below the best plan's) its
+    incumbents. It stops at the first count below the best plan's where a split meets the
+    target (its fastest split is then the best plan: no larger count can use fewer GPUs), or
+    where its budget runs out or CP-SAT's time limit leaves a split unproven there (``gpus``
+    says which count, and the least bound is a step time on it). ``best_gpus``: the count to
+    sweep up to when there are no ``plans`` (no layout met the target evenly split)."""
+    target = config.target_step_time_s
+    assert target is not None
+    timed = config.model_copy(update={"target_step_time_s": None, "objective": "time"})
+    ask = request.model_copy(update={"objective": "time"})
+    best_gpus = best_gpus or plans[0].num_gpus
+    bounded = split = 0
+    for n in sorted({c for c in counts if c <= best_gpus}):
+        here = [p for p in plans if p.num_gpus == n]
+        rows, stopped = _sweep_rows(
+            model, cluster, workload, ask, here, timed, [n], known=known, budget=budget
+        )
+        found, swept = _split_sweep(
+            model, workload, timed, here, rows, done, budget,
+            unproven=[b for g, b in unproven if g == n], ceiling=target,
+        )  # fmt: skip
+        bounded, split = bounded + swept.bounded, split + swept.split
+        if stopped is not None:  # structures left unvisited bound what the sweep could not
+            least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
+            swept = swept._replace(least_bound=least, unvisited=True)
+        plans = [p for p in plans if p.num_gpus != n] + found
+        plans.sort(key=lambda p: _plan_objective(p, config))
+        if swept.least_bound is not None:
+            return plans, swept._replace(bounded=bounded, split=split, gpus=n)
+        if found and n < best_gpus:
+            break  # the fewest GPUs that meet the target, at their fastest split
+    return plans, SplitSweep(bounded, split, 0, None)
+
+
+def _target_sweep_note(swept: SplitSweep | None) -> str:
+    """What a target sweep that found nothing left open, for the no-layout message: '' when it
+    did not run or settled every count."""
+    if swept is None or swept.least_bound is None or swept.gpus is None:
+        return ""
+    return (
+        f"; the split sweep stopped on {swept.gpus:,} GPUs, where a split might still meet the "
+        "target (--split-sweep N gives it more)"
+    )
 
 
 def _swept(
@@ -588,11 +687,12 @@ def _swept(
     unproven: list[float],
     left: int,
     least: float | None,
+    ceiling: float | None = None,
 ) -> SplitSweep:
     """The sweep's account: ``left`` layouts unsplit with ``least`` the least bound among them
     (None: none), and of ``unproven`` (the bounds of splits CP-SAT did not prove) those that
-    still beat the best plan."""
-    threshold = _plan_objective(plans[0], config)[0] * (1 - SWEEP_TOLERANCE)
+    still beat the best plan (and meet ``ceiling``)."""
+    threshold = _sweep_ceiling(plans, config, ceiling)
     open_bounds = [b for b in unproven if b < threshold]
     if open_bounds:
         least = min(open_bounds) if least is None else min(least, *open_bounds)
@@ -859,7 +959,20 @@ def _solver_info(
             "and they were ranked again"
         )
     status, bound = info.status, value
-    if swept is not None:
+    if swept is not None and config.target_step_time_s is not None:
+        method += (
+            "; then, one GPU count at a time from the fewest up to the best plan's, every other "
+            "pipelined layout a split might let meet the target (or, on the best plan's count, "
+            f"beat its step time) was bounded under any split ({swept.bounded:,} needed the "
+            f"tight bound) and the {swept.split:,} whose bound did were split too (the split "
+            "sweep)"
+        )
+        if swept.least_bound is None:
+            method += ": the best plan is the cost model's best"
+        else:
+            method += _unfinished_words(swept, config)
+            status, bound = "FEASIBLE", swept.least_bound
+    elif swept is not None:
         method += (
             "; then every other pipelined layout a split might make faster than the best plan "
             f"was bounded under any split ({swept.bounded:,} needed the tight bound) and the "
@@ -881,6 +994,7 @@ def _solver_info(
             unresolved=swept.unresolved,
             least_bound_s=swept.least_bound,
             unproven=swept.unproven,
+            least_bound_gpus=swept.gpus,
         )
     return info.model_copy(
         update={"objective": value, "best_bound": bound, "status": status, "method": method,
@@ -910,6 +1024,8 @@ def _unfinished_words(swept: SplitSweep, config: SolverConfig) -> str:
         if swept.least_bound <= 0
         else f"the least bound left is {swept.least_bound:.6g}"
     )
+    if swept.gpus is not None:  # a step-time target: the count it stopped on
+        bound_words += f" s, on {swept.gpus:,} GPUs"
     more = "--split-sweep N gives it more" if swept.unvisited or swept.unresolved else None
     return (
         f", until {' and '.join(reasons)} ({bound_words}): the best plan is not proven the cost "

@@ -514,6 +514,15 @@ class StructureBound:
         return self.value
 
 
+def misses_target(bound: StructureBound, limit_s: float) -> bool:
+    """Whether a structure's step-time bound exceeds ``limit_s``, tightened only as far as it
+    takes: each value is a lower bound of the exact one, so one above the limit settles it, and
+    one at or below it once exact settles the other way."""
+    while bound.value <= limit_s and bound.refine():
+        pass
+    return bound.value > limit_s
+
+
 MemoryEstimate = list[StageMemoryProfile]
 """What a layout's memory is made of (:func:`planner.cost.step.memory_profiles`): valid for
 every ZeRO stage and micro-batch of its degrees, vpp, recomputation and precision."""
@@ -617,12 +626,19 @@ class _Collector:
         """Whether a row whose step takes ``steps`` micro-batch times of ``slowest`` (a lower
         bound of its step time) can neither improve its structure's best nor enter the best
         ``prune_top`` structures (then it is counted, not scored). The stages are evaluated
-        only until one prunes the row: a partial slowest time bounds the whole one."""
-        while self.may_improve(layout, steps * slowest.value):
+        only until one prunes the row: a partial slowest time bounds the whole one. A row whose
+        bound exceeds a step-time target is counted as the target's (it cannot meet it)."""
+        limit = self.request.max_step_s
+        while True:
+            floor_s = steps * slowest.value
+            if limit is not None and floor_s > limit:
+                self.counts["target"] += 1
+                return True
+            if not self.may_improve(layout, floor_s):
+                self.counts["bounded"] += 1
+                return True
             if not slowest.refine():
                 return False
-        self.counts["bounded"] += 1
-        return True
 
     def reject(
         self, layout: Layout, reason: str, detail: str | Callable[[], str], excess: float
@@ -650,7 +666,10 @@ class _Collector:
         self, layout: Layout, cost: StepCost, cluster: ClusterSpec, offload: float = 0.0
     ) -> None:
         limit = self.request.max_step_s
-        if limit is not None and cost.step_time_s > limit:
+        # under any split the even split's time says nothing of the target: the structure's
+        # bound met it (_visit_order), and the split sweep checks each row's own
+        sweeping = self.times is not None and self.times.any_split
+        if limit is not None and cost.step_time_s > limit and not sweeping:
             detail = (
                 f"{layout.short()} takes {cost.step_time_s:.3g} s per step, above the "
                 f"{limit:.3g} s target"
@@ -1028,9 +1047,9 @@ def _visit_order(
     back, until its bound is exact; a structure is visited when its exact bound is the smallest
     key. Every key being a lower bound of its structure's exact bound, that visits the same
     structures in the same order as sorting them all by the exact bound, and skips the stages
-    of every structure the bound prunes before they are needed. With a step-time target each
-    structure's exact bound is needed to count the ones the target rules out, so all are
-    computed first."""
+    of every structure the bound prunes before they are needed. With a step-time target every
+    structure's bound is first tightened until it misses the target or is exact
+    (:func:`misses_target`), to count the ones the target rules out."""
     if not out.prune_top or out.times is None:
         yield from structures
         return
@@ -1042,7 +1061,7 @@ def _visit_order(
             out.stopped_at = 0.0  # structures never bounded: nothing is known of them
             return
         bound = StructureBound(out.times, fields, request.fix)
-        if request.max_step_s is not None and bound.exact() > request.max_step_s:
+        if request.max_step_s is not None and misses_target(bound, request.max_step_s):
             out.counts["target"] += 1
             continue
         bounds[i] = bound

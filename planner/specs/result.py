@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.11"
+SCHEMA_VERSION = "1.12"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -283,8 +283,8 @@ class Rejection(FrozenSpec):
 
 
 class SplitSweepInfo(FrozenSpec):
-    """What the split sweep did (schema 1.10, ``unproven`` 1.11; docs/search.md, "Split layouts
-    the even split ranks low")."""
+    """What the split sweep did (schema 1.10, ``unproven`` 1.11, ``least_bound_gpus`` 1.12;
+    docs/search.md, "Split layouts the even split ranks low")."""
 
     budget: int
     """Work units it was given (SolverConfig.split_sweep_budget)."""
@@ -305,6 +305,10 @@ class SplitSweepInfo(FrozenSpec):
     """Layouts whose split CP-SAT's time limit stopped short of a proof while their bound under
     any split (its proven bound) still beats the best plan (schema 1.11): they leave the sweep
     unfinished as the unresolved ones do."""
+    least_bound_gpus: int | None = None
+    """With a step-time target (schema 1.12), the GPU count the sweep stopped on short of a
+    proof: ``least_bound_s`` is then a step time on that many GPUs, which may meet the target
+    where fewer GPUs than the best plan's are named; None when finished or without a target."""
 
 
 class SolverInfo(FrozenSpec):
@@ -322,7 +326,9 @@ class SolverInfo(FrozenSpec):
     """Objective value in seconds per step."""
     best_bound: float
     """Proven lower bound on the objective (s); equals objective when optimal (0 when the split
-    sweep ran out before it bounded every pipelined structure)."""
+    sweep ran out before it bounded every pipelined structure). With a step-time target, where
+    the objective is the best plan's step time on its GPU count, it is the least step-time
+    bound left on ``split_sweep.least_bound_gpus`` GPUs."""
     time_quantum_s: float
     """Resolution of the integer objective (s)."""
     method: Text = ""

@@ -53,7 +53,9 @@ class SolverConfig(FrozenSpec):
     Counted in work, not seconds, so a search gives the same answer on any machine; 0 turns the
     sweep off. When it runs out with such layouts left, the search reports status FEASIBLE and
     the least of their bounds as the best bound: how far below the best plan the cost model's
-    optimum might lie."""
+    optimum might lie. With ``target_step_time_s`` it also splits layouts on fewer GPUs whose
+    even split misses the target, one GPU count at a time (docs/search.md, "With a step-time
+    target")."""
     top: int = Field(default=5, ge=1, le=50)
     """Plans to return: the best and top - 1 runners-up with distinct parallel degrees."""
     objective: Literal["time", "cost", "energy"] = "time"
