@@ -209,10 +209,16 @@ def test_a_target_sweep_out_of_budget_names_the_count() -> None:
     sweep = result["solver"]["split_sweep"]
     assert result["solver"]["status"] == "FEASIBLE" and not sweep["finished"]
     assert sweep["least_bound_gpus"] == 8 and result["best"]["num_gpus"] == 16
+    assert result["solver"]["gpu_counts"] == [8, 16]  # the counts weighed, in the JSON
     assert 0 <= sweep["least_bound_s"] <= 3.6
     code, out, err = run_main(argv)
     assert code == 0, err
     assert "on 8 GPUs a split might still meet the target" in " ".join(out.split())
+    code, out, err = run_main(argv[:-2])  # the default budget settles it: 8 GPUs
+    assert code == 0, err
+    assert "(8 GPUs)" in out
+    assert "weighed 8 and 16 GPUs" in out
+    assert "none left that could meet the target on fewer GPUs" in " ".join(out.split())
 
 
 def test_the_sweep_finds_what_the_even_split_ranks_low() -> None:

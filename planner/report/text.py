@@ -243,11 +243,26 @@ def solver_line(result: SearchResult) -> str:
         line += f"; {bound} split(s) optimal by a lower bound, no solve"
     sweep = info.split_sweep
     if sweep is not None and sweep.finished:
+        beat = (  # with a target the best is the fewest GPUs, then the shortest step
+            "meet the target on fewer GPUs or beat the best"
+            if result.objective == "target"
+            else "beat the best"
+        )
         line += (
             f"; split sweep: {sweep.bounded} layout(s) bounded under any split, {sweep.split} "
-            "split, none left that could beat the best"
+            f"split, none left that could {beat}"
         )
     return line
+
+
+def counts_words(counts: list[int]) -> str:
+    """The GPU counts a search weighed, in words (the ladder is ``engine.gpu_counts``'s).
+
+    >>> counts_words([8, 16, 24, 32, 48, 64])
+    'weighed 8, 16, 24, 32, 48 and 64 GPUs (a ladder of whole scale-up units; --gpus N weighs N too)'
+    """
+    listed = ", ".join(f"{n:,}" for n in counts[:-1]) + f" and {counts[-1]:,}"
+    return f"weighed {listed} GPUs (a ladder of whole scale-up units; --gpus N weighs N too)"
 
 
 OBJECTIVE_WORDS = {
@@ -267,6 +282,9 @@ def search_text(result: SearchResult) -> str:
             3,
             f"ranked  : by {OBJECTIVE_WORDS[objective]} (best {objective_figure(result.best, objective)})",
         )
+        counts = result.solver.gpu_counts
+        if len(counts) > 1:
+            lines.insert(4, f"counts  : {counts_words(counts)}")
     if result.alternatives:
         unit = OBJECTIVE_UNITS.get(objective)
         lines.append("runners-up:" + (f" (step time, {unit})" if unit else " (step time)"))

@@ -392,6 +392,7 @@ def search(
                 swept = swept._replace(least_bound=least, unvisited=True)
     offload = searches_offload(config.offload_as_needed, workload)
     info = _solver_info(info, plans, config, offload=offload, swept=swept)  # every split solved
+    info = info.model_copy(update={"gpu_counts": sorted(counts)})
     plans = plans[: config.top]
     best = plans[0]
     objective = "target" if fewest else config.objective

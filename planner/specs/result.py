@@ -338,7 +338,12 @@ class SolverInfo(FrozenSpec):
     1), with its size, status, objective and bound."""
     split_sweep: SplitSweepInfo | None = None
     """What the split sweep did; None where it did not run (``--split-sweep 0``, the even split,
-    a step-time target, or a framework that places its layers itself)."""
+    or a framework that places its layers itself)."""
+    gpu_counts: list[int] = Field(default_factory=list)
+    """The GPU counts the search weighed, ascending (schema 1.12): the cluster's size or the
+    ``--gpus`` cap, and with a step-time target or a cost or energy objective the smaller legal
+    counts on a 1-1.5-2 ladder of scale-up units (``engine.gpu_counts``): a count off the ladder
+    is weighed only when named with ``--gpus``. Empty in plans saved before 1.12."""
 
 
 class SearchResult(FrozenSpec):
