@@ -53,6 +53,7 @@ from planner.specs.cluster import ClusterEdits, ClusterSpec
 from planner.specs.cluster_state import ClusterState
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import Plan, SearchResult, ServeLayout, ServePlan, ServeSearchResult
 from planner.specs.scenarios import KnobValue, MigrateResult, RunLength, WhatIfResult
 from planner.specs.solver_config import SolverConfig
@@ -376,13 +377,17 @@ def estimate(
     workload: WorkloadLike = None,
     cluster_state: StateLike = None,
     config: SolverConfig | dict[str, object] | None = None,
+    pipeline_split: PipelineSplit | str | Mapping[str, object] | None = None,
     **settings: object,
 ) -> Plan:
     """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
     workload's (a dict that names another is an error: the workload's is the one scored).
     ``cluster_state``: score it on the free accelerators (``dp`` then defaults to filling
     them), placed by CP-SAT. With pp > 1, CP-SAT splits the layers over the stages unless
-    ``config`` (a SolverConfig or a dict of its fields) says ``stage_split="even"``. Workload
+    ``config`` (a SolverConfig or a dict of its fields) says ``stage_split="even"``, or
+    ``pipeline_split`` gives the split the run used: a PipelineSplit, a Megatron-LM layout
+    string (``"Et*4|(t*4|)*14tmL"``), or a dict of Megatron-LM's split settings by argument
+    name (``{"decoder_first_pipeline_num_layers": 3}``; planner.search.given_split). Workload
     settings may also be given by their CLI names (``seq_len=4096``)."""
     if not isinstance(layout, Layout | Mapping):
         raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
@@ -392,8 +397,15 @@ def estimate(
     state, state_name = _cluster_state(cluster_state)
     if state is None:
         layout = _as_layout(layout, spec_cluster, spec_workload)
+        split = _given_split(pipeline_split, spec_model, spec_workload, layout)
         return engine.estimate(
-            spec_model, spec_cluster, spec_workload, layout, config=_config(config, None)
+            spec_model, spec_cluster, spec_workload, layout, config=_config(config, None),
+            split=split,
+        )  # fmt: skip
+    if pipeline_split is not None:
+        raise SpecError(
+            "a given pipeline split is scored on the whole cluster; with a cluster state the "
+            "layout is placed on the free accelerators under the even split"
         )
     from planner.search.state import estimate_on_state, state_capacity
 
@@ -402,6 +414,26 @@ def estimate(
     return estimate_on_state(
         spec_model, spec_cluster, spec_workload, layout, state, state_name=state_name
     )
+
+
+def _given_split(
+    given: object, model: ModelSpec, workload: TrainWorkload, layout: Layout
+) -> PipelineSplit | None:
+    """The PipelineSplit ``estimate``'s ``pipeline_split`` names (None: none given)."""
+    from planner.search.given_split import split_from_flags
+
+    if given is None or isinstance(given, PipelineSplit):
+        return given
+    if isinstance(given, str):
+        given = {"pipeline_model_parallel_layout": given}
+    if not isinstance(given, Mapping):
+        raise _kind_error(
+            "pipeline_split", given, "a PipelineSplit, a layout string or a dict of settings"
+        )
+    return split_from_flags(
+        dict(given), pp=layout.pp, vpp=layout.vpp, num_layers=model.num_layers,
+        mtp_layers=workload.mtp_num_layers,
+    )  # fmt: skip
 
 
 def _same_precision(fields: dict[str, object], key: str, workload_value: object) -> None:
@@ -998,10 +1030,12 @@ def _check_training_plan(
     if probe is None:
         return
     split = plan.pipeline_split
-    # re-score as it was scored: the even split, or the CP-SAT split the search made
+    # re-score as it was scored: the even split, the CP-SAT split the search made, or the split
+    # the user gave (its layers per chunk, as the plan records them)
     config = None if split is None or split.method == "even" else SolverConfig(top=1)
+    given = engine.given_split_of(plan)
     try:
-        again = engine.estimate(model, cluster, probe, layout, config=config)
+        again = engine.estimate(model, cluster, probe, layout, config=config, split=given)
     except SpecError as exc:
         if workload is None:  # the guessed workload may not be the plan's: nothing to compare
             return

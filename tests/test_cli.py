@@ -100,6 +100,13 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | EDIT_FLAGS
     | SERVE_FLAGS
     | {"--attention-dp", "--placement", "--cluster-state", "--stage-split"}
+    | {
+        "--pipeline-model-parallel-layout",
+        "--decoder-first-pipeline-num-layers",
+        "--decoder-last-pipeline-num-layers",
+        "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split",
+    }
     | {"--tp", "--pp", "--vpp", "--dp", "--cp", "--ep", "--etp", "--mbs", "--recompute", "--zero"},
     "models": {"-h", "--help", "--json"},
     "clusters": {"-h", "--help", "--json"},

@@ -23,6 +23,7 @@ from planner.cli.options import (
     _write_placement,
     _write_text,
     given,
+    given_split_flags,
     stage_split_fields,
 )
 from planner.cli.outputs import wrote
@@ -107,6 +108,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         layout=layout,
         cluster_state=args.cluster_state,
         config=config,
+        pipeline_split=given_split_flags(args),
     )
     print(plan.model_dump_json(indent=2) if args.json else estimate_text(plan))
     _write_placement(args, plan)

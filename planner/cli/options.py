@@ -516,6 +516,43 @@ def _add_stage_split(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_given_split(p: argparse.ArgumentParser) -> None:
+    """Megatron-LM's pipeline split flags, spelled as Megatron-LM spells them (estimate only:
+    the split a published run used; planner.search.given_split)."""
+    g = p.add_argument_group(
+        "a given pipeline split (training estimate; Megatron-LM names, instead of --stage-split)"
+    )
+    g.add_argument(
+        "--pipeline-model-parallel-layout",
+        metavar="LAYOUT",
+        help="layers per stage, pp x vpp stages in layer order: E embedding, t decoder layer, "
+        "m MTP layer, L loss, | between stages, x*n and (...)*n repeat (Et*4|(t*4|)*14tmL)",
+    )
+    for end in ("first", "last"):
+        g.add_argument(
+            f"--decoder-{end}-pipeline-num-layers",
+            type=int,
+            metavar="N",
+            help=f"decoder layers on the {end} pipeline rank (the others share the rest)",
+        )
+    for part in ("embedding", "loss"):
+        g.add_argument(
+            f"--account-for-{part}-in-pipeline-split",
+            action="store_true",
+            help=f"the {part} takes a layer's slot in the even split",
+        )
+
+
+def given_split_flags(args: argparse.Namespace) -> dict[str, object] | None:
+    """The given split flags that were set (None: none)."""
+    from planner.search.given_split import SPLIT_FLAGS
+
+    given = {
+        k: getattr(args, k) for k in SPLIT_FLAGS if getattr(args, k, None) not in (None, False)
+    }
+    return given or None
+
+
 STAGE_SPLITS: tuple[str, ...] = ("cp-sat", "per-stage", "even")
 """``--stage-split`` choices (SolverConfig.stage_split and stage_recompute)."""
 
@@ -986,7 +1023,9 @@ TRAIN_ONLY: tuple[str, ...] = (
     "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "fsdp_buffer_copies",
     "weight_cast", "fp8_casts", "host_sync_interval", "no_sequence_parallel", "no_tp_overlap",
     "tp_overlap", "framework", "cp_comm", "cp_impl", "mtp_num_layers", "stage_split",
-    "target_step_time", "cluster_state",
+    "target_step_time", "cluster_state", "pipeline_model_parallel_layout",
+    "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
 )  # fmt: skip
 """Flags (destinations) that only training reads: --mode serve would ignore them."""
 _SERVE_HINTS = {

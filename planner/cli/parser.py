@@ -10,6 +10,7 @@ from planner.cli.options import (
     WHATIF_MAX_SCENARIOS,
     WHATIF_MAX_SCENARIOS_LIMIT,
     _add_cluster_edits,
+    _add_given_split,
     _add_placement,
     _add_run_length,
     _add_serve,
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "torchtitan, maxtext and fsdp)",
     )
     _add_stage_split(estimate)
+    _add_given_split(estimate)
     models = sub.add_parser("models", help="list catalog models")
     models.add_argument("--json", action="store_true")
     clusters = sub.add_parser(

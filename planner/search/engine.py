@@ -902,6 +902,60 @@ def _framework_split_plan(
     return plan
 
 
+def _given_split_plan(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    split: PipelineSplit,
+    *,
+    placed: bool,
+) -> Plan:
+    """The plan of ``layout`` scored under the split the user gave (``method`` "given"), with
+    the even split's figures beside it; SpecError where the split is not one of this layout
+    (its chunks are not pp x vpp, its layers not the model's) or the framework places its
+    layers itself (``placed``)."""
+    if placed:
+        raise SpecError(
+            f"the {workload.framework} framework places its pipeline layers itself; a given "
+            "pipeline split cannot be run there"
+        )
+    chunks = layout.pp * layout.vpp
+    if layout.pp == 1 or split.num_chunks != chunks:
+        raise SpecError(
+            f"the given pipeline split has {split.num_chunks} chunks, the layout pp x vpp = "
+            f"{layout.pp} x {layout.vpp} = {chunks}"
+            + (" (a split needs pp > 1)" if layout.pp == 1 else "")
+        )
+    if sum(split.chunk_layers) != model.num_layers:
+        raise SpecError(
+            f"the given pipeline split holds {sum(split.chunk_layers)} decoder layers, "
+            f"{model.name} has {model.num_layers}"
+        )
+    cost = score(model, cluster, workload, layout, split=split)
+    even = score(model, cluster, workload, layout)
+    info = PipelineSplitInfo(
+        method="given",
+        even_step_time_s=even.step_time_s,
+        even_peak_gib=even.peak_memory.total / GiB,
+        even_fits=fits(even, cluster),
+    )
+    return to_plan(model, cluster, workload, layout, cost, split=split, split_info=info)
+
+
+def given_split_of(plan: Plan) -> PipelineSplit | None:
+    """The split a plan estimated under a given split records in its stages (decoder layers
+    and MTP modules per chunk); None for any other plan."""
+    if plan.pipeline_split is None or plan.pipeline_split.method != "given":
+        return None
+    stages = sorted(plan.pipeline_stages, key=lambda s: s.stage)
+    holding = [s.stage for s in stages if s.mtp_layers]
+    return PipelineSplit(
+        chunk_layers=tuple(s.num_layers for s in stages),
+        mtp_chunk=holding[0] if holding else None,
+    )
+
+
 def _plan_objective(plan: Plan, config: SolverConfig) -> tuple[float, float]:
     """What the ranking minimises, for a plan: (GPUs, step time) with a step-time target, else
     (step time or GPU-seconds per step, 0)."""
@@ -1041,12 +1095,14 @@ def estimate(
     layout: Layout,
     *,
     config: SolverConfig | None = None,
+    split: PipelineSplit | None = None,
 ) -> Plan:
     """Score one given layout. SpecError when it breaks a rule; the plan says whether it fits.
     With ``config`` asking for it (``stage_split``), CP-SAT splits the pipeline; without a
     config the even split is scored (the validation set's published runs). A framework that
     places its layers itself (``FrameworkSpec.pipeline_split`` ``cost``) gets its own split
-    either way."""
+    either way. ``split``: the layers per chunk the run used (:mod:`planner.search.
+    given_split`), scored as given, with the even split's figures beside it."""
     workload = resolve_workload(workload, cluster.accelerator.vendor)
     check_workload(model, cluster, workload)
     if layout.precision != workload.precision:
@@ -1055,6 +1111,8 @@ def estimate(
     if violations:
         raise SpecError("; ".join(detail for _, detail in violations))
     own = framework_split(model, workload, layout)
+    if split is not None:
+        return _given_split_plan(model, cluster, workload, layout, split, placed=own is not None)
     if own is not None:  # the framework places its layers itself (Nanotron)
         cost = score(model, cluster, workload, layout, split=own)
         candidate = Candidate(layout=layout, cost=cost, cluster=cluster)
@@ -1071,8 +1129,8 @@ def estimate(
 def not_fitting_message(
     plan: Plan, model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload
 ) -> str:
-    """The one-line reason an estimated layout does not fit."""
-    cost = score(model, cluster, workload, plan.layout)
+    """The one-line reason an estimated layout does not fit (under the split it was given)."""
+    cost = score(model, cluster, workload, plan.layout, split=given_split_of(plan))
     if fits(cost, cluster):
         return ""
     return memory_detail(

@@ -140,7 +140,14 @@ class PipelineSplitInfo(FrozenSpec):
     """How the layers were split over the pipeline stages, and what the split gained."""
 
     method: Literal[
-        "even", "cp-sat", "recurrence", "bound", "layer-counts", "branch-and-bound", "framework"
+        "even",
+        "cp-sat",
+        "recurrence",
+        "bound",
+        "layer-counts",
+        "branch-and-bound",
+        "framework",
+        "given",
     ]
     """``even``: the planner's default (as even as possible, the remainder on the middle
     stages, every layer recomputed under full recomputation); ``cp-sat``: the CP-SAT partition
@@ -155,7 +162,8 @@ class PipelineSplitInfo(FrozenSpec):
     (schema 1.8): the exact interleaved partition of a model with several kinds of layer that
     recomputes nothing, found by a depth-first walk of the chunk sizes; ``framework``: the
     split the framework makes itself and the user cannot change (Nanotron's cost-balanced
-    placement, schema 1.4)."""
+    placement, schema 1.4); ``given`` (schema 1.12): the split the user gave (``layout
+    estimate --pipeline-model-parallel-layout`` and Megatron-LM's other split flags)."""
     even_step_time_s: NonNegativeFloat
     """Step time of the same layout with the even split (s)."""
     even_peak_gib: NonNegativeFloat

@@ -330,6 +330,12 @@ def split_note(job: ExportJob, counts: list[int]) -> None:
             f"the plan's framework makes itself, {counts} (pipeline_split: framework)"
         )
         return
+    if plan.pipeline_split is not None and plan.pipeline_split.method == "given":
+        job.note(
+            f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to the split "
+            f"the plan was estimated with, {counts} (pipeline_split: given)"
+        )
+        return
     optimised = plan.pipeline_split.optimised if plan.pipeline_split is not None else None
     if optimised:
         job.note(
