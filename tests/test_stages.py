@@ -19,11 +19,13 @@ from planner.search.solve.stage_data import (
     Assignment,
     StageProblem,
     build_stage_problem,
+    chunk_times,
     contiguous_lower_bound,
     contiguous_partition,
     evaluate_assignment,
     even_assignment,
     least_recompute_assignment,
+    level_chunks,
     lower_bound,
     rank_load_lower_bound,
     rank_step_memory,
@@ -915,3 +917,63 @@ def test_the_kept_split_is_no_slower_than_the_solves_start() -> None:
     split = PipelineSplit(chunk_layers=start.chunk_layers, recompute_layers=start.recompute_layers)
     started = score(model, cluster, workload, layout, split=split)
     assert outcome.cost.step_time_s <= started.step_time_s < even.step_time_s
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_levelled_chunks_keep_every_rule_and_the_slowest_rank(seed: int) -> None:
+    """:func:`level_chunks` on every split of random interleaved problems (brute force): its
+    split holds every rule, no rank is slower than the bound it was given, and its slowest chunk
+    is no slower than the split it started from."""
+    problem = _random_problem(seed).model_copy(update={"vpp": 2})
+    problem = problem.model_copy(update={"even_layers": tuple(
+        len(stage_layers_of(problem.num_layers, problem.num_chunks, c))
+        for c in range(problem.num_chunks))})  # fmt: skip
+    for assignment in _every_assignment(problem):
+        value = evaluate_assignment(problem, assignment)
+        if value is None:
+            continue
+        levelled = level_chunks(problem, assignment, value)
+        assert evaluate_assignment(problem, levelled) is not None
+        assert evaluate_assignment(problem, levelled) <= value
+        assert max(chunk_times(problem, levelled)) <= max(chunk_times(problem, assignment))
+
+
+def _every_assignment(problem: StageProblem) -> list[Assignment]:
+    """Every split, recompute vector and MTP chunk of a small problem (brute_force_stages's
+    enumeration)."""
+    import itertools
+
+    from planner.search.exhaustive import _recompute_choices
+
+    out = []
+    chunks, n = problem.num_chunks, problem.num_layers
+    for cuts in itertools.combinations_with_replacement(range(n + 1), chunks - 1):
+        bounds = (0, *cuts, n)
+        layers = tuple(bounds[c + 1] - bounds[c] for c in range(chunks))
+        for redo in _recompute_choices(problem, layers):
+            for mtp in problem.mtp_chunks if problem.num_mtp else [chunks - 1]:
+                out.append(Assignment(chunk_layers=layers, recompute_layers=redo, mtp_chunk=mtp))
+    return out
+
+
+def test_deepseek_v3s_split_is_no_slower_than_nvidias() -> None:
+    """DeepSeek-V3 with its MTP module at PP2 VPP8 on 256 GB300 (NVIDIA's 26.04 MXFP8 config):
+    the planner's split is no slower, to the cost model, than the layout NVIDIA's recipe runs,
+    'Et*4|(t*4|)*14tmL'. The solve's split alone (each rank balanced, 25 and 21 layers piled
+    into the last two chunks) took 16.94 s against the layout's 16.60 s; levelled, 16.32 s."""
+    from planner.search.given_split import split_from_layout
+
+    model, cluster = load_model("deepseek-v3"), load_cluster("gb300_nvl72x256")
+    workload = engine.resolve_workload(
+        TrainWorkload(seq_len=4096, global_batch=4096, precision="mxfp8", mtp_num_layers=1,
+                      grad_reduce_dtype="bf16", moe_dispatch_dedup=True, ep_comm_overlap=False,
+                      tp_comm_overlap=False, optimizer_state_dtype="bf16", moe_host_sync=True,
+                      recompute_modules=("mla_up_proj",)),
+        "NVIDIA",
+    )  # fmt: skip
+    layout = Layout(pp=2, vpp=8, dp=128, ep=32, mbs=2, recompute="selective", precision="mxfp8")
+    nvidia = split_from_layout("Et*4|(t*4|)*14tmL", pp=2, num_layers=61, mtp_layers=1)
+    given = engine.estimate(model, cluster, workload, layout, split=nvidia)
+    planned = engine.estimate(model, cluster, workload, layout, config=SolverConfig())
+    assert given.fits and planned.fits
+    assert planned.step_time_s <= given.step_time_s

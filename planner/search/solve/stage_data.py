@@ -358,6 +358,113 @@ def rank_loads(problem: StageProblem, assignment: Assignment) -> list[tuple[int,
     return [(t, mem) for t, mem in loads]
 
 
+def chunk_times(problem: StageProblem, assignment: Assignment) -> list[int]:
+    """Each chunk's micro-batch time under ``assignment``: its layers, the recomputation of its
+    first ``recompute_layers``, the output layer and loss on the last chunk (the last rank's
+    ``rank_time``) and the MTP modules on theirs. The pipeline's fill and drain wait on the
+    slowest (:func:`planner.cost.step.pipeline_bubble_time`).
+
+    >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(1, 2, 3, 4, 5, 6),
+    ...     recompute_time=(0,) * 6, rank_time=(0, 7), num_mtp=0, mtp_time=0)
+    >>> chunk_times(p, Assignment(chunk_layers=(1, 2, 2, 1), recompute_layers=(0,) * 4,
+    ...     mtp_chunk=3))
+    [1, 5, 9, 13]
+    """
+    p, out, start = problem, [], 0
+    for c, (count, redo) in enumerate(
+        zip(assignment.chunk_layers, assignment.recompute_layers, strict=True)
+    ):
+        layers = range(start, start + count)
+        time_ = sum(p.layer_time[i] for i in layers)
+        time_ += sum(p.recompute_time[i] for i in layers[:redo])
+        if c == len(assignment.chunk_layers) - 1:
+            time_ += p.rank_time[p.pp - 1]
+        if p.num_mtp and c == assignment.mtp_chunk:
+            time_ += p.mtp_time
+        out.append(time_)
+        start += count
+    return out
+
+
+def level_chunks(problem: StageProblem, assignment: Assignment, slowest: int) -> Assignment:
+    """``assignment`` with its chunks levelled within each rank: while the slowest chunk can
+    pass a layer to another chunk of its rank (one layer fewer there, one more here; the chunks
+    between keep their counts, their layers shifted by one) and the split still holds every
+    rule with no rank slower than ``slowest``, the move that leaves the chunk times least
+    uneven is made (the slowest chunk first, then the sum of their squares). The integer
+    objective sees the ranks, and among splits equal there it may pile a rank's layers into one
+    chunk, which the pipeline's fill and drain then wait on
+    (:func:`planner.cost.step.pipeline_bubble_time`). Recomputation keeps its rule (the block
+    method's count N, min(N, layers) per chunk).
+
+    >>> p = StageProblem.model_construct(pp=2, vpp=2, num_chunks=4, layer_time=(1,) * 8,
+    ...     recompute_time=(0,) * 8, rank_time=(0, 0), num_mtp=0, mtp_time=0, min_chunk_layers=1,
+    ...     recompute="none", in_flight_scale=1, in_flight=(1, 1), capacity=99,
+    ...     rank_state=(0, 0), rank_memory=(0, 0), working=0, layer_state=(0,) * 8,
+    ...     layer_activation=(0,) * 8, recompute_saving=(0,) * 8, layer_transient=(),
+    ...     rank_transient=(), fixed_recompute=None)
+    >>> level_chunks(p, Assignment(chunk_layers=(1, 1, 3, 3), recompute_layers=(0,) * 4,
+    ...     mtp_chunk=3), 4).chunk_layers
+    (2, 2, 2, 2)
+    """
+    p = problem
+
+    def redo_for(layers: list[int]) -> tuple[int, ...]:
+        if p.recompute == "none" or not any(assignment.recompute_layers):
+            return (0,) * len(layers)
+        if p.recompute == "per_stage":
+            blocks = [max(assignment.recompute_layers[r :: p.pp]) for r in range(p.pp)]
+            return tuple(min(blocks[c % p.pp], n) for c, n in enumerate(layers))
+        block = max(assignment.recompute_layers)
+        return tuple(min(block, n) for n in layers)
+
+    def unevenness(a: Assignment) -> tuple[int, int]:
+        times = chunk_times(p, a)
+        return max(times), sum(t * t for t in times)
+
+    best, score = assignment, unevenness(assignment)
+    # first each rank's layers spread as evenly as its chunks allow (the MTP modules' chunk is
+    # the last that may hold layers), when that keeps to the rules and ``slowest``; then moves
+    last = best.mtp_chunk if p.num_mtp else p.num_chunks - 1
+    spread = [0] * p.num_chunks
+    for r in range(p.pp):
+        chunks = [c for c in range(r, last + 1, p.pp)]
+        total = sum(best.chunk_layers[r :: p.pp])
+        base, extra = divmod(total, len(chunks)) if chunks else (0, 0)
+        for k, c in enumerate(chunks):
+            spread[c] = base + int(k < extra)
+    even = Assignment(
+        chunk_layers=tuple(spread), recompute_layers=redo_for(spread), mtp_chunk=best.mtp_chunk
+    )
+    value = evaluate_assignment(p, even)
+    if value is not None and value <= slowest and unevenness(even) < score:
+        best, score = even, unevenness(even)
+    for _ in range(4 * p.num_layers):  # each move lowers the score: a safe ceiling
+        times = chunk_times(p, best)
+        donor = max(range(p.num_chunks), key=times.__getitem__)
+        found = None
+        for taker in range(donor % p.pp, p.num_chunks, p.pp):
+            if taker == donor or best.chunk_layers[donor] == 0:
+                continue
+            layers = list(best.chunk_layers)
+            layers[donor] -= 1
+            layers[taker] += 1
+            moved = Assignment(
+                chunk_layers=tuple(layers), recompute_layers=redo_for(layers),
+                mtp_chunk=best.mtp_chunk,
+            )  # fmt: skip
+            value = evaluate_assignment(p, moved)
+            if value is None or value > slowest:
+                continue
+            moved_score = unevenness(moved)
+            if moved_score < score and (found is None or moved_score < found[1]):
+                found = (moved, moved_score)
+        if found is None:
+            break
+        best, score = found
+    return best
+
+
 def per_item_table(values: tuple[int, ...], size: int) -> tuple[int, ...]:
     """``values``, or ``size`` zeros where the table is empty (an optional per-layer or per-rank
     table of a :class:`StageProblem`)."""

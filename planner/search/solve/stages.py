@@ -46,11 +46,13 @@ from planner.search.solve.stage_data import (
     StageProblem,
     any_split_time_bound,
     build_stage_problem,
+    chunk_times,
     contiguous_lower_bound,
     contiguous_partition,
     evaluate_assignment,
     even_assignment,
     least_recompute_assignment,
+    level_chunks,
     lower_bound,
     rank_load_applies,
     rank_load_lower_bound,
@@ -780,21 +782,53 @@ def optimise_pipeline(
     split = _pipeline_split(solution.assignment, layout, workload)
     cost = score(model, cluster, workload, layout, split=split)
     even_fits = fits(even, cluster, headroom)
-    start = least_recompute_assignment(problem)
-    if (
-        start is not None
-        and start != solution.assignment
-        and evaluate_assignment(problem, start) is not None
-    ):  # the integer objective does not see the bubble's slowest chunk: the cost model decides
-        start_split = _pipeline_split(start, layout, workload)
-        start_cost = score(model, cluster, workload, layout, split=start_split)
-        step = start_cost.step_time_s
+    # the integer objective does not see the bubble's slowest chunk: the cost model decides
+    # between the solve's split, its start and the solve's split with its chunks levelled
+    others = [least_recompute_assignment(problem)]
+    if _worth_levelling(problem, solution.assignment, solution.objective):
+        others.append(level_chunks(problem, solution.assignment, solution.objective))
+    for other in others:
         if (
-            fits(start_cost, cluster, headroom)
+            other is None
+            or other == solution.assignment
+            or evaluate_assignment(problem, other) is None
+        ):
+            continue
+        other_split = _pipeline_split(other, layout, workload)
+        other_cost = score(model, cluster, workload, layout, split=other_split)
+        step = other_cost.step_time_s
+        if (
+            fits(other_cost, cluster, headroom)
             and (not fits(cost, cluster, headroom) or step < cost.step_time_s)
             and (not even_fits or step < even.step_time_s)
         ):
-            split, cost = start_split, start_cost
+            split, cost = other_split, other_cost
     if not fits(cost, cluster, headroom) or (even_fits and cost.step_time_s > even.step_time_s):
         return PipelineOutcome(None, None, info)
     return PipelineOutcome(split, cost, info)
+
+
+LEVEL_GAIN = 0.002
+"""Share of a step an interleaved split's uneven chunks must be able to cost before their levelling
+is solved for (:func:`_worth_levelling`)."""
+
+
+def _worth_levelling(problem: StageProblem, assignment: Assignment, slowest: int) -> bool:
+    """Whether levelling ``assignment``'s chunks could gain more than :data:`LEVEL_GAIN` of the
+    step: the pipeline's fill and drain take (pp - 1) times the slowest chunk, never less than
+    the rank's average chunk (slowest / vpp), against (m + (pp - 1) / vpp) x slowest for the
+    whole pipeline (``problem.steps``). Without interleaving a chunk is a rank.
+
+    >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(1,) * 8,
+    ...     recompute_time=(0,) * 8, rank_time=(0, 0), num_mtp=0, mtp_time=0, steps=8.5)
+    >>> _worth_levelling(p, Assignment(chunk_layers=(1, 1, 3, 3), recompute_layers=(0,) * 4,
+    ...     mtp_chunk=3), 4)
+    True
+    >>> _worth_levelling(p, Assignment(chunk_layers=(2, 2, 2, 2), recompute_layers=(0,) * 4,
+    ...     mtp_chunk=3), 4)
+    False
+    """
+    if problem.vpp == 1 or slowest <= 0:
+        return False
+    excess = max(chunk_times(problem, assignment)) - slowest / problem.vpp
+    return (problem.pp - 1) * excess > LEVEL_GAIN * problem.steps * slowest
