@@ -13,7 +13,10 @@ from planner.specs.trust import coverage
 from planner.specs.workload import TrainWorkload
 
 Row = tuple[str, str, str, dict[str, object], dict[str, object], float]
-"""(id, model, cluster, workload fields, layout fields, measured tokens/s/GPU)."""
+"""(id, model, cluster, workload fields, layout fields, measured tokens/s/GPU). The layout's
+``pipeline_split`` (a Megatron-LM layout string or a dict of its split flags, as
+``planner.estimate`` takes them) is the split the run used, scored as given; without one the
+planner splits the layers itself."""
 
 
 def predict_rows(
@@ -30,14 +33,28 @@ def predict_rows(
     levels: set[float | None] = set()
     for row_id, model, cluster, workload, layout, measured in rows:
         spec = TrainWorkload.model_validate({**framework, **workload})
+        fields = {k: v for k, v in layout.items() if k != "pipeline_split"}
         try:
-            plan = planner.search(
-                model=model,
-                cluster=cluster,
-                workload=spec,
-                fix={**layout, "zero": 1, "etp": 1},
-                top=1,
-            ).best
+            if "pipeline_split" in layout:  # the split the run used
+                plan = planner.estimate(
+                    model=model,
+                    cluster=cluster,
+                    workload=spec,
+                    layout={**fields, "zero": 1, "etp": 1},
+                    pipeline_split=layout["pipeline_split"],  # type: ignore[arg-type]
+                )
+            else:
+                plan = planner.search(
+                    model=model,
+                    cluster=cluster,
+                    workload=spec,
+                    fix={**fields, "zero": 1, "etp": 1},
+                    top=1,
+                ).best
+            if not plan.fits:
+                raise InfeasibleError(
+                    planner.not_fitting_reason(plan, model, cluster, spec) or "does not fit"
+                )
         except (SpecError, InfeasibleError) as exc:
             reason = " ".join(str(exc).split())
             print(

@@ -27,13 +27,17 @@ layer keeps its per-layer host sync in every row. ``_set_common_perf_overrides``
 after the recipe, so GPT-OSS's recipe value "native" does not reach these runs: every row uses the
 workload default ``te``. Each row records the config it was read from.
 
-Not expressible in the planner (the table's degrees are kept): DeepSeek-V3's pipeline layouts
-(GB300: ``pp_layout`` "Et*4|(t*4|)*14tmL", embedding and loss in their own slots, 4 layers per
-virtual stage and 1 + MTP in the last; GB200 and B300: the recipe's
-``set_deepseek_v3_pipeline_model_parallel_layout`` maps for (4, 4) and (8, 1)) and its MTP layer
-(its bf16 Adam moments are ``optimizer_state_dtype``); Qwen3-235B's
-``account_for_embedding/loss_in_pipeline_split`` (96 slots over 94 layers); HybridEP's SM
-reservation (``moe_hybridep_num_sms`` 32); the partial CUDA graphs over attention and the router.
+The pipeline splits are the runs' own, scored as given (``layout estimate
+--pipeline-model-parallel-layout``; 2026-12-05, twenty-ninth session: until then the planner split
+these layers itself and the MTP module was left out): DeepSeek-V3's ``pp_layout`` (GB300: the
+config's "Et*4|(t*4|)*14tmL", 4 layers per virtual stage and 1 + MTP + loss in the last; GB200 and
+B300: the recipe's ``set_deepseek_v3_pipeline_model_parallel_layout`` map for (4, 4), the same
+string, and for (8, 1), "Et*8|(t*8|)*6t*5mL", as read in the search index's copy of
+recipes/deepseek/deepseek_v3.py [U: that v0.4.2 holds the same map]) with its MTP layer
+(``mtp_num_layers`` 1; its bf16 Adam moments are ``optimizer_state_dtype``), and Qwen3-235B's
+``account_for_embedding/loss_in_pipeline_split`` (96 slots over 94 layers). Not expressible:
+HybridEP's SM reservation (``moe_hybridep_num_sms`` 32); the partial CUDA graphs over attention
+and the router.
 """
 
 from __future__ import annotations
@@ -59,7 +63,15 @@ DSV3 = {
     "precision": "mxfp8",
     "tp_comm_overlap": False,
     "optimizer_state_dtype": "bf16",  # deepseek_v3.py: precision-aware optimizer, bf16 moments
+    "mtp_num_layers": 1,
 }
+DSV3_16_STAGES = "Et*4|(t*4|)*14tmL"
+"""The GB300 config's ``pp_layout`` and the recipe's map for (pp 4, vpp 4)."""
+QWEN_SLOTS = {
+    "account_for_embedding_in_pipeline_split": True,
+    "account_for_loss_in_pipeline_split": True,
+}
+"""Qwen3-235B's recipe: the embedding and the loss each take a layer's slot."""
 # GPT-OSS 120B: no recompute in the recipe (recompute_granularity None) unless the config lists
 # modules; comm_overlap None (GB300, B300) or CommOverlapConfig(tp_comm_overlap=tp > 1) (GB200).
 GPT_OSS = {"global_batch": 1280, "precision": "bf16", "tp_comm_overlap": False}
@@ -78,17 +90,20 @@ ROWS: list[Row] = [
     # "Et*4|(t*4|)*14tmL"
     ("DSV3-GB300", "deepseek-v3", "gb300_nvl72x256",
      {**DSV3, "recompute_modules": ("mla_up_proj",), "cuda_graph_scope": ()},
-     {"tp": 1, "pp": 2, "vpp": 8, "ep": 32, "mbs": 2, "recompute": "selective"}, 4992.0),
+     {"tp": 1, "pp": 2, "vpp": 8, "ep": 32, "mbs": 2, "recompute": "selective",
+      "pipeline_split": DSV3_16_STAGES}, 4992.0),
     # DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (= GB200_V1, GBS 4096): hybridep, no a2a
     # overlap, recompute_modules [mlp], cuda_graph_scope attn/moe_router/moe_preprocess
     ("DSV3-GB200", "deepseek-v3", "gb200_nvl72x256",
      {**DSV3, "recompute_modules": ("mlp",), "cuda_graph_scope": PARTIAL},
-     {"tp": 1, "pp": 4, "vpp": 4, "ep": 64, "mbs": 1, "recompute": "selective"}, 4256.0),
+     {"tp": 1, "pp": 4, "vpp": 4, "ep": 64, "mbs": 1, "recompute": "selective",
+      "pipeline_split": DSV3_16_STAGES}, 4256.0),
     # DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_V2): hybridep, no a2a overlap,
     # recompute_modules [mla_up_proj], cuda_graph_scope attn/moe_router/moe_preprocess, vpp None
     ("DSV3-B300", "deepseek-v3", "hgx_b300x256",
      {**DSV3, "recompute_modules": ("mla_up_proj",), "cuda_graph_scope": PARTIAL},
-     {"tp": 1, "pp": 8, "vpp": 1, "ep": 8, "mbs": 2, "recompute": "selective"}, 3456.0),
+     {"tp": 1, "pp": 8, "vpp": 1, "ep": 8, "mbs": 2, "recompute": "selective",
+      "pipeline_split": "Et*8|(t*8|)*6t*5mL"}, 3456.0),
     # GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2: alltoall (no flex backend), no a2a overlap,
     # no recompute, cuda_graph_scope attn/moe_router/moe_preprocess
     ("GPTOSS-GB300", "gpt-oss-120b", "gb300_nvl72x64",
@@ -125,17 +140,20 @@ ROWS: list[Row] = [
     # no a2a overlap, cuda_graph_scope attn/moe_router/moe_preprocess
     ("Q235B-GB300", "qwen3-235b-a22b", "gb300_nvl72x256",
      {**QWEN, "global_batch": 8192, "cuda_graph_scope": PARTIAL},
-     {"tp": 1, "pp": 4, "vpp": 12, "ep": 32, "mbs": 2, "recompute": "none"}, 6944.0),
+     {"tp": 1, "pp": 4, "vpp": 12, "ep": 32, "mbs": 2, "recompute": "none",
+      "pipeline_split": QWEN_SLOTS}, 6944.0),
     # QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (= GB200_FP8_CS_V2 with vpp 3): hybridep,
     # no a2a overlap, cuda_graph_scope attn/moe_router/moe_preprocess
     ("Q235B-GB200", "qwen3-235b-a22b", "gb200_nvl72x256",
      {**QWEN, "global_batch": 8192, "cuda_graph_scope": PARTIAL},
-     {"tp": 1, "pp": 8, "vpp": 3, "ep": 32, "mbs": 1, "recompute": "none"}, 5680.0),
+     {"tp": 1, "pp": 8, "vpp": 3, "ep": 32, "mbs": 1, "recompute": "none",
+      "pipeline_split": QWEN_SLOTS}, 5680.0),
     # QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_FP8_CS_V2): hybridep,
     # moe_a2a_overlap False, no CUDA graphs, vpp None
     ("Q235B-B300", "qwen3-235b-a22b", "hgx_b300x256",
      {**QWEN, "global_batch": 8192, "cuda_graph_scope": ()},
-     {"tp": 1, "pp": 8, "vpp": 1, "ep": 8, "mbs": 2, "recompute": "none"}, 5936.0),
+     {"tp": 1, "pp": 8, "vpp": 1, "ep": 8, "mbs": 2, "recompute": "none",
+      "pipeline_split": QWEN_SLOTS}, 5936.0),
 ]  # fmt: skip
 
 
