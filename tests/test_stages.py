@@ -12,7 +12,7 @@ from planner.catalog import load_cluster, load_model
 from planner.cost.memory import stage_layers
 from planner.search import engine
 from planner.search.evaluate import score
-from planner.search.exhaustive import brute_force_stages
+from planner.search.exhaustive import brute_force_stages, every_assignment
 from planner.search.pipeline import plan_split
 from planner.search.solve.branch import branch_and_bound_partition
 from planner.search.solve.stage_data import (
@@ -928,7 +928,7 @@ def test_levelled_chunks_keep_every_rule_and_the_slowest_rank(seed: int) -> None
     problem = problem.model_copy(update={"even_layers": tuple(
         len(stage_layers_of(problem.num_layers, problem.num_chunks, c))
         for c in range(problem.num_chunks))})  # fmt: skip
-    for assignment in _every_assignment(problem):
+    for assignment in every_assignment(problem):
         value = evaluate_assignment(problem, assignment)
         if value is None:
             continue
@@ -936,24 +936,6 @@ def test_levelled_chunks_keep_every_rule_and_the_slowest_rank(seed: int) -> None
         assert evaluate_assignment(problem, levelled) is not None
         assert evaluate_assignment(problem, levelled) <= value
         assert max(chunk_times(problem, levelled)) <= max(chunk_times(problem, assignment))
-
-
-def _every_assignment(problem: StageProblem) -> list[Assignment]:
-    """Every split, recompute vector and MTP chunk of a small problem (brute_force_stages's
-    enumeration)."""
-    import itertools
-
-    from planner.search.exhaustive import _recompute_choices
-
-    out = []
-    chunks, n = problem.num_chunks, problem.num_layers
-    for cuts in itertools.combinations_with_replacement(range(n + 1), chunks - 1):
-        bounds = (0, *cuts, n)
-        layers = tuple(bounds[c + 1] - bounds[c] for c in range(chunks))
-        for redo in _recompute_choices(problem, layers):
-            for mtp in problem.mtp_chunks if problem.num_mtp else [chunks - 1]:
-                out.append(Assignment(chunk_layers=layers, recompute_layers=redo, mtp_chunk=mtp))
-    return out
 
 
 def test_deepseek_v3s_split_is_no_slower_than_nvidias() -> None:

@@ -387,9 +387,7 @@ def search(
                 model, workload, config, plans, rows, done, budget,
                 unproven=[b for _, b in unproven],
             )  # fmt: skip
-            if stopped is not None:  # structures left unvisited bound what the sweep could not
-                least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
-                swept = swept._replace(least_bound=least, unvisited=True)
+            swept = _with_unvisited(swept, stopped)
     offload = searches_offload(config.offload_as_needed, workload)
     info = _solver_info(info, plans, config, offload=offload, swept=swept)  # every split solved
     info = info.model_copy(update={"gpu_counts": sorted(counts)})
@@ -607,6 +605,16 @@ def _split_sweep(
     return plans, _swept(plans, config, bounded, split, unproven, 0, None, ceiling)
 
 
+def _with_unvisited(swept: SplitSweep, stopped: float | None) -> SplitSweep:
+    """``swept`` with the structures its rows left unvisited (``stopped``: the least bound of
+    those left, :func:`_sweep_rows`; None when it visited them all), which bound what the sweep
+    could not."""
+    if stopped is None:
+        return swept
+    least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
+    return swept._replace(least_bound=least, unvisited=True)
+
+
 def _sweep_ceiling(plans: list[Plan], config: SolverConfig, ceiling: float | None) -> float:
     """The objective a row's bound must fall below to be split: the best plan's, less the
     sweep's tolerance, and at most just above ``ceiling`` (a bound equal to it may meet it)."""
@@ -657,9 +665,7 @@ def _target_split_sweep(
             unproven=[b for g, b in unproven if g == n], ceiling=target,
         )  # fmt: skip
         bounded, split = bounded + swept.bounded, split + swept.split
-        if stopped is not None:  # structures left unvisited bound what the sweep could not
-            least = stopped if swept.least_bound is None else min(stopped, swept.least_bound)
-            swept = swept._replace(least_bound=least, unvisited=True)
+        swept = _with_unvisited(swept, stopped)
         plans = [p for p in plans if p.num_gpus != n] + found
         plans.sort(key=lambda p: _plan_objective(p, config))
         if swept.least_bound is not None:

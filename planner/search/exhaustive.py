@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 from planner.search.solve.stage_data import Assignment, StageProblem, evaluate_assignment
 
@@ -40,17 +41,23 @@ def brute_force_stages(problem: StageProblem) -> tuple[int | None, Assignment | 
     (the smallest objective, its assignment), (None, None) when nothing fits. Small instances
     only: the splits alone number C(L + C - 1, C - 1)."""
     best: tuple[int | None, Assignment | None] = (None, None)
+    for assignment in every_assignment(problem):
+        value = evaluate_assignment(problem, assignment)
+        if value is not None and (best[0] is None or value < best[0]):
+            best = (value, assignment)
+    return best
+
+
+def every_assignment(problem: StageProblem) -> Iterator[Assignment]:
+    """Every split of the layers over the chunks, every recompute vector and every chunk for the
+    MTP modules (:func:`evaluate_assignment` keeps the ones the problem allows)."""
     chunks, n = problem.num_chunks, problem.num_layers
     for cuts in itertools.combinations_with_replacement(range(n + 1), chunks - 1):
         bounds = (0, *cuts, n)
         layers = tuple(bounds[c + 1] - bounds[c] for c in range(chunks))
         for redo in _recompute_choices(problem, layers):
             for mtp in problem.mtp_chunks if problem.num_mtp else [chunks - 1]:
-                assignment = Assignment(chunk_layers=layers, recompute_layers=redo, mtp_chunk=mtp)
-                value = evaluate_assignment(problem, assignment)
-                if value is not None and (best[0] is None or value < best[0]):
-                    best = (value, assignment)
-    return best
+                yield Assignment(chunk_layers=layers, recompute_layers=redo, mtp_chunk=mtp)
 
 
 def _recompute_choices(problem: StageProblem, layers: tuple[int, ...]) -> list[tuple[int, ...]]:
