@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from planner.catalog.clusters import build_cluster, domain_split
 from planner.catalog.frameworks import resolve_workload
@@ -895,13 +895,7 @@ def _framework_split_plan(
     split's figures beside it for comparison."""
     layout, cluster = candidate.layout, candidate.cluster
     cost = candidate.cost  # the search scored it under this split (space.StageTimes.split)
-    even = score(model, cluster, workload, layout)
-    info = PipelineSplitInfo(
-        method="framework",
-        even_step_time_s=even.step_time_s,
-        even_peak_gib=even.peak_memory.total / GiB,
-        even_fits=fits(even, cluster),
-    )
+    info = _beside_even(model, cluster, workload, layout, "framework")
     plan = to_plan(model, cluster, workload, layout, cost, split=split, split_info=info)
     if check:
         validate_plan(plan, model, cluster, workload)
@@ -939,14 +933,26 @@ def _given_split_plan(
             f"{model.name} has {model.num_layers}"
         )
     cost = score(model, cluster, workload, layout, split=split)
+    info = _beside_even(model, cluster, workload, layout, "given")
+    return to_plan(model, cluster, workload, layout, cost, split=split, split_info=info)
+
+
+def _beside_even(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    method: Literal["framework", "given"],
+) -> PipelineSplitInfo:
+    """How a split no solve chose (the framework's own, or the user's) was ``method``-made, with
+    the even split's step time, peak memory and fit beside it for comparison."""
     even = score(model, cluster, workload, layout)
-    info = PipelineSplitInfo(
-        method="given",
+    return PipelineSplitInfo(
+        method=method,
         even_step_time_s=even.step_time_s,
         even_peak_gib=even.peak_memory.total / GiB,
         even_fits=fits(even, cluster),
     )
-    return to_plan(model, cluster, workload, layout, cost, split=split, split_info=info)
 
 
 def given_split_of(plan: Plan) -> PipelineSplit | None:
@@ -1020,26 +1026,22 @@ def _solver_info(
             "and they were ranked again"
         )
     status, bound = info.status, value
-    if swept is not None and config.target_step_time_s is not None:
-        method += (
-            "; then, one GPU count at a time from the fewest up to the best plan's, every other "
-            "pipelined layout a split might let meet the target (or, on the best plan's count, "
-            f"beat its step time) was bounded under any split ({swept.bounded:,} needed the "
-            f"tight bound) and the {swept.split:,} whose bound did were split too (the split "
-            "sweep)"
-        )
-        if swept.least_bound is None:
-            method += ": the best plan is the cost model's best"
+    if swept is not None:
+        if config.target_step_time_s is not None:
+            method += (
+                "; then, one GPU count at a time from the fewest up to the best plan's, every "
+                "other pipelined layout a split might let meet the target (or, on the best "
+                "plan's count, beat its step time) was bounded under any split "
+                f"({swept.bounded:,} needed the tight bound) and the {swept.split:,} whose bound "
+                "did were split too (the split sweep)"
+            )
         else:
-            method += _unfinished_words(swept, config)
-            status, bound = "FEASIBLE", swept.least_bound
-    elif swept is not None:
-        method += (
-            "; then every other pipelined layout a split might make faster than the best plan "
-            f"was bounded under any split ({swept.bounded:,} needed the tight bound) and the "
-            f"{swept.split:,} whose bound beat it were split too, a split one joining the "
-            "runners-up where it beats them (the split sweep)"
-        )
+            method += (
+                "; then every other pipelined layout a split might make faster than the best "
+                f"plan was bounded under any split ({swept.bounded:,} needed the tight bound) "
+                f"and the {swept.split:,} whose bound beat it were split too, a split one "
+                "joining the runners-up where it beats them (the split sweep)"
+            )
         if swept.least_bound is None:
             method += ": the best plan is the cost model's best"
         else:
@@ -1086,7 +1088,7 @@ def _unfinished_words(swept: SplitSweep, config: SolverConfig) -> str:
         else f"the least bound left is {swept.least_bound:.6g}"
     )
     if swept.gpus is not None:  # a step-time target: the count it stopped on
-        bound_words += f" s, on {swept.gpus:,} GPUs"
+        bound_words += f"{' s' if swept.least_bound > 0 else ''}, on {swept.gpus:,} GPUs"
     more = "--split-sweep N gives it more" if swept.unvisited or swept.unresolved else None
     return (
         f", until {' and '.join(reasons)} ({bound_words}): the best plan is not proven the cost "

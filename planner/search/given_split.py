@@ -34,6 +34,8 @@ def _unroll(pattern: re.Pattern[str], text: str, what: str) -> str:
     :data:`MAX_LAYOUT_CHARS`."""
     size = len(text)
     for match in pattern.finditer(text):
+        # a count of 8 digits or more unrolls past the limit whatever it repeats: it is not
+        # converted (int() of a digit string thousands long is refused or slow)
         count = int(match.group(2)) if len(match.group(2)) < 8 else MAX_LAYOUT_CHARS + 1
         size += len(match.group(1)) * count - len(match.group(0))
         if size > MAX_LAYOUT_CHARS:

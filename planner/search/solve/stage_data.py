@@ -387,10 +387,11 @@ def chunk_times(problem: StageProblem, assignment: Assignment) -> list[int]:
 
 
 def level_chunks(problem: StageProblem, assignment: Assignment, slowest: int) -> Assignment:
-    """``assignment`` with its chunks levelled within each rank: while the slowest chunk can
-    pass a layer to another chunk of its rank (one layer fewer there, one more here; the chunks
-    between keep their counts, their layers shifted by one) and the split still holds every
-    rule with no rank slower than ``slowest``, the move that leaves the chunk times least
+    """``assignment`` with its chunks levelled within each rank: first each rank's layer count
+    spread as evenly as its chunks allow (kept when it holds every rule with no rank slower than
+    ``slowest``); then, while the slowest chunk can pass a layer to another chunk of its rank
+    (one layer fewer there, one more here; the chunks between keep their counts, their layers
+    shifted by one) under the same conditions, the move that leaves the chunk times least
     uneven is made (the slowest chunk first, then the sum of their squares). The integer
     objective sees the ranks, and among splits equal there it may pile a rank's layers into one
     chunk, which the pipeline's fill and drain then wait on

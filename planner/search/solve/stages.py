@@ -809,8 +809,10 @@ def optimise_pipeline(
 
 
 LEVEL_GAIN = 0.002
-"""Share of a step an interleaved split's uneven chunks must be able to cost before their levelling
-is solved for (:func:`_worth_levelling`)."""
+"""Share of a step an interleaved split's uneven chunks must be able to cost before they are
+levelled and the levelled split re-scored by the cost model (:func:`_worth_levelling`): a
+threshold of search effort (each re-score costs a cost-model evaluation), not a cost-model
+factor."""
 
 
 def _worth_levelling(problem: StageProblem, assignment: Assignment, slowest: int) -> bool:
