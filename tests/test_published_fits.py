@@ -191,6 +191,27 @@ def test_tpu_hbm_is_what_xla_lets_a_program_use() -> None:
         ), name
 
 
+@pytest.mark.parametrize(
+    ("name", "reported_bytes"),
+    [
+        ("b200", 183359 * 2**20),  # nvidia-smi memory.total 'NVIDIA B200, 183359 MiB'
+        ("b300", 275040 * 2**20),  # 'NVIDIA B300 SXM6 AC, 275040 MiB'
+        ("gb200", 189471 * 2**20),  # 'NVIDIA GB200, 189471 MiB'
+        ("gb300", 284208 * 2**20),  # 'NVIDIA GB300, 284208 MiB'
+        ("mi300x", 205822885888),  # rocm-smi 'VRAM Total Memory (B): 205822885888'
+        ("mi355x", 309220868096),  # rocm-smi 'VRAM Total Memory (B): 309220868096'
+        ("mi350x", 309220868096),  # torch totalGlobalMem of an MI350X
+    ],
+)
+def test_gpu_memory_is_what_the_driver_reports(name: str, reported_bytes: int) -> None:
+    """Allocation limits start from the memory the driver exposes, not the marketing figure
+    read as SI gigabytes: '192 GB' on an MI300X is 191.7 GiB, not 178.8; '279 GB' on a GB300
+    is 277.5 GiB, not 259.8 (the catalog's hbm_total_MiB and its sources)."""
+    from planner.catalog import load_accelerator
+
+    assert load_accelerator(name).total_memory_bytes == reported_bytes, name
+
+
 @pytest.mark.parametrize("row_id", ["AXL1", "AXL2", "AXL3", "AXL4", "AXL5", "AXL6"])
 def test_axlearn_tpu_layouts_fit(row_id: str) -> None:
     """AXLearn's published TPU runs (fuji.py comments; AXL4 'HBM usage: 14GB/chip' on v5e) are
