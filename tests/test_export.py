@@ -680,3 +680,21 @@ def test_maxtext_carves_expert_parallelism_from_the_data_parallel_ranks() -> Non
     with pytest.raises(SpecError, match=r"ep \(8\) must divide dp \(2\)") as caught:
         planner.export(plan, format="maxtext")
     assert "\n" not in str(caught.value)
+
+
+def test_deepspeed_says_where_the_plan_puts_its_layers() -> None:
+    """DeepSpeed's PipelineModule takes no list of stage boundaries and its checkpointing takes
+    every layer, so a plan whose split was solved (Llama 3 70B on 16 H200 under the DeepSpeed
+    profile: uneven stages, a few layers recomputed per stage) says both in its notes, with
+    the even split's step time the user gets without them."""
+    plan = planner.search(
+        model="70B", cluster="hgx_h200x16", workload={"framework": "deepspeed"}, top=1
+    ).best
+    assert plan.pipeline_split is not None and plan.pipeline_split.method != "even"
+    counts = [s.num_layers for s in plan.pipeline_stages]
+    notes = export(make_job(plan), "deepspeed").notes
+    placed = [n for n in notes if f"places {counts} decoder layers" in n]
+    assert placed and f"{plan.pipeline_split.even_step_time_s:.4g} s" in placed[0]
+    redo = [s.recompute_layers for s in plan.pipeline_stages]
+    if plan.layout.recompute.value == "full" and redo != counts:
+        assert any(f"recompute the first {redo} layers" in n for n in notes)

@@ -193,3 +193,30 @@ def test_the_cli_refuses_what_it_cannot_score(extra: list[str], words: str) -> N
                                "--pipeline-model-parallel-layout", "Et*16|t*16L", *extra])  # fmt: skip
     assert code != 0 and words in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_block_count_recomputes_at_most_a_chunk() -> None:
+    """``--recompute-num-layers N`` with a given split: Megatron-LM's block method recomputes
+    the first min(N, layers) layers of each chunk, so chunks of 2, 14, 14 and 2 layers with N = 8
+    recompute 2, 8, 8 and 2, and the plan is the one scored with those counts spelled out (it was
+    scored as if every chunk held N: 14 of each rank's 16 layers instead of 10)."""
+    common = {
+        "model": "8B",
+        "cluster": "hgx_h100x16",
+        "layout": {"tp": 2, "pp": 2, "vpp": 2, "dp": 4, "mbs": 1, "recompute": "full"},
+    }
+    block = api.estimate(
+        **common, pipeline_split="Et*2|t*14|t*14|t*2L", workload={"recompute_num_layers": 8}
+    )
+    spelled = api.estimate(
+        **common,
+        pipeline_split=PipelineSplit(chunk_layers=(2, 14, 14, 2), recompute_layers=(2, 8, 8, 2)),
+    )
+    every = api.estimate(
+        **common, pipeline_split="Et*2|t*14|t*14|t*2L", workload={"recompute_num_layers": 14}
+    )
+    assert [s.recompute_layers for s in block.pipeline_stages] == [2, 8, 8, 2]
+    assert block.step_time_s == pytest.approx(spelled.step_time_s, rel=1e-9)
+    assert block.memory.peak_gib == pytest.approx(spelled.memory.peak_gib, rel=1e-9)
+    assert block.step_time_s < every.step_time_s
+    assert block.memory.peak_gib > every.memory.peak_gib

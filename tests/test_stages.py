@@ -959,3 +959,31 @@ def test_deepseek_v3s_split_is_no_slower_than_nvidias() -> None:
     planned = engine.estimate(model, cluster, workload, layout, config=SolverConfig())
     assert given.fits and planned.fits
     assert planned.step_time_s <= given.step_time_s
+
+
+def test_a_split_that_recomputes_nothing_is_labelled_so() -> None:
+    """A full-recompute candidate whose solved split recomputes no layer (every rank fits with
+    nothing recomputed) is the layout without recomputation: Llama 3 70B on 32 B200 was ranked
+    first as "full" with 0,0,0,0 layers recomputed, which pinned as labelled runs 33% slower.
+    Every plan of the search is labelled as it runs, each layout once, and the best one pinned
+    with its split is the same plan."""
+    from planner import api
+
+    result = api.search(model="70B", cluster="hgx_b200x32", top=5)
+    plans = [result.best, *result.alternatives]
+    assert len({p.layout for p in plans}) == len(plans)
+    for plan in plans:
+        redo = [s.recompute_layers for s in plan.pipeline_stages]
+        assert not (plan.layout.recompute.value == "full" and redo and not any(redo)), plan
+    best = result.best
+    if best.pipeline_split is not None and best.pipeline_split.method != "even":
+        layers = [s.num_layers for s in best.pipeline_stages]
+        redo = [s.recompute_layers for s in best.pipeline_stages]
+        split = PipelineSplit(
+            chunk_layers=tuple(layers),
+            recompute_layers=tuple(redo) if best.layout.recompute.value == "full" else None,
+        )
+        pinned = api.estimate(
+            model="70B", cluster="hgx_b200x32", layout=best.layout, pipeline_split=split
+        )
+        assert pinned.step_time_s == pytest.approx(best.step_time_s, rel=1e-9)

@@ -132,11 +132,17 @@ def chunk_contents(
     recomputed: tuple[range, ...] | None = None
     if layout.recompute is not Recompute.FULL:
         recomputed = ()  # only full recomputation drops a layer's activations
-    elif split.recompute_layers is not None:
-        # the chunk's first layers, and its MTP modules whatever the count: Megatron-LM
-        # checkpoints an MTP layer whenever the granularity is full
+    elif split.recompute_layers is not None or workload.recompute_num_layers is not None:
+        # the chunk's first layers (the split's count, else the block method's N: a chunk of
+        # fewer than N layers recomputes all of them, not N), and its MTP modules whatever the
+        # count: Megatron-LM checkpoints an MTP layer whenever the granularity is full
         # (MultiTokenPredictionLayer._checkpointed_forward), as the rule's share does
-        recomputed = (range(start, start + min(split.recompute_layers[chunk], len(span))),)
+        count = (
+            split.recompute_layers[chunk]
+            if split.recompute_layers is not None
+            else workload.recompute_num_layers
+        )
+        recomputed = (range(start, start + min(count or 0, len(span))),)
         recomputed += mtp_layer * mtp
     return StageContents(
         (span,) + mtp_layer * mtp, recomputed, chunk == 0, last, mtp, last or mtp > 0

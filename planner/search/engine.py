@@ -45,7 +45,7 @@ from planner.search.table import to_quanta
 from planner.search.validate import validate_plan
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
-from planner.specs.layout import Layout
+from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import (
@@ -290,6 +290,7 @@ def search(
     config = config or SolverConfig()
     workload = resolve_workload(workload, cluster.accelerator.vendor)
     fix, bounds = check_fix(fix), check_bounds(bounds)
+    relabel = "recompute" not in (fix or {})  # a pinned recompute keeps its label
     for fmt in precisions or [workload.precision]:
         check_workload(model, cluster, workload.model_copy(update={"precision": fmt}))
     request = SpaceRequest(
@@ -343,6 +344,7 @@ def search(
             plans, swept = _target_split_sweep(
                 model, cluster, workload, request, [], config, counts,
                 known=[], done=[], budget=budget, unproven=[], best_gpus=max(counts),
+                relabel=relabel,
             )  # fmt: skip
         if not plans:
             if not candidates.rejections and candidates.rejection_counts.get("target"):
@@ -365,7 +367,7 @@ def search(
         pool = config.model_copy(update={"top": _ranked_count(config)})
         chosen, info = rank(feasible, costs, pool)
         ranked = [feasible[i] for i in chosen]
-        plans = _split_plans(model, ranked, workload, config)
+        plans = _split_plans(model, ranked, workload, config, relabel=relabel)
         unproven = [
             (candidate.layout.num_gpus, bound)
             for candidate, plan in zip(ranked, plans, strict=True)
@@ -376,7 +378,7 @@ def search(
         if targeted:
             plans, swept = _target_split_sweep(
                 model, cluster, workload, request, plans, config, counts,
-                known=feasible, done=done, budget=budget, unproven=unproven,
+                known=feasible, done=done, budget=budget, unproven=unproven, relabel=relabel,
             )  # fmt: skip
         elif sweeps_splits(config, workload):
             rows, stopped = [(0.0, c) for c in feasible], None
@@ -385,13 +387,13 @@ def search(
                                             counts, known=feasible, budget=budget)  # fmt: skip
             plans, swept = _split_sweep(
                 model, workload, config, plans, rows, done, budget,
-                unproven=[b for _, b in unproven],
+                unproven=[b for _, b in unproven], relabel=relabel,
             )  # fmt: skip
             swept = _with_unvisited(swept, stopped)
     offload = searches_offload(config.offload_as_needed, workload)
     info = _solver_info(info, plans, config, offload=offload, swept=swept)  # every split solved
     info = info.model_copy(update={"gpu_counts": sorted(counts)})
-    plans = plans[: config.top]
+    plans = distinct_layouts(plans)[: config.top]
     best = plans[0]
     objective = "target" if fewest else config.objective
     alternatives = [
@@ -521,6 +523,7 @@ def _split_sweep(
     *,
     unproven: list[float] | None = None,
     ceiling: float | None = None,
+    relabel: bool = True,
 ) -> tuple[list[Plan], SplitSweep]:
     """Split, best bound first, every pipelined layout of ``rows`` (but ``done``, split
     already) whose step-time bound under any split beats the best plan; a split plan replaces
@@ -581,7 +584,7 @@ def _split_sweep(
                 heapq.heappush(heap, (value, i, True, row))
             continue
         split += 1
-        plan = _split_plan(model, row, workload, config)
+        plan = _split_plan(model, row, workload, config, relabel=relabel)
         budget.spend(SWEEP_SPLIT_UNITS)
         info = plan.pipeline_split.subproblem if plan.pipeline_split else None
         if info is not None and info.solved_by == "cp-sat":  # one that did not prove its
@@ -636,6 +639,7 @@ def _target_split_sweep(
     budget: SweepBudget,
     unproven: list[tuple[int, float]],
     best_gpus: int | None = None,
+    relabel: bool = True,
 ) -> tuple[list[Plan], SplitSweep]:
     """The split sweep under a step-time target, where plans rank by GPU count, then step time.
     The ranking saw only layouts whose even split meets the target; a pipelined layout on fewer
@@ -662,7 +666,7 @@ def _target_split_sweep(
         )
         found, swept = _split_sweep(
             model, workload, timed, here, rows, done, budget,
-            unproven=[b for g, b in unproven if g == n], ceiling=target,
+            unproven=[b for g, b in unproven if g == n], ceiling=target, relabel=relabel,
         )  # fmt: skip
         bounded, split = bounded + swept.bounded, split + swept.split
         swept = _with_unvisited(swept, stopped)
@@ -821,18 +825,23 @@ def _split_plans(
     candidates: list[Candidate],
     workload: TrainWorkload,
     config: SolverConfig,
+    *,
+    relabel: bool = True,
 ) -> list[Plan]:
-    """:func:`_split_plan` of each candidate, in order, the solves on :func:`split_threads`
-    threads. Each solve has its own wall-time limit and its own single-worker solver, so a
-    solve that proves its optimum returns the same split either way; one stopped by its limit
-    returns what it found in that time, as it does when other work shares the CPU."""
+    """:func:`_split_plan` of each candidate (``relabel`` passed on), in order, the solves on
+    :func:`split_threads` threads. Each solve has its own wall-time limit and its own single-
+    worker solver, so a solve that proves its optimum returns the same split either way; one
+    stopped by its limit returns what it found in that time, as it does when other work shares
+    the CPU."""
     threads = split_threads(config, len(candidates))
     if threads == 1 or config.stage_split != "cp-sat":
-        return [_split_plan(model, c, workload, config) for c in candidates]
+        return [_split_plan(model, c, workload, config, relabel=relabel) for c in candidates]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(lambda c: _split_plan(model, c, workload, config), candidates))
+        return list(
+            pool.map(lambda c: _split_plan(model, c, workload, config, relabel=relabel), candidates)
+        )
 
 
 def candidate_workload(candidate: Candidate, workload: TrainWorkload) -> TrainWorkload:
@@ -851,9 +860,12 @@ def _split_plan(
     config: SolverConfig,
     *,
     check: bool = True,
+    relabel: bool = True,
 ) -> Plan:
     """The plan of one chosen candidate (validated when ``check``), its pipeline split by
-    CP-SAT when ``config.stage_split`` asks and the cost model scores that split no slower."""
+    CP-SAT when ``config.stage_split`` asks and the cost model scores that split no slower; a
+    full-recompute split that recomputes nothing is the layout without recomputation
+    (:func:`as_no_recompute`) unless ``relabel`` is False (the user pinned the setting)."""
     workload = candidate_workload(candidate, workload)
     layout, cluster, even = candidate.layout, candidate.cluster, candidate.cost
     split = cost = info = None
@@ -866,6 +878,9 @@ def _split_plan(
         split, cost, info = optimise_pipeline(
             model, cluster, workload, layout, even=even, config=config
         )
+        if relabel and split is not None and recomputes_nothing(layout, split):
+            layout, split = as_no_recompute(layout, split)
+            cost = score(model, cluster, workload, layout, split=split)
     split_info = None
     if layout.pp > 1:
         split_info = PipelineSplitInfo(
@@ -881,6 +896,53 @@ def _split_plan(
     if check:
         validate_plan(plan, model, cluster, workload)
     return plan
+
+
+def recomputes_nothing(layout: Layout, split: PipelineSplit) -> bool:
+    """Whether a full-recompute layout's split recomputes no layer in any chunk (the stage
+    solve's choice where every rank fits with nothing recomputed): the plan is the layout
+    without recomputation, and is labelled so.
+
+    >>> full = Layout(pp=2, recompute="full")
+    >>> recomputes_nothing(full, PipelineSplit(chunk_layers=(4, 4), recompute_layers=(0, 0)))
+    True
+    >>> recomputes_nothing(full, PipelineSplit(chunk_layers=(4, 4), recompute_layers=(0, 1)))
+    False
+    """
+    return (
+        layout.recompute is Recompute.FULL
+        and split.recompute_layers is not None
+        and not any(split.recompute_layers)
+    )
+
+
+def as_no_recompute(layout: Layout, split: PipelineSplit) -> tuple[Layout, PipelineSplit]:
+    """``layout`` and ``split`` of :func:`recomputes_nothing` as the same plan without
+    recomputation (Megatron-LM runs it without ``--recompute-granularity``)."""
+    return (
+        layout.model_copy(update={"recompute": Recompute.NONE}),
+        split.model_copy(update={"recompute_layers": None}),
+    )
+
+
+def distinct_layouts(plans: list[Plan]) -> list[Plan]:
+    """``plans`` (best first) with each layout once, at its best: a full-recompute candidate
+    whose split recomputes nothing becomes the layout without recomputation
+    (:func:`as_no_recompute`), which the search may also have split on its own.
+
+    >>> from planner.specs.result import Plan
+    >>> a = Plan.model_construct(layout=Layout(pp=2), step_time_s=1.0)
+    >>> b = Plan.model_construct(layout=Layout(pp=2), step_time_s=1.1)
+    >>> [p.step_time_s for p in distinct_layouts([a, b])]
+    [1.0]
+    """
+    seen: set[Layout] = set()
+    kept = []
+    for plan in plans:
+        if plan.layout not in seen:
+            seen.add(plan.layout)
+            kept.append(plan)
+    return kept
 
 
 def _framework_split_plan(
@@ -1131,7 +1193,7 @@ def estimate(
     candidate = Candidate(
         layout=layout, cost=score(model, cluster, workload, layout), cluster=cluster
     )
-    return _split_plan(model, candidate, workload, config, check=False)
+    return _split_plan(model, candidate, workload, config, check=False, relabel=False)
 
 
 def not_fitting_message(

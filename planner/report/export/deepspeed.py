@@ -126,6 +126,7 @@ def _code_level_notes(job: ExportJob) -> None:
         )
     if layout.vpp > 1:
         job.note(f"vpp={layout.vpp}: DeepSpeed's pipeline has no interleaved schedule")
+    _split_notes(job)
     if layout.cp > 1:
         job.note(f"cp={layout.cp}: use DeepSpeed-Ulysses sequence parallelism in the model code")
     if layout.ep > 1:
@@ -138,9 +139,13 @@ def _code_level_notes(job: ExportJob) -> None:
             job.express("moe_routing_group")
     if layout.recompute is not Recompute.NONE:
         workload = job.train[1]
+        stages = job.train[0].pipeline_stages
+        partial = any(s.recompute_layers != s.num_layers for s in stages)
         what = (
             f"of {', '.join(workload.recompute_modules)}"
             if layout.recompute is Recompute.SELECTIVE
+            else "of the layers the note on the stages lists"
+            if partial
             else "of every layer"
             if workload.recompute_num_layers is None
             else f"of the first {workload.recompute_num_layers} layers of each pipeline chunk"
@@ -148,6 +153,33 @@ def _code_level_notes(job: ExportJob) -> None:
         job.note(
             f"recompute {layout.recompute} ({what}): wrap them with "
             "deepspeed.checkpointing.checkpoint in the model code"
+        )
+
+
+def _split_notes(job: ExportJob) -> None:
+    """The plan's layers per pipeline stage and recomputed layers per stage where they are not
+    what DeepSpeed does from its config: its PipelineModule places the layers by its own rule
+    (``partition_method`` "parameters", "uniform" or "type:<regex>", no list of boundaries) and
+    checkpoints every layer (``activation_checkpoint_interval``), so a solved split and a partial
+    recomputation are set in code, and the note says what the plan loses without them."""
+    plan = job.train[0]
+    info, stages = plan.pipeline_split, plan.pipeline_stages
+    if plan.layout.pp == 1 or info is None or info.method == "even" or not stages:
+        return
+    counts = [s.num_layers for s in stages]
+    job.note(
+        f"the plan places {counts} decoder layers on the {plan.layout.pp} pipeline stages "
+        f"({info.optimised or f'the {info.method} split'}): PipelineModule takes no list of "
+        "boundaries (partition_method 'parameters', 'uniform' or 'type:<regex>'), so place them "
+        "in code (override PipelineModule._partition_layers); the planner's even split predicts "
+        f"{info.even_step_time_s:.4g} s per step against the plan's {plan.step_time_s:.4g} s"
+    )
+    redo = [s.recompute_layers for s in stages]
+    if plan.layout.recompute is Recompute.FULL and redo != counts:
+        job.note(
+            f"recompute the first {redo} layers of each pipeline stage (of {counts}): "
+            "activation_checkpoint_interval checkpoints every layer, so wrap only those in "
+            "deepspeed.checkpointing.checkpoint"
         )
 
 
