@@ -151,11 +151,12 @@ def _ways(n: int) -> str:
 def _split_clause(field: str, old: int, new: int, before: Plan, after: Plan) -> str:
     what, verb = _SPLIT_WHAT[field]
     head = f"{what} now {verb} {_ways(new)}" if new < old else f"{what} now split {new} ways"
-    return (
-        f"{head} (was {_ways(old)}): model state "
-        f"{_state_gib(after):.0f} GiB per GPU (was {_state_gib(before):.0f}), "
-        f"peak {_peak(after)} (was {_peak(before)})"
-    )
+    if field == "cp":  # the sequence splits the activations; the model state stays whole
+        held = f"activations {after.memory.activations_gib:.0f} GiB per GPU (was "
+        held += f"{before.memory.activations_gib:.0f})"
+    else:
+        held = f"model state {_state_gib(after):.0f} GiB per GPU (was {_state_gib(before):.0f})"
+    return f"{head} (was {_ways(old)}): {held}, peak {_peak(after)} (was {_peak(before)})"
 
 
 def _memory_clause(field: str, old: object, new: object, before: Plan, after: Plan) -> str:
