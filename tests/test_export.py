@@ -684,13 +684,24 @@ def test_maxtext_carves_expert_parallelism_from_the_data_parallel_ranks() -> Non
 
 def test_deepspeed_says_where_the_plan_puts_its_layers() -> None:
     """DeepSpeed's PipelineModule takes no list of stage boundaries and its checkpointing takes
-    every layer, so a plan whose split was solved (Llama 3 70B on 16 H200 under the DeepSpeed
-    profile: uneven stages, a few layers recomputed per stage) says both in its notes, with
-    the even split's step time the user gets without them."""
-    plan = planner.search(
-        model="70B", cluster="hgx_h200x16", workload={"framework": "deepspeed"}, top=1
-    ).best
-    assert plan.pipeline_split is not None and plan.pipeline_split.method != "even"
+    every layer, so its own profile scores the even split (no split is searched), and a plan
+    made for another framework with its own split (Llama 3 70B on 16 H200 under Megatron-LM:
+    uneven stages, two layers recomputed per stage) says both in the DeepSpeed export's notes,
+    with the even split's step time the user gets without them."""
+    own = planner.search(
+        model="70B", cluster="hgx_h200x16", workload={"framework": "deepspeed"}, fix={"pp": 4}
+    )
+    for plan in [own.best, *own.alternatives]:
+        assert plan.pipeline_split is not None and plan.pipeline_split.method == "even"
+    from planner.specs.pipeline import PipelineSplit
+
+    plan = planner.estimate(
+        model="70B",
+        cluster="hgx_h200x16",
+        layout={"pp": 4, "dp": 4, "recompute": "full"},
+        pipeline_split=PipelineSplit(chunk_layers=(18, 21, 21, 20), recompute_layers=(2,) * 4),
+    )
+    assert plan.pipeline_split is not None and plan.pipeline_split.method == "given"
     counts = [s.num_layers for s in plan.pipeline_stages]
     notes = export(make_job(plan), "deepspeed").notes
     placed = [n for n in notes if f"places {counts} decoder layers" in n]

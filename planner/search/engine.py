@@ -1182,7 +1182,8 @@ def estimate(
         raise SpecError("; ".join(detail for _, detail in violations))
     own = framework_split(model, workload, layout)
     if split is not None:
-        return _given_split_plan(model, cluster, workload, layout, split, placed=own is not None)
+        placed = places_own_layers(workload)
+        return _given_split_plan(model, cluster, workload, layout, split, placed=placed)
     if own is not None:  # the framework places its layers itself (Nanotron)
         cost = score(model, cluster, workload, layout, split=own)
         candidate = Candidate(layout=layout, cost=cost, cluster=cluster)

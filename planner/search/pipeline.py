@@ -101,10 +101,11 @@ def plan_split(plan: Plan) -> PipelineSplit | None:
 
 def places_own_layers(workload: TrainWorkload) -> bool:
     """Whether the workload's framework places the layers on pipeline stages itself
-    (``FrameworkSpec.pipeline_split`` ``cost``): then no CP-SAT split is proposed."""
+    (``FrameworkSpec.pipeline_split`` ``cost`` or ``even``): then no CP-SAT split is proposed
+    and no given split runs."""
     from planner.catalog.frameworks import load_framework
 
-    return load_framework(workload.framework).pipeline_split == "cost"
+    return load_framework(workload.framework).pipeline_split != "any"
 
 
 def framework_split(
@@ -124,9 +125,12 @@ def framework_split(
     >>> framework_split(load_model("8B"), TrainWorkload(), Layout(pp=2)) is None  # Megatron-LM
     True
     """
+    from planner.catalog.frameworks import load_framework
     from planner.cost.partition import cost_balanced_split
 
-    if layout.pp == 1 or layout.vpp != 1 or not places_own_layers(workload):
+    if layout.pp == 1 or layout.vpp != 1:
+        return None
+    if load_framework(workload.framework).pipeline_split != "cost":
         return None
     split = cost_balanced_split(model, layout.pp)
     if split is None:

@@ -71,12 +71,14 @@ class FrameworkSpec(FrozenSpec):
     than all of them, without pipeline parallelism or recomputation (Megatron-LM
     ``--cpu-offloading-num-layers``); ``all``, every saved tensor (MaxText's offload remat
     policy). A workload may still give any share (``activation_offload_fraction``)."""
-    pipeline_split: Literal["any", "cost"] = "any"
+    pipeline_split: Literal["any", "cost", "even"] = "any"
     """Who places the layers on pipeline stages: ``any``, the user (Megatron-LM's first/last
     stage layer counts or layout string, torchtitan's per-stage modules), so the planner's even
     split or its CP-SAT split can be run; ``cost``, the framework itself, by a cost rule the
     planner reproduces (:func:`planner.cost.partition.cost_balanced_split`, Nanotron) and
-    neither splits otherwise nor searches a split."""
+    neither splits otherwise nor searches a split; ``even``, the framework itself, as evenly as
+    the layers allow, taking no list of boundaries (DeepSpeed's PipelineModule), so the planner
+    scores the even split and searches none."""
     tp_beyond_kv_heads: bool = False
     """Tensor parallelism may exceed the KV heads, each rank holding a replica of the KV head
     its query heads share (GSPMD sharding; Megatron-LM and torchtitan split KV heads and need tp
