@@ -381,7 +381,8 @@ def estimate(
     **settings: object,
 ) -> Plan:
     """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
-    workload's (a dict that names another is an error: the workload's is the one scored).
+    workload's (a dict or Layout that names another is an error: the workload's is the one
+    scored, so a plan's layout passed back needs its precision in the workload too).
     ``cluster_state``: score it on the free accelerators (``dp`` then defaults to filling
     them), placed by CP-SAT. With pp > 1, CP-SAT splits the layers over the stages unless
     ``config`` (a SolverConfig or a dict of its fields) says ``stage_split="even"``, or
@@ -434,6 +435,12 @@ def _given_split(
         dict(given), pp=layout.pp, vpp=layout.vpp, num_layers=model.num_layers,
         mtp_layers=workload.mtp_num_layers,
     )  # fmt: skip
+
+
+def _set_fields(layout: BaseModel, keys: tuple[str, ...]) -> dict[str, object]:
+    """The ``keys`` a layout object was given (not left at their defaults), by value: what
+    :func:`_same_precision` checks, as it checks a dict's."""
+    return {k: str(getattr(layout, k)) for k in keys if k in layout.model_fields_set}
 
 
 def _same_precision(fields: dict[str, object], key: str, workload_value: object) -> None:
@@ -504,6 +511,7 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
     from planner.catalog.frameworks import default_zero, load_framework
 
     if isinstance(layout, Layout):
+        _same_precision(_set_fields(layout, ("precision",)), "precision", workload.precision)
         if "zero" in layout.model_fields_set:
             return layout
         zero = default_zero(load_framework(workload.framework), layout.pp)
@@ -882,6 +890,10 @@ def serve_estimate(
             _same_precision(fields, key, getattr(spec_workload, key))
         fields.update(precision=spec_workload.precision, kv_precision=spec_workload.kv_precision)
         layout = validate_spec(ServeLayout, fields, where="serving layout")
+    else:
+        named = _set_fields(layout, ("precision", "kv_precision"))
+        for key in ("precision", "kv_precision"):
+            _same_precision(named, key, getattr(spec_workload, key))
     return serving_search.serve_estimate(spec_model, spec_cluster, spec_workload, layout)
 
 

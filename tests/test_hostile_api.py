@@ -27,7 +27,7 @@ from planner.search.arguments import BOUNDABLE, MAX_LAYOUT_NUMBER
 from planner.search.serving_search import SERVE_PINNABLE
 from planner.search.space import PINNABLE
 from planner.specs.layout import Layout
-from planner.specs.result import Plan, SearchResult, ServePlan, ServeSearchResult
+from planner.specs.result import Plan, SearchResult, ServeLayout, ServePlan, ServeSearchResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import ServeWorkload, TrainWorkload
 
@@ -188,6 +188,8 @@ CASES: list[Case] = [
          layout={"tp": 2, "precision": "fp8"}),
     _est("estimate-workload", ("workload (1,)", "TrainWorkload"), layout={"tp": 2},
          workload=(1,)),
+    _est("layout-object-precision-ignored", ("layout precision='fp8'", "differs from the workload"),
+         layout=Layout(tp=2, dp=4, precision="fp8")),
     # --- serving ------------------------------------------------------------------------------
     _serve("serve-fix-text", ("fix tp='a'", WHOLE), fix={"tp": "a"}),
     _serve("serve-fix-zero", ("fix replicas=0", WHOLE), fix={"replicas": 0}),
@@ -208,6 +210,9 @@ CASES: list[Case] = [
           layout={"dp": 2, "replicas": 4}),
     _sest("serve-layout-kv-ignored", ("layout kv_precision='fp8'", "differs from the workload"),
           layout={"tp": 2, "kv_precision": "fp8"}),
+    _sest("serve-layout-object-precision-ignored",
+          ("layout precision='fp8'", "differs from the workload"),
+          layout=ServeLayout(tp=2, replicas=4, precision="fp8", kv_precision="bf16")),
     Case("serve-does-not-fit", "serve_estimate",
          {"model": "70B", "cluster": "hgx_h100x8", "layout": {"tp": 1}},
          ("memory", "GiB"), InfeasibleError),
