@@ -27,6 +27,7 @@ from planner.search.serving_disagg import (
     best_split,
     bound_tokens_per_s_per_gpu,
     disaggregate,
+    kv_link,
     role_candidates,
 )
 from planner.search.serving_search import enumerate_serve_layouts, resolve_formats
@@ -245,6 +246,17 @@ def test_disaggregated_split_matches_brute_force() -> None:
     assert plan.speedup == pytest.approx(
         plan.throughput_tokens_per_s_per_gpu / aggregated.throughput_tokens_per_s_per_gpu
     )
+
+
+@pytest.mark.parametrize("gpus", [10, 11, 13, 16])
+def test_kv_crosses_the_nic_when_the_pools_span_two_nodes(gpus: int) -> None:
+    """Pools of 10, 11 or 13 GPUs on nodes of 8 send the KV cache over the node's NIC (50 GB/s
+    per GPU on HGX H200), as 16 do: a pool size off the nodes' multiple had no link at all and
+    a TTFT of 335,544,320 s (the prompt's KV at 1 byte/s)."""
+    cluster = load_cluster("hgx_h200x16")
+    link = kv_link(cluster, gpus)
+    assert link.tier == "scale_out"
+    assert link.bandwidth_bytes_per_s == pytest.approx(50e9)
 
 
 def test_pareto_frontier_in_json_csv_and_report(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -102,10 +102,18 @@ def decode_score(
 
 def kv_link(cluster: ClusterSpec, gpus: int) -> CommDomain:
     """The link between a prefill and a decode instance when the two pools take ``gpus`` GPUs:
-    inside one scale-up domain when they fit one, else across domains (the NIC)."""
-    if gpus <= cluster.accelerators_per_domain or cluster.num_domains == 1:
+    inside one scale-up domain when they fit one, else across domains (the NIC): pairs one
+    domain apart, among at least the two domains such a pair spans (pools of 10 GPUs on nodes
+    of 8 still cross the NIC; among 10 ranks no pair is 8 apart, which read as no link at all).
+
+    >>> from planner.catalog import load_cluster
+    >>> kv_link(load_cluster("hgx_h200x16"), 10).bandwidth_bytes_per_s / 1e9
+    50.0
+    """
+    per_domain = cluster.accelerators_per_domain
+    if gpus <= per_domain or cluster.num_domains == 1:
         return group_domain(cluster, 2, 1, pattern=P2P, num_ranks=min(gpus, 2))
-    return group_domain(cluster, 2, cluster.accelerators_per_domain, pattern=P2P, num_ranks=gpus)
+    return group_domain(cluster, 2, per_domain, pattern=P2P, num_ranks=max(gpus, 2 * per_domain))
 
 
 def kv_transfer_s(
