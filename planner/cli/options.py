@@ -48,12 +48,23 @@ def _cut(text: str, limit: int = 40) -> str:
 
 
 def positive_int(text: str) -> int:
-    """An integer >= 1, with an optional K/M/B/T suffix (``16M`` = 16,000,000)."""
-    match = re.fullmatch(r"\s*([0-9]{1,300}(?:\.[0-9]{1,30})?)\s*([KMBGT]?)\s*", text, flags=re.I)
+    """An integer >= 1, with an optional K/M/B/T suffix (``16M`` = 16,000,000) or power of ten
+    (``15e12``).
+
+    >>> positive_int("15T"), positive_int("15e12"), positive_int("1.5E3")
+    (15000000000000, 15000000000000, 1500)
+    """
+    match = re.fullmatch(
+        r"\s*([0-9]{1,300}(?:\.[0-9]{1,30})?)(?:[eE]\+?([0-9]{1,2}))?\s*([KMBGT]?)\s*",
+        text,
+        flags=re.I,
+    )
     if not match:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number")
-    digits, scale = match.group(1), _SUFFIX[match.group(2).upper()]
-    value = Fraction(digits) * scale  # exact: float() would round 9.0000000000000000001 to 9
+    digits, power = match.group(1), int(match.group(2) or 0)
+    scale = _SUFFIX[match.group(3).upper()]
+    # exact: float() would round 9.0000000000000000001 to 9
+    value = Fraction(digits) * 10**power * scale
     if value.denominator != 1 or value < 1:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number")
     return int(value)
