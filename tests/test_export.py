@@ -308,9 +308,10 @@ def test_serving_exports_from_a_serving_plan() -> None:
     job = make_job(plan)
     vllm = check_names("vllm", export(job, "vllm").text)
     assert vllm["--tensor-parallel-size"] == "4" and vllm["--pipeline-parallel-size"] == "1"
-    assert vllm["--max-model-len"] == "8192"
+    # the context the prediction sized the KV cache for: the default request's 1024 + 1024
+    assert vllm["--max-model-len"] == "2048"
     sglang = check_names("sglang", export(job, "sglang").text)
-    assert sglang["--tp-size"] == "4" and sglang["--context-length"] == "8192"
+    assert sglang["--tp-size"] == "4" and sglang["--context-length"] == "2048"
     assert "best effort" not in export(job, "vllm").text
     with pytest.raises(SpecError, match="needs a training plan"):
         export(job, "megatron")

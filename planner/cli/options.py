@@ -713,7 +713,7 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--context",
         type=ranged(positive_int, "context"),
-        help="KV tokens per sequence (default: prompt + output when given, else 8192)",
+        help="KV tokens per sequence (default: prompt + output)",
     )
     g.add_argument(
         "--prompt-len", type=ranged(positive_int, "prompt_len"), help="prompt tokens (default 1024)"

@@ -416,8 +416,9 @@ class ServeWorkload(FrozenSpec):
 
     mode: Literal["serve"] = "serve"
     """Serving."""
-    context: PositiveInt = 8192
-    """Context length each sequence must hold (tokens)."""
+    context: PositiveInt = 2048
+    """Context length each sequence must hold (tokens); not given, the request's own:
+    ``prompt_len + output_len`` (a paged KV cache holds what the requests use, not a maximum)."""
     prompt_len: PositiveInt = 1024
     """Prompt tokens per request."""
     output_len: PositiveInt = 1024
@@ -479,6 +480,19 @@ class ServeWorkload(FrozenSpec):
     engine: Name = "tensorrt-llm"
     """Serving engine profile (``topologies/engines/<name>.yaml``): the host time it adds to
     each forward iteration (CLI ``--serving-engine``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _context_of_the_request(cls, data: object) -> object:
+        """``context`` not given: the request's prompt and output (their defaults when absent),
+        so naming the default lengths changes nothing."""
+        if isinstance(data, dict) and data.get("context") is None:
+            fields = cls.model_fields
+            prompt = data.get("prompt_len", fields["prompt_len"].default)
+            output = data.get("output_len", fields["output_len"].default)
+            if isinstance(prompt, int) and isinstance(output, int):
+                data = {**data, "context": prompt + output}
+        return data
 
     @model_validator(mode="after")
     def _request_fits_context(self) -> ServeWorkload:
