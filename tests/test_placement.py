@@ -460,3 +460,23 @@ def test_state_json_follows_the_schema(tmp_path: Path) -> None:
         assert code == 0, err
         validator = jsonschema.Draft202012Validator(json_schema(kind))  # type: ignore[arg-type]
         assert list(validator.iter_errors(json.loads(out))) == []
+
+
+def test_tp_groups_stay_whole_when_cp_cannot() -> None:
+    """Llama 3 8B at TP4 CP2 DP2 on three HGX H100 nodes with one GPU down on each of two: the
+    plan's TP x CP blocks of 8 fit only the whole node, so the placement keeps the TP groups of
+    4 whole instead (two on the whole node, one on each of the others) and lets one CP group
+    cross nodes, priced: a few percent over the healthy step, where splitting a TP group over
+    the NIC cost 76%."""
+    state = ClusterState.model_validate({"down": {"gpus": ["node1:3", "node2:5"]}})
+    plan = planner.estimate(
+        model="8B",
+        cluster="hgx_h100x24",
+        layout={"tp": 4, "cp": 2, "dp": 2},
+        cluster_state=state,
+    )
+    report = plan.cluster_state
+    assert report is not None
+    assert report.groups_split.get("tp", 0) == 0
+    assert report.holes_cost_pct < 10.0
+    assert not any("TP and EP group" in w for w in plan.warnings)

@@ -86,6 +86,22 @@ def block_size(placement: dict[str, PlacementEntry], per_domain: int) -> int:
     return math.lcm(*spans) if spans else 1
 
 
+def inside_block_size(placement: dict[str, PlacementEntry], per_domain: int) -> int:
+    """:func:`block_size` of the TP and EP groups alone (the dimensions whose collectives run
+    every layer): the block a placement falls back to keeping whole when the plan's other
+    in-domain dimensions (CP, a small DP) cannot all stay inside one domain on the nodes free.
+
+    >>> from planner.specs.result import PlacementEntry
+    >>> entry = dict(link="", bandwidth_GB_per_s=1.0, example_group=[0])
+    >>> inside = dict(tier="scale_up", within_domain=True, **entry)
+    >>> plan = {"tp": PlacementEntry(size=4, stride=1, **inside),
+    ...         "cp": PlacementEntry(size=2, stride=4, **inside)}
+    >>> block_size(plan, 8), inside_block_size(plan, 8)
+    (8, 4)
+    """
+    return block_size({d: e for d, e in placement.items() if d in INSIDE_DIMENSIONS}, per_domain)
+
+
 @dataclass(frozen=True)
 class PlacementProblem:
     """The prepared integer data of one placement (nodes with at least one free accelerator)."""

@@ -34,6 +34,7 @@ from planner.search.placement import (
     Placement,
     block_size,
     default_positions,
+    inside_block_size,
     solve_placement,
 )
 from planner.search.rules import check_workload, layout_violations
@@ -221,8 +222,18 @@ def placed_plan(
 
 
 def _place(availability: Availability, plan: Plan, config: SolverConfig) -> tuple[Placement, int]:
-    block = block_size(plan.placement, availability.fabric.per_domain)
-    return solve_placement(availability, plan.num_gpus, block, config), block
+    """The plan's placement in whole blocks (:func:`block_size`); when the free nodes cannot
+    hold those, in blocks of its TP and EP groups alone (:func:`inside_block_size`), which
+    leaves a CP or DP group to cross domains (priced) rather than split a TP group."""
+    per_domain = availability.fabric.per_domain
+    block = block_size(plan.placement, per_domain)
+    placement = solve_placement(availability, plan.num_gpus, block, config)
+    inside = inside_block_size(plan.placement, per_domain)
+    if not placement.whole_blocks and inside != block:
+        relaxed = solve_placement(availability, plan.num_gpus, inside, config)
+        if relaxed.whole_blocks:
+            return relaxed, inside
+    return placement, block
 
 
 def estimate_on_state(
