@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="FILE",
-        help="serve: write a report with the frontier plot: .html or .md; repeatable",
+        help="serve: write a report with the frontier: .html (plotted) or .md (a table); repeatable",
     )
     search.add_argument(
         "--disaggregate",
