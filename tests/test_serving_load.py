@@ -388,3 +388,25 @@ def test_moe_decode_step_at_16_against_measured_kernels(  # type: ignore[no-unty
         load_model(model).num_layers * engine.layer_overhead_us + 16 * engine.sequence_overhead_us
     ) * 1e-6
     assert step - bare == pytest.approx(by_hand, rel=0.02)
+
+
+def test_the_frontier_marks_the_chosen_point_and_the_targets(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Under a TPOT target the report's frontier holds the chosen plan's operating point (its
+    batch, 109 on 70B TP4 on 16 H200 at 30 ms, is off the 1, 2, 4, ... ladder) marked as
+    chosen, and says of every point whether it meets the target."""
+    md = tmp_path / "report.md"
+    code, out, err = run_main(
+        ["search", "--mode", "serve", "--model", "70B", "--cluster", "hgx_h200x16",
+         "--tpot-ms", "30", "--json", "--report", str(md)]
+    )  # fmt: skip
+    assert code == 0, err
+    best = json.loads(out)["best"]
+    rows = [line for line in md.read_text().splitlines() if line.startswith("| ")]
+    assert rows[0].endswith("| targets |")
+    chosen = [r for r in rows if "(chosen)" in r]
+    assert len(chosen) == 1 and f"| {best['concurrency']:,} |" in chosen[0]
+    assert chosen[0].endswith("| meets |")
+    body = rows[2:]
+    for row in body:
+        tpot = float(row.split("|")[5].replace(",", ""))
+        assert row.endswith("| meets |") == (tpot <= 30.0), row

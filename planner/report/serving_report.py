@@ -11,7 +11,7 @@ from planner.report.page import html_document
 from planner.report.quote import html_text, markdown_cell
 from planner.report.serving import disaggregated_lines, serve_plan_lines
 from planner.report.svg import xy_chart
-from planner.specs.result import ParetoPoint, ServeSearchResult
+from planner.specs.result import ParetoPoint, ServeSearchResult, TargetCheck
 
 FRONTIER_HEADER = [
     "layout",
@@ -51,19 +51,60 @@ def _title(result: ServeSearchResult) -> str:
     return f"Serving {best.model} on {best.cluster}"
 
 
-def frontier_rows(points: list[ParetoPoint]) -> list[list[str]]:
-    """One row per frontier point, fastest per user first."""
-    return [
-        [
-            p.layout.short().split(" x")[0],
+def point_verdict(point: ParetoPoint, targets: list[TargetCheck]) -> str:
+    """A frontier point against the search's TPOT and TTFT targets: "meets", or the targets it
+    misses (the point's TTFT is a prompt joining the running batch, no queueing; an end-to-end
+    target is not judged per point).
+
+    >>> from planner.specs.result import ServeLayout
+    >>> q = ParetoPoint(layout=ServeLayout(), concurrency=8, tokens_per_s_per_gpu=100.0,
+    ...                 tokens_per_s_per_user=25.0, tpot_s=0.04, ttft_s=0.2)
+    >>> tpot = TargetCheck(name="tpot", target_ms=30.0, achieved_ms=29.0, met=True)
+    >>> point_verdict(q, [tpot]), point_verdict(q, [])
+    ('misses TPOT 30 ms', '')
+    """
+    achieved = {"tpot": point.tpot_s * 1e3, "ttft": point.ttft_s * 1e3}
+    missed = [
+        f"{t.name.upper()} {t.target_ms:g} ms"
+        for t in targets
+        if t.name in achieved and achieved[t.name] > t.target_ms
+    ]
+    judged = [t for t in targets if t.name in achieved]
+    if not judged:
+        return ""
+    return "misses " + ", ".join(missed) if missed else "meets"
+
+
+def frontier_rows(result: ServeSearchResult) -> list[list[str]]:
+    """One row per frontier point, fastest per user first; the chosen plan's layout and
+    batch marked, and with latency targets a last column saying which each point meets."""
+    best, targets = result.best, result.best.targets
+    chosen = (best.layout.tp, best.layout.pp, best.layout.ep, best.layout.attention_dp)
+    rows = []
+    for p in result.pareto:
+        name = p.layout.short().split(" x")[0]
+        lay = p.layout
+        if (lay.tp, lay.pp, lay.ep, lay.attention_dp) == chosen and p.concurrency == (
+            best.concurrency
+        ):
+            name += " (chosen)"
+        row = [
+            name,
             f"{p.concurrency:,}",
             f"{p.tokens_per_s_per_user:,.1f}",
             f"{p.tokens_per_s_per_gpu:,.0f}",
             f"{p.tpot_s * 1e3:,.1f}",
             f"{p.ttft_s * 1e3:,.0f}",
         ]
-        for p in points
-    ]
+        verdict = point_verdict(p, targets)
+        rows.append([*row, verdict] if verdict else row)
+    return rows
+
+
+def frontier_header(result: ServeSearchResult) -> list[str]:
+    """:data:`FRONTIER_HEADER`, with the targets column when the search had latency targets."""
+    judged = any(t.name in ("tpot", "ttft") for t in result.best.targets)
+    return [*FRONTIER_HEADER, "targets"] if judged else FRONTIER_HEADER
 
 
 def frontier_chart(points: list[ParetoPoint]) -> str:
@@ -90,9 +131,10 @@ def serving_markdown(result: ServeSearchResult) -> str:
     lines = [f"# {markdown_cell(_title(result))}", "", "## Best plan", "", "```"]
     lines += serve_plan_lines(result.best)
     lines += ["```", "", "## Throughput per GPU against speed per user", ""]
-    lines.append("| " + " | ".join(FRONTIER_HEADER) + " |")
-    lines.append("| --- |" + " ---: |" * (len(FRONTIER_HEADER) - 1))
-    for row in frontier_rows(result.pareto):
+    header = frontier_header(result)
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("| --- |" + " ---: |" * (len(header) - 1))
+    for row in frontier_rows(result):
         lines.append("| " + " | ".join(markdown_cell(c) for c in row) + " |")
     if result.disaggregated is not None:
         lines += ["", "## Disaggregated prefill and decode", "", "```"]
@@ -113,7 +155,7 @@ def _pre_text(lines: list[str]) -> str:
 
 def serving_html(result: ServeSearchResult) -> str:
     """The report as one self-contained HTML page with the frontier plot."""
-    head = "".join(f"<th>{html_text(h)}</th>" for h in FRONTIER_HEADER)
+    head = "".join(f"<th>{html_text(h)}</th>" for h in frontier_header(result))
     body = "".join(
         "<tr>"
         + "".join(
@@ -121,7 +163,7 @@ def serving_html(result: ServeSearchResult) -> str:
             for i, c in enumerate(row)
         )
         + "</tr>"
-        for row in frontier_rows(result.pareto)
+        for row in frontier_rows(result)
     )
     split = ""
     if result.disaggregated is not None:

@@ -29,11 +29,15 @@ def batch_ladder(largest: int) -> list[int]:
     return [*out, max(1, largest)]
 
 
-def layout_points(setup: ServeSetup, workload: ServeWorkload, largest: int) -> list[ParetoPoint]:
-    """The ladder of batch sizes of one layout, each as a frontier candidate."""
+def layout_points(
+    setup: ServeSetup, workload: ServeWorkload, largest: int, extra: tuple[int, ...] = ()
+) -> list[ParetoPoint]:
+    """The ladder of batch sizes of one layout, and the ``extra`` batches (the chosen plan's,
+    so that its operating point is on the frontier when nothing beats it), each as a
+    frontier candidate."""
     lay = setup.layout
     points = []
-    for batch in batch_ladder(largest):
+    for batch in sorted({*batch_ladder(largest), *(b for b in extra if 1 <= b <= largest)}):
         state = steady_state(setup, workload, batch)
         tpot = state.tpot_s
         points.append(

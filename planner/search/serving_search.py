@@ -354,7 +354,12 @@ def serve_search(
         [
             point
             for s in scored
-            for point in layout_points(s.setup, workload, _largest_batch(s, workload))
+            for point in layout_points(
+                s.setup,
+                workload,
+                _largest_batch(s, workload),
+                (best.concurrency,) if s.plan is best else (),
+            )
         ]
     )
     split = None
