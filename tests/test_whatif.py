@@ -322,3 +322,19 @@ def test_a_scenario_on_a_tpu_runs_maxtext_unless_a_framework_is_named() -> None:
     gpu, tpu = named.scenarios
     assert gpu.status == "ok" and tpu.status == "invalid"
     assert tpu.error is not None and "--framework maxtext runs there" in tpu.error
+
+
+def test_a_multi_slice_tpu_cluster_is_rebuilt_per_scenario() -> None:
+    """Two 256-chip v5e slices: each scenario rebuilds them from the chip count (the base's
+    slice shape is one slice's; given for the whole 512 chips it crashed every scenario)."""
+    base = ClusterBase.of(load_cluster("tpu_v5ex512"))
+    for vary in ({"nic_gbps": 50.0}, {"seq_len": 4096}):
+        cluster = scenario_cluster(base, vary)  # type: ignore[arg-type]
+        assert (cluster.num_domains, cluster.accelerators_per_domain) == (2, 256)
+
+
+def test_domain_size_is_refused_on_a_torus() -> None:
+    """A TPU torus's scale-up domains are its slices: --domain-size is refused in one line,
+    not applied to nothing."""
+    with pytest.raises(SpecError, match="TPU torus whose scale-up domains are its slices"):
+        planner.load_cluster("tpu_v5px256", edits={"domain_size": 16})

@@ -119,6 +119,11 @@ def _apply_edits(system: SystemSpec, edits: ClusterEdits) -> tuple[SystemSpec, F
     fabric = validate_spec(
         FabricSpec, {**system.scale_out.model_dump(), **fabric_update}, where="cluster edit"
     )
+    if edits.domain_size is not None and system.torus is not None:
+        raise SpecError(
+            f"--domain-size {edits.domain_size}: {system.name} is a TPU torus whose scale-up "
+            "domains are its slices; give the slice shape or chip count in --cluster instead"
+        )
     if edits.domain_size is not None:
         data = {**system.model_dump(), "domain_size": edits.domain_size}
         if edits.domain_size % system.unit_size:

@@ -54,6 +54,10 @@ def models_listing(*, as_json: bool) -> str:
             f"{r['name']:<18} {r['params_B']:>8.1f}B {r['active_params_B']:>7.1f}B "
             f"{r['layers']:>6} {r['attention']:>4}  {r['moe'] or '-':<12} {' '.join(r['aliases'])}"
         )
+    lines += [
+        "active: the parameters a token passes through (its top-k routed experts), both",
+        "embedding tables counted; vendors differ (gpt-oss's figures leave the input one out)",
+    ]
     return terminal_lines(lines)
 
 

@@ -95,7 +95,8 @@ class ClusterBase(FrozenSpec):
     num_accelerators: PositiveInt
     """Accelerators in the base cluster."""
     shape: tuple[int, ...] | None = None
-    """TPU slice shape of the base cluster (None for GPU systems)."""
+    """TPU slice shape of a one-slice base cluster (None for GPU systems and multi-slice TPU
+    clusters, which are rebuilt from their chip count)."""
     edits: ClusterEdits = Field(default_factory=ClusterEdits)
     """What-if edits already applied to the base cluster."""
     hardware: BaseHardware | None = None
@@ -110,7 +111,9 @@ class ClusterBase(FrozenSpec):
             name=cluster.name,
             system=cluster.system.name,
             num_accelerators=cluster.num_accelerators,
-            shape=cluster.slice_shape,
+            # a named slice shape (tpu_v5p_8x16x8) is one slice; several slices are rebuilt
+            # from the chip count (the shape is one slice's, not the whole cluster's)
+            shape=cluster.slice_shape if cluster.num_domains == 1 else None,
             edits=validate_spec(
                 ClusterEdits,
                 # the cluster records its edits as text ("200.0", "False"): read them back as

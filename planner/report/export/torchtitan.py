@@ -343,7 +343,10 @@ def render(job: ExportJob) -> ExportResult:
             f"torchtitan job-config sections; names checked against pytorch/torchtitan {VERSION},",
             "the last release line with TOML job configs (main has moved to Python configs)",
         ],
-        ["merge into a train config (e.g. models/llama3/train_configs/llama3_70b.toml)"],
+        [
+            "merge into your model's train config (torchtitan ships Llama 3's as",
+            "models/llama3/train_configs/llama3_8b.toml, llama3_70b.toml, llama3_405b.toml)",
+        ],
     )
     lines = comment_block(header)
     for name, table in tables.items():
