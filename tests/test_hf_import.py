@@ -632,9 +632,46 @@ def _without(config: dict[str, object], *keys: str) -> dict[str, object]:
     return {k: v for k, v in config.items() if k not in keys}
 
 
+PHI_3_MINI = {
+    "model_type": "phi3",
+    "hidden_act": "silu",
+    "hidden_size": 3072,
+    "intermediate_size": 8192,
+    "max_position_embeddings": 4096,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "rope_scaling": None,
+    "rope_theta": 10000.0,
+    "sliding_window": 2047,
+    "tie_word_embeddings": False,
+    "vocab_size": 32064,
+    "attention_bias": False,
+}
+"""microsoft/Phi-3-mini-4k-instruct config.json (keys the planner reads)."""
+
+OLMO_2_7B = {
+    "model_type": "olmo2",
+    "attention_bias": False,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "max_position_embeddings": 4096,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "rope_scaling": None,
+    "rope_theta": 500000,
+    "tie_word_embeddings": False,
+    "vocab_size": 100352,
+}
+"""allenai/OLMo-2-1124-7B config.json (keys the planner reads)."""
+
 PUBLISHED_TOTALS = [
     ("qwen1.5-moe-a2.7b", QWEN1_5_MOE_A2_7B, 14.3e9, 2.7e9),  # model card: 14.3B, 2.7B active
     ("deepseek-v2-lite", DEEPSEEK_V2_LITE, 15.7e9, None),  # model card: 15.7B
+    ("phi-3-mini", PHI_3_MINI, 3.8e9, None),  # model card: 3.8B
+    ("olmo-2-7b", OLMO_2_7B, 7.3e9, None),  # model card: 7.3B (OLMo 2 report: 7B class)
 ]
 """Configs whose checkpoints' exact counts are not at hand: the model card's rounded figures."""
 
@@ -689,7 +726,7 @@ def test_wrappers_are_refused(model_type: str, text: dict[str, object]) -> None:
     wrapper = {"model_type": model_type, "text_config": dict(text)}
     with pytest.raises(SpecError, match="save its text_config") as err:
         model_from_hf_config(wrapper, name="w")
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and str(err.value).startswith("w: ")  # names the model
 
 
 def test_llama4_against_its_model_cards() -> None:

@@ -63,7 +63,11 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
         )
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise SpecError(f"{name}: {problem}; supported model_type values: {supported}")
-    fields = mapper(config)
+    try:
+        fields = mapper(config)
+    except SpecError as exc:  # every refusal names the model, as the others do
+        text = str(exc)
+        raise SpecError(text if text.startswith(f"{name}:") else f"{name}: {text}") from None
     if fields.get("position_embedding", "rope") == "rope":
         fields["rope_attention_factor"] = _yarn_attention_factor(config, name)
         fields.update(_rope(config, name))
@@ -388,6 +392,22 @@ def _llama(config: Config) -> Fields:
 def _mistral(config: Config) -> Fields:
     """MistralForCausalLM: Llama without biases; ``sliding_window`` on every layer."""
     return {**_gated(config, _int(config, "intermediate_size")), **_all_layers_sliding(config)}
+
+
+def _phi3(config: Config) -> Fields:
+    """Phi3ForCausalLM: Llama's layer with q, k and v fused in one ``qkv_proj`` and gate and
+    up in one ``gate_up_proj`` (the same weights, so the same count), SwiGLU, RMSNorm, no
+    biases; a non-null ``sliding_window`` on every layer, as Mistral."""
+    return {**_gated(config, _int(config, "intermediate_size")), **_all_layers_sliding(config)}
+
+
+def _olmo2(config: Config) -> Fields:
+    """Olmo2ForCausalLM: Llama's projections and SwiGLU, RMSNorm on the queries and keys, and
+    the two norms of a layer after attention and after the MLP instead of before them (the same
+    count). OLMo 2 normalises the whole q and k projections where the spec counts one head's
+    width (``qk_norm``, Qwen3's): (q_dim + kv_dim - 2 head_dim) weights a layer, 0.004% of
+    OLMo 2 7B, are left out."""
+    return {**_gated(config, _int(config, "intermediate_size")), **_biases(config), "qk_norm": True}
 
 
 def _mixtral(config: Config) -> Fields:
@@ -755,6 +775,8 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "llama4": _multimodal_wrapper("llama4_text"),
     "llama4_text": _llama4_text,
     "mistral": _mistral,
+    "olmo2": _olmo2,
+    "phi3": _phi3,
     "mixtral": _mixtral,
     "qwen2": _qwen2,
     "qwen3": _qwen3,
