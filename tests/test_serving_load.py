@@ -410,3 +410,31 @@ def test_the_frontier_marks_the_chosen_point_and_the_targets(tmp_path) -> None: 
     for row in body:
         tpot = float(row.split("|")[5].replace(",", ""))
         assert row.endswith("| meets |") == (tpot <= 30.0), row
+
+
+def test_serving_exports_take_the_serving_pins_and_keep_tensor_parallel_experts() -> None:
+    """``export --mode serve --fix`` takes the serving pins (attention_dp, replicas), as
+    ``search --mode serve`` does; and a plan whose experts are split tensor-parallel (ep=1)
+    under attention DP is exported to vLLM without --enable-expert-parallel, which would turn
+    them into expert parallelism."""
+    code, out, err = run_main(
+        ["export", "--format", "vllm", "--mode", "serve", "--model", "mixtral-8x7b",
+         "--cluster", "hgx_h100x8", "--fix", "attention_dp=2", "--fix", "ep=1"]
+    )  # fmt: skip
+    assert code == 0, err
+    command = next(line for line in out.splitlines() if line.startswith("vllm serve"))
+    assert "--data-parallel-size 2" in command and "--enable-expert-parallel" not in command
+    assert "ep=1: the experts split tensor-parallel" in out + err
+    code, out, err = run_main(
+        ["export", "--format", "sglang", "--mode", "serve", "--model", "8B",
+         "--cluster", "hgx_h100x8", "--fix", "replicas=2"]
+    )  # fmt: skip
+    assert code == 0, err
+
+
+def test_a_missed_latency_target_names_the_closest_layout() -> None:
+    """No layout of 70B on 8 H100 reaches a 9 ms TPOT; the message names the one that comes
+    closest (TP8, 14.2 ms at one sequence), not the first enumerated (TP1 PP2, 55 ms)."""
+    with pytest.raises(InfeasibleError, match=r"closest layout TP8 PP1") as err:
+        serve_search(model="70B", cluster="hgx_h100x8", workload={"tpot_ms": 9})
+    assert "exceeds --tpot-ms 9" in str(err.value)

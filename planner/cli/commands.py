@@ -655,7 +655,7 @@ def _serve_export_job(args: argparse.Namespace) -> object:
         model=model,
         cluster=cluster,
         workload=workload,
-        fix=_parse_fix(args.fix),
+        fix=_parse_fix(args.fix, serve=True),
         config=config,  # type: ignore[arg-type]
     )
     return make_job(result.best, model=model, cluster=cluster, workload=workload)  # type: ignore[arg-type]

@@ -228,9 +228,12 @@ def operating_point(
         name, words = _missed(workload, state, times) or ("tpot_ms", "TPOT")
         value = target_value_s(name, state, times, workload.slo_percentile)  # type: ignore[arg-type]
         pct = "" if name == "tpot_ms" else f" p{workload.slo_percentile}"
-        return name.removesuffix("_ms"), (
+        target_ms = getattr(workload, name)
+        return (
+            name.removesuffix("_ms"),
             f"{lay.short()}: {words}{pct} {value / MS:,.1f} ms at one sequence exceeds "
-            f"--{name.replace('_', '-')} {getattr(workload, name):g}"
+            f"--{name.replace('_', '-')} {target_ms:g}",
+            value / (target_ms * MS) - 1.0,  # how far over: the message names the closest
         )
     if best < upper:
         missed = _missed(workload, *_saturated(setup, workload, best + 1))

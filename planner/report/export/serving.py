@@ -145,9 +145,17 @@ def vllm_argv(job: ExportJob) -> list[str]:
     if dp > 1:
         argv += ["--data-parallel-size", str(dp)]
     argv += ["--max-model-len", str(rep.context), "--dtype", "bfloat16"]
-    if rep.ep > 1 or dp > 1:
+    if rep.ep > 1:
         argv.append("--enable-expert-parallel")
-        job.note(f"vLLM's expert-parallel size is TP x DP of the replica ({tp * dp}), ep={rep.ep}")
+        if rep.ep != tp * dp:
+            job.note(
+                f"vLLM's expert-parallel size is TP x DP of the replica ({tp * dp}), ep={rep.ep}"
+            )
+    elif dp > 1:  # without the flag vLLM splits each expert tensor-parallel over TP x DP
+        job.note(
+            f"ep=1: the experts split tensor-parallel over the replica's TP x DP ({tp * dp}), as "
+            "vLLM does without --enable-expert-parallel"
+        )
     if rep.precision == "fp8":
         argv += ["--quantization", "fp8"]
     elif rep.precision not in ("bf16", "fp16"):
