@@ -171,6 +171,8 @@ CASES: list[Case] = [
     Case("gpus-over-cluster", [*S8, "--gpus", "16"], 2, ("--gpus 16", "exceeds the 8")),
     Case("target-step-negative", [*S8, "--target-step-time", "-1"], 2,
          ("--target-step-time", "'-1'")),
+    Case("target-with-cost", [*S8, "--target-step-time", "20", "--objective", "cost"], 2,
+         ("step-time target ranks by the fewest GPUs", "'cost' objective would be ignored")),
     Case("target-step-unreachable", [*S8, "--target-step-time", "1e-9"], 1,
          ("1e-09 s step-time target", "lower bound")),
     Case("fix-tp-zero", [*S8, "--fix", "tp=0"], 2, ("--fix tp=0", "positive whole number")),

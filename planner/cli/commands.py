@@ -49,18 +49,23 @@ def _cmd_search(args: argparse.Namespace) -> int:
         return _cmd_serve(args)
     _check_train_flags(args)
     from planner.api import search
+    from planner.catalog.io import validate_spec
     from planner.report.text import search_text
     from planner.specs.solver_config import SolverConfig
 
-    config = SolverConfig(
-        solver=args.solver,
-        time_limit_s=args.time_limit,
-        top=min(args.top, 50),
-        objective=args.objective,
-        target_step_time_s=args.target_step_time,
-        offload_as_needed=_offload_auto(args, searches=True),
-        split_sweep_budget=args.split_sweep,
-        **stage_split_fields(args.stage_split),
+    config = validate_spec(
+        SolverConfig,
+        {
+            "solver": args.solver,
+            "time_limit_s": args.time_limit,
+            "top": min(args.top, 50),
+            "objective": args.objective,
+            "target_step_time_s": args.target_step_time,
+            "offload_as_needed": _offload_auto(args, searches=True),
+            "split_sweep_budget": args.split_sweep,
+            **stage_split_fields(args.stage_split),
+        },
+        where="search settings",
     )
     workload = _workload(args)
     precisions = None

@@ -514,6 +514,20 @@ class StructureBound:
         return self.value
 
 
+def distinct_figures(value: float, limit: float) -> tuple[str, str]:
+    """``value`` and ``limit`` to 3 significant figures, or as many more (up to 9) as it takes
+    for two different numbers not to print the same.
+
+    >>> distinct_figures(3.17406, 3.174), distinct_figures(12.5, 10.0)
+    (('3.1741', '3.174'), ('12.5', '10'))
+    """
+    for digits in range(3, 10):
+        shown = f"{value:.{digits}g}", f"{limit:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return shown
+
+
 def misses_target(bound: StructureBound, limit_s: float) -> bool:
     """Whether a structure's step-time bound exceeds ``limit_s``, tightened only as far as it
     takes: each value is a lower bound of the exact one, so one above the limit settles it, and
@@ -670,10 +684,8 @@ class _Collector:
         # bound met it (_visit_order), and the split sweep checks each row's own
         sweeping = self.times is not None and self.times.any_split
         if limit is not None and cost.step_time_s > limit and not sweeping:
-            detail = (
-                f"{layout.short()} takes {cost.step_time_s:.3g} s per step, above the "
-                f"{limit:.3g} s target"
-            )
+            took, target = distinct_figures(cost.step_time_s, limit)
+            detail = f"{layout.short()} takes {took} s per step, above the {target} s target"
             self.reject(layout, "target", detail, cost.step_time_s - limit)
             return
         self.feasible.append(Candidate(layout=layout, cost=cost, cluster=cluster, offload=offload))

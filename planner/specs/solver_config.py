@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, model_validator
 
 from planner.specs.base import FrozenSpec
 
@@ -77,4 +77,15 @@ class SolverConfig(FrozenSpec):
     states ``activation_offload_fraction`` keeps that share for every candidate either way
     (``--activation-offload auto`` turns this on)."""
     target_step_time_s: float | None = Field(default=None, gt=0)
-    """Find the fewest GPUs whose best layout meets this step time (s); None = off."""
+    """Find the fewest GPUs whose best layout meets this step time (s); None = off. It ranks by
+    GPU count, so it takes the time objective only (a cost or energy objective would be
+    ignored: refused)."""
+
+    @model_validator(mode="after")
+    def _target_ranks_by_gpus(self) -> SolverConfig:
+        if self.target_step_time_s is not None and self.objective != "time":
+            raise ValueError(
+                f"a step-time target ranks by the fewest GPUs that meet it; the "
+                f"'{self.objective}' objective would be ignored: give one of them"
+            )
+        return self
