@@ -438,3 +438,24 @@ def test_a_missed_latency_target_names_the_closest_layout() -> None:
     with pytest.raises(InfeasibleError, match=r"closest layout TP8 PP1") as err:
         serve_search(model="70B", cluster="hgx_h100x8", workload={"tpot_ms": 9})
     assert "exceeds --tpot-ms 9" in str(err.value)
+
+
+def test_a_saved_serving_plan_refuses_the_flags_it_settles(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``export --plan`` of a serving plan: a serving workload flag the plan settles (context,
+    KV format, token budget, memory share) is refused in one line instead of being dropped, and
+    --seq-len must be the plan's context."""
+    code, out, err = run_main(
+        ["search", "--mode", "serve", "--model", "8B", "--cluster", "hgx_h100x8", "--json"]
+    )
+    assert code == 0, err
+    saved = tmp_path / "plan.json"
+    saved.write_text(out)
+    for flags, words in (
+        (["--context", "8192"], "--context does not apply with --plan"),
+        (["--kv-precision", "fp8"], "--kv-precision does not apply with --plan"),
+        (["--seq-len", "100000"], "made for 2048-token contexts"),
+    ):
+        code, out, err = run_main(["export", "--format", "vllm", "--plan", str(saved), *flags])
+        assert code == 2 and words in err, (flags, err)
+    code, out, err = run_main(["export", "--format", "vllm", "--plan", str(saved)])
+    assert code == 0, err

@@ -682,6 +682,13 @@ PLAN_FIXES: tuple[str, ...] = (
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 
+SERVE_PLAN_FIXES: tuple[str, ...] = (
+    "context", "prompt_len", "output_len", "concurrency", "kv_precision", "compute_precision",
+    "max_num_tokens", "kv_cache_fraction", "tpot_ms", "ttft_ms", "e2e_ms", "request_rate",
+    "target_tokens_per_s", "serving_engine", "routing_skew", "slo_percentile",
+)  # fmt: skip
+"""Serving workload flags a saved serving plan settles (its engine's settings): refused too."""
+
 
 def _check_plan_flags(args: argparse.Namespace, plan: object) -> None:
     """With --plan, a search or workload flag the plan settles would be ignored: refuse it.
@@ -692,7 +699,13 @@ def _check_plan_flags(args: argparse.Namespace, plan: object) -> None:
     flags = given(args)
     refused = list(PLAN_FIXES)
     if isinstance(plan, ServePlan):  # a serving plan has a context, no global batch
-        refused += ["global_batch", "global_batch_tokens"]
+        refused += ["global_batch", "global_batch_tokens", *SERVE_PLAN_FIXES]
+        engine = plan.engine
+        if "seq_len" in flags and engine is not None and args.seq_len != engine.max_model_len:
+            raise SpecError(
+                f"{flags['seq_len']} {args.seq_len}: the saved serving plan was made for "
+                f"{engine.max_model_len}-token contexts (give that, or leave it out)"
+            )
     for dest in refused:
         if dest in flags:
             raise SpecError(
