@@ -459,3 +459,15 @@ def test_a_saved_serving_plan_refuses_the_flags_it_settles(tmp_path) -> None:  #
         assert code == 2 and words in err, (flags, err)
     code, out, err = run_main(["export", "--format", "vllm", "--plan", str(saved)])
     assert code == 0, err
+
+
+def test_a_serving_export_says_it_searched_with_its_engine() -> None:
+    """``export --mode serve --format vllm`` searches with vLLM's profile (the plan can differ
+    from ``search --mode serve``'s, TensorRT-LLM's on NVIDIA parts) and says so; naming the
+    engine drops the note."""
+    argv = ["export", "--format", "vllm", "--mode", "serve", "--model", "8B", "--cluster",
+            "hgx_h100x8"]  # fmt: skip
+    code, out, err = run_main(argv)
+    assert code == 0 and "searched with the vllm engine profile" in err, err
+    code, out, err = run_main([*argv, "--serving-engine", "tensorrt-llm"])
+    assert code == 0 and "searched with the" not in err, err

@@ -647,14 +647,16 @@ def _validated_serve_workload(fields: dict[str, object]) -> object:
 def _serve_export_job(args: argparse.Namespace) -> object:
     """``export --mode serve``: the best plan of ``search --mode serve`` with the same flags."""
     from planner.api import load_model, serve_search
+    from planner.catalog.engines import default_engine
     from planner.report.export import make_job
     from planner.specs.solver_config import SolverConfig
 
     model, cluster = load_model(args.model), _cluster(args)
-    given = _serve_workload(args)
+    fields = _serve_workload(args)
+    named_engine = "engine" in fields
     # the plan is priced with the engine it is exported to unless --serving-engine says otherwise
-    given.setdefault("engine", args.format)
-    workload = _validated_serve_workload(given)
+    fields.setdefault("engine", args.format)
+    workload = _validated_serve_workload(fields)
     config = SolverConfig(solver=args.solver, time_limit_s=args.time_limit, top=1)
     result = serve_search(
         model=model,
@@ -663,7 +665,15 @@ def _serve_export_job(args: argparse.Namespace) -> object:
         fix=_parse_fix(args.fix, serve=True),
         config=config,  # type: ignore[arg-type]
     )
-    return make_job(result.best, model=model, cluster=cluster, workload=workload)  # type: ignore[arg-type]
+    job = make_job(result.best, model=model, cluster=cluster, workload=workload)  # type: ignore[arg-type]
+    searched = default_engine(cluster.accelerator.vendor)
+    if not named_engine and searched != args.format:
+        job.origin.append(  # type: ignore[attr-defined]
+            f"searched with the {args.format} engine profile, as it is exported to: the layout "
+            f"can differ from what 'layout search --mode serve' prints ({searched} profile); "
+            f"--serving-engine {searched} exports that one"
+        )
+    return job
 
 
 SAVED_PLAN_REL_TOL = 1e-3

@@ -94,6 +94,8 @@ def export(job: ExportJob, fmt: str) -> ExportResult:
     job.notes.clear()
     job.expressed.clear()
     job.env.clear()
+    for line in job.origin:
+        job.note(line)
     changes = job.cluster.changes()
     if changes:  # the arguments cannot say it: the hardware they were planned for
         job.note(

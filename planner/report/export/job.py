@@ -74,6 +74,8 @@ class ExportJob:
     a note of its own)."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment variables the render needs set (:attr:`ExportResult.env`)."""
+    origin: list[str] = field(default_factory=list)
+    """Notes on how the plan was made for this export (every render repeats them first)."""
 
     def express(self, *keys: str) -> None:
         """Record that the render set these settings (planner.report.export.assumed keys)."""
