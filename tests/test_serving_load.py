@@ -467,7 +467,7 @@ def test_a_serving_export_says_it_searched_with_its_engine() -> None:
     engine drops the note."""
     argv = ["export", "--format", "vllm", "--mode", "serve", "--model", "8B", "--cluster",
             "hgx_h100x8"]  # fmt: skip
-    code, out, err = run_main(argv)
+    code, _, err = run_main(argv)
     assert code == 0 and "searched with the vllm engine profile" in err, err
-    code, out, err = run_main([*argv, "--serving-engine", "tensorrt-llm"])
+    code, _, err = run_main([*argv, "--serving-engine", "tensorrt-llm"])
     assert code == 0 and "searched with the" not in err, err
