@@ -365,3 +365,13 @@ def test_a_split_the_time_limit_stopped_is_not_proven() -> None:
     assert 0 < result.solver.best_bound < result.best.step_time_s
     assert "CP-SAT's time limit" in result.solver.method
     assert "the best plan is not proven" in result.solver.method
+
+
+def test_a_targets_counts_add_up() -> None:
+    """Under a step-time target the layouts its bound rules out are counted in the total as in
+    the rejections: the feasible and the rejected add up to the layouts (they did not: '379
+    layouts, 13 feasible, rejected: 260 target, ...' summed to 638)."""
+    from planner import api
+
+    result = api.search(model="8B", cluster="hgx_h100x64", config={"target_step_time_s": 10.0})
+    assert result.num_feasible + sum(result.rejections.values()) == result.num_candidates

@@ -600,6 +600,9 @@ class _Collector:
         self.rejected: list[tuple[float, int, Layout, str, str | Callable[[], str]]] = []
         self.counts: Counter[str] = Counter()
         self.enumerated = 0
+        self.ruled_out = 0
+        """Rows and structures a step-time target ruled out by their bound, never enumerated
+        (counted as the target's rejections, and so in the layout total)."""
         self.capacity = cluster.accelerator.usable_memory_bytes * (1.0 - request.memory_headroom)
         self.headroom = request.memory_headroom
         self.best_by_structure: dict[tuple[object, ...], float] = {}
@@ -647,6 +650,7 @@ class _Collector:
             floor_s = steps * slowest.value
             if limit is not None and floor_s > limit:
                 self.counts["target"] += 1
+                self.ruled_out += 1
                 return True
             if not self.may_improve(layout, floor_s):
                 self.counts["bounded"] += 1
@@ -1033,7 +1037,7 @@ def build_candidates(
         _visit_structure(model, cluster, workload, fields, request, out)
     return CandidateSet(
         feasible=out.feasible,
-        num_enumerated=out.enumerated + out.counts.get("bounded", 0),
+        num_enumerated=out.enumerated + out.counts.get("bounded", 0) + out.ruled_out,
         rejections=out.closest_rejections(20),
         rejection_counts=dict(out.counts),
         stopped_at=out.stopped_at,
@@ -1075,6 +1079,7 @@ def _visit_order(
         bound = StructureBound(out.times, fields, request.fix)
         if request.max_step_s is not None and misses_target(bound, request.max_step_s):
             out.counts["target"] += 1
+            out.ruled_out += 1
             continue
         bounds[i] = bound
         heap.append((objective_value(objective, gpus, bound.value), i))
