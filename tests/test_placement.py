@@ -480,3 +480,18 @@ def test_tp_groups_stay_whole_when_cp_cannot() -> None:
     assert report.groups_split.get("tp", 0) == 0
     assert report.holes_cost_pct < 10.0
     assert not any("TP and EP group" in w for w in plan.warnings)
+
+
+def test_a_placed_plan_keeps_the_split_the_search_chose() -> None:
+    """8B on 48 of 128 H100s with the example state's holes: the search's plan splits its
+    layers 11, 11, 10 (the even split is slower); the placed plan keeps that split, so the
+    holes, which the placement avoids entirely, cost nothing (it was re-priced on the even
+    split and reported that loss as the holes' +1.4%)."""
+    state = load_cluster_state(Path(__file__).parents[1] / "examples" / "cluster_state.yaml")
+    plan = planner.search(model="8B", cluster="hgx_h100x128", gpus=48, cluster_state=state).best
+    healthy = planner.search(model="8B", cluster="hgx_h100x128", gpus=48).best
+    assert [s.num_layers for s in plan.pipeline_stages] == [
+        s.num_layers for s in healthy.pipeline_stages
+    ]
+    assert plan.cluster_state is not None
+    assert plan.cluster_state.holes_cost_pct == pytest.approx(0.0, abs=0.05)

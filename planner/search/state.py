@@ -44,7 +44,8 @@ from planner.specs.cluster_state import ClusterState, DefaultOrder, StateReport,
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
-from planner.specs.result import Plan, SearchResult
+from planner.specs.pipeline import PipelineSplit
+from planner.specs.result import PipelineSplitInfo, Plan, SearchResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
 from planner.topology import placement_entry
@@ -123,16 +124,20 @@ def price_placement(
     layout: Layout,
     availability: Availability,
     positions: np.ndarray,
+    *,
+    split: PipelineSplit | None = None,
+    split_info: PipelineSplitInfo | None = None,
 ) -> Plan:
     """The plan of ``layout`` with rank r on accelerator ``positions[r]``: every dimension's
-    bandwidth from that map's flows, every rank at the speed of the slowest node used. MFU and
-    the memory check stay against the rated accelerator (``plan_cluster``'s)."""
+    bandwidth from that map's flows, every rank at the speed of the slowest node used, its
+    layers on the stages as ``split`` places them (default the even split). MFU and the memory
+    check stay against the rated accelerator (``plan_cluster``'s)."""
     domains = placed_domains(availability.fabric, layout, positions)
     speed = availability.speed_of(positions)
     acc = slowed_accelerator(plan_cluster.accelerator, speed)
     workload = workload.model_copy(update={"precision": layout.precision})
-    cost = estimate_step(model, acc, workload, layout, domains)
-    plan = to_plan(model, plan_cluster, workload, layout, cost)
+    cost = estimate_step(model, acc, workload, layout, domains, split=split)
+    plan = to_plan(model, plan_cluster, workload, layout, cost, split=split, split_info=split_info)
     entries = {
         dim: placement_entry(domains[dim], size, stride)
         for dim, (size, stride, _) in families(layout).items()
@@ -192,9 +197,15 @@ def placed_plan(
     *,
     healthy_step_s: float,
     state_name: str,
+    source: Plan | None = None,
 ) -> Plan:
-    """The plan of ``layout`` on the placement, with its cluster-state report."""
-    plan = price_placement(model, plan_cluster, workload, layout, availability, placement.positions)
+    """The plan of ``layout`` on the placement, with its cluster-state report; ``source``, the
+    plan the search chose, gives its pipeline split (the placement moves ranks, not layers)."""
+    split = engine.split_of(source) if source is not None else None
+    plan = price_placement(
+        model, plan_cluster, workload, layout, availability, placement.positions,
+        split=split, split_info=source.pipeline_split if split is not None else None,  # type: ignore[union-attr]
+    )  # fmt: skip
     fab, positions = availability.fabric, placement.positions
     split = groups_split(fab, layout, positions)
     speed = availability.speed_of(positions)
@@ -330,10 +341,12 @@ def search_on_state(
         except InfeasibleError as exc:
             failure = failure or exc
             continue
-        result, nominal_cluster, layout, placement = found
+        result, nominal_cluster, nominal_plan, placement = found
+        layout = nominal_plan.layout
         plan = placed_plan(
             model, nominal_cluster, workload, layout, availability, placement,
             healthy_step_s=healthy.best.step_time_s, state_name=state_name,
+            source=nominal_plan,
         )  # fmt: skip
         _remember(_key(cluster, layout, state), placement.positions)
         key = _rank_key(plan, config)
@@ -369,12 +382,12 @@ def _search_level(
     config: SolverConfig,
     kwargs: dict[str, object],
     solves: list[SubproblemInfo],
-) -> tuple[SearchResult, ClusterSpec, Layout, Placement]:
+) -> tuple[SearchResult, ClusterSpec, Plan, Placement]:
     """Search at one speed level with at most ``count`` GPUs and place its plans, best first,
     until one keeps its blocks inside domains; then once more with the count the best plan's
     blocks fit; else the best plan as placed (groups straddling, priced)."""
     slowed = _slowed(cluster, speed)
-    first: tuple[SearchResult, ClusterSpec, Layout, Placement] | None = None
+    first: tuple[SearchResult, ClusterSpec, Plan, Placement] | None = None
     for _ in range(2):
         result = engine.search(
             model, slowed, workload, config=config, gpus=count,
@@ -385,7 +398,7 @@ def _search_level(
             if placement.info is not None:
                 solves.append(placement.info)
             nominal = sub_cluster_of(cluster, plan.num_gpus)
-            found = (result, nominal, plan.layout, placement)
+            found = (result, nominal, plan, placement)
             if placement.whole_blocks:
                 return found
             first = first or found
