@@ -1040,24 +1040,6 @@ def _beside_even(
     )
 
 
-def split_of(plan: Plan) -> PipelineSplit | None:
-    """The split a plan records in its stages when it is not the even one (solved, the
-    framework's or given): decoder layers, recomputed layers under full recomputation and the
-    MTP chunk of each; None for the even split or a plan without stages."""
-    if plan.pipeline_split is None or plan.pipeline_split.method == "even":
-        return None
-    stages = sorted(plan.pipeline_stages, key=lambda s: s.stage)
-    if not stages:
-        return None
-    holding = [s.stage for s in stages if s.mtp_layers]
-    full = plan.layout.recompute is Recompute.FULL
-    return PipelineSplit(
-        chunk_layers=tuple(s.num_layers for s in stages),
-        recompute_layers=tuple(s.recompute_layers for s in stages) if full else None,
-        mtp_chunk=holding[0] if holding else None,
-    )
-
-
 def given_split_of(plan: Plan) -> PipelineSplit | None:
     """The split a plan estimated under a given split records in its stages (decoder layers
     and MTP modules per chunk); None for any other plan."""

@@ -30,6 +30,7 @@ from planner.errors import InfeasibleError, InternalError, SpecError
 from planner.search import engine
 from planner.search.evaluate import evaluate, to_plan
 from planner.search.explain import why_not
+from planner.search.pipeline import plan_split
 from planner.search.placement import (
     Placement,
     block_size,
@@ -201,7 +202,7 @@ def placed_plan(
 ) -> Plan:
     """The plan of ``layout`` on the placement, with its cluster-state report; ``source``, the
     plan the search chose, gives its pipeline split (the placement moves ranks, not layers)."""
-    split = engine.split_of(source) if source is not None else None
+    split = plan_split(source) if source is not None else None
     plan = price_placement(
         model, plan_cluster, workload, layout, availability, placement.positions,
         split=split, split_info=source.pipeline_split if split is not None else None,  # type: ignore[union-attr]
