@@ -285,18 +285,18 @@ def job_rows(
                     config=search_config,
                 ).best
             except SpecError as exc:  # the job's request itself (or this partition) is refused
-                reasons.append(f"{part.name} x{n}: {exc}")
+                reasons.append(f"{n} GPUs of {part.name}: {exc}")
                 refused.append(str(exc))
                 continue
             except PlannerError as exc:
-                reasons.append(f"{part.name} x{n}: {exc}")
+                reasons.append(f"{n} GPUs of {part.name}: {exc}")
                 continue
             tokens = _throughput(plan)
             if not _meets(job, plan):
                 reasons.append(
-                    f"{part.name} x{n}: {tokens:,.0f} tokens/s"
+                    f"{n} GPUs of {part.name}: {tokens:,.0f} tokens/s"
                     + (f", {plan.step_time_s:.3g} s per step" if isinstance(plan, Plan) else "")
-                    + f" misses the target {job.spec.target.describe()}"  # type: ignore[union-attr]
+                    + f" misses the target ({job.spec.target.describe()})"  # type: ignore[union-attr]
                 )
                 continue
             if tokens <= best_tokens:  # more GPUs, no more throughput: dominated
