@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--target-step-time",
         type=ranged(positive_float, "target_step_time_s"),
         metavar="SECONDS",
-        help="find the fewest GPUs whose best layout meets this step time",
+        help="find the fewest GPUs (counts of whole units on a 1-1.5-2-3 ladder, and the cap) "
+        "whose best layout meets this step time",
     )
     estimate = sub.add_parser("estimate", help="score one given layout")
     _add_workload(estimate)
