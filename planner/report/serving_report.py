@@ -12,6 +12,7 @@ from planner.report.quote import html_text, markdown_cell
 from planner.report.serving import disaggregated_lines, serve_plan_lines
 from planner.report.svg import xy_chart
 from planner.specs.result import ParetoPoint, ServeSearchResult, TargetCheck
+from planner.units import MS
 
 FRONTIER_HEADER = [
     "layout",
@@ -63,7 +64,7 @@ def point_verdict(point: ParetoPoint, targets: list[TargetCheck]) -> str:
     >>> point_verdict(q, [tpot]), point_verdict(q, [])
     ('misses TPOT 30 ms', '')
     """
-    achieved = {"tpot": point.tpot_s * 1e3, "ttft": point.ttft_s * 1e3}
+    achieved = {"tpot": point.tpot_s / MS, "ttft": point.ttft_s / MS}
     missed = [
         f"{t.name.upper()} {t.target_ms:g} ms"
         for t in targets

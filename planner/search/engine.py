@@ -127,19 +127,26 @@ def gpu_counts(
     tiled = tiling_counts(cluster, cap, group_sizes)
     more = {n for n in extra if 0 < n < cap and _split(cluster, n) is not None}
     unit = cluster.system.unit_size
-    ladder = {unit * m * 2**k for k in range(40) for m in (2, 3) if unit * m * 2**k <= 2 * cap}
+    ladder = {
+        unit * m * 2**k for k in range(40) for m in LADDER_FACTORS if unit * m * 2**k <= 2 * cap
+    }
     if not fewest:
         return sorted({cap, *tiled, *more, *_near_count(cluster, cap, ladder)})
     ladder |= {unit, cap, *tiled, *more}
     return sorted(n for n in ladder if n <= cap and _split(cluster, n) is not None)
 
 
+LADDER_FACTORS = (2, 3)
+"""The odd-free and the x3 rungs of the GPU-count ladder (whole units x m x 2^k): counts of 1,
+1.5, 2, 3, 4, 6, 8, ... units."""
+
+
 def _near_count(cluster: ClusterSpec, cap: int, ladder: set[int]) -> list[int]:
-    """The largest count of the 1-1.5-2-3 ladder below ``cap`` when the cap's odd factor is
-    above 3 (NVL72 racks: 72 = 8 x 9, 144 = 16 x 9), else none. A power-of-two batch puts the
-    odd factor on tp x pp x cp (nine pipeline stages), where the ladder's count, leaving a few
-    GPUs idle, may well be faster: gpt-oss-20b on 144 GB200s ran 1.84 s a step at PP9 and
-    1.13 s on 128 GPUs, which the time objective did not weigh.
+    """The largest count of the 1-1.5-2-3 ladder below ``cap`` when the cap's odd factor is not on the
+    ladder (above 3: NVL72 racks, 72 = 8 x 9, 144 = 16 x 9), else none. A power-of-two batch
+    puts the odd factor on tp x pp x cp (nine pipeline stages), where the ladder's count,
+    leaving a few GPUs idle, may well be faster: gpt-oss-20b on 144 GB200s ran 1.84 s a step at
+    PP9 and 1.13 s on 128 GPUs, which the time objective did not weigh.
 
     >>> from planner.catalog import load_cluster
     >>> ladder = {8 * m * 2**k for k in range(12) for m in (2, 3)}
@@ -151,7 +158,7 @@ def _near_count(cluster: ClusterSpec, cap: int, ladder: set[int]) -> list[int]:
     odd = cap
     while odd % 2 == 0:
         odd //= 2
-    if odd <= 3:
+    if odd <= max(LADDER_FACTORS):
         return []
     below = [n for n in ladder if n < cap and _split(cluster, n) is not None]
     return [max(below)] if below else []
