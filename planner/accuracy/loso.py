@@ -31,17 +31,18 @@ METHOD = (
 """What ``heldout.method`` says."""
 
 
-SOURCE_GROUPS: dict[str, str] = {"NGB": "N"}
-"""Row-id prefixes that name the same source document as another prefix: NGB (the GB200/GB300
-rows of training_frameworks.yaml) comes from the Megatron-Bridge performance archive the N rows
-come from, so they are held out together."""
+SOURCE_GROUPS: dict[str, str] = {"NGB": "N", "DGX": "D", "DMX": "D"}
+"""Row-id prefixes that name the same source as another prefix: NGB (the GB200/GB300 rows of
+training_frameworks.yaml) comes from the Megatron-Bridge performance archive the N rows come
+from; DGX and DMX (NeMo's and MaxText's READMEs of DGX Cloud benchmarking v25.04) from the
+release the D rows' README belongs to. Each pair is held out together."""
 
 
 def source_of(row_id: str) -> str:
     """The source group of a validation row id.
 
-    >>> source_of("K1/full"), source_of("N21"), source_of("NGB3")
-    ('K', 'N', 'N')
+    >>> source_of("K1/full"), source_of("N21"), source_of("NGB3"), source_of("DGX5/fp8")
+    ('K', 'N', 'N', 'D')
     """
     match = re.match(r"[A-Za-z]+", row_id)
     prefix = match.group(0) if match else row_id
