@@ -117,7 +117,6 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {"precision": "fp8", "weight_cast": v}) for v in ("per_step", "per_call")
     ],
     "pipeline_schedule": [("dense", {}), ("dense", {"pipeline_schedule": "dualpipe"})],
-    "dp_sync_per_chunk": [("dense", {"dp_sync_per_chunk": v}) for v in (False, True)],
     "pp_grad_sync": [
         ("zero3pp", {"framework": "torchtitan", "pp_grad_sync": v}) for v in ("step", "round")
     ],
@@ -502,7 +501,6 @@ EXPECT: dict[str, dict[str, Check]] = {
         ),
         "reshard_after_forward": _said,
         "pp_grad_sync": _said,
-        "dp_sync_per_chunk": _native(lambda c: c.w.dp_sync_per_chunk),
         "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
         "zero_shard_group": lambda c: c.has("--num-distributed-optimizer-instances", _instances(c)),
         "fp32_params": _native(lambda c: not c.w.fp32_params),
@@ -597,7 +595,6 @@ EXPECT: dict[str, dict[str, Check]] = {
         ),
         "reshard_after_forward": _said,
         "pp_grad_sync": _said,
-        "dp_sync_per_chunk": _native(lambda c: c.w.dp_sync_per_chunk),
         "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
         "zero_shard_group": lambda c: c.has(
             "ddp.num_distributed_optimizer_instances", _instances(c)
@@ -682,7 +679,6 @@ EXPECT: dict[str, dict[str, Check]] = {
             "parallelism.context_parallel_rotate_method", "alltoall", "allgather"
         ),
         "pp_grad_sync": _said,
-        "dp_sync_per_chunk": _native(lambda c: not c.w.dp_sync_per_chunk),
         "reshard_after_forward": lambda c: c.has(
             "parallelism.fsdp_reshard_after_forward", c.w.reshard_after_forward
         ),
@@ -756,7 +752,6 @@ EXPECT: dict[str, dict[str, Check]] = {
         "cp_comm": _said,
         "reshard_after_forward": _said,
         "pp_grad_sync": _said,
-        "dp_sync_per_chunk": _native(lambda c: not c.w.dp_sync_per_chunk),
         "pipeline_schedule": _native(
             lambda c: c.w.pipeline_schedule == "1f1b" and c.layout.vpp == 1
         ),
@@ -832,7 +827,6 @@ EXPECT: dict[str, dict[str, Check]] = {
         "cp_impl": _native(lambda c: c.w.cp_impl == "te"),
         "cp_comm": _cp_method("context_parallel_strategy", "ring", "all_gather"),
         "pp_grad_sync": _said,
-        "dp_sync_per_chunk": _native(lambda c: not c.w.dp_sync_per_chunk),
         "reshard_after_forward": _said,
         "pipeline_schedule": _said,
         "zero_shard_group": lambda c: (

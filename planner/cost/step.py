@@ -462,14 +462,6 @@ def dp_exposed_time(
     if not dp_sync_overlapped(workload, layout):
         # the whole reduction after the last backward, the gather after the optimizer step
         return reduce + gather
-    if workload.dp_sync_per_chunk and layout.vpp > 1 and layout.pp > 1:
-        return chunked_sync_exposed_time(
-            (reduce, tail_reduce),
-            (gather, tail_gather),
-            slowest,
-            layout,
-            contention,
-        )
     exposed = bucketed(reduce, tail_reduce, slowest.backward_s)
     rounds = math.ceil(num_microbatches / layout.pp)
     if workload.pp_grad_sync == "round" and layout.zero >= 3 and rounds > 1:
@@ -481,49 +473,6 @@ def dp_exposed_time(
         + tail_gather
         + overlapped_exposed_time(max(0.0, gather - tail_gather), slowest.forward_s, contention)
     )
-
-
-def chunked_sync_exposed_time(
-    reduce: tuple[float, float],
-    gather: tuple[float, float],
-    slowest: MicrobatchTime,
-    layout: Layout,
-    contention: float,
-) -> float:
-    """Exposed data-parallel synchronisation of an interleaved pipeline that reduces each model
-    chunk's gradients at its last backward and gathers its parameters before its first forward
-    (``TrainWorkload.dp_sync_per_chunk``); ``reduce`` and ``gather`` are (the stage's whole
-    collective, its last bucket's) in seconds.
-
-    The first pipeline stage finishes last and sets the step. In the interleaved 1F1B order
-    (Narayanan et al., SC'21, arXiv 2104.04473, section 2.2) its backwards run in runs of pp
-    micro-batches per chunk, from chunk v - 1 down to chunk 0, so chunk c's last backward ends c
-    x pp chunk-backwards (of backward_s / v each) before the stage's last: chunk 0's reduction
-    (1/v of the stage's) overlaps only its own last backward, bucket by bucket, and the other
-    chunks' reductions, queued on the same links, overlap the (v - 1) x pp chunk-backwards that
-    follow chunk v - 1's. The gathers mirror it: chunk 0's precedes the first forward, the
-    others overlap the warm-up forwards of the chunks before them ((v - 1) x pp chunk-forwards).
-    Each overlapped part costs its ``contention`` share (:func:`planner.cost.comm.
-    overlapped_exposed_time`).
-
-    >>> from planner.cost.stage import MicrobatchTime
-    >>> t = MicrobatchTime.model_construct(forward_s=1.0, backward_s=2.0, tp_comm_s=0.0,
-    ...     cp_comm_s=0.0, ep_comm_s=0.0)
-    >>> round(chunked_sync_exposed_time((4.0, 0.1), (0.0, 0.0), t, Layout(pp=4, vpp=4), 0.0), 3)
-    0.5
-    >>> round(chunked_sync_exposed_time((40.0, 0.1), (0.0, 0.0), t, Layout(pp=4, vpp=4), 0.0), 3)
-    33.5
-    """
-    v, pp = layout.vpp, layout.pp
-
-    def chunked(total: float, last: float, chunk_s: float) -> float:
-        per_chunk = total / v
-        tail = min(last, per_chunk)
-        first = tail + overlapped_exposed_time(max(0.0, per_chunk - tail), chunk_s, contention)
-        rest = overlapped_exposed_time(total - per_chunk, (v - 1) * pp * chunk_s, contention)
-        return first + rest
-
-    return chunked(*reduce, slowest.backward_s / v) + chunked(*gather, slowest.forward_s / v)
 
 
 def split_collective_time(

@@ -260,17 +260,6 @@ class TrainWorkload(FrozenSpec):
     held (Llama 3's layout, arXiv 2407.21783 section 3.3.2); ``default`` reshards unless
     pipeline parallelism is on (torchtitan's ``fsdp_reshard_after_forward = "default"``: "for
     PP, do not reshard after forward to avoid per-microbatch all-gathers")."""
-    dp_sync_per_chunk: bool = False
-    """With an interleaved pipeline (vpp > 1) and one overlapped data-parallel reduction per
-    step, each model chunk reduces its gradients as soon as its last micro-batch's backward
-    ends, and gathers its parameters just ahead of its first forward, instead of the whole stage
-    at once: Megatron-Core's interleaved 1F1B calls ``config.grad_sync_func[chunk]`` right after
-    ``is_last_microbatch_for_model_chunk`` and ``config.param_sync_func[chunk]`` before the
-    chunk's first forward (``megatron/core/pipeline_parallel/schedules.py``,
-    ``forward_backward_pipelining_with_interleaving``), so on the first stage a chunk's
-    reduction runs behind the backwards of the chunks after it
-    (:func:`planner.cost.step.dp_exposed_time`). False: the stage's reduction waits for its last
-    backward, as a framework that syncs once per stage does."""
     pp_grad_sync: Literal["step", "round"] = "step"
     """ZeRO-3 that keeps its parameters under pipeline parallelism: when a virtual stage's
     gradients are reduce-scattered. ``step``: once, after the step's last backward; each

@@ -449,16 +449,6 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         lambda j: j.model.position_embedding == "rope",
         lambda j: rope_words(j.model),
     ),
-    "dp_sync_per_chunk": (
-        lambda j: chunked_dp_sync_relevant(j),
-        lambda j: (
-            "each interleaved model chunk's DP gradient reduction launched at its last backward "
-            "and its parameter gather before its first forward"
-            if j.train[1].dp_sync_per_chunk
-            else "each pipeline stage's DP gradient reduction launched after its last backward, "
-            "not chunk by chunk"
-        ),
-    ),
     DP_OVERLAP: (
         lambda j: j.train[0].layout.dp * j.train[0].layout.cp > 1,
         lambda j: (
@@ -474,22 +464,6 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
 }
 """Setting key -> (does the plan use it, the setting in words). Keys are the TrainWorkload
 fields (``mode`` aside; :data:`DP_OVERLAP` is one) and :data:`MODEL_ROPE`."""
-
-
-def chunked_dp_sync_relevant(job: ExportJob) -> bool:
-    """Whether the chunk-by-chunk data-parallel sync (``TrainWorkload.dp_sync_per_chunk``)
-    changes the prediction: an interleaved pipeline with data parallelism that reduces once per
-    step, overlapped (:func:`planner.cost.step.dp_exposed_time`)."""
-    from planner.cost.sharding import reduces_once_per_step
-
-    layout, workload = job.train[0].layout, job.train[1]
-    return (
-        layout.pp > 1
-        and layout.vpp > 1
-        and layout.dp * layout.cp > 1
-        and dp_overlapped(job)
-        and reduces_once_per_step(workload, layout)
-    )
 
 
 def dp_overlapped(job: ExportJob) -> bool:

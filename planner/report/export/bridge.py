@@ -172,8 +172,6 @@ def _overlap(job: ExportJob) -> list[str]:
         if layout.zero >= 1:
             out.append(f"ddp.overlap_param_gather={overlap}")
     job.express(DP_OVERLAP)
-    if workload.dp_sync_per_chunk:  # Megatron Core's interleaved schedule syncs chunk by chunk
-        job.express("dp_sync_per_chunk")
     out.append(f"model.attention_backend={attention_backend(workload)}")
     job.express("attention_kernel")
     fused = workload.cross_entropy != "unfused"

@@ -45,8 +45,6 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
                 "overlaps them (dp_comm_overlap)"
             )
     job.express(DP_OVERLAP)
-    if not job.train[1].dp_sync_per_chunk:  # the pipeline engine reduces after the last backward
-        job.express("dp_sync_per_chunk")
     if stage == 3:
         zero.update(_stage3(job))
     config: dict[str, object] = {

@@ -116,8 +116,6 @@ def _mesh(job: ExportJob) -> dict[str, Value]:
         )
     if dp_overlapped(job):  # XLA overlaps the data-parallel collectives with compute
         job.express(DP_OVERLAP)
-    if not job.train[1].dp_sync_per_chunk:  # no per-chunk sync is priced: nothing to set
-        job.express("dp_sync_per_chunk")
     if layout.zero >= 3:
         job.express("zero_shard_group")
     return mesh

@@ -211,8 +211,6 @@ def _overlap(job: ExportJob) -> Group:
         if layout.zero >= 1:
             args.append("--overlap-param-gather")
     job.express(DP_OVERLAP)  # Megatron-LM reduces after the backward without the two flags
-    if workload.dp_sync_per_chunk:  # the interleaved schedule syncs chunk by chunk itself
-        job.express("dp_sync_per_chunk")
     args += ["--attention-backend", attention_backend(workload)]
     job.express("flash_attention", "attention_kernel")
     if workload.cross_entropy != "unfused":

@@ -56,8 +56,6 @@ def _data_parallel(job: ExportJob) -> dict[str, TomlValue]:
     layout, workload = job.train[0].layout, job.train[1]
     if dp_overlapped(job):  # FSDP2 and DDP overlap their collectives with compute by default
         job.express(DP_OVERLAP)
-    if not workload.dp_sync_per_chunk:  # its pipelining reduces a stage after its last backward
-        job.express("dp_sync_per_chunk")
     if layout.zero == 0:
         return {"data_parallel_replicate_degree": layout.dp, "data_parallel_shard_degree": 1}
     if layout.zero == 1:

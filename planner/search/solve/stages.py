@@ -604,13 +604,10 @@ def dp_sync_step_floor(
     bucket the bucket size, the least a rank holds last) and the optimizer step only grow with
     a rank's parameters. The exposed time falls as the slowest stage's compute t grows, by at
     most (1 - contention) per second in each of the reduction and the gather that overlap
-    compute ((v - 1) pp / v per second of each under an interleaved pipeline's chunk-by-chunk
-    sync, :func:`planner.cost.step.chunked_sync_exposed_time`), while the pipeline's
-    ``steps`` >= 2 micro-batch times of t (>= pp of them under that sync) grow faster: so
+    compute, while the pipeline's ``steps`` >= 2 micro-batch times of t grow faster: so
     their sum is least at t = ``slowest_s``, pricing forward and backward at t each (more than
     either takes, which only lowers the exposed time). Where that argument fails (a reduction
-    every micro-batch; ZeRO-3's per-round reductions; fewer than two micro-batch times, or than
-    pp under the chunk-by-chunk sync) the
+    every micro-batch; ZeRO-3's per-round reductions; fewer than two micro-batch times) the
     floor is 0.
 
     >>> from planner.catalog import load_cluster, load_model
@@ -638,8 +635,6 @@ def dp_sync_step_floor(
     ):
         return 0.0
     if dp_sync_overlapped(workload, layout) and steps < 2:
-        return 0.0
-    if workload.dp_sync_per_chunk and layout.vpp > 1 and layout.pp > 1 and steps < layout.pp:
         return 0.0
     kinds = layer_kinds(model, workload.seq_len)
     counts = Counter(kinds)
