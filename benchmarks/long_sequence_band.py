@@ -16,7 +16,7 @@ from __future__ import annotations
 from heldout import print_summary
 
 from planner.accuracy.rows import FRAMEWORK_ROWS_FILE, expand_cases, load_rows, training_file
-from planner.accuracy.sequence_band import score_rows, unfitted_cases, widening_ratios
+from planner.accuracy.sequence_band import long_sequence_cases, score_rows, widening_ratios
 from planner.catalog.store import load_trust
 from planner.specs.trust import band_quantile
 
@@ -26,7 +26,7 @@ LEVEL = 0.8
 def main() -> None:
     factor = load_trust().widen.beyond_longest_sequence.factor
     rows = load_rows(training_file().parent / FRAMEWORK_ROWS_FILE)
-    scored = score_rows(unfitted_cases(expand_cases(rows)))
+    scored = score_rows(long_sequence_cases(expand_cases(rows)))
     for r in scored:
         seq_k = r.case.row.workload.seq_len // 1024
         print(

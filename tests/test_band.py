@@ -254,12 +254,12 @@ def test_sequence_widening_and_its_coverage_are_what_the_long_sequence_rows_meas
     import statistics
 
     from planner.accuracy.rows import FRAMEWORK_ROWS_FILE, expand_cases, load_rows, training_file
-    from planner.accuracy.sequence_band import score_rows, unfitted_cases, widening_ratios
+    from planner.accuracy.sequence_band import long_sequence_cases, score_rows, widening_ratios
 
     spec = load_trust()
     factor = spec.widen.beyond_longest_sequence.factor
     rows = load_rows(training_file().parent / FRAMEWORK_ROWS_FILE)
-    scored = score_rows(unfitted_cases(expand_cases(rows)))
+    scored = score_rows(long_sequence_cases(expand_cases(rows)))
     assert len(scored) == 17
     ratios = widening_ratios(scored, factor)
     assert len(ratios) == 11

@@ -289,7 +289,8 @@ def _heldout_markdown(report: ValidationReport) -> list[str]:
         "(`planner/catalog/transfer.py`, checked leaving one family out in docs/calibration.md), "
         "and its rows are held out with it. Megatron-LM rows marked `fit: false` are never "
         "fitted either (NeMo's long-sequence tables, the LS rows: fitted, they made every "
-        "held-out check worse; docs/calibration.md). These are the errors to expect on a run "
+        "held-out check worse; docs/calibration.md; and the DGX rows, DGX Cloud's NeMo tables "
+        "added after the fit as a check on it). These are the errors to expect on a run "
         "no fit saw.",
         "",
         *markdown_table(_HELDOUT_HEADERS, by_group, {1, 2, 3, 4}),

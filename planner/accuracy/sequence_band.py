@@ -1,5 +1,5 @@
-"""The ``beyond_longest_sequence`` widening (``topologies/trust.yaml``) measured on the
-training rows no fit uses (``TrainingRow.fit`` false: NeMo's long-sequence tables, the LS rows),
+"""The ``beyond_longest_sequence`` widening (``topologies/trust.yaml``) measured on NeMo's
+long-sequence tables (the LS rows, which no fit uses: ``TrainingRow.fit`` false),
 and the coverage of the band those rows' plans print (``python benchmarks/long_sequence_band.py``;
 DESIGN.md section 9, issue 18 item 7).
 
@@ -32,9 +32,16 @@ class ScoredRow(NamedTuple):
     beyond: bool
 
 
-def unfitted_cases(cases: Sequence[Case]) -> list[Case]:
-    """The cases whose row no fit uses (``TrainingRow.fit`` false)."""
-    return [c for c in cases if not c.row.fit]
+LONG_SEQUENCE_SOURCE = "LS"
+"""Source group (:func:`planner.accuracy.loso.source_of`) of NeMo's long-sequence tables."""
+
+
+def long_sequence_cases(cases: Sequence[Case]) -> list[Case]:
+    """The cases of NeMo's long-sequence tables, rows no fit uses (``TrainingRow.fit`` false;
+    the other unfitted Megatron-LM rows, DGX Cloud's at 2K-4K tokens, measure no widening)."""
+    from planner.accuracy.loso import source_of
+
+    return [c for c in cases if not c.row.fit and source_of(c.id) == LONG_SEQUENCE_SOURCE]
 
 
 def score_rows(cases: Sequence[Case]) -> list[ScoredRow]:
