@@ -35,7 +35,7 @@ SOURCE_GROUPS: dict[str, str] = {"NGB": "N", "DGX": "D", "DMX": "D"}
 """Row-id prefixes that name the same source as another prefix: NGB (the GB200/GB300 rows of
 training_frameworks.yaml) comes from the Megatron-Bridge performance archive the N rows come
 from; DGX and DMX (NeMo's and MaxText's READMEs of DGX Cloud benchmarking v25.04) from the
-release the D rows' README belongs to. Each pair is held out together."""
+release the D rows' README belongs to. Rows of one group are held out together."""
 
 
 def source_of(row_id: str) -> str:

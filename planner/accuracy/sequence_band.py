@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from planner.accuracy.loso import source_of
 from planner.accuracy.rows import Case
 from planner.accuracy.run import predict_case
 from planner.search.trust import BEYOND_LONGEST_SEQUENCE
@@ -39,8 +40,6 @@ LONG_SEQUENCE_SOURCE = "LS"
 def long_sequence_cases(cases: Sequence[Case]) -> list[Case]:
     """The cases of NeMo's long-sequence tables, rows no fit uses (``TrainingRow.fit`` false;
     the other unfitted Megatron-LM rows, DGX Cloud's at 2K-4K tokens, measure no widening)."""
-    from planner.accuracy.loso import source_of
-
     return [c for c in cases if not c.row.fit and source_of(c.id) == LONG_SEQUENCE_SOURCE]
 
 
