@@ -77,7 +77,9 @@ def _random_problem(seed: int) -> StageProblem:
         mtp_transient=(rng.randint(0, 20) * mtp, rng.randint(0, 20) * mtp),
         mtp_activation=rng.randint(1, 20) * mtp,
         mtp_memory=rng.randint(1, 10) * mtp,
-        working=rng.randint(0, 10) if recompute != "none" else 0,
+        working=(working := rng.randint(0, 10) if recompute != "none" else 0),
+        # the last rank's working set less what it shares with the logits there
+        working_last=rng.choice([None, rng.randint(0, working)]),
         recompute=recompute,
         fixed_recompute=rng.choice([None, None, 1]) if recompute == "block" else None,
         capacity=10**9,
@@ -283,8 +285,9 @@ def _relaxed_optimum(problem: StageProblem) -> int | None:
     def rank_time(r: int, counts: tuple[int, ...], mtp: bool) -> int | None:
         best = None
         redo_ranges = [range(c + 1) if p.recompute != "none" else range(1) for c in counts]
+        last = r == p.pp - 1
+        working = p.working_last if last and p.working_last is not None else p.working
         for redo in itertools.product(*redo_ranges):
-            last = r == p.pp - 1
             time_ = p.rank_time[r] + sum(
                 c * k[0] + x * k[1] for c, x, k in zip(counts, redo, kinds, strict=True)
             )
@@ -296,7 +299,7 @@ def _relaxed_optimum(problem: StageProblem) -> int | None:
                 + sum(c * (k[2] + k[5]) for c, k in zip(counts, kinds, strict=True))
             )
             memory = p.in_flight_scale * (
-                p.rank_state[r] + p.rank_memory[r] + state + p.working * (sum(redo) > 0)
+                p.rank_state[r] + p.rank_memory[r] + state + working * (sum(redo) > 0)
             )
             if mtp:
                 time_ += p.mtp_time

@@ -357,20 +357,22 @@ def stage_memory_profile(
     else:
         activations += masks
     buffers = workload.framework_buffers
-    fixed = contents.num_heads * logits_bytes(
+    head_logits = logits_bytes(
         model,
         layout,
         workload.seq_len,
         workload.cross_entropy,
         fp32_copy="fp32_logits" in buffers,
     )
+    fixed = contents.num_heads * head_logits
     fixed += tp_gather_buffer_bytes(model, layout, workload.seq_len, buffers)
     holds_vocab = contents.first or contents.output_weights
     vocab_weight = model.vocab_size * model.hidden_size / layout.tp if holds_vocab else 0.0
     recomputes = contents.recomputed is None or contents.num_recomputed > 0
     save_list = layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
     if (layout.recompute is Recompute.FULL and recomputes) or save_list:
-        fixed += recompute_working_bytes(model, workload, layout)
+        working = recompute_working_bytes(model, workload, layout)
+        fixed += working - logits_overlap(working, head_logits if contents.last else 0.0)
     return StageMemoryProfile(
         stage,
         dense,
@@ -413,6 +415,22 @@ def state_bytes(
     bounds (with the activations, and in the optimizer step)."""
     state = sharded_state_bytes((dense, expert), layout, workload, num_layers=1, transient=False)
     return state.weights + state.grads + state.optimizer, state.step_transient
+
+
+def logits_overlap(working: float, logits: float) -> float:
+    """Bytes the recomputed layer's working set and the output layer's logits share: the
+    logits (and the loss's fp32 copies) live from the loss's forward through its backward, and
+    are freed before the backward reaches the last transformer layer and recomputes it, so the
+    two are never held together and the stage's peak holds the larger, not both (the backward
+    runs the loss, then the output layer, then the layers in reverse order: Megatron-LM's
+    1F1B runs one micro-batch's forward and then its backward on the last stage; an XLA step
+    differentiates the loss before the scanned layers). Only the main head's logits count; an
+    MTP head's are kept in full (conservative).
+
+    >>> logits_overlap(3.0, 5.0), logits_overlap(5.0, 3.0), logits_overlap(5.0, 0.0)
+    (3.0, 3.0, 0.0)
+    """
+    return min(working, logits)
 
 
 def recompute_working_bytes(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> float:

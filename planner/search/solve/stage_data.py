@@ -36,6 +36,7 @@ from planner.cost.stage import microbatch_time
 from planner.cost.stage_memory import (
     activation_bytes_per_microbatch,
     einsum_mask_bytes_per_microbatch,
+    logits_overlap,
     recompute_working_bytes,
     stage_params_per_gpu,
     state_bytes,
@@ -102,6 +103,9 @@ class StageProblem(FrozenSpec):
     """Their logits."""
     working: int
     """Working set of a layer being recomputed, on a rank that recomputes any."""
+    working_last: int | None = None
+    """The same on the last rank, less what it shares with the logits there (:func:`planner.
+    cost.stage_memory.logits_overlap`); None = ``working``."""
     recompute: RecomputeChoice
     """none (the layout does not recompute in full), block (one count N: the first N layers of
     every chunk recompute, Megatron-LM's ``--recompute-method block --recompute-num-layers N``)
@@ -180,6 +184,7 @@ def build_stage_problem(
         fp32_copy="fp32_logits" in buffers,
     )  # fmt: skip
     gather = tp_gather_buffer_bytes(model, layout, workload.seq_len, buffers)  # on every rank
+    working = recompute_working_bytes(model, workload, layout) if full else 0.0
     last = layout.pp - 1
     first, final = held_of(embedding), held_of(head)
     rank_held = [
@@ -222,7 +227,8 @@ def build_stage_problem(
         if mtp
         else 0,
         mtp_memory=_bytes(mtp * logits),
-        working=_bytes(recompute_working_bytes(model, workload, layout)) if full else 0,
+        working=_bytes(working) if full else 0,
+        working_last=_bytes(working - logits_overlap(working, logits)) if full else 0,
         recompute=recompute if full else "none",
         fixed_recompute=workload.recompute_num_layers if full else None,
         capacity=int(acc.usable_memory_bytes * (1.0 - headroom) // MEMORY_QUANTUM_BYTES),
@@ -328,6 +334,15 @@ class Assignment(FrozenSpec):
     """Chunk holding the MTP modules (the last when there are none)."""
 
 
+def rank_working(problem: StageProblem, rank: int) -> int:
+    """The recompute working set ``rank`` holds when it recomputes any layer: ``working``, or
+    ``working_last`` on the last rank (less what it shares with the logits there)."""
+    p = problem
+    if rank == p.pp - 1 and p.working_last is not None:
+        return p.working_last
+    return p.working
+
+
 def rank_loads(problem: StageProblem, assignment: Assignment) -> list[tuple[int, int]]:
     """(time, memory x in_flight_scale) of each rank under ``assignment``."""
     p = problem
@@ -354,7 +369,7 @@ def rank_loads(problem: StageProblem, assignment: Assignment) -> list[tuple[int,
         loads[r][1] += p.in_flight_scale * (state + p.mtp_memory)
         loads[r][1] += p.in_flight[r] * p.mtp_activation
     for r in range(p.pp):
-        loads[r][1] += p.in_flight_scale * p.working * recomputing[r]
+        loads[r][1] += p.in_flight_scale * rank_working(p, r) * recomputing[r]
     return [(t, mem) for t, mem in loads]
 
 
@@ -839,7 +854,9 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
         least, most = _recompute_span(np.array(mins[r]), layers, counts[:, None])
         kept = scale * (p.rank_state[r] + p.rank_memory[r] + layers * state)
         kept = kept + p.in_flight[r] * layers * activation
-        over = kept + scale * p.working - scale * p.capacity  # memory past capacity at rho > 0
+        over = (
+            kept + scale * rank_working(p, r) - scale * p.capacity
+        )  # memory past capacity at rho > 0
         per = p.in_flight[r] * saving
         enough = -(-over // per) if per > 0 else np.where(over <= 0, 0, UNREACHABLE)
         redo = np.where(over <= 0, np.maximum(least, 1), np.maximum(np.maximum(least, 1), enough))
@@ -984,7 +1001,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
                           else p.mtp_state[1] + p.mtp_transient[1])  # fmt: skip
         load = (
             scale * (p.rank_state[r] + p.rank_memory[r] + extra_state + state[:, None]
-                     + p.working * recomputing[None, :])
+                     + rank_working(p, r) * recomputing[None, :])
             + p.in_flight[r] * (activation[:, None] + extra_activation - saving[None, :])
         )  # fmt: skip
         step = p.rank_state[r] + rank_transient[r] + state + transient + extra_step

@@ -57,6 +57,7 @@ from planner.search.solve.stage_data import (
     rank_load_applies,
     rank_load_lower_bound,
     rank_load_work,
+    rank_working,
     rounding_slack,
     tables_rounding_slack,
     uniform_lower_bound,
@@ -204,7 +205,7 @@ class StageSolver:
         p, m = self._p, self._model
         times = [p.rank_time[r] for r in range(p.pp)]
         memory = [p.in_flight_scale * (p.rank_state[r] + p.rank_memory[r]
-                                       + p.working * self._any_redo[r])
+                                       + rank_working(p, r) * self._any_redo[r])
                   for r in range(p.pp)]  # fmt: skip
         rank_transient = p.rank_transient or (0,) * p.pp
         layer_held = tuple(s + t for s, t in zip(
