@@ -690,6 +690,39 @@ def test_an_explicit_even_split_scores_like_the_default() -> None:
         assert explicit.peak_memory.total == pytest.approx(default.peak_memory.total, rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("layout", "saved"),
+    [
+        (Layout(pp=2, dp=4, recompute="full"), None),
+        (Layout(pp=2, dp=4, recompute="none"), None),
+        (Layout(pp=2, dp=4, recompute="selective"), ("q", "k", "v")),
+        (Layout(pp=4, dp=2, mbs=2, recompute="selective"), ()),
+    ],
+)
+def test_the_stage_tables_hold_what_stage_memory_holds(
+    layout: Layout, saved: tuple[str, ...] | None
+) -> None:
+    """Each rank's memory in the partition's tables, on the even split, is stage_memory's
+    weights + gradients + optimizer state + activations of that stage, to the tables' rounding
+    (each entry rounded up to 64 KiB: within 4 MiB here): the recompute working set a save
+    list holds on every rank (about 1 GiB here), less what it shares with the logits on the
+    last (stage_memory.logits_overlap), included."""
+    from planner.cost.stage_memory import stage_memory
+    from planner.search.solve.stage_data import MEMORY_QUANTUM_BYTES, rank_loads
+
+    model, cluster = load_model("8B"), load_cluster("hgx_h100x8")
+    workload = TrainWorkload(seq_len=8192, global_batch=32, saved_tensors=saved)
+    choice = "block" if layout.recompute == "full" else "none"
+    problem = build_stage_problem(model, cluster, workload, layout, recompute=choice)
+    loads = rank_loads(problem, even_assignment(problem))
+    micro = workload.global_batch // (layout.dp * layout.mbs)
+    for rank, (_, memory) in enumerate(loads):
+        held = stage_memory(model, workload, layout, rank, micro)
+        expected = held.weights + held.grads + held.optimizer + held.activations
+        tabled = memory / problem.in_flight_scale * MEMORY_QUANTUM_BYTES
+        assert tabled == pytest.approx(expected, abs=64 * MEMORY_QUANTUM_BYTES)
+
+
 def test_recomputing_fewer_layers_is_faster_and_holds_more() -> None:
     model, cluster = load_model("405B"), load_cluster("hgx_h100x128")
     workload = TrainWorkload(seq_len=4096, global_batch=256)

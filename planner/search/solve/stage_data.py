@@ -83,7 +83,8 @@ class StageProblem(FrozenSpec):
     """Per rank: state beyond its layers (embedding on the first, output layer on the last)."""
     rank_memory: tuple[int, ...]
     """Per rank: memory not multiplied by the micro-batches in flight (the logits on the last
-    rank, a framework's tensor-parallel gather buffers on every rank)."""
+    rank, a framework's tensor-parallel gather buffers on every rank, and under a save list
+    the working set of the layer being recomputed, less what it shares with the logits)."""
     num_mtp: int
     """MTP modules (0 = none)."""
     mtp_time: int
@@ -184,7 +185,16 @@ def build_stage_problem(
         fp32_copy="fp32_logits" in buffers,
     )  # fmt: skip
     gather = tp_gather_buffer_bytes(model, layout, workload.seq_len, buffers)  # on every rank
-    working = recompute_working_bytes(model, workload, layout) if full else 0.0
+    save_list = layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
+    working = recompute_working_bytes(model, workload, layout) if full or save_list else 0.0
+    # a save list recomputes part of every layer: each rank holds one layer's working set, as
+    # stage_memory counts it (full recomputation holds it only on a rank that recomputes any)
+    listed = [
+        working - logits_overlap(working, logits if p == layout.pp - 1 else 0.0)
+        if save_list
+        else 0.0
+        for p in range(layout.pp)
+    ]
     last = layout.pp - 1
     first, final = held_of(embedding), held_of(head)
     rank_held = [
@@ -216,7 +226,9 @@ def build_stage_problem(
         in_flight_scale=scale,
         rank_time=tuple(_time(time_of(head)) if p == last else 0 for p in range(layout.pp)),
         rank_state=tuple(rank_held[p][0] for p in range(layout.pp)),
-        rank_memory=tuple(_bytes(gather + (logits if p == last else 0)) for p in range(layout.pp)),
+        rank_memory=tuple(
+            _bytes(gather + (logits if p == last else 0) + listed[p]) for p in range(layout.pp)
+        ),
         num_mtp=mtp,
         mtp_time=_time(time_of(on_last)) if mtp else 0,
         mtp_state=(mtp_held[0][0], mtp_held[1][0]),
