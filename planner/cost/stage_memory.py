@@ -243,8 +243,9 @@ def stage_memory(
     DualPipe, :func:`activation_bytes_per_microbatch`) less the share offloaded to host memory
     (``activation_offload_fraction``; one layer's worth stays while it is copied) and plus the
     allocator's overhead on them (``activation_memory_overhead``), the working set of a layer
-    being recomputed, fp32 logits per output-layer pass on the stage that holds the loss, and
-    the buffers the framework's code adds (``framework_buffers``)."""
+    being recomputed, fp32 logits per output-layer pass on the stage that holds the loss (which
+    the working set reuses there: :func:`logits_overlap`), and the buffers the framework's code
+    adds (``framework_buffers``)."""
     profile = stage_memory_profile(model, workload, layout, stage, split=split)
     return profile.memory(workload, layout, num_microbatches)
 

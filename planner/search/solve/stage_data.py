@@ -866,9 +866,8 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
         least, most = _recompute_span(np.array(mins[r]), layers, counts[:, None])
         kept = scale * (p.rank_state[r] + p.rank_memory[r] + layers * state)
         kept = kept + p.in_flight[r] * layers * activation
-        over = (
-            kept + scale * rank_working(p, r) - scale * p.capacity
-        )  # memory past capacity at rho > 0
+        # memory past capacity at rho > 0
+        over = kept + scale * rank_working(p, r) - scale * p.capacity
         per = p.in_flight[r] * saving
         enough = -(-over // per) if per > 0 else np.where(over <= 0, 0, UNREACHABLE)
         redo = np.where(over <= 0, np.maximum(least, 1), np.maximum(np.maximum(least, 1), enough))
