@@ -261,3 +261,29 @@ def test_fp8_param_gather_halves_the_gather_only_in_an_eight_bit_format() -> Non
     assert exposed(on, layout) == pytest.approx(reduce + all_gather_time(8e9, dp))
     bf16 = layout.model_copy(update={"precision": NumberFormat.BF16})
     assert exposed(on, bf16) == pytest.approx(exposed(off, bf16))
+
+
+def test_pax_gpt3_fits_because_the_logits_and_the_recomputed_layer_never_meet() -> None:
+    """DGX Cloud's Pax GPT-3 175B FP8 on 128 H100 (DPX1: FSDP 128, two sequences of 2,048
+    tokens, the q, k, v and output projections saved) ran. The logits (bf16, Transformer
+    Engine's loss: 2 x 2048 x 50257 x 2 B = 0.38 GiB) are freed before the backward re-runs the
+    last layer (its working set 1.50 GiB), so the stage counts the larger: 74.8 GiB of the 75.0
+    usable, where the sum would be 75.2 and refuse it. It fits inside the 5% a search keeps
+    free, and says so."""
+    from planner.accuracy.rows import expand_cases
+    from planner.accuracy.run import predict_case
+    from planner.cost.stage_memory import recompute_working_bytes
+
+    row = _row("DPX1")
+    model, workload = to_model_spec(row), workload_of(row)
+    layout = Layout.model_validate({**stated_layout(row), "precision": workload.precision})
+    logits = logits_bytes(model, layout, 2048, workload.cross_entropy)
+    assert logits == 2 * 2048 * 50257 * 2
+    working = recompute_working_bytes(model, workload, layout)
+    assert working / GiB == pytest.approx(1.50, abs=0.01)
+    case = next(c for c in expand_cases([row]) if c.id == "DPX1")
+    plan = predict_case(case)
+    assert plan.fits
+    assert plan.memory.peak_gib == pytest.approx(74.8, abs=0.05)
+    assert plan.memory.peak_gib + logits / GiB > plan.memory.capacity_gib  # summed: refused
+    assert any(w.startswith("memory at 99.7% of usable") for w in plan.warnings)

@@ -17,6 +17,7 @@ from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, Plan
+from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
 from planner.topology import comm_domains, group_domain, placement
 from planner.units import HOUR_S, TFLOP, GiB
@@ -83,6 +84,36 @@ def memory_breakdown(cost: StepCost, cluster: ClusterSpec) -> MemoryBreakdown:
         optimizer_step_gib=mem.step_transient / GiB,
         binding_stage=stage,
     )
+
+
+def memory_warnings(cost: StepCost, cluster: ClusterSpec) -> list[str]:
+    """A layout that fits, but only inside the share of usable memory a search leaves free
+    (``SolverConfig.memory_headroom``, for allocator fragmentation and what the memory model
+    does not see), said: ``estimate`` accepts it, as a published layout that ran must be, and the
+    user learns that a search would not have offered it.
+
+    >>> from planner.catalog import load_cluster
+    >>> from planner.cost.step import StageMemory
+    >>> cluster = load_cluster("hgx_h100x8")
+    >>> usable = cluster.accelerator.usable_memory_bytes
+    >>> def cost(peak):  # a StepCost stand-in: only its peak memory is read
+    ...     return type("C", (), {"peak_memory": StageMemory(weights=peak, grads=0.0,
+    ...         optimizer=0.0, activations=0.0)})()
+    >>> memory_warnings(cost(0.99 * usable), cluster)[0][:40]
+    'memory at 99.0% of usable (74.2 of 75.0 '
+    >>> memory_warnings(cost(0.90 * usable), cluster), memory_warnings(cost(1.1 * usable), cluster)
+    ([], [])
+    """
+    usable = cluster.accelerator.usable_memory_bytes
+    peak = cost.peak_memory.total
+    headroom = SolverConfig().memory_headroom
+    if peak > usable or peak <= (1.0 - headroom) * usable:
+        return []
+    return [
+        f"memory at {peak / usable:.1%} of usable ({peak / GiB:.1f} of {usable / GiB:.1f} GiB): "
+        f"it fits, but inside the {headroom:.0%} a search keeps free for allocator fragmentation "
+        "and the memory model's error, so a real run may not fit"
+    ]
 
 
 def unused_settings(model: ModelSpec, workload: TrainWorkload, layout: Layout) -> list[str]:
@@ -271,6 +302,7 @@ def to_plan(
     model_flops_per_gpu = cost.model_flops_per_step / step / layout.num_gpus
     band = train_band(model, cluster, workload, layout, step_s=step)
     warnings = band.warnings + unused_settings(model, workload, layout)
+    warnings += memory_warnings(cost, cluster)
     warnings += offload_warnings(model, cluster, workload, layout, split=split)
     warnings += batch_warnings(workload, layout)
     return Plan(
