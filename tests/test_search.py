@@ -147,6 +147,31 @@ def test_the_memory_refusal_adds_up() -> None:
     assert over == pytest.approx(needs - fills, abs=0.1)
 
 
+def test_a_layout_refused_only_for_the_headroom_is_pointed_to_estimate() -> None:
+    """DGX Cloud's Pax GPT-3 175B layout (row DPX1) ran, and needs 74.8 of the 75.0 GiB usable:
+    a search, which keeps 5% free, refuses it and says it would fit all of the usable memory,
+    where ``layout estimate`` judges it; a layout over all of it gets no such pointer."""
+    from planner.accuracy.rows import (
+        load_rows,
+        stated_layout,
+        to_model_spec,
+        training_file,
+        workload_of,
+    )
+
+    row = next(r for r in load_rows(training_file()) if r.id == "DPX1")
+    model, workload = to_model_spec(row), workload_of(row)
+    fix = {**stated_layout(row), "vpp": 1}
+    with pytest.raises(InfeasibleError) as caught:
+        search(model, load_cluster(row.cluster), workload, fix=fix)
+    assert "(it fits all of the usable memory: layout estimate scores a layout that ran)" in str(
+        caught.value
+    )
+    with pytest.raises(InfeasibleError) as over:
+        search(load_model("mixtral-8x22b"), load_cluster("mi300xx8"), TrainWorkload(seq_len=4096))
+    assert "layout estimate" not in str(over.value)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_instances())
 def test_the_dominances_the_enumeration_uses_hold_on_the_cost_model(

@@ -1158,8 +1158,12 @@ def memory_detail(
     )
     if headroom:
         usable += f", of which the search fills {capacity / GiB:.1f} (it keeps {headroom:.0%} free)"
+    over = f"over by {(total - capacity) / GiB:.1f} GiB"
+    if headroom and total <= acc.usable_memory_bytes:
+        # it would fit all of the usable memory: say how to score it as a run that fitted
+        over += " (it fits all of the usable memory: layout estimate scores a layout that ran)"
     return (
         f"{layout.short()} needs {total / GiB:.1f} GiB per GPU (weights {mem.weights / GiB:.1f}, "
         f"grads + optimizer {(mem.grads + mem.optimizer) / GiB:.1f}, {held}) but "
-        f"{acc.name} has {usable}: over by {(total - capacity) / GiB:.1f} GiB"
+        f"{acc.name} has {usable}: {over}"
     )
