@@ -1414,6 +1414,7 @@ def flag_cases() -> list[Cli]:
             "--power-cap-w",
             "--time-limit",
             "--target-step-time",
+            "--memory-headroom",
         ],
         "serve": [
             "--tpot-ms",

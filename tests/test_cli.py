@@ -95,7 +95,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | SERVE_FLAGS
     | {"--fix", "--top", "--time-limit", "--solver", "--max", "--min", "--gpus", "--objective"}
     | {"--target-step-time", "--placement", "--cluster-state", "--stage-split", "--split-sweep"}
-    | {"--pareto", "--report", "--disaggregate"},
+    | {"--pareto", "--report", "--disaggregate", "--memory-headroom"},
     "estimate": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | SERVE_FLAGS
@@ -520,3 +520,42 @@ def test_show_with_edits(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["oversubscription"] == 2
     assert set(data["edits"]) == {"nic_gbps", "oversubscription"}
+
+
+PAX_GPT3 = ["search", "--model", "gpt3-175b", "--cluster", "hgx_h100x128", "--seq-len", "2048",
+            "--global-batch", "256", "--precision", "fp8", "--framework", "pax",
+            "--saved-tensors", "q,k,v,out", "--fix", "tp=1", "--fix", "pp=1", "--fix", "dp=128",
+            "--fix", "mbs=2", "--fix", "recompute=selective", "--fix", "zero=3"]  # fmt: skip
+"""DGX Cloud's Pax GPT-3 175B layout (validation row DPX1), pinned: 99.9% of usable memory."""
+
+
+def test_memory_headroom_sets_what_a_search_leaves_free() -> None:
+    """``--memory-headroom`` is the share of usable memory a searched layout must leave free:
+    the Pax GPT-3 layout, refused at the default 5% (exit 1, naming the headroom), is searched
+    at 0 and carries the warning that it sits inside the default 5%."""
+    code, out, err = run_main(PAX_GPT3)
+    assert code == 1 and "it keeps 5% free" in err
+    code, out, err = run_main([*PAX_GPT3, "--memory-headroom", "0"])
+    assert code == 0, err
+    assert "TP1 PP1 DP128 mbs2 selective zero3" in out
+    assert "inside the 5% a search keeps free by default" in " ".join(out.split())
+    code, out, err = run_main([*PAX_GPT3, "--memory-headroom", "0", "--json"])
+    assert code == 0 and json.loads(out)["solver"]["memory_headroom"] == 0.0
+    code, out, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x8", "--json"])
+    assert code == 0 and json.loads(out)["solver"]["memory_headroom"] == 0.05
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("0.6", "must be a share from 0 to 0.5"),
+        ("-0.1", "must be a share from 0 to 0.5"),
+        ("5%", "is not a number"),
+        ("nan", "is not a number"),
+    ],
+)
+def test_a_bad_memory_headroom_is_one_line(value: str, words: str) -> None:
+    code, out, err = run_main(["search", "--model", "8B", "--cluster", "hgx_h100x8",
+                               "--memory-headroom", value])  # fmt: skip
+    assert code == 2 and not out and words in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2  # argparse's usage line and the error

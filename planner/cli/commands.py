@@ -64,6 +64,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
             "offload_as_needed": _offload_auto(args, searches=True),
             "split_sweep_budget": args.split_sweep,
             **stage_split_fields(args.stage_split),
+            **(
+                {"memory_headroom": args.memory_headroom}
+                if args.memory_headroom is not None
+                else {}
+            ),
         },
         where="search settings",
     )

@@ -153,6 +153,30 @@ def fraction(text: str) -> float:
     return value
 
 
+MAX_MEMORY_HEADROOM = 0.5
+"""Largest --memory-headroom (SolverConfig.memory_headroom's bound)."""
+
+
+def headroom_share(text: str) -> float:
+    """``--memory-headroom``: the share of usable memory a search leaves free, from 0 to
+    :data:`MAX_MEMORY_HEADROOM` (``SolverConfig.memory_headroom``).
+
+    >>> headroom_share("0.1"), headroom_share("0")
+    (0.1, 0.0)
+    """
+    if not _FLOAT.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} is not a number (digits 0-9: a share from 0 to "
+            f"{MAX_MEMORY_HEADROOM:g}, e.g. 0.05)"
+        )
+    value = float(text)
+    if not 0.0 <= value <= MAX_MEMORY_HEADROOM:
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} must be a share from 0 to {MAX_MEMORY_HEADROOM:g}"
+        )
+    return value
+
+
 def ranged(parse: Callable[[str], float], name: str) -> Callable[[str], float]:
     """The argument type ``parse`` (positive_int, positive_float, batch_tokens) that also
     refuses a value outside the plausible range of ``name`` (planner.limits.RANGES), stating

@@ -17,6 +17,7 @@ from planner.cli.options import (
     _add_stage_split,
     _add_workload,
     _OneLineParser,
+    headroom_share,
     positive_float,
     positive_int,
     ranged,
@@ -56,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="work units (about a ms each) for splitting layouts the even split ranks low whose "
         "bound under any split still beats the plans (default 3000; 0 = none; when they run "
         "out the output gives the gap left)",
+    )
+    search.add_argument(
+        "--memory-headroom",
+        type=headroom_share,
+        metavar="SHARE",
+        help="share of usable memory a layout must leave free to be searched, for allocator "
+        "fragmentation and the memory model's error (default 0.05; 0 = none; estimate "
+        "judges a given layout against all of it)",
     )
     search.add_argument(
         "--max",

@@ -1153,7 +1153,8 @@ def _solver_info(
         )
     return info.model_copy(
         update={"objective": value, "best_bound": bound, "status": status, "method": method,
-                "subproblems": subproblems, "split_sweep": sweep_info}
+                "subproblems": subproblems, "split_sweep": sweep_info,
+                "memory_headroom": config.memory_headroom}
     )  # fmt: skip
 
 

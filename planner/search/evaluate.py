@@ -111,8 +111,9 @@ def memory_warnings(cost: StepCost, cluster: ClusterSpec) -> list[str]:
         return []
     return [
         f"memory at {peak / usable:.1%} of usable ({peak / GiB:.1f} of {usable / GiB:.1f} GiB): "
-        f"it fits, but inside the {headroom:.0%} a search keeps free for allocator fragmentation "
-        "and the memory model's error, so a real run may not fit"
+        f"it fits, but inside the {headroom:.0%} a search keeps free by default "
+        "(--memory-headroom) for allocator fragmentation and the memory model's error, so a "
+        "real run may not fit"
     ]
 
 

@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.12"
+SCHEMA_VERSION = "1.13"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -352,6 +352,10 @@ class SolverInfo(FrozenSpec):
     ``--gpus`` cap, and with a step-time target or a cost or energy objective the smaller legal
     counts on a 1-1.5-2 ladder of scale-up units (``engine.gpu_counts``): a count off the ladder
     is weighed only when named with ``--gpus``. Empty in plans saved before 1.12."""
+    memory_headroom: float | None = None
+    """The share of usable memory a searched layout had to leave free (schema 1.13;
+    ``--memory-headroom``, SolverConfig.memory_headroom): no plan of the search uses more than
+    (1 - it) x usable. None in plans saved before 1.13."""
 
 
 class SearchResult(FrozenSpec):
