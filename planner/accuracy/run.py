@@ -37,7 +37,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.hardware import ResidualSummary
 from planner.specs.layout import Layout
 from planner.specs.result import Plan
-from planner.specs.solver_config import SolverConfig
+from planner.specs.solver_config import DEFAULT_MEMORY_HEADROOM, SolverConfig
 
 REPORT_SCHEMA_VERSION = "1.1"
 """Version of the ValidationReport JSON shape (minor bumps are additive)."""
@@ -227,9 +227,7 @@ def evaluate_case(case: Case) -> RowResult:
     )
 
 
-_TUNED_CONFIG = _SEARCH_CONFIG.model_copy(
-    update={"memory_headroom": SolverConfig().memory_headroom}
-)
+_TUNED_CONFIG = _SEARCH_CONFIG.model_copy(update={"memory_headroom": DEFAULT_MEMORY_HEADROOM})
 """A tuned batch is the planner's choice, made as it would recommend one: with the search's
 default memory headroom (a batch that only fits with none would not have been the one kept)."""
 

@@ -137,44 +137,38 @@ def offload_share(text: str) -> float | str:
     return fraction(text)
 
 
+def _share(text: str, upper: float, example: str) -> float:
+    """A share from 0 to ``upper`` inclusive, written with the digits 0-9."""
+    if not _FLOAT.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} is not a number (digits 0-9: a share from 0 to {upper:g}, "
+            f"e.g. {example})"
+        )
+    value = float(text)
+    if not 0.0 <= value <= upper:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a share from 0 to {upper:g}")
+    return value
+
+
 def fraction(text: str) -> float:
     """A share from 0 to 1 inclusive (``--activation-offload 0.5``).
 
     >>> fraction("0.25")
     0.25
     """
-    if not _FLOAT.fullmatch(text):
-        raise argparse.ArgumentTypeError(
-            f"{_shown(text)} is not a number (digits 0-9: a share from 0 to 1, e.g. 0.5)"
-        )
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a share from 0 to 1")
-    return value
-
-
-MAX_MEMORY_HEADROOM = 0.5
-"""Largest --memory-headroom (SolverConfig.memory_headroom's bound)."""
+    return _share(text, 1.0, "0.5")
 
 
 def headroom_share(text: str) -> float:
     """``--memory-headroom``: the share of usable memory a search leaves free, from 0 to
-    :data:`MAX_MEMORY_HEADROOM` (``SolverConfig.memory_headroom``).
+    ``planner.specs.solver_config.MAX_MEMORY_HEADROOM`` (``SolverConfig.memory_headroom``).
 
     >>> headroom_share("0.1"), headroom_share("0")
     (0.1, 0.0)
     """
-    if not _FLOAT.fullmatch(text):
-        raise argparse.ArgumentTypeError(
-            f"{_shown(text)} is not a number (digits 0-9: a share from 0 to "
-            f"{MAX_MEMORY_HEADROOM:g}, e.g. 0.05)"
-        )
-    value = float(text)
-    if not 0.0 <= value <= MAX_MEMORY_HEADROOM:
-        raise argparse.ArgumentTypeError(
-            f"{_shown(text)} must be a share from 0 to {MAX_MEMORY_HEADROOM:g}"
-        )
-    return value
+    from planner.specs.solver_config import MAX_MEMORY_HEADROOM
+
+    return _share(text, MAX_MEMORY_HEADROOM, "0.05")
 
 
 def ranged(parse: Callable[[str], float], name: str) -> Callable[[str], float]:

@@ -17,7 +17,7 @@ from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, Plan
-from planner.specs.solver_config import SolverConfig
+from planner.specs.solver_config import DEFAULT_MEMORY_HEADROOM
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
 from planner.topology import comm_domains, group_domain, placement
 from planner.units import HOUR_S, TFLOP, GiB
@@ -106,7 +106,7 @@ def memory_warnings(cost: StepCost, cluster: ClusterSpec) -> list[str]:
     """
     usable = cluster.accelerator.usable_memory_bytes
     peak = cost.peak_memory.total
-    headroom = SolverConfig().memory_headroom
+    headroom = DEFAULT_MEMORY_HEADROOM
     if peak > usable or peak <= (1.0 - headroom) * usable:
         return []
     return [

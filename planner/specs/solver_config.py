@@ -12,6 +12,14 @@ TIME_QUANTUM_S = 1e-6
 """Resolution of the integer step-time objective given to CP-SAT (1 microsecond)."""
 
 
+DEFAULT_MEMORY_HEADROOM = 0.05
+"""Share of usable memory a search leaves free unless told otherwise
+(``SolverConfig.memory_headroom``, ``layout search --memory-headroom``)."""
+
+MAX_MEMORY_HEADROOM = 0.5
+"""Largest memory headroom a search accepts."""
+
+
 class SolverConfig(FrozenSpec):
     """How the search runs."""
 
@@ -62,7 +70,7 @@ class SolverConfig(FrozenSpec):
     """Minimise step time (default), dollars per token, or joules per token. On one cluster
     cost and energy both rank by GPU-seconds per token (price and TDP are per GPU); they differ
     in the figures reported."""
-    memory_headroom: float = Field(default=0.05, ge=0.0, le=0.5)
+    memory_headroom: float = Field(default=DEFAULT_MEMORY_HEADROOM, ge=0.0, le=MAX_MEMORY_HEADROOM)
     """Share of the usable memory the search leaves free: a layout is searched only if its
     predicted peak stays below (1 - headroom) x usable, for allocator fragmentation and run-to-
     run variation the model does not see (PyTorch's caching allocator reserves 5-10% beyond what

@@ -187,15 +187,13 @@ def build_stage_problem(
     gather = tp_gather_buffer_bytes(model, layout, workload.seq_len, buffers)  # on every rank
     save_list = layout.recompute is Recompute.SELECTIVE and workload.saved_tensors is not None
     working = recompute_working_bytes(model, workload, layout) if full or save_list else 0.0
+    working_last = working - logits_overlap(working, logits)  # the last rank holds the logits
+    last = layout.pp - 1
     # a save list recomputes part of every layer: each rank holds one layer's working set, as
     # stage_memory counts it (full recomputation holds it only on a rank that recomputes any)
     listed = [
-        working - logits_overlap(working, logits if p == layout.pp - 1 else 0.0)
-        if save_list
-        else 0.0
-        for p in range(layout.pp)
+        (working_last if p == last else working) if save_list else 0.0 for p in range(layout.pp)
     ]
-    last = layout.pp - 1
     first, final = held_of(embedding), held_of(head)
     rank_held = [
         tuple(_bytes(a * (p == 0) + b * (p == last)) for a, b in zip(first, final, strict=True))
@@ -240,7 +238,7 @@ def build_stage_problem(
         else 0,
         mtp_memory=_bytes(mtp * logits),
         working=_bytes(working) if full else 0,
-        working_last=_bytes(working - logits_overlap(working, logits)) if full else 0,
+        working_last=_bytes(working_last) if full else 0,
         recompute=recompute if full else "none",
         fixed_recompute=workload.recompute_num_layers if full else None,
         capacity=int(acc.usable_memory_bytes * (1.0 - headroom) // MEMORY_QUANTUM_BYTES),
