@@ -254,10 +254,10 @@ class SweepBudget:
     CP-SAT solves (its time limit when it stops there). Counted in work rather than seconds so
     that the same search gives the same answer on any machine."""
 
-    def __init__(self, units: int) -> None:
+    def __init__(self, units: float) -> None:
         self.left = units
 
-    def spend(self, units: int) -> None:
+    def spend(self, units: float) -> None:
         """Count ``units`` of work done."""
         self.left -= units
 
@@ -269,9 +269,12 @@ class SweepBudget:
 
 SWEEP_UNITS_PER_S = 1000
 """Budget units per second of work: a unit is about a millisecond."""
-SWEEP_BOUND_UNITS = 2
-"""Budget units of one bound under any split (its time tables, 0.2-0.5 ms measured, and the
-branch and bound's work around it)."""
+SWEEP_BOUND_UNITS = 0.5
+"""Budget units of one bound under any split, its time tables and the branch and bound's work
+around it: 0.35-0.53 ms measured all in (`_sweep_rows`' wall time over its bounds; Qwen3-235B on
+256 H100, gpt-oss-120b on 64 H100, DeepSeek-V3 with and without MTP on 2,048 H800, 70B and 405B
+dense; 2026-12-06). Until then it was charged 2, four times its cost, so the sweep spent its
+budget bounding a MoE model's 3,000-4,000 pipelined structures and had none left to split."""
 SWEEP_SPLIT_UNITS = 30
 """Budget units of one split (one solved by a recurrence, layer counts or a branch and bound
 takes 10-100 ms, measured)."""
