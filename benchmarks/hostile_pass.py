@@ -1192,6 +1192,21 @@ def nonsense_cases() -> list[Cli]:
             )
         )
     cases.append(Cli("train-objective-latency", "nonsense", [*S8, "--objective", "latency"], "bad"))
+    pipelined = [*E8, "--pp", "2", "--vpp", "2", "--dp", "4", "--mbs", "1"]
+    for schedule, framework, expect in (
+        ("zero-bubble", "megatron", "bad"),  # no such schedule in Megatron-LM: one line
+        ("dualpipe", "torchtitan", "bad"),
+        ("zero-bubble", "torchtitan", "ok"),
+        ("zerobubble", "torchtitan", "bad"),  # not a choice
+    ):
+        cases.append(
+            Cli(
+                f"pipeline-schedule-{schedule}-{framework}",
+                "nonsense",
+                [*pipelined, "--framework", framework, "--pipeline-schedule", schedule],
+                expect,
+            )
+        )
     knob_flags = {
         "nic_gbps": ["--nic-gbps", "200"],
         "nics_per_gpu": ["--nics-per-gpu", "2"],

@@ -46,6 +46,7 @@ WORKLOAD_FLAGS = {
     "--grad-reduce", "--no-tp-overlap", "--no-sequence-parallel",
     # issue 19: multi-token prediction
     "--mtp-num-layers",
+    "--pipeline-schedule",
     # issue 18: data-parallel overlap as the framework runs it
     "--dp-overlap",
     # issue 18: the optimizer state's dtype (memory as the framework allocates it)

@@ -116,7 +116,11 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "weight_cast": [
         ("dense", {"precision": "fp8", "weight_cast": v}) for v in ("per_step", "per_call")
     ],
-    "pipeline_schedule": [("dense", {}), ("dense", {"pipeline_schedule": "dualpipe"})],
+    "pipeline_schedule": [
+        ("dense", {}),
+        ("dense", {"pipeline_schedule": "dualpipe"}),
+        ("dense", {"pipeline_schedule": "zero_bubble"}),
+    ],
     "pp_grad_sync": [
         ("zero3pp", {"framework": "torchtitan", "pp_grad_sync": v}) for v in ("step", "round")
     ],
@@ -682,7 +686,19 @@ EXPECT: dict[str, dict[str, Check]] = {
         "reshard_after_forward": lambda c: c.has(
             "parallelism.fsdp_reshard_after_forward", c.w.reshard_after_forward
         ),
-        "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
+        "pipeline_schedule": lambda c: (
+            c.said()
+            if c.w.pipeline_schedule == "dualpipe"
+            else not c.said()
+            and c.has(
+                "parallelism.pipeline_parallel_schedule",
+                "InterleavedZeroBubble"
+                if c.w.pipeline_schedule == "zero_bubble"
+                else "Interleaved1F1B"
+                if c.layout.vpp > 1
+                else "1F1B",
+            )
+        ),
         "zero_shard_group": lambda c: (
             c.has("parallelism.data_parallel_shard_degree", c.w.zero_shard_group // c.layout.cp)
             and c.has("parallelism.data_parallel_replicate_degree", _instances(c))

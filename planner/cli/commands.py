@@ -612,6 +612,7 @@ _WORKLOAD_FLAGS = {
     "weight_cast": "--weight-cast",
     "fp8_casts": "--fp8-casts",
     "host_sync_interval": "--host-sync-interval",
+    "pipeline_schedule": "--pipeline-schedule",
     "moe_dispatch_dedup": "--moe-dispatcher",
     "ep_comm_overlap": "--ep-overlap",
     "moe_host_sync": "--moe-cuda-graphs",
@@ -693,7 +694,7 @@ PLAN_FIXES: tuple[str, ...] = (
     "moe_expert_compute", "saved_tensors", "activation_offload", "elementwise",
     "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
     "fsdp_gather_unit", "fsdp_buffer_copies", "weight_cast", "fp8_casts", "host_sync_interval",
-    "no_sequence_parallel", "no_tp_overlap", "tp_overlap", "dp_overlap",
+    "no_sequence_parallel", "no_tp_overlap", "tp_overlap", "dp_overlap", "pipeline_schedule",
 )  # fmt: skip
 """Search and workload flags that a saved plan already settles: with --plan they are refused."""
 

@@ -533,6 +533,13 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="multi-token-prediction modules trained with the model (DeepSeek-V3: 1)",
     )
+    g.add_argument(
+        "--pipeline-schedule",
+        choices=("1f1b", "zero-bubble", "dualpipe"),
+        help="pipeline schedule: 1F1B (interleaved with --vpp > 1), zero bubble (ZB-H1: weight "
+        "gradients deferred into the drain; torchtitan's InterleavedZeroBubble, vpp >= 2) or "
+        "DualPipe (DeepSeek's HAI-LLM) [the profile's]",
+    )
 
 
 def _add_stage_split(p: argparse.ArgumentParser) -> None:
@@ -681,6 +688,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         out["dp_comm_overlap"] = args.dp_overlap == "on"
     if getattr(args, "mtp_num_layers", None) is not None:
         out["mtp_num_layers"] = args.mtp_num_layers
+    if getattr(args, "pipeline_schedule", None):
+        out["pipeline_schedule"] = args.pipeline_schedule.replace("-", "_")
     return out
 
 
@@ -1051,7 +1060,8 @@ TRAIN_ONLY: tuple[str, ...] = (
     "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
     "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "fsdp_buffer_copies",
     "weight_cast", "fp8_casts", "host_sync_interval", "no_sequence_parallel", "no_tp_overlap",
-    "tp_overlap", "framework", "cp_comm", "cp_impl", "mtp_num_layers", "stage_split",
+    "tp_overlap", "framework", "cp_comm", "cp_impl", "mtp_num_layers", "pipeline_schedule",
+    "stage_split",
     "target_step_time", "cluster_state", "pipeline_model_parallel_layout",
     "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",

@@ -1,4 +1,5 @@
-"""Pipeline schedules: bubble and in-flight micro-batches of 1F1B and interleaved 1F1B."""
+"""Pipeline schedules: bubble and in-flight micro-batches of 1F1B and interleaved 1F1B, zero
+bubble and DualPipe."""
 
 from __future__ import annotations
 
@@ -54,3 +55,26 @@ def dualpipe_bubble_time(pp: int, forward_s: float, backward_s: float) -> float:
     """
     b = w = backward_s / 2.0
     return max(0.0, pp / 2.0 - 1.0) * max(0.0, (forward_s + backward_s) + b - 3.0 * w)
+
+
+def zero_bubble_share(forward_s: float, backward_s: float) -> float:
+    """The share of 1F1B's bubble ZB-H1 leaves: (F + B - W) / (F + B + W), with the backward
+    split evenly into its input-gradient (B) and weight-gradient (W) passes (B = W = backward / 2,
+    as :func:`dualpipe_bubble_time`), i.e. F / (F + backward). ZB-H1 defers each weight gradient
+    until its input gradient has been sent on, so the drain's idle slots run weight gradients and
+    the bubble falls from (p - 1)(F + B + W) to (p - 1)(F + B - W) at 1F1B's peak activation
+    memory (Qi, Wan, Huang and Lin, "Zero Bubble Pipeline Parallelism", ICLR 2024, arXiv
+    2401.10241, section 2.1 and Table 2; about a third of 1F1B's at F : B : W = 1 : 1 : 1).
+    Applied per chunk for the interleaved form torch.distributed.pipelining runs
+    (ScheduleInterleavedZeroBubble, "the ZB1P schedule").
+
+    >>> zero_bubble_share(1.0, 2.0)
+    0.3333333333333333
+    >>> zero_bubble_share(0.0, 0.0)
+    0.0
+    """
+    total = forward_s + backward_s
+    if total <= 0.0:
+        return 0.0
+    b = w = backward_s / 2.0
+    return max(0.0, forward_s + b - w) / (forward_s + b + w)

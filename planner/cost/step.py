@@ -40,7 +40,7 @@ from planner.cost.comm import (
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, MOMENT_BYTES, stage_layers
 from planner.cost.partition import StageContents, chunk_contents, stage_contents
-from planner.cost.pipeline import dualpipe_bubble_time
+from planner.cost.pipeline import dualpipe_bubble_time, zero_bubble_share
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
     dp_sync_overlapped,
@@ -218,7 +218,8 @@ def pipeline_bubble_time(
     chunk_s: float | None = None,
 ) -> float:
     """Idle time of the slowest stage per step: pp - 1 times a model chunk's micro-batch time
-    (forward and backward) under 1F1B and its interleaved form, or DualPipe's
+    (forward and backward) under 1F1B and its interleaved form, the share of it zero bubble
+    leaves (:func:`planner.cost.pipeline.zero_bubble_share`), or DualPipe's
     (:func:`planner.cost.pipeline.dualpipe_bubble_time`).
 
     The fill and drain of the pipeline pass one micro-batch through the pp - 1 other ranks, a
@@ -234,12 +235,16 @@ def pipeline_bubble_time(
     >>> w, layout = TrainWorkload(), Layout(pp=4, vpp=2)
     >>> pipeline_bubble_time(w, layout, t), pipeline_bubble_time(w, layout, t, chunk_s=2.0)
     (4.5, 6.0)
+    >>> pipeline_bubble_time(TrainWorkload(pipeline_schedule="zero_bubble"), layout, t)  # 4.5 / 3
+    1.5
     """
     if workload.pipeline_schedule == "dualpipe":
         return dualpipe_bubble_time(layout.pp, slowest.forward_s, slowest.backward_s)
     chunk = slowest.total / layout.vpp
     if chunk_s is not None:
         chunk = max(chunk, chunk_s)
+    if workload.pipeline_schedule == "zero_bubble":
+        return (layout.pp - 1) * chunk * zero_bubble_share(slowest.forward_s, slowest.backward_s)
     return (layout.pp - 1) * chunk
 
 
@@ -248,13 +253,14 @@ def pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
     equal chunks, a lower bound of the cost model's: it prices the bubble at the slowest chunk,
     never below the rank's average chunk, :func:`pipeline_bubble_time`). Under DualPipe the
     bubble is a share of the forward only (:func:`planner.cost.pipeline.dualpipe_bubble_time`),
-    so it counts nothing: m.
+    and under zero bubble a share of the chunk that depends on its forward and backward
+    (:func:`planner.cost.pipeline.zero_bubble_share`), so it counts nothing: m.
 
     >>> pipeline_steps(TrainWorkload(global_batch=64), Layout(pp=4, vpp=3, dp=2, mbs=4))
     9.0
     """
     m = workload.global_batch // (layout.dp * layout.mbs)
-    if workload.pipeline_schedule == "dualpipe":
+    if workload.pipeline_schedule in ("dualpipe", "zero_bubble"):
         return float(m)
     return m + (layout.pp - 1) / layout.vpp
 

@@ -264,8 +264,23 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
     group = workload.zero_shard_group
     if group is not None and (layout.dp * layout.cp) % group:
         out.append(f"the ZeRO shard group ({group}) must divide dp x cp ({layout.dp * layout.cp})")
-    if workload.pipeline_schedule == "dualpipe" and layout.pp > 1 and layout.pp % 2:
+    schedule = workload.pipeline_schedule
+    if layout.pp > 1 and schedule not in profile.pipeline_schedules:
+        others = [
+            f for f in framework_names() if schedule in load_framework(f).pipeline_schedules
+        ]  # fmt: skip
+        hint = f"; --framework {' or '.join(others)} can" if others else ""
+        kinds = ", ".join(profile.pipeline_schedules)
+        out.append(f"{name} has no {schedule} pipeline schedule (it has: {kinds}){hint}")
+    if schedule == "dualpipe" and layout.pp > 1 and layout.pp % 2:
         out.append(f"DualPipe needs an even pp (got {layout.pp})")
+    if schedule == "zero_bubble" and layout.pp > 1 and layout.vpp < 2:
+        # torchtitan runs ScheduleInterleavedZeroBubble, a multi-stage schedule, with two or
+        # more stages per rank (FrameworkSpec.pipeline_schedules' source)
+        out.append(
+            f"the zero_bubble schedule runs two or more virtual stages per rank (vpp >= 2, "
+            f"got {layout.vpp})"
+        )
     if layout.tp > 1 and not profile.tensor_parallel:
         out.append(f"{name} has no tensor parallelism")
     if layout.pp > 1 and not profile.pipeline:

@@ -475,7 +475,7 @@ class StructureBound:
     (the time per sequence only falls as the micro-batch grows), plus the bubble
     (pp - 1) / V x the slowest stage's micro-batch time at the smallest micro-batch (a
     micro-batch's time only grows with its size), V being the largest vpp tried (no bubble
-    under DualPipe, whose bubble is a share of the forward alone). ``value``
+    under DualPipe or zero bubble, whose bubbles are shares of the chunk's passes). ``value``
     never falls as stages are added, so each step of the way is a lower bound of the last."""
 
     def __init__(
@@ -489,8 +489,10 @@ class StructureBound:
         self._floor = stage_floor(times, _bare_layout(fields, max(mbss)))
         pp = int(fields["pp"])  # type: ignore[call-overload]
         self._smallest = min(mbss) if pp > 1 else None
-        dualpipe = times.workload.pipeline_schedule == "dualpipe"
-        self._bubble_scale = 0.0 if dualpipe else (pp - 1) / max(vpps)
+        # DualPipe's bubble is a share of the forward, zero bubble's a share of the chunk that
+        # depends on its forward and backward: neither is bounded below by pp - 1 chunks
+        shrunk = times.workload.pipeline_schedule in ("dualpipe", "zero_bubble")
+        self._bubble_scale = 0.0 if shrunk else (pp - 1) / max(vpps)
         self._bubble: SlowestStage | AnySplitStage | None = None
 
     @property

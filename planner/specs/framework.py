@@ -30,6 +30,13 @@ K/V before attention (``allgather``; Llama 3's and MaxText's context parallelism
 CP_COMMS: tuple[str, ...] = ("p2p", "a2a", "a2a+p2p", "allgather")
 """The names of :data:`CpComm`, in order."""
 
+PipelineSchedule = Literal["1f1b", "zero_bubble", "dualpipe"]
+"""Pipeline schedules (``TrainWorkload.pipeline_schedule``): 1F1B, interleaved when vpp > 1
+(Narayanan et al. SC'21); ``zero_bubble``, 1F1B with each backward split into its input and
+weight gradients and the weight gradients deferred into the drain (ZB-H1, Qi et al., "Zero
+Bubble Pipeline Parallelism", ICLR 2024, arXiv 2401.10241); DualPipe (DeepSeek-V3, arXiv
+2412.19437 section 3.2.1)."""
+
 CpImpl = Literal["te", "pytorch"]
 """Context-parallel attention implementations: Transformer Engine's (``te``) and PyTorch's
 ``context_parallel`` (``pytorch``); see ``TrainWorkload.cp_impl``."""
@@ -56,6 +63,9 @@ class FrameworkSpec(FrozenSpec):
     """Pipeline parallelism exists."""
     interleaved_pipeline: bool = True
     """Virtual pipeline stages (interleaved 1F1B or an equivalent looped schedule) exist."""
+    pipeline_schedules: tuple[PipelineSchedule, ...] = ("1f1b",)
+    """Pipeline schedules the framework runs (:data:`PipelineSchedule`); a pipelined layout under
+    any other is refused. Its ``workload`` default, when it sets one, is among them."""
     context_parallel: tuple[CpComm, ...] = ()
     """Context-parallel algorithms the framework offers, the default first; empty = no CP."""
     expert_parallel: bool = True
@@ -125,6 +135,12 @@ class FrameworkSpec(FrozenSpec):
             raise ValueError("workload defaults may not set 'framework' or nest a workload")
         if not self.pipeline and self.interleaved_pipeline:
             raise ValueError("interleaved_pipeline needs pipeline")
+        schedule = self.workload.get("pipeline_schedule", "1f1b")
+        if schedule not in self.pipeline_schedules:
+            raise ValueError(
+                f"workload pipeline_schedule {schedule!r} is not among pipeline_schedules "
+                f"{list(self.pipeline_schedules)}"
+            )
         return self
 
     @property

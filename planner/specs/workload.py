@@ -9,7 +9,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_v
 from planner.limits import MAX_LOAD_FACTOR
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
-from planner.specs.framework import CpComm, CpImpl
+from planner.specs.framework import CpComm, CpImpl, PipelineSchedule
 from planner.specs.text import Name
 
 RecomputeModule = Literal[
@@ -269,11 +269,15 @@ class TrainWorkload(FrozenSpec):
     accumulator, so only the chunk in its run and the one reducing hold unsharded gradients
     (Llama 3, arXiv 2407.21783 section 3.3.2: FSDP 'shards optimizer states and gradients',
     FP32 accumulation over micro-batches, N contiguous micro-batches per stage)."""
-    pipeline_schedule: Literal["1f1b", "dualpipe"] = "1f1b"
-    """Pipeline schedule: 1F1B (interleaved when vpp > 1), or DualPipe (DeepSeek-V3, arXiv
-    2412.19437 section 3.2.1: micro-batches fed from both ends, forward and backward chunks
-    overlapped; each rank holds two copies of its stage's parameters and pp + 1 micro-batches
-    of activations)."""
+    pipeline_schedule: PipelineSchedule = "1f1b"
+    """Pipeline schedule: 1F1B (interleaved when vpp > 1); zero bubble (ZB-H1, Qi et al. ICLR
+    2024, arXiv 2401.10241: each backward split into its input-gradient and weight-gradient
+    passes, the weight gradients deferred to fill the drain, activations in flight as 1F1B;
+    torch.distributed.pipelining's ScheduleInterleavedZeroBubble, torchtitan's
+    ``InterleavedZeroBubble``); or DualPipe (DeepSeek-V3, arXiv 2412.19437 section 3.2.1:
+    micro-batches fed from both ends, forward and backward chunks overlapped; each rank holds
+    two copies of its stage's parameters and pp + 1 micro-batches of activations). The
+    framework profile says which it runs (``FrameworkSpec.pipeline_schedules``)."""
     zero_shard_group: PositiveInt | None = None
     """Hybrid sharding (HSDP, ZeRO++'s hpZ, PaLM's per-pod sharding): the data-parallel ranks one
     ZeRO shard spans, consecutive in rank order (inside a node or pod); the dp x cp / group

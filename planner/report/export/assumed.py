@@ -345,6 +345,8 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         lambda j: (
             "the DualPipe schedule (both ends fed, two copies of each stage's parameters)"
             if j.train[1].pipeline_schedule == "dualpipe"
+            else "the zero-bubble schedule (ZB-H1: weight gradients deferred into the drain)"
+            if j.train[1].pipeline_schedule == "zero_bubble"
             else "the interleaved 1F1B schedule"
             if j.train[0].layout.vpp > 1
             else "the 1F1B schedule"

@@ -105,12 +105,15 @@ def _pipeline(job: ExportJob) -> dict[str, TomlValue]:
     layout = job.train[0].layout
     if layout.pp == 1:
         return {"pipeline_parallel_degree": 1}
+    schedule = job.train[1].pipeline_schedule
+    names = {"1f1b": "Interleaved1F1B" if layout.vpp > 1 else "1F1B",
+             "zero_bubble": "InterleavedZeroBubble"}  # fmt: skip
     out: dict[str, TomlValue] = {
         "pipeline_parallel_degree": layout.pp,
-        "pipeline_parallel_schedule": "Interleaved1F1B" if layout.vpp > 1 else "1F1B",
+        "pipeline_parallel_schedule": names.get(schedule, names["1f1b"]),
         "pipeline_parallel_microbatch_size": layout.mbs,
     }
-    if job.train[1].pipeline_schedule == "1f1b":
+    if schedule in names:
         job.express("pipeline_schedule")
     kind, counts = pipeline_split(job)
     if kind == "even":

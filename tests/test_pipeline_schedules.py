@@ -1,0 +1,97 @@
+"""Pipeline schedules as the framework profiles offer them: 1F1B (interleaved with vpp > 1),
+zero bubble (ZB-H1, Qi et al., ICLR 2024, arXiv 2401.10241, Table 2: the bubble falls from
+(p - 1)(F + B + W) to (p - 1)(F + B - W) at 1F1B's activation memory) and DualPipe."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.catalog import load_cluster, load_model
+from planner.catalog.frameworks import load_framework
+from planner.cost.pipeline import zero_bubble_share
+from planner.errors import InfeasibleError
+from planner.search import engine
+from planner.specs.framework import FrameworkSpec
+from planner.specs.layout import Layout
+from planner.specs.result import Plan
+from planner.specs.workload import TrainWorkload
+from tests.test_cli import assert_one_line_error, run_main
+
+LAYOUT = Layout(tp=8, pp=4, vpp=2, dp=2, mbs=1, zero=3)
+"""70B on 64 H100 as torchtitan runs it: FSDP inside four interleaved pipeline stages."""
+
+
+def _plan(schedule: str) -> Plan:
+    workload = TrainWorkload(
+        framework="torchtitan", seq_len=8192, global_batch=64, pipeline_schedule=schedule
+    )
+    return engine.estimate(load_model("70B"), load_cluster("hgx_h100x64"), workload, LAYOUT)
+
+
+def test_zero_bubble_share_is_table_2_with_the_backward_split_evenly() -> None:
+    # (F + B - W) / (F + B + W) with B = W = backward / 2: F / (F + backward)
+    assert zero_bubble_share(1.0, 2.0) == pytest.approx(1 / 3)
+    assert zero_bubble_share(1.0, 1.0) == pytest.approx(1 / 2)
+    assert zero_bubble_share(3.0, 0.0) == 1.0  # no backward to defer: 1F1B's bubble
+
+
+def test_zero_bubble_changes_the_bubble_and_nothing_else() -> None:
+    one, zero = _plan("1f1b"), _plan("zero_bubble")
+    a, b = one.breakdown_s, zero.breakdown_s
+    assert a["pp_bubble"] > 0
+    # without recomputation the backward is about twice the forward: about a third remains
+    assert 0.3 < b["pp_bubble"] / a["pp_bubble"] < 0.4
+    for term in a:
+        if term != "pp_bubble":
+            assert b[term] == pytest.approx(a[term]), term
+    saved = a["pp_bubble"] - b["pp_bubble"]
+    assert one.step_time_s - zero.step_time_s == pytest.approx(saved)
+    assert zero.memory.peak_gib == pytest.approx(one.memory.peak_gib)  # ZB-H1: 1F1B's memory
+    assert zero.workload.pipeline_schedule == "zero_bubble"
+
+
+def test_a_profile_offers_its_schedules() -> None:
+    assert load_framework("torchtitan").pipeline_schedules == ("1f1b", "zero_bubble")
+    assert load_framework("megatron").pipeline_schedules == ("1f1b",)
+    assert load_framework("hai-llm").pipeline_schedules == ("dualpipe",)
+    megatron = load_framework("megatron").model_dump()
+    megatron["workload"] = {**megatron["workload"], "pipeline_schedule": "dualpipe"}
+    with pytest.raises(ValueError, match="not among pipeline_schedules"):
+        FrameworkSpec.model_validate(megatron)
+
+
+def test_a_schedule_the_framework_lacks_is_one_line_naming_who_has_it() -> None:
+    args = ["estimate", "--model", "70B", "--cluster", "hgx_h100x64", "--tp", "8", "--pp", "4"]
+    args += ["--dp", "2", "--mbs", "1", "--pipeline-schedule", "zero-bubble"]
+    code, _, err = run_main([*args, "--vpp", "2"])
+    line = assert_one_line_error(code, err, 2)
+    assert "framework 'megatron' has no zero_bubble pipeline schedule (it has: 1f1b)" in line
+    assert "--framework torchtitan can" in line
+    code, _, err = run_main([*args, "--framework", "torchtitan", "--zero", "3", "--vpp", "1"])
+    line = assert_one_line_error(code, err, 2)
+    assert "two or more virtual stages per rank (vpp >= 2, got 1)" in line
+
+
+def test_without_pipeline_the_schedule_is_moot() -> None:
+    args = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--tp", "1", "--dp", "8"]
+    args += ["--mbs", "1", "--recompute", "full"]
+    code, out, err = run_main([*args, "--pipeline-schedule", "zero-bubble", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["workload"]["pipeline_schedule"] == "zero_bubble"
+
+
+def test_a_zero_bubble_search_keeps_to_interleaved_pipelines() -> None:
+    workload = TrainWorkload(
+        framework="torchtitan", seq_len=8192, global_batch=64, pipeline_schedule="zero_bubble"
+    )
+    try:
+        result = engine.search(
+            load_model("70B"), load_cluster("hgx_h100x64"), workload, fix={"pp": 4}
+        )
+    except InfeasibleError as exc:  # pragma: no cover - the layout above fits
+        pytest.fail(str(exc))
+    plans = [result.best, *result.alternatives]
+    assert all(p.layout.pp == 4 and p.layout.vpp >= 2 for p in plans)
+    assert all(p.breakdown_s["pp_bubble"] > 0 for p in plans)
