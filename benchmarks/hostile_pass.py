@@ -1192,11 +1192,15 @@ def nonsense_cases() -> list[Cli]:
             )
         )
     cases.append(Cli("train-objective-latency", "nonsense", [*S8, "--objective", "latency"], "bad"))
-    pipelined = [*E8, "--pp", "2", "--vpp", "2", "--dp", "4", "--mbs", "1"]
+    pipelined = [*E8, "--pp", "2", "--vpp", "2", "--dp", "4", "--mbs", "1", "--global-batch", "16"]
+    pipelined += ["--recompute", "full"]  # GPipe holds every micro-batch: few, recomputed
     for schedule, framework, expect in (
         ("zero-bubble", "megatron", "bad"),  # no such schedule in Megatron-LM: one line
         ("dualpipe", "torchtitan", "bad"),
         ("zero-bubble", "torchtitan", "ok"),
+        ("gpipe", "megatron", "bad"),
+        ("gpipe", "maxtext", "ok"),
+        ("1f1b", "maxtext", "bad"),  # MaxText's pipeline is GPipe-like
         ("zerobubble", "torchtitan", "bad"),  # not a choice
     ):
         cases.append(

@@ -120,6 +120,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {}),
         ("dense", {"pipeline_schedule": "dualpipe"}),
         ("dense", {"pipeline_schedule": "zero_bubble"}),
+        ("dense", {"pipeline_schedule": "gpipe"}),
     ],
     "pp_grad_sync": [
         ("zero3pp", {"framework": "torchtitan", "pp_grad_sync": v}) for v in ("step", "round")
@@ -688,7 +689,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         ),
         "pipeline_schedule": lambda c: (
             c.said()
-            if c.w.pipeline_schedule == "dualpipe"
+            if c.w.pipeline_schedule in ("dualpipe", "gpipe")
             else not c.said()
             and c.has(
                 "parallelism.pipeline_parallel_schedule",
@@ -844,7 +845,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "cp_comm": _cp_method("context_parallel_strategy", "ring", "all_gather"),
         "pp_grad_sync": _said,
         "reshard_after_forward": _said,
-        "pipeline_schedule": _said,
+        "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "gpipe"),
         "zero_shard_group": lambda c: (
             _maxtext_fsdp(c) * c.layout.ep == c.w.zero_shard_group
             if c.layout.zero == 3

@@ -95,3 +95,50 @@ def test_a_zero_bubble_search_keeps_to_interleaved_pipelines() -> None:
     plans = [result.best, *result.alternatives]
     assert all(p.layout.pp == 4 and p.layout.vpp >= 2 for p in plans)
     assert all(p.breakdown_s["pp_bubble"] > 0 for p in plans)
+
+
+def test_gpipe_holds_every_micro_batch_and_keeps_the_bubble() -> None:
+    """MaxText's pipeline runs every forward before the backwards (a loop JAX differentiates):
+    each stage holds all m micro-batches' activations where 1F1B's first stage holds pp."""
+    from planner.cost.stage_memory import stage_memory
+
+    model = load_model("70B")
+    layout = Layout(tp=8, pp=4, dp=2, mbs=1, zero=1, recompute="full")
+    m = 16
+    held = {
+        s: stage_memory(
+            model,
+            TrainWorkload(seq_len=8192, global_batch=m * 2, pipeline_schedule=s),
+            layout,
+            0,
+            m,
+        )
+        for s in ("1f1b", "gpipe")
+    }
+    # the layer inputs full recomputation keeps grow from pp (4) to m (16) micro-batches;
+    # the one layer being recomputed is held once in either
+    grown = held["gpipe"].activations - held["1f1b"].activations
+    per_microbatch = grown / (m - layout.pp)
+    assert held["1f1b"].activations > layout.pp * per_microbatch
+    assert held["gpipe"].weights == held["1f1b"].weights
+    workload = TrainWorkload(seq_len=8192, global_batch=32)
+    a, b = (
+        engine.estimate(
+            model,
+            load_cluster("hgx_h100x64"),
+            workload.model_copy(update={"framework": f, "pipeline_schedule": s}),
+            layout.model_copy(update={"zero": 3 if f == "maxtext" else 1}),
+        )
+        for f, s in (("megatron", "1f1b"), ("maxtext", "gpipe"))
+    )
+    assert b.breakdown_s["pp_bubble"] > 0
+    assert b.memory.activations_gib > a.memory.activations_gib
+
+
+def test_maxtext_runs_only_its_own_pipeline() -> None:
+    assert load_framework("maxtext").pipeline_schedules == ("gpipe",)
+    args = ["estimate", "--model", "70B", "--cluster", "tpu_v5px128", "--tp", "4", "--pp", "4"]
+    args += ["--dp", "8", "--mbs", "1", "--zero", "3", "--pipeline-schedule", "1f1b"]
+    code, _, err = run_main(args)
+    line = assert_one_line_error(code, err, 2)
+    assert "framework 'maxtext' has no 1f1b pipeline schedule (it has: gpipe)" in line

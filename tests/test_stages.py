@@ -691,16 +691,17 @@ def test_an_explicit_even_split_scores_like_the_default() -> None:
 
 
 @pytest.mark.parametrize(
-    ("layout", "saved"),
+    ("layout", "saved", "schedule"),
     [
-        (Layout(pp=2, dp=4, recompute="full"), None),
-        (Layout(pp=2, dp=4, recompute="none"), None),
-        (Layout(pp=2, dp=4, recompute="selective"), ("q", "k", "v")),
-        (Layout(pp=4, dp=2, mbs=2, recompute="selective"), ()),
+        (Layout(pp=2, dp=4, recompute="full"), None, "1f1b"),
+        (Layout(pp=2, dp=4, recompute="none"), None, "1f1b"),
+        (Layout(pp=2, dp=4, recompute="selective"), ("q", "k", "v"), "1f1b"),
+        (Layout(pp=4, dp=2, mbs=2, recompute="selective"), (), "1f1b"),
+        (Layout(pp=2, dp=4, recompute="full"), None, "gpipe"),
     ],
 )
 def test_the_stage_tables_hold_what_stage_memory_holds(
-    layout: Layout, saved: tuple[str, ...] | None
+    layout: Layout, saved: tuple[str, ...] | None, schedule: str
 ) -> None:
     """Each rank's memory in the partition's tables, on the even split, is stage_memory's
     weights + gradients + optimizer state + activations of that stage, to the tables' rounding
@@ -711,7 +712,9 @@ def test_the_stage_tables_hold_what_stage_memory_holds(
     from planner.search.solve.stage_data import MEMORY_QUANTUM_BYTES, rank_loads
 
     model, cluster = load_model("8B"), load_cluster("hgx_h100x8")
-    workload = TrainWorkload(seq_len=8192, global_batch=32, saved_tensors=saved)
+    workload = TrainWorkload(
+        seq_len=8192, global_batch=32, saved_tensors=saved, pipeline_schedule=schedule
+    )
     choice = "block" if layout.recompute == "full" else "none"
     problem = build_stage_problem(model, cluster, workload, layout, recompute=choice)
     loads = rank_loads(problem, even_assignment(problem))

@@ -535,10 +535,11 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--pipeline-schedule",
-        choices=("1f1b", "zero-bubble", "dualpipe"),
+        choices=("1f1b", "zero-bubble", "gpipe", "dualpipe"),
         help="pipeline schedule: 1F1B (interleaved with --vpp > 1), zero bubble (ZB-H1: weight "
-        "gradients deferred into the drain; torchtitan's InterleavedZeroBubble, vpp >= 2) or "
-        "DualPipe (DeepSeek's HAI-LLM) [the profile's]",
+        "gradients deferred into the drain; torchtitan's InterleavedZeroBubble, vpp >= 2), "
+        "GPipe (every micro-batch's activations held: MaxText's pipeline) or DualPipe "
+        "(DeepSeek's HAI-LLM) [the profile's]",
     )
 
 

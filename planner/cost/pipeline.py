@@ -20,12 +20,16 @@ def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
     return (pp - 1) / (vpp * num_microbatches)
 
 
-def microbatches_in_flight(pp: int, vpp: int, num_microbatches: int, stage: int) -> float:
+def microbatches_in_flight(
+    pp: int, vpp: int, num_microbatches: int, stage: int, schedule: str = "1f1b"
+) -> float:
     """Micro-batches whose activations stage ``stage`` holds at its peak (in whole-stage units).
 
     1F1B: stage i warms up with pp - i forwards before its first backward, so it holds
     min(m, pp - i). Interleaved: the first stage holds pp * (1 + (pp - 1)/(pp v)) stage-sized
     sets (Megatron-LM ``theoretical_memory_usage.py``, "interleaved schedule memory penalty").
+    GPipe (``schedule`` "gpipe"): every forward runs before the first backward, so every stage
+    holds all m (Huang et al., NeurIPS 2019, section 2.2; Narayanan et al. SC'21 section 2.2.1).
 
     >>> microbatches_in_flight(4, 1, 16, 0)
     4
@@ -35,7 +39,11 @@ def microbatches_in_flight(pp: int, vpp: int, num_microbatches: int, stage: int)
     5.5
     >>> microbatches_in_flight(1, 1, 16, 0)
     1
+    >>> microbatches_in_flight(4, 2, 16, 3, schedule="gpipe")
+    16
     """
+    if schedule == "gpipe" and pp > 1:
+        return num_microbatches
     in_flight = min(num_microbatches, pp - stage)
     if vpp > 1 and stage == 0:
         penalty = 1 + (pp - 1) / (pp * vpp)

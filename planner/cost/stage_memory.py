@@ -316,7 +316,9 @@ class StageMemoryProfile(NamedTuple):
             largest_weight=self.largest_weight,
             vocab_weight=self.vocab_weight,
         )
-        in_flight = microbatches_in_flight(layout.pp, layout.vpp, num_microbatches, self.stage)
+        in_flight = microbatches_in_flight(
+            layout.pp, layout.vpp, num_microbatches, self.stage, workload.pipeline_schedule
+        )
         copies = 1.0
         if workload.pipeline_schedule == "dualpipe" and layout.pp > 1:
             # two copies of the stage's parameters, pp + 1 micro-batches in flight (DualPipe)

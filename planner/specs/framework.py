@@ -30,12 +30,13 @@ K/V before attention (``allgather``; Llama 3's and MaxText's context parallelism
 CP_COMMS: tuple[str, ...] = ("p2p", "a2a", "a2a+p2p", "allgather")
 """The names of :data:`CpComm`, in order."""
 
-PipelineSchedule = Literal["1f1b", "zero_bubble", "dualpipe"]
+PipelineSchedule = Literal["1f1b", "zero_bubble", "gpipe", "dualpipe"]
 """Pipeline schedules (``TrainWorkload.pipeline_schedule``): 1F1B, interleaved when vpp > 1
 (Narayanan et al. SC'21); ``zero_bubble``, 1F1B with each backward split into its input and
 weight gradients and the weight gradients deferred into the drain (ZB-H1, Qi et al., "Zero
-Bubble Pipeline Parallelism", ICLR 2024, arXiv 2401.10241); DualPipe (DeepSeek-V3, arXiv
-2412.19437 section 3.2.1)."""
+Bubble Pipeline Parallelism", ICLR 2024, arXiv 2401.10241); ``gpipe``, every micro-batch's
+forward before the backwards (Huang et al., "GPipe", NeurIPS 2019), the bubble of 1F1B and every
+micro-batch's activations in flight; DualPipe (DeepSeek-V3, arXiv 2412.19437 section 3.2.1)."""
 
 CpImpl = Literal["te", "pytorch"]
 """Context-parallel attention implementations: Transformer Engine's (``te``) and PyTorch's

@@ -274,7 +274,10 @@ class TrainWorkload(FrozenSpec):
     2024, arXiv 2401.10241: each backward split into its input-gradient and weight-gradient
     passes, the weight gradients deferred to fill the drain, activations in flight as 1F1B;
     torch.distributed.pipelining's ScheduleInterleavedZeroBubble, torchtitan's
-    ``InterleavedZeroBubble``); or DualPipe (DeepSeek-V3, arXiv 2412.19437 section 3.2.1:
+    ``InterleavedZeroBubble``); GPipe (Huang et al. NeurIPS 2019: every micro-batch's forward,
+    then the backwards, so each stage holds every micro-batch's activations, with 1F1B's bubble;
+    MaxText's circular pipeline, a scan over the iterations that JAX differentiates); or
+    DualPipe (DeepSeek-V3, arXiv 2412.19437 section 3.2.1:
     micro-batches fed from both ends, forward and backward chunks overlapped; each rank holds
     two copies of its stage's parameters and pp + 1 micro-batches of activations). The
     framework profile says which it runs (``FrameworkSpec.pipeline_schedules``)."""

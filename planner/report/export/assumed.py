@@ -347,6 +347,8 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             if j.train[1].pipeline_schedule == "dualpipe"
             else "the zero-bubble schedule (ZB-H1: weight gradients deferred into the drain)"
             if j.train[1].pipeline_schedule == "zero_bubble"
+            else "the GPipe schedule (every micro-batch's forward before the backwards)"
+            if j.train[1].pipeline_schedule == "gpipe"
             else "the interleaved 1F1B schedule"
             if j.train[0].layout.vpp > 1
             else "the 1F1B schedule"

@@ -137,6 +137,8 @@ def _batch(job: ExportJob) -> dict[str, Value]:
         out["num_pipeline_microbatches"] = job.num_microbatches
         out["num_pipeline_repeats"] = layout.vpp
         out["gradient_accumulation_steps"] = 1
+        if workload.pipeline_schedule == "gpipe":  # MaxText's pipeline runs no other
+            job.express("pipeline_schedule")
     else:
         out["gradient_accumulation_steps"] = job.num_microbatches
     if layout.cp > 1:

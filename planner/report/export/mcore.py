@@ -173,8 +173,8 @@ def mcore_defaults(job: ExportJob) -> None:
 
 
 UNEXPRESSED_WHERE = {
-    "pipeline_schedule": "Megatron-LM has neither DualPipe nor a zero-bubble schedule; nearest "
-    "is interleaved 1F1B (with --overlap-moe-expert-parallel-comm for DualPipe's overlap)",
+    "pipeline_schedule": "Megatron-LM runs 1F1B (interleaved with virtual stages), not DualPipe, "
+    "zero bubble or GPipe (with --overlap-moe-expert-parallel-comm for DualPipe's overlap)",
     "fp32_params": "Megatron-LM keeps bf16 parameters and an fp32 master copy in the optimizer",
     "fused_elementwise": "Megatron-LM fuses them by default (TE and its bias-activation, RoPE "
     "and norm fusions)",

@@ -158,6 +158,7 @@ def build_stage_problem(
     domains = comm_domains(cluster, layout)
     full = layout.recompute is Recompute.FULL
     m = workload.global_batch // (layout.dp * layout.mbs)
+    schedule = workload.pipeline_schedule
     n = model.num_layers
 
     def time_of(contents: StageContents) -> float:
@@ -218,7 +219,7 @@ def build_stage_problem(
         layer_activation=tuple(r[3] for r in table),
         recompute_saving=tuple(r[4] for r in table),
         in_flight=tuple(
-            round(scale * microbatches_in_flight(layout.pp, layout.vpp, m, p))
+            round(scale * microbatches_in_flight(layout.pp, layout.vpp, m, p, schedule))
             for p in range(layout.pp)
         ),
         in_flight_scale=scale,
