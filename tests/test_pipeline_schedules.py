@@ -97,42 +97,59 @@ def test_a_zero_bubble_search_keeps_to_interleaved_pipelines() -> None:
     assert all(p.breakdown_s["pp_bubble"] > 0 for p in plans)
 
 
-def test_gpipe_holds_every_micro_batch_and_keeps_the_bubble() -> None:
-    """MaxText's pipeline runs every forward before the backwards (a loop JAX differentiates):
-    each stage holds all m micro-batches' activations where 1F1B's first stage holds pp."""
-    from planner.cost.stage_memory import stage_memory
+def test_gpipe_holds_every_micro_batch() -> None:
+    """GPipe runs every forward before the backwards: each stage holds all m micro-batches'
+    activations, where 1F1B's first stage holds pp (Huang et al. 2019; SC'21 section 2.2.1)."""
+    from planner.cost.stage_memory import stage_memory_profile
+
+    model, m = load_model("70B"), 16
+    layout = Layout(tp=8, pp=4, dp=2, mbs=1, zero=1, recompute="none")
+    work = {s: TrainWorkload(seq_len=8192, global_batch=32, pipeline_schedule=s)
+            for s in ("1f1b", "gpipe")}  # fmt: skip
+    held = {s: stage_memory_profile(model, w, layout, 0).memory(w, layout, m)
+            for s, w in work.items()}  # fmt: skip
+    per = stage_memory_profile(model, work["1f1b"], layout, 0).activations_per_sequence
+    assert held["gpipe"].activations - held["1f1b"].activations == pytest.approx(
+        (m - layout.pp) * per
+    )
+
+
+def test_gpipe_with_full_recomputation_keeps_one_input_per_chunk() -> None:
+    """GPipe's re-materialization keeps only the partition boundaries (Huang et al. 2019,
+    section 2.2); MaxText's per-iteration remat, one chunk of one micro-batch, recomputes the
+    chunk with its layers rematted again inside: one input per chunk and micro-batch, and the
+    chunk's layer inputs while it is recomputed."""
+    from planner.cost.stage_memory import stage_memory_profile
 
     model = load_model("70B")
-    layout = Layout(tp=8, pp=4, dp=2, mbs=1, zero=1, recompute="full")
-    m = 16
-    held = {
-        s: stage_memory(
-            model,
-            TrainWorkload(seq_len=8192, global_batch=m * 2, pipeline_schedule=s),
-            layout,
-            0,
-            m,
+    layout = Layout(tp=8, pp=4, vpp=2, dp=2, mbs=1, zero=1, recompute="full")
+    one, gp = (
+        stage_memory_profile(
+            model, TrainWorkload(seq_len=8192, global_batch=32, pipeline_schedule=s), layout, 1
         )
         for s in ("1f1b", "gpipe")
-    }
-    # the layer inputs full recomputation keeps grow from pp (4) to m (16) micro-batches;
-    # the one layer being recomputed is held once in either
-    grown = held["gpipe"].activations - held["1f1b"].activations
-    per_microbatch = grown / (m - layout.pp)
-    assert held["1f1b"].activations > layout.pp * per_microbatch
-    assert held["gpipe"].weights == held["1f1b"].weights
-    workload = TrainWorkload(seq_len=8192, global_batch=32)
-    a, b = (
-        engine.estimate(
-            model,
-            load_cluster("hgx_h100x64"),
-            workload.model_copy(update={"framework": f, "pipeline_schedule": s}),
-            layout.model_copy(update={"zero": 3 if f == "maxtext" else 1}),
-        )
-        for f, s in (("megatron", "1f1b"), ("maxtext", "gpipe"))
     )
-    assert b.breakdown_s["pp_bubble"] > 0
-    assert b.memory.activations_gib > a.memory.activations_gib
+    layers = 80 // 4  # the stage's layers, 10 per chunk
+    layer_input = one.activations_per_sequence / layers
+    assert gp.activations_per_sequence == pytest.approx(layout.vpp * layer_input)
+    assert gp.fixed_per_sequence == pytest.approx(
+        one.fixed_per_sequence + layer_input * layers / layout.vpp
+    )
+
+
+def test_maxtext_runs_equal_chunks_without_a_split_search() -> None:
+    profile = load_framework("maxtext")
+    assert profile.pipeline_split == "even" and profile.pipeline_equal_stages
+    args = ["estimate", "--model", "70B", "--cluster", "tpu_v5px128", "--tp", "4", "--pp", "8"]
+    args += ["--dp", "4", "--mbs", "1", "--zero", "3", "--recompute", "full"]
+    code, _, err = run_main([*args, "--vpp", "3"])
+    line = assert_one_line_error(code, err, 2)
+    assert "runs the same layers on every pipeline chunk: pp x vpp (24) must divide the 80" in line
+    code, out, err = run_main([*args, "--vpp", "2", "--json"])
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["workload"]["pipeline_schedule"] == "gpipe"
+    assert plan["pipeline_split"]["method"] == "even"
 
 
 def test_maxtext_runs_only_its_own_pipeline() -> None:

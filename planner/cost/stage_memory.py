@@ -353,6 +353,12 @@ def stage_memory_profile(
     contents = stage_contents(model, workload, layout, stage, split)
     dense, expert = stage_params_per_gpu(model, layout, stage, workload.seq_len, contents=contents)
     activations = activation_bytes_per_microbatch(model, workload, layout, contents)
+    chunk_inputs = 0.0
+    if gpipe_keeps_chunk_inputs(workload, layout, contents):
+        # one input per chunk and micro-batch; the chunk being recomputed holds its layers'
+        layer_input = activations / contents.num_layers
+        chunk_inputs = layer_input * contents.num_layers / layout.vpp
+        activations = layer_input * layout.vpp
     masks = einsum_mask_bytes_per_microbatch(model, workload, layout, contents)
     squared = 0.0
     if workload.moe_routing_group == "microbatch":
@@ -367,7 +373,7 @@ def stage_memory_profile(
         workload.cross_entropy,
         fp32_copy="fp32_logits" in buffers,
     )
-    fixed = contents.num_heads * head_logits
+    fixed = contents.num_heads * head_logits + chunk_inputs
     fixed += tp_gather_buffer_bytes(model, layout, workload.seq_len, buffers)
     holds_vocab = contents.first or contents.output_weights
     vocab_weight = model.vocab_size * model.hidden_size / layout.tp if holds_vocab else 0.0
@@ -390,6 +396,29 @@ def stage_memory_profile(
 
 
 @lru_cache(maxsize=1024)
+def gpipe_keeps_chunk_inputs(
+    workload: TrainWorkload, layout: Layout, contents: StageContents
+) -> bool:
+    """Whether a stage keeps one input per model chunk and micro-batch rather than one per
+    layer: GPipe with full recomputation stores only the activations at the partition
+    boundaries and recomputes a partition's forward in its backward (Huang et al., "GPipe",
+    NeurIPS 2019, section 2.2, re-materialization). MaxText's pipeline does so per loop
+    iteration (one chunk of one micro-batch): ``nn.remat`` of the iteration with the layers'
+    remat policy plus ``save_only_these_names('iteration_input')``, its layers rematted again
+    inside, so while a chunk is recomputed it holds its layers' inputs and one layer's working
+    set (MaxText/layers/pipeline.py, AI-Hypercomputer/maxtext at 75b3a5e3). Only under the
+    layout's own rule (every layer recomputed, the even split): a split that recomputes some
+    layers is Megatron-LM's, which GPipe is not."""
+    return (
+        workload.pipeline_schedule == "gpipe"
+        and layout.pp > 1
+        and layout.recompute is Recompute.FULL
+        and workload.recompute_num_layers is None
+        and contents.recomputed is None
+        and contents.num_layers > 0
+    )
+
+
 def largest_weight_params(model: ModelSpec, tp: int, ep: int = 1, etp: int = 1) -> float:
     """Parameters per GPU of the model's largest layer weight tensor: a GEMM's k x n, with a
     layer's routed experts stacked into one tensor per projection as XLA frameworks hold them

@@ -197,6 +197,19 @@ def layout_violations(
                 f"pp x vpp ({layout.pp * layout.vpp}) exceeds the {model.num_layers} layers",
             )
         )
+    elif (
+        layout.pp > 1
+        and load_framework(workload.framework).pipeline_equal_stages
+        and model.num_layers % (layout.pp * layout.vpp)
+    ):
+        out.append(
+            (
+                "divisibility",
+                f"framework '{workload.framework}' runs the same layers on every pipeline "
+                f"chunk: pp x vpp ({layout.pp * layout.vpp}) must divide the "
+                f"{model.num_layers} layers",
+            )
+        )
     if workload.seq_len % (2 * layout.cp) and layout.cp > 1:
         out.append(
             ("divisibility", f"2 x cp ({2 * layout.cp}) must divide seq-len {workload.seq_len}")

@@ -90,6 +90,9 @@ class FrameworkSpec(FrozenSpec):
     neither splits otherwise nor searches a split; ``even``, the framework itself, as evenly as
     the layers allow, taking no list of boundaries (DeepSpeed's PipelineModule), so the planner
     scores the even split and searches none."""
+    pipeline_equal_stages: bool = False
+    """Every pipeline chunk runs the same stack of layers (MaxText: one layers module vmapped
+    over the stage axis), so pp x vpp must divide the layers; with ``pipeline_split`` even."""
     tp_beyond_kv_heads: bool = False
     """Tensor parallelism may exceed the KV heads, each rank holding a replica of the KV head
     its query heads share (GSPMD sharding; Megatron-LM and torchtitan split KV heads and need tp
