@@ -118,13 +118,13 @@ def _without_bands(
     what = "serving runs" if regime == "serving" else "runs"
     if record is None:
         note = (
-            f"no published {what} validate {acc.family} accelerators ({acc.name}): efficiency "
+            f"no published {what} calibrate {acc.family} accelerators ({acc.name}): efficiency "
             "factors are uncalibrated catalog priors; the band is the pooled held-out band of the "
             "validated families"
         )
     elif record.transferred_from:
         note = (
-            f"no published {what} validate {acc.family} accelerators ({acc.name}): efficiency "
+            f"no published {what} calibrate {acc.family} accelerators ({acc.name}): efficiency "
             f"factors are its catalog priors scaled by the fit/prior ratios of "
             f"{', '.join(record.transferred_from)}; the band is the pooled held-out band of the "
             "validated families"
