@@ -159,3 +159,19 @@ def test_maxtext_runs_only_its_own_pipeline() -> None:
     code, _, err = run_main(args)
     line = assert_one_line_error(code, err, 2)
     assert "framework 'maxtext' has no 1f1b pipeline schedule (it has: gpipe)" in line
+
+
+def test_the_maxtext_export_states_the_layers_per_stage() -> None:
+    """base.yml: the decoder layers = stages x num_layers_per_pipeline_stage x repeats (its
+    default of one layer per stage would not match a chunk of 5)."""
+    args = ["export", "--format", "maxtext", "--model", "70B", "--cluster", "tpu_v5px128"]
+    for pin in ("tp=4", "pp=8", "vpp=2", "mbs=1", "recompute=full"):
+        args += ["--fix", pin]
+    code, out, err = run_main(args)
+    assert code == 0, err
+    assert "num_pipeline_repeats: 2" in out and "num_layers_per_pipeline_stage: 5" in out
+    args = ["export", "--format", "maxtext", "--model", "70B", "--cluster", "hgx_h100x48"]
+    code, out, err = run_main([*args, "--fix", "tp=8", "--fix", "pp=3"])
+    assert code == 0, err
+    assert "num_layers_per_pipeline_stage:" not in out
+    assert "80 layers over pp x vpp = 3 chunks: MaxText runs equal chunks" in err

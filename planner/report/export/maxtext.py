@@ -136,6 +136,17 @@ def _batch(job: ExportJob) -> dict[str, Value]:
         )
         out["num_pipeline_microbatches"] = job.num_microbatches
         out["num_pipeline_repeats"] = layout.vpp
+        # base.yml: the decoder layers = stages x num_layers_per_pipeline_stage x repeats
+        chunks = layout.pp * layout.vpp
+        layers = job.model.num_layers
+        if layers % chunks == 0:
+            out["num_layers_per_pipeline_stage"] = layers // chunks
+        else:
+            job.note(
+                f"{layers} layers over pp x vpp = {chunks} chunks: MaxText runs equal chunks "
+                "(stages x num_layers_per_pipeline_stage x num_pipeline_repeats = the layers), "
+                "so this layout does not run there as scored"
+            )
         out["gradient_accumulation_steps"] = 1
         if workload.pipeline_schedule == "gpipe":  # MaxText's pipeline runs no other
             job.express("pipeline_schedule")
