@@ -207,7 +207,8 @@ def layout_violations(
                 "divisibility",
                 f"framework '{workload.framework}' runs the same layers on every pipeline "
                 f"chunk: pp x vpp ({layout.pp * layout.vpp}) must divide the "
-                f"{model.num_layers} layers",
+                f"{model.num_layers} layers (pipelining only a dividing share of them, as "
+                f"MaxText's pipeline_parallel_layers can, is not priced)",
             )
         )
     if workload.seq_len % (2 * layout.cp) and layout.cp > 1:
