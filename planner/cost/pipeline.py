@@ -1,5 +1,5 @@
-"""Pipeline schedules: bubble and in-flight micro-batches of 1F1B and interleaved 1F1B, zero
-bubble and DualPipe."""
+"""Pipeline schedules: bubble and in-flight micro-batches of 1F1B and interleaved 1F1B, GPipe,
+zero bubble and DualPipe."""
 
 from __future__ import annotations
 

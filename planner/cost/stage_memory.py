@@ -395,7 +395,6 @@ def stage_memory_profile(
     )
 
 
-@lru_cache(maxsize=1024)
 def gpipe_keeps_chunk_inputs(
     workload: TrainWorkload, layout: Layout, contents: StageContents
 ) -> bool:
@@ -419,6 +418,7 @@ def gpipe_keeps_chunk_inputs(
     )
 
 
+@lru_cache(maxsize=1024)
 def largest_weight_params(model: ModelSpec, tp: int, ep: int = 1, etp: int = 1) -> float:
     """Parameters per GPU of the model's largest layer weight tensor: a GEMM's k x n, with a
     layer's routed experts stacked into one tensor per projection as XLA frameworks hold them
