@@ -3,6 +3,8 @@ zero bubble and DualPipe."""
 
 from __future__ import annotations
 
+from planner.specs.framework import PipelineSchedule
+
 
 def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
     """Idle fraction of the ideal time: (pp - 1) / (v * m).
@@ -21,7 +23,7 @@ def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
 
 
 def microbatches_in_flight(
-    pp: int, vpp: int, num_microbatches: int, stage: int, schedule: str = "1f1b"
+    pp: int, vpp: int, num_microbatches: int, stage: int, schedule: PipelineSchedule = "1f1b"
 ) -> float:
     """Micro-batches whose activations stage ``stage`` holds at its peak (in whole-stage units).
 
@@ -49,6 +51,18 @@ def microbatches_in_flight(
         penalty = 1 + (pp - 1) / (pp * vpp)
         return min(num_microbatches, pp) * penalty
     return in_flight
+
+
+def bubble_is_a_share(schedule: PipelineSchedule) -> bool:
+    """Whether the schedule's bubble is a share of a chunk's passes set by its forward and
+    backward (DualPipe: of the forward, :func:`dualpipe_bubble_time`; zero bubble:
+    :func:`zero_bubble_share`) rather than pp - 1 whole chunks (1F1B, GPipe), so that a step-time
+    lower bound may count it only as nothing.
+
+    >>> [bubble_is_a_share(s) for s in ("1f1b", "gpipe", "zero_bubble", "dualpipe")]
+    [False, False, True, True]
+    """
+    return schedule in ("zero_bubble", "dualpipe")
 
 
 def dualpipe_bubble_time(pp: int, forward_s: float, backward_s: float) -> float:

@@ -40,7 +40,7 @@ from planner.cost.comm import (
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, MOMENT_BYTES, stage_layers
 from planner.cost.partition import StageContents, chunk_contents, stage_contents
-from planner.cost.pipeline import dualpipe_bubble_time, zero_bubble_share
+from planner.cost.pipeline import bubble_is_a_share, dualpipe_bubble_time, zero_bubble_share
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
     dp_sync_overlapped,
@@ -260,7 +260,7 @@ def pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
     9.0
     """
     m = workload.global_batch // (layout.dp * layout.mbs)
-    if workload.pipeline_schedule in ("dualpipe", "zero_bubble"):
+    if bubble_is_a_share(workload.pipeline_schedule):
         return float(m)
     return m + (layout.pp - 1) / layout.vpp
 

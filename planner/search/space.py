@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pydantic import Field
 
 from planner.catalog.frameworks import load_framework
+from planner.cost.pipeline import bubble_is_a_share
 from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage import microbatch_time
 from planner.cost.step import (
@@ -489,9 +490,7 @@ class StructureBound:
         self._floor = stage_floor(times, _bare_layout(fields, max(mbss)))
         pp = int(fields["pp"])  # type: ignore[call-overload]
         self._smallest = min(mbss) if pp > 1 else None
-        # DualPipe's bubble is a share of the forward, zero bubble's a share of the chunk that
-        # depends on its forward and backward: neither is bounded below by pp - 1 chunks
-        shrunk = times.workload.pipeline_schedule in ("dualpipe", "zero_bubble")
+        shrunk = bubble_is_a_share(times.workload.pipeline_schedule)
         self._bubble_scale = 0.0 if shrunk else (pp - 1) / max(vpps)
         self._bubble: SlowestStage | AnySplitStage | None = None
 

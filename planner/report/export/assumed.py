@@ -342,17 +342,16 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
     ),
     "pipeline_schedule": (
         lambda j: j.train[0].layout.pp > 1,
-        lambda j: (
-            "the DualPipe schedule (both ends fed, two copies of each stage's parameters)"
-            if j.train[1].pipeline_schedule == "dualpipe"
-            else "the zero-bubble schedule (ZB-H1: weight gradients deferred into the drain)"
-            if j.train[1].pipeline_schedule == "zero_bubble"
-            else "the GPipe schedule (every micro-batch's forward before the backwards)"
-            if j.train[1].pipeline_schedule == "gpipe"
-            else "the interleaved 1F1B schedule"
+        lambda j: {
+            "dualpipe": "the DualPipe schedule (both ends fed, two copies of each stage's "
+            "parameters)",
+            "zero_bubble": "the zero-bubble schedule (ZB-H1: weight gradients deferred into the "
+            "drain)",
+            "gpipe": "the GPipe schedule (every micro-batch's forward before the backwards)",
+            "1f1b": "the interleaved 1F1B schedule"
             if j.train[0].layout.vpp > 1
-            else "the 1F1B schedule"
-        ),
+            else "the 1F1B schedule",
+        }[j.train[1].pipeline_schedule],
     ),
     "zero_shard_group": (
         lambda j: j.train[0].layout.zero >= 1 and j.train[1].zero_shard_group is not None,
