@@ -477,7 +477,9 @@ UNFUSED_ATTENTION_SOURCES: tuple[str, ...] = ("SC'21", "Reducing Activation Reco
 """Runs that predate fused (flash) attention in Megatron-LM: SC'21 (2021) and Korthikanti et
 al. (May 2022) used the unfused softmax path, whose stored scores are the 5 a s^2 b term that
 selective recomputation was designed to remove. FlashAttention (Dao et al., arXiv 2205.14135)
-reached Megatron-LM in 2023."""
+reached Megatron-LM as the opt-in ``--use-flash-attn`` on 2022-12-08 (commit d693034ecf); a run
+on a commit of that era that does not say it passed the flag states ``flash_attention: false`` in
+its recipe (the MegaScale baseline rows)."""
 
 
 NVIDIA_PERF_RECIPE_SOURCES: tuple[str, ...] = ("NeMo", "Megatron-Bridge", "dgxc-benchmarking")
