@@ -394,6 +394,19 @@ def test_pinned_layout_does_not_fit() -> None:
     assert out == ""
 
 
+def test_fix_lists_several_pins_in_one_flag() -> None:
+    """``--fix tp=2,pp=4`` pins what ``--fix tp=2 --fix pp=4`` pins (the same plan)."""
+    base = ["search", "--model", "8B", "--cluster", "hgx_h100x8", "--json", "--top", "1"]
+    listed = run_main([*base, "--fix", "tp=2,pp=4", "--max", "mbs=2,vpp=1"])
+    repeated = run_main(
+        [*base, "--fix", "tp=2", "--fix", "pp=4", "--max", "mbs=2", "--max", "vpp=1"]
+    )
+    assert listed[0] == repeated[0] == 0
+    best = json.loads(listed[1])["best"]["layout"]
+    assert (best["tp"], best["pp"], best["vpp"]) == (2, 4, 1) and best["mbs"] <= 2
+    assert best == json.loads(repeated[1])["best"]["layout"]
+
+
 def test_405b_on_one_board_does_not_fit_executable() -> None:
     proc = run_exe(["search", "--model", "405B", "--cluster", "hgx_h100x8"])
     line = assert_one_line_error(proc.returncode, proc.stderr, 1)

@@ -420,6 +420,13 @@ CASES: list[Case] = [
     Case("fix-twice", [*S8, "--fix", "tp=2", "--fix", "tp=4"], 2,
          ("--fix tp is given twice", "tp=2 and tp=4")),
     Case("max-twice", [*S8, "--max", "pp=2", "--max", "pp=4"], 2, ("--max pp is given twice",)),
+    # one flag listing several pins is read as those pins, so the same checks hold
+    Case("fix-listed-twice", [*S8, "--fix", "tp=2,tp=4"], 2,
+         ("--fix tp is given twice", "tp=2 and tp=4")),
+    Case("fix-list-of-values", [*S8, "--fix", "tp=2,4"], 2,
+         ("--fix tp=2,4", "positive whole number")),
+    Case("max-listed-below-min", [*S8, "--min", "pp=4", "--max", "pp=2,tp=8"], 2,
+         ("--min pp=4 exceeds --max pp=2",)),
     Case("price-twice", [*M8, "--price", "hgx_b200=3", "--price", "hgx_b200=4"], 2,
          ("--price hgx_b200 is given twice",)),
     # --- issue 17: outputs never replace inputs; missing folders fail before the work -------

@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="pin a layout field (tp, pp, vpp, dp, ep, mbs, recompute, zero); repeatable",
+        help="pin a layout field (tp, pp, vpp, dp, ep, mbs, recompute, zero); repeatable, or "
+        "several at once: --fix tp=2,pp=16",
     )
     search.add_argument("--top", type=positive_int, default=5, help="plans to show (default 5)")
     search.add_argument(
@@ -71,14 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="upper bound on a layout degree (tp, pp, vpp, dp, cp, ep, mbs); repeatable",
+        help="upper bound on a layout degree (tp, pp, vpp, dp, cp, ep, mbs); repeatable, or "
+        "comma-separated",
     )
     search.add_argument(
         "--min",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="lower bound on a layout degree; repeatable",
+        help="lower bound on a layout degree; repeatable, or comma-separated",
     )
     search.add_argument(
         "--gpus",
@@ -239,7 +241,11 @@ def _add_migrate(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     pinned = p.add_mutually_exclusive_group()
     pinned.add_argument("--layout", metavar="FILE", help="layout in use now (YAML/JSON fields)")
     pinned.add_argument(
-        "--fix", action="append", default=[], metavar="KEY=VALUE", help="pin a field on both sides"
+        "--fix",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="pin a field on both sides; repeatable, or comma-separated",
     )
     p.add_argument(
         "--price", action="append", default=[], metavar="C=USD", help="USD per GPU-hour of "
@@ -258,7 +264,11 @@ def _add_whatif(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         "gpus, precision, seq_len, global_batch); repeatable: the cartesian product is planned",
     )  # fmt: skip
     p.add_argument(
-        "--fix", action="append", default=[], metavar="KEY=VALUE", help="pin a layout field"
+        "--fix",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="pin a layout field; repeatable, or comma-separated",
     )
     p.add_argument("--report", action="append", default=[], metavar="FILE",
                    help="write a report: .html (self-contained, charts) or .md; repeatable")  # fmt: skip
@@ -288,7 +298,11 @@ def _add_export(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     )
     _add_workload(export, required=False)
     export.add_argument(
-        "--fix", action="append", default=[], metavar="KEY=VALUE", help="pin a layout field"
+        "--fix",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="pin a layout field; repeatable, or comma-separated",
     )
     export.add_argument(
         "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
