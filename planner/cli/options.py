@@ -912,12 +912,12 @@ def _auto_precisions(args: argparse.Namespace) -> list[str]:
     return [f for f in ("bf16", "fp8", "mxfp8") if acc.supports(f)]
 
 
-def split_pairs(items: list[str]) -> list[str]:
+def _split_pairs(items: list[str]) -> list[str]:
     """The ``KEY=VALUE`` pairs of a repeatable flag's items, an item that lists several
     (``--fix tp=2,pp=16``) taken as the pairs it lists when every comma-separated part names a
     key; an item whose parts do not (``--fix tp=2,4``) stays whole, to get its own error.
 
-    >>> split_pairs(["tp=2,pp=16", "mbs=1", "tp=2,4"])
+    >>> _split_pairs(["tp=2,pp=16", "mbs=1", "tp=2,4"])
     ['tp=2', 'pp=16', 'mbs=1', 'tp=2,4']
     """
     out: list[str] = []
@@ -950,7 +950,7 @@ def _parse_bounds(mins: list[str], maxs: list[str]) -> dict[str, tuple[int | Non
     bounds: dict[str, list[int | None]] = {}
     for flag, items, side in (("--min", mins, 0), ("--max", maxs, 1)):
         given: dict[str, str] = {}
-        for item in split_pairs(items):
+        for item in _split_pairs(items):
             key, value = _key_value(flag, item, BOUNDABLE)
             _once(flag, key, value, given)
             number = _layout_number(flag, key, value, "a whole number")
@@ -990,7 +990,7 @@ def _parse_fix(items: list[str], *, serve: bool = False) -> dict[str, object]:
     allowed, other = (tuple(SERVE_PINNABLE), PINNABLE) if serve else (PINNABLE, ())
     out: dict[str, object] = {}
     given: dict[str, str] = {}
-    for item in split_pairs(items):
+    for item in _split_pairs(items):
         key = item.partition("=")[0].strip().lower()
         if "=" in item and key in other and key not in allowed:
             raise SpecError(

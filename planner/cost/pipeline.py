@@ -95,8 +95,5 @@ def zero_bubble_share(forward_s: float, backward_s: float) -> float:
     >>> zero_bubble_share(0.0, 0.0)
     0.0
     """
-    total = forward_s + backward_s
-    if total <= 0.0:
-        return 0.0
-    b = w = backward_s / 2.0
-    return max(0.0, forward_s + b - w) / (forward_s + b + w)
+    total = forward_s + backward_s  # F + B + W with B + W = backward; F + B - W = F
+    return forward_s / total if total > 0.0 else 0.0
