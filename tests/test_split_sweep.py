@@ -52,7 +52,9 @@ def test_the_any_split_bound_never_exceeds_the_best_split(seed: int) -> None:
 
 def test_one_kind_of_layer_gives_the_count_programmes_bound() -> None:
     """With one kind of layer the bisection equals :func:`rank_load_lower_bound`'s exact
-    programme over layer counts (memory left out), MTP modules and per-rank extras included."""
+    programme over layer counts (memory left out, and chunks that may be empty, which the
+    bisection does not know of), MTP modules and per-rank extras included; with chunks of at
+    least one layer the programme can only be tighter."""
     rng = random.Random(7)
     for _ in range(400):
         pp, n, t = rng.randint(1, 6), rng.randint(6, 14), rng.randint(1, 9)
@@ -65,9 +67,11 @@ def test_one_kind_of_layer_gives_the_count_programmes_bound() -> None:
             in_flight=(1,) * pp, in_flight_scale=1, capacity=10**12, num_mtp=mtp,
             mtp_time=rng.randint(0, 25), mtp_state=(0, 0), mtp_transient=(0, 0),
             mtp_activation=0, mtp_memory=0, working=0, recompute="none", fixed_recompute=None,
-            steps=1.0, even_layers=(1,) * pp,
+            steps=1.0, even_layers=(1,) * pp, min_chunk_layers=0,
         )  # fmt: skip
         assert any_split_time_bound(problem) == rank_load_lower_bound(problem)
+        held = problem.model_copy(update={"min_chunk_layers": 1})
+        assert any_split_time_bound(held) <= (rank_load_lower_bound(held) or 0)
 
 
 def test_the_worked_bounds() -> None:
@@ -233,7 +237,10 @@ def test_the_sweep_finds_what_the_even_split_ranks_low() -> None:
     steps_off = [p.step_time_s for p in [off.best, *off.alternatives]]
     steps_on = [p.step_time_s for p in [on.best, *on.alternatives]]
     assert all(a <= b * (1 + 1e-9) for a, b in zip(steps_on, steps_off, strict=True))
-    assert steps_on[3] < 0.9 * steps_off[3]  # 3.29 s where the ranked splits alone give 3.73 s
+    # TP2 PP2 DP2 EP2 ETP2 mbs4, ranked below the five by its even split, is second once split:
+    # 3.22 s where the ranked splits alone give 3.25 s for the second
+    lifted = {p.layout for p in on.alternatives} - {p.layout for p in off.alternatives}
+    assert on.alternatives[0].layout in lifted and steps_on[1] < steps_off[1] * (1 - 0.005)
     assert "split sweep" in on.solver.method and "split sweep" not in off.solver.method
 
 

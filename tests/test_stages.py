@@ -265,9 +265,43 @@ def test_deepseek_v3s_pipeline_split_is_proven_by_the_bound() -> None:
 
 def _relaxed_optimum(problem: StageProblem) -> int | None:
     """The rank-load relaxation by enumeration (rank_load_lower_bound's twin): every way to
-    share each kind of layer out over the ranks, every count of each kind a rank recomputes,
+    share each kind of layer out over the ranks, every count of each kind a rank recomputes
+    that some sharing of its layers over its chunks allows (:func:`_chunk_recomputes`: under
+    ``block`` N = 0 on every rank, or N >= 1 on every rank, each rank then free to take its own,
+    which is the programme's relaxation; its own under ``per_stage``; a pinned N on every rank),
     every rank for the MTP modules, each rank's time and memory written out from the
     StageProblem field docs; the least slowest rank over the assignments that fit."""
+
+    p = problem
+    if p.fixed_recompute is not None:
+        regimes = [[p.fixed_recompute]]
+    elif p.recompute == "block":  # one N for every rank: 0, or (relaxed) any N >= 1 per rank
+        regimes = [[0], list(range(1, p.num_layers + 1))]
+    else:
+        regimes = [list(range(p.num_layers + 1))]  # per_stage: each rank its own; none: 0
+    values = [_relaxed_optimum_under(p, ns) for ns in regimes]
+    return min((v for v in values if v is not None), default=None)
+
+
+def _chunk_recomputes(problem: StageProblem, rank: int, held: int, count: int) -> set[int]:
+    """How many layers ``rank`` recomputes holding ``held`` decoder layers over its chunks,
+    each chunk n_c >= its minimum (``min_chunk_layers``; the last chunk overall may be empty)
+    recomputing its first min(N, n_c) (``count`` = N), over every way to size the chunks."""
+    import itertools
+
+    p = problem
+    chunks = range(rank, p.num_chunks, p.pp)
+    least = [p.min_chunk_layers if c < p.num_chunks - 1 else 0 for c in chunks]
+    return {
+        sum(min(count, n) for n in sizes)
+        for sizes in itertools.product(range(held + 1), repeat=len(least))
+        if sum(sizes) == held and all(n >= m for n, m in zip(sizes, least, strict=True))
+    }
+
+
+def _relaxed_optimum_under(problem: StageProblem, recompute_counts: list[int]) -> int | None:
+    """The relaxation enumerated with each rank's recompute count N one of
+    ``recompute_counts`` (ignored when nothing recomputes)."""
     import itertools
 
     p = problem
@@ -287,7 +321,11 @@ def _relaxed_optimum(problem: StageProblem) -> int | None:
         redo_ranges = [range(c + 1) if p.recompute != "none" else range(1) for c in counts]
         last = r == p.pp - 1
         working = p.working_last if last and p.working_last is not None else p.working
+        counts_n = recompute_counts if p.recompute != "none" else [0]
+        reachable = set().union(*(_chunk_recomputes(p, r, sum(counts), n) for n in counts_n))
         for redo in itertools.product(*redo_ranges):
+            if sum(redo) not in reachable:
+                continue
             time_ = p.rank_time[r] + sum(
                 c * k[0] + x * k[1] for c, x, k in zip(counts, redo, kinds, strict=True)
             )
@@ -521,6 +559,31 @@ def test_gpt_oss_interleaved_split_is_proven_by_branch_and_bound() -> None:
     assert plan.pipeline_split is not None and plan.pipeline_split.method == "branch-and-bound"
     assert plan.pipeline_split.optimised == "the branch-and-bound split"
     assert "pipeline: branch-and-bound split" in estimate_text(plan)
+
+
+def test_deepseek_v3s_full_recompute_bound_keeps_the_block_methods_one_count() -> None:
+    """DeepSeek-V3 FP8 on 2,048 H800, TP2 PP16 VPP3 DP64 EP4 ETP2 with full recomputation by the
+    block method: one count N for every chunk, so with N >= 1 every rank recomputes a layer of
+    each chunk, not only the ranks whose memory needs it. Kept in the rank-load bound, the bound
+    is what the even counts with the least N that fits reach, so the split is proven with no
+    solve (CP-SAT ran to its 1 s limit on it when each rank's recomputation was free); the one
+    programme of the split sweep's first tight bound, each rank free to recompute nothing or at
+    least a layer per chunk, is looser and still a bound."""
+    model, cluster = load_model("671B"), load_cluster("hgx_h800x2048")
+    workload = TrainWorkload(seq_len=4096, global_batch=4096)
+    layout = Layout(tp=2, pp=16, vpp=3, dp=64, ep=4, etp=2, mbs=1, recompute="full",
+                    precision="fp8")  # fmt: skip
+    problem = build_stage_problem(model, cluster, workload, layout,
+                                  headroom=CONFIG.memory_headroom)  # fmt: skip
+    shared = rank_load_lower_bound(problem)
+    start = evaluate_assignment(problem, least_recompute_assignment(problem))
+    assert shared is not None and start == shared
+    free = rank_load_lower_bound(problem, share_count=False)
+    assert free is not None and free < shared
+    even = score(model, cluster, workload, layout)
+    outcome = optimise_pipeline(model, cluster, workload, layout, even=even, config=CONFIG)
+    assert outcome.info.solved_by == "bound" and outcome.info.status == "OPTIMAL"
+    assert outcome.info.num_variables == 0
 
 
 def test_qwen3s_interleaved_block_split_is_solved_by_layer_counts() -> None:

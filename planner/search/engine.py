@@ -570,28 +570,34 @@ def _split_sweep(
     A row enters with its cheap bound (:func:`_sweep_rows`) and is split only once its tight
     one (:func:`planner.search.solve.stages.split_step_lower_bound`, which keeps memory, and so
     the recomputation a split needs) still comes first, so most rows are ruled out by a bound
-    alone. Work stops when ``budget`` is spent: the rows left whose bound beats the best plan
-    are counted, and the least of their bounds is how far below it the cost model's optimum
-    might lie.
+    alone. The tight bound comes in two steps where the layout recomputes in full by the block
+    method: first with each rank's recomputation free, then, if the row still comes first, with
+    the one count N every chunk shares (twice the work, and what kept DeepSeek-V3's FP8 search
+    from running CP-SAT to its time limit on a layout that could not win). Work stops when
+    ``budget`` is spent: the rows left whose bound beats the best plan are counted, and the
+    least of their bounds is how far below it the cost model's optimum might lie.
 
     ``ceiling``: an objective no plan may exceed (the step-time target, one GPU count at a
     time: :func:`_target_split_sweep`); ``plans`` may then be empty, and a row is split while
     its bound meets the ceiling and beats the best plan."""
     import heapq
 
-    from planner.search.solve.stages import split_step_lower_bound
+    from planner.search.solve.stages import (
+        split_shares_recompute_count,
+        split_step_lower_bound,
+    )
 
     unproven = list(unproven or [])
 
-    heap = [
-        (objective_value(config.objective, row.layout.num_gpus, bound), i, False, row)
+    heap = [  # (bound, row index, bound level: 0 cheap, 1 tight, 2 tight with N shared, row)
+        (objective_value(config.objective, row.layout.num_gpus, bound), i, 0, row)
         for i, (bound, row) in enumerate(rows)
         if row.layout.pp > 1 and row.layout not in done
     ]
     heapq.heapify(heap)
     bounded = split = 0
     while heap:
-        value, i, tight, row = heap[0]
+        value, i, level, row = heap[0]
         threshold = _sweep_ceiling(plans, config, ceiling)
         if value >= threshold:
             break  # no row left can beat the best plan
@@ -603,15 +609,17 @@ def _split_sweep(
             left = sum(1 for item in heap if item[0] < threshold)
             return plans, _swept(plans, config, bounded, split, unproven, left, value, ceiling)
         heapq.heappop(heap)
-        if not tight:
-            bounded += 1
+        work_load = candidate_workload(row, workload)
+        shares = split_shares_recompute_count(work_load, row.layout, config)
+        if level == 0 or (level == 1 and shares):
+            bounded += int(level == 0)
             bound, work = split_step_lower_bound(
-                model, row.cluster, candidate_workload(row, workload), row.layout, config=config
+                model, row.cluster, work_load, row.layout, config=config, share_count=level == 1
             )
             budget.spend(tight_bound_units(work))
             if bound is not None:  # None: no split fits, the even split it was ranked on stays
                 value = max(value, objective_value(config.objective, row.layout.num_gpus, bound))
-                heapq.heappush(heap, (value, i, True, row))
+                heapq.heappush(heap, (value, i, level + 1 if shares else 2, row))
             continue
         split += 1
         plan = _split_plan(model, row, workload, config, relabel=relabel)

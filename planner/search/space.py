@@ -282,19 +282,28 @@ takes 10-100 ms, measured)."""
 SWEEP_CP_SAT_UNITS = 200
 """Budget units one split solved by CP-SAT to proven optimality adds (0.05-0.3 s measured); one
 stopped by its time limit adds a unit per millisecond of the limit."""
-SWEEP_TIGHT_BOUND_UNITS = 2
+SWEEP_TIGHT_BOUND_UNITS = 1
 """Budget units of one tight split bound before its rank-load programme (its partition
-tables: 1-3 ms measured)."""
-RANK_LOAD_WORK_PER_UNIT = 100
-"""Rank-load programme size (count vectors x ranks) per budget unit (about 0.01 ms each,
-measured)."""
+tables). Fitted with :data:`RANK_LOAD_WORK_PER_UNIT` on 939 tight bounds of seven searches
+(DeepSeek-V3 on 2,048 H800 with and without MTP, and on 256 B200; Qwen3-235B on 256 H100;
+gpt-oss-120b on 64 H100; 70B on 64 H100; 405B on 1,024 H100; 2026-12-06): 1.2 ms + 1.8e-5 ms a
+cell of the programme's tables (median error 47%; counted in programme rows, count vectors x
+ranks, the fit's median error was 105%). Until then a bound was charged 2 units + 1 per 100 rows,
+two to three times its cost on DeepSeek-V3 and under its cost on gpt-oss-120b's two kinds of
+18 layers."""
+RANK_LOAD_WORK_PER_UNIT = 50_000
+"""Rank-load programme cells (count vectors^2 x ranks x programmes,
+:func:`planner.search.solve.stage_data.rank_load_work`) per budget unit: 0.9 ms at the 1.8e-5 ms
+a cell measured above (a unit is about a millisecond)."""
 
 
 def tight_bound_units(work: int) -> int:
-    """Budget units of one tight split bound whose rank-load programme has size ``work``.
+    """Budget units of one tight split bound whose rank-load programme has size ``work``
+    (DeepSeek-V3's 3 dense and 58 MoE layers on PP16: 236 count vectors, 891,136 cells, 15 ms
+    measured).
 
-    >>> tight_bound_units(0), tight_bound_units(2_888)
-    (2, 30)
+    >>> tight_bound_units(0), tight_bound_units(236 * 236 * 16)
+    (1, 18)
     """
     return SWEEP_TIGHT_BOUND_UNITS + work // RANK_LOAD_WORK_PER_UNIT
 

@@ -937,11 +937,17 @@ def _row_kinds(p: StageProblem) -> tuple[list[tuple[int, ...]], tuple[int, ...]]
     return kinds, tuple(rows.count(kind) + 1 for kind in kinds)
 
 
-def rank_load_work(problem: StageProblem) -> int:
-    """The size of :func:`rank_load_lower_bound`'s programme: count vectors x ranks (0 when it
-    does not apply); about 0.01 ms per unit measured."""
+def rank_load_work(problem: StageProblem, *, share_count: bool = True) -> int:
+    """The size of :func:`rank_load_lower_bound`'s programme: the cells of its tables, count
+    vectors x count vectors per rank (each rank's fastest recompute choice per count vector, and
+    its step of the min-max recurrence), x ranks x the programmes it runs (two under ``block``
+    with N free and ``share_count``, :func:`_recompute_regimes`); 0 when it does not apply.
+    About 1.8e-5 ms a cell, measured (:data:`planner.search.space.RANK_LOAD_WORK_PER_UNIT`)."""
     vectors = math.prod(_row_kinds(problem)[1])
-    return vectors * problem.pp if vectors <= RANK_LOAD_MAX_COUNTS else 0
+    if vectors > RANK_LOAD_MAX_COUNTS:
+        return 0
+    programmes = 2 if share_count and shares_recompute_count(problem) else 1
+    return vectors * vectors * problem.pp * programmes
 
 
 def rank_load_applies(problem: StageProblem) -> bool:
@@ -950,15 +956,76 @@ def rank_load_applies(problem: StageProblem) -> bool:
     return rank_load_work(problem) > 0
 
 
-def rank_load_lower_bound(problem: StageProblem) -> int | None:
+def shares_recompute_count(p: StageProblem) -> bool:
+    """Whether ``p`` shares one recompute count N over every chunk and leaves it free (``block``
+    without a pinned N): then :func:`rank_load_lower_bound` with ``share_count`` runs its
+    programme twice, N = 0 and N >= 1 (:func:`_recompute_regimes`)."""
+    return p.recompute == "block" and p.fixed_recompute is None
+
+
+def _chunk_minimums(p: StageProblem, rank: int) -> np.ndarray:
+    """Least decoder layers of each of ``rank``'s chunks: ``min_chunk_layers``, and 0 for the
+    last chunk overall (it may hold just the output layer and loss)."""
+    chunks = p.num_chunks
+    return np.array([p.min_chunk_layers if c < chunks - 1 else 0
+                     for c in range(rank, chunks, p.pp)])  # fmt: skip
+
+
+def _recompute_regimes(
+    p: StageProblem, held: np.ndarray, redone: np.ndarray, *, share_count: bool = True
+) -> list[list[np.ndarray]]:
+    """What the recompute choice allows a rank that holds ``held`` layers (per count vector) to
+    recompute, ``redone`` of them (per recompute choice), as masks [count vector, choice] per
+    rank, one list of masks per regime the relaxation runs :func:`rank_load_lower_bound`'s
+    programme on. A rank holds at least its chunks' minimums (:func:`_chunk_minimums`); under
+    one count N a rank whose chunks hold those ``held`` layers recomputes between the least and
+    the most of sum_c min(N, n_c) (:func:`_recompute_span`), so:
+
+    - ``none``: nothing (one choice, recomputing nothing);
+    - a pinned N (``fixed_recompute``): that span, on every rank;
+    - ``block`` with N free: two regimes, N = 0 (nothing on any rank) and N >= 1 (every rank at
+      least the span's least at N = 1, which only grows with N: each chunk recomputes at least
+      one of its layers, what Megatron-LM's block method does with any N >= 1); without
+      ``share_count``, the one regime of ``per_stage`` below (half the work, a looser bound);
+    - ``per_stage`` with N free: per rank, nothing or at least the span's least at N = 1.
+
+    >>> p = StageProblem.model_construct(pp=2, vpp=2, recompute="block", fixed_recompute=None,
+    ...     min_chunk_layers=1)
+    >>> held, redone = np.array([1, 2, 3, 4]), np.array([0, 1, 2, 3])
+    >>> [m.astype(int).tolist() for m in _recompute_regimes(p, held, redone)[1]][0]
+    [[0, 0, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 1, 1]]
+    """
+    ranks = range(p.pp)
+    enough = [(held >= _chunk_minimums(p, r).sum())[:, None] for r in ranks]
+    if p.recompute == "none":
+        return [[np.broadcast_to(e, (len(held), len(redone))) for e in enough]]
+
+    def least_most(r: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        least, most = _recompute_span(_chunk_minimums(p, r), held, np.array([[count]]))
+        return least[0][:, None], most[0][:, None]
+
+    nothing = (redone == 0)[None, :]
+    if p.fixed_recompute is not None:
+        spans = [least_most(r, p.fixed_recompute) for r in ranks]
+        return [[e & (redone[None, :] >= lo) & (redone[None, :] <= hi)
+                 for e, (lo, hi) in zip(enough, spans, strict=True)]]  # fmt: skip
+    some = [e & (redone[None, :] >= least_most(r, 1)[0]) for r, e in zip(ranks, enough,
+                                                                        strict=True)]  # fmt: skip
+    if p.recompute == "block" and share_count:
+        return [[e & nothing for e in enough], some]
+    return [[(e & nothing) | s for e, s in zip(enough, some, strict=True)]]
+
+
+def rank_load_lower_bound(problem: StageProblem, *, share_count: bool = True) -> int | None:
     """A lower bound of the objective that keeps each rank's time and memory exactly and drops
     what ties the ranks to the layer order: which layers a chunk holds (contiguity), the order of
-    the chunks, how many layers each chunk must hold (``min_chunk_layers``), which recompute
-    counts the choice allows (block's one N shared by every chunk, a pinned N, per_stage's
-    min(N_r, n_c)), and where after the last layer the MTP modules sit (any rank that holds a
-    last virtual stage). What is left is a min-max assignment of counts: each kind of layer (identical rows
-    in every table) has a count to share out over the ranks, and rank r holding c_k layers of
-    kind k and recomputing any rho_k <= c_k of them takes
+    the chunks, how the layers of a rank are shared out over its chunks beyond what that allows
+    it to recompute (:func:`_recompute_regimes`: at least the chunks' minimums, and under one
+    count N between the least and the most that N recomputes of them), and where after the last
+    layer the MTP modules sit (any rank that holds a last virtual stage). What is left is a
+    min-max assignment of counts: each kind of layer (identical rows in every table) has a
+    count to share out over the ranks, and rank r holding c_k layers of kind k and recomputing
+    rho_k <= c_k of them takes
 
         rank_time[r] + sum_k c_k (layer_time_k + ...) + sum_k rho_k recompute_time_k
 
@@ -970,17 +1037,24 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
 
         best_r[s] = min over c <= s of max(best_{r-1}[s - c], fastest_r[c])
 
-    on count vectors s (plus whether the MTP modules are placed), exact over that relaxation.
-    It is what proves an interleaved split optimal without a solve (DeepSeek-V3's PP16 VPP3,
-    whose 3 dense and 58 MoE layers cannot share out more evenly than the even split does),
-    and it stops a solve at a solution that reaches it. None when no assignment fits, or when
-    the count vectors number more than :data:`RANK_LOAD_MAX_COUNTS`.
+    on count vectors s (plus whether the MTP modules are placed), exact over that relaxation,
+    run once per regime (the least of them). It is what proves an interleaved split optimal
+    without a solve (DeepSeek-V3's PP16 VPP3, whose 3 dense and 58 MoE layers cannot share out
+    more evenly than the even split does), and it stops a solve at a solution that reaches it.
+    Under the block method with N free, a bound that let each rank choose how many of its layers
+    recompute fell 14% below the best split of DeepSeek-V3's PP16 VPP3 at TP2 EP4 (benchmarks/
+    bench_search.py's FP8 search), so the split sweep ran CP-SAT to its time limit on a layout
+    that could not win; sharing N takes the bound within 4% of that split (``share_count``:
+    False keeps one programme, each rank recomputing nothing or at least one layer per chunk,
+    at half the work). None when no assignment fits, or when the count vectors number more
+    than :data:`RANK_LOAD_MAX_COUNTS`.
 
     >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(4, 10, 10, 10, 10),
     ...     recompute_time=(0,) * 5, layer_state=(1,) * 5, layer_activation=(1,) * 5,
     ...     recompute_saving=(0,) * 5, layer_transient=(), rank_time=(0, 3),
     ...     rank_transient=(), rank_state=(0, 0), rank_memory=(0, 0), in_flight=(4, 2),
-    ...     in_flight_scale=4, capacity=100, num_mtp=0, working=0, recompute="none")
+    ...     in_flight_scale=4, capacity=100, num_mtp=0, working=0, recompute="none",
+    ...     min_chunk_layers=1)
     >>> rank_load_lower_bound(p)  # 4 + 10 + 10 on one rank, 10 + 10 + 3 on the other
     24
     >>> rank_load_lower_bound(p.model_copy(update={"capacity": 3}))  # 3 layers do not fit
@@ -1000,7 +1074,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
     rank_transient = per_item_table(p.rank_transient, pp)
     mtp_ranks = {c % pp for c in p.mtp_chunks} if p.num_mtp else set()
 
-    def fastest(r: int, mtp: bool) -> np.ndarray:
+    def fastest(r: int, mtp: bool, admitted: np.ndarray) -> np.ndarray:
         """Rank r's least time per count vector over its fitting recompute choices."""
         last = r == pp - 1
         extra_time = extra_state = extra_activation = extra_step = 0
@@ -1015,7 +1089,7 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
             + p.in_flight[r] * (activation[:, None] + extra_activation - saving[None, :])
         )  # fmt: skip
         step = p.rank_state[r] + rank_transient[r] + state + transient + extra_step
-        fits = allowed & (load <= scale * p.capacity) & (step <= p.capacity)[:, None]
+        fits = admitted & allowed & (load <= scale * p.capacity) & (step <= p.capacity)[:, None]
         times = p.rank_time[r] + extra_time + time_[:, None] + redo_time[None, :]
         return np.where(fits, times, UNREACHABLE).min(axis=1)
 
@@ -1029,16 +1103,19 @@ def rank_load_lower_bound(problem: StageProblem) -> int | None:
                            UNREACHABLE)  # fmt: skip
         return reached.min(axis=1)
 
-    unplaced = np.full(len(counts), UNREACHABLE, dtype=np.int64)
-    unplaced[0] = 0  # nothing held by no ranks
-    placed = np.full(len(counts), UNREACHABLE, dtype=np.int64)
-    for r in range(pp):
-        plain = fastest(r, False)
-        new_placed = step_up(placed, plain)
-        if r in mtp_ranks:
-            new_placed = np.minimum(new_placed, step_up(unplaced, fastest(r, True)))
-        unplaced, placed = step_up(unplaced, plain), new_placed
-    value = int((placed if p.num_mtp else unplaced)[-1])
+    value = UNREACHABLE
+    regimes = _recompute_regimes(p, counts.sum(axis=1), redo.sum(axis=1), share_count=share_count)
+    for masks in regimes:
+        unplaced = np.full(len(counts), UNREACHABLE, dtype=np.int64)
+        unplaced[0] = 0  # nothing held by no ranks
+        placed = np.full(len(counts), UNREACHABLE, dtype=np.int64)
+        for r in range(pp):
+            plain = fastest(r, False, masks[r])
+            new_placed = step_up(placed, plain)
+            if r in mtp_ranks:
+                new_placed = np.minimum(new_placed, step_up(unplaced, fastest(r, True, masks[r])))
+            unplaced, placed = step_up(unplaced, plain), new_placed
+        value = min(value, int((placed if p.num_mtp else unplaced)[-1]))
     return None if value >= UNREACHABLE else value
 
 

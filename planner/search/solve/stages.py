@@ -490,11 +490,15 @@ def split_step_lower_bound(
     layout: Layout,
     *,
     config: SolverConfig,
+    share_count: bool = True,
 ) -> tuple[float | None, int]:
     """A lower bound (s) of the step time the cost model gives ``layout`` under any split
     :func:`optimise_pipeline` may keep, or None when no split fits (the even split is then all
-    there is); and the size of the rank-load programme it ran (count vectors x ranks,
-    :func:`~planner.search.solve.stage_data.rank_load_work`: what it cost).
+    there is); and the size of the rank-load programme it ran (its table cells, :func:`~planner.
+    search.solve.stage_data.rank_load_work`: what it cost).
+    ``share_count``: whether the rank-load programme keeps the one recompute count N every chunk
+    shares under the block method (twice the work; :func:`split_shares_recompute_count` says
+    when it can tighten the bound).
 
     The slowest rank's micro-batch time S is at least the tightest of
     :func:`~planner.search.solve.stage_data.uniform_lower_bound`, :func:`~planner.search.
@@ -512,8 +516,8 @@ def split_step_lower_bound(
         recompute=config.stage_recompute,
         headroom=config.memory_headroom,
     )
-    fitting = rank_load_lower_bound(problem)
-    work = rank_load_work(problem)
+    fitting = rank_load_lower_bound(problem, share_count=share_count)
+    work = rank_load_work(problem, share_count=share_count)
     if fitting is None and rank_load_applies(problem):
         return None, work
     # rank_load keeps memory and so is the tighter where it applies
@@ -524,6 +528,20 @@ def split_step_lower_bound(
     slack = rounding_slack(problem)
     slowest_s = max(0, max(b for b in bounds if b is not None) - slack) * TIME_QUANTUM_S
     return step_lower_bound(model, cluster, workload, layout, slowest_s), work
+
+
+def split_shares_recompute_count(
+    workload: TrainWorkload, layout: Layout, config: SolverConfig
+) -> bool:
+    """Whether ``layout``'s split problem shares one free recompute count N over its chunks
+    (:func:`~planner.search.solve.stage_data.shares_recompute_count`: full recomputation, the
+    block method, no pinned N), so :func:`split_step_lower_bound` with ``share_count`` may be
+    tighter than without."""
+    return (
+        layout.recompute is Recompute.FULL
+        and config.stage_recompute == "block"
+        and workload.recompute_num_layers is None
+    )
 
 
 def solved_step_lower_bound(
