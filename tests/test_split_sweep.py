@@ -355,6 +355,48 @@ def test_the_tight_bound_holds_under_random_splits(
     assert checked >= 10
 
 
+BLOCK_RECOMPUTE = [  # full recomputation by the block method: one count N for every chunk
+    ("gpt-oss-20b", "hgx_h100x16", {"pp": 2, "vpp": 3, "dp": 8, "ep": 8}, 32),
+    ("qwen3-30b-a3b", "hgx_h100x32", {"pp": 4, "dp": 8, "ep": 2}, 32),
+]
+
+
+@pytest.mark.parametrize(("name", "cluster_name", "fields", "batch"), BLOCK_RECOMPUTE)
+def test_the_shared_count_bound_holds_under_random_block_splits(
+    name: str, cluster_name: str, fields: dict[str, int], batch: int
+) -> None:
+    """The tight bound that keeps the block method's one recompute count
+    (:func:`~planner.search.solve.stage_data.rank_load_lower_bound` with ``share_count``) never
+    exceeds the cost model's step time of a split that fits: random chunk sizes, each with a
+    random N (min(N, n_c) of each chunk recomputed), scored by the cost model; and it is at
+    least the bound that leaves each rank's recomputation free."""
+    model, cluster = load_model(name), load_cluster(cluster_name)
+    workload = engine.resolve_workload(
+        TrainWorkload(seq_len=4096, global_batch=batch),
+        cluster.accelerator.vendor,
+    )
+    layout = Layout(**fields, recompute="full")
+    shared, _ = split_step_lower_bound(model, cluster, workload, layout, config=ENOUGH)
+    free, _ = split_step_lower_bound(model, cluster, workload, layout, config=ENOUGH,
+                                     share_count=False)  # fmt: skip
+    assert shared is not None and free is not None and free <= shared
+    rng = random.Random(fields["pp"] * 17 + fields["dp"])
+    chunks, n = layout.pp * layout.vpp, model.num_layers
+    checked = 0
+    for _ in range(80):
+        cuts = sorted(rng.sample(range(1, n), chunks - 1))
+        sizes = tuple(b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True))
+        count = rng.randint(0, max(sizes))
+        split = PipelineSplit(chunk_layers=sizes, recompute_layers=tuple(min(count, s)
+                                                                         for s in sizes))  # fmt: skip
+        cost = score(model, cluster, workload, layout, split=split)
+        if not fits(cost, cluster, ENOUGH.memory_headroom):
+            continue
+        checked += 1
+        assert shared <= cost.step_time_s, (sizes, count)
+    assert checked >= 10
+
+
 def test_a_split_the_time_limit_stopped_is_not_proven() -> None:
     """gpt-oss-20b at PP2 VPP2 with full recomputation (two kinds of layer, interleaved: CP-SAT
     splits it) with a 1 ms limit per split: every CP-SAT split stops at its start, and the sweep
