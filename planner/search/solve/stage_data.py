@@ -1042,11 +1042,13 @@ def rank_load_lower_bound(problem: StageProblem, *, share_count: bool = True) ->
     without a solve (DeepSeek-V3's PP16 VPP3, whose 3 dense and 58 MoE layers cannot share out
     more evenly than the even split does), and it stops a solve at a solution that reaches it.
     Under the block method with N free, a bound that let each rank choose how many of its layers
-    recompute fell 14% below the best split of DeepSeek-V3's PP16 VPP3 at TP2 EP4 (benchmarks/
-    bench_search.py's FP8 search), so the split sweep ran CP-SAT to its time limit on a layout
-    that could not win; sharing N takes the bound within 4% of that split (``share_count``:
-    False keeps one programme, each rank recomputing nothing or at least one layer per chunk,
-    at half the work). None when no assignment fits, or when the count vectors number more
+    recompute fell 12% below the best split of DeepSeek-V3's PP16 VPP3 at TP2 EP4 (benchmarks/
+    bench_search.py's FP8 search: 99.9 against 114.2 ms), so the split sweep ran CP-SAT to its
+    time limit on a layout that could not win, and CP-SAT found that split but could not prove
+    it; sharing N, the bound is 114.2 ms, which the even counts with one recomputed layer per
+    chunk reach, so that split is optimal with no solve (``share_count``: False keeps one
+    programme, each rank recomputing nothing or at least one layer per chunk, at half the
+    work). None when no assignment fits, or when the count vectors number more
     than :data:`RANK_LOAD_MAX_COUNTS`.
 
     >>> p = StageProblem.model_construct(pp=2, vpp=2, layer_time=(4, 10, 10, 10, 10),
