@@ -312,6 +312,12 @@ def test_the_time_tables_alone_give_the_same_bound(name: str, cluster_name: str)
         )
 
 
+def _random_chunk_sizes(rng: random.Random, chunks: int, layers: int) -> tuple[int, ...]:
+    """``layers`` cut at random into ``chunks`` contiguous chunks of at least one layer."""
+    cuts = sorted(rng.sample(range(1, layers), chunks - 1))
+    return tuple(b - a for a, b in zip([0, *cuts], [*cuts, layers], strict=True))
+
+
 HEAVY_DP = [  # MoE layouts with few micro-batches a step: little compute hides the DP sync
     ("qwen3-30b-a3b", "hgx_h100x32", {"pp": 4, "dp": 8, "ep": 2}, 32),
     ("qwen3-30b-a3b", "hgx_h100x32", {"pp": 2, "vpp": 2, "dp": 16, "ep": 4}, 32),
@@ -338,11 +344,9 @@ def test_the_tight_bound_holds_under_random_splits(
     assert tight is not None
     steps = pipeline_steps(workload, layout)
     rng = random.Random(fields["pp"] * 31 + fields["dp"])
-    chunks, n = layout.pp * layout.vpp, model.num_layers
     checked = 0
     for _ in range(60):
-        cuts = sorted(rng.sample(range(1, n), chunks - 1))
-        sizes = tuple(b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True))
+        sizes = _random_chunk_sizes(rng, layout.pp * layout.vpp, model.num_layers)
         cost = score(model, cluster, workload, layout, split=PipelineSplit(chunk_layers=sizes))
         if not fits(cost, cluster, ENOUGH.memory_headroom):
             continue
@@ -381,11 +385,9 @@ def test_the_shared_count_bound_holds_under_random_block_splits(
                                      share_count=False)  # fmt: skip
     assert shared is not None and free is not None and free <= shared
     rng = random.Random(fields["pp"] * 17 + fields["dp"])
-    chunks, n = layout.pp * layout.vpp, model.num_layers
     checked = 0
     for _ in range(80):
-        cuts = sorted(rng.sample(range(1, n), chunks - 1))
-        sizes = tuple(b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True))
+        sizes = _random_chunk_sizes(rng, layout.pp * layout.vpp, model.num_layers)
         count = rng.randint(0, max(sizes))
         split = PipelineSplit(chunk_layers=sizes, recompute_layers=tuple(min(count, s)
                                                                          for s in sizes))  # fmt: skip
