@@ -609,12 +609,12 @@ def _split_sweep(
             left = sum(1 for item in heap if item[0] < threshold)
             return plans, _swept(plans, config, bounded, split, unproven, left, value, ceiling)
         heapq.heappop(heap)
-        work_load = candidate_workload(row, workload)
-        shares = split_shares_recompute_count(work_load, row.layout, config)
+        row_workload = candidate_workload(row, workload)
+        shares = split_shares_recompute_count(row_workload, row.layout, config)
         if level == 0 or (level == 1 and shares):
             bounded += int(level == 0)
             bound, work = split_step_lower_bound(
-                model, row.cluster, work_load, row.layout, config=config, share_count=level == 1
+                model, row.cluster, row_workload, row.layout, config=config, share_count=level == 1
             )
             budget.spend(tight_bound_units(work))
             if bound is not None:  # None: no split fits, the even split it was ranked on stays

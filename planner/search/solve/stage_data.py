@@ -846,8 +846,7 @@ def uniform_partition(problem: StageProblem) -> tuple[int, Assignment] | None:
         return None
     time_, redo_time, state, activation, saving, transient = next(iter(rows))
     pp, chunks, scale = p.pp, p.num_chunks, p.in_flight_scale
-    mins = [[p.min_chunk_layers if c < chunks - 1 else 0 for c in range(r, chunks, pp)]
-            for r in range(pp)]  # fmt: skip
+    mins = [_chunk_minimums(p, r).tolist() for r in range(pp)]
     if p.recompute == "none":
         counts = np.array([0])
     elif p.fixed_recompute is not None:
