@@ -426,3 +426,33 @@ def test_a_targets_counts_add_up() -> None:
 
     result = api.search(model="8B", cluster="hgx_h100x64", config={"target_step_time_s": 10.0})
     assert result.num_feasible + sum(result.rejections.values()) == result.num_candidates
+
+
+def test_one_search_estimates_each_layouts_memory_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split sweep's second pass re-visits the pipelined layouts the first pass scored: their
+    memory (which no split, GPU count or ZeRO stage changes) is estimated once per search, so no
+    layout's memory profiles are computed twice, and the plans are those of a search that
+    computes every estimate afresh."""
+    from planner.search import space
+
+    model, cluster = load_model("gpt-oss-20b"), load_cluster("hgx_h100x8")
+    fix = {"pp": 2, "vpp": 1, "recompute": "full"}
+    seen: list[tuple[object, ...]] = []
+    computed = space.memory_profiles
+
+    def counted(model, workload, layout, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.etp,
+                     layout.vpp, layout.recompute, layout.precision))  # fmt: skip
+        return computed(model, workload, layout, **kwargs)
+
+    monkeypatch.setattr(space, "memory_profiles", counted)
+    result = engine.search(model, cluster, MIXED_KINDS, fix=fix, config=ENOUGH)
+    assert result.solver.split_sweep is not None and result.solver.split_sweep.bounded > 0
+    assert seen and len(seen) == len(set(seen))
+    monkeypatch.setattr(engine, "memory_estimates", lambda *a, **k: None)  # none shared
+    seen.clear()
+    fresh = engine.search(model, cluster, MIXED_KINDS, fix=fix, config=ENOUGH)
+    assert len(seen) > len(set(seen))  # without the table the second pass repeats them
+    assert [p.layout for p in [fresh.best, *fresh.alternatives]] == [
+        p.layout for p in [result.best, *result.alternatives]
+    ]

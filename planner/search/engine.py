@@ -30,11 +30,13 @@ from planner.search.space import (
     AnySplitStage,
     Candidate,
     CandidateSet,
+    MemoryTable,
     SpaceRequest,
     StageTimes,
     SweepBudget,
     build_candidates,
     memory_detail,
+    memory_estimates,
     merge_candidate_sets,
     objective_value,
     searches_offload,
@@ -254,11 +256,13 @@ def _candidate_sets(
     prune: int,
     fewest: bool,
     top: int,
+    memo: MemoryTable | None = None,
 ) -> list[CandidateSet]:
     """One candidate set per GPU count. Pruned searches share their incumbents across counts:
     largest count first for time, cost and energy (more GPUs rarely lose on time, so its plans
     bound the rest); with a step-time target, fewest first, stopping once ``top`` structures
-    meet the target (a larger count can never need fewer GPUs)."""
+    meet the target (a larger count can never need fewer GPUs). ``memo``: the search's memory
+    estimates (:func:`planner.search.space.memory_estimates`)."""
     incumbents: dict[tuple[object, ...], float] | None = {} if prune else None
     order = sorted(counts) if fewest else sorted(counts, reverse=True)
     sets = []
@@ -278,6 +282,7 @@ def _candidate_sets(
                 request,
                 prune_top=prune,
                 incumbents=None if fewest else incumbents,
+                memo=memo,
             )
         )
     return sets
@@ -341,6 +346,8 @@ def search(
         group_sizes=_straddling_tp(model, cluster, fix, bounds),
         extra=extra_counts,
     )
+    # the memory of a layout is the same in every pass and on every GPU count: estimated once
+    memo = memory_estimates(model, workload)
     sets = _candidate_sets(
         model,
         cluster,
@@ -350,6 +357,7 @@ def search(
         prune=prune,
         fewest=fewest,
         top=_ranked_count(config),
+        memo=memo,
     )
     feasible = [c for cs in sets for c in cs.feasible]
     candidates = merge_candidate_sets(sets)
@@ -374,7 +382,7 @@ def search(
             plans, swept = _target_split_sweep(
                 model, cluster, workload, request, [], config, counts,
                 known=[], done=[], budget=budget, unproven=[], best_gpus=max(counts),
-                relabel=relabel,
+                relabel=relabel, memo=memo,
             )  # fmt: skip
         if not plans:
             if not candidates.rejections and candidates.rejection_counts.get("target"):
@@ -409,12 +417,14 @@ def search(
             plans, swept = _target_split_sweep(
                 model, cluster, workload, request, plans, config, counts,
                 known=feasible, done=done, budget=budget, unproven=unproven, relabel=relabel,
+                memo=memo,
             )  # fmt: skip
         elif sweeps_splits(config, workload):
             rows, stopped = [(0.0, c) for c in feasible], None
             if prune:  # the layouts branch and bound scored are those the even split ranks well
                 rows, stopped = _sweep_rows(model, cluster, workload, request, plans, config,
-                                            counts, known=feasible, budget=budget)  # fmt: skip
+                                            counts, known=feasible, budget=budget,
+                                            memo=memo)  # fmt: skip
             plans, swept = _split_sweep(
                 model, workload, config, plans, rows, done, budget,
                 unproven=[b for _, b in unproven], relabel=relabel,
@@ -502,6 +512,7 @@ def _sweep_rows(
     *,
     known: list[Candidate],
     budget: SweepBudget,
+    memo: MemoryTable | None = None,
 ) -> tuple[list[tuple[float, Candidate]], float | None]:
     """The pipelined layouts a better split might make faster than the best plan, each with
     a step-time lower bound under any split: branch and bound again over the pipelined
@@ -532,6 +543,7 @@ def _sweep_rows(
             known=known,
             times=times,
             budget=budget,
+            memo=memo,
         )
         for row in found.feasible:
             work = candidate_workload(row, workload)
@@ -678,6 +690,7 @@ def _target_split_sweep(
     unproven: list[tuple[int, float]],
     best_gpus: int | None = None,
     relabel: bool = True,
+    memo: MemoryTable | None = None,
 ) -> tuple[list[Plan], SplitSweep]:
     """The split sweep under a step-time target, where plans rank by GPU count, then step time.
     The ranking saw only layouts whose even split meets the target; a pipelined layout on fewer
@@ -700,7 +713,16 @@ def _target_split_sweep(
     for n in sorted({c for c in counts if c <= best_gpus}):
         here = [p for p in plans if p.num_gpus == n]
         rows, stopped = _sweep_rows(
-            model, cluster, workload, ask, here, timed, [n], known=known, budget=budget
+            model,
+            cluster,
+            workload,
+            ask,
+            here,
+            timed,
+            [n],
+            known=known,
+            budget=budget,
+            memo=memo,
         )
         found, swept = _split_sweep(
             model, workload, timed, here, rows, done, budget,

@@ -553,6 +553,8 @@ def misses_target(bound: StructureBound, limit_s: float) -> bool:
 MemoryEstimate = list[StageMemoryProfile]
 """What a layout's memory is made of (:func:`planner.cost.step.memory_profiles`): valid for
 every ZeRO stage and micro-batch of its degrees, vpp, recomputation and precision."""
+MemoryTable = dict[LayoutKey, MemoryEstimate]
+"""Memory estimates of one model and workload, by the layout fields they depend on."""
 
 
 class MemoryMemo:
@@ -566,10 +568,10 @@ class MemoryMemo:
     MAX_LAYOUTS = 100_000
 
     def __init__(self) -> None:
-        self.tables: OrderedDict[tuple[ModelSpec, TrainWorkload], dict[LayoutKey, MemoryEstimate]]
+        self.tables: OrderedDict[tuple[ModelSpec, TrainWorkload], MemoryTable]
         self.tables = OrderedDict()
 
-    def table(self, model: ModelSpec, workload: TrainWorkload) -> dict[LayoutKey, MemoryEstimate]:
+    def table(self, model: ModelSpec, workload: TrainWorkload) -> MemoryTable:
         """The estimates of ``model`` under ``workload`` (a new table if none)."""
         key = (model, workload)
         if key in self.tables:
@@ -597,6 +599,18 @@ def shared_memory_estimates() -> Iterator[None]:
         _MEMO = previous
 
 
+def memory_estimates(
+    model: ModelSpec, workload: TrainWorkload, *, shared_only: bool = False
+) -> MemoryTable | None:
+    """The memory estimates a search of ``model`` under ``workload`` fills and reads: the
+    sweep's table while searches share them (:func:`shared_memory_estimates`), else a new one
+    for this search's passes alone (its GPU counts and the split sweep's second pass visit
+    the same layouts), or None with ``shared_only``."""
+    if _MEMO is not None:
+        return _MEMO.table(model, workload)
+    return None if shared_only else {}
+
+
 def share_memory_estimates_for_process() -> None:
     """From now on, this process's searches share memory estimates (a sweep's worker)."""
     global _MEMO
@@ -608,7 +622,7 @@ class _Collector:
 
     def __init__(self, cluster: ClusterSpec, request: SpaceRequest) -> None:
         self.request = request
-        self.memo: dict[LayoutKey, MemoryEstimate] | None = None
+        self.memo: MemoryTable | None = None
         self.feasible: list[Candidate] = []
         self.rejected: list[tuple[float, int, Layout, str, str | Callable[[], str]]] = []
         self.counts: Counter[str] = Counter()
@@ -780,7 +794,7 @@ def _profiles(
     model: ModelSpec,
     workload: TrainWorkload,
     layout: Layout,
-    memo: dict[LayoutKey, MemoryEstimate] | None,
+    memo: MemoryTable | None,
     split: PipelineSplit | None = None,
 ) -> MemoryEstimate:
     """memory_profiles (under ``split``, the framework's own, which pp, vpp and recompute
@@ -996,6 +1010,7 @@ def build_candidates(
     known: list[Candidate] | None = None,
     times: StageTimes | None = None,
     budget: SweepBudget | None = None,
+    memo: MemoryTable | None = None,
 ) -> CandidateSet:
     """Enumerate, check the rules, score, and split into feasible candidates and rejections.
 
@@ -1015,7 +1030,9 @@ def build_candidates(
     costs are reused (those it offloaded to fit are scored again). ``times``: the micro-batch
     times and bounds to use and fill (a fresh :class:`StageTimes` by default). ``budget``
     (with ``prune_top``): visit no structure once it is spent, and say how far the ones left
-    might go (:attr:`CandidateSet.stopped_at`).
+    might go (:attr:`CandidateSet.stopped_at`). ``memo``: memory estimates to use and fill,
+    shared by the passes of one search (:func:`memory_estimates`; by default a sweep's, else
+    none).
     """
     request = request or SpaceRequest()
     unknown = set(request.fix) - set(PINNABLE)
@@ -1037,8 +1054,7 @@ def build_candidates(
     out.prune_top = prune_top
     out.times = times or StageTimes(model, cluster, workload, any_split=any_split)
     out.known = {_layout_key(c.layout): c.cost for c in known or () if not c.offload}
-    if _MEMO is not None:
-        out.memo = _MEMO.table(model, workload)
+    out.memo = memo if memo is not None else memory_estimates(model, workload, shared_only=True)
     if incumbents is not None:
         out.best_by_structure = incumbents
     if searches_offload(request.offload_as_needed, workload) and (
