@@ -94,13 +94,44 @@ def ffn_gemms(
     ]
 
 
+def routed_token_share(tp: int, etp: int) -> float:
+    """Share of its tensor-parallel group's tokens that one rank sends to the routed experts and
+    that its experts' GEMMs see from each expert-parallel peer: etp / tp.
+
+    Megatron-Core's MoE parallel folding (``expert_tensor_parallel_size`` apart from
+    ``tensor_model_parallel_size``): with tp > 1 the tokens reach the MoE layer sequence-parallel,
+    T / tp on each rank (Megatron warns that expert and tensor parallelism need sequence
+    parallelism, ``megatron/core/model_parallel_config.py``), each rank all-to-alls its own
+    shard over the expert-parallel group, and ``dispatch_postprocess`` all-gathers what arrives
+    over the expert-tensor-parallel group only (``self.tp_group = pg_collection.expt_tp``,
+    ``megatron/core/transformer/moe/token_dispatcher.py``). An expert then sees
+    ep x (T / tp) x etp x top_k / E tokens at width F / etp, so a rank's routed-expert FLOPs are
+    T top_k 3 D F / tp whatever etp is: etp = 1 beside tp = 2 halves the rows, not the work.
+
+    >>> routed_token_share(2, 1), routed_token_share(4, 4), routed_token_share(4, 2)
+    (0.5, 1.0, 0.5)
+    """
+    return etp / tp
+
+
 def layer_gemms(
     model: ModelSpec, tokens: float, *, moe_layer: bool, tp: int, ep: int, etp: int
 ) -> list[GemmShape]:
     """Every GEMM of one layer for ``tokens`` tokens on one GPU (tokens = micro-batch x T / cp).
 
-    A routed expert on this rank sees ep x tokens x top_k / E tokens (balanced routing), and the
-    rank holds E / ep experts; shared experts and the router run on every token (split over tp).
+    A routed expert on this rank sees ep x tokens x (etp / tp) x top_k / E tokens (balanced
+    routing, :func:`routed_token_share`) at width F / etp, and the rank holds E / ep experts;
+    shared experts and the router run on every token (split over tp).
+
+    >>> from planner.catalog import load_model
+    >>> def expert_flops(etp: int) -> float:
+    ...     gemms = layer_gemms(load_model("deepseek-v3"), 4096, moe_layer=True, tp=2, ep=64,
+    ...                         etp=etp)
+    ...     return sum(2 * g.m * g.k * g.n * g.count for g in gemms if g.name[:7] == "expert_")
+    >>> expert_flops(1) == expert_flops(2)  # 4096 x 8 x 3 x 7168 x 2048 x 2 / tp 2
+    True
+    >>> round(expert_flops(1) / 1e12, 3)
+    1.443
     """
     gemms = attention_gemms(model, tokens, tp)
     moe = model.moe
@@ -111,7 +142,7 @@ def layer_gemms(
             name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1
         )
     )
-    per_expert = ep * tokens * moe.top_k / moe.num_experts
+    per_expert = ep * tokens * routed_token_share(tp, etp) * moe.top_k / moe.num_experts
     gemms += ffn_gemms(
         model,
         per_expert,

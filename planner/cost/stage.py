@@ -48,6 +48,7 @@ from planner.cost.gemm import (
     norm_bytes_per_token,
     norm_residual_bytes_per_token,
     padded_to_tiles,
+    routed_token_share,
     unfused_kernel_bytes_per_token,
     unfused_kernel_launches,
 )
@@ -204,8 +205,11 @@ def _layer_linear_time(
         dgrad += d
         # the dispatch mask is boolean (a cast of the combine weights): no gradient flows to it
         wgrad += 0.0 if g.name == "moe_dispatch" else w
-    inputs = sum(g.m * g.k * g.count for g in gemms) / tokens
-    outputs = sum(g.m * g.n * g.count for g in gemms) / tokens
+    # values per token of the TP group's tokens, as the memory-bound terms read them: a routed
+    # expert's rows are the rank's share of those tokens (routed_token_share)
+    basis = {True: tokens * routed_token_share(tp, etp), False: tokens}
+    inputs = sum(g.m * g.k * g.count / basis[g.name.startswith("expert_")] for g in gemms)
+    outputs = sum(g.m * g.n * g.count / basis[g.name.startswith("expert_")] for g in gemms)
     weights = sum(g.k * g.n * g.count for g in gemms if g.name not in EINSUM_DISPATCH_GEMMS)
     return LinearTime(forward, dgrad, wgrad, inputs, weights, outputs)
 
