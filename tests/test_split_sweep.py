@@ -456,3 +456,22 @@ def test_one_search_estimates_each_layouts_memory_once(monkeypatch: pytest.Monke
     assert [p.layout for p in [fresh.best, *fresh.alternatives]] == [
         p.layout for p in [result.best, *result.alternatives]
     ]
+
+
+def test_bounding_the_rows_leaves_half_the_budget_for_splitting() -> None:
+    """The split sweep's first pass (every pipelined structure bounded under any split) may spend
+    only engine.SWEEP_ROWS_SHARE of the budget: it stops there, says so (a least bound for the
+    structures it did not reach), and the rest is left to tighten bounds and split."""
+    model, cluster = load_model("gpt-oss-20b"), load_cluster("hgx_h100x8")
+    resolved = engine.resolve_workload(MIXED_KINDS, cluster.accelerator.vendor)
+    first = engine.search(model, cluster, MIXED_KINDS, config=SolverConfig(split_sweep_budget=0))
+    plans = [first.best, *first.alternatives]
+    budget = engine.SweepBudget(20.0)
+    _, stopped = engine._sweep_rows(model, cluster, resolved, engine.SpaceRequest(), plans,
+                                    ENOUGH, [8], known=[], budget=budget)  # fmt: skip
+    assert stopped is not None  # the share ran out before every structure was bounded
+    assert 20.0 * (1 - engine.SWEEP_ROWS_SHARE) - 1.0 <= budget.left < 20.0
+    roomy = engine.SweepBudget(1e6)
+    _, stopped = engine._sweep_rows(model, cluster, resolved, engine.SpaceRequest(), plans,
+                                    ENOUGH, [8], known=[], budget=roomy)  # fmt: skip
+    assert stopped is None and 1e6 - roomy.left < 1e6 * engine.SWEEP_ROWS_SHARE
