@@ -8,9 +8,10 @@ predicts them (their stated degrees pinned, their recipe's settings applied, the
 searched), one line a row with the band its plan prints, then the summary and the band's
 coverage:
 
-- DGX1-6 (tag v25.04, NeMo 25.02 on H100: Nemotron-4 15B/340B, GPT-3 175B) and DGC1-13 (tag
+- DGX1-6 (tag v25.04, NeMo 25.02 on H100: Nemotron-4 15B/340B, GPT-3 175B) and DGC1-16 (tag
   v25.05.05, NeMo 25.04 on GB200 and H100: Llama 3.1 405B, Nemotron-4 340B in weak and strong
-  scaling, DeepSeek-V3 with its MTP layer, Grok-1), Megatron-LM rows with ``fit: false``;
+  scaling, DeepSeek-V3 with its MTP layer, Grok-1, Llama 4 Maverick), Megatron-LM rows with
+  ``fit: false``;
 - DMX1-3 (MaxText Llama 3 70B) and DPX1-3 (Pax GPT-3 175B) on H100, whose frameworks are never
   fitted.
 

@@ -79,6 +79,9 @@ class MoERow(RowModel):
     """Always-active shared experts."""
     first_dense_layers: NonNegativeInt = 0
     """Leading dense layers."""
+    layer_step: PositiveInt = 1
+    """Every ``layer_step``-th layer after the leading dense ones is MoE (``MoESpec.layer_step``:
+    Llama 4 Maverick alternates, 2)."""
 
 
 class ArchRow(RowModel):
@@ -454,6 +457,7 @@ def to_model_spec(row: TrainingRow) -> ModelSpec:
             expert_ffn_hidden_size=arch.moe.expert_ffn,
             num_shared_experts=arch.moe.shared_experts,
             first_dense_layers=arch.moe.first_dense_layers,
+            layer_step=arch.moe.layer_step,
         )
     if arch.sliding_window is not None:
         fields["sliding_window"] = arch.sliding_window
