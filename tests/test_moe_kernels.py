@@ -215,3 +215,28 @@ def test_the_maxtext_export_sets_the_megablox_tiles_only_where_they_were_priced(
     assert code == 0 and "sparse_matmul: true" in out
     assert ("megablox: true" in out) is megablox
     assert ("wi_tile_fwd_batch_seq: 512" in out) is megablox
+
+
+def test_the_moe_blocks_tp_collectives_follow_expert_tp() -> None:
+    """Mixtral 8x7B at TP 2 on one HGX H100 (no TP overlap, so every collective is exposed): at
+    expert TP 1 an MoE layer's FFN sub-block has no TP collective (the routed tokens stay
+    sequence-parallel), so its TP time is the attention's pair alone, half a dense layer's; at
+    expert TP 2 the routed copies are all-gathered and reduce-scattered over the expert-TP
+    group, top-2 times the activation: about three times a single pair (the larger pair pays its
+    step latencies once, not twice)."""
+    model, cluster = load_model("mixtral-8x7b"), load_cluster("hgx_h100x8")
+    work = TrainWorkload(seq_len=4096, global_batch=64, tp_comm_overlap=False)
+
+    def tp_time(etp: int) -> float:
+        layout = Layout(tp=2, dp=4, ep=4 if etp == 2 else 8, etp=etp)
+        domains = comm_domains(cluster, layout)
+        return microbatch_time(model, cluster.accelerator, work, layout, stage=0,
+                               domains=domains).tp_comm_s  # fmt: skip
+
+    one, two = tp_time(1), tp_time(2)
+    dense = model.model_copy(update={"moe": None})
+    layout = Layout(tp=2, dp=4)
+    dense_s = microbatch_time(dense, cluster.accelerator, work, layout, stage=0,
+                              domains=comm_domains(cluster, layout)).tp_comm_s  # fmt: skip
+    assert one == pytest.approx(dense_s / 2)
+    assert two == pytest.approx(3 * one, rel=0.02) and two < 3 * one

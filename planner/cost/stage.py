@@ -929,6 +929,7 @@ def tp_comm_per_microbatch(
     linear_s: float,
     rates: tuple[float, float],
     recomputed_layers: float | None = None,
+    moe_layers: float = 0.0,
 ) -> float:
     """Exposed TP collectives of one micro-batch: with sequence parallelism, per layer 2
     all-gathers and 2 reduce-scatters of the (B T D) bf16 activation forward and the same
@@ -947,22 +948,66 @@ def tp_comm_per_microbatch(
     runs as tp smaller GEMMs, paying tp - 1 more fixed per-kernel costs
     (:func:`tp_overlap_split_time`). ``rates`` = (per-kernel seconds, contention share);
     ``recomputed_layers``: how many of the ``num_layers`` recompute in full (None = the layout's
-    rule)."""
+    rule). ``moe_layers`` of the ``num_layers`` have a mixture-of-experts FFN, whose sub-block
+    has the collectives of :func:`moe_block_tp_collectives` instead of the dense FFN's pair."""
     if tp.size == 1:
         return 0.0
     message = ACTIVATION_BYTES * layout.mbs * workload.seq_len / layout.cp * model.hidden_size
-    pairs = 2 * norms_per_layer(model)  # forward and backward, per sub-block (one if parallel)
-    per_layer = pairs * (all_gather_time(message, tp) + reduce_scatter_time(message, tp))
+    pair = all_gather_time(message, tp) + reduce_scatter_time(message, tp)
+    blocks = norms_per_layer(model)  # sub-blocks with a collective pair each (one if parallel)
+    moe_blocks, routed = float(blocks), 0.0
+    if moe_layers and model.moe is not None and blocks == 2:
+        moe_blocks, routed = moe_block_tp_collectives(model, layout, message, tp)
     if recomputed_layers is None:  # the layout's rule (the even split)
         recomputed_layers = recomputed_fraction(workload, layout, num_layers) * num_layers
-    passes = num_layers + 0.5 * recomputed_layers
-    comm = per_layer * passes
+    passes = (num_layers + 0.5 * recomputed_layers) / num_layers if num_layers else 0.0
+    # forward and backward: 2 pairs per sub-block; the routed copies' expert-TP pair is exposed
+    comm = 2 * pair * passes * (blocks * (num_layers - moe_layers) + moe_blocks * moe_layers)
+    exposed_routed = 2 * routed * passes * moe_layers
     if not (workload.tp_comm_overlap and workload.sequence_parallel):
-        return comm  # Megatron's TP-communication overlap needs sequence parallelism
+        return comm + exposed_routed  # Megatron's TP-communication overlap needs SP
     kernel_s, contention = rates
     tail = comm / tp.size
-    split = tp_overlap_split_time(model, tp.size, kernel_s) * passes
-    return tail + overlapped_exposed_time(comm - tail, 3.0 * linear_s, contention) + split
+    split = tp_overlap_split_time(model, tp.size, kernel_s) * passes * num_layers
+    overlapped = overlapped_exposed_time(comm - tail, 3.0 * linear_s, contention)
+    return tail + overlapped + split + exposed_routed
+
+
+def moe_block_tp_collectives(
+    model: ModelSpec, layout: Layout, message_bytes: float, tp: CommDomain
+) -> tuple[float, float]:
+    """(sub-blocks' worth of TP collective pairs, seconds of the routed copies' expert-TP pair)
+    of one MoE layer's FFN sub-block, one pass, under sequence parallelism, besides its
+    attention's pair (1). Megatron-Core: the shared experts run as a tensor-parallel MLP
+    (``SharedExpertMLP``: an all-gather into its first projection, a reduce-scatter out of its
+    second, as a dense FFN's); the routed tokens stay sequence-parallel, each rank all-to-alls
+    its own T / tp (:func:`planner.cost.gemm.routed_token_share`), and only with expert TP > 1
+    does ``dispatch_postprocess`` all-gather what arrives over the expert-TP group and the
+    combine reduce-scatter it back: top_k x etp / tp times the activation, not overlapped by
+    the TP userbuffers (it sits between the all-to-all and the grouped GEMM). That pair is
+    priced on the TP group's links (the expert-TP group is inside it).
+
+    >>> from planner.catalog import load_model
+    >>> dom = CommDomain(size=2, bandwidth_bytes_per_s=100e9, latency_s=0.0, efficiency=1.0,
+    ...                  tier="scale_up")
+    >>> mixtral = load_model("mixtral-8x7b")
+    >>> moe_block_tp_collectives(mixtral, Layout(tp=2, etp=1, dp=4, ep=8), 1e9, dom)
+    (1.0, 0.0)
+    >>> blocks, routed = moe_block_tp_collectives(mixtral, Layout(tp=2, etp=2, dp=4, ep=4),
+    ...                                           1e9, dom)
+    >>> blocks, round(routed, 3)  # top-2: all-gather + reduce-scatter of 2e9 bytes, half each
+    (1.0, 0.02)
+    >>> moe_block_tp_collectives(load_model("deepseek-v3"), Layout(tp=2, etp=1, dp=64, ep=64),
+    ...                          1e9, dom)[0]  # the shared expert's pair
+    2.0
+    """
+    moe = model.moe
+    assert moe is not None  # internal: called for MoE layers only
+    blocks = 1.0 + (1.0 if moe.num_shared_experts else 0.0)
+    if layout.etp == 1:
+        return blocks, 0.0
+    routed = message_bytes * moe.top_k * layout.etp / layout.tp
+    return blocks, all_gather_time(routed, tp) + reduce_scatter_time(routed, tp)
 
 
 def tp_overlap_split_time(model: ModelSpec, tp: int, kernel_overhead_s: float) -> float:
@@ -1161,6 +1206,7 @@ def microbatch_time(
             linear_s=linear,
             rates=(acc.efficiency.kernel_overhead_us * US, contention),
             recomputed_layers=None if contents.recomputed is None else contents.num_recomputed,
+            moe_layers=num_moe,
         ),
         cp_comm_s=cp_comm_per_microbatch(
             model,
