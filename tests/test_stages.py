@@ -562,16 +562,18 @@ def test_gpt_oss_interleaved_split_is_proven_by_branch_and_bound() -> None:
 
 
 def test_deepseek_v3s_full_recompute_bound_keeps_the_block_methods_one_count() -> None:
-    """DeepSeek-V3 FP8 on 2,048 H800, TP2 PP16 VPP3 DP64 EP4 ETP2 with full recomputation by the
+    """DeepSeek-V3 FP8 on 2,048 H800, TP2 PP16 VPP3 DP64 EP8 with full recomputation by the
     block method: one count N for every chunk, so with N >= 1 every rank recomputes a layer of
     each chunk, not only the ranks whose memory needs it. Kept in the rank-load bound, the bound
     is what the even counts with the least N that fits reach, so the split is proven with no
     solve (CP-SAT ran to its 1 s limit on it when each rank's recomputation was free); the one
     programme of the split sweep's first tight bound, each rank free to recompute nothing or at
-    least a layer per chunk, is looser and still a bound."""
+    least a layer per chunk, is looser and still a bound. (At EP4 with expert TP 2, the layout this
+    test had before the MoE block's expert-TP collectives were priced, the two no longer meet:
+    the bound is not tight on every instance, only a bound.)"""
     model, cluster = load_model("671B"), load_cluster("hgx_h800x2048")
     workload = TrainWorkload(seq_len=4096, global_batch=4096)
-    layout = Layout(tp=2, pp=16, vpp=3, dp=64, ep=4, etp=2, mbs=1, recompute="full",
+    layout = Layout(tp=2, pp=16, vpp=3, dp=64, ep=8, etp=1, mbs=1, recompute="full",
                     precision="fp8")  # fmt: skip
     problem = build_stage_problem(model, cluster, workload, layout,
                                   headroom=CONFIG.memory_headroom)  # fmt: skip
