@@ -207,9 +207,10 @@ def _layer_linear_time(
         wgrad += 0.0 if g.name == "moe_dispatch" else w
     # values per token of the TP group's tokens, as the memory-bound terms read them: a routed
     # expert's rows are the rank's share of those tokens (routed_token_share)
-    basis = {True: tokens * routed_token_share(tp, etp), False: tokens}
-    inputs = sum(g.m * g.k * g.count / basis[g.name.startswith("expert_")] for g in gemms)
-    outputs = sum(g.m * g.n * g.count / basis[g.name.startswith("expert_")] for g in gemms)
+    share = routed_token_share(tp, etp)
+    rows = [g.m * g.count / (share if g.name.startswith("expert_") else 1.0) for g in gemms]
+    inputs = sum(r * g.k for r, g in zip(rows, gemms, strict=True)) / tokens
+    outputs = sum(r * g.n for r, g in zip(rows, gemms, strict=True)) / tokens
     weights = sum(g.k * g.n * g.count for g in gemms if g.name not in EINSUM_DISPATCH_GEMMS)
     return LinearTime(forward, dgrad, wgrad, inputs, weights, outputs)
 
@@ -956,7 +957,7 @@ def tp_comm_per_microbatch(
     pair = all_gather_time(message, tp) + reduce_scatter_time(message, tp)
     blocks = norms_per_layer(model)  # sub-blocks with a collective pair each (one if parallel)
     moe_blocks, routed = float(blocks), 0.0
-    if moe_layers and model.moe is not None and blocks == 2:
+    if moe_layers and model.moe is not None and blocks == 2:  # a parallel block shares its pair
         moe_blocks, routed = moe_block_tp_collectives(model, layout, message, tp)
     if recomputed_layers is None:  # the layout's rule (the even split)
         recomputed_layers = recomputed_fraction(workload, layout, num_layers) * num_layers

@@ -599,16 +599,12 @@ def shared_memory_estimates() -> Iterator[None]:
         _MEMO = previous
 
 
-def memory_estimates(
-    model: ModelSpec, workload: TrainWorkload, *, shared_only: bool = False
-) -> MemoryTable | None:
+def memory_estimates(model: ModelSpec, workload: TrainWorkload) -> MemoryTable:
     """The memory estimates a search of ``model`` under ``workload`` fills and reads: the
     sweep's table while searches share them (:func:`shared_memory_estimates`), else a new one
     for this search's passes alone (its GPU counts and the split sweep's second pass visit
-    the same layouts), or None with ``shared_only``."""
-    if _MEMO is not None:
-        return _MEMO.table(model, workload)
-    return None if shared_only else {}
+    the same layouts)."""
+    return _MEMO.table(model, workload) if _MEMO is not None else {}
 
 
 def share_memory_estimates_for_process() -> None:
@@ -1031,8 +1027,8 @@ def build_candidates(
     times and bounds to use and fill (a fresh :class:`StageTimes` by default). ``budget``
     (with ``prune_top``): visit no structure once it is spent, and say how far the ones left
     might go (:attr:`CandidateSet.stopped_at`). ``memo``: memory estimates to use and fill,
-    shared by the passes of one search (:func:`memory_estimates`; by default a sweep's, else
-    none).
+    shared by the passes of one search (by default :func:`memory_estimates`: a sweep's, else
+    this call's own).
     """
     request = request or SpaceRequest()
     unknown = set(request.fix) - set(PINNABLE)
@@ -1054,7 +1050,7 @@ def build_candidates(
     out.prune_top = prune_top
     out.times = times or StageTimes(model, cluster, workload, any_split=any_split)
     out.known = {_layout_key(c.layout): c.cost for c in known or () if not c.offload}
-    out.memo = memo if memo is not None else memory_estimates(model, workload, shared_only=True)
+    out.memo = memo if memo is not None else memory_estimates(model, workload)
     if incumbents is not None:
         out.best_by_structure = incumbents
     if searches_offload(request.offload_as_needed, workload) and (
