@@ -1091,3 +1091,37 @@ def test_a_split_that_recomputes_nothing_is_labelled_so() -> None:
             model="70B", cluster="hgx_b200x32", layout=best.layout, pipeline_split=split
         )
         assert pinned.step_time_s == pytest.approx(best.step_time_s, rel=1e-9)
+
+
+def test_a_solve_stopped_by_its_limit_stops_at_the_same_point_under_load() -> None:
+    """DeepSeek-V3 with MTP on 2,048 H800, TP1 PP16 VPP3 EP8 with full recomputation: a split
+    CP-SAT does not prove within 0.3 s of limit. The limit counts CP-SAT's deterministic work
+    (cpsat.DETERMINISTIC_S_PER_LIMIT_S), so the solve returns the same split and the same
+    proven bound alone as with two more solves competing for the CPUs; under the wall-clock
+    limit it had before, the contended solves stopped earlier with a lower bound (218,360
+    against 220,438 quanta, measured 2026-12-06)."""
+    import threading
+
+    model, cluster = load_model("671B"), load_cluster("hgx_h800x2048")
+    plain = TrainWorkload(seq_len=4096, global_batch=4096, mtp_num_layers=1)
+    workload = engine.resolve_workload(plain, cluster.accelerator.vendor)
+    layout = Layout(tp=1, pp=16, vpp=3, dp=128, ep=8, recompute="full")
+    problem = build_stage_problem(model, cluster, workload, layout, recompute="block",
+                                  headroom=CONFIG.memory_headroom)  # fmt: skip
+    config = CONFIG.model_copy(update={"stage_time_limit_s": 0.3})
+    alone = StageSolver(problem, config).solve()
+    assert alone.status == "FEASIBLE" and alone.best_bound < alone.objective  # stopped by it
+    contended: list = []
+    threads = [
+        threading.Thread(target=lambda: contended.append(StageSolver(problem, config).solve()))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for solution in contended:
+        assert (solution.status, solution.objective, solution.best_bound) == (
+            alone.status, alone.objective, alone.best_bound,
+        )  # fmt: skip
+        assert solution.assignment == alone.assignment

@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--top", type=positive_int, default=5, help="plans to show (default 5)")
     search.add_argument(
-        "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
+        "--time-limit",
+        type=time_limit,
+        default=10.0,
+        help="CP-SAT limit per solve, s of deterministic work (default 10)",
     )
     search.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
     _add_stage_split(search)
@@ -228,7 +231,10 @@ def _add_pack(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "--cluster-state", metavar="FILE", help="GPUs/nodes down or taken (single cluster)"
     )
     p.add_argument(
-        "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
+        "--time-limit",
+        type=time_limit,
+        default=10.0,
+        help="CP-SAT limit per solve, s of deterministic work (default 10)",
     )
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
 
@@ -305,7 +311,10 @@ def _add_export(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         help="pin a layout field; repeatable, or comma-separated",
     )
     export.add_argument(
-        "--time-limit", type=time_limit, default=10.0, help="solver limit, s (default 10)"
+        "--time-limit",
+        type=time_limit,
+        default=10.0,
+        help="CP-SAT limit per solve, s of deterministic work (default 10)",
     )
     export.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
     export.add_argument(

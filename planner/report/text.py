@@ -311,10 +311,10 @@ def search_text(result: SearchResult) -> str:
     return terminal_lines(lines, width=COLUMNS)
 
 
-WALL_CLOCK = (
-    " (a wall-clock limit: on a busier machine those splits, and so the runners-up, can differ)"
-)
-"""What a split stopped by CP-SAT's time limit means for the next run of the same search."""
+WORK_LIMIT = " (a limit on CP-SAT's deterministic work: any machine stops them at the same split)"
+"""What a split stopped by CP-SAT's time limit means for the next run of the same search: the
+limit counts CP-SAT's work, not wall time (:data:`planner.search.solve.cpsat.
+DETERMINISTIC_S_PER_LIMIT_S`), so a slower or busier machine ends with the same splits."""
 
 
 def _gap(
@@ -353,7 +353,7 @@ def _gap(
         spent = bool(sweep.unresolved or not sweep.unproven)  # the budget, not CP-SAT alone
         why = "split sweep budget spent" if spent else (
             f"split sweep: {sweep.unproven} split(s) stopped by the CP-SAT time limit"
-            f"{WALL_CLOCK}"
+            f"{WORK_LIMIT}"
         )  # fmt: skip
         what = f"bound {bound:.6g} s" if bound > 0 else "some layouts never bounded"
         return f" ({why}: on {gpus:,} GPUs a split might still meet the target, {what}" + (
@@ -367,7 +367,7 @@ def _gap(
     gap = 100.0 * (objective - bound) / objective if objective else 0.0
     figures = f"best found {objective:.6g} s, proven bound {bound:.6g} s, gap {gap:.1f}%"
     if sweep is not None and sweep.unproven:
-        stopped = f"{sweep.unproven} split(s) stopped by the CP-SAT time limit{WALL_CLOCK}"
+        stopped = f"{sweep.unproven} split(s) stopped by the CP-SAT time limit{WORK_LIMIT}"
         if sweep.unresolved:
             return f" (split sweep budget spent and {stopped}: {figures}" + more
         return f" (split sweep: {stopped}: {figures})"

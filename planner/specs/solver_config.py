@@ -28,13 +28,16 @@ class SolverConfig(FrozenSpec):
     sort, and CP-SAT splits each returned plan's pipeline) or exhaustive (every layout scored,
     ranked by a plain sort: the reference for tests and small instances)."""
     time_limit_s: float = Field(default=10.0, gt=0, le=3600)
-    """Wall-time limit of each CP-SAT solve (s); on expiry the best solution found is used and
-    its gap reported."""
+    """Time limit of each CP-SAT solve (s); on expiry the best solution found is used and its
+    gap reported. It is counted in CP-SAT's deterministic work, about 1 s of wall time per
+    second on the benchmarks' machine, so a solve stops at the same point on every machine
+    (:func:`planner.search.solve.cpsat.configured_solver`; ten times the limit of wall time
+    is a safety net)."""
     stage_time_limit_s: float = Field(default=1.0, gt=0, le=3600)
-    """Wall-time limit of each pipeline-split CP-SAT solve (s; at most ``time_limit_s``): a
-    search splits several layouts and must answer in about a second. Most solves prove their
-    optimum in under 0.1 s; one that does not keeps its best split, and the JSON reports the
-    status (FEASIBLE) and the bound."""
+    """Time limit of each pipeline-split CP-SAT solve (s, counted as ``time_limit_s`` is; at
+    most ``time_limit_s``): a search splits several layouts and must answer in about a second.
+    Most solves prove their optimum in under 0.1 s; one that does not keeps its best split, and
+    the JSON reports the status (FEASIBLE) and the bound."""
     stage_split: Literal["cp-sat", "even"] = "cp-sat"
     """How a plan's layers are split over its pipeline stages: the CP-SAT partition (layers
     and recomputed layers per stage; kept only when the cost model scores it no slower than the

@@ -24,14 +24,38 @@ STATUS_NAMES: dict[Any, str] = {
 }
 """CP-SAT statuses by name."""
 
+DETERMINISTIC_S_PER_LIMIT_S = 0.35
+"""CP-SAT deterministic seconds a solve may spend per second of its configured time limit.
+Deterministic time is CP-SAT's own count of the work done, the same for a given model,
+parameters and seed on every machine, so a solve stopped by it stops at the same point and
+returns the same solution whatever the machine and its load; a wall-clock limit does not.
+0.35 makes a limit of t s last about t s on the 2-core machine the benchmarks run on: measured
+on the DeepSeek-V3 stage split that `benchmarks/bench_search.py`'s MTP case leaves unproven,
+0.351 deterministic s at a 1.00 s wall limit and 0.796 at 2.00 s (and 0.4 deterministic s took
+1.20 and 1.21 s wall, both stopping at the same split)."""
+
+WALL_CAP_PER_LIMIT_S = 10.0
+"""The wall-clock limit, as a multiple of the configured limit: a safety net for a machine
+ten times slower than the benchmarks' (there the solve may stop earlier, and differ); the
+deterministic limit stops every solve first on any machine within that."""
+
 
 def configured_solver(config: SolverConfig, time_limit_s: float | None = None) -> Any:
-    """A CpSolver with the config's time limit (or ``time_limit_s``), workers and seed. It does
-    not catch SIGINT: OR-Tools would install its own handler and restore SIG_DFL afterwards,
-    not Python's, and Ctrl-C must stay a clean exit (issue 17)."""
+    """A CpSolver with the config's time limit (or ``time_limit_s``), workers and seed. The
+    limit is a deterministic one (:data:`DETERMINISTIC_S_PER_LIMIT_S`), so with one worker a
+    solve that runs to it returns the same solution on every machine; the wall-clock limit is
+    only a safety net (:data:`WALL_CAP_PER_LIMIT_S`). It does not catch SIGINT: OR-Tools would
+    install its own handler and restore SIG_DFL afterwards, not Python's, and Ctrl-C must stay
+    a clean exit (issue 17).
+
+    >>> solver = configured_solver(SolverConfig(), 2.0)
+    >>> round(solver.parameters.max_deterministic_time, 6), solver.parameters.max_time_in_seconds
+    (0.7, 20.0)
+    """
     solver = cp_model.CpSolver()
     limit = config.time_limit_s if time_limit_s is None else time_limit_s
-    solver.parameters.max_time_in_seconds = limit
+    solver.parameters.max_deterministic_time = limit * DETERMINISTIC_S_PER_LIMIT_S
+    solver.parameters.max_time_in_seconds = limit * WALL_CAP_PER_LIMIT_S
     solver.parameters.num_workers = config.num_workers
     solver.parameters.random_seed = config.seed
     solver.parameters.catch_sigint_signal = False
