@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -1015,6 +1016,28 @@ def _recompute_regimes(
     return [[(e & nothing) | s for e, s in zip(enough, some, strict=True)]]
 
 
+@lru_cache(maxsize=32)
+def _count_grid(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(counts, inside, before) of :func:`rank_load_lower_bound`'s count vectors, which depend on
+    the kinds' counts alone and so are built once per shape (read-only, shared by every call):
+    ``counts`` every vector (one row each, np.ndindex order, so a row's index is its flat
+    index), ``inside[s, c]`` whether vector c fits inside vector s (c <= s in every kind), and
+    ``before[s, c]`` the flat index of s - c where it does (0 where it does not, masked by
+    ``inside``).
+
+    >>> counts, inside, before = _count_grid((2, 2))
+    >>> counts.tolist(), inside[3].tolist(), before[3].tolist()  # s = (1, 1)
+    ([[0, 0], [0, 1], [1, 0], [1, 1]], [True, True, True, True], [3, 2, 1, 0])
+    """
+    counts = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(-1, len(shape))
+    diff = counts[:, None, :] - counts[None, :, :]
+    inside = np.all(diff >= 0, axis=2)
+    before = np.where(inside, np.ravel_multi_index(tuple(np.maximum(diff, 0).T), shape).T, 0)
+    for table in (counts, inside, before):
+        table.setflags(write=False)
+    return counts, inside, before
+
+
 def rank_load_lower_bound(problem: StageProblem, *, share_count: bool = True) -> int | None:
     """A lower bound of the objective that keeps each rank's time and memory exactly and drops
     what ties the ranks to the layer order: which layers a chunk holds (contiguity), the order of
@@ -1065,13 +1088,14 @@ def rank_load_lower_bound(problem: StageProblem, *, share_count: bool = True) ->
     kinds, shape = _row_kinds(p)
     if math.prod(shape) > RANK_LOAD_MAX_COUNTS:
         return None
-    counts = np.array(list(np.ndindex(*shape)), dtype=np.int64).reshape(-1, len(kinds))
+    counts, inside, before = _count_grid(shape)
     table = np.array(kinds, dtype=np.int64).reshape(len(kinds), 6)
     time_, _, state, activation, _, transient = (counts @ table[:, i] for i in range(6))
     redo = counts if p.recompute != "none" else np.zeros((1, len(kinds)), dtype=np.int64)
     redo_time, saving = redo @ table[:, 1], redo @ table[:, 4]
     recomputing = redo.sum(axis=1) > 0
-    allowed = np.all(redo[None, :, :] <= counts[:, None, :], axis=2)  # count x recompute choice
+    # count x recompute choice: a choice recomputes at most what the count vector holds
+    allowed = inside if p.recompute != "none" else np.ones((len(counts), 1), dtype=bool)
     rank_transient = per_item_table(p.rank_transient, pp)
     mtp_ranks = {c % pp for c in p.mtp_chunks} if p.num_mtp else set()
 
@@ -1094,14 +1118,8 @@ def rank_load_lower_bound(problem: StageProblem, *, share_count: bool = True) ->
         times = p.rank_time[r] + extra_time + time_[:, None] + redo_time[None, :]
         return np.where(fits, times, UNREACHABLE).min(axis=1)
 
-    # before[s, c]: the count vector s - c (flat index), or -1 where c does not fit inside s
-    diff = counts[:, None, :] - counts[None, :, :]
-    inside = np.all(diff >= 0, axis=2)
-    before = np.where(inside, np.ravel_multi_index(tuple(np.maximum(diff, 0).T), shape).T, -1)
-
     def step_up(best: np.ndarray, rank: np.ndarray) -> np.ndarray:
-        reached = np.where(inside, np.maximum(best[np.maximum(before, 0)], rank[None, :]),
-                           UNREACHABLE)  # fmt: skip
+        reached = np.where(inside, np.maximum(best[before], rank[None, :]), UNREACHABLE)
         return reached.min(axis=1)
 
     value = UNREACHABLE
