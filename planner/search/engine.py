@@ -905,10 +905,10 @@ def _split_plans(
     relabel: bool = True,
 ) -> list[Plan]:
     """:func:`_split_plan` of each candidate (``relabel`` passed on), in order, the solves on
-    :func:`split_threads` threads. Each solve has its own wall-time limit and its own single-
-    worker solver, so a solve that proves its optimum returns the same split either way; one
-    stopped by its limit returns what it found in that time, as it does when other work shares
-    the CPU."""
+    :func:`split_threads` threads. Each solve has its own limit, counted in CP-SAT's
+    deterministic work (:func:`planner.search.solve.cpsat.configured_solver`), and its own
+    single-worker solver, so it returns the same split either way, whether it proves its optimum
+    or stops at its limit, however the threads share the CPU."""
     threads = split_threads(config, len(candidates))
     if threads == 1 or config.stage_split != "cp-sat":
         return [_split_plan(model, c, workload, config, relabel=relabel) for c in candidates]
