@@ -543,6 +543,17 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_time_limit(p: argparse.ArgumentParser) -> None:
+    """``--time-limit``: each CP-SAT solve's limit (SolverConfig.time_limit_s), counted in
+    CP-SAT's deterministic work (planner.search.solve.cpsat.configured_solver)."""
+    p.add_argument(
+        "--time-limit",
+        type=time_limit,
+        default=10.0,
+        help="CP-SAT limit per solve, s of deterministic work (default 10)",
+    )
+
+
 def _add_stage_split(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stage-split",

@@ -15,6 +15,7 @@ from planner.cli.options import (
     _add_run_length,
     _add_serve,
     _add_stage_split,
+    _add_time_limit,
     _add_workload,
     _OneLineParser,
     headroom_share,
@@ -22,7 +23,6 @@ from planner.cli.options import (
     positive_int,
     ranged,
     sweep_units,
-    time_limit,
 )
 
 
@@ -45,12 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         "several at once: --fix tp=2,pp=16",
     )
     search.add_argument("--top", type=positive_int, default=5, help="plans to show (default 5)")
-    search.add_argument(
-        "--time-limit",
-        type=time_limit,
-        default=10.0,
-        help="CP-SAT limit per solve, s of deterministic work (default 10)",
-    )
+    _add_time_limit(search)
     search.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
     _add_stage_split(search)
     search.add_argument(
@@ -230,12 +225,7 @@ def _add_pack(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     p.add_argument(
         "--cluster-state", metavar="FILE", help="GPUs/nodes down or taken (single cluster)"
     )
-    p.add_argument(
-        "--time-limit",
-        type=time_limit,
-        default=10.0,
-        help="CP-SAT limit per solve, s of deterministic work (default 10)",
-    )
+    _add_time_limit(p)
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
@@ -310,12 +300,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
         metavar="KEY=VALUE",
         help="pin a layout field; repeatable, or comma-separated",
     )
-    export.add_argument(
-        "--time-limit",
-        type=time_limit,
-        default=10.0,
-        help="CP-SAT limit per solve, s of deterministic work (default 10)",
-    )
+    _add_time_limit(export)
     export.add_argument("--solver", choices=("cp-sat", "exhaustive"), default="cp-sat")
     export.add_argument(
         "--objective",

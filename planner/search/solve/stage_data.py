@@ -942,7 +942,8 @@ def rank_load_work(problem: StageProblem, *, share_count: bool = True) -> int:
     vectors x count vectors per rank (each rank's fastest recompute choice per count vector, and
     its step of the min-max recurrence), x ranks x the programmes it runs (two under ``block``
     with N free and ``share_count``, :func:`_recompute_regimes`); 0 when it does not apply.
-    About 1.8e-5 ms a cell, measured (:data:`planner.search.space.RANK_LOAD_WORK_PER_UNIT`)."""
+    The budget charges 1.8e-5 ms a cell, as measured before the count-vector tables were
+    shared per shape (0.6-0.9e-5 ms since; :data:`planner.search.space.RANK_LOAD_WORK_PER_UNIT`)."""
     vectors = math.prod(_row_kinds(problem)[1])
     if vectors > RANK_LOAD_MAX_COUNTS:
         return 0
