@@ -102,6 +102,27 @@ def test_embedding_and_loss_counted_as_layers() -> None:
         split_from_accounting(pp=8, vpp=4, num_layers=94, embedding=True, loss=False)
 
 
+def test_a_chunk_may_hold_only_the_embedding_or_the_loss() -> None:
+    """NVIDIA's 26.06 Llama 3.1 405B recipe on 256 GB200 (Megatron-Bridge v0.5.0,
+    LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2): TP4 PP16 VPP8 with the embedding and the loss
+    counted as layers, 126 + 2 = 128 slots over 128 chunks, so the first chunk holds only the
+    embedding and the last only the loss. Megatron-LM runs it; the planner scores it under that
+    split (the layout string spells the same split), and still refuses pp x vpp above the layers
+    when no split says where the layers go."""
+    common = {"model": "405B", "cluster": "gb200_nvl72x256", "seq_len": 8192,
+              "global_batch": 1536, "precision": "fp8"}  # fmt: skip
+    layout = {"tp": 4, "pp": 16, "vpp": 8, "mbs": 1}
+    flags = {"account_for_embedding_in_pipeline_split": True,
+             "account_for_loss_in_pipeline_split": True}  # fmt: skip
+    plan = api.estimate(**common, layout=layout, pipeline_split=flags)
+    stages = [s.num_layers for s in plan.pipeline_stages]
+    assert len(stages) == 128 and stages[0] == stages[-1] == 0 and sum(stages) == 126
+    text = api.estimate(**common, layout=layout, pipeline_split="E|(t|)*126L")
+    assert text.step_time_s == plan.step_time_s
+    with pytest.raises(SpecError, match=r"pp x vpp \(128\) exceeds the 126 layers"):
+        api.estimate(**common, layout=layout)
+
+
 def test_settings_that_do_not_combine() -> None:
     """The layout string stands alone; first/last do not combine with the accounting flags; an
     unknown setting is named."""

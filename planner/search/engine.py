@@ -1254,7 +1254,7 @@ def estimate(
     check_workload(model, cluster, workload)
     if layout.precision != workload.precision:
         layout = layout.model_copy(update={"precision": workload.precision})
-    violations = layout_violations(model, cluster, workload, layout)
+    violations = layout_violations(model, cluster, workload, layout, split=split)
     if violations:
         raise SpecError("; ".join(detail for _, detail in violations))
     own = framework_split(model, workload, layout)

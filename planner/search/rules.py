@@ -13,6 +13,7 @@ from planner.specs.cluster import ClusterSpec
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
+from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
 
 MAX_GLOBAL_BATCH = 2**24
@@ -154,10 +155,16 @@ def layout_violations(
     layout: Layout,
     *,
     num_gpus: int | None = None,
+    split: PipelineSplit | None = None,
 ) -> list[tuple[str, str]]:
     """Every (reason code, detail) the layout breaks, memory excluded (that needs the cost model).
 
     ``num_gpus``: the accelerators the layout must occupy (default: the whole cluster).
+    ``split``: the pipeline split the run gives (:mod:`planner.search.given_split`), which
+    decides where the layers go: a chunk of it may hold no decoder layer when it holds the
+    embedding or the loss (Megatron-LM's ``--account-for-embedding/loss-in-pipeline-split``
+    with one slot a chunk, or a layout string such as ``E|(t|)*126L``), so pp x vpp may then
+    exceed the layers by those two slots.
     """
     out: list[tuple[str, str]] = []
     n = num_gpus or cluster.num_accelerators
@@ -188,9 +195,10 @@ def layout_violations(
         )
     if layout.vpp > 1 and layout.pp == 1:
         out.append(("divisibility", "vpp > 1 needs pp > 1"))
-    elif layout.pp * layout.vpp > model.num_layers:
+    elif split is None and layout.pp * layout.vpp > model.num_layers:
         # Uneven splits are allowed (Megatron-LM --decoder-first/last-pipeline-num-layers,
-        # --account-for-embedding/loss-in-pipeline-split); every model chunk needs a layer.
+        # --account-for-embedding/loss-in-pipeline-split); without a given split every model
+        # chunk needs a layer (a given split's chunks are checked by its own rules).
         out.append(
             (
                 "divisibility",
