@@ -19,42 +19,48 @@ Row = tuple[str, str, str, dict[str, object], dict[str, object], float]
 planner splits the layers itself."""
 
 
+def predict_row(row: Row, framework: dict[str, object]) -> Plan:
+    """The plan of one row with its published layout (ZeRO-1, the distributed optimizer; expert
+    tensor parallelism 1, as every one of these configs sets ``expert_tensor_parallel_size``)
+    on top of the ``framework`` settings its release shares, under the pipeline split it ran
+    when it gives one. SpecError or InfeasibleError (with the reason) when the planner cannot
+    evaluate it or it does not fit."""
+    _, model, cluster, workload, layout, _ = row
+    spec = TrainWorkload.model_validate({**framework, **workload})
+    fields = {k: v for k, v in layout.items() if k != "pipeline_split"}
+    if "pipeline_split" in layout:  # the split the run used
+        plan = planner.estimate(
+            model=model,
+            cluster=cluster,
+            workload=spec,
+            layout={**fields, "zero": 1, "etp": 1},
+            pipeline_split=layout["pipeline_split"],  # type: ignore[arg-type]
+        )
+    else:
+        plan = planner.search(
+            model=model, cluster=cluster, workload=spec, fix={**fields, "zero": 1, "etp": 1}, top=1
+        ).best
+    if not plan.fits:
+        raise InfeasibleError(
+            planner.not_fitting_reason(plan, model, cluster, spec) or "does not fit"
+        )
+    return plan
+
+
 def predict_rows(
     rows: Sequence[Row], framework: dict[str, object], *, id_width: int, layout_width: int
 ) -> None:
-    """Predict each row with its published layout (ZeRO-1, the distributed optimizer; expert
-    tensor parallelism 1, as every one of these configs sets ``expert_tensor_parallel_size``)
-    on top of the ``framework`` settings its release shares, and print one line a row and the
-    summary (median |error|, max, signed mean), and how many rows fell inside the ± band the
-    planner printed for them (its coverage, to compare with the band's stated level). A row the
-    planner cannot evaluate prints its reason and stays out of the statistics."""
+    """Predict each row (:func:`predict_row`) and print one line a row and the summary (median
+    |error|, max, signed mean), and how many rows fell inside the ± band the planner printed
+    for them (its coverage, to compare with the band's stated level). A row the planner cannot
+    evaluate prints its reason and stays out of the statistics."""
     errors: list[float] = []
     bands: list[float] = []
     levels: set[float | None] = set()
-    for row_id, model, cluster, workload, layout, measured in rows:
-        spec = TrainWorkload.model_validate({**framework, **workload})
-        fields = {k: v for k, v in layout.items() if k != "pipeline_split"}
+    for row in rows:
+        row_id, cluster, measured = row[0], row[2], row[5]
         try:
-            if "pipeline_split" in layout:  # the split the run used
-                plan = planner.estimate(
-                    model=model,
-                    cluster=cluster,
-                    workload=spec,
-                    layout={**fields, "zero": 1, "etp": 1},
-                    pipeline_split=layout["pipeline_split"],  # type: ignore[arg-type]
-                )
-            else:
-                plan = planner.search(
-                    model=model,
-                    cluster=cluster,
-                    workload=spec,
-                    fix={**fields, "zero": 1, "etp": 1},
-                    top=1,
-                ).best
-            if not plan.fits:
-                raise InfeasibleError(
-                    planner.not_fitting_reason(plan, model, cluster, spec) or "does not fit"
-                )
+            plan = predict_row(row, framework)
         except (SpecError, InfeasibleError) as exc:
             reason = " ".join(str(exc).split())
             print(

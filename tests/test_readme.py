@@ -146,14 +146,14 @@ def test_bands_and_coverage(report) -> None:  # type: ignore[no-untyped-def]
     m = claim(r"(\d+) of (\d+) rows of the 26\.04\.01 set")
     blackwell = checks["heldout_blackwell_2604"]
     assert (int(m.group(1)), int(m.group(2))) == (blackwell.inside, blackwell.rows)
-    m = claim(r"and (\d+) of (\d+) of the 26\.08 GB200 set")
-    gb200 = checks["heldout_gb200"]
-    assert (int(m.group(1)), int(m.group(2))) == (gb200.inside, gb200.rows)
+    m = claim(r"and (\d+) of (\d+) of the\s+26\.06-26\.08 set")
+    later = checks["heldout_bridge_2606"]
+    assert (int(m.group(1)), int(m.group(2))) == (later.inside, later.rows)
     m = claim(r"heldout_blackwell_2604\.py`, (\d+) runs\): median ([\d.]+)%")
     assert int(m.group(1)) == blackwell.rows
     assert float(m.group(2)) == blackwell.median_abs_error_pct
-    m = claim(r"heldout_gb200\.py`\): median ([\d.]+)%")
-    assert float(m.group(1)) == gb200.median_abs_error_pct
+    m = claim(r"heldout_bridge_2606\.py`, (\d+) runs[^)]*\): median ([\d.]+)%")
+    assert (int(m.group(1)), float(m.group(2))) == (later.rows, later.median_abs_error_pct)
     mlperf = checks["heldout_mlperf"]
     m = claim(r"heldout_mlperf\.py`, (\d+) runs:[\s\S]*?median ([\d.]+)%, (\d+) of (\d+) inside")
     assert (int(m.group(1)), float(m.group(2))) == (mlperf.rows, mlperf.median_abs_error_pct)
