@@ -97,142 +97,130 @@ QWEN = {"tp_comm_overlap": True}
 """qwen3_llm_pretrain.py builds CommOverlapConfig(tp_comm_overlap=True); Bridge drops it at TP 1."""
 NO_RECOMPUTE = {"tp": 1, "cp": 1, "recompute": "none"}
 
-RELEASES: dict[str, list[Row]] = {
-    "26.06": [
-        # LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2: userbuffer TP overlap, conns 32
-        ("L405B-GB300-FP8", "llama3.1-405b", "gb300_nvl72x256", L405B_FP8,
-         {"tp": 4, "pp": 8, "vpp": 4, "cp": 1, "mbs": 1, "recompute": "none",
-          "pipeline_split": SLOTS}, 1048.0),
-        # LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2: TP 2, CP 2, userbuffer TP overlap
-        ("L405B-GB300-MXFP8", "llama3.1-405b", "gb300_nvl72x256", L405B_MXFP8,
-         {"tp": 2, "pp": 8, "vpp": 4, "cp": 2, "mbs": 1, "recompute": "none",
-          "pipeline_split": SLOTS}, 952.0),
-        # LLAMA31_405B_PRETRAIN_CONFIG_GB300_NVFP4_V2: no TP overlap, fp4_param_gather
-        ("L405B-GB300-NVFP4", "llama3.1-405b", "gb300_nvl72x256", L405B_NVFP4,
-         {"tp": 4, "pp": 8, "vpp": 4, "cp": 1, "mbs": 1, "recompute": "none",
-          "pipeline_split": SLOTS}, 1413.0),
-        # LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2: userbuffer TP overlap
-        ("L405B-GB200-FP8", "llama3.1-405b", "gb200_nvl72x256", L405B_FP8,
-         {"tp": 4, "pp": 16, "vpp": 4, "cp": 1, "mbs": 1, "recompute": "none",
-          "pipeline_split": SLOTS}, 843.0),
-        # LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2: 128 slots over 128 virtual stages
-        ("L405B-GB200-MXFP8", "llama3.1-405b", "gb200_nvl72x256", L405B_MXFP8,
-         {"tp": 4, "pp": 16, "vpp": 8, "cp": 1, "mbs": 1, "recompute": "none",
-          "pipeline_split": SLOTS}, 783.0),
-        # LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2: 128 stages; param-gather overlap disabled
-        # (llama31_llm_pretrain.py disable_param_gather_overlap; not priced)
-        ("L405B-GB200-NVFP4", "llama3.1-405b", "gb200_nvl72x256", L405B_NVFP4,
-         {"tp": 4, "pp": 16, "vpp": 8, "cp": 1, "mbs": 1, "recompute": "none",
-          "pipeline_split": SLOTS}, 1166.0),
-        # LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2: TP 8, CP 2, userbuffer TP overlap, conns 1
-        ("L405B-H100-FP8", "llama3.1-405b", "hgx_h100x1024", L405B_FP8,
-         {"tp": 8, "pp": 8, "vpp": 8, "cp": 2, "mbs": 1, "recompute": "none",
-          "pipeline_split": SLOTS}, 326.0),
-        # DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2: pp_layout, recompute_modules [], FP8
-        # attention, fp8_output_proj, capacity 1.5 + paged stash
-        ("DSV3-GB300", "deepseek-v3", "gb300_nvl72x256", {**GRAPHED, **DSV3, "global_batch": 4096},
-         {**NO_RECOMPUTE, "pp": 2, "vpp": 8, "ep": 32, "mbs": 1, "pipeline_split": DSV3_16}, 6338.0),
-        # DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_GBS15360: the same at GBS 15360
-        ("DSV3-GB300-GBS15360", "deepseek-v3", "gb300_nvl72x256",
-         {**GRAPHED, **DSV3, "global_batch": 15360},
-         {**NO_RECOMPUTE, "pp": 2, "vpp": 8, "ep": 32, "mbs": 1, "pipeline_split": DSV3_16}, 6422.0),
-        # DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2: recompute mla_up_proj, fp8_output_proj,
-        # no FP8 attention
-        ("DSV3-GB200", "deepseek-v3", "gb200_nvl72x256",
-         {**GRAPHED, **DSV3, "global_batch": 4096, "recompute_modules": ("mla_up_proj",)},
-         {"tp": 1, "cp": 1, "recompute": "selective", "pp": 4, "vpp": 4, "ep": 64, "mbs": 1,
-          "pipeline_split": DSV3_16}, 4969.0),
-        # DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_V2): TE graphs attn/router/preprocess,
-        # no overlap, no fused MLP, recompute mla_up_proj
-        ("DSV3-B300", "deepseek-v3", "hgx_b300x256",
-         {**MOE, **DSV3, "precision": "mxfp8", "global_batch": 4096, "cuda_graph_scope": PARTIAL,
-          "recompute_modules": ("mla_up_proj",)},
-         {"tp": 1, "cp": 1, "recompute": "selective", "pp": 8, "vpp": 1, "ep": 8, "mbs": 2,
-          "pipeline_split": DSV3_B300}, 3541.0),
-        # GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2: EP 16, FP8 attention, fp8_output_proj
-        ("GPTOSS-GB300", "gpt-oss-120b", "gb300_nvl72x64", {**GRAPHED, **GPT_OSS},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 16, "mbs": 4}, 33166.0),
-        # GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2: recompute_modules [] (no recompute)
-        ("GPTOSS-GB200", "gpt-oss-120b", "gb200_nvl72x64", {**GRAPHED, **GPT_OSS},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 64, "mbs": 4}, 28947.0),
-        # GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_BF16_V2 in MXFP8): TE graphs
-        # attn/router/preprocess, no overlap, no fused MLP, bf16 attention
-        ("GPTOSS-B300", "gpt-oss-120b", "hgx_b300x64",
-         {**MOE, **GPT_OSS, "precision": "mxfp8", "cuda_graph_scope": PARTIAL},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 4}, 18534.0),
-        # QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1 (no V2)
-        ("Q30B-GB300", "qwen3-30b-a3b", "gb300_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 8}, 45275.0),
-        # QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1 (no V2)
-        ("Q30B-GB200", "qwen3-30b-a3b", "gb200_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 4}, 40706.0),
-        # QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1 (no V2): full-iteration graph as on NVL72
-        ("Q30B-B300", "qwen3-30b-a3b", "hgx_b300x8", {**GRAPHED, **QWEN, "global_batch": 512},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 8}, 40769.0),
-        # QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 (no V2): EP 16 over two nodes, no graphs,
-        # no overlap, no fused MLP
-        ("Q30B-H100", "qwen3-30b-a3b", "hgx_h100x16",
-         {**MOE, **QWEN, "precision": "fp8", "global_batch": 1024, "cuda_graph_scope": ()},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 16, "mbs": 1}, 8826.0),
-        # QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2: embedding and loss slots
-        ("Q235B-GB300", "qwen3-235b-a22b", "gb300_nvl72x256",
-         {**GRAPHED, **QWEN, "global_batch": 8192},
-         {**NO_RECOMPUTE, "pp": 4, "vpp": 12, "ep": 32, "mbs": 2, "pipeline_split": SLOTS}, 9015.0),
-        # QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2: embedding and loss slots
-        ("Q235B-GB200", "qwen3-235b-a22b", "gb200_nvl72x256",
-         {**GRAPHED, **QWEN, "global_batch": 8192},
-         {**NO_RECOMPUTE, "pp": 8, "vpp": 3, "ep": 32, "mbs": 1, "pipeline_split": SLOTS}, 7376.0),
-    ],
-    "26.06.01": [  # v0.5.1: these presets and builders unchanged from v0.5.0
-        ("DSV3-GB300", "deepseek-v3", "gb300_nvl72x256", {**GRAPHED, **DSV3, "global_batch": 4096},
-         {**NO_RECOMPUTE, "pp": 2, "vpp": 8, "ep": 32, "mbs": 1, "pipeline_split": DSV3_16}, 6304.0),
-        ("DSV3-GB200", "deepseek-v3", "gb200_nvl72x256",
-         {**GRAPHED, **DSV3, "global_batch": 4096, "recompute_modules": ("mla_up_proj",)},
-         {"tp": 1, "cp": 1, "recompute": "selective", "pp": 4, "vpp": 4, "ep": 64, "mbs": 1,
-          "pipeline_split": DSV3_16}, 4928.0),
-        ("Q30B-GB300", "qwen3-30b-a3b", "gb300_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 8}, 44544.0),
-        ("Q30B-GB200", "qwen3-30b-a3b", "gb200_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 4}, 40960.0),
-        ("Q235B-GB300", "qwen3-235b-a22b", "gb300_nvl72x256",
-         {**GRAPHED, **QWEN, "global_batch": 8192},
-         {**NO_RECOMPUTE, "pp": 4, "vpp": 12, "ep": 32, "mbs": 2, "pipeline_split": SLOTS}, 9008.0),
-        ("Q235B-GB200", "qwen3-235b-a22b", "gb200_nvl72x256",
-         {**GRAPHED, **QWEN, "global_batch": 8192},
-         {**NO_RECOMPUTE, "pp": 8, "vpp": 3, "ep": 32, "mbs": 1, "pipeline_split": SLOTS}, 7360.0),
-    ],
-    "26.08": [  # v0.6.0 flat recipes perf_recipes/<family>/<gpu>/
-        # deepseek_v3_pretrain_256gpu_gb300_fp8mx_config (+ full-iteration helper: FP8 attention)
-        ("DSV3-GB300", "deepseek-v3", "gb300_nvl72x256", {**GRAPHED, **DSV3, "global_batch": 4096},
-         {**NO_RECOMPUTE, "pp": 2, "vpp": 8, "ep": 32, "mbs": 1, "pipeline_split": DSV3_16}, 6288.0),
-        # deepseek_v3_pretrain_256gpu_gb200_fp8mx_config: recompute mla_up_proj
-        ("DSV3-GB200", "deepseek-v3", "gb200_nvl72x256",
-         {**GRAPHED, **DSV3, "global_batch": 4096, "recompute_modules": ("mla_up_proj",)},
-         {"tp": 1, "cp": 1, "recompute": "selective", "pp": 4, "vpp": 4, "ep": 64, "mbs": 1,
-          "pipeline_split": DSV3_16}, 4912.0),
-        # gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config: EP 16
-        ("GPTOSS-GB300", "gpt-oss-120b", "gb300_nvl72x64", {**GRAPHED, **GPT_OSS},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 16, "mbs": 4}, 33024.0),
-        # gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config: its [layernorm, moe_act] recompute is
-        # overwritten with [] after the full-iteration helper, so nothing is recomputed
-        ("GPTOSS-GB200", "gpt-oss-120b", "gb200_nvl72x64", {**GRAPHED, **GPT_OSS},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 64, "mbs": 4}, 28672.0),
-        # qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config
-        ("Q30B-GB300", "qwen3-30b-a3b", "gb300_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 8}, 44544.0),
-        # qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config
-        ("Q30B-GB200", "qwen3-30b-a3b", "gb200_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
-         {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 4}, 39936.0),
-        # qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config
-        ("Q235B-GB300", "qwen3-235b-a22b", "gb300_nvl72x256",
-         {**GRAPHED, **QWEN, "global_batch": 8192},
-         {**NO_RECOMPUTE, "pp": 4, "vpp": 12, "ep": 32, "mbs": 2, "pipeline_split": SLOTS}, 8816.0),
-        # qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config
-        ("Q235B-GB200", "qwen3-235b-a22b", "gb200_nvl72x256",
-         {**GRAPHED, **QWEN, "global_batch": 8192},
-         {**NO_RECOMPUTE, "pp": 8, "vpp": 3, "ep": 32, "mbs": 1, "pipeline_split": SLOTS}, 7280.0),
-    ],
+Config = tuple[str, str, dict[str, object], dict[str, object]]
+"""(model, cluster, workload fields, layout fields) of one run's configuration."""
+
+
+def llama_405b(
+    cluster: str, workload: dict[str, object], tp: int, pp: int, vpp: int, cp: int = 1
+) -> Config:
+    """A Llama 3.1 405B configuration: micro-batch 1, no recompute, the recipe's embedding and loss
+    slots."""
+    layout = {"tp": tp, "pp": pp, "vpp": vpp, "cp": cp, "mbs": 1, "recompute": "none"}
+    return ("llama3.1-405b", cluster, workload, {**layout, "pipeline_split": SLOTS})
+
+
+CONFIGS: dict[str, Config] = {
+    # LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2: userbuffer TP overlap, conns 32
+    "L405B-GB300-FP8": llama_405b("gb300_nvl72x256", L405B_FP8, tp=4, pp=8, vpp=4),
+    # LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2: TP 2, CP 2, userbuffer TP overlap
+    "L405B-GB300-MXFP8": llama_405b("gb300_nvl72x256", L405B_MXFP8, tp=2, pp=8, vpp=4, cp=2),
+    # LLAMA31_405B_PRETRAIN_CONFIG_GB300_NVFP4_V2: no TP overlap, fp4_param_gather
+    "L405B-GB300-NVFP4": llama_405b("gb300_nvl72x256", L405B_NVFP4, tp=4, pp=8, vpp=4),
+    # LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2: userbuffer TP overlap
+    "L405B-GB200-FP8": llama_405b("gb200_nvl72x256", L405B_FP8, tp=4, pp=16, vpp=4),
+    # LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2: 128 slots over 128 virtual stages
+    "L405B-GB200-MXFP8": llama_405b("gb200_nvl72x256", L405B_MXFP8, tp=4, pp=16, vpp=8),
+    # LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2: 128 stages; param-gather overlap disabled
+    # (llama31_llm_pretrain.py disable_param_gather_overlap; not priced)
+    "L405B-GB200-NVFP4": llama_405b("gb200_nvl72x256", L405B_NVFP4, tp=4, pp=16, vpp=8),
+    # LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2: TP 8, CP 2, userbuffer TP overlap, conns 1
+    "L405B-H100-FP8": llama_405b("hgx_h100x1024", L405B_FP8, tp=8, pp=8, vpp=8, cp=2),
+    # v0.5.x DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2; v0.6.0
+    # deepseek_v3_pretrain_256gpu_gb300_fp8mx_config: pp_layout, recompute_modules [], FP8
+    # attention, fp8_output_proj, capacity 1.5 + paged stash
+    "DSV3-GB300": ("deepseek-v3", "gb300_nvl72x256", {**GRAPHED, **DSV3, "global_batch": 4096},
+        {**NO_RECOMPUTE, "pp": 2, "vpp": 8, "ep": 32, "mbs": 1, "pipeline_split": DSV3_16}),
+    # DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_GBS15360: the same at GBS 15360
+    "DSV3-GB300-GBS15360": ("deepseek-v3", "gb300_nvl72x256",
+        {**GRAPHED, **DSV3, "global_batch": 15360},
+        {**NO_RECOMPUTE, "pp": 2, "vpp": 8, "ep": 32, "mbs": 1, "pipeline_split": DSV3_16}),
+    # v0.5.x DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2; v0.6.0
+    # deepseek_v3_pretrain_256gpu_gb200_fp8mx_config: recompute mla_up_proj, fp8_output_proj, no
+    # FP8 attention (v0.6.0's TE-graph scope is replaced by the full-iteration helper)
+    "DSV3-GB200": ("deepseek-v3", "gb200_nvl72x256",
+        {**GRAPHED, **DSV3, "global_batch": 4096, "recompute_modules": ("mla_up_proj",)},
+        {"tp": 1, "cp": 1, "recompute": "selective", "pp": 4, "vpp": 4, "ep": 64, "mbs": 1,
+         "pipeline_split": DSV3_16}),
+    # DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_V2): TE graphs attn/router/preprocess,
+    # no overlap, no fused MLP, recompute mla_up_proj
+    "DSV3-B300": ("deepseek-v3", "hgx_b300x256",
+        {**MOE, **DSV3, "precision": "mxfp8", "global_batch": 4096, "cuda_graph_scope": PARTIAL,
+         "recompute_modules": ("mla_up_proj",)},
+        {"tp": 1, "cp": 1, "recompute": "selective", "pp": 8, "vpp": 1, "ep": 8, "mbs": 2,
+         "pipeline_split": DSV3_B300}),
+    # v0.5.0 GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2; v0.6.0
+    # gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config: EP 16, FP8 attention, fp8_output_proj
+    "GPTOSS-GB300": ("gpt-oss-120b", "gb300_nvl72x64", {**GRAPHED, **GPT_OSS},
+        {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 16, "mbs": 4}),
+    # v0.5.0 GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2 (recompute_modules []); v0.6.0
+    # gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config, whose [layernorm, moe_act] recompute is
+    # overwritten with [] after the full-iteration helper: nothing is recomputed
+    "GPTOSS-GB200": ("gpt-oss-120b", "gb200_nvl72x64", {**GRAPHED, **GPT_OSS},
+        {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 64, "mbs": 4}),
+    # GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_BF16_V2 in MXFP8): TE graphs
+    # attn/router/preprocess, no overlap, no fused MLP, bf16 attention
+    "GPTOSS-B300": ("gpt-oss-120b", "hgx_b300x64",
+        {**MOE, **GPT_OSS, "precision": "mxfp8", "cuda_graph_scope": PARTIAL},
+        {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 4}),
+    # v0.5.x QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1 (no V2); v0.6.0
+    # qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config
+    "Q30B-GB300": ("qwen3-30b-a3b", "gb300_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
+        {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 8}),
+    # v0.5.x QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1 (no V2); v0.6.0
+    # qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config
+    "Q30B-GB200": ("qwen3-30b-a3b", "gb200_nvl72x8", {**GRAPHED, **QWEN, "global_batch": 512},
+        {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 4}),
+    # QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1 (no V2): full-iteration graph as on NVL72
+    "Q30B-B300": ("qwen3-30b-a3b", "hgx_b300x8", {**GRAPHED, **QWEN, "global_batch": 512},
+        {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 8, "mbs": 8}),
+    # QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 (no V2): EP 16 over two nodes, no graphs, no
+    # overlap, no fused MLP
+    "Q30B-H100": ("qwen3-30b-a3b", "hgx_h100x16",
+        {**MOE, **QWEN, "precision": "fp8", "global_batch": 1024, "cuda_graph_scope": ()},
+        {**NO_RECOMPUTE, "pp": 1, "vpp": 1, "ep": 16, "mbs": 1}),
+    # v0.5.x QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2; v0.6.0
+    # qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config: embedding and loss slots
+    "Q235B-GB300": ("qwen3-235b-a22b", "gb300_nvl72x256", {**GRAPHED, **QWEN, "global_batch": 8192},
+        {**NO_RECOMPUTE, "pp": 4, "vpp": 12, "ep": 32, "mbs": 2, "pipeline_split": SLOTS}),
+    # v0.5.x QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2; v0.6.0
+    # qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config: embedding and loss slots
+    "Q235B-GB200": ("qwen3-235b-a22b", "gb200_nvl72x256", {**GRAPHED, **QWEN, "global_batch": 8192},
+        {**NO_RECOMPUTE, "pp": 8, "vpp": 3, "ep": 32, "mbs": 1, "pipeline_split": SLOTS}),
 }  # fmt: skip
+
+MEASURED: dict[str, dict[str, float]] = {
+    "26.06": {
+        "L405B-GB300-FP8": 1048.0, "L405B-GB300-MXFP8": 952.0, "L405B-GB300-NVFP4": 1413.0,
+        "L405B-GB200-FP8": 843.0, "L405B-GB200-MXFP8": 783.0, "L405B-GB200-NVFP4": 1166.0,
+        "L405B-H100-FP8": 326.0,
+        "DSV3-GB300": 6338.0, "DSV3-GB300-GBS15360": 6422.0, "DSV3-GB200": 4969.0,
+        "DSV3-B300": 3541.0,
+        "GPTOSS-GB300": 33166.0, "GPTOSS-GB200": 28947.0, "GPTOSS-B300": 18534.0,
+        "Q30B-GB300": 45275.0, "Q30B-GB200": 40706.0, "Q30B-B300": 40769.0, "Q30B-H100": 8826.0,
+        "Q235B-GB300": 9015.0, "Q235B-GB200": 7376.0,
+    },
+    "26.06.01": {  # v0.5.1: these presets and builders unchanged from v0.5.0
+        "DSV3-GB300": 6304.0, "DSV3-GB200": 4928.0,
+        "Q30B-GB300": 44544.0, "Q30B-GB200": 40960.0,
+        "Q235B-GB300": 9008.0, "Q235B-GB200": 7360.0,
+    },
+    "26.08": {  # v0.6.0 flat recipes perf_recipes/<family>/<gpu>/
+        "DSV3-GB300": 6288.0, "DSV3-GB200": 4912.0,
+        "GPTOSS-GB300": 33024.0, "GPTOSS-GB200": 28672.0,
+        "Q30B-GB300": 44544.0, "Q30B-GB200": 39936.0,
+        "Q235B-GB300": 8816.0, "Q235B-GB200": 7280.0,
+    },
+}  # fmt: skip
+"""Tokens / sec / GPU per release and configuration, as the tables print them."""
+
+
+def rows(release: str) -> list[Row]:
+    """The held-out rows of one release: each measured configuration, its id ``<config>/<release>``."""
+    return [
+        (f"{name}/{release}", *CONFIGS[name], measured)
+        for name, measured in MEASURED[release].items()
+    ]
 
 
 def part_of(cluster: str) -> str:
@@ -251,12 +239,11 @@ def main() -> None:
     per release, per part and overall."""
     groups: dict[str, tuple[list[float], list[float]]] = {}
     levels: set[float | None] = set()
-    for release, rows in RELEASES.items():
-        for row_id, model, cluster, workload, layout, measured in rows:
+    for release in MEASURED:
+        for name, model, cluster, workload, layout, measured in rows(release):
             fields = dict(workload)
             scope = fields.pop("cuda_graph_scope")
             fields["moe_host_sync"] = not moe_layer_graphed(scope)  # type: ignore[arg-type]
-            name = f"{row_id}/{release}"
             try:
                 plan = predict_row((name, model, cluster, fields, layout, measured), {})
             except (SpecError, InfeasibleError) as exc:
@@ -269,8 +256,8 @@ def main() -> None:
                 errors.append(error)
                 bands.append(band)
             print(f"{name:28s} {cluster:16s} {plan.layout.short():48s} {words}")
-    parts = sorted(g for g in groups if g not in RELEASES and g != "all")
-    for group in (*RELEASES, *parts, "all"):
+    parts = sorted(g for g in groups if g not in MEASURED and g != "all")
+    for group in (*MEASURED, *parts, "all"):
         if group in groups:
             print(f"-- {group}")
             print_summary(*groups[group], levels)
