@@ -194,6 +194,25 @@ def subproblem_text(info: SubproblemInfo) -> str:
     )
 
 
+def run_length(counts: list[int], *, min_run: int = 3) -> str:
+    """``counts`` comma-separated, a run of ``min_run`` or more equal values written once with its
+    length in parentheses (a 128-stage split reads as three items, not 128).
+
+    >>> run_length([0] + [1] * 126 + [0]), run_length([3, 4, 4, 5])
+    ('0,1 (x126),0', '3,4,4,5')
+    """
+    items: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j < len(counts) and counts[j] == counts[i]:
+            j += 1
+        run = j - i
+        items.extend([f"{counts[i]} (x{run})"] if run >= min_run else [str(counts[i])] * run)
+        i = j
+    return ",".join(items)
+
+
 def pipeline_lines(plan: Plan) -> list[str]:
     """How the layers fall on the pipeline stages and, for a CP-SAT split, what it gained over
     the even split (step time and peak memory)."""
@@ -201,10 +220,10 @@ def pipeline_lines(plan: Plan) -> list[str]:
     if info is None or not plan.pipeline_stages:
         return []
     stages = plan.pipeline_stages
-    layers = ",".join(str(s.num_layers) for s in stages)
+    layers = run_length([s.num_layers for s in stages])
     redone = ""
     if str(plan.layout.recompute) == "full":
-        redone = "; recomputed " + ",".join(str(s.recompute_layers) for s in stages)
+        redone = "; recomputed " + run_length([s.recompute_layers for s in stages])
     mtp = [s.stage for s in stages if s.mtp_layers]
     where = f"; MTP on stage {mtp[0]}" if mtp else ""
     lines = [f"pipeline: {info.method} split, layers per stage {layers}{redone}{where}"]
