@@ -32,6 +32,7 @@ from planner.report.placement_file import (
     placement_files,
     placement_records,
 )
+from planner.search.given_split import layout_stages
 from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
 from tests.test_cli import run_main
@@ -227,8 +228,10 @@ def test_megatron_uneven_first_last(plans: dict[str, Plan]) -> None:
 
 
 def _megatron_layout_counts(layout: str) -> list[int]:
-    """Transformer layers per chunk of a --pipeline-model-parallel-layout string."""
-    expanded = re.sub(r"(.)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), layout)
+    """Transformer layers per chunk of a --pipeline-model-parallel-layout string, its groups and
+    repeats unrolled as Megatron-LM's ``parse_str_to_list`` unrolls them."""
+    grouped = re.sub(r"\(([^)]+)\)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), layout)
+    expanded = re.sub(r"(.)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), grouped)
     return [chunk.count("t") for chunk in expanded.split("|")]
 
 
@@ -609,7 +612,9 @@ def test_megatron_spells_the_optimised_split_with_mtp(split_plans: dict[str, Pla
     layout = str(args["--pipeline-model-parallel-layout"])
     assert _megatron_layout_counts(layout) == [s.num_layers for s in plan.pipeline_stages]
     mtp_stage = next(s.stage for s in plan.pipeline_stages if s.mtp_layers)
-    assert "m" in layout.split("|")[mtp_stage] and layout.startswith("E") and layout.endswith("L")
+    assert (
+        "m" in layout_stages(layout)[mtp_stage] and layout.startswith("E") and layout.endswith("L")
+    )
     assert args["--mtp-num-layers"] == "1"
     assert any("the min-max recurrence's split" in note for note in result.notes)
 

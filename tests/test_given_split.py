@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from planner import api
 from planner.catalog import load_cluster, load_model
 from planner.errors import SpecError
+from planner.report.export.megatron import pipeline_layout
 from planner.search import engine
 from planner.search.evaluate import score
 from planner.search.given_split import (
@@ -123,6 +126,24 @@ def test_a_chunk_may_hold_only_the_embedding_or_the_loss() -> None:
         api.estimate(**common, layout=layout)
 
 
+@given(
+    counts=st.lists(st.integers(0, 4), min_size=1, max_size=40),
+    mtp=st.integers(0, 2),
+    where=st.integers(0, 39),
+)
+def test_an_exported_layout_parses_back_to_its_split(
+    counts: list[int], mtp: int, where: int
+) -> None:
+    """What ``layout export`` writes for --pipeline-model-parallel-layout (runs of equal chunks
+    as ``( ... |)*n`` groups) reads back, through the same rules Megatron-LM's parser applies,
+    as the chunks it was written from: their decoder layers and the MTP chunk."""
+    chunk = where % len(counts) if mtp else None
+    text = pipeline_layout(counts, (mtp, chunk))
+    stages = layout_stages(text)
+    assert [s.count("t") for s in stages] == counts
+    assert [i for i, s in enumerate(stages) if "m" in s] == ([chunk] if mtp else [])
+
+
 def test_settings_that_do_not_combine() -> None:
     """The layout string stands alone; first/last do not combine with the accounting flags; an
     unknown setting is named."""
@@ -184,7 +205,7 @@ def test_the_cli_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
     plan_file.write_text(out)
     code, out, err = run_main(["export", "--format", "megatron", "--plan", str(plan_file)])
     assert code == 0, err
-    assert "--pipeline-model-parallel-layout 'Et*3|t*4|t*4|t*4|t*4|t*4|t*4|t*5L'" in out
+    assert "--pipeline-model-parallel-layout 'Et*3|(t*4|)*6t*5L'" in out
     code, out, err = run_main(["estimate", "--model", "70B", "--cluster", "hgx_h100x64",
                                "--tp", "4", "--pp", "4", "--recompute", "selective",
                                "--decoder-first-pipeline-num-layers", "18",

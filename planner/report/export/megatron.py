@@ -63,12 +63,16 @@ def pipeline_layout(counts: list[int], mtp: tuple[int, int | None] = (0, None)) 
     """Megatron's ``--pipeline-model-parallel-layout`` string for these layers per chunk
     (``E`` embedding, ``t`` transformer layer, ``m`` MTP layer, ``L`` loss; chunks in layer
     order, ``|`` apart; ``mtp`` = (MTP layers, their chunk)), as
-    ``PipelineParallelLayerLayout.parse_str_to_list`` reads it.
+    ``PipelineParallelLayerLayout.parse_str_to_list`` reads it. A run of three or more equal
+    chunks before the last is written once as a ``( ... |)*n`` group, which that parser unrolls
+    (NVIDIA's DeepSeek-V3 recipes spell their 16 stages ``Et*4|(t*4|)*14tmL``).
 
     >>> pipeline_layout([7, 8, 7])
     'Et*7|t*8|t*7L'
     >>> pipeline_layout([4, 3, 0], (1, 1))
     'Et*4|t*3m|L'
+    >>> pipeline_layout([4] * 16, (1, 15)), pipeline_layout([0] + [1] * 126 + [0])
+    ('Et*4|(t*4|)*14t*4mL', 'E|(t*1|)*126L')
     """
     last = len(counts) - 1
     chunks = [
@@ -78,7 +82,19 @@ def pipeline_layout(counts: list[int], mtp: tuple[int, int | None] = (0, None)) 
         + ("L" if i == last else "")
         for i, n in enumerate(counts)
     ]
-    return "|".join(chunks)
+    parts: list[str] = []
+    i = 0
+    while i < len(chunks):
+        j = i
+        while j < last and chunks[j] == chunks[i]:
+            j += 1
+        if j - i >= 3:  # chunks i .. j-1, each followed by a separator
+            parts.append(f"({chunks[i]}|)*{j - i}")
+            i = j
+            continue
+        parts.append(chunks[i] + ("" if i == last else "|"))
+        i += 1
+    return "".join(parts)
 
 
 def _parallel(job: ExportJob) -> Group:
