@@ -48,3 +48,22 @@ def format_seconds(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:.3g} us"
+
+
+def run_length(counts: list[int], *, min_run: int = 3) -> str:
+    """``counts`` comma-separated, a run of ``min_run`` or more equal values written once with its
+    length in parentheses (a 128-stage split reads as three items, not 128).
+
+    >>> run_length([0] + [1] * 126 + [0]), run_length([3, 4, 4, 5])
+    ('0,1 (x126),0', '3,4,4,5')
+    """
+    items: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j < len(counts) and counts[j] == counts[i]:
+            j += 1
+        run = j - i
+        items.extend([f"{counts[i]} (x{run})"] if run >= min_run else [str(counts[i])] * run)
+        i = j
+    return ",".join(items)

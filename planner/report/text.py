@@ -8,7 +8,7 @@ from planner.report.width import COLUMNS
 from planner.search.explain import rejection_histogram
 from planner.specs.cluster_state import SubproblemInfo
 from planner.specs.result import Plan, SearchResult, SplitSweepInfo
-from planner.units import format_seconds
+from planner.units import format_seconds, run_length
 
 
 def breakdown_line(term: str, seconds: float, total_s: float) -> str:
@@ -192,25 +192,6 @@ def subproblem_text(info: SubproblemInfo) -> str:
         f"{info.status} in {info.solve_time_s:.3g} s (objective {info.objective:.6g}, "
         f"bound {info.best_bound:.6g})"
     )
-
-
-def run_length(counts: list[int], *, min_run: int = 3) -> str:
-    """``counts`` comma-separated, a run of ``min_run`` or more equal values written once with its
-    length in parentheses (a 128-stage split reads as three items, not 128).
-
-    >>> run_length([0] + [1] * 126 + [0]), run_length([3, 4, 4, 5])
-    ('0,1 (x126),0', '3,4,4,5')
-    """
-    items: list[str] = []
-    i = 0
-    while i < len(counts):
-        j = i
-        while j < len(counts) and counts[j] == counts[i]:
-            j += 1
-        run = j - i
-        items.extend([f"{counts[i]} (x{run})"] if run >= min_run else [str(counts[i])] * run)
-        i = j
-    return ",".join(items)
 
 
 def pipeline_lines(plan: Plan) -> list[str]:

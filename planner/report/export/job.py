@@ -27,6 +27,7 @@ from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.result import SCHEMA_VERSION, Plan, SearchResult, ServePlan, ServeSearchResult
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, ServeWorkload, TrainWorkload
+from planner.units import run_length
 
 EXPORT_SCHEMA_VERSION = "1.1"
 """Version of the ``layout export --json`` shape (major.minor; minor bumps are additive)."""
@@ -329,25 +330,25 @@ def split_note(job: ExportJob, counts: list[int]) -> None:
     if plan.pipeline_split is not None and plan.pipeline_split.method == "framework":
         job.note(
             f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to the split "
-            f"the plan's framework makes itself, {counts} (pipeline_split: framework)"
+            f"the plan's framework makes itself, [{run_length(counts)}] (pipeline_split: framework)"
         )
         return
     if plan.pipeline_split is not None and plan.pipeline_split.method == "given":
         job.note(
             f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to the split "
-            f"the plan was estimated with, {counts} (pipeline_split: given)"
+            f"the plan was estimated with, [{run_length(counts)}] (pipeline_split: given)"
         )
         return
     optimised = plan.pipeline_split.optimised if plan.pipeline_split is not None else None
     if optimised:
         job.note(
             f"{job.model.num_layers} layers over pp x vpp = {chunks} chunks: set to "
-            f"{optimised} {counts} (layout search: pipeline_stages)"
+            f"{optimised} [{run_length(counts)}] (layout search: pipeline_stages)"
         )
         return
     job.note(
         f"{job.model.num_layers} layers do not split evenly over pp x vpp = {chunks} chunks; "
-        f"set to the planner's split {counts} (remainder on the middle stages)"
+        f"set to the planner's split [{run_length(counts)}] (remainder on the middle stages)"
     )
 
 
