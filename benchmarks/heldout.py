@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 import planner
+from planner.accuracy.rows import moe_layer_graphed
 from planner.errors import InfeasibleError, SpecError
 from planner.specs.result import Plan
 from planner.specs.trust import coverage
@@ -17,6 +18,17 @@ Row = tuple[str, str, str, dict[str, object], dict[str, object], float]
 ``pipeline_split`` (a Megatron-LM layout string or a dict of its split flags, as
 ``planner.estimate`` takes them) is the split the run used, scored as given; without one the
 planner splits the layers itself."""
+
+
+def host_sync_by_graph_scope(workload: dict[str, object]) -> dict[str, object]:
+    """``workload`` with its ``cuda_graph_scope`` (the run's Megatron setting) replaced by the
+    ``moe_host_sync`` that scope implies, as for the validation rows
+    (:func:`planner.accuracy.rows.moe_layer_graphed`: only a whole-layer or full-iteration
+    graph removes the MoE layer's host sync)."""
+    fields = dict(workload)
+    scope = fields.pop("cuda_graph_scope")
+    fields["moe_host_sync"] = not moe_layer_graphed(scope)  # type: ignore[arg-type]
+    return fields
 
 
 def predict_row(row: Row, framework: dict[str, object]) -> Plan:

@@ -42,9 +42,7 @@ and the router.
 
 from __future__ import annotations
 
-from heldout import Row, predict_rows
-
-from planner.accuracy.rows import moe_layer_graphed
+from heldout import Row, host_sync_by_graph_scope, predict_rows
 
 FRAMEWORK = {
     "grad_reduce_dtype": "bf16",
@@ -160,12 +158,10 @@ ROWS: list[Row] = [
 def main() -> None:
     """Predict each row (:func:`heldout.predict_rows`), its host sync decided by its CUDA-graph
     scope as for the validation rows (``planner.accuracy.rows.moe_layer_graphed``)."""
-    rows = []
-    for row_id, model, cluster, workload, layout, measured in ROWS:
-        fields = dict(workload)
-        scope = fields.pop("cuda_graph_scope")
-        fields["moe_host_sync"] = not moe_layer_graphed(scope)  # type: ignore[arg-type]
-        rows.append((row_id, model, cluster, fields, layout, measured))
+    rows = [
+        (row_id, model, cluster, host_sync_by_graph_scope(workload), layout, measured)
+        for row_id, model, cluster, workload, layout, measured in ROWS
+    ]
     predict_rows(rows, FRAMEWORK, id_width=12, layout_width=50)
 
 

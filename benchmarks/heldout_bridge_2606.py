@@ -47,11 +47,9 @@ until 2026-12-06; a given split now decides (``planner.search.rules.layout_viola
 
 from __future__ import annotations
 
-import re
+from heldout import Row, host_sync_by_graph_scope, predict_row, print_summary, scored
 
-from heldout import Row, predict_row, print_summary, scored
-
-from planner.accuracy.rows import moe_layer_graphed
+from planner.catalog import load_cluster
 from planner.errors import InfeasibleError, SpecError
 
 EVERY = {"grad_reduce_dtype": "bf16", "cross_entropy": "te"}
@@ -223,16 +221,6 @@ def rows(release: str) -> list[Row]:
     ]
 
 
-def part_of(cluster: str) -> str:
-    """The accelerator a cluster name runs (``gb300_nvl72x256`` -> GB300).
-
-    >>> part_of("gb300_nvl72x256"), part_of("hgx_h100x16")
-    ('GB300', 'H100')
-    """
-    found = re.match(r"(?:[hd]gx_)?([a-z]+\d+)", cluster)
-    return found.group(1).upper() if found else cluster
-
-
 def main() -> None:
     """Predict each row (its MoE host sync decided by its CUDA-graph scope, as for the validation
     rows: ``planner.accuracy.rows.moe_layer_graphed``) and print one line a row, then the summary
@@ -241,9 +229,7 @@ def main() -> None:
     levels: set[float | None] = set()
     for release in MEASURED:
         for name, model, cluster, workload, layout, measured in rows(release):
-            fields = dict(workload)
-            scope = fields.pop("cuda_graph_scope")
-            fields["moe_host_sync"] = not moe_layer_graphed(scope)  # type: ignore[arg-type]
+            fields = host_sync_by_graph_scope(workload)
             try:
                 plan = predict_row((name, model, cluster, fields, layout, measured), {})
             except (SpecError, InfeasibleError) as exc:
@@ -251,7 +237,8 @@ def main() -> None:
                 continue
             error, band, words = scored(plan, measured)
             levels.add(plan.uncertainty_level)
-            for group in (release, part_of(cluster), "all"):
+            part = load_cluster(cluster).accelerator.name.upper()  # the catalog's name
+            for group in (release, part, "all"):
                 errors, bands = groups.setdefault(group, ([], []))
                 errors.append(error)
                 bands.append(band)

@@ -79,6 +79,16 @@ def attention_gemms(model: ModelSpec, tokens: float, tp: int) -> list[GemmShape]
     ]
 
 
+ROUTED_EXPERT_PREFIX = "expert_"
+"""Name prefix of a routed expert's GEMMs (``expert_up``, ``expert_down``): the GEMMs whose rows
+are the tokens routed to this rank's experts (:func:`routed_token_share`)."""
+
+
+def is_routed_expert(gemm: GemmShape) -> bool:
+    """Whether ``gemm`` is one of a routed expert's GEMMs (:data:`ROUTED_EXPERT_PREFIX`)."""
+    return gemm.name.startswith(ROUTED_EXPERT_PREFIX)
+
+
 def ffn_gemms(
     model: ModelSpec, tokens: float, width: float, *, prefix: str, count: float
 ) -> list[GemmShape]:
@@ -127,7 +137,7 @@ def layer_gemms(
     >>> def expert_flops(etp: int) -> float:
     ...     gemms = layer_gemms(load_model("deepseek-v3"), 4096, moe_layer=True, tp=2, ep=64,
     ...                         etp=etp)
-    ...     return sum(2 * g.m * g.k * g.n * g.count for g in gemms if g.name[:7] == "expert_")
+    ...     return sum(2 * g.m * g.k * g.n * g.count for g in gemms if is_routed_expert(g))
     >>> expert_flops(1) == expert_flops(2)  # 4096 x 8 x 3 x 7168 x 2048 x 2 / tp 2
     True
     >>> round(expert_flops(1) / 1e12, 3)
@@ -147,7 +157,7 @@ def layer_gemms(
         model,
         per_expert,
         moe.expert_ffn_hidden_size / etp,
-        prefix="expert_",
+        prefix=ROUTED_EXPERT_PREFIX,
         count=moe.num_experts / ep,
     )
     if moe.num_shared_experts:

@@ -22,7 +22,13 @@ from functools import lru_cache
 
 from planner.cost.comm import all_gather_time, all_to_all_time, p2p_time, ring_all_reduce_time
 from planner.cost.compute import attention_core_flops_per_token, is_sliding_layer
-from planner.cost.gemm import GemmShape, attention_gemms, ffn_gemms, gemm_time
+from planner.cost.gemm import (
+    ROUTED_EXPERT_PREFIX,
+    GemmShape,
+    attention_gemms,
+    ffn_gemms,
+    gemm_time,
+)
 from planner.cost.memory import ACTIVATION_BYTES
 from planner.cost.serving import (
     cached_tokens,
@@ -219,7 +225,7 @@ def moe_time(setup: ServeSetup, tokens: float) -> float:
         * acc.gemm_efficiency(setup.compute_format)
         * acc.efficiency.expert_gemm
     )
-    for g in ffn_gemms(model, rank.token_copies, width, prefix="expert_", count=1):
+    for g in ffn_gemms(model, rank.token_copies, width, prefix=ROUTED_EXPERT_PREFIX, count=1):
         total += grouped_gemm_time(
             flops=g.flops,
             weight_bytes=rank.experts * g.k * g.n * bytes_per_value(expert_fmt),

@@ -44,6 +44,7 @@ from planner.cost.gemm import (
     gemm_backward_times,
     gemm_time,
     grouped_tile_rows,
+    is_routed_expert,
     layer_gemms,
     norm_bytes_per_token,
     norm_residual_bytes_per_token,
@@ -197,7 +198,7 @@ def _layer_linear_time(
         gemms = [g for g in gemms if g.name in names]
     forward = dgrad = wgrad = 0.0
     for g in gemms:
-        expert = g.name.startswith("expert_")
+        expert = is_routed_expert(g)
         roof = rates.roofline(expert=expert)
         timed = _routed_expert_shape(g, rates) if expert else g
         forward += gemm_time(timed, **roof._asdict())
@@ -208,7 +209,7 @@ def _layer_linear_time(
     # values per token of the TP group's tokens, as the memory-bound terms read them: a routed
     # expert's rows are the rank's share of those tokens (routed_token_share)
     share = routed_token_share(tp, etp)
-    rows = [g.m * g.count / (share if g.name.startswith("expert_") else 1.0) for g in gemms]
+    rows = [g.m * g.count / (share if is_routed_expert(g) else 1.0) for g in gemms]
     inputs = sum(r * g.k for r, g in zip(rows, gemms, strict=True)) / tokens
     outputs = sum(r * g.n for r, g in zip(rows, gemms, strict=True)) / tokens
     weights = sum(g.k * g.n * g.count for g in gemms if g.name not in EINSUM_DISPATCH_GEMMS)
