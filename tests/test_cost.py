@@ -176,6 +176,33 @@ def test_dp_reduction_without_overlap_is_exposed_in_full_by_hand() -> None:
     assert exposed(overlapped, 1) < exposed(serial, 1)
 
 
+def test_nanotron_zero1_all_reduces_its_whole_gradient_buffer_after_the_backward_by_hand() -> None:
+    """Nanotron's ZeRO-1 with fp32 accumulation (``zero1_grad_sync`` all_reduce) all-reduces the
+    whole fp32 gradient buffer after the last backward and all-gathers the bf16 parameters after
+    the step, neither overlapped whatever ``dp_comm_overlap`` says: 2 x 7/8 x 4 GB + 7/8 x 2 GB
+    on a 100 GB/s ring of 8 ranks = 70 + 17.5 ms, against 35 + 17.5 ms for the reduce-scatter
+    Megatron-LM's distributed optimizer runs after the backward. ZeRO-0 is not affected."""
+    from planner.cost.stage import MicrobatchTime
+    from planner.cost.step import dp_exposed_time
+    from planner.specs.comm import CommDomain
+
+    dp = CommDomain(
+        size=8, bandwidth_bytes_per_s=1e11, latency_s=0.0, efficiency=1.0, tier="scale_out"
+    )
+    slow = MicrobatchTime(forward_s=1.0, backward_s=2.0, tp_comm_s=0, cp_comm_s=0, ep_comm_s=0)
+
+    def exposed(zero: int, **fields: object) -> float:
+        return dp_exposed_time(
+            1e9, 0.0, Layout(dp=8, zero=zero), {"dp": dp}, slowest=slow, num_microbatches=4,
+            workload=TrainWorkload(grad_reduce_dtype="fp32", **fields), tail_params=1e8,
+        )  # fmt: skip
+
+    whole = {"zero1_grad_sync": "all_reduce"}
+    assert exposed(1, **whole) == pytest.approx(0.070 + 0.0175)
+    assert exposed(1, dp_comm_overlap=False) == pytest.approx(0.035 + 0.0175)
+    assert exposed(0, **whole) == pytest.approx(exposed(0))
+
+
 def test_zero3_pays_one_collective_latency_per_wrapped_module_by_hand() -> None:
     """ZeRO-3 without overlap of the reduction (ZeRO-2-style exposure is not its path, so make
     compute zero): a stage of 32 layers gathers and reduce-scatters in 33 collectives (one per

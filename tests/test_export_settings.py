@@ -164,6 +164,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     ],
     "mtp_num_layers": [("mla", {"mtp_num_layers": 1})],
     "pp_host_sync": [("dense", {"pp_host_sync": v}) for v in (False, True)],
+    "zero1_grad_sync": [("cp", {"zero1_grad_sync": v}) for v in ("reduce_scatter", "all_reduce")],
     MODEL_ROPE: [(p, {}) for p in ("dense", "yarn", "mla", "half_rope", "plain_rope")],
     DP_OVERLAP: [
         ("dense", {}),
@@ -171,6 +172,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("dense", {"dp_comm_overlap": False}),
         ("zero0", {"dp_comm_overlap": False}),
         ("zero3", {"dp_comm_overlap": False}),  # ZeRO-3 overlaps regardless
+        ("cp", {"zero1_grad_sync": "all_reduce"}),  # Nanotron's ZeRO-1: after the backward
     ],
 }
 
@@ -273,8 +275,10 @@ def _recompute_modules_megatron(c: Case) -> bool:
 
 
 def _dp_on(c: Case) -> bool:
-    """The prediction overlaps the DP collectives (always at ZeRO-3)."""
-    return c.w.dp_comm_overlap or c.layout.zero >= 3
+    """The prediction overlaps the DP collectives (always at ZeRO-3; never when ZeRO-1
+    all-reduces its whole gradient buffer after the backward)."""
+    whole_buffer = c.layout.zero == 1 and c.w.zero1_grad_sync == "all_reduce"
+    return (c.w.dp_comm_overlap and not whole_buffer) or c.layout.zero >= 3
 
 
 def _dp_megatron(c: Case) -> bool:
@@ -524,6 +528,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_grouped_mlp": _op_fuser("--use-transformer-engine-op-fuser"),
         "mtp_num_layers": lambda c: c.has("--mtp-num-layers", c.w.mtp_num_layers),
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "reduce_scatter"),
         MODEL_ROPE: _rope_megatron,
         DP_OVERLAP: _dp_megatron,
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
@@ -620,6 +625,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_grouped_mlp": _op_fuser("model.use_transformer_engine_op_fuser", "true"),
         "mtp_num_layers": lambda c: c.has("model.mtp_num_layers", c.w.mtp_num_layers),
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "reduce_scatter"),
         MODEL_ROPE: _rope_bridge,
         DP_OVERLAP: _dp_bridge,
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
@@ -725,6 +731,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
         "mtp_num_layers": _said,
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "reduce_scatter"),
         MODEL_ROPE: _said,
         # FSDP2 and DDP overlap their collectives with compute by default: said when not
         DP_OVERLAP: _default_or_said(_dp_on),
@@ -789,6 +796,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
         "mtp_num_layers": _said,
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "reduce_scatter"),
         MODEL_ROPE: _said,
         DP_OVERLAP: lambda c: c.names.get("zero_optimization.overlap_comm") is _dp_on(c),
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
@@ -865,6 +873,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
         "mtp_num_layers": lambda c: c.has("mtp_num_layers", c.w.mtp_num_layers),
         "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "reduce_scatter"),
         MODEL_ROPE: _maxtext_rope,
         # XLA overlaps the data-parallel collectives with compute: said when not
         DP_OVERLAP: _default_or_said(_dp_on),

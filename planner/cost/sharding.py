@@ -41,15 +41,34 @@ def zero3_reshards(workload: TrainWorkload, layout: Layout) -> bool:
 
 def dp_sync_overlapped(workload: TrainWorkload, layout: Layout) -> bool:
     """Whether the data-parallel reduction and gather overlap compute: the workload's
-    ``dp_comm_overlap``, and always at ZeRO-3, whose gathers are prefetched (DeepSpeed turns
-    ``overlap_comm`` on for stage 3; PyTorch FSDP prefetches).
+    ``dp_comm_overlap`` unless ZeRO-1 all-reduces its whole gradient buffer after the backward
+    (:func:`all_reduces_whole_buffer`), and always at ZeRO-3, whose gathers are prefetched
+    (DeepSpeed turns ``overlap_comm`` on for stage 3; PyTorch FSDP prefetches).
 
     >>> dp_sync_overlapped(TrainWorkload(dp_comm_overlap=False), Layout(zero=1))
+    False
+    >>> dp_sync_overlapped(TrainWorkload(zero1_grad_sync="all_reduce"), Layout(zero=1))
     False
     >>> dp_sync_overlapped(TrainWorkload(dp_comm_overlap=False), Layout(zero=3))
     True
     """
+    if all_reduces_whole_buffer(workload, layout):
+        return False
     return workload.dp_comm_overlap or layout.zero >= 3
+
+
+def all_reduces_whole_buffer(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether the step's gradient reduction is one all-reduce of the whole gradient buffer
+    after the last backward although the optimizer state is sharded: ZeRO-1 under
+    ``zero1_grad_sync`` ``all_reduce`` (Nanotron's), rather than a reduce-scatter of each rank's
+    shard.
+
+    >>> all_reduces_whole_buffer(TrainWorkload(zero1_grad_sync="all_reduce"), Layout(zero=1))
+    True
+    >>> all_reduces_whole_buffer(TrainWorkload(zero1_grad_sync="all_reduce"), Layout(zero=0))
+    False
+    """
+    return layout.zero == 1 and workload.zero1_grad_sync == "all_reduce"
 
 
 def reduces_once_per_step(workload: TrainWorkload, layout: Layout) -> bool:

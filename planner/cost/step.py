@@ -43,6 +43,7 @@ from planner.cost.partition import StageContents, chunk_contents, stage_contents
 from planner.cost.pipeline import bubble_is_a_share, dualpipe_bubble_time, zero_bubble_share
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
+    all_reduces_whole_buffer,
     dp_sync_overlapped,
     fsdp2_buffer_copy_bytes,
     gathered_param_bytes,
@@ -387,7 +388,9 @@ def dp_exposed_time(
 
     Dense gradients reduce over dp x cp, expert gradients over the expert-data-parallel group.
     ZeRO >= 1: reduce-scatter of the gradients (``grad_dtype``) + all-gather of bf16 parameters;
-    ZeRO-0: all-reduce.
+    ZeRO-0: all-reduce; a ZeRO-1 that all-reduces its whole gradient buffer after the backward
+    (:func:`planner.cost.sharding.all_reduces_whole_buffer`, Nanotron's): the all-reduce and
+    the gather, neither overlapped.
     The reduction overlaps the last micro-batch's backward, the gather the first one's forward;
     ZeRO-2/3 reduce-scatter every micro-batch's gradients (sharded gradients cannot accumulate
     locally), and ZeRO-3 gathers bf16 parameters in every micro-batch's forward and, when it
@@ -413,11 +416,12 @@ def dp_exposed_time(
     edp = domains.get("edp", dp)
     if dp.size == 1 and edp.size == 1:
         return 0.0
-    reduce_time = reduce_scatter_time if layout.zero >= 1 else ring_all_reduce_time
+    sharded_reduce = layout.zero >= 1 and not all_reduces_whole_buffer(workload, layout)
+    reduce_time = reduce_scatter_time if sharded_reduce else ring_all_reduce_time
     shard, replicas = domains.get("dp_shard"), domains.get("dp_replicate")
 
     def dense_reduce(num_bytes: float) -> float:
-        if shard is None or replicas is None or layout.zero == 0:
+        if shard is None or replicas is None or not sharded_reduce:
             return reduce_time(num_bytes, dp)
         # hybrid sharding: reduce-scatter inside the shard group, then all-reduce the shard
         # across its replicas (PyTorch HSDP; Zhao et al. VLDB 2023 section 3.2.2)

@@ -151,6 +151,18 @@ class TrainWorkload(FrozenSpec):
     DeepSpeed's ZeRO-1/2 do by default (``zero_optimization.overlap_comm`` false below stage 3).
     ZeRO-3 overlaps either way (its gathers are prefetched; DeepSpeed turns ``overlap_comm`` on
     for stage 3)."""
+    zero1_grad_sync: Literal["reduce_scatter", "all_reduce"] = "reduce_scatter"
+    """How ZeRO-1 crosses the data-parallel group with the gradients. ``reduce_scatter``: each
+    rank receives only the reduced shard its optimizer steps, bucket by bucket, behind the
+    backward under ``dp_comm_overlap`` (Megatron-LM's distributed optimizer, DeepSpeed ZeRO-1).
+    ``all_reduce``: one all-reduce of the whole gradient buffer after the last backward, then the
+    rank steps its shard and all-gathers the parameters, both on the critical path (Nanotron's
+    ZeRO-1 with fp32 gradient accumulation: its trainer builds no DDP wrapper then
+    (``make_ddp`` in ``_init_model``) and, after the backward, calls
+    ``sync_gradients_across_dp(..., reduce_scatter=False)``, a ``dist.all_reduce`` of the
+    contiguous fp32 gradient buffer, src/nanotron/trainer.py and
+    optim/gradient_accumulator.py at c252843; the all-gather runs in
+    ``ZeroDistributedOptimizer.step``)."""
     tp_comm_overlap: bool = True
     """Tensor-parallel collectives are pipelined with their GEMMs (Megatron-LM --tp-comm-overlap,
     on in NVIDIA's H100/B200 recipes); False leaves them on the critical path."""

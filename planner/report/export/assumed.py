@@ -197,6 +197,15 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             "pipeline receives posted with known shapes (no host sync)",
         ),
     ),
+    "zero1_grad_sync": (
+        lambda j: j.train[0].layout.zero == 1 and j.train[0].layout.dp * j.train[0].layout.cp > 1,
+        lambda j: (
+            "ZeRO-1 gradients reduce-scattered to the ranks that step them"
+            if j.train[1].zero1_grad_sync == "reduce_scatter"
+            else "ZeRO-1 gradients all-reduced whole after the backward and the parameters "
+            "all-gathered after the step, both exposed (as Nanotron's ZeRO-1 does)"
+        ),
+    ),
     "recompute_modules": (
         lambda j: (
             j.train[0].layout.recompute is Recompute.SELECTIVE and j.train[1].saved_tensors is None
@@ -603,6 +612,8 @@ def note_unexpressed(job: ExportJob, framework: str, where: dict[str, str] | Non
     }
     if not job.train[1].pp_host_sync:  # every export format's framework receives so natively
         job.express("pp_host_sync")
+    if job.train[1].zero1_grad_sync == "reduce_scatter":  # every ZeRO-1 export reduce-scatters
+        job.express("zero1_grad_sync")
     if not fused_grouped_mlp_assumed(job):  # every framework's grouped MLP runs so natively
         job.express("fused_grouped_mlp")
     for key in relevant_settings(job):
