@@ -8,6 +8,8 @@ allocated memory is reported in GiB (2**30 B) and says so.
 
 from __future__ import annotations
 
+from itertools import groupby
+
 KB = 1e3
 MB = 1e6
 GB = 1e9
@@ -58,12 +60,7 @@ def run_length(counts: list[int], *, min_run: int = 3) -> str:
     ('0,1 (x126),0', '3,4,4,5')
     """
     items: list[str] = []
-    i = 0
-    while i < len(counts):
-        j = i
-        while j < len(counts) and counts[j] == counts[i]:
-            j += 1
-        run = j - i
-        items.extend([f"{counts[i]} (x{run})"] if run >= min_run else [str(counts[i])] * run)
-        i = j
+    for value, group in groupby(counts):
+        run = len(list(group))
+        items.extend([f"{value} (x{run})"] if run >= min_run else [str(value)] * run)
     return ",".join(items)

@@ -469,6 +469,15 @@ def test_cli_dispatcher_choices_are_the_specs() -> None:
     assert MOE_DISPATCHER_CHOICES == MOE_DISPATCHERS
 
 
+def test_cli_time_limit_default_and_bound_are_the_solver_configs() -> None:
+    from planner.cli.options import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S
+    from planner.specs.solver_config import SolverConfig
+
+    field = SolverConfig.model_fields["time_limit_s"]
+    assert field.default == DEFAULT_TIME_LIMIT_S
+    assert [m.le for m in field.metadata if getattr(m, "le", None)] == [MAX_TIME_LIMIT_S]
+
+
 def test_cp_flag_choices_are_the_spec_names() -> None:
     from typing import get_args
 

@@ -9,6 +9,8 @@ planner's (TP innermost, PP outermost), so the placement file's ranks are Megatr
 
 from __future__ import annotations
 
+from itertools import groupby
+
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
@@ -83,18 +85,10 @@ def pipeline_layout(counts: list[int], mtp: tuple[int, int | None] = (0, None)) 
         for i, n in enumerate(counts)
     ]
     parts: list[str] = []
-    i = 0
-    while i < len(chunks):
-        j = i
-        while j < last and chunks[j] == chunks[i]:
-            j += 1
-        if j - i >= 3:  # chunks i .. j-1, each followed by a separator
-            parts.append(f"({chunks[i]}|)*{j - i}")
-            i = j
-            continue
-        parts.append(chunks[i] + ("" if i == last else "|"))
-        i += 1
-    return "".join(parts)
+    for chunk, group in groupby(chunks[:last]):  # each followed by a separator
+        run = len(list(group))
+        parts.append(f"({chunk}|)*{run}" if run >= 3 else f"{chunk}|" * run)
+    return "".join(parts) + chunks[last]
 
 
 def _parallel(job: ExportJob) -> Group:
