@@ -125,6 +125,27 @@ def test_moe_sync_is_per_moe_layer_and_microbatch() -> None:
     assert moe_sync_time(acc, TrainWorkload(moe_host_sync=False), 9) == 0.0
 
 
+def test_ep_overlap_refuses_what_megatron_asserts() -> None:
+    """Megatron-LM's combined 1F1B needs a virtual pipeline when pp > 1 and no full
+    recomputation (TransformerConfig's asserts): a layout given with either is a one-line
+    error naming the limit, and a search under the overlap never returns one."""
+    workload = TrainWorkload(seq_len=4096, global_batch=1024, ep_comm_overlap=True)
+    given = {"pp": 2, "dp": 8, "ep": 8}
+    with pytest.raises(SpecError, match="needs an interleaved pipeline when pp > 1"):
+        planner.estimate(model="mixtral-8x7b", cluster="hgx_h100x16", layout=given,
+                         workload=workload)  # fmt: skip
+    with pytest.raises(SpecError, match="cannot run with full recomputation"):
+        planner.estimate(model="mixtral-8x7b", cluster="hgx_h100x16",
+                         layout={"dp": 16, "ep": 8, "recompute": "full"}, workload=workload)  # fmt: skip
+    found = planner.search(model="mixtral-8x7b", cluster="hgx_h100x64", workload=workload, top=30)
+    plans = [found.best, *found.alternatives]
+    assert any(p.layout.pp > 1 for p in plans)
+    for plan in plans:
+        lay = plan.layout
+        interleaved = lay.vpp > 1 or lay.pp == 1
+        assert lay.ep == 1 or (interleaved and lay.recompute is not Recompute.FULL)
+
+
 def test_moe_sync_appears_in_the_breakdown() -> None:
     workload = TrainWorkload(seq_len=4096, global_batch=256)
     plan = planner.estimate(
@@ -280,8 +301,10 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 def test_cli_framework_flags_reach_the_cost_model() -> None:
     import json
 
+    # the EP overlap needs a virtual pipeline at pp > 1 (Megatron-LM's assert)
     base = ["estimate", "--model", "gpt-oss-120b", "--cluster", "hgx_h100x64", "--seq-len",
-            "4096", "--global-batch", "1280", "--pp", "4", "--ep", "8", "--json"]  # fmt: skip
+            "4096", "--global-batch", "1280", "--pp", "4", "--vpp", "3", "--ep", "8",
+            "--json"]  # fmt: skip
     code, out, err = _run(base)
     assert code == 0, err
     plain = json.loads(out)

@@ -11,7 +11,7 @@ from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, FUSED_GROUPED_MLP_SM_M
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
 from planner.specs.hardware import AcceleratorSpec
-from planner.specs.layout import Layout
+from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
@@ -303,6 +303,7 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
             f"the zero_bubble schedule runs two or more virtual stages per rank (vpp >= 2, "
             f"got {layout.vpp})"
         )
+    out += ep_overlap_rules(workload, layout)
     if layout.tp > 1 and not profile.tensor_parallel:
         out.append(f"{name} has no tensor parallelism")
     if layout.pp > 1 and not profile.pipeline:
@@ -322,6 +323,38 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
             f"must divide dp ({layout.dp})"
         )
     return out
+
+
+def ep_overlap_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
+    """What the EP all-to-all overlap (``ep_comm_overlap`` under the 1F1B schedule: Megatron-LM's
+    combined 1F1B, ``--overlap-moe-expert-parallel-comm``) cannot run of an expert-parallel
+    ``layout``: Megatron-LM's TransformerConfig asserts a virtual pipeline when pp > 1 and no
+    full recomputation (``megatron/core/transformer/transformer_config.py``, ``__post_init__``).
+
+    >>> w = TrainWorkload(ep_comm_overlap=True)
+    >>> ep_overlap_rules(w, Layout(pp=2, vpp=2, ep=2)), len(ep_overlap_rules(w, Layout(pp=2, ep=2)))
+    ([], 1)
+    >>> ep_overlap_rules(TrainWorkload(), Layout(pp=2, ep=2)), ep_overlap_rules(w, Layout(pp=2))
+    ([], [])
+    """
+    if not combined_1f1b(workload, layout.ep):
+        return []  # without expert parallelism the setting is unused (and said so)
+    out = []
+    if layout.pp > 1 and layout.vpp < 2:
+        out.append(
+            f"the EP all-to-all overlap (combined 1F1B) needs an interleaved pipeline when pp > 1 "
+            f"(vpp >= 2, got pp {layout.pp} vpp {layout.vpp})"
+        )
+    if layout.recompute is Recompute.FULL:
+        out.append("the EP all-to-all overlap (combined 1F1B) cannot run with full recomputation")
+    return out
+
+
+def combined_1f1b(workload: TrainWorkload, ep: int) -> bool:
+    """Whether an expert-parallel layout (``ep``) runs Megatron-LM's combined 1F1B: the EP
+    all-to-all overlap under the 1F1B schedule, which :func:`ep_overlap_rules` limits (the
+    search leaves full recomputation off its recompute ladder for it)."""
+    return workload.ep_comm_overlap and workload.pipeline_schedule == "1f1b" and ep > 1
 
 
 def pp_layers_rule(model: ModelSpec, pp: int) -> str:

@@ -29,7 +29,12 @@ from planner.cost.step import (
 from planner.errors import SpecError
 from planner.search.evaluate import score
 from planner.search.pipeline import framework_split
-from planner.search.rules import layout_violations, tp_heads_rule
+from planner.search.rules import (
+    combined_1f1b,
+    ep_overlap_rules,
+    layout_violations,
+    tp_heads_rule,
+)
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
@@ -757,6 +762,15 @@ def _visit_structure(
         and _within({"zero": z}, bounds)
     ]
     recomputes = [r for r in RECOMPUTE_ORDER if _pinned({"recompute": r}, fix)]
+    if combined_1f1b(workload, int(fields["ep"])) and Recompute.FULL in recomputes:  # type: ignore[call-overload]
+        recomputes.remove(Recompute.FULL)  # ep_overlap_rules
+        if not recomputes and zeros:  # pinned: say why nothing is left
+            layout = Layout.model_construct(
+                **fields, vpp=1, mbs=1, recompute=Recompute.FULL, zero=zeros[0]
+            )
+            out.enumerated += 1
+            out.reject(layout, "framework", ep_overlap_rules(workload, layout)[-1], float("inf"))
+            return
     if not zeros or not recomputes:
         return
     vpps, mbss = _inner_choices(model, workload, fields, fix)
