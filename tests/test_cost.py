@@ -524,6 +524,31 @@ def test_combined_1f1b_hides_the_dispatcher_sync_behind_the_expert_backward() ->
     assert after.moe_sync_s == pytest.approx(num_moe * (sync / num_moe - hidden))
 
 
+def test_combined_1f1b_leaves_the_first_forward_and_last_backward_unpaired() -> None:
+    """GPT-OSS 120B as NVIDIA's GB200 recipe runs it (PP1 EP64, 4 x 4,096 tokens a micro-batch,
+    1,280 sequences: m = 5) under Megatron-LM's combined 1F1B: four forwards run beside four
+    backwards, the first forward and the last backward alone
+    (``combined_1f1b_schedule_for_no_pipelining``), so the step pays five overlapped
+    micro-batches plus one micro-batch's unhidden all-to-all and syncs over the overlapped ones.
+    One micro-batch a step has nothing to pair with: it pays what no overlap pays."""
+    model, cluster = load_model("gpt-oss-120b"), load_cluster("gb200_nvl72x64")
+    layout = Layout(tp=1, pp=1, dp=64, ep=64, mbs=4, precision="bf16")
+    for batch, m in ((1280, 5), (256, 1)):
+        plain = TrainWorkload(seq_len=4096, global_batch=batch)
+        overlapped = plain.model_copy(update={"ep_comm_overlap": True})
+        alone, paired = (
+            score(model, cluster, plain, layout),
+            score(model, cluster, overlapped, layout),
+        )
+        a, p = alone.stage_times[0], paired.stage_times[0]
+        assert a.ep_comm_s > p.ep_comm_s > 0 and a.moe_sync_s > p.moe_sync_s > 0
+        assert p.ep_comm_unpaired_s == pytest.approx(a.ep_comm_s - p.ep_comm_s)
+        for term, field in (("ep_comm", "ep_comm_s"), ("moe_sync", "moe_sync_s")):
+            hidden, unhidden = getattr(p, field), getattr(a, field)
+            assert paired.breakdown_s[term] == pytest.approx((m - 1) * hidden + unhidden)
+            assert alone.breakdown_s[term] == pytest.approx(m * unhidden)
+
+
 def test_torchao_float8_casts_add_the_bytes_counted_by_hand() -> None:
     """torchao's tensorwise float8 (``fp8_casts`` tensorwise) against Transformer Engine's fused
     casts, Llama 3.1 8B, one 8,192-token sequence, no TP. Per layer the GEMMs read

@@ -97,3 +97,38 @@ def zero_bubble_share(forward_s: float, backward_s: float) -> float:
     """
     total = forward_s + backward_s  # F + B + W with B + W = backward; F + B - W = F
     return forward_s / total if total > 0.0 else 0.0
+
+
+def combined_1f1b_unpaired_microbatches(pp: int, vpp: int, num_microbatches: int) -> float:
+    """Micro-batches' worth of forward and backward passes the first pipeline rank runs with no
+    other micro-batch beside it under Megatron-LM's combined 1F1B
+    (``--overlap-moe-expert-parallel-comm``), whose all-to-all and dispatcher syncs therefore
+    hide behind nothing.
+
+    The combined schedule pairs the forward of one micro-batch with the backward of another
+    (``megatron/core/pipeline_parallel/combined_1f1b.py``); what is not paired runs alone.
+    Without pipelining, the first micro-batch's forward and the last one's backward
+    (``combined_1f1b_schedule_for_no_pipelining``: "executed alone, no a2a overlapping"): one
+    micro-batch. With the interleaved schedule, rank 0's warmup forwards and as many cooldown
+    backwards: 2 (pp - 1) + (v - 1) pp model chunks, plus the one extra forward the combined
+    schedule adds so that every 1F1B step pairs independent passes
+    (``schedules.get_pp_rank_microbatches``, with ``microbatch_group_size_per_vp_stage`` at its
+    default, pp), a chunk being 1/v of a micro-batch; without interleaving (which Megatron-LM
+    refuses with this overlap), 1F1B's pp - 1 warmup forwards plus that one. Never more than
+    the step's m micro-batches. Rank 0 runs from the step's first forward to its last backward,
+    so the time its unpaired passes add lies on the step's critical path.
+
+    >>> combined_1f1b_unpaired_microbatches(1, 1, 5)  # the first forward, the last backward
+    1.0
+    >>> combined_1f1b_unpaired_microbatches(8, 4, 128)  # (14 + 24 + 1) chunks / 4
+    9.75
+    >>> combined_1f1b_unpaired_microbatches(4, 1, 16), combined_1f1b_unpaired_microbatches(8, 4, 2)
+    (4.0, 2.0)
+    """
+    if pp == 1:
+        chunks = 1
+    elif vpp == 1:
+        chunks = pp
+    else:
+        chunks = 2 * (pp - 1) + (vpp - 1) * pp + 1
+    return min(chunks, num_microbatches * vpp) / vpp

@@ -106,6 +106,13 @@ class MicrobatchTime(FrozenSpec):
     (:func:`activation_offload_time`)."""
     pp_sync_s: float = 0.0
     """Host synchronisations of the stage's pipeline receives (:func:`pp_sync_time`)."""
+    ep_comm_unpaired_s: float = 0.0
+    """Under ``ep_comm_overlap``: what the all-to-all adds over ``ep_comm_s`` to a micro-batch
+    whose forward and backward run with no other micro-batch beside them (combined 1F1B's
+    unpaired passes, :func:`planner.cost.pipeline.combined_1f1b_unpaired_microbatches`); not
+    part of :attr:`total`, which is a paired micro-batch's. 0 without the overlap."""
+    moe_sync_unpaired_s: float = 0.0
+    """The same for the dispatcher's host syncs over ``moe_sync_s``."""
 
     @property
     def total(self) -> float:
@@ -1195,6 +1202,15 @@ def microbatch_time(
     ep_comm = ep_comm_per_microbatch(
         model, workload, layout, num_moe, domains["ep"], recomputed_moe_layers=recomputed_moe
     )
+    ep_exposed = ep_exposed_per_microbatch(
+        ep_comm, compute_s=forward + backward, workload=workload, contention=contention
+    )
+    sync = moe_sync_time(acc, workload, num_moe)
+    sync_exposed = exposed_moe_sync_time(
+        sync,
+        expert_dgrad_time(model, acc, workload, layout) if workload.ep_comm_overlap else 0.0,
+        num_moe,
+    )
     # built without validation: the search makes hundreds of thousands (floats from the model)
     return MicrobatchTime.model_construct(
         forward_s=forward,
@@ -1220,14 +1236,10 @@ def microbatch_time(
             contention=contention,
             hierarchy=levels,
         ),
-        ep_comm_s=ep_exposed_per_microbatch(
-            ep_comm, compute_s=forward + backward, workload=workload, contention=contention
-        ),
-        moe_sync_s=exposed_moe_sync_time(
-            moe_sync_time(acc, workload, num_moe),
-            expert_dgrad_time(model, acc, workload, layout) if workload.ep_comm_overlap else 0.0,
-            num_moe,
-        ),
+        ep_comm_s=ep_exposed,
+        moe_sync_s=sync_exposed,
+        ep_comm_unpaired_s=ep_comm - ep_exposed,
+        moe_sync_unpaired_s=sync - sync_exposed,
         pp_sync_s=pp_sync_time(acc, workload, layout, stage),
         offload_s=activation_offload_time(
             workload.activation_offload_fraction

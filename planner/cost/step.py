@@ -7,7 +7,9 @@ of the overlapped time is charged (:func:`planner.cost.stage.overlapped_exposed_
 - TP collectives hide behind the layer's GEMMs when ``tp_comm_overlap`` is on, else are exposed;
   EP all-to-all is exposed unless ``ep_comm_overlap`` hides it behind another micro-batch's
   compute; the CP K/V ring hides behind attention; the MoE dispatcher's host sync is exposed,
-  except what the other micro-batch's expert backward runs through under ``ep_comm_overlap``.
+  except what the other micro-batch's expert backward runs through under ``ep_comm_overlap``;
+  the passes that schedule leaves unpaired (the first forward and the last backward, the
+  pipeline's warmup and cooldown) expose their all-to-all and syncs (:func:`unpaired_microbatches`).
 - DP: the last gradient bucket's reduction and the first bucket's gather are exposed.
 - DP gradient reduce-scatter (all-reduce at ZeRO-0) overlaps with the backward pass of the last
   micro-batch, and the ZeRO parameter all-gather with the forward of the first one
@@ -40,7 +42,12 @@ from planner.cost.comm import (
 from planner.cost.compute import model_flops_per_token
 from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, MOMENT_BYTES, stage_layers
 from planner.cost.partition import StageContents, chunk_contents, stage_contents
-from planner.cost.pipeline import bubble_is_a_share, dualpipe_bubble_time, zero_bubble_share
+from planner.cost.pipeline import (
+    bubble_is_a_share,
+    combined_1f1b_unpaired_microbatches,
+    dualpipe_bubble_time,
+    zero_bubble_share,
+)
 from planner.cost.profile import layer_table
 from planner.cost.sharding import (
     all_reduces_whole_buffer,
@@ -247,6 +254,24 @@ def pipeline_bubble_time(
     if workload.pipeline_schedule == "zero_bubble":
         return (layout.pp - 1) * chunk * zero_bubble_share(slowest.forward_s, slowest.backward_s)
     return (layout.pp - 1) * chunk
+
+
+def unpaired_microbatches(workload: TrainWorkload, layout: Layout, num_microbatches: int) -> float:
+    """Micro-batches' worth of passes whose expert-parallel all-to-all and dispatcher syncs no
+    other micro-batch hides: under ``ep_comm_overlap`` with Megatron-LM's combined 1F1B (the
+    ``1f1b`` schedule), its unpaired forwards and backwards
+    (:func:`planner.cost.pipeline.combined_1f1b_unpaired_microbatches`); 0 without the overlap
+    and under DualPipe and zero bubble, whose schedules pair their passes in their own way (not
+    priced here).
+
+    >>> unpaired_microbatches(TrainWorkload(ep_comm_overlap=True), Layout(pp=1), 5)
+    1.0
+    >>> unpaired_microbatches(TrainWorkload(), Layout(pp=1), 5)
+    0.0
+    """
+    if not workload.ep_comm_overlap or workload.pipeline_schedule != "1f1b":
+        return 0.0
+    return combined_1f1b_unpaired_microbatches(layout.pp, layout.vpp, num_microbatches)
 
 
 def pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
@@ -623,6 +648,9 @@ def estimate_step(
         "moe_sync": m * slowest.moe_sync_s,
         "offload": m * slowest.offload_s,
     }
+    unpaired = unpaired_microbatches(workload, layout, m)
+    breakdown["ep_comm"] += unpaired * slowest.ep_comm_unpaired_s
+    breakdown["moe_sync"] += unpaired * slowest.moe_sync_unpaired_s
     if chunk_s is None and layout.vpp > 1 and workload.pipeline_schedule != "dualpipe":
         chunk_s = slowest_chunk_time(model, acc, workload, layout, domains, split)
     breakdown["pp_bubble"] = pipeline_bubble_time(workload, layout, slowest, chunk_s)
