@@ -549,6 +549,25 @@ def test_combined_1f1b_leaves_the_first_forward_and_last_backward_unpaired() -> 
             assert alone.breakdown_s[term] == pytest.approx(m * unhidden)
 
 
+def test_dualpipe_end_ranks_run_their_warmup_and_drain_unpaired() -> None:
+    """DeepSeek-V3 as its report runs it (HAI-LLM: DualPipe over PP 16, EP 64, 15,360 sequences
+    on 128 replicas: m = 120): the end ranks run 3 x 16 / 2 - 1 = 23 forwards and as many
+    backwards with no pass of the other direction beside them (DualPipe.step's steps 1-3 and
+    3, 5-7), so 23 micro-batches pay their all-to-all unhidden and the other 97 the overlapped
+    share."""
+    model, cluster = load_model("deepseek-v3"), load_cluster("hgx_h800x2048")
+    workload = resolve_workload({"framework": "hai-llm"}).model_copy(
+        update={"seq_len": 4096, "global_batch": 15360}
+    )
+    layout = Layout(tp=1, pp=16, dp=128, ep=64, mbs=1, recompute="selective", precision="fp8")
+    cost = score(model, cluster, workload, layout)
+    t = max(cost.stage_times, key=lambda s: s.total)
+    assert cost.num_microbatches == 120 and t.ep_comm_unpaired_s > 0
+    assert cost.breakdown_s["ep_comm"] == pytest.approx(
+        120 * t.ep_comm_s + 23 * t.ep_comm_unpaired_s
+    )
+
+
 def test_torchao_float8_casts_add_the_bytes_counted_by_hand() -> None:
     """torchao's tensorwise float8 (``fp8_casts`` tensorwise) against Transformer Engine's fused
     casts, Llama 3.1 8B, one 8,192-token sequence, no TP. Per layer the GEMMs read

@@ -132,3 +132,22 @@ def combined_1f1b_unpaired_microbatches(pp: int, vpp: int, num_microbatches: int
     else:
         chunks = 2 * (pp - 1) + (vpp - 1) * pp + 1
     return min(chunks, num_microbatches * vpp) / vpp
+
+
+def dualpipe_unpaired_microbatches(pp: int, num_microbatches: int) -> float:
+    """Micro-batches' worth of forward and backward passes a first (or last) DualPipe rank runs
+    with no pass of the other direction beside it, so that their all-to-all hides behind
+    nothing. DualPipe's schedule for a rank at distance h from the nearer end, with H = pp / 2
+    (deepseek-ai/DualPipe ``dualpipe/dualpipe.py`` at bb214e8, ``DualPipe.step``): forwards
+    alone in its steps 1-3 (2 (H - h - 1), then 2 (h + 1), then H - h - 1 beside the zero-bubble
+    backward halves), backwards alone in its steps 3, 5, 6 and 7 (H - h - 1, H - h - 1,
+    2 (h + 1), H - h - 1): 3H - h - 1 of each; the rest run as overlapped forward-backward
+    pairs. The end ranks (h = 0), whose timelines span the step, have the most: 3 pp / 2 - 1.
+    Never more than the step's m.
+
+    >>> dualpipe_unpaired_microbatches(16, 120)  # DeepSeek-V3's PP 16
+    23
+    >>> dualpipe_unpaired_microbatches(2, 8), dualpipe_unpaired_microbatches(16, 20)
+    (2, 20)
+    """
+    return min(3 * pp // 2 - 1, num_microbatches)

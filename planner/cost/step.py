@@ -46,6 +46,7 @@ from planner.cost.pipeline import (
     bubble_is_a_share,
     combined_1f1b_unpaired_microbatches,
     dualpipe_bubble_time,
+    dualpipe_unpaired_microbatches,
     zero_bubble_share,
 )
 from planner.cost.profile import layer_table
@@ -258,20 +259,28 @@ def pipeline_bubble_time(
 
 def unpaired_microbatches(workload: TrainWorkload, layout: Layout, num_microbatches: int) -> float:
     """Micro-batches' worth of passes whose expert-parallel all-to-all and dispatcher syncs no
-    other micro-batch hides: under ``ep_comm_overlap`` with Megatron-LM's combined 1F1B (the
-    ``1f1b`` schedule), its unpaired forwards and backwards
-    (:func:`planner.cost.pipeline.combined_1f1b_unpaired_microbatches`); 0 without the overlap
-    and under DualPipe and zero bubble, whose schedules pair their passes in their own way (not
-    priced here).
+    other micro-batch hides under ``ep_comm_overlap``: Megatron-LM's combined 1F1B (the ``1f1b``
+    schedule) leaves its first forward and last backward, and a pipeline's warmup and cooldown,
+    unpaired (:func:`planner.cost.pipeline.combined_1f1b_unpaired_microbatches`), DualPipe the
+    passes of its end ranks' warmup and drain
+    (:func:`planner.cost.pipeline.dualpipe_unpaired_microbatches`); 0 without the overlap, and
+    under the schedules that do not pair passes for it (zero bubble, GPipe).
 
     >>> unpaired_microbatches(TrainWorkload(ep_comm_overlap=True), Layout(pp=1), 5)
     1.0
     >>> unpaired_microbatches(TrainWorkload(), Layout(pp=1), 5)
     0.0
+    >>> w = TrainWorkload(ep_comm_overlap=True, pipeline_schedule="dualpipe")
+    >>> unpaired_microbatches(w, Layout(pp=16), 120)
+    23.0
     """
-    if not workload.ep_comm_overlap or workload.pipeline_schedule != "1f1b":
+    if not workload.ep_comm_overlap:
         return 0.0
-    return combined_1f1b_unpaired_microbatches(layout.pp, layout.vpp, num_microbatches)
+    if workload.pipeline_schedule == "1f1b":
+        return combined_1f1b_unpaired_microbatches(layout.pp, layout.vpp, num_microbatches)
+    if workload.pipeline_schedule == "dualpipe" and layout.pp > 1:
+        return float(dualpipe_unpaired_microbatches(layout.pp, num_microbatches))
+    return 0.0
 
 
 def pipeline_steps(workload: TrainWorkload, layout: Layout) -> float:
