@@ -108,9 +108,9 @@ class MicrobatchTime(FrozenSpec):
     """Host synchronisations of the stage's pipeline receives (:func:`pp_sync_time`)."""
     ep_comm_unpaired_s: float = 0.0
     """Under ``ep_comm_overlap``: what the all-to-all adds over ``ep_comm_s`` to a micro-batch
-    whose forward and backward run with no other micro-batch beside them (combined 1F1B's
-    unpaired passes, :func:`planner.cost.pipeline.combined_1f1b_unpaired_microbatches`); not
-    part of :attr:`total`, which is a paired micro-batch's. 0 without the overlap."""
+    whose forward and backward run with no other micro-batch beside them (the passes the
+    schedule leaves unpaired, :func:`planner.cost.step.unpaired_microbatches`); not part of
+    :attr:`total`, which is a paired micro-batch's. 0 without the overlap."""
     moe_sync_unpaired_s: float = 0.0
     """The same for the dispatcher's host syncs over ``moe_sync_s``."""
 

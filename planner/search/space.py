@@ -762,7 +762,8 @@ def _visit_structure(
         and _within({"zero": z}, bounds)
     ]
     recomputes = [r for r in RECOMPUTE_ORDER if _pinned({"recompute": r}, fix)]
-    if combined_1f1b(workload, int(fields["ep"])) and Recompute.FULL in recomputes:  # type: ignore[call-overload]
+    ep = int(fields["ep"])  # type: ignore[call-overload]
+    if combined_1f1b(workload, ep) and Recompute.FULL in recomputes:
         recomputes.remove(Recompute.FULL)  # ep_overlap_rules
         if not recomputes and zeros:  # pinned: say why nothing is left
             layout = Layout.model_construct(
