@@ -568,6 +568,30 @@ def test_dualpipe_end_ranks_run_their_warmup_and_drain_unpaired() -> None:
     )
 
 
+def test_combined_1f1b_holds_one_more_chunk_over_an_interleaved_pipeline() -> None:
+    """Megatron-LM's combined 1F1B runs one extra warmup forward over an interleaved pipeline
+    (get_pp_rank_microbatches: num_warmup_microbatches + 1), so each rank holds one more model
+    chunk's activations: Mixtral 8x7B at PP4 VPP2 (4 layers a chunk), the middle ranks 1 and 2
+    hold 3 and 2 micro-batches of their stage (1F1B), one micro-batch being the difference; the
+    overlap adds half of it (one chunk of two). Without pipelining nothing more is held."""
+    from planner.cost.stage_memory import stage_memory
+
+    model = load_model("mixtral-8x7b")
+    plain = TrainWorkload(seq_len=4096, global_batch=256)
+    overlapped = plain.model_copy(update={"ep_comm_overlap": True})
+    layout = Layout(tp=1, pp=4, vpp=2, dp=4, ep=4, mbs=1)
+    m = 64
+    act = [stage_memory(model, plain, layout, s, m).activations for s in (1, 2)]
+    one_microbatch = act[0] - act[1]
+    assert one_microbatch > 0
+    extra = stage_memory(model, overlapped, layout, 2, m).activations - act[1]
+    assert extra == pytest.approx(one_microbatch / 2)
+    flat = Layout(tp=1, pp=1, dp=16, ep=4, mbs=1)
+    assert stage_memory(model, overlapped, flat, 0, 16).activations == pytest.approx(
+        stage_memory(model, plain, flat, 0, 16).activations
+    )
+
+
 def test_torchao_float8_casts_add_the_bytes_counted_by_hand() -> None:
     """torchao's tensorwise float8 (``fp8_casts`` tensorwise) against Transformer Engine's fused
     casts, Llama 3.1 8B, one 8,192-token sequence, no TP. Per layer the GEMMs read

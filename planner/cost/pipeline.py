@@ -4,6 +4,8 @@ zero bubble and DualPipe."""
 from __future__ import annotations
 
 from planner.specs.framework import PipelineSchedule
+from planner.specs.layout import Layout
+from planner.specs.workload import TrainWorkload
 
 
 def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
@@ -23,7 +25,13 @@ def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
 
 
 def microbatches_in_flight(
-    pp: int, vpp: int, num_microbatches: int, stage: int, schedule: PipelineSchedule = "1f1b"
+    pp: int,
+    vpp: int,
+    num_microbatches: int,
+    stage: int,
+    schedule: PipelineSchedule = "1f1b",
+    *,
+    extra_forward: bool = False,
 ) -> float:
     """Micro-batches whose activations stage ``stage`` holds at its peak (in whole-stage units).
 
@@ -32,6 +40,9 @@ def microbatches_in_flight(
     sets (Megatron-LM ``theoretical_memory_usage.py``, "interleaved schedule memory penalty").
     GPipe (``schedule`` "gpipe"): every forward runs before the first backward, so every stage
     holds all m (Huang et al., NeurIPS 2019, section 2.2; Narayanan et al. SC'21 section 2.2.1).
+    ``extra_forward`` (Megatron-LM's combined 1F1B with an interleaved pipeline,
+    :func:`combined_1f1b_extra_forward`): one more model chunk, 1/v of a stage, is held, unless
+    every micro-batch already is.
 
     >>> microbatches_in_flight(4, 1, 16, 0)
     4
@@ -43,14 +54,45 @@ def microbatches_in_flight(
     1
     >>> microbatches_in_flight(4, 2, 16, 3, schedule="gpipe")
     16
+    >>> microbatches_in_flight(4, 2, 16, 0, extra_forward=True)  # 5.5 + one chunk of two
+    6.0
     """
     if schedule == "gpipe" and pp > 1:
         return num_microbatches
-    in_flight = min(num_microbatches, pp - stage)
+    in_flight: float = min(num_microbatches, pp - stage)
     if vpp > 1 and stage == 0:
         penalty = 1 + (pp - 1) / (pp * vpp)
-        return min(num_microbatches, pp) * penalty
+        in_flight = min(num_microbatches, pp) * penalty
+    if extra_forward and vpp > 1 and in_flight < num_microbatches:
+        in_flight += 1 / vpp
     return in_flight
+
+
+def combined_1f1b_extra_forward(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether ``layout`` runs Megatron-LM's combined 1F1B (the EP all-to-all overlap,
+    ``ep_comm_overlap``, under the 1F1B schedule with expert parallelism) over an interleaved
+    pipeline, whose warmup runs one extra forward chunk so that every 1F1B step pairs
+    independent passes (``schedules.get_pp_rank_microbatches``: ``num_warmup_microbatches + 1``
+    under ``overlap_moe_expert_parallel_comm``), so every rank holds one more chunk's activations
+    at its peak. Without pipelining the first forward runs alone and each later forward is
+    interleaved layer by layer with the previous micro-batch's backward, which frees what the
+    forward saves (``combined_1f1b_schedule_for_no_pipelining``): no more than one micro-batch is
+    held.
+
+    >>> w = TrainWorkload(ep_comm_overlap=True)
+    >>> combined_1f1b_extra_forward(w, Layout(pp=4, vpp=2, ep=8))
+    True
+    >>> no_pipeline, no_experts = Layout(ep=8), Layout(pp=4, vpp=2)
+    >>> combined_1f1b_extra_forward(w, no_pipeline), combined_1f1b_extra_forward(w, no_experts)
+    (False, False)
+    """
+    return (
+        workload.ep_comm_overlap
+        and workload.pipeline_schedule == "1f1b"
+        and layout.ep > 1
+        and layout.pp > 1
+        and layout.vpp > 1
+    )
 
 
 def bubble_is_a_share(schedule: PipelineSchedule) -> bool:

@@ -22,7 +22,7 @@ from planner.cost.memory import (
 )
 from planner.cost.params import embedding_params, norm_params
 from planner.cost.partition import StageContents, stage_contents
-from planner.cost.pipeline import microbatches_in_flight
+from planner.cost.pipeline import combined_1f1b_extra_forward, microbatches_in_flight
 from planner.cost.profile import layer_table
 from planner.cost.sharding import sharded_state_bytes
 from planner.specs.base import FrozenSpec
@@ -317,7 +317,12 @@ class StageMemoryProfile(NamedTuple):
             vocab_weight=self.vocab_weight,
         )
         in_flight = microbatches_in_flight(
-            layout.pp, layout.vpp, num_microbatches, self.stage, workload.pipeline_schedule
+            layout.pp,
+            layout.vpp,
+            num_microbatches,
+            self.stage,
+            workload.pipeline_schedule,
+            extra_forward=combined_1f1b_extra_forward(workload, layout),
         )
         copies = 1.0
         if workload.pipeline_schedule == "dualpipe" and layout.pp > 1:

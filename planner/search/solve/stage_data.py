@@ -31,7 +31,7 @@ import numpy as np
 
 from planner.cost.memory import logits_bytes, stage_layers, tp_gather_buffer_bytes
 from planner.cost.partition import StageContents
-from planner.cost.pipeline import microbatches_in_flight
+from planner.cost.pipeline import combined_1f1b_extra_forward, microbatches_in_flight
 from planner.cost.profile import layer_kinds
 from planner.cost.stage import microbatch_time
 from planner.cost.stage_memory import (
@@ -160,6 +160,7 @@ def build_stage_problem(
     full = layout.recompute is Recompute.FULL
     m = workload.global_batch // (layout.dp * layout.mbs)
     schedule = workload.pipeline_schedule
+    extra_forward = combined_1f1b_extra_forward(workload, layout)
     n = model.num_layers
 
     def time_of(contents: StageContents) -> float:
@@ -220,7 +221,12 @@ def build_stage_problem(
         layer_activation=tuple(r[3] for r in table),
         recompute_saving=tuple(r[4] for r in table),
         in_flight=tuple(
-            round(scale * microbatches_in_flight(layout.pp, layout.vpp, m, p, schedule))
+            round(
+                scale
+                * microbatches_in_flight(
+                    layout.pp, layout.vpp, m, p, schedule, extra_forward=extra_forward
+                )
+            )
             for p in range(layout.pp)
         ),
         in_flight_scale=scale,
