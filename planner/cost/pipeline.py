@@ -86,13 +86,21 @@ def combined_1f1b_extra_forward(workload: TrainWorkload, layout: Layout) -> bool
     >>> combined_1f1b_extra_forward(w, no_pipeline), combined_1f1b_extra_forward(w, no_experts)
     (False, False)
     """
-    return (
-        workload.ep_comm_overlap
-        and workload.pipeline_schedule == "1f1b"
-        and layout.ep > 1
-        and layout.pp > 1
-        and layout.vpp > 1
-    )
+    return runs_combined_1f1b(workload, layout.ep) and layout.pp > 1 and layout.vpp > 1
+
+
+def runs_combined_1f1b(workload: TrainWorkload, ep: int) -> bool:
+    """Whether an expert-parallel layout (``ep`` > 1) runs Megatron-LM's combined 1F1B: the EP
+    all-to-all overlap (``ep_comm_overlap``) under the 1F1B schedule. Its unpaired passes, its
+    extra warmup forward (:func:`combined_1f1b_extra_forward`) and Megatron-LM's asserts on it
+    (``planner.search.rules.ep_overlap_rules``) follow from this one test.
+
+    >>> runs_combined_1f1b(TrainWorkload(ep_comm_overlap=True), 8)
+    True
+    >>> runs_combined_1f1b(TrainWorkload(ep_comm_overlap=True, pipeline_schedule="dualpipe"), 8)
+    False
+    """
+    return workload.ep_comm_overlap and workload.pipeline_schedule == "1f1b" and ep > 1
 
 
 def bubble_is_a_share(schedule: PipelineSchedule) -> bool:

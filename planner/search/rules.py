@@ -7,6 +7,7 @@ data (counted by reason) and a user-given layout that breaks one is a one-line e
 from __future__ import annotations
 
 from planner.catalog.frameworks import framework_names, load_framework, vendor_rule
+from planner.cost.pipeline import runs_combined_1f1b
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, FUSED_GROUPED_MLP_SM_MAJOR
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
@@ -337,7 +338,7 @@ def ep_overlap_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
     >>> ep_overlap_rules(TrainWorkload(), Layout(pp=2, ep=2)), ep_overlap_rules(w, Layout(pp=2))
     ([], [])
     """
-    if not combined_1f1b(workload, layout.ep):
+    if not runs_combined_1f1b(workload, layout.ep):
         return []  # without expert parallelism the setting is unused (and said so)
     out = []
     if layout.pp > 1 and layout.vpp < 2:
@@ -346,15 +347,15 @@ def ep_overlap_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
             f"(vpp >= 2, got pp {layout.pp} vpp {layout.vpp})"
         )
     if layout.recompute is Recompute.FULL:
-        out.append("the EP all-to-all overlap (combined 1F1B) cannot run with full recomputation")
+        out.append(EP_OVERLAP_FULL_RECOMPUTE)
     return out
 
 
-def combined_1f1b(workload: TrainWorkload, ep: int) -> bool:
-    """Whether an expert-parallel layout (``ep``) runs Megatron-LM's combined 1F1B: the EP
-    all-to-all overlap under the 1F1B schedule, which :func:`ep_overlap_rules` limits (the
-    search leaves full recomputation off its recompute ladder for it)."""
-    return workload.ep_comm_overlap and workload.pipeline_schedule == "1f1b" and ep > 1
+EP_OVERLAP_FULL_RECOMPUTE = (
+    "the EP all-to-all overlap (combined 1F1B) cannot run with full recomputation"
+)
+""":func:`ep_overlap_rules`' sentence for full recomputation, which the search also gives when
+a pinned ``recompute=full`` leaves an expert-parallel structure nothing to try."""
 
 
 def pp_layers_rule(model: ModelSpec, pp: int) -> str:

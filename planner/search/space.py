@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pydantic import Field
 
 from planner.catalog.frameworks import load_framework
-from planner.cost.pipeline import bubble_is_a_share
+from planner.cost.pipeline import bubble_is_a_share, runs_combined_1f1b
 from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage import microbatch_time
 from planner.cost.step import (
@@ -29,12 +29,7 @@ from planner.cost.step import (
 from planner.errors import SpecError
 from planner.search.evaluate import score
 from planner.search.pipeline import framework_split
-from planner.search.rules import (
-    combined_1f1b,
-    ep_overlap_rules,
-    layout_violations,
-    tp_heads_rule,
-)
+from planner.search.rules import EP_OVERLAP_FULL_RECOMPUTE, layout_violations, tp_heads_rule
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
@@ -763,14 +758,14 @@ def _visit_structure(
     ]
     recomputes = [r for r in RECOMPUTE_ORDER if _pinned({"recompute": r}, fix)]
     ep = int(fields["ep"])  # type: ignore[call-overload]
-    if combined_1f1b(workload, ep) and Recompute.FULL in recomputes:
-        recomputes.remove(Recompute.FULL)  # ep_overlap_rules
+    if runs_combined_1f1b(workload, ep) and Recompute.FULL in recomputes:
+        recomputes.remove(Recompute.FULL)  # rules.ep_overlap_rules
         if not recomputes and zeros:  # pinned: say why nothing is left
             layout = Layout.model_construct(
                 **fields, vpp=1, mbs=1, recompute=Recompute.FULL, zero=zeros[0]
             )
             out.enumerated += 1
-            out.reject(layout, "framework", ep_overlap_rules(workload, layout)[-1], float("inf"))
+            out.reject(layout, "framework", EP_OVERLAP_FULL_RECOMPUTE, float("inf"))
             return
     if not zeros or not recomputes:
         return
