@@ -36,6 +36,7 @@ from planner.cli.options import (
     positive_float,
     positive_int,
     time_limit,
+    unknown_flags_message,
 )
 from planner.cli.parser import build_parser
 
@@ -73,7 +74,11 @@ def _main(argv: Sequence[str] | None) -> int:
     from planner import interrupt
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # argparse's own message would name the words but not what was meant
+        _subparser(parser, args.command).error(
+            unknown_flags_message(_subparser(parser, args.command), extras)
+        )
     tokens = list(sys.argv[1:] if argv is None else argv)
     args.argv = tokens  # for reports that name their command
     repeated = repeated_flag(parser, args.command, tokens)
@@ -211,10 +216,17 @@ _STDOUT_ERRNOS = frozenset(
 """What writing to a full disk, a closed descriptor or a vanished terminal raises."""
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``command``."""
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[command]
+
+
 def given_flags(parser: argparse.ArgumentParser, command: str, argv: list[str]) -> dict[str, str]:
     """The flags given on the command line (argparse cannot tell a flag given at its default
     value from one left out): each destination -> the flag as the parser spells it, e.g.
-    ``{"seq_len": "--seq-len"}``. Abbreviations are resolved as argparse resolves them."""
+    ``{"seq_len": "--seq-len"}`` (flags are taken only as spelled in full: options.
+    _OneLineParser)."""
     return {dest: names[0] for dest, names in _flag_uses(parser, command, argv).items()}
 
 
@@ -223,9 +235,7 @@ def _flag_uses(
 ) -> dict[str, list[str]]:
     """Each destination given on the command line -> the option strings it was given as, in
     order (a repeatable flag appears once per use)."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[
-        command
-    ]
+    sub = _subparser(parser, command)
     options: dict[str, argparse.Action] = {}
     for action in sub._actions:
         if isinstance(action, argparse._HelpAction):
@@ -243,11 +253,10 @@ def _flag_uses(
         name = token.split("=", 1)[0]
         if not name.startswith("--"):
             continue
-        matches = [o for o in options if o == name] or [o for o in options if o.startswith(name)]
-        if len(matches) != 1:
+        action = options.get(name)
+        if action is None:
             continue
-        action = options[matches[0]]
-        uses.setdefault(action.dest, []).append(matches[0])
+        uses.setdefault(action.dest, []).append(name)
         takes_value = "=" not in token and action.nargs != 0
     return uses
 
@@ -256,9 +265,7 @@ def repeated_flag(parser: argparse.ArgumentParser, command: str, argv: list[str]
     """'--x is given twice' when a flag that takes one value (or a switch, or one of a pair
     such as --rail-optimized / --no-rail-optimized) appears twice: argparse keeps the last one
     silently. Repeatable flags (--fix, --vary, --report, ...) are not counted. '' if none."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[
-        command
-    ]
+    sub = _subparser(parser, command)
     repeatable = {a.dest for a in sub._actions if isinstance(a, argparse._AppendAction)}
     for dest, names in _flag_uses(parser, command, argv).items():
         if dest in repeatable or len(names) < 2:

@@ -19,7 +19,14 @@ _SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exit code 2."""
+    """argparse that reports a usage error as one line and exit code 2, and takes every flag
+    only as spelled in full: argparse's prefix matching would read ``layout search --zero 1``
+    as ``--zero-shard-group 1``, silently another setting, and a prefix that is unique today
+    turns ambiguous when a flag is added (:func:`unknown_flags_message` names the flag meant)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
         from planner.errors import one_line  # control characters in an argument stay inert
@@ -45,6 +52,60 @@ def _cut(text: str, limit: int = 40) -> str:
     'tp=9999999999999999999999999999999999...'
     """
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+LAYOUT_FIELD_FLAGS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "mbs", "recompute", "zero")
+"""Layout fields ``layout estimate`` takes as flags and search, migrate, whatif and export pin
+with ``--fix`` (planner.search.space.PINNABLE)."""
+
+
+def unknown_flags_message(sub: argparse.ArgumentParser, extras: list[str]) -> str:
+    """The error for command-line words ``sub`` (one subcommand's parser) does not take: each
+    named, and for a flag, what was probably meant: a layout field given as a flag where the
+    command pins it with ``--fix`` (``--tp 2`` -> ``--fix tp=2``), or the full spelling of a
+    cut-short flag (abbreviations are refused, :class:`_OneLineParser`).
+
+    >>> p = _OneLineParser(prog="layout search")
+    >>> _ = p.add_argument("--fix"), p.add_argument("--ep-overlap", action="store_true")
+    >>> unknown_flags_message(p, ["--tp", "2"])
+    "unrecognized arguments: --tp 2 (pin a layout field with --fix: --fix tp=2; 'layout \
+estimate' takes --tp)"
+    >>> unknown_flags_message(p, ["--ep-over"])
+    'unrecognized arguments: --ep-over (flags are spelled in full: did you mean --ep-overlap?)'
+    >>> e = _OneLineParser(prog="layout estimate")
+    >>> _ = e.add_argument("--tp"), e.add_argument("--pp")
+    >>> unknown_flags_message(e, ["--fix", "tp=2,pp=4"])
+    'unrecognized arguments: --fix tp=2,pp=4 (this command takes the layout as flags: --tp 2 --pp 4)'
+    """
+    options = [name for action in sub._actions for name in action.option_strings]
+    hints: list[str] = []
+    for i, token in enumerate(extras):
+        name, equals, value = token.partition("=")
+        if not name.startswith("--"):
+            continue
+        field = name[2:].lower()
+        if name == "--fix" and "--tp" in options:  # estimate takes the layout as flags
+            if not equals and i + 1 < len(extras) and not extras[i + 1].startswith("-"):
+                value = extras[i + 1]
+            pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+            flags = " ".join(f"--{k.strip().lower()} {_cut(v.strip(), 20)}" for k, _, v in pairs)
+            hints.append(f"this command takes the layout as flags: {flags or '--tp N'}")
+            continue
+        if field in LAYOUT_FIELD_FLAGS and "--fix" in options:
+            if not equals and i + 1 < len(extras) and not extras[i + 1].startswith("-"):
+                value = extras[i + 1]
+            pin = f"{field}={_cut(value, 20) if value else 'N'}"
+            hints.append(
+                f"pin a layout field with --fix: --fix {pin}; 'layout estimate' takes {name}"
+            )
+            continue
+        longer = [o for o in options if o.startswith(name) and o != name]
+        if len(longer) == 1:
+            hints.append(f"flags are spelled in full: did you mean {longer[0]}?")
+        elif longer:
+            hints.append(f"flags are spelled in full: {name} could be {', '.join(longer)}")
+    shown = _cut(" ".join(extras), 80)
+    return f"unrecognized arguments: {shown}" + (f" ({'; '.join(hints)})" if hints else "")
 
 
 def positive_int(text: str) -> int:
