@@ -163,18 +163,34 @@ SERVE_SETTING_ALIASES: dict[str, str] = {
 field each sets: ``serving_engine="vllm"``, ``max_num_tokens=16384``."""
 
 
+LAYOUT_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "mbs", "recompute", "zero")
+"""Layout fields: ``search`` pins them with ``fix``, ``estimate`` takes them in ``layout``; as
+keyword arguments they are refused with the argument that takes them (:func:`_with_settings`)."""
+
+
 def _with_settings(
-    workload: object, settings: dict[str, object], kind: type[TrainWorkload | ServeWorkload]
+    workload: object,
+    settings: dict[str, object],
+    kind: type[TrainWorkload | ServeWorkload],
+    *,
+    layout_argument: str | None = None,
 ) -> object:
     """``workload`` with the workload settings given as keyword arguments by their CLI names
     (``precision="fp8"``, ``seq_len=4096``, ``tpot_ms=50``, ...): a TrainWorkload or
     ServeWorkload field, or one of TRAIN_SETTING_ALIASES / SERVE_SETTING_ALIASES. A name that is
-    neither, or one given both here and in ``workload``, is an error."""
+    neither, or one given both here and in ``workload``, is an error; a layout field
+    (``zero=1``) names ``layout_argument``, the argument of the call that takes it (``fix``,
+    ``layout``)."""
     if not settings:
         return workload
     fields = set(kind.model_fields) - {"mode"}
     aliases = TRAIN_SETTING_ALIASES if kind is TrainWorkload else tuple(SERVE_SETTING_ALIASES)
     for key in settings:
+        if key in LAYOUT_FIELDS and layout_argument is not None and key not in fields:
+            raise SpecError(
+                f"unknown argument '{key}': {key} is a layout field, given in "
+                f"{layout_argument}={{'{key}': ...}}"
+            )
         if key not in fields and key not in aliases:
             raise SpecError(
                 f"unknown argument '{key}': a workload setting is one of "
@@ -338,7 +354,10 @@ def search(
         settings["precision"] = precisions[0]
     formats = check_precisions(precisions)
     spec_model = load_model(model)
-    spec_workload = _workload(_with_settings(workload, settings, TrainWorkload), spec_cluster)  # type: ignore[arg-type]
+    spec_workload = _workload(
+        _with_settings(workload, settings, TrainWorkload, layout_argument="fix"),  # type: ignore[arg-type]
+        spec_cluster,
+    )
     if formats is None:  # a pinned precision; a search over formats applies it where it runs
         _pinned_format(spec_workload, spec_model, spec_cluster)
     state, state_name = _cluster_state(cluster_state)
@@ -393,7 +412,10 @@ def estimate(
     if not isinstance(layout, Layout | Mapping):
         raise _kind_error("layout", layout, "a Layout or a dict of its fields, e.g. {'tp': 8}")
     spec_model, spec_cluster = load_model(model), load_cluster(cluster)
-    spec_workload = _workload(_with_settings(workload, settings, TrainWorkload), spec_cluster)  # type: ignore[arg-type]
+    spec_workload = _workload(
+        _with_settings(workload, settings, TrainWorkload, layout_argument="layout"),  # type: ignore[arg-type]
+        spec_cluster,
+    )
     _pinned_format(spec_workload, spec_model, spec_cluster)
     state, state_name = _cluster_state(cluster_state)
     if state is None:

@@ -112,6 +112,10 @@ CASES: list[Case] = [
        fix={"precision": "fp9"}),
     _s("fix-precision-int", ("fix precision=8", "unknown training precision"),
        fix={"precision": 8}),
+    # a layout field as a keyword argument names the argument that takes it
+    _s("layout-field-as-keyword", ("unknown argument 'zero'", "fix={'zero': ...}"), zero=1),
+    _est("estimate-layout-field-as-keyword", ("unknown argument 'pp'", "layout={'pp': ...}"),
+         layout={"tp": 1}, pp=2),
     _s("fix-unknown-key", ("fix bogus=1", "cannot pin 'bogus'", "pinnable: tp"),
        fix={"bogus": 1}),
     _s("fix-serve-key", ("fix replicas=2", "cannot pin 'replicas'"), fix={"replicas": 2}),
