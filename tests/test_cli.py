@@ -407,6 +407,18 @@ def test_fix_lists_several_pins_in_one_flag() -> None:
     assert best == json.loads(repeated[1])["best"]["layout"]
 
 
+def test_context_lengths_in_binary_k() -> None:
+    """``--seq-len 8K`` is 8,192 tokens, the length "8K context" names (a decimal 8,000 was
+    read before), and the serving lengths read K the same way."""
+    base = ["search", "--model", "8B", "--cluster", "hgx_h100x8", "--json", "--top", "1"]
+    code, out, _ = run_main([*base, "--seq-len", "8K", "--global-batch", "64"])
+    assert code == 0 and json.loads(out)["best"]["workload"]["seq_len"] == 8192
+    serve = [*base, "--mode", "serve", "--prompt-len", "2K", "--output-len", "1k"]
+    code, out, _ = run_main(serve)
+    # the mean KV length over the decode: the prompt and half the output
+    assert code == 0 and json.loads(out)["best"]["context_tokens"] == 2048 + 1024 / 2
+
+
 def test_405b_on_one_board_does_not_fit_executable() -> None:
     proc = run_exe(["search", "--model", "405B", "--cluster", "hgx_h100x8"])
     line = assert_one_line_error(proc.returncode, proc.stderr, 1)

@@ -509,6 +509,10 @@ CASES: list[Case] = [
     # `--zero 1` as --zero-shard-group 1, another setting, silently
     Case("whatif-vary-and-abbreviated-flag", [*W8, "--vary", "ep_overlap=true", "--ep-over"], 2,
          ("unrecognized arguments: --ep-over", "did you mean --ep-overlap?")),
+    # context lengths are quoted in binary K: --seq-len 8K is 8,192 tokens, not 8,000
+    Case("seq-len-fractional-k", [*S8, "--seq-len", "8.3K"], 2,
+         ("'8.3k' is not a whole number of tokens", "8k = 8192")),
+    Case("seq-len-zero-k", [*S8, "--seq-len", "0K"], 2, ("'0k' is not a positive whole number",)),
     Case("search-zero-as-a-flag", [*S8, "--zero", "1"], 2,
          ("unrecognized arguments: --zero 1", "--fix zero=1", "'layout estimate' takes --zero")),
     Case("search-tp-as-a-flag", [*S8, "--tp", "2"], 2, ("--fix tp=2",)),

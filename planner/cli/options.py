@@ -145,6 +145,32 @@ def batch_tokens(text: str) -> int:
     return value
 
 
+def sequence_tokens(text: str) -> int:
+    """Tokens of one sequence, context or prompt: a positive whole number, where a K, M or G
+    suffix is binary as context lengths are quoted ("8K" = 8,192, "128K" = 131,072, Llama 3.1's
+    window; a decimal 8,000 would be a length no model or kernel tiles); anything else as
+    :func:`positive_int` reads it.
+
+    >>> sequence_tokens("8K"), sequence_tokens("128k"), sequence_tokens("1M"), sequence_tokens("1.5K")
+    (8192, 131072, 1048576, 1536)
+    >>> sequence_tokens("4096"), sequence_tokens("4e3")
+    (4096, 4000)
+    """
+    match = re.fullmatch(
+        r"\s*([0-9]{1,300}(?:\.[0-9]{1,30})?)\s*([KMG])\s*", text, flags=re.IGNORECASE
+    )
+    if match is None:
+        return positive_int(text)
+    value = Fraction(match.group(1)) * {"K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
+    if value.denominator != 1:
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} is not a whole number of tokens (K, M and G are binary: 8K = 8192)"
+        )
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number")
+    return int(value)
+
+
 _FLOAT = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
 """A number in ASCII digits (float() would also read '٣٠', '３０' and '1_0', which the integer
 flags refuse)."""
@@ -332,9 +358,9 @@ def _add_workload(
         )
     p.add_argument(
         "--seq-len",
-        type=ranged(positive_int, "seq_len"),
+        type=ranged(sequence_tokens, "seq_len"),
         default=8192,
-        help="tokens per sequence (default 8192)",
+        help="tokens per sequence (default 8192; K and M are binary: 8K = 8192)",
     )
     batch = p.add_mutually_exclusive_group()
     batch.add_argument(
@@ -815,14 +841,18 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mode", choices=("train", "serve"), default="train", help="default train")
     g.add_argument(
         "--context",
-        type=ranged(positive_int, "context"),
+        type=ranged(sequence_tokens, "context"),
         help="KV tokens per sequence (default: prompt + output)",
     )
     g.add_argument(
-        "--prompt-len", type=ranged(positive_int, "prompt_len"), help="prompt tokens (default 1024)"
+        "--prompt-len",
+        type=ranged(sequence_tokens, "prompt_len"),
+        help="prompt tokens (default 1024)",
     )
     g.add_argument(
-        "--output-len", type=ranged(positive_int, "output_len"), help="output tokens (default 1024)"
+        "--output-len",
+        type=ranged(sequence_tokens, "output_len"),
+        help="output tokens (default 1024)",
     )
     g.add_argument(
         "--concurrency",
@@ -846,7 +876,7 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
                    help="share of free memory for KV (default 0.9)")  # fmt: skip
     g.add_argument("--request-rate", type=positive_float,
                    help="Poisson arrivals, requests/s to the deployment (default: saturated)")  # fmt: skip
-    g.add_argument("--max-num-tokens", type=positive_int,
+    g.add_argument("--max-num-tokens", type=sequence_tokens,
                    help="engine token budget per forward pass (default 8192)")  # fmt: skip
     g.add_argument("--e2e-ms", type=positive_float, help="end-to-end latency target, ms")
     g.add_argument("--slo-percentile", type=int, choices=(50, 90),
