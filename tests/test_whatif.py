@@ -52,6 +52,7 @@ def test_parse_vary_values_and_aliases() -> None:
     assert parse_vary("num_gpus=8,16") == ("gpus", [8, 16])
     assert parse_vary("precision=BF16,fp8") == ("precision", ["bf16", "fp8"])
     assert parse_vary("system=hgx_b200") == ("system", ["hgx_b200"])
+    assert parse_vary("seq_len=8K,128k") == ("seq_len", [8192, 131072])  # as --seq-len reads K
     assert set(KNOBS) >= {"nic_gbps", "nics_per_gpu", "oversubscription", "rail_optimized",
                           "system", "accelerator", "gpus", "domain_size", "precision", "seq_len",
                           "global_batch"}  # fmt: skip

@@ -206,9 +206,22 @@ def knob_range(knob: str) -> tuple[float, float, bool]:
     return low, high, exclusive
 
 
+_BINARY_K = re.compile(r"\s*([0-9]{1,300})\s*([KMG])\s*", flags=re.IGNORECASE)
+"""A token length with a binary suffix, ``8K`` = 8,192 (the CLI's ``--seq-len`` reads it so)."""
+
+
 def _number(knob: str, text: str) -> KnobValue:
-    """A numeric knob's value from its text, in the knob's range (stated in the message)."""
+    """A numeric knob's value from its text, in the knob's range (stated in the message);
+    ``seq_len`` also as ``8K`` / ``128K`` (binary, as the CLI's ``--seq-len``).
+
+    >>> _number("seq_len", "8K"), _number("seq_len", "32768")
+    (8192, 32768)
+    """
     label = f"--vary {knob}: {short_repr(text)}"
+    binary = _BINARY_K.fullmatch(text) if knob == "seq_len" else None
+    if binary is not None:
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}[binary.group(2).upper()]
+        text = str(int(binary.group(1)) * scale)
     if not _NUMBER_TEXT.fullmatch(text):
         word = text.strip().lower().lstrip("+-")
         if word in ("inf", "infinity", "nan"):
