@@ -151,6 +151,49 @@ def test_inline_accelerator_and_a_name_that_is_the_catalogs(tmp_path: Path) -> N
     assert load_accelerator("h100_sxm").hbm_GB == 80.0  # the catalog entry is untouched
 
 
+def test_an_edited_hbm_with_a_stale_driver_total_is_refused(tmp_path: Path) -> None:
+    """A copy of the H100 sheet with hbm_GB 96 but the 80 GB part's driver total would plan at
+    75 GiB usable (the total decides allocation): refused, both figures named."""
+    stale = {**_h100_96gb(), "hbm_total_MiB": H100_EXPOSED_MIB}
+    (tmp_path / "stale.yaml").write_text(yaml.safe_dump(stale))
+    code, _, err = run_main(["show", str(_cluster_file(tmp_path, "stale_cluster", "stale.yaml"))])
+    line = assert_one_line_error(code, err, 2)
+    assert "hbm_total_MiB 81,559" in line and "hbm_GB 96" in line and "98,304 MiB" in line
+
+
+@pytest.mark.parametrize(
+    ("sheet", "expected"),
+    [
+        ("systems/hgx_h100.yaml", "is a system file, not a cluster file"),
+        ("accelerators/h100_sxm.yaml", "is an accelerator file, not a cluster file"),
+    ],
+)
+def test_a_system_or_accelerator_file_given_as_the_cluster(
+    tmp_path: Path, sheet: str, expected: str
+) -> None:
+    """--cluster given a catalog-shaped system or accelerator file says what a cluster file
+    holds, rather than listing the cluster fields the file lacks."""
+    path = tmp_path / "mine.yaml"
+    path.write_text((ROOT / "topologies" / sheet).read_text())
+    code, _, err = run_main(["show", str(path)])
+    line = assert_one_line_error(code, err, 2)
+    assert f"'mine.yaml' {expected}" in line and "num_accelerators: 64" in line
+
+
+def test_a_system_file_naming_an_accelerator_file_points_at_the_cluster_file(
+    tmp_path: Path,
+) -> None:
+    system = yaml.safe_load((ROOT / "topologies" / "systems" / "hgx_h100.yaml").read_text())
+    system.update(name="lab_board", accelerator="h100_96gb.yaml")
+    (tmp_path / "lab_board.yaml").write_text(yaml.safe_dump(system))
+    path = tmp_path / "lab.yaml"
+    path.write_text("name: lab\nsystem: lab_board.yaml\nnum_accelerators: 16\n")
+    code, _, err = run_main(["show", str(path)])
+    line = assert_one_line_error(code, err, 2)
+    assert "a system names a catalog accelerator" in line
+    assert "named in the cluster file (accelerator: h100_96gb.yaml" in line
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from planner.catalog.io import load_mapping, path_exists, validate_spec
@@ -252,6 +253,33 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
     )
 
 
+def _refuse_other_catalog_file(data: Mapping[str, object], path: Path) -> None:
+    """A one-line SpecError when ``--cluster`` was given a system or accelerator file (the shape
+    of ``topologies/systems/*.yaml`` or ``topologies/accelerators/*.yaml``) rather than a cluster
+    file: the error says what a cluster file holds and names ``path`` as its system or
+    accelerator, where the schema error would only list the cluster fields it lacks."""
+    if "system" in data or "num_accelerators" in data:
+        return
+    kind = (
+        "system" if "accelerators_per_node" in data or "scale_up" in data
+        else "accelerator" if "peak_TFLOP_per_s" in data or "hbm_GB" in data
+        else None
+    )  # fmt: skip
+    if kind is None:
+        return
+    name = _shorten(path.name)
+    example = (
+        f"system: {name}, num_accelerators: 64"
+        if kind == "system"
+        else f"system: hgx_h100, accelerator: {name}, num_accelerators: 64"
+    )
+    raise SpecError(
+        f"'{name}' is {'a' if kind == 'system' else 'an'} {kind} file, not a cluster file: a "
+        f"cluster file names its {kind} (a path relative to the cluster file) and a size, e.g. "
+        f"{{name: my_cluster, {example}}}"
+    )
+
+
 def load_cluster(
     name_or_path: str | Path | ClusterSpec, edits: ClusterEdits | None = None
 ) -> ClusterSpec:
@@ -264,7 +292,9 @@ def load_cluster(
         raise SpecError("the cluster name is empty (form: <system>x<N>, e.g. hgx_b200x16)")
     path = Path(text)
     if path.suffix.lower() in (".yaml", ".yml") or path_exists(path):
-        spec = validate_spec(ClusterFile, load_mapping(path), where=str(path))
+        data = load_mapping(path)
+        _refuse_other_catalog_file(data, path)
+        spec = validate_spec(ClusterFile, data, where=str(path))
         merged = spec.edits.model_copy(
             update={
                 k: v for k, v in (edits or ClusterEdits()).model_dump().items() if v is not None

@@ -206,6 +206,12 @@ def _accelerator(
     value: str | dict[str, Any] | None, system: SystemSpec, *, cluster_path: Path
 ) -> tuple[AcceleratorSpec, str]:
     if value is None:
+        if _is_file(system.accelerator):  # a system file names a catalog accelerator only
+            raise SpecError(
+                f"system '{system.name}': accelerator '{system.accelerator}' is a file; a "
+                f"system names a catalog accelerator, and an accelerator file is named in the "
+                f"cluster file (accelerator: {system.accelerator}, beside it)"
+            )
         return load_accelerator(system.accelerator), ""
     if isinstance(value, str) and not _is_file(value):
         try:

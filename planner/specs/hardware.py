@@ -117,6 +117,12 @@ class GemmTiling(NamedTuple):
     """Output columns of one unit's tile."""
 
 
+HBM_MIB_PER_GB_RANGE = (0.9, 1.05)
+"""Bounds of ``hbm_total_MiB / (hbm_GB x 1024)`` an accelerator spec may have: every catalogued
+part is inside (0.94-1.0), and a copy whose ``hbm_GB`` was edited without its driver total
+(96 against 81,559 MiB: 0.83) is refused rather than planned at the old capacity."""
+
+
 class AcceleratorSpec(FrozenSpec):
     """One accelerator model as sold (one GPU, or one TPU chip)."""
 
@@ -182,6 +188,21 @@ class AcceleratorSpec(FrozenSpec):
         if len(given) == 1:
             raise ValueError(f"{given[0]} needs its pair: the tile model takes compute_units and "
                              "gemm_tile together")  # fmt: skip
+        if self.hbm_total_MiB is not None:
+            # the figures sold as "80 GB" are GiB-based: the driver reports 0.99-1.0 x 1024 MiB
+            # per catalogued GB (tpu_v5p's decimal 102 GB for 96 GiB is the lowest, 0.94)
+            expected = self.hbm_GB * 1024
+            if (
+                not HBM_MIB_PER_GB_RANGE[0]
+                <= self.hbm_total_MiB / expected
+                <= HBM_MIB_PER_GB_RANGE[1]
+            ):
+                raise ValueError(
+                    f"hbm_total_MiB {self.hbm_total_MiB:,} (the driver's total) does not match "
+                    f"hbm_GB {self.hbm_GB:g} (about {expected:,.0f} MiB: the GB figures are "
+                    f"GiB-based): one of them is stale; correct it, or drop hbm_total_MiB to "
+                    f"take the total from hbm_GB"
+                )
         required = ("hbm_GB", "hbm_bandwidth_GB_per_s", "peak_TFLOP_per_s", "tdp_W", "efficiency")
         if self.compute_capability is not None:
             given.append("compute_capability")
