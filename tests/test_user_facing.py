@@ -183,6 +183,20 @@ def test_hf_config_is_named_from_the_config_or_the_file(tmp_path: Path) -> None:
     assert planner.load_model(ckpt / "config.json").name == "Llama-3.1-70B"
 
 
+def test_a_bare_config_json_is_named_from_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--model config.json`` run inside the checkpoint folder names the folder, as the path
+    ``Llama-3.1-70B/config.json`` does (it was named 'config')."""
+    from tests.test_hf_import import LLAMA_3_1_70B
+
+    ckpt = tmp_path / "Llama-3.1-70B"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(json.dumps(LLAMA_3_1_70B), encoding="utf-8")
+    monkeypatch.chdir(ckpt)
+    assert planner.load_model("config.json").name == "Llama-3.1-70B"
+
+
 @pytest.mark.parametrize("cluster", ["hgx_h100x1024", "tpu_v5p_8x8x16", "gb200_nvl72x144"])
 def test_show_is_readable_text(cluster: str) -> None:
     code, out, _ = run_main(["show", cluster])

@@ -381,8 +381,11 @@ def hf_config_name(data: dict[str, object], path: Path) -> str:
     given = data.get("_name_or_path")
     if isinstance(given, str) and given.strip():
         return given.strip()
-    if path.name.lower() == "config.json" and path.parent.name:
-        return path.parent.name
+    if path.name.lower() == "config.json":
+        # a bare config.json (run inside the checkpoint folder) names the folder it is in
+        folder = path.parent.name or path.absolute().parent.name
+        if folder:
+            return folder
     return path.stem
 
 
