@@ -48,6 +48,7 @@ from planner.search.rules import (
     fused_grouped_mlp_format_rule,
     fused_grouped_mlp_rule,
 )
+from planner.search.space import PINNABLE
 from planner.search.whatif import NoteCallback, ProgressCallback, WhatIfOptions
 from planner.specs.cluster import ClusterEdits, ClusterSpec
 from planner.specs.cluster_state import ClusterState
@@ -163,11 +164,6 @@ SERVE_SETTING_ALIASES: dict[str, str] = {
 field each sets: ``serving_engine="vllm"``, ``max_num_tokens=16384``."""
 
 
-LAYOUT_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "mbs", "recompute", "zero")
-"""Layout fields: ``search`` pins them with ``fix``, ``estimate`` takes them in ``layout``; as
-keyword arguments they are refused with the argument that takes them (:func:`_with_settings`)."""
-
-
 def _with_settings(
     workload: object,
     settings: dict[str, object],
@@ -179,14 +175,14 @@ def _with_settings(
     (``precision="fp8"``, ``seq_len=4096``, ``tpot_ms=50``, ...): a TrainWorkload or
     ServeWorkload field, or one of TRAIN_SETTING_ALIASES / SERVE_SETTING_ALIASES. A name that is
     neither, or one given both here and in ``workload``, is an error; a layout field
-    (``zero=1``) names ``layout_argument``, the argument of the call that takes it (``fix``,
-    ``layout``)."""
+    (``zero=1``, one of planner.search.space.PINNABLE) names ``layout_argument``, the argument
+    of the call that takes it (``fix``, ``layout``)."""
     if not settings:
         return workload
     fields = set(kind.model_fields) - {"mode"}
     aliases = TRAIN_SETTING_ALIASES if kind is TrainWorkload else tuple(SERVE_SETTING_ALIASES)
     for key in settings:
-        if key in LAYOUT_FIELDS and layout_argument is not None and key not in fields:
+        if key in PINNABLE and layout_argument is not None and key not in fields:
             raise SpecError(
                 f"unknown argument '{key}': {key} is a layout field, given in "
                 f"{layout_argument}={{'{key}': ...}}"

@@ -54,11 +54,6 @@ def _cut(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-LAYOUT_FIELD_FLAGS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "mbs", "recompute", "zero")
-"""Layout fields ``layout estimate`` takes as flags and search, migrate, whatif and export pin
-with ``--fix`` (planner.search.space.PINNABLE)."""
-
-
 def unknown_flags_message(sub: argparse.ArgumentParser, extras: list[str]) -> str:
     """The error for command-line words ``sub`` (one subcommand's parser) does not take: each
     named, and for a flag, what was probably meant: a layout field given as a flag where the
@@ -77,6 +72,8 @@ estimate' takes --tp)"
     >>> unknown_flags_message(e, ["--fix", "tp=2,pp=4"])
     'unrecognized arguments: --fix tp=2,pp=4 (this command takes the layout as flags: --tp 2 --pp 4)'
     """
+    from planner.search.space import PINNABLE  # the layout fields --fix pins; only on error
+
     options = [name for action in sub._actions for name in action.option_strings]
     hints: list[str] = []
     for i, token in enumerate(extras):
@@ -91,7 +88,7 @@ estimate' takes --tp)"
             flags = " ".join(f"--{k.strip().lower()} {_cut(v.strip(), 20)}" for k, _, v in pairs)
             hints.append(f"this command takes the layout as flags: {flags or '--tp N'}")
             continue
-        if field in LAYOUT_FIELD_FLAGS and "--fix" in options:
+        if field in PINNABLE and "--fix" in options:
             if not equals and i + 1 < len(extras) and not extras[i + 1].startswith("-"):
                 value = extras[i + 1]
             pin = f"{field}={_cut(value, 20) if value else 'N'}"
