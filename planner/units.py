@@ -26,6 +26,9 @@ HOUR_S = 3600.0
 DAY_S = 86_400.0
 MWH_J = 3.6e9  # joules in one megawatt-hour
 BITS_PER_BYTE = 8
+BINARY_PREFIX = {"K": 2**10, "M": 2**20, "G": 2**30}
+"""Multipliers of a K, M or G suffix on a token count, binary as ML papers quote them ("16M
+tokens" = 16,777,216; an "8K" context = 8,192): the CLI's token flags and ``--vary seq_len``."""
 
 
 def format_bytes(num_bytes: float) -> str:

@@ -76,9 +76,8 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:  # argparse's own message would name the words but not what was meant
-        _subparser(parser, args.command).error(
-            unknown_flags_message(_subparser(parser, args.command), extras)
-        )
+        sub = _subparser(parser, args.command)
+        sub.error(unknown_flags_message(sub, extras))
     tokens = list(sys.argv[1:] if argv is None else argv)
     args.argv = tokens  # for reports that name their command
     repeated = repeated_flag(parser, args.command, tokens)

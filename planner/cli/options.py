@@ -81,16 +81,14 @@ estimate' takes --tp)"
         if not name.startswith("--"):
             continue
         field = name[2:].lower()
+        if not equals and i + 1 < len(extras) and not extras[i + 1].startswith("-"):
+            value = extras[i + 1]  # the flag's value as the next word
         if name == "--fix" and "--tp" in options:  # estimate takes the layout as flags
-            if not equals and i + 1 < len(extras) and not extras[i + 1].startswith("-"):
-                value = extras[i + 1]
             pairs = [p.partition("=") for p in value.split(",") if p.strip()]
             flags = " ".join(f"--{k.strip().lower()} {_cut(v.strip(), 20)}" for k, _, v in pairs)
             hints.append(f"this command takes the layout as flags: {flags or '--tp N'}")
             continue
         if field in PINNABLE and "--fix" in options:
-            if not equals and i + 1 < len(extras) and not extras[i + 1].startswith("-"):
-                value = extras[i + 1]
             pin = f"{field}={_cut(value, 20) if value else 'N'}"
             hints.append(
                 f"pin a layout field with --fix: --fix {pin}; 'layout estimate' takes {name}"
@@ -134,9 +132,9 @@ def batch_tokens(text: str) -> int:
     match = re.fullmatch(r"\s*([0-9]{1,300})\s*([KMG]?)\s*", text, flags=re.IGNORECASE)
     if not match:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number of tokens")
-    value = (
-        int(match.group(1)) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
-    )
+    from planner.units import BINARY_PREFIX  # imported here: the CLI loads no library up front
+
+    value = int(match.group(1)) * BINARY_PREFIX.get(match.group(2).upper(), 1)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a positive whole number of tokens")
     return value
@@ -158,7 +156,9 @@ def sequence_tokens(text: str) -> int:
     )
     if match is None:
         return positive_int(text)
-    value = Fraction(match.group(1)) * {"K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
+    from planner.units import BINARY_PREFIX  # as batch_tokens
+
+    value = Fraction(match.group(1)) * BINARY_PREFIX[match.group(2).upper()]
     if value.denominator != 1:
         raise argparse.ArgumentTypeError(
             f"{_shown(text)} is not a whole number of tokens (K, M and G are binary: 8K = 8192)"

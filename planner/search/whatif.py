@@ -46,6 +46,7 @@ from planner.specs.model import ModelSpec
 from planner.specs.scenarios import WHATIF_TOP, KnobValue, RunLength, Scenario, WhatIfResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import MOE_DISPATCHERS, TrainWorkload, moe_framework_fields
+from planner.units import BINARY_PREFIX
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each scenario finishes."""
@@ -220,8 +221,7 @@ def _number(knob: str, text: str) -> KnobValue:
     label = f"--vary {knob}: {short_repr(text)}"
     binary = _BINARY_K.fullmatch(text) if knob == "seq_len" else None
     if binary is not None:
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30}[binary.group(2).upper()]
-        text = str(int(binary.group(1)) * scale)
+        text = str(int(binary.group(1)) * BINARY_PREFIX[binary.group(2).upper()])
     if not _NUMBER_TEXT.fullmatch(text):
         word = text.strip().lower().lstrip("+-")
         if word in ("inf", "infinity", "nan"):

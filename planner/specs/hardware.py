@@ -16,7 +16,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.text import Label, Name, Text
 from planner.specs.trust import HeldoutRecord
-from planner.units import GB, GBIT, TFLOP, US, MiB
+from planner.units import GB, GBIT, TFLOP, US, GiB, MiB
 
 Fraction = float
 
@@ -189,9 +189,7 @@ class AcceleratorSpec(FrozenSpec):
             raise ValueError(f"{given[0]} needs its pair: the tile model takes compute_units and "
                              "gemm_tile together")  # fmt: skip
         if self.hbm_total_MiB is not None:
-            # the figures sold as "80 GB" are GiB-based: the driver reports 0.99-1.0 x 1024 MiB
-            # per catalogued GB (tpu_v5p's decimal 102 GB for 96 GiB is the lowest, 0.94)
-            expected = self.hbm_GB * 1024
+            expected = self.hbm_GB * GiB / MiB  # the "80 GB" figures are GiB-based
             if (
                 not HBM_MIB_PER_GB_RANGE[0]
                 <= self.hbm_total_MiB / expected
