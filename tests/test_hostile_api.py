@@ -116,6 +116,11 @@ CASES: list[Case] = [
     _s("layout-field-as-keyword", ("unknown argument 'zero'", "fix={'zero': ...}"), zero=1),
     _est("estimate-layout-field-as-keyword", ("unknown argument 'pp'", "layout={'pp': ...}"),
          layout={"tp": 1}, pp=2),
+    # dp left to fill the cluster when tp x pp x cp does not divide it, or exceeds it (on 8 GPUs)
+    _est("estimate-dp-cannot-fill", ("no dp fills it: tp x pp x cp = 3 does not divide 8",
+                                     "a cluster of 6 or 9"), layout={"cp": 3}),
+    _est("estimate-degrees-beyond-cluster", ("no dp fills it: tp x pp x cp = 16 is more than 8",),
+         layout={"tp": 8, "pp": 2}),
     _s("fix-unknown-key", ("fix bogus=1", "cannot pin 'bogus'", "pinnable: tp"),
        fix={"bogus": 1}),
     _s("fix-serve-key", ("fix replicas=2", "cannot pin 'replicas'"), fix={"replicas": 2}),

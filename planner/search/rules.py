@@ -149,6 +149,37 @@ def fused_grouped_mlp_format_rule(workload: TrainWorkload, flag: str = "precisio
     return f"runs only in {formats}, not {workload.precision}: give {flag} {formats} (or auto)"
 
 
+def degrees_detail(layout: Layout, num_gpus: int) -> str:
+    """Why a layout's degrees do not occupy ``num_gpus`` accelerators, and, when tp x pp x cp
+    exceeds them or does not divide them, that no data-parallel degree would (the CLI and the
+    API fill dp with the cluster's accelerators over tp x pp x cp when it is not given, rounded
+    down).
+
+    >>> degrees_detail(Layout(tp=8, pp=3, dp=2), 64)
+    'tp x pp x cp x dp = 8x3x1x2 = 48 but the cluster has 64 accelerators, and no dp fills it: \
+tp x pp x cp = 24 does not divide 64 (a cluster of 48 or 72 would take it)'
+    >>> degrees_detail(Layout(tp=8, pp=2), 8)
+    'tp x pp x cp x dp = 8x2x1x1 = 16 but the cluster has 8 accelerators, and no dp fills it: \
+tp x pp x cp = 16 is more than 8'
+    >>> degrees_detail(Layout(tp=8, dp=2), 8)
+    'tp x pp x cp x dp = 8x1x1x2 = 16 but the cluster has 8 accelerators'
+    """
+    detail = (
+        f"tp x pp x cp x dp = {layout.tp}x{layout.pp}x{layout.cp}x{layout.dp} = "
+        f"{layout.num_gpus} but the cluster has {num_gpus} accelerators"
+    )
+    replica = layout.tp * layout.pp * layout.cp
+    if replica > num_gpus:
+        return f"{detail}, and no dp fills it: tp x pp x cp = {replica} is more than {num_gpus}"
+    if num_gpus % replica:
+        below = num_gpus // replica * replica
+        return (
+            f"{detail}, and no dp fills it: tp x pp x cp = {replica} does not divide {num_gpus} "
+            f"(a cluster of {below} or {below + replica} would take it)"
+        )
+    return detail
+
+
 def layout_violations(
     model: ModelSpec,
     cluster: ClusterSpec,
@@ -170,13 +201,7 @@ def layout_violations(
     out: list[tuple[str, str]] = []
     n = num_gpus or cluster.num_accelerators
     if layout.num_gpus != n:
-        out.append(
-            (
-                "degrees",
-                f"tp x pp x cp x dp = {layout.tp}x{layout.pp}x{layout.cp}x"
-                f"{layout.dp} = {layout.num_gpus} but the cluster has {n} accelerators",
-            )
-        )
+        out.append(("degrees", degrees_detail(layout, n)))
     replicate_kv = load_framework(workload.framework).tp_beyond_kv_heads
     for rule in (
         tp_heads_rule(model, layout.tp, replicate_kv=replicate_kv),
