@@ -63,11 +63,13 @@ def accelerator_names() -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def model_aliases() -> dict[str, str]:
-    """Short names (``70B``) -> catalog model names, from ``models/_aliases.yaml``."""
+def model_aliases(*, as_written: bool = False) -> dict[str, str]:
+    """Short names (``70B``) -> catalog model names, from ``models/_aliases.yaml``: lowercased
+    for lookup (names match case-insensitively), or ``as_written`` in the file (``8x7B``), for
+    listings."""
     path = catalog_root() / "models" / "_aliases.yaml"
     data = load_mapping(path)
-    return {str(k).lower(): str(v) for k, v in data.items()}
+    return {(str(k) if as_written else str(k).lower()): str(v) for k, v in data.items()}
 
 
 def suggest(name: str, choices: list[str], *, preferred: frozenset[str] = frozenset()) -> str:

@@ -24,8 +24,8 @@ from planner.units import GB
 def models_listing(*, as_json: bool) -> str:
     """Catalog models with computed parameter counts and aliases."""
     aliases: dict[str, list[str]] = {}
-    for alias, target in model_aliases().items():
-        aliases.setdefault(target, []).append(alias.upper())
+    for alias, target in model_aliases(as_written=True).items():
+        aliases.setdefault(target, []).append(alias)
     rows = []
     for name in model_names():
         m = load_model(name)
