@@ -427,6 +427,28 @@ def test_framework_aliases_run_their_profile_and_say_which() -> None:
     assert code != 0 and "unknown framework 'nemo3'" in err and "\n" not in err.strip()
 
 
+def test_catalog_names_match_whatever_their_case() -> None:
+    """The catalog's model, system and framework names are lower case; 'Llama3.1-8B',
+    'HGX_H100x8' and 'Megatron' name them (each used to be 'unknown ...; did you mean' the
+    lower-case spelling), and the plan records the catalog's spelling. A name that is wrong in
+    any case is still refused as written."""
+    plan = planner.estimate(model="Llama3.1-8B", cluster="HGX_H100X8", layout={"tp": 2},
+                            workload={"framework": "Megatron"})  # fmt: skip
+    same = planner.estimate(model="llama3.1-8b", cluster="hgx_h100x8", layout={"tp": 2})
+    assert (plan.model, plan.cluster, plan.workload.framework) == (
+        "llama3.1-8b",
+        "hgx_h100x8",
+        "megatron",
+    )
+    assert plan.step_time_s == same.step_time_s
+    code, _, err = run_main(["search", "--model", "8B", "--cluster", "HGX_H100x9"])
+    assert "nearest valid: 8 and 16" in assert_one_line_error(code, err, 2)  # the name matched
+    code, _, err = run_main(["search", "--model", "Llama9-8B", "--cluster", "hgx_h100x8"])
+    assert "unknown model 'Llama9-8B'" in assert_one_line_error(code, err, 2)
+    code, _, err = run_main(["search", "--model", "8B", "--cluster", "DGX_H100x8"])
+    assert "unknown cluster 'DGX_H100x8'" in assert_one_line_error(code, err, 2)
+
+
 def test_the_default_framework_follows_the_accelerator_and_a_foreign_one_is_refused() -> None:
     """Without --framework a TPU runs MaxText (Megatron-LM has no TPU backend) and a GPU
     Megatron-LM, and the plan says which; a framework named for accelerators it does not run on

@@ -302,7 +302,16 @@ def load_cluster(
         )
         hardware = file_hardware(spec, path=path)
         return build_cluster(hardware, spec.num_accelerators, name=spec.name, edits=merged)
-    system, n, shape = parse_cluster_name(text)
+    try:
+        system, n, shape = parse_cluster_name(text)
+    except SpecError as error:
+        if text.lower() == text:
+            raise
+        try:  # catalog system names are lower case: 'HGX_H100x64' names hgx_h100x64
+            system, n, shape = parse_cluster_name(text.lower())
+        except SpecError:
+            raise error from None
+        text = text.lower()
     if n == 0:
         raise SpecError(f"cluster '{text}' has 0 accelerators; N must be at least 1")
     return build_cluster(system, n, name=text, edits=edits, shape=shape)

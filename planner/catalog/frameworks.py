@@ -40,12 +40,18 @@ def framework_aliases() -> dict[str, str]:
 
 
 def framework_profile_name(name: str) -> str:
-    """The profile ``name`` stands for: itself, or the profile it is another name of.
+    """The profile ``name`` stands for: itself, or the profile it is another name of; names
+    match whatever their case, as the catalog's are lower case.
 
     >>> framework_profile_name("NeMo"), framework_profile_name("torchtitan")
     ('megatron', 'torchtitan')
+    >>> framework_profile_name("Megatron"), framework_profile_name("MaxText")
+    ('megatron', 'maxtext')
     """
-    return framework_aliases().get(name.lower(), name)
+    lowered = name.lower()
+    if lowered != name and lowered in framework_names():
+        return lowered
+    return framework_aliases().get(lowered, name)
 
 
 FRAMEWORK_DIR = "topologies/frameworks"

@@ -317,6 +317,8 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
         if not looks_like_hub_id(name):
             raise SpecError(f"model file or folder {short_repr(text)} does not exist")
         return _load_catalog_model(hub_id_model(name))
+    if name.lower() != name and name.lower() in model_names():
+        name = name.lower()  # catalog names are lower case; 'Llama3.1-70B' names llama3.1-70b
     return _load_catalog_model(name)
 
 
