@@ -428,10 +428,10 @@ def test_framework_aliases_run_their_profile_and_say_which() -> None:
 
 
 def test_catalog_names_match_whatever_their_case() -> None:
-    """The catalog's model, system and framework names are lower case; 'Llama3.1-8B',
-    'HGX_H100x8' and 'Megatron' name them (each used to be 'unknown ...; did you mean' the
-    lower-case spelling), and the plan records the catalog's spelling. A name that is wrong in
-    any case is still refused as written."""
+    """The catalog's model, system, framework and serving-engine names are lower case;
+    'Llama3.1-8B', 'HGX_H100x8', 'Megatron' and 'vLLM' name them (each used to be 'unknown
+    ...; did you mean' the lower-case spelling), and the plan records the catalog's spelling.
+    A name that is wrong in any case is still refused as written."""
     plan = planner.estimate(model="Llama3.1-8B", cluster="HGX_H100X8", layout={"tp": 2},
                             workload={"framework": "Megatron"})  # fmt: skip
     same = planner.estimate(model="llama3.1-8b", cluster="hgx_h100x8", layout={"tp": 2})
@@ -441,6 +441,8 @@ def test_catalog_names_match_whatever_their_case() -> None:
         "megatron",
     )
     assert plan.step_time_s == same.step_time_s
+    served = planner.serve_search(model="8B", cluster="hgx_h100x8", workload={"engine": "vLLM"})
+    assert served.best.engine.profile == "vllm"
     code, _, err = run_main(["search", "--model", "8B", "--cluster", "HGX_H100x9"])
     assert "nearest valid: 8 and 16" in assert_one_line_error(code, err, 2)  # the name matched
     code, _, err = run_main(["search", "--model", "Llama9-8B", "--cluster", "hgx_h100x8"])

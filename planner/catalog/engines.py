@@ -44,9 +44,13 @@ def default_engine(vendor: str | None = None) -> str:
 
 
 def with_default_engine(workload: ServeWorkload, vendor: str) -> ServeWorkload:
-    """``workload`` with the engine it names, else the default on ``vendor``'s accelerators."""
+    """``workload`` with the engine it names (in the catalog's lower-case spelling: 'vLLM' is
+    vllm), else the default on ``vendor``'s accelerators."""
     if "engine" in workload.model_fields_set:
-        return workload
+        named = load_engine(workload.engine).name
+        return (
+            workload if named == workload.engine else workload.model_copy(update={"engine": named})
+        )
     name = default_engine(vendor)
     return workload if name == workload.engine else workload.model_copy(update={"engine": name})
 
