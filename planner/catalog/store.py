@@ -159,10 +159,9 @@ def load_profile(folder: str, kind: str, name: str, spec: type[SpecT]) -> SpecT:
     """Load the profile ``<catalog>/<folder>/<name>.yaml`` as ``spec`` (a FrozenSpec with a
     ``name`` field that must equal the file name); an unknown name is one SpecError naming
     the ``kind`` and the profiles there are."""
+    if name.lower() != name and name.lower() in _names(catalog_root() / folder):
+        name = name.lower()  # catalog names are lower case: 'vLLM' is vllm, on any file system
     path = catalog_file(folder, name)
-    if path is None and name.lower() != name:  # catalog names are lower case: 'vLLM' is vllm
-        path = catalog_file(folder, name.lower())
-        name = name.lower() if path is not None else name
     if path is None:
         known = _names(catalog_root() / folder)
         raise SpecError(
