@@ -34,6 +34,10 @@ MAX_LOAD_FACTOR = 8.0
 """Largest MoE load factor (``expert_load_imbalance``, ``moe_capacity_factor``): the busiest
 expert rank at 8x its balanced share of tokens."""
 
+MAX_BUCKET_PARAMS = 10**12
+"""Largest gradient bucket (``ddp_bucket_params``): a trillion parameters, one bucket for any
+model."""
+
 RANGES: dict[str, Range] = {
     "seq_len": Range(1, MAX_SEQ_LEN, "tokens"),
     "global_batch": Range(1, MAX_SEQUENCES, "sequences"),
@@ -51,6 +55,7 @@ RANGES: dict[str, Range] = {
     "target_step_time_s": Range(0, 86_400, "s (a day)", low_open=True),
     "gpus": Range(1, MAX_ACCELERATORS, "accelerators"),
     "zero_shard_group": Range(1, MAX_ACCELERATORS, "ranks"),
+    "ddp_bucket_params": Range(1, MAX_BUCKET_PARAMS, "parameters"),
     "workers": Range(1, MAX_WORKERS, "processes"),
     "expert_load_imbalance": Range(1, MAX_LOAD_FACTOR, "x the balanced share"),
     "moe_capacity_factor": Range(1, MAX_LOAD_FACTOR, "x the balanced share"),

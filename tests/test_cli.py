@@ -75,6 +75,8 @@ WORKLOAD_FLAGS = {
     "--fused-grouped-mlp",
     # issue 18: grouped GEMMs or GShard's einsum dispatch into capacity slots (MaxText)
     "--moe-expert-compute",
+    # issue 18: parameters per gradient bucket, each bucket a collective (Megatron-LM's flag)
+    "--ddp-bucket-size",
 }  # fmt: skip
 EDIT_FLAGS = {
     "--nic-gbps", "--nics-per-gpu", "--oversubscription", "--rail-optimized",

@@ -232,6 +232,39 @@ def test_zero3_pays_one_collective_latency_per_wrapped_module_by_hand() -> None:
     assert exposed(33) - exposed(1) == pytest.approx(4 * 3 * 32 * alpha)
 
 
+def test_dp_reduction_pays_one_ring_latency_per_gradient_bucket_by_hand() -> None:
+    """Behind the backward a ZeRO-1 reduction runs one reduce-scatter and one all-gather per
+    gradient bucket (Megatron-Core), each paying the ring latency (n - 1) alpha. 1e9
+    parameters over 8 ranks, alpha 10 us, 100 GB/s; no compute to hide behind: 40M-parameter
+    buckets (Megatron-LM before 2024-04-11) make 25 collectives each way, a 1e9 bucket one, so
+    the difference is 2 x 24 x 7 x 10 us = 3.36 ms. The default bucket on 8 ranks is
+    max(40M, 8M) = 40M; --ddp-bucket-size without overlap changes nothing (one buffer)."""
+    from planner.cost.stage import MicrobatchTime
+    from planner.cost.step import ddp_bucket_params, dp_exposed_time
+    from planner.specs.comm import CommDomain
+
+    dp = CommDomain(
+        size=8, bandwidth_bytes_per_s=1e11, latency_s=1e-5, efficiency=1.0, tier="scale_out"
+    )
+    idle = MicrobatchTime(forward_s=0.0, backward_s=0.0, tp_comm_s=0, cp_comm_s=0, ep_comm_s=0)
+
+    def exposed(**fields: object) -> float:
+        return dp_exposed_time(
+            1e9, 0.0, Layout(dp=8, zero=1), {"dp": dp}, slowest=idle, num_microbatches=4,
+            workload=TrainWorkload(grad_reduce_dtype="fp32", **fields), tail_params=4e7,
+        )  # fmt: skip
+
+    one_bucket = 4 * 1e9 * 7 / 8 / 1e11 + 7e-5 + 2 * 1e9 * 7 / 8 / 1e11 + 7e-5
+    assert exposed(ddp_bucket_params=10**9) == pytest.approx(one_bucket)
+    assert exposed(ddp_bucket_params=40_000_000) - exposed(ddp_bucket_params=10**9) == (
+        pytest.approx(2 * 24 * 7e-5)
+    )
+    assert exposed() == pytest.approx(exposed(ddp_bucket_params=40_000_000))
+    assert ddp_bucket_params(Layout(dp=288)) == 288e6  # Megatron-Core's max(40M, 1M x dp)
+    serial = {"dp_comm_overlap": False}
+    assert exposed(ddp_bucket_params=40_000_000, **serial) == pytest.approx(one_bucket)
+
+
 def test_fsdp2_buffer_copies_add_their_hbm_passes_to_the_step_by_hand() -> None:
     """FSDP2's copies on the compute stream (TrainWorkload.fsdp2_buffer_copies): an 8B model,
     FSDP over 8 H100, 2 micro-batches of 4,096 tokens, resharded, fp32 reductions. Per micro-batch

@@ -126,6 +126,7 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("zero3pp", {"framework": "torchtitan", "pp_grad_sync": v}) for v in ("step", "round")
     ],
     "zero_shard_group": [("zero3", {"zero_shard_group": 8}), ("cp", {"zero_shard_group": 2})],
+    "ddp_bucket_params": [("dense", {"ddp_bucket_params": 40_000_000})],
     "fp32_params": [("dense", {"fp32_params": v}) for v in (False, True)],
     "unsharded_param_layers": [("zero3", {}), ("zero3", {"unsharded_param_layers": 3.0})],
     "host_sync_interval": [
@@ -512,6 +513,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "pp_grad_sync": _said,
         "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
         "zero_shard_group": lambda c: c.has("--num-distributed-optimizer-instances", _instances(c)),
+        "ddp_bucket_params": lambda c: c.has("--ddp-bucket-size", c.w.ddp_bucket_params),
         "fp32_params": _native(lambda c: not c.w.fp32_params),
         "unsharded_param_layers": _said,
         "activation_offload_fraction": _offload("--cpu-offloading-num-layers"),
@@ -609,6 +611,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "zero_shard_group": lambda c: c.has(
             "ddp.num_distributed_optimizer_instances", _instances(c)
         ),
+        "ddp_bucket_params": lambda c: c.has("ddp.bucket_size", c.w.ddp_bucket_params),
         "fp32_params": _native(lambda c: not c.w.fp32_params),
         "unsharded_param_layers": _said,
         "activation_offload_fraction": _offload("model.cpu_offloading", "true"),
@@ -706,6 +709,7 @@ EXPECT: dict[str, dict[str, Check]] = {
                 else "1F1B",
             )
         ),
+        "ddp_bucket_params": _said,
         "zero_shard_group": lambda c: (
             c.has("parallelism.data_parallel_shard_degree", c.w.zero_shard_group // c.layout.cp)
             and c.has("parallelism.data_parallel_replicate_degree", _instances(c))
@@ -779,6 +783,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "pipeline_schedule": _native(
             lambda c: c.w.pipeline_schedule == "1f1b" and c.layout.vpp == 1
         ),
+        "ddp_bucket_params": _said,
         "zero_shard_group": lambda c: (
             c.has("zero_optimization.mics_shard_size", c.w.zero_shard_group)
             if c.layout.zero == 3
@@ -854,6 +859,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "pp_grad_sync": _said,
         "reshard_after_forward": _said,
         "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "gpipe"),
+        "ddp_bucket_params": _said,
         "zero_shard_group": lambda c: (
             _maxtext_fsdp(c) * c.layout.ep == c.w.zero_shard_group
             if c.layout.zero == 3

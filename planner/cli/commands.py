@@ -606,6 +606,7 @@ _WORKLOAD_FLAGS = {
     "attention_kernel": "--attention-kernel",
     "cross_entropy": "--cross-entropy",
     "zero_shard_group": "--zero-shard-group",
+    "ddp_bucket_params": "--ddp-bucket-size",
     "reshard_after_forward": "--reshard-after-forward",
     "fsdp_gather_unit": "--fsdp-gather-unit",
     "fsdp2_buffer_copies": "--fsdp-buffer-copies",
@@ -692,7 +693,8 @@ PLAN_FIXES: tuple[str, ...] = (
     "moe_dispatcher", "ep_overlap", "moe_cuda_graphs", "grad_reduce", "optimizer_state",
     "fp8_param_gather", "fused_grouped_mlp", "expert_load_imbalance", "moe_capacity_factor",
     "moe_expert_compute", "saved_tensors", "activation_offload", "elementwise",
-    "attention_kernel", "cross_entropy", "zero_shard_group", "reshard_after_forward",
+    "attention_kernel", "cross_entropy", "zero_shard_group", "ddp_bucket_size",
+    "reshard_after_forward",
     "fsdp_gather_unit", "fsdp_buffer_copies", "weight_cast", "fp8_casts", "host_sync_interval",
     "no_sequence_parallel", "no_tp_overlap", "tp_overlap", "dp_overlap", "pipeline_schedule",
 )  # fmt: skip

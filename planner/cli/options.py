@@ -515,6 +515,14 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
         "models in mxfp8 or nvfp4 on compute capability 10.x GPUs (B200, GB200, B300, GB300)",
     )
     g.add_argument(
+        "--ddp-bucket-size",
+        type=ranged(positive_int, "ddp_bucket_params"),
+        metavar="N",
+        help="parameters per gradient bucket when the data-parallel reduction overlaps the "
+        "backward, each bucket a collective paying its latency (Megatron-LM --ddp-bucket-size) "
+        "[Megatron-Core's max(40M, 1M x dp x cp)]",
+    )
+    g.add_argument(
         "--zero-shard-group",
         type=ranged(positive_int, "zero_shard_group"),
         metavar="N",
@@ -759,6 +767,8 @@ def _framework(args: argparse.Namespace) -> dict[str, object]:
         )
     if getattr(args, "zero_shard_group", None) is not None:
         out["zero_shard_group"] = args.zero_shard_group
+    if getattr(args, "ddp_bucket_size", None) is not None:
+        out["ddp_bucket_params"] = args.ddp_bucket_size
     if getattr(args, "reshard_after_forward", None):
         out["reshard_after_forward"] = args.reshard_after_forward
     if getattr(args, "fsdp_gather_unit", None):
@@ -1179,7 +1189,8 @@ TRAIN_ONLY: tuple[str, ...] = (
     "moe_cuda_graphs", "grad_reduce", "optimizer_state", "fp8_param_gather", "fused_grouped_mlp",
     "expert_load_imbalance", "moe_capacity_factor", "moe_expert_compute", "saved_tensors",
     "activation_offload", "elementwise", "attention_kernel", "cross_entropy",
-    "zero_shard_group", "reshard_after_forward", "fsdp_gather_unit", "fsdp_buffer_copies",
+    "zero_shard_group", "ddp_bucket_size", "reshard_after_forward", "fsdp_gather_unit",
+    "fsdp_buffer_copies",
     "weight_cast", "fp8_casts", "host_sync_interval", "no_sequence_parallel", "no_tp_overlap",
     "tp_overlap", "framework", "cp_comm", "cp_impl", "mtp_num_layers", "pipeline_schedule",
     "stage_split",

@@ -441,7 +441,11 @@ def dp_exposed_time(
     ZeRO-3 gathers and reduces a stage's parameters per micro-batch in ``units`` collectives,
     one per wrapped module (:func:`fsdp_units`): each pays the collective's latency, so a stage
     of L layers pays L latencies per pass where one gather of the whole stage would pay one
-    (:func:`split_collective_time`).
+    (:func:`split_collective_time`). A once-per-step reduction behind the backward runs one
+    collective per gradient bucket (:func:`ddp_bucket_params` parameters; Megatron-Core's
+    ``_ParamAndGradBucketGroup``, one reduce-scatter and one all-gather each), each paying
+    the ring's (n - 1) alpha: at 40M-parameter buckets, 15B at TP 8 over 288 data-parallel
+    ranks pays 47 of them per collective where one buffer would pay one.
     """
     workload = workload or TrainWorkload()
     grad_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
@@ -466,17 +470,25 @@ def dp_exposed_time(
     def dense_gather(num_bytes: float) -> float:
         return all_gather_time(num_bytes, shard if shard is not None else dp)
 
-    # ZeRO-3 reducing and gathering per micro-batch makes one call per wrapped module
-    calls = units if layout.zero >= 3 and not reduces_once_per_step(workload, layout) else 1
+    # ZeRO-3 reducing and gathering per micro-batch makes one call per wrapped module (one
+    # for the stage when it keeps its parameters gathered over the step); below ZeRO-3 a
+    # reduction behind the backward makes one per gradient bucket, one buffer without overlap
+    calls = expert_calls = 1
+    if layout.zero >= 3:
+        calls = expert_calls = 1 if reduces_once_per_step(workload, layout) else units
+    elif dp_sync_overlapped(workload, layout):
+        bucket = ddp_bucket_params(layout, workload)
+        calls = max(1, math.ceil(dense_params / bucket))
+        expert_calls = max(1, math.ceil(expert_params / bucket))
     reduce = split_collective_time(dense_reduce, grad_bytes * dense_params, calls)
     reduce += split_collective_time(
-        lambda b: reduce_time(b, edp), grad_bytes * expert_params, calls
+        lambda b: reduce_time(b, edp), grad_bytes * expert_params, expert_calls
     )
     gather = 0.0
     if layout.zero >= 1:
         gather = split_collective_time(dense_gather, param_bytes * dense_params, calls)
         gather += split_collective_time(
-            lambda b: all_gather_time(b, edp), param_bytes * expert_params, calls
+            lambda b: all_gather_time(b, edp), param_bytes * expert_params, expert_calls
         )
     tail = min(tail_params, dense_params)
     tail_reduce = dense_reduce(grad_bytes * tail)
@@ -566,9 +578,23 @@ DDP_BUCKET_PARAMS_PER_RANK = 1e6
 buckets."""
 
 
-def dp_tail_params(model: ModelSpec, layout: Layout, stage: int = 0) -> float:
+def ddp_bucket_params(layout: Layout, workload: TrainWorkload | None = None) -> float:
+    """Parameters per gradient bucket: the workload's ``ddp_bucket_params``, else
+    Megatron-Core's max(40M, 1M x dp x cp).
+
+    >>> ddp_bucket_params(Layout(dp=96)), ddp_bucket_params(Layout(dp=8))
+    (96000000.0, 40000000.0)
+    """
+    if workload is not None and workload.ddp_bucket_params is not None:
+        return workload.ddp_bucket_params
+    return max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_RANK * layout.dp * layout.cp)
+
+
+def dp_tail_params(
+    model: ModelSpec, layout: Layout, stage: int = 0, workload: TrainWorkload | None = None
+) -> float:
     """Parameters per GPU in the bucket that reduces after ``stage``'s backward ends: a full
-    bucket (max(40M, 1M x dp x cp) parameters), or on the first stage the input embedding (the
+    bucket (:func:`ddp_bucket_params`), or on the first stage the input embedding (the
     first parameters, so the last gradients) when it is larger, for it is never split across
     buckets.
 
@@ -576,7 +602,7 @@ def dp_tail_params(model: ModelSpec, layout: Layout, stage: int = 0) -> float:
     >>> dp_tail_params(_tiny(), Layout(dp=8))
     40000000.0
     """
-    bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_RANK * layout.dp * layout.cp)
+    bucket = ddp_bucket_params(layout, workload)
     if stage != 0:
         return bucket
     return max(bucket, model.vocab_size * model.hidden_size / layout.tp)
@@ -686,7 +712,7 @@ def estimate_step(
             num_microbatches=m,
             workload=workload,
             contention=acc.efficiency.overlap_contention,
-            tail_params=dp_tail_params(model, layout, stage=s),
+            tail_params=dp_tail_params(model, layout, stage=s, workload=workload),
             units=fsdp_units(stage_contents(model, workload, layout, s, split)),
         )
         + copy_bytes * sum(params[s]) / hbm  # FSDP2's copies around its collectives

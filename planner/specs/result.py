@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.14"
+SCHEMA_VERSION = "1.15"
 
 
 class MemoryBreakdown(FrozenSpec):

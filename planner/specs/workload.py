@@ -6,7 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
-from planner.limits import MAX_LOAD_FACTOR
+from planner.limits import MAX_BUCKET_PARAMS, MAX_LOAD_FACTOR
 from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.framework import CpComm, CpImpl, PipelineSchedule
@@ -151,6 +151,14 @@ class TrainWorkload(FrozenSpec):
     DeepSpeed's ZeRO-1/2 do by default (``zero_optimization.overlap_comm`` false below stage 3).
     ZeRO-3 overlaps either way (its gathers are prefetched; DeepSpeed turns ``overlap_comm`` on
     for stage 3)."""
+    ddp_bucket_params: int | None = Field(default=None, ge=1, le=MAX_BUCKET_PARAMS)
+    """Parameters per gradient bucket when the data-parallel reduction overlaps the backward
+    (Megatron-LM ``--ddp-bucket-size``, Megatron-Bridge ``ddp.bucket_size``): each bucket is a
+    reduce-scatter (and a parameter all-gather) of its own and pays the collective's latency,
+    (n - 1) alpha (:func:`planner.cost.step.dp_exposed_time`). None: Megatron-Core's rule since
+    2024-04-11, max(40M, 1M x dp x cp) (commit 0fda386c04, "Tune DDP bucket size to improve
+    speed at large DP counts"; ``resolve_ddp_bucket_size`` in megatron/training/training.py);
+    before it a bucket held 40M parameters whatever the data-parallel size."""
     zero1_grad_sync: Literal["reduce_scatter", "all_reduce"] = "reduce_scatter"
     """How ZeRO-1 crosses the data-parallel group with the gradients. ``reduce_scatter``: each
     rank receives only the reduced shard its optimizer steps, bucket by bucket, behind the

@@ -362,6 +362,13 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
             else "the 1F1B schedule",
         }[j.train[1].pipeline_schedule],
     ),
+    "ddp_bucket_params": (
+        lambda j: j.train[1].ddp_bucket_params is not None and buckets_dp_sync(j),
+        lambda j: (
+            f"gradient buckets of {j.train[1].ddp_bucket_params:,} parameters, each "
+            "reduced (and its parameters gathered) as a collective of its own"
+        ),
+    ),
     "zero_shard_group": (
         lambda j: j.train[0].layout.zero >= 1 and j.train[1].zero_shard_group is not None,
         lambda j: (
@@ -482,6 +489,14 @@ def dp_overlapped(job: ExportJob) -> bool:
     """Whether the prediction overlaps the data-parallel collectives with compute
     (:func:`planner.cost.sharding.dp_sync_overlapped`)."""
     return dp_sync_overlapped(job.train[1], job.train[0].layout)
+
+
+def buckets_dp_sync(job: ExportJob) -> bool:
+    """Whether the prediction reduced the gradients once per step in buckets behind the
+    backward, each bucket its own collective (:func:`planner.cost.step.dp_exposed_time`):
+    data parallelism, overlapped, ZeRO below 3."""
+    layout = job.train[0].layout
+    return layout.dp * layout.cp > 1 and layout.zero < 3 and dp_overlapped(job)
 
 
 def profile_exports_to(job: ExportJob, *formats: str) -> bool:

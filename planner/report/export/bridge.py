@@ -137,6 +137,9 @@ def _batch_and_memory(job: ExportJob) -> list[str]:
     instances = optimizer_instances(job)
     if instances is not None:
         out.append(f"ddp.num_distributed_optimizer_instances={instances}")
+    if workload.ddp_bucket_params is not None:
+        out.append(f"ddp.bucket_size={workload.ddp_bucket_params}")
+        job.express("ddp_bucket_params")
     offloaded = offload_layers(job)
     if offloaded is not None:
         out += [

@@ -164,6 +164,9 @@ def _memory(job: ExportJob) -> Group:
     instances = optimizer_instances(job)
     if instances is not None:
         args += ["--num-distributed-optimizer-instances", str(instances)]
+    if workload.ddp_bucket_params is not None:
+        args += ["--ddp-bucket-size", str(workload.ddp_bucket_params)]
+        job.express("ddp_bucket_params")
     offloaded = offload_layers(job)
     if offloaded is not None:
         args += ["--cpu-offloading-num-layers", str(offloaded)]

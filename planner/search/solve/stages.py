@@ -676,7 +676,7 @@ def dp_sync_step_floor(
             num_microbatches=m,
             workload=workload,
             contention=contention,
-            tail_params=dp_tail_params(model, layout, stage=1),
+            tail_params=dp_tail_params(model, layout, stage=1, workload=workload),
         )
         optimizer = optimizer_step_time(dense, expert, workload, layout, hbm_bytes_per_s=hbm)
         floor = max(floor, exposed + optimizer)
