@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from planner.catalog.io import load_mapping, validate_spec
-from planner.catalog.store import _names, catalog_file, catalog_root, load_profile
+from planner.catalog.store import _names, catalog_file, catalog_root, catalog_spelling, load_profile
 from planner.catalog.vendors import default_profile, refusal
 from planner.errors import SpecError
 from planner.specs.framework import FrameworkSpec
@@ -48,10 +48,8 @@ def framework_profile_name(name: str) -> str:
     >>> framework_profile_name("Megatron"), framework_profile_name("MaxText")
     ('megatron', 'maxtext')
     """
-    lowered = name.lower()
-    if lowered != name and lowered in framework_names():
-        return lowered
-    return framework_aliases().get(lowered, name)
+    name = catalog_spelling(name, framework_names())
+    return framework_aliases().get(name.lower(), name)
 
 
 FRAMEWORK_DIR = "topologies/frameworks"

@@ -72,6 +72,18 @@ def model_aliases(*, as_written: bool = False) -> dict[str, str]:
     return {(str(k) if as_written else str(k).lower()): str(v) for k, v in data.items()}
 
 
+def catalog_spelling(name: str, names: list[str]) -> str:
+    """``name`` as the catalog spells it: catalog names are lower case, so a name in another
+    case that is one of ``names`` lowered stands for it ('Llama3.1-70B' for llama3.1-70b, on
+    any file system); any other name is returned as given, to be refused as written.
+
+    >>> catalog_spelling("Megatron", ["megatron"]), catalog_spelling("Megatrn", ["megatron"])
+    ('megatron', 'Megatrn')
+    """
+    lowered = name.lower()
+    return lowered if lowered != name and lowered in names else name
+
+
 def suggest(name: str, choices: list[str], *, preferred: frozenset[str] = frozenset()) -> str:
     """'; did you mean 'x'?' for the closest choice, or '' when nothing is close.
 
@@ -159,8 +171,7 @@ def load_profile(folder: str, kind: str, name: str, spec: type[SpecT]) -> SpecT:
     """Load the profile ``<catalog>/<folder>/<name>.yaml`` as ``spec`` (a FrozenSpec with a
     ``name`` field that must equal the file name); an unknown name is one SpecError naming
     the ``kind`` and the profiles there are."""
-    if name.lower() != name and name.lower() in _names(catalog_root() / folder):
-        name = name.lower()  # catalog names are lower case: 'vLLM' is vllm, on any file system
+    name = catalog_spelling(name, _names(catalog_root() / folder))
     path = catalog_file(folder, name)
     if path is None:
         known = _names(catalog_root() / folder)
@@ -319,9 +330,7 @@ def load_model(name_or_path: str | Path | ModelSpec) -> ModelSpec:
         if not looks_like_hub_id(name):
             raise SpecError(f"model file or folder {short_repr(text)} does not exist")
         return _load_catalog_model(hub_id_model(name))
-    if name.lower() != name and name.lower() in model_names():
-        name = name.lower()  # catalog names are lower case; 'Llama3.1-70B' names llama3.1-70b
-    return _load_catalog_model(name)
+    return _load_catalog_model(catalog_spelling(name, model_names()))
 
 
 HUB_URL = re.compile(r"(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/", re.IGNORECASE)

@@ -57,6 +57,23 @@ def dp_sync_overlapped(workload: TrainWorkload, layout: Layout) -> bool:
     return workload.dp_comm_overlap or layout.zero >= 3
 
 
+def reduces_in_buckets(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether the data-parallel reduction runs as one collective per gradient bucket
+    (``TrainWorkload.ddp_bucket_params``; Megatron-Core's ``_ParamAndGradBucketGroup``): below
+    ZeRO-3, overlapped with the backward (:func:`dp_sync_overlapped`). Without the overlap
+    Megatron-LM reduces one buffer (its bucket size is infinite then); ZeRO-3 reduces per
+    wrapped module.
+
+    >>> reduces_in_buckets(TrainWorkload(), Layout(dp=8, zero=1))
+    True
+    >>> reduces_in_buckets(TrainWorkload(dp_comm_overlap=False), Layout(dp=8, zero=1))
+    False
+    >>> reduces_in_buckets(TrainWorkload(), Layout(dp=8, zero=3))
+    False
+    """
+    return layout.zero < 3 and dp_sync_overlapped(workload, layout)
+
+
 def all_reduces_whole_buffer(workload: TrainWorkload, layout: Layout) -> bool:
     """Whether the step's gradient reduction is one all-reduce of the whole gradient buffer
     after the last backward although the optimizer state is sharded: ZeRO-1 under

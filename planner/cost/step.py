@@ -56,6 +56,7 @@ from planner.cost.sharding import (
     fsdp2_buffer_copy_bytes,
     gathered_param_bytes,
     param_gathers_per_microbatch,
+    reduces_in_buckets,
     reduces_once_per_step,
     shard_ranks,
 )
@@ -441,11 +442,12 @@ def dp_exposed_time(
     ZeRO-3 gathers and reduces a stage's parameters per micro-batch in ``units`` collectives,
     one per wrapped module (:func:`fsdp_units`): each pays the collective's latency, so a stage
     of L layers pays L latencies per pass where one gather of the whole stage would pay one
-    (:func:`split_collective_time`). A once-per-step reduction behind the backward runs one
-    collective per gradient bucket (:func:`ddp_bucket_params` parameters; Megatron-Core's
-    ``_ParamAndGradBucketGroup``, one reduce-scatter and one all-gather each), each paying
-    the ring's (n - 1) alpha: at 40M-parameter buckets, 15B at TP 8 over 288 data-parallel
-    ranks pays 47 of them per collective where one buffer would pay one.
+    (:func:`split_collective_time`). Below ZeRO-3 a reduction behind the backward runs one
+    collective per gradient bucket (:func:`planner.cost.sharding.reduces_in_buckets`,
+    :func:`ddp_bucket_params` parameters; one reduce-scatter and one all-gather each), each
+    paying the ring's (n - 1) alpha: Nemotron-4 15B at TP 8 holds 1.95B parameters per GPU,
+    49 buckets of 40M, so over 288 data-parallel ranks it pays 49 x 287 alpha per collective
+    where one buffer would pay 287.
     """
     workload = workload or TrainWorkload()
     grad_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
@@ -476,7 +478,7 @@ def dp_exposed_time(
     calls = expert_calls = 1
     if layout.zero >= 3:
         calls = expert_calls = 1 if reduces_once_per_step(workload, layout) else units
-    elif dp_sync_overlapped(workload, layout):
+    elif reduces_in_buckets(workload, layout):
         bucket = ddp_bucket_params(layout, workload)
         calls = max(1, math.ceil(dense_params / bucket))
         expert_calls = max(1, math.ceil(expert_params / bucket))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from planner.cost.expert import dispatcher_syncs_host
-from planner.cost.sharding import dp_sync_overlapped, zero3_reshards
+from planner.cost.sharding import dp_sync_overlapped, reduces_in_buckets, zero3_reshards
 from planner.cost.stage import runs_fused_grouped_mlp
 from planner.report.export.job import ExportJob, mtp_layers
 from planner.specs.formats import NumberFormat
@@ -492,11 +492,10 @@ def dp_overlapped(job: ExportJob) -> bool:
 
 
 def buckets_dp_sync(job: ExportJob) -> bool:
-    """Whether the prediction reduced the gradients once per step in buckets behind the
-    backward, each bucket its own collective (:func:`planner.cost.step.dp_exposed_time`):
-    data parallelism, overlapped, ZeRO below 3."""
+    """Whether the prediction reduced the gradients in buckets, each its own collective
+    (:func:`planner.cost.sharding.reduces_in_buckets`), over more than one data-parallel rank."""
     layout = job.train[0].layout
-    return layout.dp * layout.cp > 1 and layout.zero < 3 and dp_overlapped(job)
+    return layout.dp * layout.cp > 1 and reduces_in_buckets(job.train[1], layout)
 
 
 def profile_exports_to(job: ExportJob, *formats: str) -> bool:
