@@ -561,3 +561,28 @@ def test_a_batch_smaller_than_the_cluster_says_what_it_forces() -> None:
     assert split >= 4 and f"TP x PP x CP = {split}" in said[0]
     enough = planner.search(model="8B", cluster="hgx_h100x1024", global_batch=1024, top=1).best
     assert not any("global batch" in w for w in enough.warnings)
+
+
+def test_tpu_plans_count_chips_and_gpu_plans_count_gpus() -> None:
+    """A TPU plan's reports say chips (the catalog's ``device_noun``); the JSON keys keep
+    ``gpu`` whatever the part, and a migration across the two says 'accelerator'."""
+    from planner.report.markdown import migrate_text
+    from planner.report.serving import serve_plan_lines
+
+    workload = {"seq_len": 4096, "global_batch": 256}
+    tpu = planner.search(model="8B", cluster="tpu_v5px64", workload=workload)
+    assert tpu.best.device_noun == "chip"
+    text = search_text(tpu)
+    assert "(64 chips)" in text and "tokens/s/chip" in text and "per chip-hour" in text
+    assert "GPU" not in text.split("runners-up")[0]  # the headline, cost and memory lines
+    assert json.loads(tpu.best.model_dump_json())["tokens_per_s_per_gpu"] > 0
+    gpu = planner.search(model="8B", cluster="hgx_h100x64", workload=workload)
+    assert gpu.best.device_noun == "GPU" and "(64 GPUs)" in search_text(gpu)
+    moved = migrate_text(
+        planner.migrate(
+            model="8B", from_cluster="hgx_h100x64", to_cluster="tpu_v5px64", workload=workload
+        )
+    )
+    assert "tokens/s/accelerator " in moved and "tokens/s/GPU" not in moved
+    served = "\n".join(serve_plan_lines(planner.serve_search(model="8B", cluster="tpu_v6ex8").best))
+    assert "(8 chips, 2 per replica)" in served and "memory/chip:" in served

@@ -161,12 +161,12 @@ def _figures(result: WhatIfResult) -> str:
     band = "" if plan.uncertainty_pct is None else f"±{plan.uncertainty_pct:.0f}% (80% band)"
     cards = [
         (scenario_label(win), "fastest scenario"),
-        (plan.layout_text(), f"best layout, {plan.num_gpus:,} GPUs"),
+        (plan.layout_text(), f"best layout, {plan.num_gpus:,} {plan.device_noun}s"),
         (format_seconds(plan.step_time_s), f"per step {band}".strip()),
         (f"{plan.tokens_per_s:,.0f}", "tokens/s"),
         (money(eco.usd_per_million_tokens), "per million tokens"),
         (short_mfu(plan), "MFU" + ("" if str(plan.layout.precision) == "bf16" else " (peak)")),
-        (f"{memory_cell(plan)} GiB", "peak / usable memory per GPU"),
+        (f"{memory_cell(plan)} GiB", f"peak / usable memory per {plan.device_noun}"),
     ]
     body = "".join(
         f'<div class="figure"><b>{html_text(value)}</b><span>{html_text(label)}</span></div>'

@@ -410,9 +410,21 @@ def whatif_text(result: WhatIfResult) -> str:
     )
 
 
-def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str, str]]:
+def migrate_noun(before: Plan, after: Plan) -> str:
+    """The word for one accelerator in a migration's rows: both plans' ``device_noun`` when they
+    share it ('GPU' from H100 to B200), 'accelerator' from GPUs to TPU chips."""
+    return before.device_noun if before.device_noun == after.device_noun else "accelerator"
+
+
+def _economics_rows(
+    before: Economics, after: Economics, noun: str = "GPU"
+) -> list[tuple[str, str, str]]:
     rows = [
-        ("$ / GPU-hour", money(before.price_per_gpu_hour_usd), money(after.price_per_gpu_hour_usd)),
+        (
+            f"$ / {noun}-hour",
+            money(before.price_per_gpu_hour_usd),
+            money(after.price_per_gpu_hour_usd),
+        ),
         ("$ / M tokens", money(before.usd_per_million_tokens), money(after.usd_per_million_tokens)),
         ("J / token at TDP", f"{before.joules_per_token:.3g}", f"{after.joules_per_token:.3g}"),
     ]
@@ -420,7 +432,7 @@ def _economics_rows(before: Economics, after: Economics) -> list[tuple[str, str,
         b, a = before.run, after.run
         rows += [
             ("time to train", f"{b.wall_clock_days:,.1f} days", f"{a.wall_clock_days:,.1f} days"),
-            ("GPU-hours", f"{b.gpu_hours:,.0f}", f"{a.gpu_hours:,.0f}"),
+            (f"{noun}-hours", f"{b.gpu_hours:,.0f}", f"{a.gpu_hours:,.0f}"),
             ("cost", money(b.cost_usd), money(a.cost_usd)),
             ("energy at TDP", f"{b.energy_MWh:,.1f} MWh", f"{a.energy_MWh:,.1f} MWh"),
         ]
@@ -449,29 +461,31 @@ def _framework_row(before: Plan, after: Plan) -> list[tuple[str, str, str]]:
 def migrate_text(result: MigrateResult) -> str:
     """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
     before, after = result.from_plan, result.to_plan
+    noun = migrate_noun(before, after)
     mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
     rows = [
         ("layout", before.layout_text(), after.layout_text()),
         *_framework_row(before, after),
         ("step", format_seconds(before.step_time_s), format_seconds(after.step_time_s)),
         (
-            "tokens/s/GPU",
+            f"tokens/s/{noun}",
             f"{before.tokens_per_s_per_gpu:,.0f}",
             f"{after.tokens_per_s_per_gpu:,.0f}",
         ),
         ("MFU", mfu_cell(before), mfu_cell(after)),
         ("memory peak", mem(before), mem(after)),
-        *_economics_rows(result.from_economics, result.to_economics),
+        *_economics_rows(result.from_economics, result.to_economics, noun),
     ]
     width = max(len(r[1]) for r in rows) + 2
+    label = max(17, max(len(r[0]) for r in rows) + 1)  # 'tokens/s/accelerator' is 20 wide
     lines = [
         f"model   : {result.model} (seq-len {result.workload.seq_len}, global batch "
         f"{result.workload.global_batch}, {result.workload.precision})",
         f"from    : {before.cluster_description}",
         f"to      : {after.cluster_description}",
         "",
-        f"{'':<17}{'from':<{width}}to",
-        *(f"{name:<17}{a:<{width}}{b}" for name, a, b in rows),
+        f"{'':<{label}}{'from':<{width}}to",
+        *(f"{name:<{label}}{a:<{width}}{b}" for name, a, b in rows),
         "",
         f"speed-up: {result.speedup:.2f}x tokens/s",
         "changes :" if result.changes else "changes : none (the same layout is best on both)",

@@ -94,7 +94,7 @@ def _placement_lines(plan: ServePlan) -> list[str]:
         where = "inside one scale-up domain" if entry.within_domain else "across domains"
         lines.append(f"  {PLACEMENT_WORDS.get(dim, dim)} of {entry.size} {where}: {entry.link}")
     if not lines:
-        lines.append("  each replica on one GPU: no parallel groups")
+        lines.append(f"  each replica on one {plan.device_noun}: no parallel groups")
     return ["placement  :", *lines]
 
 
@@ -143,16 +143,18 @@ def _engine_lines(plan: ServePlan) -> list[str]:
 def serve_plan_lines(plan: ServePlan) -> list[str]:
     """Headline, placement, latency, targets, capacity and the per-token breakdown."""
     lay, mem = plan.layout, plan.memory
+    noun = plan.device_noun
     limit = LIMIT_WORDS.get(plan.concurrency_limit, plan.concurrency_limit)
     lines = [
         f"cluster    : {plan.cluster_description}",
         f"model      : {plan.model}   weights {lay.precision}, KV {lay.kv_precision}, "
         f"compute {plan.compute_precision}",
-        f"layout     : {lay.short()}  ({plural(plan.num_gpus, 'GPU')}, "
+        f"layout     : {lay.short()}  ({plural(plan.num_gpus, noun)}, "
         f"{lay.gpus_per_replica} per replica)",
         *_engine_lines(plan),
         *_placement_lines(plan),
-        f"throughput : {plan.throughput_tokens_per_s_per_gpu:,.0f} output tokens/s/GPU{_band(plan)}, "
+        f"throughput : {plan.throughput_tokens_per_s_per_gpu:,.0f} output tokens/s/{noun}"
+        f"{_band(plan)}, "
         f"{plan.throughput_tokens_per_s:,.0f} tokens/s in all",
         f"concurrency: {plural(plan.concurrency, 'sequence')} per replica, limited by {limit} "
         f"(the KV cache holds {plural(plan.max_concurrent_sequences, 'sequence')} at full "
@@ -162,11 +164,11 @@ def serve_plan_lines(plan: ServePlan) -> list[str]:
     if plan.targets:
         lines.append("targets    : " + "; ".join(target_text(t) for t in plan.targets))
     lines += [
-        f"memory/GPU : weights {mem.weights_gib:.1f} GiB + workspace {mem.workspace_gib:.1f} GiB "
+        f"{'memory/' + noun:<11}: weights {mem.weights_gib:.1f} GiB + workspace {mem.workspace_gib:.1f} GiB "
         f"+ KV cache {mem.kv_cache_gib:.1f} GiB of {mem.capacity_gib:.1f} GiB usable "
         f"({mem.hbm_gib:.1f} GiB HBM)",
         f"KV cache   : {plan.kv_bytes_per_token / KiB:,.1f} KiB per token "
-        f"({plan.kv_bytes_per_token_per_gpu / KiB:,.1f} KiB per GPU, x{plan.kv_replication:g} "
+        f"({plan.kv_bytes_per_token_per_gpu / KiB:,.1f} KiB per {noun}, x{plan.kv_replication:g} "
         f"replication); {plan.kv_cache_tokens:,} tokens per replica"
         + ("" if plan.fits else "  DOES NOT FIT"),
         "per output token:",
@@ -180,15 +182,16 @@ def serve_plan_lines(plan: ServePlan) -> list[str]:
     return [terminal_text(line) for line in lines]  # names come from user files: one line each
 
 
-def disaggregated_lines(split: DisaggregatedPlan) -> list[str]:
-    """The prefill/decode split against the aggregated plan."""
+def disaggregated_lines(split: DisaggregatedPlan, noun: str = "GPU") -> list[str]:
+    """The prefill/decode split against the aggregated plan (``noun``: the plan's word for one
+    accelerator, ``ServePlan.device_noun``)."""
     pre, dec = split.prefill, split.decode
     return [
-        f"disaggregated: {pre.instances}P{dec.instances}D on {plural(split.num_gpus, 'GPU')}: "
+        f"disaggregated: {pre.instances}P{dec.instances}D on {plural(split.num_gpus, noun)}: "
         f"{plural(pre.instances, 'prefill instance')} of {pre.layout.short().split(' x')[0]} + "
         f"{plural(dec.instances, 'decode instance')} of {dec.layout.short().split(' x')[0]} "
         f"({dec.concurrency} sequences each)",
-        f"  {split.throughput_tokens_per_s_per_gpu:,.0f} output tokens/s/GPU vs "
+        f"  {split.throughput_tokens_per_s_per_gpu:,.0f} output tokens/s/{noun} vs "
         f"{split.aggregated_tokens_per_s_per_gpu:,.0f} aggregated; TTFT {ms(split.ttft_s)} ms "
         f"(KV transfer {ms(split.kv_transfer_s)} ms over {split.kv_link}), TPOT "
         f"{ms(split.tpot_s)} ms",
@@ -201,6 +204,7 @@ def serve_search_text(result: ServeSearchResult) -> str:
     from planner.search.serving_search import reason_histogram
 
     lines = serve_plan_lines(result.best)
+    noun = result.best.device_noun
     if result.alternatives:
         lines.append("runners-up:")
         for i, alt in enumerate(result.alternatives, start=2):
@@ -210,11 +214,12 @@ def serve_search_text(result: ServeSearchResult) -> str:
         lines.append(
             f"frontier   : {plural(len(result.pareto), 'point')} from "
             f"{ends[0].tokens_per_s_per_user:,.0f} tokens/s per user at "
-            f"{ends[0].tokens_per_s_per_gpu:,.0f} per GPU to {ends[1].tokens_per_s_per_user:,.0f} "
-            f"per user at {ends[1].tokens_per_s_per_gpu:,.0f} per GPU (--pareto FILE.csv)"
+            f"{ends[0].tokens_per_s_per_gpu:,.0f} per {noun} to "
+            f"{ends[1].tokens_per_s_per_user:,.0f} per user at "
+            f"{ends[1].tokens_per_s_per_gpu:,.0f} per {noun} (--pareto FILE.csv)"
         )
     if result.disaggregated is not None:
-        lines += disaggregated_lines(result.disaggregated)
+        lines += disaggregated_lines(result.disaggregated, noun)
     rejected = reason_histogram(result.rejections)
     lines.append(
         f"search     : {plural(result.num_candidates, 'layout')}, {result.num_feasible} feasible"

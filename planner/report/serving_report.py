@@ -139,7 +139,7 @@ def serving_markdown(result: ServeSearchResult) -> str:
         lines.append("| " + " | ".join(markdown_cell(c) for c in row) + " |")
     if result.disaggregated is not None:
         lines += ["", "## Disaggregated prefill and decode", "", "```"]
-        lines += disaggregated_lines(result.disaggregated)
+        lines += disaggregated_lines(result.disaggregated, result.best.device_noun)
         lines.append("```")
     return "\n".join(lines) + "\n"
 
@@ -168,7 +168,7 @@ def serving_html(result: ServeSearchResult) -> str:
     )
     split = ""
     if result.disaggregated is not None:
-        text = _pre_text(disaggregated_lines(result.disaggregated))
+        text = _pre_text(disaggregated_lines(result.disaggregated, result.best.device_noun))
         split = f"<h2>Disaggregated prefill and decode</h2>\n<pre>{text}</pre>"
     page_body = BODY.substitute(
         plan=_pre_text(serve_plan_lines(result.best)),

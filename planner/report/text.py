@@ -11,6 +11,15 @@ from planner.specs.result import Plan, SearchResult, SplitSweepInfo
 from planner.units import format_seconds, run_length
 
 
+def device_count(noun: str, n: int) -> str:
+    """``n`` accelerators in the plan's word for one (``Plan.device_noun``).
+
+    >>> device_count("GPU", 2048), device_count("chip", 1), device_count("chip", 256)
+    ('2,048 GPUs', '1 chip', '256 chips')
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def breakdown_line(term: str, seconds: float, total_s: float) -> str:
     """One row of a time breakdown: term, seconds with a unit, share of the total.
 
@@ -74,9 +83,10 @@ def economics_text(plan: Plan) -> str:
     per_gpu = plan.tokens_per_s_per_gpu  # price and power per GPU, back from the per-token figures
     price = plan.usd_per_million_tokens / 1e6 * per_gpu * 3600.0
     watts = plan.joules_per_token * per_gpu
+    noun = plan.device_noun
     return (
-        f"${plan.usd_per_million_tokens:.3g} per million tokens (${price:.3g} per GPU-hour); "
-        f"{plan.joules_per_token:.3g} J per token at {watts:,.0f} W per GPU "
+        f"${plan.usd_per_million_tokens:.3g} per million tokens (${price:.3g} per {noun}-hour); "
+        f"{plan.joules_per_token:.3g} J per token at {watts:,.0f} W per {noun} "
         f"({kwh:.3g} kWh per million tokens)"
     )
 
@@ -103,14 +113,15 @@ def objective_figure(plan: Plan, objective: str) -> str:
 def plan_lines(plan: Plan) -> list[str]:
     """The headline, workload, memory and time breakdown of one plan."""
     mem = plan.memory
+    noun = plan.device_noun
     lines = [
         f"cluster : {plan.cluster_description}",
         f"model   : {plan.model}",
         f"workload: {workload_text(plan)}",
-        f"layout  : {plan.layout_text()}  ({plan.num_gpus} GPUs)",
+        f"layout  : {plan.layout_text()}  ({device_count(noun, plan.num_gpus)})",
         f"step    : {format_seconds(plan.step_time_s)}{_band(plan)}"
-        f"   tokens/s/GPU {plan.tokens_per_s_per_gpu:,.0f}"
-        f"   model TFLOP/s/GPU {plan.model_tflops_per_gpu:,.0f}   {mfu_text(plan)}",
+        f"   tokens/s/{noun} {plan.tokens_per_s_per_gpu:,.0f}"
+        f"   model TFLOP/s/{noun} {plan.model_tflops_per_gpu:,.0f}   {mfu_text(plan)}",
         f"cost    : {economics_text(plan)}",
         f"memory  : {mem.peak_gib:.1f} / {mem.capacity_gib:.1f} GiB usable "
         f"(stage {mem.binding_stage}: weights {mem.weights_gib:.1f}, grads {mem.grads_gib:.1f}, "
@@ -244,7 +255,7 @@ def solver_line(result: SearchResult) -> str:
     sweep = info.split_sweep
     if sweep is not None and sweep.finished:
         beat = (  # with a target the best is the fewest GPUs, then the shortest step
-            "meet the target on fewer GPUs or beat the best"
+            f"meet the target on fewer {result.best.device_noun}s or beat the best"
             if result.objective == "target"
             else "beat the best"
         )
@@ -255,14 +266,17 @@ def solver_line(result: SearchResult) -> str:
     return line
 
 
-def counts_words(counts: list[int]) -> str:
-    """The GPU counts a search weighed, in words (the ladder is ``engine.gpu_counts``'s).
+def counts_words(counts: list[int], noun: str = "GPU") -> str:
+    """The accelerator counts a search weighed, in words (the ladder is
+    ``engine.gpu_counts``'s), ``noun`` the plan's word for one (``Plan.device_noun``).
 
     >>> counts_words([8, 16, 24, 32, 48, 64])
     'weighed 8, 16, 24, 32, 48 and 64 GPUs (a ladder of whole scale-up units; --gpus N weighs N too)'
+    >>> counts_words([64, 128], "chip")[:26]
+    'weighed 64 and 128 chips ('
     """
     listed = ", ".join(f"{n:,}" for n in counts[:-1]) + f" and {counts[-1]:,}"
-    return f"weighed {listed} GPUs (a ladder of whole scale-up units; --gpus N weighs N too)"
+    return f"weighed {listed} {noun}s (a ladder of whole scale-up units; --gpus N weighs N too)"
 
 
 OBJECTIVE_WORDS = {
@@ -271,20 +285,23 @@ OBJECTIVE_WORDS = {
     "energy": "lowest energy per token",
     "target": "fewest GPUs that meet the step-time target, then shortest step",
 }
+"""How the search line names its ranking; the plan's ``device_noun`` replaces "GPUs" on TPUs."""
 
 
 def search_text(result: SearchResult) -> str:
     """The full terminal answer of ``layout search`` (lines within 100 columns)."""
     objective = result.objective
+    noun = result.best.device_noun
     lines = plan_lines(result.best)
     if objective != "time":
         lines.insert(
             3,
-            f"ranked  : by {OBJECTIVE_WORDS[objective]} (best {objective_figure(result.best, objective)})",
+            f"ranked  : by {OBJECTIVE_WORDS[objective].replace('GPUs', f'{noun}s')} "
+            f"(best {objective_figure(result.best, objective)})",
         )
         counts = result.solver.gpu_counts
         if len(counts) > 1:
-            lines.insert(4, f"counts  : {counts_words(counts)}")
+            lines.insert(4, f"counts  : {counts_words(counts, noun)}")
     if result.alternatives:
         unit = OBJECTIVE_UNITS.get(objective)
         lines.append("runners-up:" + (f" (step time, {unit})" if unit else " (step time)"))
@@ -304,6 +321,7 @@ def search_text(result: SearchResult) -> str:
             result.solver.best_bound,
             result.solver.split_sweep,
             best_gpus=result.best.num_gpus,
+            noun=noun,
         )
     )
     if len(result.subproblems) > 1:
@@ -323,6 +341,7 @@ def _gap(
     bound: float,
     sweep: SplitSweepInfo | None = None,
     best_gpus: int | None = None,
+    noun: str = "GPU",
 ) -> str:
     """' (split sweep ...)' with the optimality gap when the search did not prove its best plan
     the cost model's best: the split sweep (SolverConfig.split_sweep_budget) ran out with
@@ -338,8 +357,8 @@ def _gap(
     >>> _gap("FEASIBLE", 2.0, 1.5, sweep)[:58]
     ' (split sweep: 2 split(s) stopped by the CP-SAT time limit'
 
-    With a step-time target the bound is a step time on ``sweep.least_bound_gpus`` GPUs, fewer
-    than the best plan's ``best_gpus`` here:
+    With a step-time target the bound is a step time on ``sweep.least_bound_gpus`` GPUs (the
+    plan's ``noun``), fewer than the best plan's ``best_gpus`` here:
 
     >>> sweep = sweep.model_copy(update={"unproven": 0, "unresolved": 2, "least_bound_gpus": 8})
     >>> _gap("FEASIBLE", 2.0, 3.1, sweep, best_gpus=16)[:86]
@@ -356,7 +375,7 @@ def _gap(
             f"{WORK_LIMIT}"
         )  # fmt: skip
         what = f"bound {bound:.6g} s" if bound > 0 else "some layouts never bounded"
-        return f" ({why}: on {gpus:,} GPUs a split might still meet the target, {what}" + (
+        return f" ({why}: on {gpus:,} {noun}s a split might still meet the target, {what}" + (
             more if spent else ")"
         )
     if bound <= 0:

@@ -310,6 +310,7 @@ def to_plan(
         model=model.name,
         cluster=cluster.name,
         cluster_description=cluster.describe(),
+        device_noun=cluster.accelerator.device_noun,
         num_gpus=layout.num_gpus,
         layout=layout,
         step_time_s=step,

@@ -72,7 +72,8 @@ def objective_gap(alt: Plan, best: Plan, objective: str) -> str:
             return ""
         more = "more" if alt.num_gpus > best.num_gpus else "fewer"
         return (
-            f"{abs(alt.num_gpus - best.num_gpus)} {more} GPUs ({alt.num_gpus} vs {best.num_gpus})"
+            f"{abs(alt.num_gpus - best.num_gpus)} {more} {best.device_noun}s "
+            f"({alt.num_gpus} vs {best.num_gpus})"
         )
     if objective not in ("cost", "energy"):
         return ""
@@ -114,7 +115,7 @@ def why_not(alt: Plan, best: Plan, objective: str = "time") -> str:
     terms = [f"{TERM_WORDS.get(k, k)} {signed_seconds(d)}" for k, d in term_differences(alt, best)]
     lead = objective_gap(alt, best, objective)
     if lead and alt.num_gpus != best.num_gpus and objective != "target":
-        lead += f" on {alt.num_gpus} GPUs (vs {best.num_gpus})"
+        lead += f" on {alt.num_gpus} {best.device_noun}s (vs {best.num_gpus})"
     head = f"{layout_changes(alt, best)}: " + (f"{lead}; " if lead else "")
     return f"{head}{gap}: {', '.join(terms) or 'no term differs'}"
 

@@ -144,27 +144,35 @@ def _peak(plan: Plan) -> str:
     return f"{plan.memory.peak_gib:.0f} of {plan.memory.capacity_gib:.0f} GiB"
 
 
-def _ways(n: int) -> str:
-    return "on one GPU" if n == 1 else f"split {n} ways"
+def _noun(before: Plan, after: Plan) -> str:
+    """One accelerator in words: the plans' ``device_noun`` when they share it, else
+    'accelerator' (GPUs to TPU chips)."""
+    return before.device_noun if before.device_noun == after.device_noun else "accelerator"
+
+
+def _ways(n: int, noun: str = "GPU") -> str:
+    return f"on one {noun}" if n == 1 else f"split {n} ways"
 
 
 def _split_clause(field: str, old: int, new: int, before: Plan, after: Plan) -> str:
     what, verb = _SPLIT_WHAT[field]
-    head = f"{what} now {verb} {_ways(new)}" if new < old else f"{what} now split {new} ways"
+    noun = _noun(before, after)
+    head = f"{what} now {verb} {_ways(new, noun)}" if new < old else f"{what} now split {new} ways"
     if field == "cp":  # the sequence splits the activations; the model state stays whole
-        held = f"activations {after.memory.activations_gib:.0f} GiB per GPU (was "
+        held = f"activations {after.memory.activations_gib:.0f} GiB per {noun} (was "
         held += f"{before.memory.activations_gib:.0f})"
     else:
-        held = f"model state {_state_gib(after):.0f} GiB per GPU (was {_state_gib(before):.0f})"
-    return f"{head} (was {_ways(old)}): {held}, peak {_peak(after)} (was {_peak(before)})"
+        held = f"model state {_state_gib(after):.0f} GiB per {noun} (was {_state_gib(before):.0f})"
+    return f"{head} (was {_ways(old, noun)}): {held}, peak {_peak(after)} (was {_peak(before)})"
 
 
 def _memory_clause(field: str, old: object, new: object, before: Plan, after: Plan) -> str:
     if field in _SPLIT_WHAT:
         return _split_clause(field, int(old), int(new), before, after)  # type: ignore[call-overload]
+    noun = _noun(before, after)
     if field == "dp":
         return (
-            f"the replicas that fill {after.num_gpus} GPUs at TP x PP x CP = "
+            f"the replicas that fill {after.num_gpus} {after.device_noun}s at TP x PP x CP = "
             f"{_model_parallel(after.layout)} (was {before.num_gpus} at "
             f"{_model_parallel(before.layout)})"
         )
@@ -176,7 +184,7 @@ def _memory_clause(field: str, old: object, new: object, before: Plan, after: Pl
         mem, was = after.memory, before.memory
         return (
             f"optimizer state {mem.optimizer_gib:.0f} GiB and grads {mem.grads_gib:.0f} GiB per "
-            f"GPU (was {was.optimizer_gib:.0f} and {was.grads_gib:.0f}), peak {_peak(after)}"
+            f"{noun} (was {was.optimizer_gib:.0f} and {was.grads_gib:.0f}), peak {_peak(after)}"
         )
     act, was_act = after.memory.activations_gib, before.memory.activations_gib
     if field == "recompute":
@@ -184,7 +192,7 @@ def _memory_clause(field: str, old: object, new: object, before: Plan, after: Pl
         verb = "now fit with less recomputation" if less else "need more recomputation to fit"
         return f"activations of {act:.0f} GiB {verb} (was {was_act:.0f} GiB), peak {_peak(after)}"
     size = "larger micro-batches now fit" if int(new) > int(old) else "smaller micro-batches to fit"  # type: ignore[call-overload]
-    return f"{size}: activations {act:.0f} GiB per GPU (was {was_act:.0f}), peak {_peak(after)}"
+    return f"{size}: activations {act:.0f} GiB per {noun} (was {was_act:.0f}), peak {_peak(after)}"
 
 
 def _model_parallel(layout: Layout) -> int:
@@ -235,7 +243,8 @@ def layout_changes(before: Plan, after: Plan) -> list[LayoutChange]:
                 to_value=f"{100 * new_share:.0f}%",
                 reason=(
                     f"activation offload {100 * old_share:.0f}% -> {100 * new_share:.0f}%: saved "
-                    f"activations {act:.0f} GiB per GPU on the device (was {was:.0f}), the rest in "
+                    f"activations {act:.0f} GiB per {_noun(before, after)} on the device (was "
+                    f"{was:.0f}), the rest in "
                     f"host memory, peak {_peak(after)}" + (f"; {deltas}" if deltas else "")
                 ),
             )
@@ -251,7 +260,7 @@ def port_layout(
     if target.num_accelerators % model_parallel:
         return None, (
             f"not legal on {target.name}: TP x PP x CP = {model_parallel} does not divide its "
-            f"{target.num_accelerators} GPUs"
+            f"{target.num_accelerators} {target.accelerator.device_noun}s"
         )
     ported = layout.model_copy(update={"dp": target.num_accelerators // model_parallel})
     try:

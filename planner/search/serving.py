@@ -374,6 +374,7 @@ def to_serve_plan(
         model=model.name,
         cluster=cluster.name,
         cluster_description=cluster.describe(),
+        device_noun=cluster.accelerator.device_noun,
         num_gpus=layout.num_gpus,
         layout=layout,
         compute_precision=setup.compute_format,

@@ -293,12 +293,15 @@ def why_not_serve(alt: ServePlan, best: ServePlan, workload: ServeWorkload) -> s
     ]
     head = ", ".join(changes) or "same degrees"
     if workload.target_tokens_per_s is not None and alt.num_gpus != best.num_gpus:
-        lead = f"{alt.num_gpus} GPUs (vs {best.num_gpus})"
+        lead = f"{alt.num_gpus} {best.device_noun}s (vs {best.num_gpus})"
     elif workload.objective == "latency" and workload.target_tokens_per_s is None:
         lead = f"{format_seconds(alt.decode_step_s)} per token (vs {format_seconds(best.decode_step_s)})"
     else:
         ratio = alt.throughput_tokens_per_s_per_gpu / best.throughput_tokens_per_s_per_gpu - 1
-        lead = f"{alt.throughput_tokens_per_s_per_gpu:,.0f} tokens/s/GPU ({100 * ratio:+.0f}%)"
+        lead = (
+            f"{alt.throughput_tokens_per_s_per_gpu:,.0f} tokens/s/{best.device_noun} "
+            f"({100 * ratio:+.0f}%)"
+        )
     diffs = sorted(
         ((alt.breakdown_s[k] - best.breakdown_s.get(k, 0.0), k) for k in alt.breakdown_s),
         reverse=True,

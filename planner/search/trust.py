@@ -207,13 +207,17 @@ def envelope_steps(
     layout: Layout,
     spec: TrustSpec,
     step_s: float | None = None,
+    noun: str = "GPU",
 ) -> list[Step]:
     """Widenings for a plan beyond what the basis's rows validate: more GPUs, longer
     sequences, a shorter step than any of them (``step_s``, the plan's predicted step: strong
-    scaling), a precision none of them used."""
+    scaling), a precision none of them used; ``noun`` names one accelerator in the warnings
+    (``AcceleratorSpec.device_noun``)."""
     steps: list[Step] = []
     if basis.max_num_gpus is not None and layout.num_gpus > basis.max_num_gpus:
-        note = f"{layout.num_gpus} GPUs is beyond the largest validated job ({basis.max_num_gpus})"
+        note = (
+            f"{layout.num_gpus} {noun}s is beyond the largest validated job ({basis.max_num_gpus})"
+        )
         steps.append((spec.widen.beyond_largest_job.factor, note))
     if basis.max_seq_len is not None and workload.seq_len > basis.max_seq_len:
         note = f"sequence length {workload.seq_len} {BEYOND_LONGEST_SEQUENCE} ({basis.max_seq_len})"
@@ -300,7 +304,9 @@ def train_band(
     regime = "moe" if model.moe is not None else "dense"
     basis, steps = family_basis(cluster.accelerator, regime, spec)
     if basis is not None:
-        steps += envelope_steps(basis, workload, layout, spec, step_s)
+        steps += envelope_steps(
+            basis, workload, layout, spec, step_s, noun=cluster.accelerator.device_noun
+        )
     steps += architecture_step(model, spec)
     return widened(basis, steps)
 

@@ -133,6 +133,10 @@ class AcceleratorSpec(FrozenSpec):
     share the calibration fitted on any of them (``topologies/calibration/<family>.yaml``)."""
     vendor: Name
     """Vendor name (NVIDIA, AMD, Google)."""
+    device_noun: Literal["GPU", "chip"] = "GPU"
+    """What reports call one of these: ``GPU``, or ``chip`` for a TPU (Google sizes TPU jobs
+    and slices in chips, ``v5p-512`` = 256 chips). Words only: JSON field names keep ``gpu``
+    (``num_gpus``, ``tokens_per_s_per_gpu``) whatever the part."""
     description: Text = ""
     """Free text: SKU, memory type, form factor."""
     hbm_GB: PositiveFloat

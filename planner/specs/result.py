@@ -18,7 +18,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.15"
+SCHEMA_VERSION = "1.16"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -199,6 +199,9 @@ class Plan(FrozenSpec):
     """Cluster as given."""
     cluster_description: Text
     """What the cluster name resolved to."""
+    device_noun: Literal["GPU", "chip"] = "GPU"
+    """What the reports call one accelerator (the catalog's ``device_noun``: ``chip`` on TPUs);
+    the JSON keys say ``gpu`` whatever the part (schema 1.16)."""
     num_gpus: int
     """Accelerators the layout uses."""
     layout: Layout
@@ -523,6 +526,8 @@ class ServePlan(FrozenSpec):
     """Cluster as given."""
     cluster_description: Text
     """What the cluster name resolved to."""
+    device_noun: Literal["GPU", "chip"] = "GPU"
+    """What the reports call one accelerator (``chip`` on TPUs; schema 1.16)."""
     num_gpus: int
     """Accelerators the deployment uses (tp x pp x replicas)."""
     layout: ServeLayout
