@@ -586,3 +586,19 @@ def test_tpu_plans_count_chips_and_gpu_plans_count_gpus() -> None:
     assert "tokens/s/accelerator " in moved and "tokens/s/GPU" not in moved
     served = "\n".join(serve_plan_lines(planner.serve_search(model="8B", cluster="tpu_v6ex8").best))
     assert "(8 chips, 2 per replica)" in served and "memory/chip:" in served
+
+
+def test_a_tpu_whatif_report_counts_chip_hours() -> None:
+    """A sweep of TPU slices prices chip-hours in its Markdown and HTML reports; the knob keeps
+    its name (``gpus``), which is the CLI's."""
+    from planner.report.html import whatif_html
+    from planner.report.markdown import whatif_markdown
+
+    result = planner.whatif(
+        model="8B", cluster="tpu_v5px64", vary=["gpus=32,64"], tokens=1e12,
+        workload={"seq_len": 4096, "global_batch": 256},
+    )  # fmt: skip
+    markdown, html = whatif_markdown(result), whatif_html(result)
+    assert "| chip-hours |" in markdown and "per chip-hour" in markdown
+    assert "chip-hours" in html and "64 chips" in html
+    assert "GPU" not in markdown.replace("gpus=", "")

@@ -17,7 +17,6 @@ from string import Template
 from planner.report.markdown import (
     DEGREE_COLUMNS,
     DETAIL_HEADER,
-    RUN_HEADER,
     RUNNER_HEADER,
     TERM_LABELS,
     TERM_ORDER,
@@ -28,11 +27,13 @@ from planner.report.markdown import (
     knob_text,
     memory_cell,
     money,
+    run_header,
     run_rows,
     runner_rows,
     scenario_label,
     short_mfu,
     summary_sentence,
+    whatif_noun,
 )
 from planner.report.page import html_document
 from planner.report.quote import html_text
@@ -116,7 +117,7 @@ MAX_FACETS = 16
 """Small multiples of the step-time heatmap drawn at most (the table has every scenario)."""
 _NUMERIC = {
     "step", "tokens/s", "$/M tokens", "J/token", "memory GiB", "MFU", "steps", "days",
-    "GPU-hours", "cost", "MWh at TDP", "#",
+    "GPU-hours", "chip-hours", "accelerator-hours", "cost", "MWh at TDP", "#",
 }  # fmt: skip
 _NOWRAP = {"layout", "bottleneck"}
 
@@ -386,12 +387,14 @@ def whatif_html(result: WhatIfResult) -> str:
     """The what-if report as one self-contained HTML document."""
     wl = result.workload
     runs = run_rows(result)
-    run_section = f"<h2>Time to train</h2>\n{html_table(RUN_HEADER, runs)}" if runs else ""
+    noun = whatif_noun(result)
+    header = run_header(noun)
+    run_section = f"<h2>Time to train</h2>\n{html_table(header, runs)}" if runs else ""
     context = (
         f"Base cluster: {result.cluster_description}. Workload: {wl.seq_len:,}-token sequences x "
         f"{wl.global_batch:,} per step, {wl.precision}. Step times carry their 80% band (the "
         "spread of held-out errors of the closest validated regime). Cost at the catalog price "
-        "per GPU-hour; energy with every accelerator at TDP (an upper bound). MFU is over the "
+        f"per {noun}-hour; energy with every accelerator at TDP (an upper bound). MFU is over the "
         "BF16 dense peak, or over the running format's peak where it says so."
     )
     win = fastest(result)

@@ -285,6 +285,23 @@ def run_rows(result: WhatIfResult) -> list[list[str]]:
 
 
 RUN_HEADER = ["scenario", "steps", "days", "GPU-hours", "cost", "MWh at TDP"]
+"""The time-to-train columns (:func:`run_header` names the hours in the scenarios' own word)."""
+
+
+def whatif_noun(result: WhatIfResult) -> str:
+    """One accelerator in words for a what-if report: the plans' ``device_noun`` when they all
+    share it ('chip' for a sweep of TPU slices), 'accelerator' when the sweep crosses kinds."""
+    nouns = {s.plan.device_noun for s in result.scenarios if s.plan is not None}
+    return nouns.pop() if len(nouns) == 1 else ("GPU" if not nouns else "accelerator")
+
+
+def run_header(noun: str) -> list[str]:
+    """RUN_HEADER with its hours in ``noun``-hours.
+
+    >>> run_header("chip")[3]
+    'chip-hours'
+    """
+    return [f"{noun}-hours" if h == "GPU-hours" else h for h in RUN_HEADER]
 
 
 def whatif_markdown(result: WhatIfResult) -> str:
@@ -292,7 +309,8 @@ def whatif_markdown(result: WhatIfResult) -> str:
     wl = result.workload
     context = (
         f"Base cluster: {result.cluster_description}. Workload: seq-len {wl.seq_len}, global batch "
-        f"{wl.global_batch}, {wl.precision}. Cost at the catalog price per GPU-hour; energy with "
+        f"{wl.global_batch}, {wl.precision}. Cost at the catalog price per "
+        f"{whatif_noun(result)}-hour; energy with "
         "every accelerator at TDP (an upper bound)."
     )
     ok = [s for s in result.scenarios if s.plan is not None]
@@ -338,7 +356,7 @@ def whatif_markdown(result: WhatIfResult) -> str:
     ]
     runs = run_rows(result)
     if runs:
-        lines += ["", "## Time to train", "", *_table(RUN_HEADER, runs)]
+        lines += ["", "## Time to train", "", *_table(run_header(whatif_noun(result)), runs)]
     return "\n".join(lines) + "\n"
 
 
@@ -402,7 +420,7 @@ def whatif_text(result: WhatIfResult) -> str:
         prose.append(note)
     runs = run_rows(result)
     if runs:
-        table += ["", "time to train:", *_aligned(RUN_HEADER, runs)]
+        table += ["", "time to train:", *_aligned(run_header(whatif_noun(result)), runs)]
     return (
         terminal_lines(prose, width=COLUMNS)
         + "\n"
