@@ -231,15 +231,19 @@ def objective_cost(plan: ServePlan, workload: ServeWorkload) -> int:
     return -throughput
 
 
-def objective_words(workload: ServeWorkload) -> str:
-    """The objective, in words."""
+def objective_words(workload: ServeWorkload, noun: str = "GPU") -> str:
+    """The objective, in words; ``noun`` names one accelerator (``AcceleratorSpec.device_noun``).
+
+    >>> objective_words(ServeWorkload(), "chip")
+    'most output tokens/s per chip'
+    """
     if workload.request_rate is not None:
-        return f"fewest GPUs for {workload.request_rate:g} requests/s, then lowest p90 latency"
+        return f"fewest {noun}s for {workload.request_rate:g} requests/s, then lowest p90 latency"
     if workload.target_tokens_per_s is not None:
-        return f"min GPUs for {workload.target_tokens_per_s:,.0f} tokens/s"
+        return f"min {noun}s for {workload.target_tokens_per_s:,.0f} tokens/s"
     if workload.objective == "latency":
         return "shortest time per output token"
-    return "most output tokens/s per GPU"
+    return f"most output tokens/s per {noun}"
 
 
 def objective_value(plan: ServePlan, workload: ServeWorkload) -> float:
@@ -379,7 +383,7 @@ def serve_search(
         solver=ServeSolverInfo(
             name="exhaustive" if config.solver == "exhaustive" else "sort",
             status=status,
-            objective=objective_words(workload),
+            objective=objective_words(workload, cluster.accelerator.device_noun),
             objective_value=objective_value(best, workload),
         ),
         pareto=frontier,
