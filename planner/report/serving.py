@@ -6,7 +6,7 @@ echoed against what the plan achieves, and plurals that agree with their numbers
 from __future__ import annotations
 
 from planner.report.quote import terminal_lines, terminal_text
-from planner.report.text import band_text
+from planner.report.text import band_text, plural
 from planner.report.width import COLUMNS
 from planner.specs.result import DisaggregatedPlan, ServePlan, ServeSearchResult, TargetCheck
 from planner.units import KiB, format_seconds
@@ -42,16 +42,6 @@ PLACEMENT_WORDS: dict[str, str] = {
 }
 """Placement dimensions in words."""
 TARGET_WORDS = {"tpot": "TPOT", "ttft": "TTFT", "e2e": "end-to-end"}
-
-
-def plural(count: float, noun: str, many: str | None = None) -> str:
-    """``count noun`` with the noun in agreement: 1 GPU, 8 GPUs, 1 replica, 2.5 replicas.
-
-    >>> plural(1, "GPU"), plural(8, "GPU"), plural(2, "sequence"), plural(1, "replica")
-    ('1 GPU', '8 GPUs', '2 sequences', '1 replica')
-    """
-    text = f"{count:,}" if isinstance(count, int) else f"{count:,.3g}"
-    return f"{text} {noun if count == 1 else (many or noun + 's')}"
 
 
 def ms(seconds: float) -> str:

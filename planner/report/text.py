@@ -11,13 +11,14 @@ from planner.specs.result import Plan, SearchResult, SplitSweepInfo
 from planner.units import format_seconds, run_length
 
 
-def device_count(noun: str, n: int) -> str:
-    """``n`` accelerators in the plan's word for one (``Plan.device_noun``).
+def plural(count: float, noun: str, many: str | None = None) -> str:
+    """``count noun`` with the noun in agreement: 1 GPU, 8 GPUs, 1 replica, 2.5 replicas.
 
-    >>> device_count("GPU", 2048), device_count("chip", 1), device_count("chip", 256)
-    ('2,048 GPUs', '1 chip', '256 chips')
+    >>> plural(1, "GPU"), plural(8, "GPU"), plural(2, "sequence"), plural(1, "replica")
+    ('1 GPU', '8 GPUs', '2 sequences', '1 replica')
     """
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+    text = f"{count:,}" if isinstance(count, int) else f"{count:,.3g}"
+    return f"{text} {noun if count == 1 else (many or noun + 's')}"
 
 
 def breakdown_line(term: str, seconds: float, total_s: float) -> str:
@@ -118,7 +119,7 @@ def plan_lines(plan: Plan) -> list[str]:
         f"cluster : {plan.cluster_description}",
         f"model   : {plan.model}",
         f"workload: {workload_text(plan)}",
-        f"layout  : {plan.layout_text()}  ({device_count(noun, plan.num_gpus)})",
+        f"layout  : {plan.layout_text()}  ({plural(plan.num_gpus, noun)})",
         f"step    : {format_seconds(plan.step_time_s)}{_band(plan)}"
         f"   tokens/s/{noun} {plan.tokens_per_s_per_gpu:,.0f}"
         f"   model TFLOP/s/{noun} {plan.model_tflops_per_gpu:,.0f}   {mfu_text(plan)}",
