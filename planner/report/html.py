@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from string import Template
+from typing import get_args
 
 from planner.report.markdown import (
     DEGREE_COLUMNS,
@@ -23,6 +24,7 @@ from planner.report.markdown import (
     breakdown_rows,
     degree_row,
     detail_cells,
+    hours_column,
     knob_effects,
     knob_text,
     memory_cell,
@@ -46,6 +48,7 @@ from planner.report.svg import (
     scatter_chart,
     stacked_bar_chart,
 )
+from planner.specs.hardware import DeviceNoun
 from planner.specs.scenarios import KnobValue, Scenario, WhatIfResult
 from planner.units import format_seconds
 
@@ -117,7 +120,8 @@ MAX_FACETS = 16
 """Small multiples of the step-time heatmap drawn at most (the table has every scenario)."""
 _NUMERIC = {
     "step", "tokens/s", "$/M tokens", "J/token", "memory GiB", "MFU", "steps", "days",
-    "GPU-hours", "chip-hours", "accelerator-hours", "cost", "MWh at TDP", "#",
+    "cost", "MWh at TDP", "#",
+    *(hours_column(noun) for noun in (*get_args(DeviceNoun), "accelerator")),
 }  # fmt: skip
 _NOWRAP = {"layout", "bottleneck"}
 

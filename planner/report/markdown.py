@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 
 from planner.report.quote import markdown_cell, markdown_text, terminal_lines
 from planner.report.width import COLUMNS
-from planner.specs.result import Plan
+from planner.specs.result import Plan, shared_device_noun
 from planner.specs.scenarios import (
     Bottleneck,
     Economics,
@@ -284,24 +284,24 @@ def run_rows(result: WhatIfResult) -> list[list[str]]:
     return rows
 
 
-RUN_HEADER = ["scenario", "steps", "days", "GPU-hours", "cost", "MWh at TDP"]
-"""The time-to-train columns (:func:`run_header` names the hours in the scenarios' own word)."""
-
-
-def whatif_noun(result: WhatIfResult) -> str:
-    """One accelerator in words for a what-if report: the plans' ``device_noun`` when they all
-    share it ('chip' for a sweep of TPU slices), 'accelerator' when the sweep crosses kinds."""
-    nouns = {s.plan.device_noun for s in result.scenarios if s.plan is not None}
-    return nouns.pop() if len(nouns) == 1 else ("GPU" if not nouns else "accelerator")
+def hours_column(noun: str) -> str:
+    """The time-to-train hours column in the plans' word for one accelerator: 'GPU-hours',
+    'chip-hours'."""
+    return f"{noun}-hours"
 
 
 def run_header(noun: str) -> list[str]:
-    """RUN_HEADER with its hours in ``noun``-hours.
+    """The time-to-train columns, the hours in ``noun``-hours (:func:`whatif_noun`).
 
     >>> run_header("chip")[3]
     'chip-hours'
     """
-    return [f"{noun}-hours" if h == "GPU-hours" else h for h in RUN_HEADER]
+    return ["scenario", "steps", "days", hours_column(noun), "cost", "MWh at TDP"]
+
+
+def whatif_noun(result: WhatIfResult) -> str:
+    """One accelerator in words for a what-if report (:func:`shared_device_noun` of its plans)."""
+    return shared_device_noun(s.plan for s in result.scenarios if s.plan is not None)
 
 
 def whatif_markdown(result: WhatIfResult) -> str:
@@ -428,12 +428,6 @@ def whatif_text(result: WhatIfResult) -> str:
     )
 
 
-def migrate_noun(before: Plan, after: Plan) -> str:
-    """The word for one accelerator in a migration's rows: both plans' ``device_noun`` when they
-    share it ('GPU' from H100 to B200), 'accelerator' from GPUs to TPU chips."""
-    return before.device_noun if before.device_noun == after.device_noun else "accelerator"
-
-
 def _economics_rows(
     before: Economics, after: Economics, noun: str = "GPU"
 ) -> list[tuple[str, str, str]]:
@@ -450,7 +444,7 @@ def _economics_rows(
         b, a = before.run, after.run
         rows += [
             ("time to train", f"{b.wall_clock_days:,.1f} days", f"{a.wall_clock_days:,.1f} days"),
-            (f"{noun}-hours", f"{b.gpu_hours:,.0f}", f"{a.gpu_hours:,.0f}"),
+            (hours_column(noun), f"{b.gpu_hours:,.0f}", f"{a.gpu_hours:,.0f}"),
             ("cost", money(b.cost_usd), money(a.cost_usd)),
             ("energy at TDP", f"{b.energy_MWh:,.1f} MWh", f"{a.energy_MWh:,.1f} MWh"),
         ]
@@ -479,7 +473,7 @@ def _framework_row(before: Plan, after: Plan) -> list[tuple[str, str, str]]:
 def migrate_text(result: MigrateResult) -> str:
     """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
     before, after = result.from_plan, result.to_plan
-    noun = migrate_noun(before, after)
+    noun = shared_device_noun((before, after))
     mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
     rows = [
         ("layout", before.layout_text(), after.layout_text()),

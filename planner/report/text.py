@@ -284,9 +284,9 @@ OBJECTIVE_WORDS = {
     "time": "shortest step time",
     "cost": "lowest $ per token",
     "energy": "lowest energy per token",
-    "target": "fewest GPUs that meet the step-time target, then shortest step",
+    "target": "fewest {noun}s that meet the step-time target, then shortest step",
 }
-"""How the search line names its ranking; the plan's ``device_noun`` replaces "GPUs" on TPUs."""
+"""How the search line names its ranking, ``{noun}`` the plan's ``device_noun``."""
 
 
 def search_text(result: SearchResult) -> str:
@@ -297,7 +297,7 @@ def search_text(result: SearchResult) -> str:
     if objective != "time":
         lines.insert(
             3,
-            f"ranked  : by {OBJECTIVE_WORDS[objective].replace('GPUs', f'{noun}s')} "
+            f"ranked  : by {OBJECTIVE_WORDS[objective].format(noun=noun)} "
             f"(best {objective_figure(result.best, objective)})",
         )
         counts = result.solver.gpu_counts

@@ -16,7 +16,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, field_label
 from planner.specs.model import ModelSpec
-from planner.specs.result import Plan
+from planner.specs.result import Plan, shared_device_noun
 from planner.specs.scenarios import (
     Bottleneck,
     Economics,
@@ -144,19 +144,13 @@ def _peak(plan: Plan) -> str:
     return f"{plan.memory.peak_gib:.0f} of {plan.memory.capacity_gib:.0f} GiB"
 
 
-def _noun(before: Plan, after: Plan) -> str:
-    """One accelerator in words: the plans' ``device_noun`` when they share it, else
-    'accelerator' (GPUs to TPU chips)."""
-    return before.device_noun if before.device_noun == after.device_noun else "accelerator"
-
-
 def _ways(n: int, noun: str = "GPU") -> str:
     return f"on one {noun}" if n == 1 else f"split {n} ways"
 
 
 def _split_clause(field: str, old: int, new: int, before: Plan, after: Plan) -> str:
     what, verb = _SPLIT_WHAT[field]
-    noun = _noun(before, after)
+    noun = shared_device_noun((before, after))
     head = f"{what} now {verb} {_ways(new, noun)}" if new < old else f"{what} now split {new} ways"
     if field == "cp":  # the sequence splits the activations; the model state stays whole
         held = f"activations {after.memory.activations_gib:.0f} GiB per {noun} (was "
@@ -169,7 +163,7 @@ def _split_clause(field: str, old: int, new: int, before: Plan, after: Plan) -> 
 def _memory_clause(field: str, old: object, new: object, before: Plan, after: Plan) -> str:
     if field in _SPLIT_WHAT:
         return _split_clause(field, int(old), int(new), before, after)  # type: ignore[call-overload]
-    noun = _noun(before, after)
+    noun = shared_device_noun((before, after))
     if field == "dp":
         return (
             f"the replicas that fill {after.num_gpus} {after.device_noun}s at TP x PP x CP = "
@@ -243,7 +237,7 @@ def layout_changes(before: Plan, after: Plan) -> list[LayoutChange]:
                 to_value=f"{100 * new_share:.0f}%",
                 reason=(
                     f"activation offload {100 * old_share:.0f}% -> {100 * new_share:.0f}%: saved "
-                    f"activations {act:.0f} GiB per {_noun(before, after)} on the device (was "
+                    f"activations {act:.0f} GiB per {shared_device_noun((before, after))} on the device (was "
                     f"{was:.0f}), the rest in "
                     f"host memory, peak {_peak(after)}" + (f"; {deltas}" if deltas else "")
                 ),

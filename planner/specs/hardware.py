@@ -21,6 +21,8 @@ from planner.units import GB, GBIT, TFLOP, US, GiB, MiB
 Fraction = float
 
 LinkKind = Literal["scale_up", "scale_out"]
+DeviceNoun = Literal["GPU", "chip"]
+"""What reports call one accelerator (``AcceleratorSpec.device_noun``)."""
 """The two link tiers a collective can be bottlenecked on: the system's scale-up link, or the
 scale-out fabric."""
 
@@ -133,7 +135,7 @@ class AcceleratorSpec(FrozenSpec):
     share the calibration fitted on any of them (``topologies/calibration/<family>.yaml``)."""
     vendor: Name
     """Vendor name (NVIDIA, AMD, Google)."""
-    device_noun: Literal["GPU", "chip"] = "GPU"
+    device_noun: DeviceNoun = "GPU"
     """What reports call one of these: ``GPU``, or ``chip`` for a TPU (Google sizes TPU jobs
     and slices in chips, ``v5p-512`` = 256 chips). Words only: JSON field names keep ``gpu``
     (``num_gpus``, ``tokens_per_s_per_gpu``) whatever the part."""

@@ -6,6 +6,7 @@ These are the JSON contract of DESIGN.md section 8: change them only additively 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
@@ -14,6 +15,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.cluster_state import StateReport, SubproblemInfo
 from planner.specs.comm import Tier
 from planner.specs.formats import NumberFormat
+from planner.specs.hardware import DeviceNoun
 from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
@@ -199,7 +201,7 @@ class Plan(FrozenSpec):
     """Cluster as given."""
     cluster_description: Text
     """What the cluster name resolved to."""
-    device_noun: Literal["GPU", "chip"] = "GPU"
+    device_noun: DeviceNoun = "GPU"
     """What the reports call one accelerator (the catalog's ``device_noun``: ``chip`` on TPUs);
     the JSON keys say ``gpu`` whatever the part (schema 1.16)."""
     num_gpus: int
@@ -526,7 +528,7 @@ class ServePlan(FrozenSpec):
     """Cluster as given."""
     cluster_description: Text
     """What the cluster name resolved to."""
-    device_noun: Literal["GPU", "chip"] = "GPU"
+    device_noun: DeviceNoun = "GPU"
     """What the reports call one accelerator (``chip`` on TPUs; schema 1.16)."""
     num_gpus: int
     """Accelerators the deployment uses (tp x pp x replicas)."""
@@ -710,3 +712,19 @@ class ServeSearchResult(FrozenSpec):
     ignored): the non-dominated points, fastest per user first."""
     disaggregated: DisaggregatedPlan | None = None
     """The best prefill/decode split (with ``disaggregate``), compared with ``best``."""
+
+
+def shared_device_noun(plans: Iterable[Plan | ServePlan]) -> str:
+    """The word for one accelerator across ``plans`` (a migration's two, a sweep's scenarios):
+    their ``device_noun`` when they all share it, 'accelerator' when they mix GPUs and TPU chips,
+    'GPU' with no plan.
+
+    >>> shared_device_noun([]), shared_device_noun([Plan.model_construct(device_noun="chip")])
+    ('GPU', 'chip')
+    >>> shared_device_noun([Plan.model_construct(device_noun="chip"), Plan.model_construct()])
+    'accelerator'
+    """
+    nouns = {plan.device_noun for plan in plans}
+    if len(nouns) > 1:
+        return "accelerator"
+    return nouns.pop() if nouns else "GPU"
