@@ -602,3 +602,33 @@ def test_a_tpu_whatif_report_counts_chip_hours() -> None:
     assert "| chip-hours |" in markdown and "per chip-hour" in markdown
     assert "chip-hours" in html and "64 chips" in html
     assert "GPU" not in markdown.replace("gpus=", "")
+
+
+def test_tpu_cluster_state_and_pack_lines_count_chips(tmp_path: Path) -> None:
+    """A cluster state on a TPU slice says chips free, chips placed and the first free chips;
+    ``layout pack`` names each partition's accelerators by its own noun and the total by the
+    noun of the partitions it used ('accelerator' only when it used GPUs and chips)."""
+    from planner.report.fleet import pack_text
+    from planner.report.text import state_lines
+
+    state = tmp_path / "state.yaml"
+    state.write_text("cluster: tpu_v5px64\ndown:\n  nodes: [node3]\n")
+    plan = planner.search(
+        model="8B", cluster="tpu_v5px64", cluster_state=state,
+        workload={"seq_len": 4096, "global_batch": 240},
+    ).best  # fmt: skip
+    lines = "\n".join(state_lines(plan))
+    assert "60 of 64 chips free (4 down, 0 taken)" in lines
+    assert "first free chips in Megatron order" in lines and "GPU" not in lines
+    assert re.search(r"placed  : 60 chips on 15 nodes in 1 domain;", lines)
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("name: mix\npartitions:\n  - cluster: tpu_v5px64\n  - cluster: hgx_h100x8\n")
+    job = tmp_path / "train.yaml"
+    job.write_text("model: 8B\nworkload: {seq_len: 4096, global_batch: 256}\nweight: 1\n")
+    text = pack_text(planner.pack(cluster=pool, jobs=[job]))  # the slice is the faster part
+    assert "64 of 64 free chips used" in text and "0 of 8 free GPUs used" in text
+    assert "64 chips  TP" in text and "pack    : 64 chips used;" in text
+    again = tmp_path / "train2.yaml"
+    again.write_text(job.read_text())
+    both = pack_text(planner.pack(cluster=pool, jobs=[job, again]))
+    assert "8 GPUs  TP" in both and "pack    : 72 accelerators used;" in both

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.report.quote import terminal_lines
-from planner.report.text import subproblem_text
+from planner.report.text import plural, subproblem_text
 from planner.specs.fleet import PackedJob, PackResult
 from planner.specs.result import Plan
 from planner.units import format_seconds
@@ -26,24 +26,27 @@ def _job_line(job: PackedJob) -> str:
     goal = f"target {job.target.describe()}" if job.target is not None else f"weight {job.weight:g}"
     return (
         f"  {job.name:<14} {job.mode:<5} {job.model:<18} {job.partition:<16} "
-        f"{job.num_gpus:>6} GPUs  {layout:<36} {rate} ({100 * job.share_of_best:.0f}% of its "
-        f"best; {goal})  [{_where(job)}]"
+        f"{plural(job.num_gpus, plan.device_noun):>11}  {layout:<36} {rate} "
+        f"({100 * job.share_of_best:.0f}% of its best; {goal})  [{_where(job)}]"
     )
 
 
 def pack_text(result: PackResult) -> str:
     """The full terminal answer of ``layout pack``."""
     lines = [f"cluster : {result.cluster}"]
+    used = [part for part in result.partitions if part.gpus_used] or result.partitions
+    nouns = {part.device_noun for part in used}
+    pool_noun = nouns.pop() if len(nouns) == 1 else "accelerator"  # GPUs and TPU chips mixed
     for part in result.partitions:
         lines.append(
-            f"  {part.name}: {part.gpus_used:,} of {part.gpus_free:,} free GPUs used "
+            f"  {part.name}: {part.gpus_used:,} of {part.gpus_free:,} free {part.device_noun}s used "
             f"({part.gpus_total:,} in all): {part.cluster_description}"
         )
     lines.append(f"objective: {result.objective} = {result.objective_value:.4g}")
     lines.append("jobs:")
     lines += [_job_line(job) for job in result.jobs]
     lines.append(
-        f"pack    : {result.gpus_used:,} GPUs used; {result.rows_considered} candidate rows "
+        f"pack    : {plural(result.gpus_used, pool_noun)} used; {result.rows_considered} candidate rows "
         f"in {result.search_time_s:.2f} s"
     )
     lines += [f"cp-sat  : {subproblem_text(info)}" for info in result.subproblems]

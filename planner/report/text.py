@@ -163,12 +163,14 @@ def state_lines(plan: Plan) -> list[str]:
         return []
     slow = ", ".join(f"{k} x{v:g}" for k, v in list(report.slow_nodes.items())[:6])
     more = " ..." if len(report.slow_nodes) > 6 else ""
+    noun = plan.device_noun
     lines = [
-        f"state   : {report.state}: {report.gpus_free:,} of {report.gpus_total:,} GPUs free "
+        f"state   : {report.state}: {report.gpus_free:,} of "
+        f"{plural(report.gpus_total, noun)} free "
         f"({report.gpus_down:,} down, {report.gpus_taken:,} taken)"
         + (f"; slow: {slow}{more}" if slow else ""),
-        f"placed  : {report.gpus_used:,} GPUs on {report.nodes_used:,} nodes in "
-        f"{report.domains_used:,} domains; slowest node x{report.speed_factor:g}"
+        f"placed  : {plural(report.gpus_used, noun)} on {plural(report.nodes_used, 'node')} in "
+        f"{plural(report.domains_used, 'domain')}; slowest node x{report.speed_factor:g}"
         + (f" ({', '.join(report.slow_nodes_used[:4])})" if report.slow_nodes_used else "")
         + "; groups across domains: "
         + ", ".join(f"{k.upper()} {v}" for k, v in report.groups_split.items() if v or k == "tp"),
@@ -180,7 +182,7 @@ def state_lines(plan: Plan) -> list[str]:
     if default is not None:
         split = ", ".join(f"{k.upper()} {v}" for k, v in default.groups_split.items() if v)
         lines.append(
-            f"default : first free GPUs in Megatron order: {format_seconds(default.step_time_s)} "
+            f"default : first free {noun}s in Megatron order: {format_seconds(default.step_time_s)} "
             f"({100 * (default.step_time_s / report.step_time_s - 1):+.1f}%), slowest node "
             f"x{default.speed_factor:g}" + (f", groups across domains: {split}" if split else "")
         )

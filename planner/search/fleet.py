@@ -431,6 +431,7 @@ def pack(
                 gpus_total=part.cluster.num_accelerators,
                 gpus_free=totals[q],
                 gpus_used=used[q],
+                device_noun=part.cluster.accelerator.device_noun,
             )
             for q, part in enumerate(partitions)
         ],

@@ -15,6 +15,7 @@ from pydantic import (
 
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster_state import SubproblemInfo
+from planner.specs.hardware import DeviceNoun
 from planner.specs.result import SCHEMA_VERSION, Plan, ServePlan
 from planner.specs.text import Name, Text
 
@@ -153,6 +154,8 @@ class PartitionUse(FrozenSpec):
     """Accelerators free before the pack (its state's holes removed)."""
     gpus_used: NonNegativeInt
     """Accelerators the packed jobs use."""
+    device_noun: DeviceNoun = "GPU"
+    """What the report calls one of its accelerators: "GPU", or "chip" on a TPU partition."""
 
 
 class PackResult(FrozenSpec):
