@@ -585,7 +585,7 @@ def test_tpu_plans_count_chips_and_gpu_plans_count_gpus() -> None:
     )
     assert "tokens/s/accelerator " in moved and "tokens/s/GPU" not in moved
     served = "\n".join(serve_plan_lines(planner.serve_search(model="8B", cluster="tpu_v6ex8").best))
-    assert "(8 chips, 2 per replica)" in served and "memory/chip:" in served
+    assert re.search(r"\(8 chips, \d per replica\)", served) and "memory/chip:" in served
 
 
 def test_a_tpu_whatif_report_counts_chip_hours() -> None:
