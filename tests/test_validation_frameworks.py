@@ -226,3 +226,49 @@ def test_olmo_core_rows_state_the_scripts_shapes_and_run_as_torchtitan() -> None
         assert model.qk_norm is qk_norm, rid
         assert model.vocab_size == 100352, rid  # dolma2's 100278 padded to a multiple of 128
         assert row_profile(rows[rid]) == "torchtitan", rid
+
+
+def megatron_mla_moe_flops_per_token(arch: dict, seq_len: int, *, mtp_layers: int = 0) -> float:
+    """Megatron-LM's ``num_floating_point_operations`` per token for an MLA + MoE model
+    (megatron/training/training.py at effebd81, the commit MGB1's guide pins; unchanged at the
+    2026-08 head): 3 (forward + backward) x 2 (FMA) x [the dense and MoE layers' FFNs (gated:
+    3 matrices), routed (top-k) and shared experts, the MLA projections with their LoRA norms
+    (+1 per rank), the core attention causal-halved, the logits over the vocabulary; an MTP
+    layer counts as one more MoE layer plus its norms and projection]."""
+    h, heads, vocab = arch["hidden"], arch["heads"], arch["vocab"]
+    qk, rope, v = arch["nope_head_dim"], arch["rope_head_dim"], arch["v_head_dim"]
+    q_rank, kv_rank = arch["q_lora_rank"], arch["kv_lora_rank"]
+    moe = arch["moe"]
+    dense = moe["first_dense_layers"]
+    layers = arch["layers"] + mtp_layers
+    moe_layers = layers - dense
+    ffn = 3 * (arch["ffn"] * dense + moe["expert_ffn"] * moe["top_k"] * moe_layers)
+    ffn += 3 * moe["expert_ffn"] * moe["shared_experts"] * moe_layers
+    attention = (
+        q_rank * (h + heads * (qk + rope) + 1)
+        + kv_rank * (h + heads * (qk + v) + 1)
+        + h * rope
+        + heads * v * h
+        + seq_len * heads * (qk + rope) / 2
+        + seq_len * heads * v / 2
+    )
+    mtp = mtp_layers * (3 * h + 2 * h * h)
+    return 6 * (h * ffn + attention * layers + mtp + h * vocab * (mtp_layers + 1))
+
+
+def test_mgb1_tokens_follow_megatron_lms_own_flop_count() -> None:
+    """MGB1's 3,883 tokens/s/GPU is its 970.01 TFLOP/s/GPU over Megatron-LM's FLOPs per token
+    (2.4981e11 for DeepSeek-V3 at 4,096 tokens, no MTP); the same count with the MTP layer gives
+    Megatron-Bridge's N13 (864 TFLOP/s at 3,328 tokens/s/GPU) to 0.2%."""
+    row = next(r for r in ROWS if r["id"] == "MGB1")
+    arch, seq_len = row["model"]["arch"], row["workload"]["seq_len"]
+    flops = megatron_mla_moe_flops_per_token(arch, seq_len)
+    assert flops == pytest.approx(2.4981e11, rel=1e-4)
+    measured = row["measured"]
+    assert measured["tokens_per_s_per_gpu"] == pytest.approx(
+        measured["tflops_per_gpu"] * 1e12 / flops, rel=1e-4
+    )
+    n13 = next(r for r in SHARED_ROWS if r["id"] == "N13")
+    with_mtp = megatron_mla_moe_flops_per_token(n13["model"]["arch"], 4096, mtp_layers=1)
+    printed = n13["measured"]["tflops_per_gpu"] * 1e12 / n13["measured"]["tokens_per_s_per_gpu"]
+    assert printed == pytest.approx(with_mtp, rel=0.002)
