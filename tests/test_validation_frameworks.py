@@ -234,7 +234,10 @@ def megatron_mla_moe_flops_per_token(arch: dict, seq_len: int, *, mtp_layers: in
     2026-08 head): 3 (forward + backward) x 2 (FMA) x [the dense and MoE layers' FFNs (gated:
     3 matrices), routed (top-k) and shared experts, the MLA projections with their LoRA norms
     (+1 per rank), the core attention causal-halved, the logits over the vocabulary; an MTP
-    layer counts as one more MoE layer plus its norms and projection]."""
+    layer counts as one more MoE layer plus its norms and projection]. Written out here rather
+    than taken from :func:`planner.cost.compute.model_flops_per_token`: the row's target is
+    what the source's own count divides, with its +1 per LoRA rank and padded vocabulary, and
+    the planner's count differs from it by 0.3%."""
     h, heads, vocab = arch["hidden"], arch["heads"], arch["vocab"]
     qk, rope, v = arch["nope_head_dim"], arch["rope_head_dim"], arch["v_head_dim"]
     q_rank, kv_rank = arch["q_lora_rank"], arch["kv_lora_rank"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from planner.report.quote import terminal_lines
 from planner.report.text import plural, subproblem_text
 from planner.specs.fleet import PackedJob, PackResult
-from planner.specs.result import Plan
+from planner.specs.result import Plan, common_noun
 from planner.units import format_seconds
 
 
@@ -35,8 +35,7 @@ def pack_text(result: PackResult) -> str:
     """The full terminal answer of ``layout pack``."""
     lines = [f"cluster : {result.cluster}"]
     used = [part for part in result.partitions if part.gpus_used] or result.partitions
-    nouns = {part.device_noun for part in used}
-    pool_noun = nouns.pop() if len(nouns) == 1 else "accelerator"  # GPUs and TPU chips mixed
+    pool_noun = common_noun(part.device_noun for part in used)
     for part in result.partitions:
         lines.append(
             f"  {part.name}: {part.gpus_used:,} of {part.gpus_free:,} free {part.device_noun}s used "

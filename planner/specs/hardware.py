@@ -21,10 +21,10 @@ from planner.units import GB, GBIT, TFLOP, US, GiB, MiB
 Fraction = float
 
 LinkKind = Literal["scale_up", "scale_out"]
-DeviceNoun = Literal["GPU", "chip"]
-"""What reports call one accelerator (``AcceleratorSpec.device_noun``)."""
 """The two link tiers a collective can be bottlenecked on: the system's scale-up link, or the
 scale-out fabric."""
+DeviceNoun = Literal["GPU", "chip"]
+"""What reports call one accelerator (``AcceleratorSpec.device_noun``)."""
 
 
 MIN_PLAUSIBLE_FRACTION = 0.01

@@ -714,17 +714,26 @@ class ServeSearchResult(FrozenSpec):
     """The best prefill/decode split (with ``disaggregate``), compared with ``best``."""
 
 
+def common_noun(nouns: Iterable[str]) -> str:
+    """One word for a set of accelerators named by ``nouns`` (their ``device_noun``s): the noun
+    when they all share it, 'accelerator' when they mix GPUs and TPU chips, 'GPU' with none.
+
+    >>> common_noun([]), common_noun(["chip", "chip"]), common_noun(["chip", "GPU"])
+    ('GPU', 'chip', 'accelerator')
+    """
+    distinct = set(nouns)
+    if len(distinct) > 1:
+        return "accelerator"
+    return distinct.pop() if distinct else "GPU"
+
+
 def shared_device_noun(plans: Iterable[Plan | ServePlan]) -> str:
     """The word for one accelerator across ``plans`` (a migration's two, a sweep's scenarios):
-    their ``device_noun`` when they all share it, 'accelerator' when they mix GPUs and TPU chips,
-    'GPU' with no plan.
+    :func:`common_noun` of their ``device_noun``.
 
     >>> shared_device_noun([]), shared_device_noun([Plan.model_construct(device_noun="chip")])
     ('GPU', 'chip')
     >>> shared_device_noun([Plan.model_construct(device_noun="chip"), Plan.model_construct()])
     'accelerator'
     """
-    nouns = {plan.device_noun for plan in plans}
-    if len(nouns) > 1:
-        return "accelerator"
-    return nouns.pop() if nouns else "GPU"
+    return common_noun(plan.device_noun for plan in plans)
