@@ -955,7 +955,8 @@ def tp_comm_per_microbatch(
     chunk after it ends) and is exposed; the rest hides behind the layer's linear GEMM time
     (forward ``linear_s``, x3 with the backward) up to the contention; and every overlapped GEMM
     runs as tp smaller GEMMs, paying tp - 1 more fixed per-kernel costs
-    (:func:`tp_overlap_split_time`). ``rates`` = (per-kernel seconds, contention share);
+    (:func:`tp_overlap_split_time`); a group that crosses scale-up domains cannot overlap
+    (:func:`overlaps_tp_comm`). ``rates`` = (per-kernel seconds, contention share);
     ``recomputed_layers``: how many of the ``num_layers`` recompute in full (None = the layout's
     rule). ``moe_layers`` of the ``num_layers`` have a mixture-of-experts FFN, whose sub-block
     has the collectives of :func:`moe_block_tp_collectives` instead of the dense FFN's pair."""
@@ -973,13 +974,41 @@ def tp_comm_per_microbatch(
     # forward and backward: 2 pairs per sub-block; the routed copies' expert-TP pair is exposed
     comm = 2 * pair * passes * (blocks * (num_layers - moe_layers) + moe_blocks * moe_layers)
     exposed_routed = 2 * routed * passes * moe_layers
-    if not (workload.tp_comm_overlap and workload.sequence_parallel):
-        return comm + exposed_routed  # Megatron's TP-communication overlap needs SP
+    if not overlaps_tp_comm(workload, tp):
+        return comm + exposed_routed  # no overlap: off, without SP, or across domains
     kernel_s, contention = rates
     tail = comm / tp.size
     split = tp_overlap_split_time(model, tp.size, kernel_s) * passes * num_layers
     overlapped = overlapped_exposed_time(comm - tail, 3.0 * linear_s, contention)
     return tail + overlapped + split + exposed_routed
+
+
+def tp_overlap_reaches(tp: CommDomain) -> bool:
+    """Whether a TP group's collectives can be decomposed and pipelined with its GEMMs: only
+    when the group stays inside one scale-up domain. Transformer Engine's userbuffers (Megatron-LM
+    ``--tp-comm-overlap``) map every TP peer's buffer into each rank, by POSIX file descriptors
+    passed over Unix sockets on one host or by fabric handles inside a multi-node NVLink domain
+    (``register_user_buffer_collective`` in transformer_engine/common/comm_gemm_overlap/
+    userbuffers/userbuffers-host.cpp, its peers "total GPUs in NVLINK domain"; ``initialize_ub``
+    takes each TP group as one NVLink domain) [R];
+    torch's symmetric memory, under torchtitan's async TP, maps peer memory the same way, and
+    XLA's collective matmul rotates shards with ICI collective permutes [U]. A group that
+    crosses a NIC runs its collectives in line.
+
+    >>> up = CommDomain(size=8, bandwidth_bytes_per_s=450e9, latency_s=0, efficiency=1,
+    ...                 tier="scale_up")
+    >>> tp_overlap_reaches(up), tp_overlap_reaches(up.model_copy(update={"size": 16,
+    ...     "tier": "scale_out"}))
+    (True, False)
+    """
+    return tp.tier != "scale_out"  # as the plan's placement says ``within_domain``
+
+
+def overlaps_tp_comm(workload: TrainWorkload, tp: CommDomain) -> bool:
+    """Whether the TP collectives are pipelined with their GEMMs: ``workload.tp_comm_overlap``,
+    which needs sequence parallelism (Megatron-LM's overlap decomposes the all-gathers and
+    reduce-scatters of SP), on a group inside one scale-up domain (:func:`tp_overlap_reaches`)."""
+    return workload.tp_comm_overlap and workload.sequence_parallel and tp_overlap_reaches(tp)
 
 
 def moe_block_tp_collectives(

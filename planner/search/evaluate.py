@@ -16,7 +16,7 @@ from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
-from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, Plan
+from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, PlacementEntry, Plan
 from planner.specs.solver_config import DEFAULT_MEMORY_HEADROOM
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
 from planner.topology import comm_domains, group_domain, placement
@@ -277,6 +277,30 @@ def batch_warnings(workload: TrainWorkload, layout: Layout) -> list[str]:
     ]
 
 
+def tp_overlap_warnings(
+    workload: TrainWorkload, layout: Layout, tp: PlacementEntry | None
+) -> list[str]:
+    """Why a layout's TP collectives are priced in line although the workload overlaps them:
+    its TP groups (placement ``tp``) cross scale-up domains, where the overlap cannot run
+    (:func:`planner.cost.stage.tp_overlap_reaches`).
+
+    >>> across = PlacementEntry(size=16, stride=1, tier="scale_out", within_domain=False,
+    ...     link="", bandwidth_GB_per_s=400.0, example_group=[0])
+    >>> tp_overlap_warnings(TrainWorkload(), Layout(tp=16), across)[0][:52]
+    'TP 16 spans scale-up domains: its collectives cannot'
+    >>> tp_overlap_warnings(TrainWorkload(tp_comm_overlap=False), Layout(tp=16), across)
+    []
+    """
+    overlapped = workload.tp_comm_overlap and workload.sequence_parallel
+    if not overlapped or layout.tp == 1 or tp is None or tp.within_domain:
+        return []
+    return [
+        f"TP {layout.tp} spans scale-up domains: its collectives cannot overlap their GEMMs "
+        "there (the overlap maps its peers' buffers inside one NVLink or ICI domain), so they "
+        "are priced in line and the exports leave the overlap off"
+    ]
+
+
 def _moe_settings_given(workload: TrainWorkload) -> bool:
     """Whether an MoE-only field differs from the framework profile's workload (a profile's
     own value, such as DeepSpeed's capacity-padded einsum dispatch without a host sync, is not
@@ -306,6 +330,8 @@ def to_plan(
     warnings += memory_warnings(cost, cluster)
     warnings += offload_warnings(model, cluster, workload, layout, split=split)
     warnings += batch_warnings(workload, layout)
+    where = placement(cluster, layout)
+    warnings += tp_overlap_warnings(workload, layout, where.get("tp"))
     return Plan(
         model=model.name,
         cluster=cluster.name,
@@ -329,7 +355,7 @@ def to_plan(
         fits=fits(cost, cluster),
         memory=memory_breakdown(cost, cluster),
         breakdown_s=dict(cost.breakdown_s),
-        placement=placement(cluster, layout),
+        placement=where,
         uncertainty_pct=band.uncertainty_pct,
         uncertainty_level=band.level,
         warnings=warnings,

@@ -167,7 +167,8 @@ def _overlap(job: ExportJob) -> list[str]:
     layout, workload = job.train[0].layout, job.train[1]
     out: list[str] = []
     if layout.tp > 1:
-        out.append(f"comm_overlap.tp_comm_overlap={_bool(workload.tp_comm_overlap)}")
+        out.append(f"comm_overlap.tp_comm_overlap={_bool(job.tp_overlap_runs)}")
+        job.note_tp_overlap_off("comm_overlap.tp_comm_overlap")
     job.express("tp_comm_overlap")
     if layout.dp * layout.cp > 1:
         overlap = _bool(dp_overlapped(job))

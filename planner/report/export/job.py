@@ -105,6 +105,28 @@ class ExportJob:
         return -(-self.plan.num_gpus // self.gpus_per_node)
 
     @property
+    def tp_overlap_runs(self) -> bool:
+        """Whether the plan's TP collectives overlap their GEMMs, as its prediction priced them:
+        the workload's ``tp_comm_overlap`` at TP > 1, on TP groups inside one scale-up domain
+        (:func:`planner.cost.stage.tp_overlap_reaches`; across domains they run in line, and
+        :meth:`note_tp_overlap_off` says so where the flag is left off)."""
+        plan, workload = self.train
+        entry = plan.placement.get("tp")
+        inside = entry is None or entry.within_domain
+        return workload.tp_comm_overlap and plan.layout.tp > 1 and inside
+
+    def note_tp_overlap_off(self, setting: str) -> None:
+        """Say why ``setting`` (the framework's TP-overlap switch) is off although the workload
+        asks for the overlap: the TP groups cross scale-up domains."""
+        plan, workload = self.train
+        if workload.tp_comm_overlap and plan.layout.tp > 1 and not self.tp_overlap_runs:
+            self.note(
+                f"{setting} left off: TP {plan.layout.tp}'s groups span scale-up domains, "
+                "where the overlap cannot map its peers' buffers (it needs one NVLink or ICI "
+                "domain); the prediction prices the TP collectives in line"
+            )
+
+    @property
     def train(self) -> tuple[Plan, TrainWorkload]:
         """The training plan and workload (SpecError for a serving plan)."""
         if isinstance(self.plan, Plan) and isinstance(self.workload, TrainWorkload):

@@ -211,13 +211,14 @@ def _overlap(job: ExportJob) -> Group:
     """TP and DP overlap, attention, loss and CUDA graphs: how the step was modelled to run."""
     layout, workload = job.train[0].layout, job.train[1]
     args: list[str] = []
-    if layout.tp > 1 and workload.tp_comm_overlap:
+    if job.tp_overlap_runs:
         args.append("--tp-comm-overlap")
         if not workload.sequence_parallel:
             job.note(
                 "Megatron-LM's --tp-comm-overlap needs --sequence-parallel; without it the "
                 "TP collectives run exposed"
             )
+    job.note_tp_overlap_off("--tp-comm-overlap")
     job.express("tp_comm_overlap")
     if layout.dp * layout.cp > 1 and dp_overlapped(job):
         args.append("--overlap-grad-reduce")

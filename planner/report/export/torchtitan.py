@@ -171,7 +171,8 @@ def parallelism(job: ExportJob) -> dict[str, TomlValue]:
         job.express("cp_comm")
     if layout.tp > 1:
         # async TP (torch.compile's collective-matmul fusion) is torchtitan's TP overlap
-        table["enable_async_tensor_parallel"] = workload.tp_comm_overlap
+        table["enable_async_tensor_parallel"] = job.tp_overlap_runs
+        job.note_tp_overlap_off("enable_async_tensor_parallel")
         job.express("tp_comm_overlap")
         if workload.sequence_parallel:  # torchtitan's TP plans always shard the norms (SP)
             job.express("sequence_parallel")
