@@ -59,6 +59,7 @@ from planner.cost.sharding import (
     reduces_in_buckets,
     reduces_once_per_step,
     shard_ranks,
+    zero3_reshards,
 )
 from planner.cost.stage import MicrobatchTime, microbatch_time
 from planner.cost.stage_memory import (
@@ -131,6 +132,9 @@ class StepCost(FrozenSpec):
     """Micro-batch time of the slowest model chunk of an interleaved pipeline, which prices the
     bubble (:func:`slowest_chunk_time`); None without interleaving. Like ``stage_times`` it
     does not depend on the ZeRO stage."""
+    unprefetched_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of ZeRO-3's layer passes whose gathers wait for memory instead of being prefetched
+    (:func:`unprefetched_share`; 0 where the prefetch fits or the framework does not yield it)."""
 
     @property
     def peak_stage(self) -> int:
@@ -418,6 +422,7 @@ def dp_exposed_time(
     contention: float = 0.0,
     tail_params: float = 0.0,
     units: int = 1,
+    unprefetched: float = 0.0,
 ) -> float:
     """Exposed data-parallel synchronisation of one step.
 
@@ -448,6 +453,9 @@ def dp_exposed_time(
     paying the ring's (n - 1) alpha: Nemotron-4 15B at TP 8 holds 1.95B parameters per GPU,
     49 buckets of 40M, so over 288 data-parallel ranks it pays 49 x 287 alpha per collective
     where one buffer would pay 287.
+    ``unprefetched``: the share of a resharding ZeRO-3's layer passes whose gathers and
+    reductions wait for the running unit to be freed (:func:`unprefetched_share`): they run in
+    line, the rest behind the rest of the compute.
     """
     workload = workload or TrainWorkload()
     grad_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
@@ -510,8 +518,14 @@ def dp_exposed_time(
         # the compute).
         gathers = param_gathers_per_microbatch(workload, layout) * gather
         compute = slowest.backward_s + (slowest.forward_s if layout.zero >= 3 else 0.0)
-        per_microbatch = tail_reduce + overlapped_exposed_time(
-            max(0.0, reduce - tail_reduce) + gathers, compute, contention
+        hidden = max(0.0, reduce - tail_reduce) + gathers
+        in_line = unprefetched if layout.zero >= 3 else 0.0
+        per_microbatch = (
+            tail_reduce
+            + in_line * hidden
+            + overlapped_exposed_time(
+                (1.0 - in_line) * hidden, (1.0 - in_line) * compute, contention
+            )
         )
         first_gather = tail_gather
         if layout.zero < 3:
@@ -610,6 +624,111 @@ def dp_tail_params(
     return max(bucket, model.vocab_size * model.hidden_size / layout.tp)
 
 
+def prefetch_yields_to_memory(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether the next ZeRO-3 gather starts early only while memory allows: XLA's gathers
+    (``fsdp_gather_unit`` "weight") are scheduled by its latency-hiding scheduler, which under
+    its memory limit picks, before any rule that starts or finishes an asynchronous collective,
+    the instruction that frees memory or keeps the peak under the limit
+    (``kMemoryPeakOverLimit``, ``kDecreaseMemoryOverLimit``: "If out of memory reduce memory at
+    all costs", xla/service/latency_hiding_scheduler.cc; ``SchedulerConfig.memory_limit``) [R].
+    PyTorch FSDP and Megatron-FSDP prefetch by a fixed rule. Priced for a resharding ZeRO-3
+    without pipeline parallelism, whose activations rise over one forward and fall over one
+    backward (:func:`unprefetched_share`).
+
+    >>> prefetch_yields_to_memory(TrainWorkload(fsdp_gather_unit="weight"), Layout(zero=3))
+    True
+    >>> prefetch_yields_to_memory(TrainWorkload(), Layout(zero=3))
+    False
+    """
+    return (
+        layout.zero >= 3
+        and layout.pp == 1
+        and workload.fsdp_gather_unit == "weight"
+        and workload.unsharded_param_layers > 1.0
+        and zero3_reshards(workload, layout)
+        and not reduces_once_per_step(workload, layout)
+    )
+
+
+def unprefetched_share(
+    peak_bytes: float, lean_peak_bytes: float, activation_bytes: float, capacity_bytes: float
+) -> float | None:
+    """Share of the layer passes that run without the prefetched unit so that a step whose
+    peak with it (``peak_bytes``) exceeds ``capacity_bytes`` fits; None when it does not fit
+    even without it (``lean_peak_bytes``, one unit fewer). The activations (``activation_bytes``
+    at the peak) rise over the forward and fall over the backward, layer by layer, so the
+    peak is over the limit by ``peak_bytes - capacity_bytes`` on the passes where the
+    activations exceed ``activation_bytes`` less that excess: that share of each pass, the last
+    forward layers and the first backward ones, leaves the next unit's gather (and its
+    reduction) until the running one is freed.
+
+    >>> unprefetched_share(30.0, 26.0, 10.0, 32.0), unprefetched_share(34.0, 30.0, 16.0, 32.0)
+    (0.0, 0.125)
+    >>> unprefetched_share(40.0, 36.0, 16.0, 32.0) is None
+    True
+    """
+    if peak_bytes <= capacity_bytes:
+        return 0.0
+    if lean_peak_bytes > capacity_bytes or activation_bytes <= 0.0:
+        return None
+    return min(1.0, (peak_bytes - capacity_bytes) / activation_bytes)
+
+
+def _memory_with_prefetch(
+    model: ModelSpec,
+    acc: AcceleratorSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    memory: tuple[list[int], list[StageMemory]],
+    split: PipelineSplit | None,
+) -> tuple[tuple[list[int], list[StageMemory]], float]:
+    """(memory, unprefetched share): where the prefetch yields to memory
+    (:func:`prefetch_yields_to_memory`) and the step fits the accelerator's usable memory only
+    without it at its peak, the share of the passes that run so (:func:`unprefetched_share`)
+    and the memory filled to the limit, as the scheduler fills it (each stage between its
+    memory with one unit fewer in flight and with all of them: a search that keeps memory
+    headroom does not count on the scheduler to give up its prefetch); else as given, 0."""
+    if not prefetch_yields_to_memory(workload, layout):
+        return memory, 0.0
+    capacity = acc.usable_memory_bytes
+    peak = max(memory[1], key=lambda m: m.total)
+    if peak.total <= capacity:
+        return memory, 0.0
+    lean = lean_prefetch_memory(model, workload, layout, split=split)
+    lean_peak = max(m.total for m in lean[1])
+    share = unprefetched_share(peak.total, lean_peak, peak.activations, capacity)
+    if share is None:
+        return memory, 0.0  # it does not fit either way: its memory as the framework runs it
+    filled = (capacity - lean_peak) / (peak.total - lean_peak)
+    return (
+        memory[0],
+        [
+            low.model_copy(
+                update={
+                    "weights": low.weights + filled * (high.weights - low.weights),
+                    "grads": low.grads + filled * (high.grads - low.grads),
+                }
+            )
+            for low, high in zip(lean[1], memory[1], strict=True)
+        ],
+    ), share
+
+
+def lean_prefetch_memory(
+    model: ModelSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    split: PipelineSplit | None = None,
+) -> tuple[list[int], list[StageMemory]]:
+    """:func:`estimate_memory` with one ZeRO-3 unit fewer in flight (no prefetched unit): the
+    least a step whose prefetch yields to memory needs (:func:`prefetch_yields_to_memory`)."""
+    lean = workload.model_copy(
+        update={"unsharded_param_layers": max(1.0, workload.unsharded_param_layers - 1.0)}
+    )
+    return estimate_memory(model, lean, layout, split=split)
+
+
 def estimate_memory(
     model: ModelSpec,
     workload: TrainWorkload,
@@ -705,6 +824,8 @@ def estimate_step(
     }
     hbm = acc.hbm_bytes_per_s * acc.efficiency.hbm
     copy_bytes = fsdp2_buffer_copy_bytes(workload, layout, m)
+    memory = memory or estimate_memory(model, workload, layout, split=split)
+    memory, unprefetched = _memory_with_prefetch(model, acc, workload, layout, memory, split)
     breakdown["dp_comm"] = max(
         dp_exposed_time(
             *params[s],
@@ -716,6 +837,7 @@ def estimate_step(
             contention=acc.efficiency.overlap_contention,
             tail_params=dp_tail_params(model, layout, stage=s, workload=workload),
             units=fsdp_units(stage_contents(model, workload, layout, s, split)),
+            unprefetched=unprefetched,
         )
         + copy_bytes * sum(params[s]) / hbm  # FSDP2's copies around its collectives
         for s in stages
@@ -725,7 +847,7 @@ def estimate_step(
     )
     breakdown["step_sync"] = host_sync_time(acc.efficiency.step_overhead_ms, workload)
     flops = model_flops_per_token(model, workload.seq_len) * workload.tokens_per_step
-    stages, memories = memory or estimate_memory(model, workload, layout, split=split)
+    stages, memories = memory
     return StepCost(
         step_time_s=sum(breakdown.values()),
         breakdown_s=breakdown,
@@ -735,6 +857,7 @@ def estimate_step(
         num_microbatches=m,
         stage_times=times,
         slowest_chunk_s=chunk_s,
+        unprefetched_share=unprefetched,
     )
 
 

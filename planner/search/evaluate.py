@@ -301,6 +301,21 @@ def tp_overlap_warnings(
     ]
 
 
+def prefetch_warnings(cost: StepCost) -> list[str]:
+    """Why a ZeRO-3 plan's gathers are partly in line: it fits only where the compiler's
+    scheduler gives up its prefetch at the memory peak (:func:`planner.cost.step.
+    unprefetched_share`)."""
+    share = cost.unprefetched_share
+    if share <= 0.0:
+        return []
+    return [
+        f"fits only where XLA's scheduler gives up its ZeRO-3 prefetch at the memory peak: on "
+        f"{share:.0%} of the layer passes (the last forward layers, the first backward ones) "
+        "the next weight is gathered, and its gradient reduced, in line; it uses memory up to "
+        "the limit, so a search with memory headroom does not choose it"
+    ]
+
+
 def _moe_settings_given(workload: TrainWorkload) -> bool:
     """Whether an MoE-only field differs from the framework profile's workload (a profile's
     own value, such as DeepSpeed's capacity-padded einsum dispatch without a host sync, is not
@@ -332,6 +347,7 @@ def to_plan(
     warnings += batch_warnings(workload, layout)
     where = placement(cluster, layout)
     warnings += tp_overlap_warnings(workload, layout, where.get("tp"))
+    warnings += prefetch_warnings(cost)
     return Plan(
         model=model.name,
         cluster=cluster.name,

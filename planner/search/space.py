@@ -21,8 +21,10 @@ from planner.cost.step import (
     StageMemoryProfile,
     StepCost,
     estimate_memory,
+    lean_prefetch_memory,
     memory_profiles,
     pipeline_steps,
+    prefetch_yields_to_memory,
     representative_stages,
     step_time_floor,
 )
@@ -867,6 +869,12 @@ def _visit_ladder(
                 out.profiles[key] = _profiles(model, workload, layout, out.memo, split)
             m = workload.global_batch // (layout.dp * layout.mbs)
             peak = max(p.peak(workload, layout, m) for p in out.profiles[key])
+            if peak > out.capacity and _fits_unprefetched(model, cluster, workload, layout,
+                                                          split, out.capacity):  # fmt: skip
+                cost = score(model, cluster, workload, layout, split=split)
+                fitted[zero] = rung
+                out.accept(layout, cost, cluster)
+                break
             if peak > out.capacity:
                 share = offload_share_to_fit(
                     out.profiles[key], workload, layout, m, out.capacity, out.offload_mode
@@ -892,6 +900,26 @@ def _visit_ladder(
             out.accept(layout, cost, cluster)
             break
     return bool(fitted) or offloaded
+
+
+def _fits_unprefetched(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    split: PipelineSplit | None,
+    capacity: float,
+) -> bool:
+    """Whether a layout that does not fit ``capacity`` with its ZeRO-3 prefetch fits without it,
+    where the framework's scheduler gives the prefetch up to memory
+    (:func:`planner.cost.step.prefetch_yields_to_memory`) and the search keeps no headroom (the
+    scheduler fills memory to the limit, :func:`planner.cost.step.estimate_step`)."""
+    if capacity < cluster.accelerator.usable_memory_bytes:
+        return False
+    if not prefetch_yields_to_memory(workload, layout):
+        return False
+    lean = lean_prefetch_memory(model, workload, layout, split=split)
+    return max(m.total for m in lean[1]) <= capacity
 
 
 def searches_offload(offload_as_needed: bool, workload: TrainWorkload) -> bool:

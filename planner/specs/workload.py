@@ -321,7 +321,9 @@ class TrainWorkload(FrozenSpec):
     layer: FSDP and DeepSpeed gather a wrapped module's parameters together. A weight: XLA's
     SPMD partitioner turns each sharded weight's use into its own all-gather before its einsum
     (and each weight gradient into its own reduce-scatter), so the gathered working set is a
-    few of the largest weight tensors (MaxText, AXLearn, Pax), not whole layers."""
+    few of the largest weight tensors (MaxText, AXLearn, Pax), not whole layers; and XLA's
+    latency-hiding scheduler starts the next weight's all-gather early only while memory allows
+    (:func:`planner.cost.step.prefetch_yields_to_memory`), where FSDP prefetches by rule."""
     fsdp2_buffer_copies: bool = False
     """ZeRO-2 and -3: the HBM copies PyTorch FSDP2 (``fully_shard``) makes around its collectives
     on the compute stream's path (:func:`planner.cost.sharding.fsdp2_buffer_copy_bytes`). After
