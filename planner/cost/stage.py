@@ -990,7 +990,8 @@ def tp_overlap_reaches(tp: CommDomain) -> bool:
     passed over Unix sockets on one host or by fabric handles inside a multi-node NVLink domain
     (``register_user_buffer_collective`` in transformer_engine/common/comm_gemm_overlap/
     userbuffers/userbuffers-host.cpp, its peers "total GPUs in NVLINK domain"; ``initialize_ub``
-    takes each TP group as one NVLink domain) [R];
+    takes each TP group as one NVLink domain; "the comm+GEMM overlap is currently only possible
+    with single-node tensor-parallelism", NVIDIA/TransformerEngine issue 1071) [R];
     torch's symmetric memory, under torchtitan's async TP, maps peer memory the same way, and
     XLA's collective matmul rotates shards with ICI collective permutes [U]. A group that
     crosses a NIC runs its collectives in line.
