@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import planner
 from planner.accuracy.rows import moe_layer_graphed
+from planner.api import not_fitting_reason
 from planner.errors import InfeasibleError, SpecError
 from planner.specs.result import Plan
 from planner.specs.trust import coverage
@@ -53,9 +54,7 @@ def predict_row(row: Row, framework: dict[str, object]) -> Plan:
             model=model, cluster=cluster, workload=spec, fix={**fields, "zero": 1, "etp": 1}, top=1
         ).best
     if not plan.fits:
-        raise InfeasibleError(
-            planner.not_fitting_reason(plan, model, cluster, spec) or "does not fit"
-        )
+        raise InfeasibleError(not_fitting_reason(plan, model, cluster, spec) or "does not fit")
     return plan
 
 

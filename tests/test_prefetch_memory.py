@@ -9,9 +9,12 @@ in 31.25 GiB per chip and which the planner refused, needing 33.9 GiB with the p
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import planner
+from planner.api import not_fitting_reason
 from planner.catalog import load_cluster, load_model
 from planner.cost.step import estimate_memory, unprefetched_share
 from planner.errors import InfeasibleError
@@ -95,3 +98,20 @@ def test_a_search_with_headroom_does_not_count_on_it() -> None:
         planner.search(**common)
     best = planner.search(**common, config=SolverConfig(memory_headroom=0.0)).best
     assert best.fits and any("gives up its ZeRO-3 prefetch" in w for w in best.warnings)
+
+
+def test_a_refusal_says_what_giving_up_the_prefetch_would_leave() -> None:
+    """Llama 3.1 70B on a v6e-256 slice, 2 x 8K tokens per chip, a tenth of the activations
+    offloaded: over with the prefetched weight and still over without it, by less; the refusal
+    gives both figures."""
+    workload = {"framework": "maxtext", "activation_offload_fraction": 0.1}
+    layout = {"tp": 1, "pp": 1, "dp": 256, "mbs": 2, "recompute": "full", "zero": 3}
+    plan = planner.estimate(model="llama3.1-70b", cluster="tpu_v6ex256", layout=layout,
+                            seq_len=8192, global_batch=512, workload=workload)  # fmt: skip
+    assert not plan.fits
+    reason = not_fitting_reason(plan, "llama3.1-70b", "tpu_v6ex256",
+                                        {**workload, "seq_len": 8192, "global_batch": 512})  # fmt: skip
+    over, lean = (
+        float(x) for x in re.findall(r"over by ([0-9.]+) GiB \(([0-9.]+) GiB where", reason)[0]
+    )
+    assert 0.0 < lean < over

@@ -39,6 +39,7 @@ from planner.search.space import (
     memory_estimates,
     merge_candidate_sets,
     objective_value,
+    prefetch_lean_total,
     searches_offload,
     structure_key,
     tight_bound_units,
@@ -1281,6 +1282,8 @@ def not_fitting_message(
     cost = score(model, cluster, workload, plan.layout, split=given_split_of(plan))
     if fits(cost, cluster):
         return ""
+    lean = prefetch_lean_total(model, workload, plan.layout, given_split_of(plan))
     return memory_detail(
-        plan.layout, cost.peak_memory, cluster.accelerator.usable_memory_bytes, cluster
-    )
+        plan.layout, cost.peak_memory, cluster.accelerator.usable_memory_bytes, cluster,
+        lean_total=lean,
+    )  # fmt: skip

@@ -886,8 +886,9 @@ def _visit_ladder(
                     continue
                 first_rung[zero] = rung + 1
                 words = _memory_words(
-                    layout, out.profiles[key], workload, out.capacity, cluster, out.headroom
-                )
+                    layout, out.profiles[key], workload, out.capacity, cluster, out.headroom,
+                    model=model, split=split,
+                )  # fmt: skip
                 out.reject(layout, "memory", words, peak - out.capacity)
                 continue
             memory = estimate_memory(model, workload, layout, profiles=out.profiles[key])
@@ -1188,15 +1189,33 @@ def _memory_words(
     capacity: float,
     cluster: ClusterSpec,
     headroom: float = 0.0,
+    *,
+    model: ModelSpec | None = None,
+    split: PipelineSplit | None = None,
 ) -> Callable[[], str]:
-    """The memory_detail sentence of the stage that does not fit, written when asked for."""
+    """The memory_detail sentence of the stage that does not fit, written when asked for (with
+    ``model``, where the prefetch yields to memory, the least it needs without it)."""
 
     def words() -> str:
         m = workload.global_batch // (layout.dp * layout.mbs)
         mem = max((p.memory(workload, layout, m) for p in profiles), key=lambda s: s.total)
-        return memory_detail(layout, mem, capacity, cluster, headroom)
+        return memory_detail(layout, mem, capacity, cluster, headroom,
+                             lean_total=prefetch_lean_total(model, workload, layout, split))  # fmt: skip
 
     return words
+
+
+def prefetch_lean_total(
+    model: ModelSpec | None,
+    workload: TrainWorkload,
+    layout: Layout,
+    split: PipelineSplit | None = None,
+) -> float | None:
+    """The binding stage's memory without the prefetched ZeRO-3 unit where the prefetch yields
+    to memory (:func:`planner.cost.step.prefetch_yields_to_memory`), else None."""
+    if model is None or not prefetch_yields_to_memory(workload, layout):
+        return None
+    return max(m.total for m in lean_prefetch_memory(model, workload, layout, split=split)[1])
 
 
 def memory_detail(
@@ -1205,11 +1224,15 @@ def memory_detail(
     capacity: float,
     cluster: ClusterSpec,
     headroom: float = 0.0,
+    *,
+    lean_total: float | None = None,
 ) -> str:
     """Sentence naming what of the binding stage's memory ``mem`` does not fit ``capacity`` and
     by how much (the optimizer step's transient gradient copy in place of the activations when
     it is the larger). ``capacity`` is the usable memory less the share ``headroom`` a search
-    keeps free; the sentence shows both, so its figures add up."""
+    keeps free; the sentence shows both, so its figures add up. ``lean_total``: the least the
+    step needs where the framework's scheduler gives up its ZeRO-3 prefetch at the memory peak
+    (:func:`planner.cost.step.lean_prefetch_memory`), said beside the shortfall."""
     acc = cluster.accelerator
     total = mem.total
     held = f"activations {mem.activations / GiB:.1f}"
@@ -1225,6 +1248,11 @@ def memory_detail(
     if headroom:
         usable += f", of which the search fills {capacity / GiB:.1f} (it keeps {headroom:.0%} free)"
     over = f"over by {(total - capacity) / GiB:.1f} GiB"
+    if lean_total is not None and capacity < lean_total < total:
+        over += (
+            f" ({(lean_total - capacity) / GiB:.1f} GiB where XLA's scheduler gives up its "
+            "prefetched weight at the memory peak)"
+        )
     if headroom and total <= acc.usable_memory_bytes:
         # it would fit all of the usable memory: say how to score it as a run that fitted
         over += " (it fits all of the usable memory: layout estimate scores a layout that ran)"
