@@ -917,10 +917,8 @@ def _fits_unprefetched(
     scheduler fills memory to the limit, :func:`planner.cost.step.estimate_step`)."""
     if capacity < cluster.accelerator.usable_memory_bytes:
         return False
-    if not prefetch_yields_to_memory(workload, layout):
-        return False
-    lean = lean_prefetch_memory(model, workload, layout, split=split)
-    return max(m.total for m in lean[1]) <= capacity
+    lean = prefetch_lean_total(model, workload, layout, split)
+    return lean is not None and lean <= capacity
 
 
 def searches_offload(offload_as_needed: bool, workload: TrainWorkload) -> bool:

@@ -115,16 +115,18 @@ class ExportJob:
         inside = entry is None or entry.within_domain
         return workload.tp_comm_overlap and plan.layout.tp > 1 and inside
 
-    def note_tp_overlap_off(self, setting: str) -> None:
+    def note_tp_overlap_off(self, setting: str) -> bool:
         """Say why ``setting`` (the framework's TP-overlap switch) is off although the workload
-        asks for the overlap: the TP groups cross scale-up domains."""
+        asks for the overlap: the TP groups cross scale-up domains. Whether it said so."""
         plan, workload = self.train
-        if workload.tp_comm_overlap and plan.layout.tp > 1 and not self.tp_overlap_runs:
-            self.note(
-                f"{setting} left off: TP {plan.layout.tp}'s groups span scale-up domains, "
-                "where the overlap cannot map its peers' buffers (it needs one NVLink or ICI "
-                "domain); the prediction prices the TP collectives in line"
-            )
+        if not workload.tp_comm_overlap or plan.layout.tp == 1 or self.tp_overlap_runs:
+            return False
+        self.note(
+            f"{setting} left off: TP {plan.layout.tp}'s groups span scale-up domains, "
+            "where the overlap cannot map its peers' buffers (it needs one NVLink or ICI "
+            "domain); the prediction prices the TP collectives in line"
+        )
+        return True
 
     @property
     def train(self) -> tuple[Plan, TrainWorkload]:

@@ -326,8 +326,7 @@ def overrides(job: ExportJob) -> dict[str, Value]:
         out["attention"] = "dot_product"
         job.express("flash_attention")
     out["scan_layers"] = layout_scans(job)
-    if workload.tp_comm_overlap and job.train[0].layout.tp > 1 and not job.tp_overlap_runs:
-        job.note_tp_overlap_off("the TP overlap (LIBTPU_INIT_ARGS)")
+    if job.note_tp_overlap_off("the TP overlap (LIBTPU_INIT_ARGS)"):
         job.express("tp_comm_overlap")
     if job.tp_overlap_runs:
         job.note(
