@@ -381,6 +381,32 @@ def test_full_recompute_repeats_the_forward_all_to_all() -> None:
     assert full == pytest.approx(1.5 * plain)
 
 
+def test_a_deduplicating_dispatcher_sends_a_token_once_per_rank() -> None:
+    """DeepEP and HybridEP send a token once to each rank holding any of its experts
+    (``is_token_in_rank``), NCCL's all-to-all one copy per expert. Mixtral's top-2 over EP 8
+    inside one NVLink domain: 8 (1 - (7/8)^2) (7/8) = 1.640625 remote copies a token instead of
+    2 x 7/8 = 1.75; at top-1 there is nothing to deduplicate."""
+    from planner.catalog import load_model
+    from planner.cost.expert import ep_comm_per_microbatch
+    from planner.specs.comm import CommDomain
+
+    model = load_model("mixtral-8x7b")
+    ep = CommDomain(
+        size=8, bandwidth_bytes_per_s=4e11, latency_s=0.0, efficiency=1.0, tier="scale_up"
+    )
+    plain, dedup = TrainWorkload(seq_len=4096), TrainWorkload(seq_len=4096, moe_dispatch_dedup=True)
+    layout = Layout(ep=8, dp=8)
+    sent = ep_comm_per_microbatch(model, plain, layout, 32, ep)
+    once = ep_comm_per_microbatch(model, dedup, layout, 32, ep)
+    per_copy = 4 * 32 * 2 * 4096 * 4096 / 4e11  # 4 passes x 32 layers x bf16 x tokens x D
+    assert sent == pytest.approx(per_copy * 2 * 7 / 8)
+    assert once == pytest.approx(per_copy * 1.640625)
+    top1 = model.model_copy(update={"moe": model.moe.model_copy(update={"top_k": 1})})  # type: ignore[union-attr]
+    assert ep_comm_per_microbatch(top1, dedup, layout, 32, ep) == pytest.approx(
+        ep_comm_per_microbatch(top1, plain, layout, 32, ep)
+    )
+
+
 def test_block_recompute_of_some_layers() -> None:
     """Megatron --recompute-method block --recompute-num-layers 5 on Llama-3 8B (32 layers, as
     validation row N1 runs it): 5 of 32 layers re-run their forward and keep only their input;

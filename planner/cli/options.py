@@ -445,7 +445,11 @@ def _add_framework(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--moe-dispatcher",
         choices=MOE_DISPATCHER_CHOICES,
-        help="MoE token dispatch: NCCL all-to-all (default) or deduplicating (DeepEP, HybridEP)",
+        help=(
+            "MoE token dispatch: NCCL all-to-all, one copy per token and expert (default), or "
+            "deduplicating (DeepEP, HybridEP): a token once to each rank, and each remote "
+            "NVLink domain, that holds any of its experts"
+        ),
     )
     g.add_argument(
         "--ep-overlap",

@@ -179,8 +179,10 @@ class TrainWorkload(FrozenSpec):
     unfused path of 2021-22 Megatron (batched score GEMMs over the full square, softmax and
     dropout through HBM, scores stored: Korthikanti et al.'s 5 a s^2 b term)."""
     moe_dispatch_dedup: bool = False
-    """MoE only: token copies bound for one remote scale-up domain cross the NIC once and fan out
-    over NVLink (DeepEP, Megatron's flex dispatcher); False = plain NCCL all-to-all."""
+    """MoE only: a token travels once to each rank that holds any of its experts, and copies
+    bound for one remote scale-up domain cross the NIC once and fan out over NVLink (DeepEP,
+    HybridEP: Megatron's flex dispatcher); False = plain NCCL all-to-all, one copy per token and
+    expert (:func:`planner.cost.expert.ep_comm_per_microbatch`)."""
     ep_comm_overlap: bool = False
     """MoE only: the expert-parallel all-to-all of one micro-batch runs while another
     micro-batch computes (Megatron-LM ``--overlap-moe-expert-parallel-comm`` with
