@@ -83,21 +83,25 @@ def p2p_time(message_bytes: float, domain: CommDomain) -> float:
     return message_bytes / domain.effective_bytes_per_s + domain.latency_s
 
 
-def routed_copies_crossing_domains(top_k: int, num_domains: int) -> float:
-    """Copies of one token that leave its scale-up domain when its top-k experts are spread
-    uniformly over ``num_domains`` domains and copies bound for one domain travel once (then fan
-    out over NVLink; DeepSeek-V3 arXiv 2412.19437 section 3.2.2, DeepEP):
-    Z (1 - ((Z - 1)/Z)^k) (Z - 1)/Z, the JAX scaling book's ragged all-to-all factor.
+def deduplicated_share(top_k: int, groups: int) -> float:
+    """Share of a plain all-to-all's bytes on its bottleneck that a deduplicating dispatch sends
+    when each token's top-k experts are spread uniformly over ``groups`` equal groups (the ranks
+    of one domain, or the domains a group spans) and the copies bound for one group travel once
+    (DeepEP, HybridEP; DeepSeek-V3 arXiv 2412.19437 section 3.2.2): of the k (Z - 1)/Z copies a
+    token sends to other groups, Z (1 - ((Z - 1)/Z)^k) (Z - 1)/Z remain, the JAX scaling book's
+    ragged all-to-all factor, a share Z (1 - ((Z - 1)/Z)^k) / k. Where a group spans several
+    domains the bottleneck (the NIC) carries only the copies that leave the domain, so the
+    share applies to them, whatever part of the plain all-to-all stays on NVLink.
 
-    >>> routed_copies_crossing_domains(8, 1)
-    0.0
-    >>> round(routed_copies_crossing_domains(8, 4), 3)
-    2.7
+    >>> round(deduplicated_share(8, 8), 3), round(deduplicated_share(8, 4), 3)
+    (0.656, 0.45)
+    >>> deduplicated_share(1, 8), deduplicated_share(8, 1)
+    (1.0, 1.0)
     """
-    z = num_domains
+    z = groups
     if z <= 1:
-        return 0.0
-    return z * (1.0 - ((z - 1) / z) ** top_k) * (z - 1) / z
+        return 1.0
+    return z * (1.0 - ((z - 1) / z) ** top_k) / top_k
 
 
 def overlapped_exposed_time(comm_s: float, compute_s: float, contention: float) -> float:

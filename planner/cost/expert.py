@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from planner.cost.comm import (
     all_to_all_time,
+    deduplicated_share,
     overlapped_exposed_time,
-    routed_copies_crossing_domains,
 )
 from planner.cost.memory import ACTIVATION_BYTES, recomputed_fraction
 from planner.specs.comm import CommDomain
@@ -58,10 +58,11 @@ def ep_comm_per_microbatch(
     ``deep_ep/buffers/legacy.py`` ``get_dispatch_layout``: ``num_tokens_per_rank``, "the number
     of tokens to be sent to each rank", and ``is_token_in_rank``, "whether a token be sent to a
     rank"; deepseek-ai/DeepEP at dd758ca): a group inside one domain sends each token to
-    Z (1 - ((Z - 1)/Z)^k) (Z - 1)/Z other ranks for Z = ep, not k (Z - 1)/Z
-    (:func:`routed_copies_crossing_domains` over ranks: 4.6 of 7 copies at EP 8 with top-8,
-    6.9 of 7.75 at EP 32); a group that spans Z domains sends only the copies bound for other
-    domains over the NIC, each once per destination domain, and fans them out over NVLink.
+    Z (1 - ((Z - 1)/Z)^k) (Z - 1)/Z other ranks for Z = ep, not k (Z - 1)/Z (4.6 of 7 copies at
+    EP 8 with top-8, 6.9 of 7.75 at EP 32); a group that spans Z domains sends the copies bound
+    for another domain over the NIC once per destination domain and fans them out over NVLink,
+    so its NIC, the bottleneck, carries the same share of the copies it carries in NCCL's
+    all-to-all (:func:`deduplicated_share`: 0.45 of them over 4 domains with top-8).
 
     >>> from planner.catalog import load_model
     >>> from planner.specs.comm import CommDomain
@@ -80,14 +81,11 @@ def ep_comm_per_microbatch(
         return 0.0
     tokens = layout.mbs * workload.seq_len / layout.cp / layout.tp
     per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * expert_load_factor(workload)
-    if ep.num_domains > 1 and workload.moe_dispatch_dedup:
-        crossing = per_copy * routed_copies_crossing_domains(moe.top_k, ep.num_domains)
-        one_way = crossing / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s
-    elif workload.moe_dispatch_dedup:
-        leaving = per_copy * routed_copies_crossing_domains(moe.top_k, ep.size)
-        one_way = leaving / ep.effective_bytes_per_s + (ep.size - 1) * ep.latency_s
-    else:
-        one_way = all_to_all_time(per_copy * moe.top_k, ep)
+    volume = per_copy * moe.top_k
+    if workload.moe_dispatch_dedup:  # once per rank inside a domain, once per domain across
+        groups = ep.num_domains if ep.num_domains > 1 else ep.size
+        volume *= deduplicated_share(moe.top_k, groups)
+    one_way = all_to_all_time(volume, ep)
     # dispatch + combine forward and backward; full recomputation runs the forward pair again
     # (on the layers it recomputes: ``recomputed_moe_layers`` when an explicit split says how
     # many, else the layout's rule)
