@@ -407,6 +407,27 @@ def test_a_deduplicating_dispatcher_sends_a_token_once_per_rank() -> None:
     )
 
 
+def test_a_deduplicated_dispatch_across_nodes_runs_at_the_nics_bandwidth() -> None:
+    """EP 32 over four 8-GPU H100 nodes: the topology gives the group NIC / (24/31), since 24 of
+    a rank's 31 all-to-all peers are on other nodes. DeepEP's copies all cross the NIC, once per
+    destination node: 4 (1 - (3/4)^8) (3/4) = 2.70 of a top-8 token's copies, priced at the NIC's
+    50 GB/s itself (x its efficiency), not at the inflated group bandwidth."""
+    from planner.catalog import load_cluster, load_model
+    from planner.cost.expert import ep_comm_per_microbatch
+    from planner.topology import comm_domains
+
+    model = load_model("qwen3-30b-a3b")  # top-8 of 128, hidden 2,048
+    ep = comm_domains(load_cluster("hgx_h100x32"), Layout(ep=32, dp=32))["ep"]
+    assert ep.num_domains == 4
+    assert ep.bandwidth_bytes_per_s * 24 / 31 == pytest.approx(50e9)
+    workload = TrainWorkload(seq_len=4096, moe_dispatch_dedup=True)
+    dedup = ep_comm_per_microbatch(model, workload, Layout(ep=32, dp=32), 1, ep)
+    copies = 4 * (1 - 0.75**8) * 0.75
+    per_copy = 2 * 4096 * 2048  # bf16 bytes of one token copy x the micro-batch's tokens
+    one_way = copies * per_copy / (50e9 * ep.efficiency) + 31 * ep.latency_s
+    assert dedup == pytest.approx(4 * one_way)  # dispatch and combine, forward and backward
+
+
 def test_block_recompute_of_some_layers() -> None:
     """Megatron --recompute-method block --recompute-num-layers 5 on Llama-3 8B (32 layers, as
     validation row N1 runs it): 5 of 32 layers re-run their forward and keep only their input;
