@@ -1005,11 +1005,18 @@ def tp_overlap_reaches(tp: CommDomain) -> bool:
     return tp.tier != "scale_out"  # as the plan's placement says ``within_domain``
 
 
+def asks_tp_overlap(workload: TrainWorkload) -> bool:
+    """Whether the workload overlaps its TP collectives with their GEMMs where the group allows:
+    ``workload.tp_comm_overlap``, which needs sequence parallelism (Megatron-LM's overlap
+    decomposes the all-gathers and reduce-scatters of SP)."""
+    return workload.tp_comm_overlap and workload.sequence_parallel
+
+
 def overlaps_tp_comm(workload: TrainWorkload, tp: CommDomain) -> bool:
-    """Whether the TP collectives are pipelined with their GEMMs: ``workload.tp_comm_overlap``,
-    which needs sequence parallelism (Megatron-LM's overlap decomposes the all-gathers and
-    reduce-scatters of SP), on a group inside one scale-up domain (:func:`tp_overlap_reaches`)."""
-    return workload.tp_comm_overlap and workload.sequence_parallel and tp_overlap_reaches(tp)
+    """Whether the TP collectives are pipelined with their GEMMs: the workload asks for it
+    (:func:`asks_tp_overlap`) and the group stays inside one scale-up domain
+    (:func:`tp_overlap_reaches`)."""
+    return asks_tp_overlap(workload) and tp_overlap_reaches(tp)
 
 
 def moe_block_tp_collectives(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from planner.cost.sharding import gathers_fp8_params
-from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, runs_torchao_casts
+from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, asks_tp_overlap, runs_torchao_casts
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
 from planner.search.pipeline import pipeline_stages
 from planner.search.rules import fused_grouped_mlp_formats
@@ -291,8 +291,7 @@ def tp_overlap_warnings(
     >>> tp_overlap_warnings(TrainWorkload(tp_comm_overlap=False), Layout(tp=16), across)
     []
     """
-    overlapped = workload.tp_comm_overlap and workload.sequence_parallel
-    if not overlapped or layout.tp == 1 or tp is None or tp.within_domain:
+    if not asks_tp_overlap(workload) or layout.tp == 1 or tp is None or tp.within_domain:
         return []
     return [
         f"TP {layout.tp} spans scale-up domains: its collectives cannot overlap their GEMMs "

@@ -1188,11 +1188,11 @@ def _memory_words(
     cluster: ClusterSpec,
     headroom: float = 0.0,
     *,
-    model: ModelSpec | None = None,
-    split: PipelineSplit | None = None,
+    model: ModelSpec,
+    split: PipelineSplit | None,
 ) -> Callable[[], str]:
-    """The memory_detail sentence of the stage that does not fit, written when asked for (with
-    ``model``, where the prefetch yields to memory, the least it needs without it)."""
+    """The memory_detail sentence of the stage that does not fit, written when asked for (where
+    the prefetch yields to memory, with the least it needs without it)."""
 
     def words() -> str:
         m = workload.global_batch // (layout.dp * layout.mbs)
@@ -1204,14 +1204,14 @@ def _memory_words(
 
 
 def prefetch_lean_total(
-    model: ModelSpec | None,
+    model: ModelSpec,
     workload: TrainWorkload,
     layout: Layout,
     split: PipelineSplit | None = None,
 ) -> float | None:
     """The binding stage's memory without the prefetched ZeRO-3 unit where the prefetch yields
     to memory (:func:`planner.cost.step.prefetch_yields_to_memory`), else None."""
-    if model is None or not prefetch_yields_to_memory(workload, layout):
+    if not prefetch_yields_to_memory(workload, layout):
         return None
     return max(m.total for m in lean_prefetch_memory(model, workload, layout, split=split)[1])
 
