@@ -203,7 +203,7 @@ def _shapes(n: int) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("cluster", SMALL_CLUSTERS, ids=lambda c: c.name + str(c.fabric.planes))
-@pytest.mark.parametrize("pattern", ["ring", "p2p", "all_to_all"])
+@pytest.mark.parametrize("pattern", ["ring", "p2p", "shift", "all_to_all"])
 def test_fast_path_equals_full_graph(cluster: ClusterSpec, pattern: str) -> None:
     fabric, n = fabric_of(cluster), cluster.num_accelerators
     graph = fabric_graph(fabric)
@@ -221,6 +221,19 @@ def test_fast_path_equals_full_graph(cluster: ClusterSpec, pattern: str) -> None
             full.latency_s,
             full.efficiency,
         )
+
+
+def test_ring_attention_sends_have_one_nic_where_a_ring_collective_has_four() -> None:
+    """Context parallelism 8 at TP 2 over two H100 nodes (ranks 0, 2, ..., 14): its NCCL ring
+    collective (all-gather) runs 4 channels, member j of one node to member j of the next, so a
+    NIC carries 1/4 of a rank's traffic (4 x 50 GB/s); ring attention's step sends each rank's
+    K/V to its neighbour alone, and the two sends that leave a node have one 400 Gb/s NIC each:
+    50 GB/s (docs/calibration.md, "Ring attention's sends have one NIC")."""
+    domains = comm_domains(load_cluster("hgx_h100x16"), Layout(tp=2, cp=8))
+    assert domains["cp_collective"].bandwidth_bytes_per_s == pytest.approx(200e9)
+    assert domains["cp"].bandwidth_bytes_per_s == pytest.approx(50e9)
+    inside = comm_domains(load_cluster("hgx_h100x8"), Layout(tp=2, cp=4))
+    assert inside["cp"].bandwidth_bytes_per_s == inside["cp_collective"].bandwidth_bytes_per_s
 
 
 def test_one_period_equals_the_whole_cluster() -> None:

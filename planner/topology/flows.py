@@ -14,6 +14,10 @@ scaling book for TPUs):
   bandwidth; hardware.md section 9, 2 nodes x 8 GPUs ~ 8 NICs of bus bandwidth).
 * ``all_to_all`` (MoE dispatch): every member sends 1/(n-1) to every other member.
 * ``p2p`` (pipeline send/recv): member k sends to member k+1, weight 1.
+* ``shift`` (ring attention's send/recv, context parallelism's ``p2p``): member k sends to member
+  k+1 and the last to the first, weight 1 each: one point-to-point send per rank, which NCCL
+  carries over the one path between the two GPUs (inside a domain the NVLink port, across domains
+  one NIC), not striped over a domain's rails as a collective ring's channels are.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ import numpy as np
 
 from planner.topology.structure import Fabric, IntArray, box_axes
 
-RING, ALL_TO_ALL, P2P = "ring", "all_to_all", "p2p"
-PATTERNS = (RING, ALL_TO_ALL, P2P)
+RING, ALL_TO_ALL, P2P, SHIFT = "ring", "all_to_all", "p2p", "shift"
+PATTERNS = (RING, ALL_TO_ALL, P2P, SHIFT)
 Flows = tuple[IntArray, IntArray, np.ndarray]
 
 
@@ -157,6 +161,8 @@ def family_flows(fabric: Fabric, size: int, stride: int, pattern: str, num_ranks
     ones = np.ones(len(groups))
     if pattern == P2P:
         return groups[:, :-1].reshape(-1), groups[:, 1:].reshape(-1), np.ones(groups[:, 1:].size)
+    if pattern == SHIFT:
+        return _shift(groups, ones, 1)
     if pattern == ALL_TO_ALL:
         return _pairs(groups, ones / (size - 1))
     domain = fabric.domain(groups)

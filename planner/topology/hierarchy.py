@@ -25,14 +25,17 @@ from planner.specs.comm import CommDomain
 from planner.specs.layout import Layout
 from planner.specs.result import PlacementEntry
 from planner.topology.contention import family_domain
-from planner.topology.flows import ALL_TO_ALL, P2P, RING
+from planner.topology.flows import ALL_TO_ALL, P2P, RING, SHIFT
 from planner.topology.structure import Fabric, fabric_of
 from planner.units import GB
 
 RANK_ORDER: tuple[str, ...] = ("tp", "cp", "dp", "pp")
 """Parallel dimensions from innermost (adjacent ranks) to outermost."""
-PATTERN = {"tp": RING, "cp": RING, "dp": RING, "pp": P2P, "ep": ALL_TO_ALL}
-"""Communication pattern of each dimension's groups."""
+PATTERN = {"tp": RING, "cp": SHIFT, "dp": RING, "pp": P2P, "ep": ALL_TO_ALL}
+"""Communication pattern of each dimension's groups. Context parallelism's is ring attention's
+neighbour sends (Megatron-LM's default ``cp_comm_type`` p2p, :func:`planner.cost.stage.
+cp_comm_per_microbatch`); its collective variants (all-gather, all-to-all) run on the
+``cp_collective`` family of :func:`cp_level_families`."""
 MAX_CACHED = 200_000
 """Entries kept per cache before it is cleared (bounds memory in long sessions)."""
 
@@ -104,19 +107,22 @@ def cp_hierarchy_sizes(layout: Layout, per_domain: int) -> tuple[int, int]:
 
 
 def cp_level_families(layout: Layout, per_domain: int) -> dict[str, tuple[int, int, str]]:
-    """(size, stride, pattern) of the two levels of hierarchical context parallelism
-    (:func:`cp_hierarchy_sizes`): ``cp_a2a`` inside a scale-up domain, ``cp_ring`` across;
-    none without context parallelism.
+    """(size, stride, pattern) of the context-parallel families besides the ring of ``cp``
+    itself: ``cp_collective``, the same groups running NCCL collectives (the ``allgather`` and
+    ``a2a`` variants), and the two levels of hierarchical context parallelism
+    (:func:`cp_hierarchy_sizes`): ``cp_a2a`` inside a scale-up domain, ``cp_ring`` across, whose
+    K/V pass between neighbours as under ``p2p``; none without context parallelism.
 
-    >>> cp_level_families(Layout(tp=2, cp=8), 8)
-    {'cp_a2a': (4, 2, 'all_to_all'), 'cp_ring': (2, 8, 'ring')}
+    >>> cp_level_families(Layout(tp=2, cp=8), 8)["cp_ring"]
+    (2, 8, 'shift')
     """
     if layout.cp == 1:
         return {}
     inner, outer = cp_hierarchy_sizes(layout, per_domain)
     return {
+        "cp_collective": (layout.cp, layout.tp, RING),
         "cp_a2a": (inner, layout.tp, ALL_TO_ALL),
-        "cp_ring": (outer, layout.tp * inner, RING),
+        "cp_ring": (outer, layout.tp * inner, SHIFT),
     }
 
 

@@ -27,7 +27,7 @@ from planner.specs.cluster import ClusterSpec
 from planner.specs.comm import CommDomain
 from planner.specs.layout import Layout
 from planner.topology.contention import Bottleneck, local_domain, to_comm_domain
-from planner.topology.flows import ALL_TO_ALL, P2P
+from planner.topology.flows import ALL_TO_ALL, P2P, SHIFT
 from planner.topology.graph import AXES, BANDWIDTH, DOMAIN, KIND, SCALE_UP, TIER, accelerator
 from planner.topology.structure import Fabric, fabric_of
 
@@ -96,6 +96,8 @@ def group_flows(
         members = [base + k * stride for k in range(size)]
         if pattern == P2P:
             flows += [(a, b, 1.0) for a, b in itertools.pairwise(members)]
+        elif pattern == SHIFT:
+            flows += [(a, b, 1.0) for a, b in zip(members, members[1:] + members[:1], strict=True)]
         elif pattern == ALL_TO_ALL:
             flows += [(a, b, 1 / (size - 1)) for a, b in itertools.permutations(members, 2)]
         else:

@@ -20,6 +20,7 @@ from planner.topology.contention import local_domain, route_bottlenecks, to_comm
 from planner.topology.flows import (
     ALL_TO_ALL,
     P2P,
+    SHIFT,
     Flows,
     _concat,
     _crossing_ring,
@@ -91,6 +92,8 @@ def explicit_domain(fabric: Fabric, groups: IntArray, pattern: str) -> CommDomai
             groups[:, 1:].reshape(-1),
             np.ones(groups[:, 1:].size),
         )
+    elif pattern == SHIFT:
+        flows = _shift(groups, np.ones(len(groups)), 1)
     else:
         flows = _ring_flows(fabric, groups)
     return to_comm_domain(fabric, size, route_bottlenecks(fabric, flows))
