@@ -149,6 +149,32 @@ def test_hierarchical_cp_is_an_all_to_all_inside_and_a_ring_across() -> None:
     assert got == pytest.approx(a2a + 32 * step, rel=1e-12)
 
 
+def test_ulysses_across_nodes_pays_its_all_to_all_on_the_nic() -> None:
+    """DeepSpeed-Ulysses (cp_comm a2a) on CP 8 of TP 2 over two H100 nodes: each all-to-all
+    leaves 4/7 of a rank's bytes on its 50 GB/s NIC (87.5 GB/s per rank, tests/test_topology.py),
+    not the 200 GB/s of the ring collective over the same groups; q, k, v and the output
+    exchanged forward and backward, exposed, from the same collective functions."""
+    from planner.cost.comm import all_to_all_time
+    from planner.cost.memory import ACTIVATION_BYTES
+    from planner.cost.stage import cp_kv_values_per_token, microbatch_time
+    from planner.topology import comm_domains
+
+    model, cluster = load_model("llama3.1-8b"), load_cluster("hgx_h100x16")
+    layout = Layout(tp=2, cp=8)
+    domains = comm_domains(cluster, layout)
+    group = domains["cp_all_to_all"]
+    assert group.bandwidth_bytes_per_s == pytest.approx(87.5e9)
+    workload = TrainWorkload(seq_len=65536, global_batch=1, cp_comm="a2a")
+    got = microbatch_time(
+        model, cluster.accelerator, workload, layout, stage=0, domains=domains
+    ).cp_comm_s
+    tokens = 65536 / 8
+    chunk = ACTIVATION_BYTES * tokens * cp_kv_values_per_token(model) / 2
+    local = ACTIVATION_BYTES * tokens * 32 * 128 / 2
+    per_pass = 2 * all_to_all_time(local, group) + all_to_all_time(chunk, group)
+    assert got == pytest.approx(32 * 2 * per_pass, rel=1e-12)
+
+
 def test_hierarchical_cp_merges_over_its_ring_only() -> None:
     from planner.cost.stage import _rates, ring_attention_merge_time
 

@@ -228,10 +228,14 @@ def test_ring_attention_sends_have_one_nic_where_a_ring_collective_has_four() ->
     collective (all-gather) runs 4 channels, member j of one node to member j of the next, so a
     NIC carries 1/4 of a rank's traffic (4 x 50 GB/s); ring attention's step sends each rank's
     K/V to its neighbour alone, and the two sends that leave a node have one 400 Gb/s NIC each:
-    50 GB/s (docs/calibration.md, "Ring attention's sends have one NIC")."""
+    50 GB/s (docs/calibration.md, "Ring attention's sends have one NIC"). DeepSpeed-Ulysses'
+    all-to-all has its own family too."""
     domains = comm_domains(load_cluster("hgx_h100x16"), Layout(tp=2, cp=8))
     assert domains["cp_collective"].bandwidth_bytes_per_s == pytest.approx(200e9)
     assert domains["cp"].bandwidth_bytes_per_s == pytest.approx(50e9)
+    # Ulysses' all-to-all (cp_comm a2a): 4 of a rank's 7 peers are on the other node, so 4/7 of
+    # its traffic leaves on its NIC: 50 GB/s / (4/7) = 87.5 GB/s
+    assert domains["cp_all_to_all"].bandwidth_bytes_per_s == pytest.approx(50e9 * 7 / 4)
     inside = comm_domains(load_cluster("hgx_h100x8"), Layout(tp=2, cp=4))
     assert inside["cp"].bandwidth_bytes_per_s == inside["cp_collective"].bandwidth_bytes_per_s
 

@@ -1091,6 +1091,7 @@ def cp_comm_per_microbatch(
     contention: float = 0.0,
     hierarchy: tuple[CommDomain, CommDomain] | None = None,
     collective: CommDomain | None = None,
+    all_to_all: CommDomain | None = None,
 ) -> float:
     """Exposed context-parallel communication of one micro-batch (``attention_s`` = the stage's
     attention-core forward and backward seconds), by ``workload.cp_comm``; causal chunks are
@@ -1118,18 +1119,19 @@ def cp_comm_per_microbatch(
     has one NIC, not the rails an NCCL ring stripes its channels over (Transformer Engine's ring
     attention, ``flash_attn_p2p_communicate`` in ``transformer_engine/pytorch/attention/
     dot_product_attention/context_parallel.py``: an ``isend`` to the next CP rank and an
-    ``irecv`` from the previous one per step). ``collective``: the same groups running NCCL
-    collectives, which the ``allgather`` and ``a2a`` variants use (default ``cp``).
+    ``irecv`` from the previous one per step). ``collective``: the same groups running an NCCL
+    ring collective, which ``allgather`` uses; ``all_to_all``: the same groups exchanging all to
+    all, which ``a2a`` uses (each default ``cp``).
     """
     if cp.size == 1:
         return 0.0
     tokens = layout.mbs * workload.seq_len / layout.cp
     chunk = ACTIVATION_BYTES * tokens * cp_kv_values_per_token(model) / layout.tp
     forward_s, backward_s = (t / max(num_layers, 1) for t in attention_s)
-    group = collective or cp
     if workload.cp_comm == "allgather":
-        gather = all_gather_time(cp.size * chunk, group)
-        return num_layers * (2 * gather + reduce_scatter_time(cp.size * chunk, group))
+        ring = collective or cp
+        gather = all_gather_time(cp.size * chunk, ring)
+        return num_layers * (2 * gather + reduce_scatter_time(cp.size * chunk, ring))
     q_values = model.num_attention_heads * attention_head_dims(model)[0]
     local = ACTIVATION_BYTES * tokens * q_values / layout.tp
 
@@ -1141,7 +1143,7 @@ def cp_comm_per_microbatch(
         return num_layers * 2 * per_pass
 
     if workload.cp_comm == "a2a":
-        return heads_exchange(group)
+        return heads_exchange(all_to_all or cp)
     exposed_a2a, ring = 0.0, cp
     if workload.cp_comm == "a2a+p2p" and hierarchy is not None:
         exposed_a2a, ring = heads_exchange(hierarchy[0]), hierarchy[1]
@@ -1283,6 +1285,7 @@ def microbatch_time(
             contention=contention,
             hierarchy=levels,
             collective=domains.get("cp_collective"),
+            all_to_all=domains.get("cp_all_to_all"),
         ),
         ep_comm_s=ep_exposed,
         moe_sync_s=sync_exposed,

@@ -34,8 +34,8 @@ RANK_ORDER: tuple[str, ...] = ("tp", "cp", "dp", "pp")
 PATTERN = {"tp": RING, "cp": SHIFT, "dp": RING, "pp": P2P, "ep": ALL_TO_ALL}
 """Communication pattern of each dimension's groups. Context parallelism's is ring attention's
 neighbour sends (Megatron-LM's default ``cp_comm_type`` p2p, :func:`planner.cost.stage.
-cp_comm_per_microbatch`); its collective variants (all-gather, all-to-all) run on the
-``cp_collective`` family of :func:`cp_level_families`."""
+cp_comm_per_microbatch`); its all-gather and all-to-all variants run on the
+``cp_collective`` and ``cp_all_to_all`` families of :func:`cp_level_families`."""
 MAX_CACHED = 200_000
 """Entries kept per cache before it is cleared (bounds memory in long sessions)."""
 
@@ -108,8 +108,9 @@ def cp_hierarchy_sizes(layout: Layout, per_domain: int) -> tuple[int, int]:
 
 def cp_level_families(layout: Layout, per_domain: int) -> dict[str, tuple[int, int, str]]:
     """(size, stride, pattern) of the context-parallel families besides the ring of ``cp``
-    itself: ``cp_collective``, the same groups running NCCL collectives (the ``allgather`` and
-    ``a2a`` variants), and the two levels of hierarchical context parallelism
+    itself: the same groups running an NCCL ring collective (``cp_collective``, the
+    ``allgather`` variant) and an all-to-all (``cp_all_to_all``, the ``a2a`` variant,
+    DeepSpeed-Ulysses), and the two levels of hierarchical context parallelism
     (:func:`cp_hierarchy_sizes`): ``cp_a2a`` inside a scale-up domain, ``cp_ring`` across, whose
     K/V pass between neighbours as under ``p2p``; none without context parallelism.
 
@@ -121,6 +122,7 @@ def cp_level_families(layout: Layout, per_domain: int) -> dict[str, tuple[int, i
     inner, outer = cp_hierarchy_sizes(layout, per_domain)
     return {
         "cp_collective": (layout.cp, layout.tp, RING),
+        "cp_all_to_all": (layout.cp, layout.tp, ALL_TO_ALL),
         "cp_a2a": (inner, layout.tp, ALL_TO_ALL),
         "cp_ring": (outer, layout.tp * inner, SHIFT),
     }
