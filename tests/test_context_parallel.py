@@ -187,3 +187,19 @@ def test_hierarchical_cp_merges_over_its_ring_only() -> None:
     assert ring_attention_merge_time(model, layout, ring=2, **kwargs) == two
     assert ring_attention_merge_time(model, layout, **kwargs)[0] > two[0]
     assert ring_attention_merge_time(model, layout, ring=1, **kwargs) == (0.0, 0.0)
+
+
+def test_the_plan_shows_the_cp_link_its_variant_uses() -> None:
+    """The CP line of a plan's placement is the family its ``cp_comm`` is priced on: ring
+    attention's neighbour sends (one NIC where the ring leaves a node), the all-gather's NCCL
+    ring (a node's rails), Ulysses' all-to-all. CP 8 at TP 4 over four H100 nodes, two CP ranks
+    a node: 50, 100 and 50 / (6/7) = 58.3 GB/s."""
+    from planner.api import estimate
+
+    layout = {"tp": 4, "cp": 8, "pp": 1, "dp": 1, "zero": 1}
+    links = {}
+    for cp_comm in ("p2p", "allgather", "a2a"):
+        plan = estimate(model="70B", cluster="hgx_h100x32", layout=layout,
+                        workload={"seq_len": 131072, "global_batch": 32, "cp_comm": cp_comm})  # fmt: skip
+        links[cp_comm] = plan.placement["cp"].bandwidth_GB_per_s
+    assert links == pytest.approx({"p2p": 50.0, "allgather": 100.0, "a2a": 50 * 7 / 6})

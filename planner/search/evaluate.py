@@ -344,7 +344,7 @@ def to_plan(
     warnings += memory_warnings(cost, cluster)
     warnings += offload_warnings(model, cluster, workload, layout, split=split)
     warnings += batch_warnings(workload, layout)
-    where = placement(cluster, layout)
+    where = placement(cluster, layout, workload.cp_comm)
     warnings += tp_overlap_warnings(workload, layout, where.get("tp"))
     warnings += prefetch_warnings(cost)
     return Plan(

@@ -50,7 +50,7 @@ from planner.specs.result import PipelineSplitInfo, Plan, SearchResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
 from planner.topology import placement_entry
-from planner.topology.hierarchy import families
+from planner.topology.hierarchy import families, placed_family
 from planner.topology.placed import groups_split, nominal_positions, placed_domains
 from planner.topology.state import Availability, apply_state
 from planner.topology.structure import fabric_of
@@ -139,10 +139,10 @@ def price_placement(
     workload = workload.model_copy(update={"precision": layout.precision})
     cost = estimate_step(model, acc, workload, layout, domains, split=split)
     plan = to_plan(model, plan_cluster, workload, layout, cost, split=split, split_info=split_info)
-    entries = {
-        dim: placement_entry(domains[dim], size, stride)
-        for dim, (size, stride, _) in families(layout).items()
-    }
+    entries = {}
+    for dim, (size, stride, _) in families(layout).items():
+        domain = domains.get(placed_family(dim, workload.cp_comm), domains[dim])
+        entries[dim] = placement_entry(domain, size, stride)
     return plan.model_copy(update={"placement": entries})
 
 

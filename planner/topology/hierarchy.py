@@ -213,11 +213,29 @@ def placement_entry(domain: CommDomain, size: int, stride: int) -> PlacementEntr
     )
 
 
-def placement(cluster: ClusterSpec, layout: Layout) -> dict[str, PlacementEntry]:
-    """Where each dimension's groups land: tier, bottleneck link and the first group's ranks."""
+CP_FAMILY = {"allgather": "cp_collective", "a2a": "cp_all_to_all"}
+"""The family a context-parallel variant (``TrainWorkload.cp_comm``) communicates over, where it is
+not the ring of ``cp`` itself (:func:`cp_level_families`)."""
+
+
+def placed_family(dim: str, cp_comm: str) -> str:
+    """The key of ``comm_domains`` whose bandwidth dimension ``dim`` is priced at: the CP groups'
+    all-gather or all-to-all family under those variants, else the dimension's own.
+
+    >>> placed_family("cp", "allgather"), placed_family("cp", "p2p"), placed_family("tp", "a2a")
+    ('cp_collective', 'cp', 'tp')
+    """
+    return CP_FAMILY.get(cp_comm, dim) if dim == "cp" else dim
+
+
+def placement(
+    cluster: ClusterSpec, layout: Layout, cp_comm: str = "p2p"
+) -> dict[str, PlacementEntry]:
+    """Where each dimension's groups land: tier, bottleneck link and the first group's ranks;
+    the CP groups' link as the workload's ``cp_comm`` uses them (:func:`placed_family`)."""
     domains = comm_domains(cluster, layout)
     return {
-        dim: placement_entry(domains[dim], size, stride)
+        dim: placement_entry(domains.get(placed_family(dim, cp_comm), domains[dim]), size, stride)
         for dim, (size, stride, _) in families(layout).items()
     }
 
