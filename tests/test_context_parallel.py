@@ -203,3 +203,21 @@ def test_the_plan_shows_the_cp_link_its_variant_uses() -> None:
                         workload={"seq_len": 131072, "global_batch": 32, "cp_comm": cp_comm})  # fmt: skip
         links[cp_comm] = plan.placement["cp"].bandwidth_GB_per_s
     assert links == pytest.approx({"p2p": 50.0, "allgather": 100.0, "a2a": 50 * 7 / 6})
+
+
+def test_a_plan_on_a_cluster_state_shows_the_same_cp_links() -> None:
+    """The same three links where the plan is placed on a cluster with a node down (the placed
+    domains, planner.search.state.price_placement), and no CP link without CP."""
+    from planner.api import estimate
+    from planner.catalog.cluster_state import load_cluster_state
+
+    state = load_cluster_state({"down": {"nodes": ["node2"]}})
+    links = {}
+    for cp_comm, cp in (("p2p", 8), ("allgather", 8), ("a2a", 8), ("allgather", 1)):
+        layout = {"tp": 4, "cp": cp, "pp": 1, "dp": 8 // cp, "zero": 1}
+        plan = estimate(model="70B", cluster="hgx_h100x64", layout=layout, cluster_state=state,
+                        workload={"seq_len": 131072, "global_batch": 8, "cp_comm": cp_comm})  # fmt: skip
+        links[(cp_comm, cp)] = plan.placement["cp"].bandwidth_GB_per_s
+    assert links == pytest.approx(
+        {("p2p", 8): 50.0, ("allgather", 8): 100.0, ("a2a", 8): 50 * 7 / 6, ("allgather", 1): 0.0}
+    )
