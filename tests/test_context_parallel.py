@@ -150,7 +150,8 @@ def test_hierarchical_cp_is_an_all_to_all_inside_and_a_ring_across() -> None:
 
 
 def test_ulysses_across_nodes_pays_its_all_to_all_on_the_nic() -> None:
-    """DeepSpeed-Ulysses (cp_comm a2a) on CP 8 of TP 2 over two H100 nodes: each all-to-all
+    """DeepSpeed-Ulysses (cp_comm a2a) on CP 8 of TP 2 over two H100 nodes (Llama 2 7B, whose 32
+    KV heads split 16 a TP rank, 2 a CP rank; a GQA model's 8 could not): each all-to-all
     leaves 4/7 of a rank's bytes on its 50 GB/s NIC (87.5 GB/s per rank, tests/test_topology.py),
     not the 200 GB/s of the ring collective over the same groups; q, k, v and the output
     exchanged forward and backward, exposed, from the same collective functions."""
@@ -159,16 +160,16 @@ def test_ulysses_across_nodes_pays_its_all_to_all_on_the_nic() -> None:
     from planner.cost.stage import cp_kv_values_per_token, microbatch_time
     from planner.topology import comm_domains
 
-    model, cluster = load_model("llama3.1-8b"), load_cluster("hgx_h100x16")
+    model, cluster = load_model("llama2-7b"), load_cluster("hgx_h100x16")  # 32 KV heads
     layout = Layout(tp=2, cp=8)
     domains = comm_domains(cluster, layout)
     group = domains["cp_all_to_all"]
     assert group.bandwidth_bytes_per_s == pytest.approx(87.5e9)
-    workload = TrainWorkload(seq_len=65536, global_batch=1, cp_comm="a2a")
+    workload = TrainWorkload(seq_len=4096, global_batch=1, cp_comm="a2a")
     got = microbatch_time(
         model, cluster.accelerator, workload, layout, stage=0, domains=domains
     ).cp_comm_s
-    tokens = 65536 / 8
+    tokens = 4096 / 8
     chunk = ACTIVATION_BYTES * tokens * cp_kv_values_per_token(model) / 2
     local = ACTIVATION_BYTES * tokens * 32 * 128 / 2
     per_pass = 2 * all_to_all_time(local, group) + all_to_all_time(chunk, group)
@@ -193,14 +194,15 @@ def test_the_plan_shows_the_cp_link_its_variant_uses() -> None:
     """The CP line of a plan's placement is the family its ``cp_comm`` is priced on: ring
     attention's neighbour sends (one NIC where the ring leaves a node), the all-gather's NCCL
     ring (a node's rails), Ulysses' all-to-all. CP 8 at TP 4 over four H100 nodes, two CP ranks
-    a node: 50, 100 and 50 / (6/7) = 58.3 GB/s."""
+    a node: 50, 100 and 50 / (6/7) = 58.3 GB/s (Llama 2 7B: its 32 KV heads split over TP 4 x CP 8,
+    which Ulysses needs)."""
     from planner.api import estimate
 
     layout = {"tp": 4, "cp": 8, "pp": 1, "dp": 1, "zero": 1}
     links = {}
     for cp_comm in ("p2p", "allgather", "a2a"):
-        plan = estimate(model="70B", cluster="hgx_h100x32", layout=layout,
-                        workload={"seq_len": 131072, "global_batch": 32, "cp_comm": cp_comm})  # fmt: skip
+        plan = estimate(model="llama2-7b", cluster="hgx_h100x32", layout=layout,
+                        workload={"seq_len": 4096, "global_batch": 32, "cp_comm": cp_comm})  # fmt: skip
         links[cp_comm] = plan.placement["cp"].bandwidth_GB_per_s
     assert links == pytest.approx({"p2p": 50.0, "allgather": 100.0, "a2a": 50 * 7 / 6})
 
@@ -215,9 +217,26 @@ def test_a_plan_on_a_cluster_state_shows_the_same_cp_links() -> None:
     links = {}
     for cp_comm, cp in (("p2p", 8), ("allgather", 8), ("a2a", 8), ("allgather", 1)):
         layout = {"tp": 4, "cp": cp, "pp": 1, "dp": 8 // cp, "zero": 1}
-        plan = estimate(model="70B", cluster="hgx_h100x64", layout=layout, cluster_state=state,
-                        workload={"seq_len": 131072, "global_batch": 8, "cp_comm": cp_comm})  # fmt: skip
+        plan = estimate(model="llama2-7b", cluster="hgx_h100x64", layout=layout, cluster_state=state,
+                        workload={"seq_len": 4096, "global_batch": 8, "cp_comm": cp_comm})  # fmt: skip
         links[(cp_comm, cp)] = plan.placement["cp"].bandwidth_GB_per_s
     assert links == pytest.approx(
         {("p2p", 8): 50.0, ("allgather", 8): 100.0, ("a2a", 8): 50 * 7 / 6, ("allgather", 1): 0.0}
     )
+
+
+def test_ulysses_needs_the_kv_heads_of_a_tp_rank_to_split_over_cp() -> None:
+    """Llama 3 70B has 8 KV heads: at TP 2 a rank holds 4, so all-to-all CP 8 cannot split them
+    (Transformer Engine asserts it of the keys as of the queries); CP 4 can, and ring attention
+    does not split heads at all."""
+    from planner.api import estimate
+    from planner.errors import SpecError
+
+    def plan(cp: int, cp_comm: str):  # type: ignore[no-untyped-def]
+        return estimate(model="70B", cluster="hgx_h100x16", layout={"tp": 2, "cp": cp, "dp": 8 // cp},
+                        workload={"seq_len": 65536, "global_batch": 8, "cp_comm": cp_comm})  # fmt: skip
+
+    with pytest.raises(SpecError, match=r"a rank holds 4 KV heads \(num_kv_heads 8 over tp 2\)"):
+        plan(8, "a2a")
+    assert plan(4, "a2a").layout.cp == 4
+    assert plan(8, "p2p").layout.cp == 8

@@ -210,15 +210,10 @@ def layout_violations(
         if rule:
             out.append(("divisibility", rule))
     out.extend(("framework", rule) for rule in framework_rules(workload, layout))
-    heads = model.num_attention_heads
-    if layout.cp > 1 and workload.cp_comm == "a2a" and heads % (layout.tp * layout.cp):
-        out.append(
-            (
-                "divisibility",
-                f"all-to-all context parallelism splits the heads: tp x cp "
-                f"({layout.tp * layout.cp}) must divide num_attention_heads ({heads})",
-            )
-        )
+    if layout.cp > 1 and workload.cp_comm == "a2a":
+        rule = a2a_cp_heads_rule(model, layout.tp, layout.cp, replicate_kv=replicate_kv)
+        if rule:
+            out.append(("divisibility", rule))
     if layout.vpp > 1 and layout.pp == 1:
         out.append(("divisibility", "vpp > 1 needs pp > 1"))
     elif split is None and layout.pp * layout.vpp > model.num_layers:
@@ -251,6 +246,39 @@ def layout_violations(
         )
     out.extend(_batch_and_expert_rules(model, workload, layout))
     return out
+
+
+def a2a_cp_heads_rule(model: ModelSpec, tp: int, cp: int, *, replicate_kv: bool = False) -> str:
+    """Why all-to-all context parallelism (``cp_comm`` a2a, DeepSpeed-Ulysses) cannot run at
+    ``tp`` x ``cp`` ('' if it can): it trades the sequence split for a head split of the
+    queries, keys and values a TP rank holds, so cp must divide each: Transformer Engine's
+    ``AttnFuncWithCPAndQKVOA2A`` asserts ``q.shape[-2] % cp_size == 0 and k.shape[-2] %
+    cp_size == 0`` ('The number of attention heads needs to be divisible by CP size!'), and
+    DeepSpeed's ``_SeqAllToAll`` the same of every tensor it scatters. A rank's KV heads are
+    kv / tp, or one replica where the framework replicates them (``replicate_kv``); with MLA
+    every attention head has its own keys and values.
+
+    >>> from planner.catalog import load_model
+    >>> a2a_cp_heads_rule(load_model("70B"), 2, 8)  # 64 query heads, 8 KV heads
+    "all-to-all context parallelism splits a TP rank's heads over cp (8), but a rank holds 4 KV \
+heads (num_kv_heads 8 over tp 2)"
+    >>> a2a_cp_heads_rule(load_model("70B"), 2, 4), a2a_cp_heads_rule(load_model("70B"), 1, 8)
+    ('', '')
+    """
+    queries = model.num_attention_heads
+    if queries % (tp * cp):
+        return (
+            f"all-to-all context parallelism splits the heads: tp x cp ({tp * cp}) must divide "
+            f"num_attention_heads ({queries})"
+        )
+    kv = queries if model.mla is not None else model.num_kv_heads
+    per_rank = kv // tp if kv >= tp else (1 if replicate_kv else 0)
+    if per_rank == 0 or per_rank % cp:
+        return (
+            f"all-to-all context parallelism splits a TP rank's heads over cp ({cp}), but a rank "
+            f"holds {per_rank} KV heads (num_kv_heads {kv} over tp {tp})"
+        )
+    return ""
 
 
 def tp_heads_rule(model: ModelSpec, tp: int, *, replicate_kv: bool = False) -> str:
