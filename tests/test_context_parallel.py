@@ -240,3 +240,19 @@ def test_ulysses_needs_the_kv_heads_of_a_tp_rank_to_split_over_cp() -> None:
         plan(8, "a2a")
     assert plan(4, "a2a").layout.cp == 4
     assert plan(8, "p2p").layout.cp == 8
+
+
+def test_hierarchical_cp_needs_the_heads_for_its_all_to_all_group() -> None:
+    """a2a+p2p puts the all-to-all over the CP ranks of one scale-up domain: on an NVL72 rack at
+    TP 1 that is all 16 of CP 16, more than Llama 3 8B's 8 KV heads (refused, naming the sizes
+    the export would write); on 8-GPU H100 nodes it is 8, which 8 KV heads allow."""
+    from planner.api import estimate
+    from planner.errors import SpecError
+
+    def plan(cluster: str):  # type: ignore[no-untyped-def]
+        return estimate(model="8B", cluster=cluster, layout={"tp": 1, "cp": 16, "dp": 1},
+                        workload={"seq_len": 131072, "global_batch": 8, "cp_comm": "a2a+p2p"})  # fmt: skip
+
+    with pytest.raises(SpecError, match=r"--hierarchical-context-parallel-sizes 16 1\): .* 8 KV"):
+        plan("gb200_nvl72x16")
+    assert plan("hgx_h100x16").layout.cp == 16

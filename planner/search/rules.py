@@ -16,6 +16,7 @@ from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
+from planner.topology.hierarchy import cp_hierarchy_sizes
 
 MAX_GLOBAL_BATCH = 2**24
 """Largest global batch the planner accepts (sequences): 16.8M, 8,000x Llama 3's 2,048."""
@@ -214,6 +215,20 @@ def layout_violations(
         rule = a2a_cp_heads_rule(model, layout.tp, layout.cp, replicate_kv=replicate_kv)
         if rule:
             out.append(("divisibility", rule))
+    if layout.cp > 1 and workload.cp_comm == "a2a+p2p":
+        inner, _ = cp_hierarchy_sizes(layout, cluster.accelerators_per_domain)
+        rule = a2a_cp_heads_rule(
+            model, layout.tp, inner, replicate_kv=replicate_kv, group="its all-to-all group"
+        )
+        if inner > 1 and rule:
+            out.append(
+                (
+                    "divisibility",
+                    f"hierarchical a2a+p2p context parallelism runs its all-to-all over the CP "
+                    f"ranks of one scale-up domain (--hierarchical-context-parallel-sizes "
+                    f"{inner} {layout.cp // inner}): {rule}",
+                )
+            )
     if layout.vpp > 1 and layout.pp == 1:
         out.append(("divisibility", "vpp > 1 needs pp > 1"))
     elif split is None and layout.pp * layout.vpp > model.num_layers:
@@ -248,7 +263,9 @@ def layout_violations(
     return out
 
 
-def a2a_cp_heads_rule(model: ModelSpec, tp: int, cp: int, *, replicate_kv: bool = False) -> str:
+def a2a_cp_heads_rule(
+    model: ModelSpec, tp: int, cp: int, *, replicate_kv: bool = False, group: str = "cp"
+) -> str:
     """Why all-to-all context parallelism (``cp_comm`` a2a, DeepSpeed-Ulysses) cannot run at
     ``tp`` x ``cp`` ('' if it can): it trades the sequence split for a head split of the
     queries, keys and values a TP rank holds, so cp must divide each: Transformer Engine's
@@ -256,7 +273,8 @@ def a2a_cp_heads_rule(model: ModelSpec, tp: int, cp: int, *, replicate_kv: bool 
     cp_size == 0`` ('The number of attention heads needs to be divisible by CP size!'), and
     DeepSpeed's ``_SeqAllToAll`` the same of every tensor it scatters. A rank's KV heads are
     kv / tp, or one replica where the framework replicates them (``replicate_kv``); with MLA
-    every attention head has its own keys and values.
+    every attention head has its own keys and values. ``group``: what the sentences call the
+    all-to-all's ranks (hierarchical ``a2a+p2p`` runs it over part of cp).
 
     >>> from planner.catalog import load_model
     >>> a2a_cp_heads_rule(load_model("70B"), 2, 8)  # 64 query heads, 8 KV heads
@@ -268,15 +286,15 @@ heads (num_kv_heads 8 over tp 2)"
     queries = model.num_attention_heads
     if queries % (tp * cp):
         return (
-            f"all-to-all context parallelism splits the heads: tp x cp ({tp * cp}) must divide "
-            f"num_attention_heads ({queries})"
+            f"all-to-all context parallelism splits the heads: tp x {group} ({tp * cp}) must "
+            f"divide num_attention_heads ({queries})"
         )
     kv = queries if model.mla is not None else model.num_kv_heads
     per_rank = kv // tp if kv >= tp else (1 if replicate_kv else 0)
     if per_rank == 0 or per_rank % cp:
         return (
-            f"all-to-all context parallelism splits a TP rank's heads over cp ({cp}), but a rank "
-            f"holds {per_rank} KV heads (num_kv_heads {kv} over tp {tp})"
+            f"all-to-all context parallelism splits a TP rank's heads over {group} ({cp}), but a "
+            f"rank holds {per_rank} KV heads (num_kv_heads {kv} over tp {tp})"
         )
     return ""
 
