@@ -65,7 +65,7 @@ from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage_memory import activation_bytes_per_microbatch
 from planner.errors import InternalError
 from planner.specs.base import FrozenSpec
-from planner.specs.comm import CommDomain
+from planner.specs.comm import CommDomain, traffic_domain
 from planner.specs.formats import NumberFormat, bytes_per_value
 from planner.specs.framework import CpImpl
 from planner.specs.hardware import AcceleratorSpec, GemmTiling
@@ -1090,8 +1090,6 @@ def cp_comm_per_microbatch(
     attention_s: tuple[float, float],
     contention: float = 0.0,
     hierarchy: tuple[CommDomain, CommDomain] | None = None,
-    collective: CommDomain | None = None,
-    all_to_all: CommDomain | None = None,
 ) -> float:
     """Exposed context-parallel communication of one micro-batch (``attention_s`` = the stage's
     attention-core forward and backward seconds), by ``workload.cp_comm``; causal chunks are
@@ -1114,14 +1112,14 @@ def cp_comm_per_microbatch(
       ``p2p`` and there are ring size - 1 of them. Without ``hierarchy``, a ring over all cp
       ranks.
 
-    ``cp`` is the ring's domain: each step a rank sends to its neighbour alone
+    ``cp``: the CP groups' domain for the variant (:func:`planner.specs.comm.traffic_domain`):
+    for the ring, each step a rank sends to its neighbour alone
     (:data:`planner.topology.flows.SHIFT`), so where the ring crosses scale-up domains the send
     has one NIC, not the rails an NCCL ring stripes its channels over (Transformer Engine's ring
     attention, ``flash_attn_p2p_communicate`` in ``transformer_engine/pytorch/attention/
     dot_product_attention/context_parallel.py``: an ``isend`` to the next CP rank and an
-    ``irecv`` from the previous one per step). ``collective``: the same groups running an NCCL
-    ring collective, which ``allgather`` uses; ``all_to_all``: the same groups exchanging all to
-    all, which ``a2a`` uses (each default ``cp``).
+    ``irecv`` from the previous one per step); an NCCL ring collective for ``allgather``; an
+    all-to-all for ``a2a``.
     """
     if cp.size == 1:
         return 0.0
@@ -1129,9 +1127,8 @@ def cp_comm_per_microbatch(
     chunk = ACTIVATION_BYTES * tokens * cp_kv_values_per_token(model) / layout.tp
     forward_s, backward_s = (t / max(num_layers, 1) for t in attention_s)
     if workload.cp_comm == "allgather":
-        ring = collective or cp
-        gather = all_gather_time(cp.size * chunk, ring)
-        return num_layers * (2 * gather + reduce_scatter_time(cp.size * chunk, ring))
+        gather = all_gather_time(cp.size * chunk, cp)
+        return num_layers * (2 * gather + reduce_scatter_time(cp.size * chunk, cp))
     q_values = model.num_attention_heads * attention_head_dims(model)[0]
     local = ACTIVATION_BYTES * tokens * q_values / layout.tp
 
@@ -1143,7 +1140,7 @@ def cp_comm_per_microbatch(
         return num_layers * 2 * per_pass
 
     if workload.cp_comm == "a2a":
-        return heads_exchange(all_to_all or cp)
+        return heads_exchange(cp)
     exposed_a2a, ring = 0.0, cp
     if workload.cp_comm == "a2a+p2p" and hierarchy is not None:
         exposed_a2a, ring = heads_exchange(hierarchy[0]), hierarchy[1]
@@ -1280,12 +1277,10 @@ def microbatch_time(
             workload,
             layout,
             num_layers,
-            cp=domains["cp"],
+            cp=traffic_domain(domains, "cp", workload.cp_comm),
             attention_s=(attention, attention * flash_backward_flop_ratio(model)),
             contention=contention,
             hierarchy=levels,
-            collective=domains.get("cp_collective"),
-            all_to_all=domains.get("cp_all_to_all"),
         ),
         ep_comm_s=ep_exposed,
         moe_sync_s=sync_exposed,

@@ -42,6 +42,7 @@ from planner.search.rules import check_workload, layout_violations
 from planner.search.space import objective_value
 from planner.specs.cluster import ClusterSpec
 from planner.specs.cluster_state import ClusterState, DefaultOrder, StateReport, SubproblemInfo
+from planner.specs.comm import traffic_domain
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
@@ -50,7 +51,7 @@ from planner.specs.result import PipelineSplitInfo, Plan, SearchResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
 from planner.topology import placement_entry
-from planner.topology.hierarchy import families, placed_family
+from planner.topology.hierarchy import families
 from planner.topology.placed import groups_split, nominal_positions, placed_domains
 from planner.topology.state import Availability, apply_state
 from planner.topology.structure import fabric_of
@@ -139,10 +140,10 @@ def price_placement(
     workload = workload.model_copy(update={"precision": layout.precision})
     cost = estimate_step(model, acc, workload, layout, domains, split=split)
     plan = to_plan(model, plan_cluster, workload, layout, cost, split=split, split_info=split_info)
-    entries = {}
-    for dim, (size, stride, _) in families(layout).items():
-        domain = domains.get(placed_family(dim, workload.cp_comm), domains[dim])
-        entries[dim] = placement_entry(domain, size, stride)
+    entries = {
+        dim: placement_entry(traffic_domain(domains, dim, workload.cp_comm), size, stride)
+        for dim, (size, stride, _) in families(layout).items()
+    }
     return plan.model_copy(update={"placement": entries})
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from planner.specs.cluster import ClusterSpec
-from planner.specs.comm import CommDomain
+from planner.specs.comm import CP_FAMILY, CommDomain, traffic_domain
 from planner.specs.layout import Layout
 from planner.specs.result import PlacementEntry
 from planner.topology.contention import family_domain
@@ -35,7 +35,8 @@ PATTERN = {"tp": RING, "cp": SHIFT, "dp": RING, "pp": P2P, "ep": ALL_TO_ALL}
 """Communication pattern of each dimension's groups. Context parallelism's is ring attention's
 neighbour sends (Megatron-LM's default ``cp_comm_type`` p2p, :func:`planner.cost.stage.
 cp_comm_per_microbatch`); its all-gather and all-to-all variants run on the
-``cp_collective`` and ``cp_all_to_all`` families of :func:`cp_level_families`."""
+``cp_collective`` and ``cp_all_to_all`` families of :func:`cp_level_families`
+(:func:`planner.specs.comm.traffic_domain`)."""
 MAX_CACHED = 200_000
 """Entries kept per cache before it is cleared (bounds memory in long sessions)."""
 
@@ -121,8 +122,8 @@ def cp_level_families(layout: Layout, per_domain: int) -> dict[str, tuple[int, i
         return {}
     inner, outer = cp_hierarchy_sizes(layout, per_domain)
     return {
-        "cp_collective": (layout.cp, layout.tp, RING),
-        "cp_all_to_all": (layout.cp, layout.tp, ALL_TO_ALL),
+        CP_FAMILY["allgather"]: (layout.cp, layout.tp, RING),
+        CP_FAMILY["a2a"]: (layout.cp, layout.tp, ALL_TO_ALL),
         "cp_a2a": (inner, layout.tp, ALL_TO_ALL),
         "cp_ring": (outer, layout.tp * inner, SHIFT),
     }
@@ -213,29 +214,14 @@ def placement_entry(domain: CommDomain, size: int, stride: int) -> PlacementEntr
     )
 
 
-CP_FAMILY = {"allgather": "cp_collective", "a2a": "cp_all_to_all"}
-"""The family a context-parallel variant (``TrainWorkload.cp_comm``) communicates over, where it is
-not the ring of ``cp`` itself (:func:`cp_level_families`)."""
-
-
-def placed_family(dim: str, cp_comm: str) -> str:
-    """The key of ``comm_domains`` whose bandwidth dimension ``dim`` is priced at: the CP groups'
-    all-gather or all-to-all family under those variants, else the dimension's own.
-
-    >>> placed_family("cp", "allgather"), placed_family("cp", "p2p"), placed_family("tp", "a2a")
-    ('cp_collective', 'cp', 'tp')
-    """
-    return CP_FAMILY.get(cp_comm, dim) if dim == "cp" else dim
-
-
 def placement(
     cluster: ClusterSpec, layout: Layout, cp_comm: str = "p2p"
 ) -> dict[str, PlacementEntry]:
     """Where each dimension's groups land: tier, bottleneck link and the first group's ranks;
-    the CP groups' link as the workload's ``cp_comm`` uses them (:func:`placed_family`)."""
+    the CP groups' link as the workload's ``cp_comm`` uses them (:func:`traffic_domain`)."""
     domains = comm_domains(cluster, layout)
     return {
-        dim: placement_entry(domains.get(placed_family(dim, cp_comm), domains[dim]), size, stride)
+        dim: placement_entry(traffic_domain(domains, dim, cp_comm), size, stride)
         for dim, (size, stride, _) in families(layout).items()
     }
 
