@@ -1023,6 +1023,7 @@ def _check_training_plan(
     import math
 
     edited = PLAN_EDITED_CLI if cli else PLAN_EDITED
+    from planner.topology.hierarchy import GRADIENT_GROUPS
     from planner.topology.hierarchy import placement as placement_of
 
     layout, memory = plan.layout, plan.memory
@@ -1049,7 +1050,11 @@ def _check_training_plan(
             f"the plan records {memory.capacity_gib:.4g} GiB usable per GPU; cluster "
             f"'{cluster.name}' has {usable:.4g}: {edited}"
         )
-    if placement_of(cluster, layout) != plan.placement:
+    recorded = workload or plan.workload
+    where = placement_of(cluster, layout, recorded.cp_comm if recorded else "p2p")
+    # a plan saved before schema 1.18 has no gradient groups; where it has them they must match
+    where = {d: e for d, e in where.items() if d not in GRADIENT_GROUPS or d in plan.placement}
+    if where != plan.placement:
         raise SpecError(
             f"the plan's placement is not where its layout {layout.short()} lands on cluster "
             f"'{cluster.name}': {edited}"

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 
 from planner.report.quote import markdown_cell, markdown_text, terminal_lines
 from planner.report.width import COLUMNS
-from planner.specs.result import Plan, shared_device_noun
+from planner.specs.result import Plan, placement_label, shared_device_noun
 from planner.specs.scenarios import (
     Bottleneck,
     Economics,
@@ -374,7 +374,7 @@ def short_bottleneck(neck: Bottleneck | None) -> str:
     if neck is None:
         return "none exposed"
     tier = "scale-up" if neck.within_domain else "scale-out"
-    return f"{neck.dimension.upper()} {format_seconds(neck.exposed_s)} {tier}"
+    return f"{placement_label(neck.dimension)} {format_seconds(neck.exposed_s)} {tier}"
 
 
 def terminal_scenario_table(result: WhatIfResult) -> tuple[str, list[str]]:

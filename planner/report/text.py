@@ -7,7 +7,7 @@ from planner.report.quote import terminal_lines, terminal_text
 from planner.report.width import COLUMNS
 from planner.search.explain import rejection_histogram
 from planner.specs.cluster_state import SubproblemInfo
-from planner.specs.result import Plan, SearchResult, SplitSweepInfo
+from planner.specs.result import Plan, SearchResult, SplitSweepInfo, placement_label
 from planner.units import format_seconds, run_length
 
 
@@ -144,12 +144,13 @@ def plan_lines(plan: Plan) -> list[str]:
             lines.append(breakdown_line(key, value, total))
     lines += pipeline_lines(plan)
     lines.append("placement:")
-    for dim, entry in plan.placement.items():
-        if entry.size > 1:
-            where = "inside one domain" if entry.within_domain else "across domains"
-            lines.append(
-                f"  {dim.upper():<3} {entry.size:>5} x stride {entry.stride:<5} {where}: {entry.link}"
-            )
+    shown = {placement_label(d): e for d, e in plan.placement.items() if e.size > 1}
+    width = max([3, *(len(label) for label in shown)])
+    for label, entry in shown.items():
+        where = "inside one domain" if entry.within_domain else "across domains"
+        lines.append(
+            f"  {label:<{width}} {entry.size:>5} x stride {entry.stride:<5} {where}: {entry.link}"
+        )
     lines += state_lines(plan)
     lines += [f"warning : {w}" for w in plan.warnings]
     return [terminal_text(line) for line in lines]  # names come from user files: one line each

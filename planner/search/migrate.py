@@ -116,6 +116,8 @@ def bottleneck(plan: Plan) -> Bottleneck | None:
     if exposed <= 0.0:
         return None
     dimension = term.removesuffix("_comm")
+    if dimension == "dp":
+        dimension = gradient_group(plan)
     entry = plan.placement.get(dimension)
     return Bottleneck(
         term=term,
@@ -124,6 +126,18 @@ def bottleneck(plan: Plan) -> Bottleneck | None:
         link=entry.link if entry is not None else "no placement recorded",
         within_domain=entry.within_domain if entry is not None else True,
     )
+
+
+def gradient_group(plan: Plan) -> str:
+    """The placement entry of the groups ``dp_comm`` is priced on whose link is slowest: the
+    dense gradients reduce over ``dp_cp`` (dp x cp ranks) where the placement has it, else over
+    ``dp``; a MoE layout's routed experts over ``edp``. A layout without context parallelism
+    keeps ``dp``; one of DP 1 and CP 8 has nothing on ``dp`` and everything on ``dp_cp``."""
+    dense = "dp_cp" if "dp_cp" in plan.placement else "dp"
+    groups = [g for g in (dense, "edp") if g in plan.placement and plan.placement[g].size > 1]
+    if not groups:
+        return dense
+    return min(groups, key=lambda g: plan.placement[g].bandwidth_GB_per_s)
 
 
 def _term_deltas(terms: tuple[str, ...], before: Plan, after: Plan) -> str:

@@ -48,6 +48,7 @@ from planner.errors import InfeasibleError, InternalError
 from planner.specs.cluster_state import SubproblemInfo
 from planner.specs.result import PlacementEntry
 from planner.specs.solver_config import SolverConfig
+from planner.topology.hierarchy import GRADIENT_GROUPS
 from planner.topology.state import Availability
 
 OBJECTIVE_TERMS = (
@@ -67,7 +68,8 @@ collectives run every layer: TP all-gather / reduce-scatter, EP all-to-all)."""
 def block_size(placement: dict[str, PlacementEntry], per_domain: int) -> int:
     """Consecutive ranks that must share one scale-up domain: the least common multiple of the
     spans (size x stride) of the TP and EP groups that fit in a domain of ``per_domain``, and of
-    every other dimension the plan puts inside a domain.
+    every other dimension the plan puts inside a domain (the gradient groups, made of the DP and
+    CP groups, add nothing).
 
     >>> from planner.specs.result import PlacementEntry
     >>> entry = dict(link="", bandwidth_GB_per_s=1.0, example_group=[0])
@@ -81,6 +83,7 @@ def block_size(placement: dict[str, PlacementEntry], per_domain: int) -> int:
         e.size * e.stride
         for dim, e in placement.items()
         if e.size > 1
+        and dim not in GRADIENT_GROUPS  # the groups of DP and CP, which are already counted
         and (e.within_domain or (dim in INSIDE_DIMENSIONS and e.size * e.stride <= per_domain))
     ]
     return math.lcm(*spans) if spans else 1

@@ -51,7 +51,7 @@ from planner.specs.result import PipelineSplitInfo, Plan, SearchResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
 from planner.topology import placement_entry
-from planner.topology.hierarchy import families
+from planner.topology.hierarchy import placement_shapes
 from planner.topology.placed import groups_split, nominal_positions, placed_domains
 from planner.topology.state import Availability, apply_state
 from planner.topology.structure import fabric_of
@@ -142,7 +142,7 @@ def price_placement(
     plan = to_plan(model, plan_cluster, workload, layout, cost, split=split, split_info=split_info)
     entries = {
         dim: placement_entry(traffic_domain(domains, dim, workload.cp_comm), size, stride)
-        for dim, (size, stride, _) in families(layout).items()
+        for dim, (size, stride, _) in placement_shapes(layout).items()
     }
     return plan.model_copy(update={"placement": entries})
 

@@ -20,7 +20,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.17"
+SCHEMA_VERSION = "1.18"
 
 
 class MemoryBreakdown(FrozenSpec):
@@ -64,6 +64,20 @@ class PlacementEntry(FrozenSpec):
     """Bottleneck bandwidth per rank per direction, before efficiency (GB/s)."""
     example_group: list[int]
     """Global ranks of the first group."""
+
+
+PLACEMENT_LABELS: dict[str, str] = {"dp_cp": "DPxCP", "edp": "EDP"}
+"""Report names of the placement's gradient-reduction groups (data x context parallel, expert
+data parallel); a dimension's entry is named by the dimension in capitals."""
+
+
+def placement_label(key: str) -> str:
+    """How reports name the placement entry ``key``.
+
+    >>> placement_label("tp"), placement_label("dp_cp"), placement_label("edp")
+    ('TP', 'DPxCP', 'EDP')
+    """
+    return PLACEMENT_LABELS.get(key, key.upper())
 
 
 SolvedBy = Literal["cp-sat", "bound", "recurrence", "layer-counts", "branch-and-bound"]
@@ -234,7 +248,10 @@ class Plan(FrozenSpec):
     """Exposed seconds per step by term (compute, tp_comm, cp_comm, ep_comm, pp_bubble, pp_comm,
     dp_comm, optimizer, step_sync); they sum to step_time_s."""
     placement: dict[str, PlacementEntry]
-    """Per parallel dimension: where its groups land."""
+    """Per parallel dimension: where its groups land; with context or expert parallelism also
+    the gradient-reduction groups ``dp_cp`` (dp x cp ranks, the dense gradients) and ``edp``
+    (the expert-data-parallel ranks, the routed experts' gradients) that ``dp_comm`` is priced
+    on (schema 1.18)."""
     uncertainty_pct: float | None = None
     """Half-width of the error band of this prediction, in percent: the ``uncertainty_level``
     quantile of |predicted/measured - 1| over held-out validation runs (leave one source out) of

@@ -18,7 +18,7 @@ from planner.specs.base import FrozenSpec
 from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
 
-SCENARIOS_SCHEMA_VERSION = "1.1"
+SCENARIOS_SCHEMA_VERSION = "1.2"
 
 KnobValue = bool | int | float | str
 """A what-if knob's value: a number, a flag or a name (system, precision)."""
@@ -63,7 +63,9 @@ class Bottleneck(FrozenSpec):
     term: str
     """Breakdown key (``tp_comm``, ``cp_comm``, ``ep_comm``, ``pp_comm``, ``dp_comm``)."""
     dimension: str
-    """Parallel dimension whose groups carry it (``tp``, ``cp``, ``ep``, ``pp``, ``dp``)."""
+    """Placement entry whose groups carry it (``tp``, ``cp``, ``ep``, ``pp``, ``dp``; for
+    ``dp_comm`` with context or expert parallelism the gradient group it is priced on,
+    ``dp_cp`` or ``edp``)."""
     exposed_s: NonNegativeFloat
     """Exposed seconds per step of that term."""
     link: str

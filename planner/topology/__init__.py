@@ -12,6 +12,7 @@ from planner.topology.hierarchy import (
     group_domain,
     placement,
     placement_entry,
+    placement_shapes,
     rank_table,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "group_domain",
     "placement",
     "placement_entry",
+    "placement_shapes",
     "rank_table",
 ]

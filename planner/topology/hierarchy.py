@@ -214,15 +214,44 @@ def placement_entry(domain: CommDomain, size: int, stride: int) -> PlacementEntr
     )
 
 
+GRADIENT_GROUPS: tuple[str, ...] = ("dp_cp", "edp")
+"""The placement entries of the gradient-reduction groups (:func:`gradient_families`), which
+:func:`placement_shapes` adds where they are not the data-parallel groups themselves."""
+
+
+def placement_shapes(layout: Layout) -> dict[str, tuple[int, int, str]]:
+    """(size, stride, pattern) of every group a plan's placement reports: each dimension's
+    (:func:`families`), and the gradient-reduction groups the data-parallel synchronisation
+    (``dp_comm``) is priced on where they are other groups than DP's: ``dp_cp`` with context
+    parallelism (the dense gradients reduce over dp x cp ranks), ``edp`` with expert
+    parallelism (the routed experts' over the expert-data-parallel ranks).
+
+    >>> sorted(placement_shapes(Layout(tp=8, cp=8)))
+    ['cp', 'dp', 'dp_cp', 'ep', 'pp', 'tp']
+    >>> placement_shapes(Layout(tp=8, cp=8))["dp_cp"]
+    (8, 8, 'ring')
+    >>> "edp" in placement_shapes(Layout(tp=2, dp=8, ep=4))
+    True
+    """
+    shapes = families(layout)
+    grads = gradient_families(layout)
+    if layout.cp > 1:
+        shapes["dp_cp"] = grads["dp_cp"]
+    if layout.ep > 1:
+        shapes["edp"] = grads["edp"]
+    return shapes
+
+
 def placement(
     cluster: ClusterSpec, layout: Layout, cp_comm: str = "p2p"
 ) -> dict[str, PlacementEntry]:
-    """Where each dimension's groups land: tier, bottleneck link and the first group's ranks;
-    the CP groups' link as the workload's ``cp_comm`` uses them (:func:`traffic_domain`)."""
+    """Where each group of :func:`placement_shapes` lands: tier, bottleneck link and the first
+    group's ranks; the CP groups' link as the workload's ``cp_comm`` uses them
+    (:func:`traffic_domain`)."""
     domains = comm_domains(cluster, layout)
     return {
         dim: placement_entry(traffic_domain(domains, dim, cp_comm), size, stride)
-        for dim, (size, stride, _) in families(layout).items()
+        for dim, (size, stride, _) in placement_shapes(layout).items()
     }
 
 
