@@ -282,6 +282,9 @@ def a2a_cp_heads_rule(
 heads (num_kv_heads 8 over tp 2)"
     >>> a2a_cp_heads_rule(load_model("70B"), 2, 4), a2a_cp_heads_rule(load_model("70B"), 1, 8)
     ('', '')
+    >>> a2a_cp_heads_rule(load_model("70B"), 16, 2)  # tp beyond the KV heads, none replicated
+    "all-to-all context parallelism splits a TP rank's KV heads over cp (2), but tp (16) exceeds \
+num_kv_heads (8) and the framework does not replicate them"
     """
     queries = model.num_attention_heads
     if queries % (tp * cp):
@@ -290,8 +293,13 @@ heads (num_kv_heads 8 over tp 2)"
             f"divide num_attention_heads ({queries})"
         )
     kv = queries if model.mla is not None else model.num_kv_heads
-    per_rank = kv // tp if kv >= tp else (1 if replicate_kv else 0)
-    if per_rank == 0 or per_rank % cp:
+    if kv < tp and not replicate_kv:
+        return (  # tp_heads_rule refuses it first; said here too for a caller on its own
+            f"all-to-all context parallelism splits a TP rank's KV heads over {group} ({cp}), "
+            f"but tp ({tp}) exceeds num_kv_heads ({kv}) and the framework does not replicate them"
+        )
+    per_rank = kv // tp if kv >= tp else 1
+    if per_rank % cp:
         return (
             f"all-to-all context parallelism splits a TP rank's heads over {group} ({cp}), but a "
             f"rank holds {per_rank} KV heads (num_kv_heads {kv} over tp {tp})"
