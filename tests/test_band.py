@@ -246,6 +246,27 @@ def test_trust_factors_have_sources_and_ship_in_the_wheel() -> None:
     assert (ROOT / "topologies" / "trust.yaml").is_file()
 
 
+def test_family_widening_holds_the_rows_of_families_without_a_fit() -> None:
+    """trust.yaml's ``no_family_rows`` factor is at least the 80% quantile of |error| over the
+    band without it of the rows on families no fit calibrates (TPU and AMD: AXLearn, PaLM,
+    torchtitan on MI250X), measured with every other widening their plans carry, the framework's
+    included (planner/accuracy/sequence_band.py; benchmarks/transfer_calibration.py also prints
+    the leave-one-family-out ratio, 1.33, and takes the larger, rounded up to 0.1)."""
+    from planner.accuracy.rows import expand_cases, load_rows, training_file
+    from planner.accuracy.sequence_band import family_rows_ratios
+
+    spec = load_trust()
+    factor = spec.widen.no_family_rows.factor
+    ratios = family_rows_ratios(expand_cases(load_rows(training_file())), factor)
+    assert len(ratios) == 10
+    measured = band_quantile(ratios, spec.level)
+    assert measured <= factor < max(measured, 1.33) + 0.1
+    # a TPU plan on MaxText is widened once for the framework and once for the transfer
+    plan = _plan("8B", "tpu_v5px64", {"tp": 1, "zero": 3})
+    widenings = [w for w in plan.warnings if "(band x" in w]
+    assert len(widenings) == 2, widenings
+
+
 def test_sequence_widening_and_its_coverage_are_what_the_long_sequence_rows_measure() -> None:
     """trust.yaml's ``beyond_longest_sequence`` factor is the 80% quantile of |error| over the
     unwidened band of the unfitted rows longer than any validated run (rounded up to 0.1), and its

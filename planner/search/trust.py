@@ -33,6 +33,10 @@ BEYOND_LONGEST_SEQUENCE = "is beyond the longest validated one"
 """Words of the sequence widening's warning (planner/accuracy/sequence_band.py finds the plans it
 widened by them)."""
 
+POOLED_FAMILY_BAND = "the band is the pooled held-out band of the validated families"
+"""Words of the ``no_family_rows`` widening's warning, a family no published run calibrates
+(planner/accuracy/sequence_band.py finds the plans it widened by them)."""
+
 
 class TrustBand(FrozenSpec):
     """A plan's band and warnings."""
@@ -119,15 +123,13 @@ def _without_bands(
     if record is None:
         note = (
             f"no published {what} calibrate {acc.family} accelerators ({acc.name}): efficiency "
-            "factors are uncalibrated catalog priors; the band is the pooled held-out band of the "
-            "validated families"
+            f"factors are uncalibrated catalog priors; {POOLED_FAMILY_BAND}"
         )
     elif record.transferred_from:
         note = (
             f"no published {what} calibrate {acc.family} accelerators ({acc.name}): efficiency "
             f"factors are its catalog priors scaled by the fit/prior ratios of "
-            f"{', '.join(record.transferred_from)}; the band is the pooled held-out band of the "
-            "validated families"
+            f"{', '.join(record.transferred_from)}; {POOLED_FAMILY_BAND}"
         )
     else:
         note = f"the {acc.family} overlay has no {regime} band: the band pools the other families"
