@@ -33,8 +33,9 @@ def host_sync_by_graph_scope(workload: dict[str, object]) -> dict[str, object]:
 
 
 def predict_row(row: Row, framework: dict[str, object]) -> Plan:
-    """The plan of one row with its published layout (ZeRO-1, the distributed optimizer; expert
-    tensor parallelism 1, as every one of these configs sets ``expert_tensor_parallel_size``)
+    """The plan of one row with its published layout (ZeRO-1, the distributed optimizer, unless
+    the layout states its ZeRO stage; expert tensor parallelism 1, as every one of these configs
+    sets ``expert_tensor_parallel_size``)
     on top of the ``framework`` settings its release shares, under the pipeline split it ran
     when it gives one. SpecError or InfeasibleError (with the reason) when the planner cannot
     evaluate it or it does not fit."""
@@ -46,12 +47,12 @@ def predict_row(row: Row, framework: dict[str, object]) -> Plan:
             model=model,
             cluster=cluster,
             workload=spec,
-            layout={**fields, "zero": 1, "etp": 1},
+            layout={"zero": 1, "etp": 1, **fields},
             pipeline_split=layout["pipeline_split"],  # type: ignore[arg-type]
         )
     else:
         plan = planner.search(
-            model=model, cluster=cluster, workload=spec, fix={**fields, "zero": 1, "etp": 1}, top=1
+            model=model, cluster=cluster, workload=spec, fix={"zero": 1, "etp": 1, **fields}, top=1
         ).best
     if not plan.fits:
         raise InfeasibleError(not_fitting_reason(plan, model, cluster, spec) or "does not fit")
