@@ -1051,7 +1051,12 @@ def _check_training_plan(
             f"'{cluster.name}' has {usable:.4g}: {edited}"
         )
     recorded = workload or plan.workload
-    where = placement_of(cluster, layout, recorded.cp_comm if recorded else "p2p")
+    where = placement_of(
+        cluster,
+        layout,
+        recorded.cp_comm if recorded else "p2p",
+        recorded.zero_shard_group if recorded else None,
+    )
     # a plan saved before schema 1.18 has no gradient groups; where it has them they must match
     where = {d: e for d, e in where.items() if d not in GRADIENT_GROUPS or d in plan.placement}
     if where != plan.placement:

@@ -100,3 +100,59 @@ def test_saved_plans_export_with_or_without_gradient_groups(tmp_path: Path) -> N
         edited["placement"]["dp_cp"]["bandwidth_GB_per_s"] = 900.0
         with pytest.raises(SpecError, match="placement is not where"):
             planner.export(load_plan_file(_saved(tmp_path, edited)), format="megatron")
+
+
+HSDP = {"tp": 1, "pp": 1, "dp": 64, "zero": 3, "mbs": 1}
+
+
+def test_hybrid_sharding_shows_its_groups_and_is_priced_on_a_cluster_state() -> None:
+    """With --zero-shard-group 8 on eight H100 nodes the shard groups stay in a node (NVLink)
+    and the replicas cross the nodes (one NIC a rank); a placement on a cluster state prices
+    them as the same job on eight whole nodes is priced (it priced full sharding over all 64
+    ranks before)."""
+    work = {"global_batch": 256, "zero_shard_group": 8}
+    plan = planner.estimate(model="8B", cluster="hgx_h100x64", layout=HSDP, workload=work)
+    shard, replica = plan.placement["dp_shard"], plan.placement["dp_replicate"]
+    assert (shard.size, shard.stride, shard.within_domain) == (8, 1, True)
+    assert (replica.size, replica.stride, replica.within_domain) == (8, 8, False)
+    assert replica.bandwidth_GB_per_s == pytest.approx(50.0)
+    state = Path(__file__).parents[1] / "examples" / "cluster_state.yaml"
+    placed = planner.estimate(
+        model="8B", cluster="hgx_h100x128", layout=HSDP, workload=work, cluster_state=state
+    )
+    full = planner.estimate(
+        model="8B", cluster="hgx_h100x128", layout=HSDP, workload={"global_batch": 256},
+        cluster_state=state,
+    )  # fmt: skip
+    assert placed.breakdown_s["dp_comm"] == pytest.approx(plan.breakdown_s["dp_comm"], rel=1e-6)
+    assert placed.breakdown_s["dp_comm"] != pytest.approx(full.breakdown_s["dp_comm"], rel=1e-3)
+    assert "dp_shard" in placed.placement and "dp_replicate" in placed.placement
+    neck = bottleneck(plan)
+    assert neck is not None and neck.dimension == "dp_replicate"
+
+
+def test_the_dp_floor_of_hybrid_sharding_holds() -> None:
+    """The split sweep's DP floor (:func:`planner.search.solve.stages.dp_sync_step_floor`) prices
+    the shard and replica groups the step is priced on: at most the step's own exposed DP time
+    and optimizer step, for a hybrid-sharded pipelined layout."""
+    from planner.catalog import load_model
+    from planner.cost.step import pipeline_steps
+    from planner.search import engine
+    from planner.search.evaluate import score
+    from planner.search.solve.stages import dp_sync_step_floor
+    from planner.specs.workload import TrainWorkload
+
+    model, cluster = load_model("70B"), load_cluster("hgx_h100x128")
+    layout = Layout(tp=8, pp=2, dp=8)
+    for group in (None, 2, 4):
+        work = engine.resolve_workload(
+            TrainWorkload(seq_len=4096, global_batch=256, zero_shard_group=group),
+            cluster.accelerator.vendor,
+        )
+        cost = score(model, cluster, work, layout)
+        slowest = max(t.total for t in cost.stage_times)
+        floor = dp_sync_step_floor(
+            model, cluster, work, layout, slowest, pipeline_steps(work, layout)
+        )
+        sync = cost.breakdown_s["dp_comm"] + cost.breakdown_s["optimizer"]
+        assert 0 < floor <= sync * (1 + 1e-9), group

@@ -20,6 +20,7 @@ from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, PlacementEn
 from planner.specs.solver_config import DEFAULT_MEMORY_HEADROOM
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
 from planner.topology import comm_domains, group_domain, placement
+from planner.topology.hierarchy import shard_families
 from planner.units import HOUR_S, TFLOP, GiB
 
 
@@ -49,15 +50,11 @@ def shard_domains(
     """With hybrid sharding (``workload.zero_shard_group``), the groups of the dense state:
     ``dp_shard`` (the shard group: consecutive data-parallel ranks, ``tp`` apart) and
     ``dp_replicate`` (the replicas of one shard, group x tp apart); none otherwise."""
-    group = workload.zero_shard_group
-    ranks = layout.dp * layout.cp
-    if group is None or group in (1, ranks) or ranks % group:
-        return {}
     return {
-        "dp_shard": group_domain(cluster, group, layout.tp, num_ranks=layout.num_gpus),
-        "dp_replicate": group_domain(
-            cluster, ranks // group, layout.tp * group, num_ranks=layout.num_gpus
-        ),
+        dim: group_domain(cluster, size, stride, pattern=pattern, num_ranks=layout.num_gpus)
+        for dim, (size, stride, pattern) in shard_families(
+            layout, workload.zero_shard_group
+        ).items()
     }
 
 
@@ -344,7 +341,7 @@ def to_plan(
     warnings += memory_warnings(cost, cluster)
     warnings += offload_warnings(model, cluster, workload, layout, split=split)
     warnings += batch_warnings(workload, layout)
-    where = placement(cluster, layout, workload.cp_comm)
+    where = placement(cluster, layout, workload.cp_comm, workload.zero_shard_group)
     warnings += tp_overlap_warnings(workload, layout, where.get("tp"))
     warnings += prefetch_warnings(cost)
     return Plan(

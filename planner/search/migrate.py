@@ -131,12 +131,16 @@ def bottleneck(plan: Plan) -> Bottleneck | None:
 def gradient_group(plan: Plan) -> str:
     """The placement entry of the groups ``dp_comm`` is priced on whose link is slowest: the
     dense gradients reduce over ``dp_cp`` (dp x cp ranks) where the placement has it, else over
-    ``dp``; a MoE layout's routed experts over ``edp``. A layout without context parallelism
-    keeps ``dp``; one of DP 1 and CP 8 has nothing on ``dp`` and everything on ``dp_cp``."""
-    dense = "dp_cp" if "dp_cp" in plan.placement else "dp"
-    groups = [g for g in (dense, "edp") if g in plan.placement and plan.placement[g].size > 1]
+    ``dp``, with hybrid sharding over ``dp_shard`` then ``dp_replicate``; a MoE layout's routed
+    experts over ``edp``. A layout without context parallelism keeps ``dp``; one of DP 1 and CP 8
+    has nothing on ``dp`` and everything on ``dp_cp``."""
+    dense = ["dp_cp" if "dp_cp" in plan.placement else "dp"]
+    if "dp_shard" in plan.placement:  # hybrid sharding: inside the shard, then across replicas
+        dense = ["dp_shard", "dp_replicate"]
+    candidates = (*dense, "edp")
+    groups = [g for g in candidates if g in plan.placement and plan.placement[g].size > 1]
     if not groups:
-        return dense
+        return dense[0]
     return min(groups, key=lambda g: plan.placement[g].bandwidth_GB_per_s)
 
 

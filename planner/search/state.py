@@ -134,7 +134,7 @@ def price_placement(
     bandwidth from that map's flows, every rank at the speed of the slowest node used, its
     layers on the stages as ``split`` places them (default the even split). MFU and the memory
     check stay against the rated accelerator (``plan_cluster``'s)."""
-    domains = placed_domains(availability.fabric, layout, positions)
+    domains = placed_domains(availability.fabric, layout, positions, workload.zero_shard_group)
     speed = availability.speed_of(positions)
     acc = slowed_accelerator(plan_cluster.accelerator, speed)
     workload = workload.model_copy(update={"precision": layout.precision})
@@ -142,7 +142,7 @@ def price_placement(
     plan = to_plan(model, plan_cluster, workload, layout, cost, split=split, split_info=split_info)
     entries = {
         dim: placement_entry(traffic_domain(domains, dim, workload.cp_comm), size, stride)
-        for dim, (size, stride, _) in placement_shapes(layout).items()
+        for dim, (size, stride, _) in placement_shapes(layout, workload.zero_shard_group).items()
     }
     return plan.model_copy(update={"placement": entries})
 

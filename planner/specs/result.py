@@ -66,9 +66,15 @@ class PlacementEntry(FrozenSpec):
     """Global ranks of the first group."""
 
 
-PLACEMENT_LABELS: dict[str, str] = {"dp_cp": "DPxCP", "edp": "EDP"}
+PLACEMENT_LABELS: dict[str, str] = {
+    "dp_cp": "DPxCP",
+    "edp": "EDP",
+    "dp_shard": "SHARD",
+    "dp_replicate": "REPLICA",
+}
 """Report names of the placement's gradient-reduction groups (data x context parallel, expert
-data parallel); a dimension's entry is named by the dimension in capitals."""
+data parallel, hybrid sharding's shard and replica groups); a dimension's entry is named by the
+dimension in capitals."""
 
 
 def placement_label(key: str) -> str:
@@ -251,7 +257,7 @@ class Plan(FrozenSpec):
     """Per parallel dimension: where its groups land; with context or expert parallelism also
     the gradient-reduction groups ``dp_cp`` (dp x cp ranks, the dense gradients) and ``edp``
     (the expert-data-parallel ranks, the routed experts' gradients) that ``dp_comm`` is priced
-    on (schema 1.18)."""
+    on, and with hybrid sharding ``dp_shard`` and ``dp_replicate`` (schema 1.18)."""
     uncertainty_pct: float | None = None
     """Half-width of the error band of this prediction, in percent: the ``uncertainty_level``
     quantile of |predicted/measured - 1| over held-out validation runs (leave one source out) of

@@ -64,8 +64,8 @@ class Bottleneck(FrozenSpec):
     """Breakdown key (``tp_comm``, ``cp_comm``, ``ep_comm``, ``pp_comm``, ``dp_comm``)."""
     dimension: str
     """Placement entry whose groups carry it (``tp``, ``cp``, ``ep``, ``pp``, ``dp``; for
-    ``dp_comm`` with context or expert parallelism the gradient group it is priced on,
-    ``dp_cp`` or ``edp``)."""
+    ``dp_comm`` with context or expert parallelism or hybrid sharding the gradient group it is
+    priced on, ``dp_cp``, ``edp``, ``dp_shard`` or ``dp_replicate``)."""
     exposed_s: NonNegativeFloat
     """Exposed seconds per step of that term."""
     link: str

@@ -92,6 +92,27 @@ def gradient_families(layout: Layout) -> dict[str, tuple[int, int, str]]:
     }
 
 
+def shard_families(layout: Layout, shard_group: int | None) -> dict[str, tuple[int, int, str]]:
+    """(size, stride, pattern) of hybrid sharding's groups of the dense state
+    (``TrainWorkload.zero_shard_group``; PyTorch HSDP, Megatron's distributed-optimizer
+    instances): ``dp_shard``, ``shard_group`` consecutive data-parallel ranks ``tp`` apart, and
+    ``dp_replicate``, the replicas of one shard, ``shard_group`` x ``tp`` apart; none unless the
+    group splits the dp x cp ranks into more than one shard.
+
+    >>> shard_families(Layout(tp=2, dp=16), 8)["dp_replicate"]
+    (2, 16, 'ring')
+    >>> shard_families(Layout(dp=16), 16), shard_families(Layout(dp=16), None)
+    ({}, {})
+    """
+    ranks = layout.dp * layout.cp
+    if shard_group is None or shard_group in (1, ranks) or ranks % shard_group:
+        return {}
+    return {
+        "dp_shard": (shard_group, layout.tp, RING),
+        "dp_replicate": (ranks // shard_group, layout.tp * shard_group, RING),
+    }
+
+
 def cp_hierarchy_sizes(layout: Layout, per_domain: int) -> tuple[int, int]:
     """(all-to-all size, ring size) of hierarchical ``a2a+p2p`` context parallelism: the CP
     ranks inside one scale-up domain exchange heads, the domains pass K/V round a ring
@@ -214,17 +235,21 @@ def placement_entry(domain: CommDomain, size: int, stride: int) -> PlacementEntr
     )
 
 
-GRADIENT_GROUPS: tuple[str, ...] = ("dp_cp", "edp")
-"""The placement entries of the gradient-reduction groups (:func:`gradient_families`), which
-:func:`placement_shapes` adds where they are not the data-parallel groups themselves."""
+GRADIENT_GROUPS: tuple[str, ...] = ("dp_cp", "edp", "dp_shard", "dp_replicate")
+"""The placement entries of the gradient-reduction groups (:func:`gradient_families`,
+:func:`shard_families`), which :func:`placement_shapes` adds where they are not the
+data-parallel groups themselves."""
 
 
-def placement_shapes(layout: Layout) -> dict[str, tuple[int, int, str]]:
+def placement_shapes(
+    layout: Layout, shard_group: int | None = None
+) -> dict[str, tuple[int, int, str]]:
     """(size, stride, pattern) of every group a plan's placement reports: each dimension's
     (:func:`families`), and the gradient-reduction groups the data-parallel synchronisation
     (``dp_comm``) is priced on where they are other groups than DP's: ``dp_cp`` with context
     parallelism (the dense gradients reduce over dp x cp ranks), ``edp`` with expert
-    parallelism (the routed experts' over the expert-data-parallel ranks).
+    parallelism (the routed experts' over the expert-data-parallel ranks), and with hybrid
+    sharding (``shard_group``) ``dp_shard`` and ``dp_replicate`` (:func:`shard_families`).
 
     >>> sorted(placement_shapes(Layout(tp=8, cp=8)))
     ['cp', 'dp', 'dp_cp', 'ep', 'pp', 'tp']
@@ -239,19 +264,26 @@ def placement_shapes(layout: Layout) -> dict[str, tuple[int, int, str]]:
         shapes["dp_cp"] = grads["dp_cp"]
     if layout.ep > 1:
         shapes["edp"] = grads["edp"]
-    return shapes
+    return shapes | shard_families(layout, shard_group)
 
 
 def placement(
-    cluster: ClusterSpec, layout: Layout, cp_comm: str = "p2p"
+    cluster: ClusterSpec, layout: Layout, cp_comm: str = "p2p", shard_group: int | None = None
 ) -> dict[str, PlacementEntry]:
     """Where each group of :func:`placement_shapes` lands: tier, bottleneck link and the first
     group's ranks; the CP groups' link as the workload's ``cp_comm`` uses them
-    (:func:`traffic_domain`)."""
+    (:func:`traffic_domain`); with ``shard_group`` (hybrid sharding) the shard and replica
+    groups too."""
     domains = comm_domains(cluster, layout)
+    shapes = placement_shapes(layout, shard_group)
+    for dim in ("dp_shard", "dp_replicate"):
+        if dim in shapes:
+            size, stride, pattern = shapes[dim]
+            domains[dim] = group_domain(cluster, size, stride, pattern=pattern,
+                                        num_ranks=layout.num_gpus)  # fmt: skip
     return {
         dim: placement_entry(traffic_domain(domains, dim, cp_comm), size, stride)
-        for dim, (size, stride, _) in placement_shapes(layout).items()
+        for dim, (size, stride, _) in shapes.items()
     }
 
 

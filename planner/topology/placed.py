@@ -28,7 +28,12 @@ from planner.topology.flows import (
     domain_flows,
     group_matrix,
 )
-from planner.topology.hierarchy import cp_level_families, families, gradient_families
+from planner.topology.hierarchy import (
+    cp_level_families,
+    families,
+    gradient_families,
+    shard_families,
+)
 from planner.topology.structure import Fabric, IntArray
 
 
@@ -99,14 +104,18 @@ def explicit_domain(fabric: Fabric, groups: IntArray, pattern: str) -> CommDomai
     return to_comm_domain(fabric, size, route_bottlenecks(fabric, flows))
 
 
-def layout_groups(layout: Layout, per_domain: int = 0) -> dict[str, tuple[IntArray, str]]:
+def layout_groups(
+    layout: Layout, per_domain: int = 0, shard_group: int | None = None
+) -> dict[str, tuple[IntArray, str]]:
     """Logical groups (rank matrix) and pattern of every dimension of ``layout``, the gradient
-    families (dp_cp, edp) included, and with ``per_domain`` (accelerators per scale-up domain)
-    the levels of hierarchical context parallelism: the keys of
-    :func:`planner.topology.comm_domains`."""
+    families (dp_cp, edp) included, with ``per_domain`` (accelerators per scale-up domain)
+    the levels of hierarchical context parallelism (the keys of
+    :func:`planner.topology.comm_domains`), and with ``shard_group`` hybrid sharding's shard and
+    replica groups (:func:`planner.topology.hierarchy.shard_families`)."""
     shapes = {**families(layout), **gradient_families(layout)}
     if per_domain:
         shapes.update(cp_level_families(layout, per_domain))
+    shapes.update(shard_families(layout, shard_group))
     n = layout.num_gpus
     return {
         dim: (group_matrix(n, size, stride), pattern)
@@ -114,8 +123,11 @@ def layout_groups(layout: Layout, per_domain: int = 0) -> dict[str, tuple[IntArr
     }
 
 
-def placed_domains(fabric: Fabric, layout: Layout, positions: IntArray) -> dict[str, CommDomain]:
-    """CommDomain of every dimension of ``layout`` when rank r runs on ``positions[r]``.
+def placed_domains(
+    fabric: Fabric, layout: Layout, positions: IntArray, shard_group: int | None = None
+) -> dict[str, CommDomain]:
+    """CommDomain of every dimension of ``layout`` when rank r runs on ``positions[r]``
+    (``shard_group``: hybrid sharding's groups too, :func:`layout_groups`).
 
     >>> from planner.catalog import load_cluster
     >>> from planner.topology.structure import fabric_of
@@ -124,7 +136,7 @@ def placed_domains(fabric: Fabric, layout: Layout, positions: IntArray) -> dict[
     'scale_up'
     """
     out = {}
-    for dim, (groups, pattern) in layout_groups(layout, fabric.per_domain).items():
+    for dim, (groups, pattern) in layout_groups(layout, fabric.per_domain, shard_group).items():
         out[dim] = explicit_domain(fabric, positions[groups], pattern)
     return out
 

@@ -643,6 +643,7 @@ def dp_sync_step_floor(
     from planner.cost.stage import MicrobatchTime
     from planner.cost.stage_memory import stage_params_per_gpu
     from planner.cost.step import dp_exposed_time, dp_tail_params, optimizer_step_time
+    from planner.search.evaluate import shard_domains
     from planner.topology import comm_domains
 
     acc = cluster.accelerator
@@ -657,7 +658,7 @@ def dp_sync_step_floor(
         return 0.0
     kinds = layer_kinds(model, workload.seq_len)
     counts = Counter(kinds)
-    domains = comm_domains(cluster, layout)
+    domains = comm_domains(cluster, layout) | shard_domains(cluster, layout, workload)
     compute = MicrobatchTime.model_construct(
         forward_s=slowest_s, backward_s=slowest_s, tp_comm_s=0.0, cp_comm_s=0.0, ep_comm_s=0.0
     )
