@@ -292,3 +292,26 @@ def test_sequence_widening_and_its_coverage_are_what_the_long_sequence_rows_meas
     assert check.inside == round(coverage(errors, bands) * len(scored))
     assert check.median_band_pct == round(100 * statistics.median(bands), 1)
     assert check.median_abs_error_pct == round(100 * statistics.median(map(abs, errors)), 1)
+
+
+def test_the_moe_zoo_check_is_what_its_rows_predict_today() -> None:
+    """trust.yaml's ``heldout_moe_zoo`` coverage check is what ``benchmarks/heldout_moe_zoo.py``
+    prints today: its five rows evaluated, how many inside their band, the median band and error
+    (the script runs in a second)."""
+    import re
+    import subprocess
+    import sys
+
+    script = ROOT / "benchmarks" / "heldout_moe_zoo.py"
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    assert "not evaluated" not in out, out
+    rows = re.search(r"(\d+) held-out rows: median \|err\| ([\d.]+)%", out)
+    inside = re.search(r"inside the printed band: (\d+) of \d+ .* median band ±([\d.]+)%", out)
+    assert rows is not None and inside is not None, out
+    check = {c.name: c for c in load_trust().coverage_checks}["heldout_moe_zoo"]
+    assert check.rows == int(rows.group(1))
+    assert check.median_abs_error_pct == float(rows.group(2))
+    assert check.inside == int(inside.group(1))
+    assert check.median_band_pct == float(inside.group(2))
