@@ -11,7 +11,6 @@ from planner.search.pipeline import pipeline_stages
 from planner.search.rules import fused_grouped_mlp_formats
 from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
-from planner.specs.comm import CommDomain
 from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -19,8 +18,8 @@ from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, PlacementEntry, Plan
 from planner.specs.solver_config import DEFAULT_MEMORY_HEADROOM
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
-from planner.topology import comm_domains, group_domain, placement
-from planner.topology.hierarchy import shard_families
+from planner.topology import comm_domains, placement
+from planner.topology.hierarchy import shard_domains
 from planner.units import HOUR_S, TFLOP, GiB
 
 
@@ -37,25 +36,13 @@ def score(
 ) -> StepCost:
     """The cost model's StepCost for ``layout`` on ``cluster`` (``memory``, ``times``,
     ``split`` and ``chunk_s``: see :func:`planner.cost.step.estimate_step`)."""
-    domains = comm_domains(cluster, layout) | shard_domains(cluster, layout, workload)
+    domains = comm_domains(cluster, layout) | shard_domains(
+        cluster, layout, workload.zero_shard_group
+    )
     return estimate_step(
         model, cluster.accelerator, workload, layout, domains, memory=memory, times=times,
         split=split, chunk_s=chunk_s,
     )  # fmt: skip
-
-
-def shard_domains(
-    cluster: ClusterSpec, layout: Layout, workload: TrainWorkload
-) -> dict[str, CommDomain]:
-    """With hybrid sharding (``workload.zero_shard_group``), the groups of the dense state:
-    ``dp_shard`` (the shard group: consecutive data-parallel ranks, ``tp`` apart) and
-    ``dp_replicate`` (the replicas of one shard, group x tp apart); none otherwise."""
-    return {
-        dim: group_domain(cluster, size, stride, pattern=pattern, num_ranks=layout.num_gpus)
-        for dim, (size, stride, pattern) in shard_families(
-            layout, workload.zero_shard_group
-        ).items()
-    }
 
 
 def fits(cost: StepCost, cluster: ClusterSpec, headroom: float = 0.0) -> bool:

@@ -42,7 +42,6 @@ from planner.search.rules import check_workload, layout_violations
 from planner.search.space import objective_value
 from planner.specs.cluster import ClusterSpec
 from planner.specs.cluster_state import ClusterState, DefaultOrder, StateReport, SubproblemInfo
-from planner.specs.comm import traffic_domain
 from planner.specs.formats import NumberFormat
 from planner.specs.layout import Layout
 from planner.specs.model import ModelSpec
@@ -50,8 +49,7 @@ from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import PipelineSplitInfo, Plan, SearchResult
 from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import TrainWorkload
-from planner.topology import placement_entry
-from planner.topology.hierarchy import placement_shapes
+from planner.topology.hierarchy import placement_entries
 from planner.topology.placed import groups_split, nominal_positions, placed_domains
 from planner.topology.state import Availability, apply_state
 from planner.topology.structure import fabric_of
@@ -140,10 +138,7 @@ def price_placement(
     workload = workload.model_copy(update={"precision": layout.precision})
     cost = estimate_step(model, acc, workload, layout, domains, split=split)
     plan = to_plan(model, plan_cluster, workload, layout, cost, split=split, split_info=split_info)
-    entries = {
-        dim: placement_entry(traffic_domain(domains, dim, workload.cp_comm), size, stride)
-        for dim, (size, stride, _) in placement_shapes(layout, workload.zero_shard_group).items()
-    }
+    entries = placement_entries(domains, layout, workload.cp_comm, workload.zero_shard_group)
     return plan.model_copy(update={"placement": entries})
 
 

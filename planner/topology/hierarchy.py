@@ -267,24 +267,40 @@ def placement_shapes(
     return shapes | shard_families(layout, shard_group)
 
 
+def shard_domains(
+    cluster: ClusterSpec, layout: Layout, shard_group: int | None
+) -> dict[str, CommDomain]:
+    """The CommDomains of hybrid sharding's groups (:func:`shard_families`) on ``cluster``,
+    every group communicating at once; none without hybrid sharding."""
+    return {
+        dim: group_domain(cluster, size, stride, pattern=pattern, num_ranks=layout.num_gpus)
+        for dim, (size, stride, pattern) in shard_families(layout, shard_group).items()
+    }
+
+
+def placement_entries(
+    domains: dict[str, CommDomain],
+    layout: Layout,
+    cp_comm: str = "p2p",
+    shard_group: int | None = None,
+) -> dict[str, PlacementEntry]:
+    """The PlacementEntry of every group of :func:`placement_shapes` on its domain in
+    ``domains`` (the nominal ones of :func:`placement`, or a placement's on a cluster state);
+    the CP groups' as the workload's ``cp_comm`` uses them (:func:`traffic_domain`)."""
+    return {
+        dim: placement_entry(traffic_domain(domains, dim, cp_comm), size, stride)
+        for dim, (size, stride, _) in placement_shapes(layout, shard_group).items()
+    }
+
+
 def placement(
     cluster: ClusterSpec, layout: Layout, cp_comm: str = "p2p", shard_group: int | None = None
 ) -> dict[str, PlacementEntry]:
-    """Where each group of :func:`placement_shapes` lands: tier, bottleneck link and the first
-    group's ranks; the CP groups' link as the workload's ``cp_comm`` uses them
-    (:func:`traffic_domain`); with ``shard_group`` (hybrid sharding) the shard and replica
-    groups too."""
-    domains = comm_domains(cluster, layout)
-    shapes = placement_shapes(layout, shard_group)
-    for dim in ("dp_shard", "dp_replicate"):
-        if dim in shapes:
-            size, stride, pattern = shapes[dim]
-            domains[dim] = group_domain(cluster, size, stride, pattern=pattern,
-                                        num_ranks=layout.num_gpus)  # fmt: skip
-    return {
-        dim: placement_entry(traffic_domain(domains, dim, cp_comm), size, stride)
-        for dim, (size, stride, _) in shapes.items()
-    }
+    """Where each group of :func:`placement_shapes` lands on ``cluster``: tier, bottleneck link
+    and the first group's ranks (:func:`placement_entries`); with ``shard_group`` (hybrid
+    sharding) the shard and replica groups too."""
+    domains = comm_domains(cluster, layout) | shard_domains(cluster, layout, shard_group)
+    return placement_entries(domains, layout, cp_comm, shard_group)
 
 
 def rank_table(

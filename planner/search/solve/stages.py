@@ -643,8 +643,8 @@ def dp_sync_step_floor(
     from planner.cost.stage import MicrobatchTime
     from planner.cost.stage_memory import stage_params_per_gpu
     from planner.cost.step import dp_exposed_time, dp_tail_params, optimizer_step_time
-    from planner.search.evaluate import shard_domains
     from planner.topology import comm_domains
+    from planner.topology.hierarchy import shard_domains
 
     acc = cluster.accelerator
     contention = acc.efficiency.overlap_contention
@@ -658,7 +658,9 @@ def dp_sync_step_floor(
         return 0.0
     kinds = layer_kinds(model, workload.seq_len)
     counts = Counter(kinds)
-    domains = comm_domains(cluster, layout) | shard_domains(cluster, layout, workload)
+    domains = comm_domains(cluster, layout) | shard_domains(
+        cluster, layout, workload.zero_shard_group
+    )
     compute = MicrobatchTime.model_construct(
         forward_s=slowest_s, backward_s=slowest_s, tp_comm_s=0.0, cp_comm_s=0.0, ep_comm_s=0.0
     )
