@@ -878,17 +878,48 @@ def test_decoder_sparse_step_interleaves_dense_layers() -> None:
 
 
 @pytest.mark.parametrize("model_type", ["bert", "mamba", None])
-def test_unknown_model_type(model_type: str | None) -> None:
-    config = {**LLAMA_3_1_70B, "model_type": model_type}
-    if model_type is None:
-        del config["model_type"]
+@pytest.mark.parametrize("architectures", [None, ["BertModel"], ["LlamaForCausalLM", "Qwen2X"]])
+def test_unknown_model_type(model_type: str | None, architectures: list[str] | None) -> None:
+    config = {**LLAMA_3_1_70B, "model_type": model_type, "architectures": architectures}
+    for key in ("model_type", "architectures"):
+        if config[key] is None:
+            del config[key]
     with pytest.raises(SpecError) as info:
         model_from_hf_config(config, name="x")
     message = str(info.value)
     assert "\n" not in message
     assert (repr(model_type) if model_type else "no model_type") in message
+    if architectures is not None:  # a class it does not know is named, not silently dropped
+        assert f"architectures {architectures!r}" in message
     for supported in SUPPORTED_MODEL_TYPES:
         assert supported in message
+
+
+KIMI_K2: dict[str, object] = {
+    **{k: v for k, v in DEEPSEEK_V3.items() if k != "quantization_config"},
+    "model_type": "kimi_k2",
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "num_attention_heads": 64,
+    "num_key_value_heads": 64,
+    "n_routed_experts": 384,
+    "first_k_dense_replace": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "vocab_size": 163840,
+    "num_nextn_predict_layers": 0,
+}
+"""moonshotai/Kimi-K2-Instruct config.json's network as DeepSeek-V3's with its differences (64
+heads, 384 routed experts, one dense layer, a 163,840-token vocabulary); its own model_type."""
+
+
+def test_an_unknown_model_type_is_read_by_its_architectures() -> None:
+    # Kimi K2 ships model_type "kimi_k2" for a DeepseekV3ForCausalLM; its report (arXiv
+    # 2507.20534): 1.04 trillion parameters, 32 billion activated
+    spec = model_from_hf_config(KIMI_K2, name="kimi-k2")
+    assert spec.family == "deepseek_v3" and spec.mla is not None and spec.moe is not None
+    assert "model_type=kimi_k2, read as deepseek_v3 by its architectures" in spec.source
+    assert abs(total_params(spec) / 1.04e12 - 1) < 0.02
+    assert abs(active_params(spec) / 32e9 - 1) < 0.03
 
 
 @pytest.mark.parametrize(

@@ -54,17 +54,9 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     """
     name = hf_model_name(name)
     model_type = config.get("model_type")
-    mapper = _FAMILIES.get(model_type) if isinstance(model_type, str) else None
-    if mapper is None:
-        problem = (
-            "config.json has no model_type"
-            if model_type is None
-            else f"config.json model_type {short_repr(model_type)} is not supported"
-        )
-        supported = ", ".join(SUPPORTED_MODEL_TYPES)
-        raise SpecError(f"{name}: {problem}; supported model_type values: {supported}")
+    family, read_as = _family_of(config, name)
     try:
-        fields = mapper(config)
+        fields = _FAMILIES[family](config)
     except SpecError as exc:  # every refusal names the model, as the others do
         text = str(exc)
         raise SpecError(text if text.startswith(f"{name}:") else f"{name}: {text}") from None
@@ -73,14 +65,50 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
         fields.update(_rope(config, name))
     fields.update(
         name=name,
-        family=model_type,
-        source=f"Hugging Face config.json (model_type={model_type})",
+        family=family,
+        source=f"Hugging Face config.json (model_type={model_type}{read_as})",
         dropout=_dropout(config),
     )
     quantization = checkpoint_quantization(config, name)
     if quantization is not None:
         fields["quantization"] = quantization
     return validate_spec(ModelSpec, fields, where=f"{name} (from config.json)")
+
+
+def _family_of(config: Config, name: str) -> tuple[str, str]:
+    """The :data:`_FAMILIES` key that maps ``config``, and how it was chosen ('' when by its
+    ``model_type``). A ``model_type`` the importer does not know is read by the config's
+    ``architectures`` when they name classes of one known family (:data:`_ARCHITECTURES`): a
+    model that ships its own ``model_type`` for a standard network (Kimi K2's ``kimi_k2`` is a
+    ``DeepseekV3ForCausalLM``) maps as that network, and the model's source says so. Anything
+    else is a one-line refusal naming what is supported.
+
+    >>> _family_of({"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"]}, "k")
+    ('deepseek_v3', ', read as deepseek_v3 by its architectures DeepseekV3ForCausalLM')
+    >>> _family_of({"model_type": "llama"}, "m")
+    ('llama', '')
+    """
+    model_type = config.get("model_type")
+    if isinstance(model_type, str) and model_type in _FAMILIES:
+        return model_type, ""
+    listed = config.get("architectures")
+    classes = [a for a in listed if isinstance(a, str)] if isinstance(listed, list) else []
+    families = {_ARCHITECTURES.get(a) for a in classes}
+    every_known = bool(classes) and len(classes) == len(listed) and None not in families  # type: ignore[arg-type]
+    if every_known and len(families) == 1:
+        family = str(families.pop())
+        return family, f", read as {family} by its architectures {', '.join(classes)}"
+    problem = (
+        "config.json has no model_type"
+        if model_type is None
+        else f"config.json model_type {short_repr(model_type)} is not supported"
+    )
+    if every_known:
+        problem += f" and its architectures {short_repr(listed)} name more than one network"
+    elif listed is not None:
+        problem += f" and its architectures {short_repr(listed)} are not all networks it knows"
+    supported = ", ".join(SUPPORTED_MODEL_TYPES)
+    raise SpecError(f"{name}: {problem}; supported model_type values: {supported}")
 
 
 def hf_model_name(name: str) -> str:
@@ -797,3 +825,30 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(_FAMILIES))
 """The ``model_type`` values :func:`model_from_hf_config` accepts."""
+
+_ARCHITECTURES: dict[str, str] = {
+    "LlamaForCausalLM": "llama",
+    "Llama4ForCausalLM": "llama4_text",
+    "Llama4ForConditionalGeneration": "llama4",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Olmo2ForCausalLM": "olmo2",
+    "Phi3ForCausalLM": "phi3",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "Glm4MoeForCausalLM": "glm4_moe",
+    "GptOssForCausalLM": "gpt_oss",
+    "GPT2LMHeadModel": "gpt2",
+    "NemotronForCausalLM": "nemotron",
+}
+"""transformers' model class (a config's ``architectures``) -> the :data:`_FAMILIES` key of the
+network it builds: how a config whose own ``model_type`` is not known here is read
+(:func:`_family_of`)."""
