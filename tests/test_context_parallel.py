@@ -242,17 +242,28 @@ def test_ulysses_needs_the_kv_heads_of_a_tp_rank_to_split_over_cp() -> None:
     assert plan(8, "p2p").layout.cp == 8
 
 
-def test_hierarchical_cp_needs_the_heads_for_its_all_to_all_group() -> None:
-    """a2a+p2p puts the all-to-all over the CP ranks of one scale-up domain: on an NVL72 rack at
-    TP 1 that is all 16 of CP 16, more than Llama 3 8B's 8 KV heads (refused, naming the sizes
-    the export would write); on 8-GPU H100 nodes it is 8, which 8 KV heads allow."""
-    from planner.api import estimate
+def test_hierarchical_cp_sizes_its_all_to_all_by_the_heads() -> None:
+    """a2a+p2p puts the all-to-all over the CP ranks of one scale-up domain, as many as the
+    heads let it split: on an NVL72 rack at TP 1 the domain holds all 16 of CP 16, but Llama 3
+    8B's 8 KV heads split 8 ways, so it runs as 8 x 2 (until 2026-12-07 it took all 16 and
+    refused the layout, which Megatron-LM runs with --hierarchical-context-parallel-sizes 8 2);
+    on 8-GPU H100 nodes it is 8 x 2 too. At TP 8 a rank holds one KV head, which no all-to-all
+    splits: refused there, naming the ring it would be."""
+    from planner.api import estimate, export
     from planner.errors import SpecError
+    from planner.topology import comm_domains
 
-    def plan(cluster: str):  # type: ignore[no-untyped-def]
-        return estimate(model="8B", cluster=cluster, layout={"tp": 1, "cp": 16, "dp": 1},
-                        workload={"seq_len": 131072, "global_batch": 8, "cp_comm": "a2a+p2p"})  # fmt: skip
+    workload = {"seq_len": 65536, "global_batch": 8, "cp_comm": "a2a+p2p"}
 
-    with pytest.raises(SpecError, match=r"--hierarchical-context-parallel-sizes 16 1\): .* 8 KV"):
-        plan("gb200_nvl72x16")
-    assert plan("hgx_h100x16").layout.cp == 16
+    def plan(cluster: str, tp: int, cp: int):  # type: ignore[no-untyped-def]
+        return estimate(model="8B", cluster=cluster, layout={"tp": tp, "cp": cp, "dp": 1},
+                        workload=workload)  # fmt: skip
+
+    for cluster in ("gb200_nvl72x16", "hgx_h100x16"):
+        found = plan(cluster, 1, 16)
+        domains = comm_domains(load_cluster(cluster), found.layout, 8)
+        assert (domains["cp_a2a"].size, domains["cp_ring"].size) == (8, 2)
+        args = export(found, format="megatron", workload=workload).text  # the sizes priced
+        assert "--hierarchical-context-parallel-sizes 8 2" in args
+    with pytest.raises(SpecError, match=r"up to 2 here\), but a TP rank's heads split none"):
+        plan("gb200_nvl72x16", 8, 2)

@@ -8,7 +8,7 @@ from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, asks_tp_overlap, runs_torchao_casts
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
 from planner.search.pipeline import pipeline_stages
-from planner.search.rules import fused_grouped_mlp_formats
+from planner.search.rules import cp_a2a_heads, fused_grouped_mlp_formats
 from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
@@ -36,7 +36,8 @@ def score(
 ) -> StepCost:
     """The cost model's StepCost for ``layout`` on ``cluster`` (``memory``, ``times``,
     ``split`` and ``chunk_s``: see :func:`planner.cost.step.estimate_step`)."""
-    domains = comm_domains(cluster, layout) | shard_domains(
+    heads = cp_a2a_heads(model, workload, layout.tp)
+    domains = comm_domains(cluster, layout, heads) | shard_domains(
         cluster, layout, workload.zero_shard_group
     )
     return estimate_step(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from planner.cost.memory import stage_layers
 from planner.cost.stage import microbatch_time
 from planner.cost.stage_memory import stage_memory
+from planner.search.rules import cp_a2a_heads
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -53,7 +54,7 @@ def pipeline_stages(
             redo = (0,) * chunks
         mtp_chunk = chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
     m = workload.global_batch // (layout.dp * layout.mbs)
-    domains = comm_domains(cluster, layout)
+    domains = comm_domains(cluster, layout, cp_a2a_heads(model, workload, layout.tp))
     peak, time = [], []
     for rank in range(layout.pp):
         memory = stage_memory(model, workload, layout, rank, m, split=split)

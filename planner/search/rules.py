@@ -6,6 +6,8 @@ data (counted by reason) and a user-given layout that breaks one is a one-line e
 
 from __future__ import annotations
 
+import math
+
 from planner.catalog.frameworks import framework_names, load_framework, vendor_rule
 from planner.cost.pipeline import runs_combined_1f1b
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, FUSED_GROUPED_MLP_SM_MAJOR
@@ -216,19 +218,9 @@ def layout_violations(
         if rule:
             out.append(("divisibility", rule))
     if layout.cp > 1 and workload.cp_comm == "a2a+p2p":
-        inner, _ = cp_hierarchy_sizes(layout, cluster.accelerators_per_domain)
-        rule = a2a_cp_heads_rule(
-            model, layout.tp, inner, replicate_kv=replicate_kv, group="its all-to-all group"
-        )
-        if inner > 1 and rule:
-            out.append(
-                (
-                    "divisibility",
-                    f"hierarchical a2a+p2p context parallelism runs its all-to-all over the CP "
-                    f"ranks of one scale-up domain (--hierarchical-context-parallel-sizes "
-                    f"{inner} {layout.cp // inner}): {rule}",
-                )
-            )
+        rule = hierarchical_cp_rule(model, cluster, workload, layout, replicate_kv=replicate_kv)
+        if rule:
+            out.append(("divisibility", rule))
     if layout.vpp > 1 and layout.pp == 1:
         out.append(("divisibility", "vpp > 1 needs pp > 1"))
     elif split is None and layout.pp * layout.vpp > model.num_layers:
@@ -261,6 +253,76 @@ def layout_violations(
         )
     out.extend(_batch_and_expert_rules(model, workload, layout))
     return out
+
+
+def hierarchical_cp_rule(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    workload: TrainWorkload,
+    layout: Layout,
+    *,
+    replicate_kv: bool = False,
+) -> str:
+    """Why hierarchical ``a2a+p2p`` context parallelism cannot run ``layout`` ('' if it can).
+    Its all-to-all runs over the CP ranks of one scale-up domain, as many as the domain holds
+    and the heads allow (:func:`planner.topology.hierarchy.cp_hierarchy_sizes` with
+    :func:`cp_a2a_heads`: on an NVL72 rack Llama 3 70B's CP 8 at TP 2 runs as 4 x 2, its 4 KV
+    heads a rank); it is refused only where the domain has room for an all-to-all but the heads
+    split over none, which is the point-to-point ring alone (``--cp-comm p2p``), not a2a+p2p.
+
+    >>> from planner.catalog import load_cluster, load_model
+    >>> w = TrainWorkload(cp_comm="a2a+p2p")
+    >>> hierarchical_cp_rule(load_model("70B"), load_cluster("gb200_nvl72x64"), w,
+    ...                      Layout(tp=2, cp=8, dp=4))
+    ''
+    >>> print(hierarchical_cp_rule(load_model("70B"), load_cluster("gb200_nvl72x64"), w,
+    ...                            Layout(tp=8, cp=8)))  # doctest: +ELLIPSIS
+    hierarchical a2a+p2p ... (up to 8 here), but a TP rank's heads split none of them ... p2p
+    """
+    per_domain = cluster.accelerators_per_domain
+    heads = cp_a2a_heads(model, workload, layout.tp)
+    inner, _ = cp_hierarchy_sizes(layout, per_domain, heads)
+    room, _ = cp_hierarchy_sizes(layout, per_domain)
+    if inner > 1 or room == 1:
+        return ""
+    rule = a2a_cp_heads_rule(
+        model, layout.tp, room, replicate_kv=replicate_kv, group="its all-to-all group"
+    )
+    return (
+        f"hierarchical a2a+p2p context parallelism runs its all-to-all over the CP ranks of one "
+        f"scale-up domain (up to {room} here), but a TP rank's heads split none of them over "
+        f"more than one rank ({rule}); without the all-to-all it is the ring of --cp-comm p2p"
+    )
+
+
+def a2a_head_groups(model: ModelSpec, tp: int, *, replicate_kv: bool = False) -> int:
+    """The all-to-all group sizes that can split a TP rank's heads (those
+    :func:`a2a_cp_heads_rule` lets run) are the divisors of this count: the greatest common
+    divisor of the rank's query heads and KV heads (a KV replica where the framework
+    replicates them); 1 where tp does not divide the heads, which the TP rules refuse first.
+
+    >>> from planner.catalog import load_model
+    >>> a2a_head_groups(load_model("70B"), 2), a2a_head_groups(load_model("70B"), 1)
+    (4, 8)
+    >>> a2a_head_groups(load_model("70B"), 16), a2a_head_groups(load_model("70B"), 16, replicate_kv=True)
+    (1, 1)
+    """
+    queries = model.num_attention_heads
+    kv = queries if model.mla is not None else model.num_kv_heads
+    if queries % tp or (kv < tp and not replicate_kv):
+        return 1
+    return math.gcd(queries // tp, kv // tp if kv >= tp else 1)
+
+
+def cp_a2a_heads(model: ModelSpec, workload: TrainWorkload, tp: int) -> int | None:
+    """What :func:`planner.topology.comm_domains` sizes hierarchical context parallelism by
+    (``cp_heads``): under ``a2a+p2p`` the head groups of :func:`a2a_head_groups` with the
+    framework's KV replication, so the all-to-all level is the largest that splits them; None
+    otherwise (no level to size)."""
+    if workload.cp_comm != "a2a+p2p":
+        return None
+    replicate_kv = load_framework(workload.framework).tp_beyond_kv_heads
+    return a2a_head_groups(model, tp, replicate_kv=replicate_kv)
 
 
 def a2a_cp_heads_rule(

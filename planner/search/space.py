@@ -31,7 +31,12 @@ from planner.cost.step import (
 from planner.errors import SpecError
 from planner.search.evaluate import score
 from planner.search.pipeline import framework_split
-from planner.search.rules import EP_OVERLAP_FULL_RECOMPUTE, layout_violations, tp_heads_rule
+from planner.search.rules import (
+    EP_OVERLAP_FULL_RECOMPUTE,
+    cp_a2a_heads,
+    layout_violations,
+    tp_heads_rule,
+)
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import NumberFormat
@@ -383,7 +388,8 @@ class StageTimes:
         key = (_layout_key(layout), stage)
         found = self._times.get(key)
         if found is None:
-            domains = comm_domains(self.cluster, layout)
+            heads = cp_a2a_heads(self.model, self.workload, layout.tp)
+            domains = comm_domains(self.cluster, layout, heads)
             found = microbatch_time(self.model, self.cluster.accelerator, self.workload, layout,
                                     stage=stage, domains=domains,
                                     split=self.split(layout))  # fmt: skip

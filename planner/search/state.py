@@ -38,7 +38,7 @@ from planner.search.placement import (
     inside_block_size,
     solve_placement,
 )
-from planner.search.rules import check_workload, layout_violations
+from planner.search.rules import check_workload, cp_a2a_heads, layout_violations
 from planner.search.space import objective_value
 from planner.specs.cluster import ClusterSpec
 from planner.specs.cluster_state import ClusterState, DefaultOrder, StateReport, SubproblemInfo
@@ -132,7 +132,10 @@ def price_placement(
     bandwidth from that map's flows, every rank at the speed of the slowest node used, its
     layers on the stages as ``split`` places them (default the even split). MFU and the memory
     check stay against the rated accelerator (``plan_cluster``'s)."""
-    domains = placed_domains(availability.fabric, layout, positions, workload.zero_shard_group)
+    heads = cp_a2a_heads(model, workload, layout.tp)
+    domains = placed_domains(
+        availability.fabric, layout, positions, workload.zero_shard_group, heads
+    )
     speed = availability.speed_of(positions)
     acc = slowed_accelerator(plan_cluster.accelerator, speed)
     workload = workload.model_copy(update={"precision": layout.precision})

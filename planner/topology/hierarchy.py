@@ -113,35 +113,49 @@ def shard_families(layout: Layout, shard_group: int | None) -> dict[str, tuple[i
     }
 
 
-def cp_hierarchy_sizes(layout: Layout, per_domain: int) -> tuple[int, int]:
+def cp_hierarchy_sizes(
+    layout: Layout, per_domain: int, heads: int | None = None
+) -> tuple[int, int]:
     """(all-to-all size, ring size) of hierarchical ``a2a+p2p`` context parallelism: the CP
     ranks inside one scale-up domain exchange heads, the domains pass K/V round a ring
     (Megatron Core ``hierarchical_context_parallel_sizes``). CP ranks follow TP in the rank
     order, so a domain of ``per_domain`` accelerators holds the largest divisor of cp that fits
-    per_domain / tp.
+    per_domain / tp; with ``heads`` (the head groups a TP rank's all-to-all can split,
+    :func:`planner.search.rules.a2a_head_groups`) the largest that also divides it, since the
+    all-to-all splits the rank's query and KV heads over its group: Llama 3 70B's 4 KV heads
+    a rank at TP 2 run as 4 x 2 on a 72-GPU NVLink domain, where 8 x 1 cannot split them.
 
     >>> cp_hierarchy_sizes(Layout(tp=2, cp=8), 8), cp_hierarchy_sizes(Layout(tp=8, cp=4), 8)
     ((4, 2), (1, 4))
+    >>> cp_hierarchy_sizes(Layout(tp=2, cp=8), 72), cp_hierarchy_sizes(Layout(tp=2, cp=8), 72, 4)
+    ((8, 1), (4, 2))
     """
     room = max(1, per_domain // layout.tp)
-    inner = max(d for d in range(1, layout.cp + 1) if layout.cp % d == 0 and d <= room)
+    inner = max(
+        d
+        for d in range(1, layout.cp + 1)
+        if layout.cp % d == 0 and d <= room and (heads is None or heads % d == 0)
+    )
     return inner, layout.cp // inner
 
 
-def cp_level_families(layout: Layout, per_domain: int) -> dict[str, tuple[int, int, str]]:
+def cp_level_families(
+    layout: Layout, per_domain: int, heads: int | None = None
+) -> dict[str, tuple[int, int, str]]:
     """(size, stride, pattern) of the context-parallel families besides the ring of ``cp``
     itself: the same groups running an NCCL ring collective (``cp_collective``, the
     ``allgather`` variant) and an all-to-all (``cp_all_to_all``, the ``a2a`` variant,
     DeepSpeed-Ulysses), and the two levels of hierarchical context parallelism
-    (:func:`cp_hierarchy_sizes`): ``cp_a2a`` inside a scale-up domain, ``cp_ring`` across, whose
-    K/V pass between neighbours as under ``p2p``; none without context parallelism.
+    (:func:`cp_hierarchy_sizes`, ``heads`` as there): ``cp_a2a`` inside a scale-up domain,
+    ``cp_ring`` across, whose K/V pass between neighbours as under ``p2p``; none without context
+    parallelism.
 
     >>> cp_level_families(Layout(tp=2, cp=8), 8)["cp_ring"]
     (2, 8, 'shift')
     """
     if layout.cp == 1:
         return {}
-    inner, outer = cp_hierarchy_sizes(layout, per_domain)
+    inner, outer = cp_hierarchy_sizes(layout, per_domain, heads)
     return {
         CP_FAMILY["allgather"]: (layout.cp, layout.tp, RING),
         CP_FAMILY["a2a"]: (layout.cp, layout.tp, ALL_TO_ALL),
@@ -195,15 +209,19 @@ def group_domain(
     return _family(_fabric_id(cluster), size, stride, pattern, ranks)
 
 
-def comm_domains(cluster: ClusterSpec, layout: Layout) -> dict[str, CommDomain]:
-    """CommDomain of every parallel dimension of ``layout`` on ``cluster`` (cached).
+def comm_domains(
+    cluster: ClusterSpec, layout: Layout, cp_heads: int | None = None
+) -> dict[str, CommDomain]:
+    """CommDomain of every parallel dimension of ``layout`` on ``cluster`` (cached);
+    ``cp_heads`` sizes hierarchical context parallelism's levels (:func:`cp_hierarchy_sizes`'s
+    ``heads``; :func:`planner.search.rules.cp_a2a_heads` gives it for a model and workload).
 
     >>> from planner.catalog import load_cluster
     >>> comm_domains(load_cluster("hgx_h100x16"), Layout(tp=8, dp=2))["tp"].tier
     'scale_up'
     """
     fabric_id = _fabric_id(cluster)
-    key = (fabric_id, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.etp)
+    key = (fabric_id, layout.tp, layout.cp, layout.dp, layout.pp, layout.ep, layout.etp, cp_heads)
     found = _LAYOUTS.get(key)
     if found is None:
         if len(_LAYOUTS) > MAX_CACHED:
@@ -212,7 +230,7 @@ def comm_domains(cluster: ClusterSpec, layout: Layout) -> dict[str, CommDomain]:
         shapes = {
             **families(layout),
             **gradient_families(layout),
-            **cp_level_families(layout, _FABRICS[fabric_id].per_domain),
+            **cp_level_families(layout, _FABRICS[fabric_id].per_domain, cp_heads),
         }
         found = {
             dim: _family(fabric_id, size, stride, pattern, ranks)

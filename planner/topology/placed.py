@@ -105,16 +105,20 @@ def explicit_domain(fabric: Fabric, groups: IntArray, pattern: str) -> CommDomai
 
 
 def layout_groups(
-    layout: Layout, per_domain: int = 0, shard_group: int | None = None
+    layout: Layout,
+    per_domain: int = 0,
+    shard_group: int | None = None,
+    cp_heads: int | None = None,
 ) -> dict[str, tuple[IntArray, str]]:
     """Logical groups (rank matrix) and pattern of every dimension of ``layout``, the gradient
     families (dp_cp, edp) included, with ``per_domain`` (accelerators per scale-up domain)
     the levels of hierarchical context parallelism (the keys of
     :func:`planner.topology.comm_domains`), and with ``shard_group`` hybrid sharding's shard and
-    replica groups (:func:`planner.topology.hierarchy.shard_families`)."""
+    replica groups (:func:`planner.topology.hierarchy.shard_families`); ``cp_heads`` as
+    :func:`planner.topology.comm_domains`'s."""
     shapes = {**families(layout), **gradient_families(layout)}
     if per_domain:
-        shapes.update(cp_level_families(layout, per_domain))
+        shapes.update(cp_level_families(layout, per_domain, cp_heads))
     shapes.update(shard_families(layout, shard_group))
     n = layout.num_gpus
     return {
@@ -124,10 +128,15 @@ def layout_groups(
 
 
 def placed_domains(
-    fabric: Fabric, layout: Layout, positions: IntArray, shard_group: int | None = None
+    fabric: Fabric,
+    layout: Layout,
+    positions: IntArray,
+    shard_group: int | None = None,
+    cp_heads: int | None = None,
 ) -> dict[str, CommDomain]:
     """CommDomain of every dimension of ``layout`` when rank r runs on ``positions[r]``
-    (``shard_group``: hybrid sharding's groups too, :func:`layout_groups`).
+    (``shard_group``: hybrid sharding's groups too; ``cp_heads``: how hierarchical context
+    parallelism splits; :func:`layout_groups`).
 
     >>> from planner.catalog import load_cluster
     >>> from planner.topology.structure import fabric_of
@@ -136,7 +145,8 @@ def placed_domains(
     'scale_up'
     """
     out = {}
-    for dim, (groups, pattern) in layout_groups(layout, fabric.per_domain, shard_group).items():
+    shapes = layout_groups(layout, fabric.per_domain, shard_group, cp_heads)
+    for dim, (groups, pattern) in shapes.items():
         out[dim] = explicit_domain(fabric, positions[groups], pattern)
     return out
 

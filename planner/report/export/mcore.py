@@ -32,10 +32,15 @@ def attention_backend(workload: TrainWorkload) -> str:
 
 def cp_hierarchy(job: ExportJob) -> tuple[int, int]:
     """(all-to-all size, ring size) of ``a2a+p2p`` context parallelism on the job's cluster, as
-    the cost model prices it (:func:`planner.topology.hierarchy.cp_hierarchy_sizes`)."""
+    the cost model prices it (:func:`planner.topology.hierarchy.cp_hierarchy_sizes`, the
+    all-to-all the largest that splits a rank's heads: :func:`planner.search.rules.
+    cp_a2a_heads`)."""
+    from planner.search.rules import cp_a2a_heads
     from planner.topology.hierarchy import cp_hierarchy_sizes
 
-    return cp_hierarchy_sizes(job.train[0].layout, job.cluster.accelerators_per_domain)
+    plan, workload = job.train
+    heads = cp_a2a_heads(job.model, workload, plan.layout.tp)
+    return cp_hierarchy_sizes(plan.layout, job.cluster.accelerators_per_domain, heads)
 
 
 def cp_comm_args(job: ExportJob, type_name: str, sizes_name: str) -> list[str]:
