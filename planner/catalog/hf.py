@@ -93,8 +93,10 @@ def _family_of(config: Config, name: str) -> tuple[str, str]:
         return model_type, ""
     listed = config.get("architectures")
     classes = [a for a in listed if isinstance(a, str)] if isinstance(listed, list) else []
+    if isinstance(listed, list) and len(classes) < len(listed):
+        classes = []  # an entry that is no class name: nothing to read the network by
     families = {_ARCHITECTURES.get(a) for a in classes}
-    every_known = bool(classes) and len(classes) == len(listed) and None not in families  # type: ignore[arg-type]
+    every_known = bool(classes) and None not in families
     if every_known and len(families) == 1:
         family = str(families.pop())
         return family, f", read as {family} by its architectures {', '.join(classes)}"

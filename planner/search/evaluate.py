@@ -8,7 +8,7 @@ from planner.cost.sharding import gathers_fp8_params
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, asks_tp_overlap, runs_torchao_casts
 from planner.cost.step import MicrobatchTime, StageMemory, StepCost, estimate_step
 from planner.search.pipeline import pipeline_stages
-from planner.search.rules import cp_a2a_heads, fused_grouped_mlp_formats
+from planner.search.rules import fused_grouped_mlp_formats, workload_domains
 from planner.search.trust import train_band
 from planner.specs.cluster import ClusterSpec
 from planner.specs.formats import EIGHT_BIT_PARAM_FORMATS, NumberFormat
@@ -18,7 +18,7 @@ from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import MemoryBreakdown, PipelineSplitInfo, PlacementEntry, Plan
 from planner.specs.solver_config import DEFAULT_MEMORY_HEADROOM
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, TrainWorkload
-from planner.topology import comm_domains, placement
+from planner.topology import placement
 from planner.topology.hierarchy import shard_domains
 from planner.units import HOUR_S, TFLOP, GiB
 
@@ -36,8 +36,7 @@ def score(
 ) -> StepCost:
     """The cost model's StepCost for ``layout`` on ``cluster`` (``memory``, ``times``,
     ``split`` and ``chunk_s``: see :func:`planner.cost.step.estimate_step`)."""
-    heads = cp_a2a_heads(model, workload, layout.tp)
-    domains = comm_domains(cluster, layout, heads) | shard_domains(
+    domains = workload_domains(model, cluster, workload, layout) | shard_domains(
         cluster, layout, workload.zero_shard_group
     )
     return estimate_step(

@@ -6,14 +6,13 @@ from __future__ import annotations
 from planner.cost.memory import stage_layers
 from planner.cost.stage import microbatch_time
 from planner.cost.stage_memory import stage_memory
-from planner.search.rules import cp_a2a_heads
+from planner.search.rules import workload_domains
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import PipelineStage, Plan
 from planner.specs.workload import TrainWorkload
-from planner.topology import comm_domains
 from planner.units import GiB
 
 
@@ -54,7 +53,7 @@ def pipeline_stages(
             redo = (0,) * chunks
         mtp_chunk = chunks - 1 if split.mtp_chunk is None else split.mtp_chunk
     m = workload.global_batch // (layout.dp * layout.mbs)
-    domains = comm_domains(cluster, layout, cp_a2a_heads(model, workload, layout.tp))
+    domains = workload_domains(model, cluster, workload, layout)
     peak, time = [], []
     for rank in range(layout.pp):
         memory = stage_memory(model, workload, layout, rank, m, split=split)

@@ -13,12 +13,13 @@ from planner.cost.pipeline import runs_combined_1f1b
 from planner.cost.stage import FUSED_GROUPED_MLP_FORMATS, FUSED_GROUPED_MLP_SM_MAJOR
 from planner.errors import SpecError
 from planner.specs.cluster import ClusterSpec
+from planner.specs.comm import CommDomain
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.pipeline import PipelineSplit
 from planner.specs.workload import TrainWorkload
-from planner.topology.hierarchy import cp_hierarchy_sizes
+from planner.topology.hierarchy import comm_domains, cp_hierarchy_sizes
 
 MAX_GLOBAL_BATCH = 2**24
 """Largest global batch the planner accepts (sequences): 16.8M, 8,000x Llama 3's 2,048."""
@@ -308,10 +309,31 @@ def a2a_head_groups(model: ModelSpec, tp: int, *, replicate_kv: bool = False) ->
     (1, 1)
     """
     queries = model.num_attention_heads
-    kv = queries if model.mla is not None else model.num_kv_heads
-    if queries % tp or (kv < tp and not replicate_kv):
+    if queries % tp or (kv_heads(model) < tp and not replicate_kv):
         return 1
-    return math.gcd(queries // tp, kv // tp if kv >= tp else 1)
+    return math.gcd(queries // tp, rank_kv_heads(model, tp))
+
+
+def kv_heads(model: ModelSpec) -> int:
+    """Heads with keys and values of their own: the KV heads, or with MLA every attention head.
+
+    >>> from planner.catalog import load_model
+    >>> kv_heads(load_model("70B")), kv_heads(load_model("671B"))
+    (8, 128)
+    """
+    return model.num_attention_heads if model.mla is not None else model.num_kv_heads
+
+
+def rank_kv_heads(model: ModelSpec, tp: int) -> int:
+    """KV heads one TP rank holds: :func:`kv_heads` over tp, or one replica where tp exceeds
+    them.
+
+    >>> from planner.catalog import load_model
+    >>> rank_kv_heads(load_model("70B"), 2), rank_kv_heads(load_model("70B"), 16)
+    (4, 1)
+    """
+    kv = kv_heads(model)
+    return kv // tp if kv >= tp else 1
 
 
 def cp_a2a_heads(model: ModelSpec, workload: TrainWorkload, tp: int) -> int | None:
@@ -323,6 +345,15 @@ def cp_a2a_heads(model: ModelSpec, workload: TrainWorkload, tp: int) -> int | No
         return None
     replicate_kv = load_framework(workload.framework).tp_beyond_kv_heads
     return a2a_head_groups(model, tp, replicate_kv=replicate_kv)
+
+
+def workload_domains(
+    model: ModelSpec, cluster: ClusterSpec, workload: TrainWorkload, layout: Layout
+) -> dict[str, CommDomain]:
+    """The CommDomains ``layout``'s micro-batches are priced on
+    (:func:`planner.topology.comm_domains`), hierarchical context parallelism's levels sized by
+    the model's heads (:func:`cp_a2a_heads`)."""
+    return comm_domains(cluster, layout, cp_a2a_heads(model, workload, layout.tp))
 
 
 def a2a_cp_heads_rule(
@@ -354,13 +385,13 @@ num_kv_heads (8) and the framework does not replicate them"
             f"all-to-all context parallelism splits the heads: tp x {group} ({tp * cp}) must "
             f"divide num_attention_heads ({queries})"
         )
-    kv = queries if model.mla is not None else model.num_kv_heads
+    kv = kv_heads(model)
     if kv < tp and not replicate_kv:
         return (  # tp_heads_rule refuses it first; said here too for a caller on its own
             f"all-to-all context parallelism splits a TP rank's KV heads over {group} ({cp}), "
             f"but tp ({tp}) exceeds num_kv_heads ({kv}) and the framework does not replicate them"
         )
-    per_rank = kv // tp if kv >= tp else 1
+    per_rank = rank_kv_heads(model, tp)
     if per_rank % cp:
         return (
             f"all-to-all context parallelism splits a TP rank's heads over {group} ({cp}), but a "

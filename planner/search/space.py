@@ -33,9 +33,9 @@ from planner.search.evaluate import score
 from planner.search.pipeline import framework_split
 from planner.search.rules import (
     EP_OVERLAP_FULL_RECOMPUTE,
-    cp_a2a_heads,
     layout_violations,
     tp_heads_rule,
+    workload_domains,
 )
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
@@ -46,7 +46,6 @@ from planner.specs.pipeline import PipelineSplit
 from planner.specs.result import Rejection
 from planner.specs.solver_config import TIME_QUANTUM_S
 from planner.specs.workload import TrainWorkload
-from planner.topology import comm_domains
 from planner.units import GiB
 
 CP_MIN_TOKENS_PER_RANK = 1024
@@ -388,8 +387,7 @@ class StageTimes:
         key = (_layout_key(layout), stage)
         found = self._times.get(key)
         if found is None:
-            heads = cp_a2a_heads(self.model, self.workload, layout.tp)
-            domains = comm_domains(self.cluster, layout, heads)
+            domains = workload_domains(self.model, self.cluster, self.workload, layout)
             found = microbatch_time(self.model, self.cluster.accelerator, self.workload, layout,
                                     stage=stage, domains=domains,
                                     split=self.split(layout))  # fmt: skip

@@ -42,14 +42,13 @@ from planner.cost.stage_memory import (
     stage_params_per_gpu,
     state_bytes,
 )
-from planner.search.rules import cp_a2a_heads
+from planner.search.rules import workload_domains
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import ClusterSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
 from planner.specs.solver_config import TIME_QUANTUM_S
 from planner.specs.workload import TrainWorkload
-from planner.topology import comm_domains
 
 MEMORY_QUANTUM_BYTES = 2**16
 """Resolution of the integer memory tables (64 KiB), rounded up per entry."""
@@ -157,7 +156,7 @@ def build_stage_problem(
     recomputed layers may vary when the layout recomputes in full; ``headroom``: the share of
     usable memory the search keeps free, which no stage may use)."""
     acc = cluster.accelerator
-    domains = comm_domains(cluster, layout, cp_a2a_heads(model, workload, layout.tp))
+    domains = workload_domains(model, cluster, workload, layout)
     full = layout.recompute is Recompute.FULL
     m = workload.global_batch // (layout.dp * layout.mbs)
     schedule = workload.pipeline_schedule
@@ -264,7 +263,7 @@ def stage_time_tables(
     the cost (no memory tables, no recomputed-layer times), for every structure the split sweep
     bounds."""
     acc = cluster.accelerator
-    domains = comm_domains(cluster, layout, cp_a2a_heads(model, workload, layout.tp))
+    domains = workload_domains(model, cluster, workload, layout)
 
     def time_of(contents: StageContents) -> int:
         return _time(
