@@ -124,6 +124,45 @@ def test_tpu_v5e_256_is_16x16() -> None:
     assert cluster.num_accelerators == 256
 
 
+# Google Cloud accelerator types: v4-N, v5p-N and tpu7x-N count TensorCores (2 per chip), v5e-N
+# (v5litepod-N) and v6e-N chips; the shape each names is Google's default topology, as MaxText's
+# MaxText/accelerator_to_spec_map.py and xpk's system_characteristics.py list them
+@pytest.mark.parametrize(
+    ("name", "system", "chips", "shape"),
+    [
+        ("v4-8", "tpu_v4", 4, (1, 2, 2)),  # 2x2x1
+        ("v4-128", "tpu_v4", 64, (4, 4, 4)),
+        ("v4-4096", "tpu_v4", 2048, (8, 16, 16)),
+        ("v5p-256", "tpu_v5p", 128, (4, 4, 8)),
+        ("v5p-640", "tpu_v5p", 320, (4, 4, 20)),
+        ("v5p-1920", "tpu_v5p", 960, (4, 12, 20)),
+        ("v5p-6912", "tpu_v5p", 3456, (12, 12, 24)),
+        ("v5p-12288", "tpu_v5p", 6144, (16, 16, 24)),
+        ("v5litepod-256", "tpu_v5e", 256, (16, 16)),
+        ("v5e-128", "tpu_v5e", 128, (8, 16)),
+        ("v6e-256", "tpu_v6e", 256, (16, 16)),
+        ("v6e-32", "tpu_v6e", 32, (4, 8)),
+        ("tpu7x-128", "tpu7x", 64, (4, 4, 4)),  # xpk: tpu7x-4x4x4 is device type tpu7x-128
+    ],
+)
+def test_google_cloud_accelerator_types(
+    name: str, system: str, chips: int, shape: tuple[int, ...]
+) -> None:
+    assert parse_cluster_name(name) == (system, chips, None)
+    cluster = load_cluster(name)
+    assert cluster.name == name and cluster.system.name == system
+    assert cluster.num_accelerators == chips and cluster.num_domains == 1
+    assert tuple(sorted(cluster.slice_shape or ())) == shape
+
+
+def test_google_cloud_accelerator_type_errors() -> None:
+    with pytest.raises(SpecError, match="counts TensorCores, 2 per chip"):
+        load_cluster("v5p-255")
+    with pytest.raises(SpecError, match="did you mean 'v5p-256'"):
+        load_cluster("tpu_v5p-256")
+    assert load_cluster("V6E-64").num_accelerators == 64  # catalog names are lower case
+
+
 @pytest.mark.parametrize("name", ["tpu_v5p_3x3x3", "tpu_v5p_4x4x5", "tpu_v4x5000"])
 def test_illegal_tpu_shapes(name: str) -> None:
     with pytest.raises(SpecError):

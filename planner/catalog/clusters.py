@@ -1,4 +1,5 @@
-"""Cluster names: ``<system>x<N>``, TPU slices, and cluster YAML files (DESIGN.md section 8).
+"""Cluster names: ``<system>x<N>``, TPU slices (``tpu_v5p_8x8x16``) and Google Cloud accelerator
+types (``v5p-256``), and cluster YAML files (DESIGN.md section 8).
 
 Rule: N accelerators are spread evenly over the fewest scale-up domains that hold them, and each
 domain's share must be whole units of the system (an 8-GPU board for HGX, a 4-GPU tray for
@@ -28,6 +29,7 @@ from planner.specs.cluster import BaseHardware, ClusterEdits, ClusterFile, Clust
 from planner.specs.hardware import CalibrationRecord, FabricSpec, SystemSpec
 
 _SHAPE_RE = re.compile(r"^(?P<system>.+)_(?P<shape>[0-9]{1,9}(?:x[0-9]{1,9}){1,2})$")
+_ACCELERATOR_TYPE_RE = re.compile(r"^(?P<prefix>[a-z][a-z0-9]*)-(?P<count>[0-9]+)$")
 MAX_ACCELERATORS = 1_048_576
 """Largest cluster the planner accepts (2**20 accelerators)."""
 
@@ -216,9 +218,52 @@ def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def accelerator_type_prefixes() -> dict[str, tuple[str, int]]:
+    """Google Cloud accelerator-type prefixes (``v5p`` of ``v5p-256``) -> (catalog system, the
+    devices N counts per chip), from the systems' ``torus.accelerator_types``."""
+    out: dict[str, tuple[str, int]] = {}
+    for name in system_names():
+        torus = load_system(name).torus
+        for prefix, per_chip in (torus.accelerator_types if torus else {}).items():
+            out[prefix] = (name, per_chip)
+    return out
+
+
+def _accelerator_type(name: str) -> tuple[str, int] | None:
+    """(system, chips) of a Google Cloud accelerator type (``v5p-256``: 128 TPU v5p chips;
+    ``v6e-256``: 256 v6e chips), None when ``name`` is not one. Its slice shape is the most
+    cubic legal one, which is Google's default topology for every type MaxText's and xpk's
+    tables list within the catalog's largest slice (v5p-256 4x4x8, v5p-1920 4x12x20, v6e-256
+    16x16; tests/test_clusters.py)."""
+    match = _ACCELERATOR_TYPE_RE.match(name)
+    if match is None:
+        return None
+    found = accelerator_type_prefixes().get(match.group("prefix"))
+    if found is None:
+        return None
+    system, per_chip = found
+    digits = match.group("count")
+    if len(digits) > len(str(MAX_ACCELERATORS * per_chip)):  # int() of 4,300+ digits would fail
+        raise SpecError(
+            f"accelerator count in '{_shorten(name)}' ({len(digits):,} digits) must be between 1 "
+            f"and {MAX_ACCELERATORS:,} chips"
+        )
+    count = int(digits)
+    if count % per_chip:
+        raise SpecError(
+            f"cluster '{name}': {match.group('prefix')}-N counts TensorCores, {per_chip} per "
+            f"chip, so N must be a multiple of {per_chip}"
+        )
+    return system, count // per_chip
+
+
 def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
-    """Split ``hgx_b200x16`` into (system, N, None) and ``tpu_v5p_8x8x16`` into (system, N, shape)."""
+    """Split ``hgx_b200x16`` into (system, N, None), ``tpu_v5p_8x8x16`` into (system, N, shape)
+    and a Google Cloud accelerator type, ``v5p-256``, into (system, chips, None)."""
     systems = system_names()
+    cloud = _accelerator_type(name)
+    if cloud is not None:
+        return cloud[0], cloud[1], None
     match = _SHAPE_RE.match(name)
     if match and match.group("system") in systems:
         shape = tuple(int(a) for a in match.group("shape").split("x"))
@@ -246,9 +291,14 @@ def parse_cluster_name(name: str) -> tuple[str, int, tuple[int, ...] | None]:
             f"cluster '{name}' names a system but not its size: add x<N>, e.g. '{name}x{size}'"
         )
     count = name.rpartition("x")[2]
-    hint = suggest(name, [f"{s}x{count}" for s in systems] if _is_count(count) else systems)
+    candidates = [f"{s}x{count}" for s in systems] if _is_count(count) else list(systems)
+    size = name.rpartition("-")[2]
+    if _is_count(size):
+        candidates += [f"{prefix}-{size}" for prefix in accelerator_type_prefixes()]
+    hint = suggest(name, candidates)
     raise SpecError(
-        f"unknown cluster '{_shorten(name)}'{hint} (form: <system>x<N>, e.g. hgx_b200x16; "
+        f"unknown cluster '{_shorten(name)}'{hint} (form: <system>x<N>, e.g. hgx_b200x16, or a "
+        f"TPU accelerator type, e.g. v5p-256; "
         f"'layout clusters' lists systems)"
     )
 

@@ -354,6 +354,10 @@ class TorusSpec(FrozenSpec):
     """An axis whose extent is a multiple of this (and at least this) has wrap-around links."""
     chips_per_host: PositiveInt
     """Chips attached to one host VM."""
+    accelerator_types: dict[Name, Literal[1, 2]] = Field(default_factory=dict)
+    """Google Cloud accelerator-type prefixes that name slices of this system (``v5p`` in
+    ``v5p-256``), each with the devices its N counts per chip: 2 where N counts TensorCores
+    (v4, v5p, TPU7x: ``v5p-256`` is 128 chips), 1 where it counts chips (v5e, v6e)."""
 
 
 class SystemSpec(FrozenSpec):
