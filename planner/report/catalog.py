@@ -96,7 +96,9 @@ def systems_listing(*, as_json: bool) -> str:
     lines.append(
         "cluster names: <system>x<N accelerators>, e.g. hgx_b200x16, gb200_nvl72x144, tpu_v5p_8x8x16"
     )
-    lines.append("TPUs also by Google Cloud accelerator type: v5p-256 (128 chips), v6e-256, tpu7x-128")
+    lines.append(
+        "TPUs also by Google Cloud accelerator type: v5p-256 (128 chips), v6e-256, tpu7x-128"
+    )
     return terminal_lines(lines)
 
 
