@@ -60,6 +60,14 @@ COARSE_PUBLISHED: dict[tuple[str, str], tuple[float, str]] = {
         "'7B' is the size class; the architecture holds 6.74B (4096 x 32 layers, vocab 32000)",
     ),
     ("mistral-7b", "total"): (0.04, "7.24B published as '7 billion'"),
+    ("kimi-k2", "total"): (
+        0.03,
+        "1,026.4B published as '1 trillion' (report abstract, model card)",
+    ),
+    ("kimi-k2", "active"): (
+        0.03,
+        "32.86B published as '32 billion' (31.69B without the input embedding)",
+    ),
     ("deepseek-v2-lite", "active"): (
         0.025,
         "2.45B without the input embedding published as '2.4B' (2.66B with it)",
