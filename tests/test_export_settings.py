@@ -128,6 +128,11 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "zero_shard_group": [("zero3", {"zero_shard_group": 8}), ("cp", {"zero_shard_group": 2})],
     "ddp_bucket_params": [("dense", {"ddp_bucket_params": 40_000_000})],
     "fp32_params": [("dense", {"fp32_params": v}) for v in (False, True)],
+    "master_copy": [
+        ("dense", {"master_copy": True}),
+        ("dense", {"master_copy": False, "optimizer_state_dtype": "bf16"}),
+        ("zero3", {"master_copy": False, "optimizer_state_dtype": "bf16"}),
+    ],
     "unsharded_param_layers": [("zero3", {}), ("zero3", {"unsharded_param_layers": 3.0})],
     "host_sync_interval": [
         ("dense", {"host_sync_interval": 10}),
@@ -514,6 +519,7 @@ EXPECT: dict[str, dict[str, Check]] = {
         "pipeline_schedule": _native(lambda c: c.w.pipeline_schedule == "1f1b"),
         "zero_shard_group": lambda c: c.has("--num-distributed-optimizer-instances", _instances(c)),
         "ddp_bucket_params": lambda c: c.has("--ddp-bucket-size", c.w.ddp_bucket_params),
+        "master_copy": _native(lambda c: c.w.master_copy),
         "fp32_params": _native(lambda c: not c.w.fp32_params),
         "unsharded_param_layers": _said,
         "activation_offload_fraction": _offload("--cpu-offloading-num-layers"),
@@ -612,6 +618,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             "ddp.num_distributed_optimizer_instances", _instances(c)
         ),
         "ddp_bucket_params": lambda c: c.has("ddp.bucket_size", c.w.ddp_bucket_params),
+        "master_copy": _native(lambda c: c.w.master_copy),
         "fp32_params": _native(lambda c: not c.w.fp32_params),
         "unsharded_param_layers": _said,
         "activation_offload_fraction": _offload("model.cpu_offloading", "true"),
@@ -714,6 +721,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.has("parallelism.data_parallel_shard_degree", c.w.zero_shard_group // c.layout.cp)
             and c.has("parallelism.data_parallel_replicate_degree", _instances(c))
         ),
+        "master_copy": _said,
         "fp32_params": _native(lambda c: c.w.fp32_params),
         "unsharded_param_layers": _native(lambda c: c.w.unsharded_param_layers == 2.0),
         "activation_offload_fraction": _said,
@@ -789,6 +797,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.layout.zero == 3
             else c.said()
         ),
+        "master_copy": _native(lambda c: c.w.master_copy),
         "fp32_params": _native(lambda c: not c.w.fp32_params),
         "unsharded_param_layers": lambda c: c.has("zero_optimization.stage3_max_live_parameters"),
         "activation_offload_fraction": _said,
@@ -865,6 +874,7 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.layout.zero == 3
             else c.said()
         ),
+        "master_copy": _native(lambda c: c.w.fp32_params or not c.w.master_copy),
         "fp32_params": lambda c: c.has(
             "weight_dtype", "float32" if c.w.fp32_params else "bfloat16"
         ),

@@ -68,19 +68,26 @@ row-parallel linear's gathered output gradient, l.491-493), each b s D bf16 valu
 full sequence."""
 
 
-def optimizer_state_bytes_per_param(dtype: str, *, remainders: bool = False) -> float:
+def optimizer_state_bytes_per_param(
+    dtype: str, *, remainders: bool = False, master: bool = True
+) -> float:
     """Bytes of optimizer state per parameter the optimizer steps: the fp32 master copy (or,
-    with ``remainders``, its low 16 bits beside the bf16 parameter) and Adam's two moments in
-    ``dtype`` (Megatron-LM ``--use-precision-aware-optimizer`` with ``--exp-avg-dtype`` /
-    ``--exp-avg-sq-dtype``, arguments.py; ``--main-params-dtype fp16`` is not modelled).
+    with ``remainders``, its low 16 bits beside the bf16 parameter; none without ``master``,
+    ``TrainWorkload.master_copy``) and Adam's two moments in ``dtype`` (Megatron-LM
+    ``--use-precision-aware-optimizer`` with ``--exp-avg-dtype`` / ``--exp-avg-sq-dtype``,
+    arguments.py; ``--main-params-dtype fp16`` is not modelled).
 
     >>> optimizer_state_bytes_per_param("fp32"), optimizer_state_bytes_per_param("bf16")
     (12.0, 8.0)
     >>> optimizer_state_bytes_per_param("bf16", remainders=True)
     6.0
+    >>> optimizer_state_bytes_per_param("bf16", master=False)  # torch.optim.Adam on bf16 weights
+    4.0
     """
-    master = MASTER_REMAINDER_BYTES if remainders else MASTER_WEIGHT_BYTES
-    return master + 2.0 * MOMENT_BYTES[dtype]
+    if not master:
+        return 2.0 * MOMENT_BYTES[dtype]
+    copy = MASTER_REMAINDER_BYTES if remainders else MASTER_WEIGHT_BYTES
+    return copy + 2.0 * MOMENT_BYTES[dtype]
 
 
 def stage_layers(model: ModelSpec, pp: int, stage: int) -> range:

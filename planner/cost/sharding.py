@@ -333,8 +333,9 @@ def sharded_state_bytes(
         workload.optimizer_state_dtype == "bf16"
         and layout.precision is NumberFormat.BF16
         and not workload.fp32_params
+        and workload.master_copy
     )
-    if remainders:
+    if remainders or not workload.master_copy:  # the step reads the gradient where it lies
         main_grad = 0.0
     if layout.zero >= 3:
         # FSDP steps the optimizer on the gradient shard its reduce-scatter wrote, with no fp32
@@ -343,7 +344,9 @@ def sharded_state_bytes(
         main_grad = 0.0
     held = shard if layout.zero >= 1 else total
     optimizer = (
-        optimizer_state_bytes_per_param(workload.optimizer_state_dtype, remainders=remainders)
+        optimizer_state_bytes_per_param(
+            workload.optimizer_state_dtype, remainders=remainders, master=workload.master_copy
+        )
         * held
     )
     step_copy = main_grad * held
@@ -356,6 +359,8 @@ def sharded_state_bytes(
             weights=weights, grads=grads, optimizer=optimizer, step_transient=step_copy
         )
     shard_grad = GRAD_BYTES["fp32"] if workload.fp32_params else grad
+    if not workload.master_copy:  # FSDP2 casts the reduced shard to the bf16 parameter's dtype
+        shard_grad = GRAD_BYTES["bf16"]
     if reduces_once_per_step(workload, layout):
         weights = weight_bytes(total, layout.precision, low_precision_params=fp8_params)
         grads = grad * total

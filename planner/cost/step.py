@@ -40,7 +40,13 @@ from planner.cost.comm import (
     ring_all_reduce_time,
 )
 from planner.cost.compute import model_flops_per_token
-from planner.cost.memory import ACTIVATION_BYTES, GRAD_BYTES, MOMENT_BYTES, stage_layers
+from planner.cost.memory import (
+    ACTIVATION_BYTES,
+    GRAD_BYTES,
+    MASTER_WEIGHT_BYTES,
+    MOMENT_BYTES,
+    stage_layers,
+)
 from planner.cost.partition import StageContents, chunk_contents, stage_contents
 from planner.cost.pipeline import (
     bubble_is_a_share,
@@ -91,10 +97,18 @@ def optimizer_step_bytes_per_param(workload: TrainWorkload) -> float:
     """HBM traffic of the Adam step per parameter: :data:`OPTIMIZER_STEP_BYTES_PER_PARAM` with
     the two moments read and written in ``workload.optimizer_state_dtype``.
 
+    Without a master copy (``master_copy`` False) the step reads and writes the bf16 parameter
+    (2 + 2 B) instead of the fp32 master (4 + 4 B) beside the bf16 weight it writes.
+
     >>> optimizer_step_bytes_per_param(TrainWorkload(optimizer_state_dtype="bf16"))
     22.0
+    >>> optimizer_step_bytes_per_param(TrainWorkload(optimizer_state_dtype="bf16",
+    ...     master_copy=False))
+    16.0
     """
     saved = 2 * 2 * (MOMENT_BYTES["fp32"] - MOMENT_BYTES[workload.optimizer_state_dtype])
+    if not workload.master_copy:
+        saved += 2 * MASTER_WEIGHT_BYTES - 2.0  # no master read and written; the weight read
     return OPTIMIZER_STEP_BYTES_PER_PARAM - saved
 
 

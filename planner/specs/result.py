@@ -20,7 +20,7 @@ from planner.specs.layout import Layout
 from planner.specs.text import Name, Text
 from planner.specs.workload import TrainWorkload
 
-SCHEMA_VERSION = "1.18"
+SCHEMA_VERSION = "1.19"
 
 
 class MemoryBreakdown(FrozenSpec):

@@ -312,7 +312,15 @@ class TrainWorkload(FrozenSpec):
     """The parameters themselves are fp32 and serve as the optimizer's master copy, cast to bf16
     for compute (PyTorch FSDP mixed precision, MaxText ``weight_dtype: float32``): a ZeRO-3 shard
     holds no bf16 copy beside them. False = Megatron-LM's bf16 parameters with a separate fp32
-    master copy in the optimizer state."""
+    master copy in the optimizer state (unless ``master_copy`` is False)."""
+    master_copy: bool = True
+    """bf16 parameters (``fp32_params`` False) have an fp32 master copy in the optimizer state
+    (Megatron-LM's, DeepSpeed's). False: the optimizer steps the bf16 parameters in place and
+    holds only its moments, and a ZeRO-3 gradient shard is bf16 (FSDP2 casts the reduced shard
+    to the parameter's dtype): a model built in bf16 under ``torch.optim.Adam``, whose moments
+    take the parameters' dtype (``optimizer_state_dtype`` bf16), or Transformer Engine's
+    ``FusedAdam`` with its default ``master_weights=False`` (NeMo AutoModel; MaxText with
+    ``weight_dtype: bfloat16``)."""
     unsharded_param_layers: float = Field(default=2.0, ge=1.0, le=8.0)
     """ZeRO-3 only: layers whose gathered (bf16) parameters, and in backward their unsharded
     gradients, are alive at once: the running layer and the one prefetched (FSDP2's implicit
@@ -424,6 +432,15 @@ class TrainWorkload(FrozenSpec):
         if len(set(buffers)) != len(buffers):
             raise ValueError(f"framework buffer listed twice in {list(buffers)}")
         return buffers
+
+    @model_validator(mode="after")
+    def _master_copy_of_bf16_parameters(self) -> TrainWorkload:
+        if not self.master_copy and self.fp32_params:
+            raise ValueError(
+                "master_copy false needs fp32_params false: fp32 parameters are the optimizer's "
+                "master copy"
+            )
+        return self
 
     @model_validator(mode="after")
     def _einsum_needs_capacity(self) -> TrainWorkload:

@@ -381,7 +381,19 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         lambda j: _on(
             j.train[1].fp32_params,
             "fp32 parameters that are the optimizer's master copy (cast to bf16 for compute)",
-            "bf16 parameters with a separate fp32 master copy in the optimizer",
+            _on(
+                j.train[1].master_copy,
+                "bf16 parameters with a separate fp32 master copy in the optimizer",
+                "bf16 parameters",
+            ),
+        ),
+    ),
+    "master_copy": (
+        lambda j: not j.train[1].fp32_params,
+        lambda j: _on(
+            j.train[1].master_copy,
+            "an fp32 master copy of the bf16 parameters in the optimizer",
+            "no fp32 master copy: the optimizer steps the bf16 parameters in place",
         ),
     ),
     "unsharded_param_layers": (

@@ -72,6 +72,8 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
         job.note(f"tp={layout.tp} uses DeepSpeed AutoTP training (tensor_parallel.autotp_size)")
     if not workload.fp32_params:  # bf16 parameters, fp32 master copy in the optimizer
         job.express("fp32_params")
+    if workload.master_copy:
+        job.express("master_copy")
     if not workload.fp8_param_gather:  # ZeRO gathers the bf16 parameters
         job.express("fp8_param_gather")
     if workload.pipeline_schedule == "1f1b" and layout.vpp == 1:  # its TrainSchedule is 1F1B
@@ -87,6 +89,7 @@ def deepspeed_config(job: ExportJob) -> dict[str, object]:
             "fp32_params": "DeepSpeed keeps bf16 parameters and an fp32 master copy in the "
             "optimizer",
             "optimizer_state_dtype": "DeepSpeed's Adam keeps fp32 moments",
+            "master_copy": "DeepSpeed's bf16 optimizer keeps an fp32 master copy of the parameters",
             **express_native_gather_and_cast(job, "deepspeed"),
         },
     )

@@ -209,6 +209,8 @@ def _precision(job: ExportJob) -> dict[str, Value]:
         "grad_dtype": "float32" if workload.grad_reduce_dtype == "fp32" else "bfloat16",
     }
     job.express("fp32_params", "grad_reduce_dtype")
+    if workload.fp32_params or not workload.master_copy:  # optax steps the weights themselves
+        job.express("master_copy")
     precision = str(layout.precision)
     if precision in _QUANTIZATION:
         if _QUANTIZATION[precision]:  # bf16 is base.yml's default, quantization ''
@@ -345,6 +347,8 @@ def overrides(job: ExportJob) -> dict[str, Value]:
         {
             "sequence_parallel": "GSPMD shards the norms' activations with the tensor axis",
             "optimizer_state_dtype": "MaxText's mu_dtype sets the first moment only",
+            "master_copy": "optax steps the weights in weight_dtype, bf16 here: MaxText keeps no "
+            "separate fp32 master copy",
             "fused_elementwise": "XLA fuses the elementwise ops",
             "cross_entropy": "the loss is one XLA computation",
             "unsharded_param_layers": "XLA schedules the FSDP gathers",

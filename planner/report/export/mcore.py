@@ -166,11 +166,14 @@ def precision_aware_optimizer(job: ExportJob) -> bool:
 
 def mcore_defaults(job: ExportJob) -> None:
     """Settings that are Megatron Core's behaviour without a flag: bf16 parameters with an
-    fp32 master copy in the optimizer, fused elementwise kernels (bias-activation, RoPE and
-    norm fusions on by default), the 1F1B schedule (interleaved with virtual stages)."""
+    fp32 master copy in the optimizer (``fp32_params``, ``master_copy``), fused elementwise
+    kernels (bias-activation, RoPE and norm fusions on by default), the 1F1B schedule
+    (interleaved with virtual stages)."""
     workload = job.train[1]
     if not workload.fp32_params:
         job.express("fp32_params")
+    if workload.master_copy:
+        job.express("master_copy")
     if workload.fused_elementwise:
         job.express("fused_elementwise")
     if workload.pipeline_schedule == "1f1b":
@@ -181,6 +184,8 @@ UNEXPRESSED_WHERE = {
     "pipeline_schedule": "Megatron-LM runs 1F1B (interleaved with virtual stages), not DualPipe, "
     "zero bubble or GPipe (with --overlap-moe-expert-parallel-comm for DualPipe's overlap)",
     "fp32_params": "Megatron-LM keeps bf16 parameters and an fp32 master copy in the optimizer",
+    "master_copy": "Megatron-LM's optimizer always keeps an fp32 master copy of the bf16 "
+    "parameters (or its 16-bit remainder)",
     "fused_elementwise": "Megatron-LM fuses them by default (TE and its bias-activation, RoPE "
     "and norm fusions)",
     "reshard_after_forward": "Megatron-FSDP (optim_grads_params) decides it",

@@ -330,6 +330,7 @@ def render(job: ExportJob) -> ExportResult:
             "attention_kernel": "torchtitan's attention is SDPA, whose flash backend is "
             "FlashAttention-2",
             "fp32_params": "torchtitan's FSDP2 keeps fp32 parameters and casts them for compute",
+            "master_copy": "torchtitan's FSDP2 keeps fp32 parameters, their own master copy",
             "optimizer_state_dtype": "torchtitan's AdamW keeps its moments in the parameters' "
             "dtype",
             "pipeline_schedule": "torch.distributed.pipelining has DualPipeV (one copy of each "
