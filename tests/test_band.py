@@ -294,15 +294,16 @@ def test_sequence_widening_and_its_coverage_are_what_the_long_sequence_rows_meas
     assert check.median_abs_error_pct == round(100 * statistics.median(map(abs, errors)), 1)
 
 
-def test_the_moe_zoo_check_is_what_its_rows_predict_today() -> None:
-    """trust.yaml's ``heldout_moe_zoo`` coverage check is what ``benchmarks/heldout_moe_zoo.py``
-    prints today: its five rows evaluated, how many inside their band, the median band and error
-    (the script runs in a second)."""
+@pytest.mark.parametrize("name", ["heldout_moe_zoo", "heldout_automodel"])
+def test_a_quick_heldout_check_is_what_its_rows_predict_today(name: str) -> None:
+    """trust.yaml's coverage check ``name`` is what ``benchmarks/<name>.py`` prints today: every
+    row evaluated (a layout that ran must fit), how many inside their band, the median band and
+    error (each script runs in a second or two)."""
     import re
     import subprocess
     import sys
 
-    script = ROOT / "benchmarks" / "heldout_moe_zoo.py"
+    script = ROOT / "benchmarks" / f"{name}.py"
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout
@@ -310,7 +311,7 @@ def test_the_moe_zoo_check_is_what_its_rows_predict_today() -> None:
     rows = re.search(r"(\d+) held-out rows: median \|err\| ([\d.]+)%", out)
     inside = re.search(r"inside the printed band: (\d+) of \d+ .* median band ±([\d.]+)%", out)
     assert rows is not None and inside is not None, out
-    check = {c.name: c for c in load_trust().coverage_checks}["heldout_moe_zoo"]
+    check = {c.name: c for c in load_trust().coverage_checks}[name]
     assert check.rows == int(rows.group(1))
     assert check.median_abs_error_pct == float(rows.group(2))
     assert check.inside == int(inside.group(1))

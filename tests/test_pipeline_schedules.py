@@ -68,7 +68,7 @@ def test_a_schedule_the_framework_lacks_is_one_line_naming_who_has_it() -> None:
     code, _, err = run_main([*args, "--vpp", "2"])
     line = assert_one_line_error(code, err, 2)
     assert "framework 'megatron' has no zero_bubble pipeline schedule (it has: 1f1b)" in line
-    assert "--framework torchtitan can" in line
+    assert "--framework automodel or torchtitan can" in line
     code, _, err = run_main([*args, "--framework", "torchtitan", "--zero", "3", "--vpp", "1"])
     line = assert_one_line_error(code, err, 2)
     assert "two or more virtual stages per rank (vpp >= 2, got 1)" in line
