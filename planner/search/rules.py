@@ -438,7 +438,7 @@ def framework_rules(workload: TrainWorkload, layout: Layout) -> list[str]:
     >>> [rule] = framework_rules(TrainWorkload(framework="deepspeed"), Layout(pp=2, dp=4, zero=2))
     >>> rule.split("; ")
     ["framework 'deepspeed' cannot combine ZeRO-2 with pipeline parallelism (at most ZeRO-1)", \
-'--framework maxtext or torchtitan can']
+'--framework automodel or maxtext or torchtitan can']
     """
     profile = load_framework(workload.framework)
     name = f"framework '{profile.name}'"
