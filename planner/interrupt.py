@@ -30,19 +30,28 @@ class _State:
     """Whether SIGINT arrived since :func:`watch`."""
 
 
+FORKING_FILES = ("multiprocessing/popen_fork.py",)
+"""Where a process forks its workers. The fork runs the interpreter's at-fork callbacks
+(``os.register_at_fork``: logging re-releases its lock in the parent) where Python ignores an
+exception, printing it as "Exception ignored in" with a traceback and going on: an interrupt
+that lands there is waited out as one inside an import is."""
+
+
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """Record the interrupt and raise KeyboardInterrupt, unless it landed inside an import:
-    then raise it once the import is done (a timer signal retries every RETRY_S)."""
+    """Record the interrupt and raise KeyboardInterrupt, unless it landed inside an import or a
+    fork: then raise it once that is done (a timer signal retries every RETRY_S)."""
     _State.seen = True
-    if _importing(frame) and _retry_later():
+    if _must_wait(frame) and _retry_later():
         return
     raise KeyboardInterrupt
 
 
-def _importing(frame: FrameType | None) -> bool:
-    """Whether ``frame`` runs inside an import (importlib's frames are on its stack)."""
+def _must_wait(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are on its stack) or a fork
+    (:data:`FORKING_FILES`), where a KeyboardInterrupt is lost or leaves a half-built module."""
     while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if name.startswith("<frozen importlib") or name.endswith(FORKING_FILES):
             return True
         frame = frame.f_back
     return False
