@@ -79,7 +79,9 @@ VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("moe", {"expert_load_imbalance": 1.3}),
         ("moe", {"expert_load_imbalance": 1.3, "moe_host_sync": False}),
     ],
-    "framework": [("dense", {"framework": f}) for f in ("megatron", "torchtitan", "deepspeed")],
+    "framework": [
+        ("dense", {"framework": f}) for f in ("megatron", "torchtitan", "deepspeed", "automodel")
+    ],
     "moe_capacity_factor": [("moe", {}), ("moe", {"moe_capacity_factor": 1.25})],
     "moe_expert_compute": [
         ("moe", {}),
@@ -336,8 +338,14 @@ def _native(value: Callable[[Case], bool]) -> Check:
 
 
 def _framework(*formats: str) -> Check:
-    """A plan scored for this format's framework says nothing; one scored for another says so."""
-    return _native(lambda c: load_framework(c.w.framework).export_format in formats)
+    """A plan scored for this format's framework says nothing; one scored for another says so,
+    and so does one whose profile only borrows the format (``export_is_own`` false)."""
+
+    def own(c: Case) -> bool:
+        profile = load_framework(c.w.framework)
+        return profile.export_format in formats and profile.export_is_own
+
+    return _native(own)
 
 
 def _instances(c: Case) -> int:

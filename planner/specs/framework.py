@@ -52,6 +52,11 @@ class FrameworkSpec(FrozenSpec):
     """What the profile stands for (framework, version range, recipe)."""
     export_format: ExportFormat
     """The export format a plan made with this profile maps to."""
+    export_is_own: bool = True
+    """The export format is this framework's own. False where it is the nearest format of
+    another stack (FSDP-only trainers and NeMo AutoModel export torchtitan's TOML, Nanotron and
+    HAI-LLM Megatron-LM's arguments): the export then says the plan was scored for another
+    framework, as it does for a plan exported to any other format."""
     zero_stages: tuple[int, ...] = Field(min_length=1)
     """ZeRO / FSDP stages the framework implements (0 plain data parallel, 1 sharded optimizer
     state, 2 + sharded gradients, 3 + sharded parameters: FSDP)."""

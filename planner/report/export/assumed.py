@@ -519,8 +519,11 @@ def profile_exports_to(job: ExportJob, *formats: str) -> bool:
 
 
 def express_framework(job: ExportJob, *formats: str) -> None:
-    """Mark the framework profile expressed when it is one of ``formats``' frameworks."""
-    if profile_exports_to(job, *formats):
+    """Mark the framework profile expressed when it is one of ``formats``' frameworks: its
+    export format, and its own (``FrameworkSpec.export_is_own``), not the nearest stack's."""
+    from planner.catalog.frameworks import load_framework
+
+    if profile_exports_to(job, *formats) and load_framework(job.train[1].framework).export_is_own:
         job.express("framework")
 
 
