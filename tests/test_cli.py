@@ -113,6 +113,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | {"--tp", "--pp", "--vpp", "--dp", "--cp", "--ep", "--etp", "--mbs", "--recompute", "--zero"},
     "models": {"-h", "--help", "--json"},
     "clusters": {"-h", "--help", "--json"},
+    "frameworks": {"-h", "--help", "--json"},
     "show": {"-h", "--help", "--json", "--graphml"} | EDIT_FLAGS,
     "validate": {"-h", "--help", "--json", "--markdown", "--rows", "--serving"},
     "calibrate": {"-h", "--help", "--fit", "--family", "--write", "--json"}
@@ -531,6 +532,24 @@ def test_clusters_listing(capsys: pytest.CaptureFixture[str]) -> None:
         assert system in out
     assert main(["clusters", "--json"]) == 0
     json.loads(capsys.readouterr().out)
+
+
+def test_frameworks_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    from planner.catalog.frameworks import framework_names
+
+    assert main(["frameworks"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines()[1:10]}
+    assert {name.rstrip("*") for name in rows} == set(framework_names())
+    assert "megatron*" in rows and "maxtext*" in rows  # the defaults on GPUs and on TPUs
+    assert "torchtitan~" in rows["automodel"]  # exports the nearest stack's format
+    assert "0,1,2,3 (1)" in rows["megatron*"]  # ZeRO stages, the deepest with PP
+    assert "nemo (megatron)" in out and all(len(line) <= 100 for line in out.splitlines())
+    assert main(["frameworks", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    automodel = next(f for f in data["frameworks"] if f["framework"] == "automodel")
+    assert automodel["export_format"] == "torchtitan" and automodel["export_is_own"] is False
+    assert automodel["vendors"] == ["NVIDIA"] and data["aliases"]["nemo"] == "megatron"
 
 
 def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:

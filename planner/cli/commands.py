@@ -201,6 +201,13 @@ def _cmd_clusters(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_frameworks(args: argparse.Namespace) -> int:
+    from planner.report.catalog import frameworks_listing
+
+    print(frameworks_listing(as_json=args.json))
+    return 0
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from planner.api import load_cluster
     from planner.report.catalog import cluster_summary

@@ -146,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
         "clusters", help="list catalog systems (cluster names are <system>x<N>)"
     )
     clusters.add_argument("--json", action="store_true")
+    frameworks = sub.add_parser(
+        "frameworks", help="list the framework profiles --framework takes, and what each runs"
+    )
+    frameworks.add_argument("--json", action="store_true")
     show = sub.add_parser("show", help="describe a cluster")
     show.add_argument("cluster", help="<system>x<N> or YAML")
     show.add_argument("--json", action="store_true")

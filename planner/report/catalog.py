@@ -61,6 +61,74 @@ def models_listing(*, as_json: bool) -> str:
     return terminal_lines(lines)
 
 
+def frameworks_listing(*, as_json: bool) -> str:
+    """The framework profiles (``topologies/frameworks/``): what ``--framework`` takes, where
+    each runs, the layouts it can run, and the export format its plans map to (its own, or the
+    nearest stack's: ``FrameworkSpec.export_is_own``)."""
+    from planner.catalog.frameworks import framework_aliases, framework_names, load_framework
+
+    rows = []
+    for name in framework_names():
+        f = load_framework(name)
+        rows.append(
+            {
+                "framework": name,
+                "description": f.description,
+                "vendors": list(f.vendors),
+                "default_on": list(f.default_on),
+                "zero_stages": list(f.zero_stages),
+                "max_zero_with_pp": f.max_zero_with_pp if f.pipeline else None,
+                "tensor_parallel": f.tensor_parallel,
+                "pipeline": f.pipeline,
+                "interleaved_pipeline": f.interleaved_pipeline,
+                "pipeline_schedules": list(f.pipeline_schedules) if f.pipeline else [],
+                "context_parallel": list(f.context_parallel),
+                "expert_parallel": f.expert_parallel,
+                "export_format": f.export_format,
+                "export_is_own": f.export_is_own,
+                "fitted": f.calibrates,
+            }
+        )
+    aliases = framework_aliases()
+    if as_json:
+        return json.dumps({"frameworks": rows, "aliases": aliases}, indent=2)
+
+    def flags(r: dict[str, Any]) -> str:
+        marks = [("TP", r["tensor_parallel"]), ("PP", r["pipeline"]),
+                 ("VPP", r["interleaved_pipeline"]), ("EP", r["expert_parallel"])]  # fmt: skip
+        return " ".join(label for label, on in marks if on) or "-"
+
+    lines = [  # within 100 columns
+        f"{'framework':<11} {'runs on':<17} {'ZeRO (PP)':<11} {'parallel':<12} {'export':<11} "
+        "context parallel"
+    ]
+    for r in rows:
+        name = r["framework"] + ("*" if r["default_on"] else "")
+        vendors = ",".join(r["vendors"]) or "any"
+        zero = ",".join(str(z) for z in r["zero_stages"])
+        if r["max_zero_with_pp"] is not None:
+            zero += f" ({r['max_zero_with_pp']})"
+        export = r["export_format"] + ("" if r["export_is_own"] else "~")
+        cp = ",".join(r["context_parallel"]) or "-"
+        lines.append(f"{name:<11} {vendors:<17} {zero:<11} {flags(r):<12} {export:<11} {cp}")
+    lines.append(
+        "ZeRO (PP): the stages it runs (the deepest with pipeline parallelism); ~ exports the "
+        "nearest stack's format, and says so"
+    )
+    defaults = [f"{r['framework']} on {'/'.join(r['default_on'])}" for r in rows if r["default_on"]]
+    lines.append("* the default where no --framework is given: " + ", ".join(defaults))
+    lines.append(
+        "also accepted: "
+        + ", ".join(f"{alias} ({profile})" for alias, profile in sorted(aliases.items()))
+    )
+    lines.append(
+        "fitted on: "
+        + (", ".join(r["framework"] for r in rows if r["fitted"]) or "none")
+        + "; the others are predicted through their profiles (topologies/frameworks/)"
+    )
+    return terminal_lines(lines, width=100)
+
+
 def systems_listing(*, as_json: bool) -> str:
     """Catalog systems: the ``<system>`` of cluster names."""
     rows = []
