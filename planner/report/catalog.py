@@ -17,6 +17,7 @@ from planner.cost.params import active_params, total_params
 from planner.report.quote import terminal_lines
 from planner.report.width import COLUMNS
 from planner.specs.cluster import ClusterSpec
+from planner.specs.framework import FrameworkSpec
 from planner.topology.metrics import topology_summary
 from planner.units import GB
 
@@ -61,34 +62,34 @@ def models_listing(*, as_json: bool) -> str:
     return terminal_lines(lines)
 
 
+def _framework_row(f: FrameworkSpec) -> dict[str, Any]:
+    """One profile's row of :func:`frameworks_listing` (its JSON keys)."""
+    return {
+        "framework": f.name,
+        "description": f.description,
+        "vendors": list(f.vendors),
+        "default_on": list(f.default_on),
+        "zero_stages": list(f.zero_stages),
+        "max_zero_with_pp": f.max_zero_with_pp if f.pipeline else None,
+        "tensor_parallel": f.tensor_parallel,
+        "pipeline": f.pipeline,
+        "interleaved_pipeline": f.interleaved_pipeline,
+        "pipeline_schedules": list(f.pipeline_schedules) if f.pipeline else [],
+        "context_parallel": list(f.context_parallel),
+        "expert_parallel": f.expert_parallel,
+        "export_format": f.export_format,
+        "export_is_own": f.export_is_own,
+        "fitted": f.calibrates,
+    }
+
+
 def frameworks_listing(*, as_json: bool) -> str:
     """The framework profiles (``topologies/frameworks/``): what ``--framework`` takes, where
     each runs, the layouts it can run, and the export format its plans map to (its own, or the
     nearest stack's: ``FrameworkSpec.export_is_own``)."""
     from planner.catalog.frameworks import framework_aliases, framework_names, load_framework
 
-    rows = []
-    for name in framework_names():
-        f = load_framework(name)
-        rows.append(
-            {
-                "framework": name,
-                "description": f.description,
-                "vendors": list(f.vendors),
-                "default_on": list(f.default_on),
-                "zero_stages": list(f.zero_stages),
-                "max_zero_with_pp": f.max_zero_with_pp if f.pipeline else None,
-                "tensor_parallel": f.tensor_parallel,
-                "pipeline": f.pipeline,
-                "interleaved_pipeline": f.interleaved_pipeline,
-                "pipeline_schedules": list(f.pipeline_schedules) if f.pipeline else [],
-                "context_parallel": list(f.context_parallel),
-                "expert_parallel": f.expert_parallel,
-                "export_format": f.export_format,
-                "export_is_own": f.export_is_own,
-                "fitted": f.calibrates,
-            }
-        )
+    rows = [_framework_row(load_framework(name)) for name in framework_names()]
     aliases = framework_aliases()
     if as_json:
         return json.dumps({"frameworks": rows, "aliases": aliases}, indent=2)
