@@ -21,6 +21,16 @@ Row = tuple[str, str, str, dict[str, object], dict[str, object], float]
 planner splits the layers itself."""
 
 
+def step_tokens_per_s_per_gpu(global_batch: int, seq_len: int, step_s: float, gpus: int) -> float:
+    """A published step time as tokens/s/GPU: global_batch x seq_len tokens over ``gpus`` GPUs
+    in ``step_s`` seconds.
+
+    >>> step_tokens_per_s_per_gpu(512, 4096, 8.0, 256)
+    1024.0
+    """
+    return global_batch * seq_len / (step_s * gpus)
+
+
 def host_sync_by_graph_scope(workload: dict[str, object]) -> dict[str, object]:
     """``workload`` with its ``cuda_graph_scope`` (the run's Megatron setting) replaced by the
     ``moe_host_sync`` that scope implies, as for the validation rows

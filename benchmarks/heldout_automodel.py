@@ -31,13 +31,13 @@ Where the table and the config disagree, the table's degrees are used and the ro
 from __future__ import annotations
 
 from heldout import Row, predict_rows
+from heldout import step_tokens_per_s_per_gpu as tokens_per_s_per_gpu
 
 FRAMEWORK = {"framework": "automodel"}
 """AutoModel's profile (module docstring)."""
 MOE = {"seq_len": 4096, "precision": "bf16"}
-"""What every MoE row sets: 4,096-token sequences, BF16."""
-TE_ATTENTION: dict[str, object] = {}
-"""``attn: te``: Transformer Engine's fused attention, the profile's."""
+"""What every MoE row sets: 4,096-token sequences, BF16 (``attn: te`` is the profile's
+attention; the GPT-OSS rows state theirs)."""
 FLEX_ATTENTION = {"attention_kernel": "flash2"}
 """``attn: flex``: FlexAttention's Triton kernels."""
 
@@ -52,34 +52,29 @@ the first and the norm and LM head on the last (``generate_hf_model_fqn_per_mode
 ``nemo_automodel/components/distributed/pipelining/functional.py`` at 2c236e081 [R]."""
 
 
-def tokens_per_s_per_gpu(global_batch: int, seq_len: int, step_s: float, gpus: int) -> float:
-    """The table's step time as tokens/s/GPU (it prints the same, rounded)."""
-    return global_batch * seq_len / (step_s * gpus)
-
-
 ROWS: list[Row] = [
     # DeepSeek V3 671B, 256 GPUs, GBS 512, MBS 1, LBS 8, GA 1, TP 1 PP 4 EP 64 VP 8, FSDP 64,
     # 8.18 s, 1,002 tokens/s/GPU (deepseek_v3_te_deepep.yaml: layers_per_stage 2)
-    ("AM1", "deepseek-v3", "hgx_h100x256", {**MOE, **TE_ATTENTION, "global_batch": 512},
+    ("AM1", "deepseek-v3", "hgx_h100x256", {**MOE, "global_batch": 512},
      {"tp": 1, "pp": 4, "vpp": 8, "ep": 64, "cp": 1, "mbs": 1, "recompute": "full", "zero": 3,
       "pipeline_split": SPLIT_61_LAYERS_32_STAGES},
      tokens_per_s_per_gpu(512, 4096, 8.18, 256)),
     # DeepSeek V3 671B, 1,024 GPUs, GBS 8192, MBS 1, LBS 8, GA 4, PP 4 EP 64 VP 8, FSDP 256,
     # 37.87 s, 865 (the config at 2c236e081 sets layers_per_stage 4, VP 4; the table's VP 8 is
     # used, which is the 256-GPU config's layers_per_stage 2 and its split)
-    ("AM2", "deepseek-v3", "hgx_h100x1024", {**MOE, **TE_ATTENTION, "global_batch": 8192},
+    ("AM2", "deepseek-v3", "hgx_h100x1024", {**MOE, "global_batch": 8192},
      {"tp": 1, "pp": 4, "vpp": 8, "ep": 64, "cp": 1, "mbs": 1, "recompute": "full", "zero": 3,
       "pipeline_split": SPLIT_61_LAYERS_32_STAGES},
      tokens_per_s_per_gpu(8192, 4096, 37.87, 1024)),
     # Kimi K2, 256 GPUs, GBS 512, MBS 1, LBS 8, GA 2, PP 8 EP 32 VP 4, FSDP 32, 8.86 s, 924
-    ("AM3", "kimi-k2", "hgx_h100x256", {**MOE, **TE_ATTENTION, "global_batch": 512},
+    ("AM3", "kimi-k2", "hgx_h100x256", {**MOE, "global_batch": 512},
      {"tp": 1, "pp": 8, "vpp": 4, "ep": 32, "cp": 1, "mbs": 1, "recompute": "full", "zero": 3,
       "pipeline_split": SPLIT_61_LAYERS_32_STAGES},
      tokens_per_s_per_gpu(512, 4096, 8.86, 256)),
     # Qwen3 MoE 30B, 8 GPUs, GBS 512 (the config: 256), MBS 4, LBS 4, GA 16, EP 8, FSDP 8,
     # 22.14 s, 11,842 (the 2025-10-06 table; 21.773 s from 2026-01-28, after a norm fusion and a
     # RoPE cache)
-    ("AM4", "qwen3-30b-a3b", "hgx_h100x8", {**MOE, **TE_ATTENTION, "global_batch": 512},
+    ("AM4", "qwen3-30b-a3b", "hgx_h100x8", {**MOE, "global_batch": 512},
      {"tp": 1, "pp": 1, "ep": 8, "cp": 1, "mbs": 4, "recompute": "full", "zero": 3},
      tokens_per_s_per_gpu(512, 4096, 22.14, 8)),
     # GPT-OSS 20B, 8 GPUs, GBS 256, MBS 2, LBS 2, GA 16, FSDP 8 (the table's EP "-"; the config

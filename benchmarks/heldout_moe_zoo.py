@@ -29,7 +29,7 @@ layer's host sync: ``planner.accuracy.rows.moe_layer_graphed``).
 
 from __future__ import annotations
 
-from heldout import Row, predict_rows
+from heldout import Row, predict_rows, step_tokens_per_s_per_gpu
 
 EVERY = {
     "seq_len": 4096,
@@ -50,12 +50,11 @@ SLOTS = {
 }
 """The model config's embedding and loss slots (94 layers + 2 = 96 slots over pp x vpp chunks)."""
 MODEL, CLUSTER = "qwen3-235b-a22b", "hgx_h100x256"
-STEP_TOKENS = 2048 * 4096
 
 
 def tokens_per_s_per_gpu(step_s: float) -> float:
     """The table's step time as tokens/s/GPU: 2048 x 4096 tokens over 256 GPUs."""
-    return STEP_TOKENS / (step_s * 256)
+    return step_tokens_per_s_per_gpu(2048, 4096, step_s, 256)
 
 
 ROWS: list[Row] = [

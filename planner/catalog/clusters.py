@@ -225,6 +225,11 @@ def accelerator_type_prefixes() -> dict[str, tuple[str, int]]:
     for name in system_names():
         torus = load_system(name).torus
         for prefix, per_chip in (torus.accelerator_types if torus else {}).items():
+            if prefix in out:  # two system files claiming one name: say which, once
+                raise SpecError(
+                    f"accelerator type '{prefix}' is named by both {out[prefix][0]} and {name} "
+                    "(topologies/systems/*.yaml torus.accelerator_types)"
+                )
             out[prefix] = (name, per_chip)
     return out
 

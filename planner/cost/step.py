@@ -76,6 +76,7 @@ from planner.cost.stage_memory import (
 )
 from planner.specs.base import FrozenSpec
 from planner.specs.comm import CommDomain
+from planner.specs.formats import NumberFormat, bytes_per_value
 from planner.specs.hardware import AcceleratorSpec
 from planner.specs.layout import Layout, Recompute
 from planner.specs.model import ModelSpec
@@ -108,7 +109,8 @@ def optimizer_step_bytes_per_param(workload: TrainWorkload) -> float:
     """
     saved = 2 * 2 * (MOMENT_BYTES["fp32"] - MOMENT_BYTES[workload.optimizer_state_dtype])
     if not workload.master_copy:
-        saved += 2 * MASTER_WEIGHT_BYTES - 2.0  # no master read and written; the weight read
+        # no fp32 master read and written; the bf16 weight read instead (its write is counted)
+        saved += 2 * MASTER_WEIGHT_BYTES - bytes_per_value(NumberFormat.BF16)
     return OPTIMIZER_STEP_BYTES_PER_PARAM - saved
 
 

@@ -510,20 +510,14 @@ def buckets_dp_sync(job: ExportJob) -> bool:
     return layout.dp * layout.cp > 1 and reduces_in_buckets(job.train[1], layout)
 
 
-def profile_exports_to(job: ExportJob, *formats: str) -> bool:
-    """Whether the framework profile the plan was scored with exports to one of ``formats``
-    (its ``export_format``)."""
-    from planner.catalog.frameworks import load_framework
-
-    return load_framework(job.train[1].framework).export_format in formats
-
-
 def express_framework(job: ExportJob, *formats: str) -> None:
-    """Mark the framework profile expressed when it is one of ``formats``' frameworks: its
-    export format, and its own (``FrameworkSpec.export_is_own``), not the nearest stack's."""
+    """Mark the framework profile expressed when it is one of ``formats``' frameworks: the
+    profile exports to one of them (its ``export_format``), and as its own format, not the
+    nearest stack's (``FrameworkSpec.export_is_own``)."""
     from planner.catalog.frameworks import load_framework
 
-    if profile_exports_to(job, *formats) and load_framework(job.train[1].framework).export_is_own:
+    profile = load_framework(job.train[1].framework)
+    if profile.export_format in formats and profile.export_is_own:
         job.express("framework")
 
 
