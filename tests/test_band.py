@@ -316,3 +316,28 @@ def test_a_quick_heldout_check_is_what_its_rows_predict_today(name: str) -> None
     assert check.median_abs_error_pct == float(rows.group(2))
     assert check.inside == int(inside.group(1))
     assert check.median_band_pct == float(inside.group(2))
+
+
+def test_the_pooled_heldout_figure_counts_every_distinct_check_once() -> None:
+    """``benchmarks/heldout_pooled.py`` runs each coverage check of trust.yaml that is not a
+    subset of another (``heldout_mlperf.py gpt3`` is in ``heldout_mlperf.py``) and pools their
+    rows: its per-check and pooled row and inside counts are the stored checks' (the counts
+    add up; a row line the parser missed or read twice would not)."""
+    import re
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "heldout_pooled.py"), "--jobs", "2"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    found = {
+        m.group(1): (int(m.group(2)), int(m.group(3)))
+        for m in re.finditer(r"^(\S+)\s+(\d+) rows .* inside (\d+) ", out, re.MULTILINE)
+    }
+    checks = {c.name: c for c in load_trust().coverage_checks}
+    pooled = found.pop("pooled")
+    assert set(found) < set(checks) and "heldout_mlperf_gpt3" not in found
+    for name, (rows, inside) in found.items():
+        assert (rows, inside) == (checks[name].rows, checks[name].inside), name
+    assert pooled == tuple(map(sum, zip(*found.values(), strict=True)))
