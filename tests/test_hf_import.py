@@ -1044,3 +1044,17 @@ def test_a_checkpoint_folder_loads_its_config(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(SpecError, match="is a directory"):
         load_model(str(empty))
+
+
+def test_group_limited_routing_is_read_from_the_router_keys() -> None:
+    """DeepSeek-V3's router picks 4 of 8 expert groups (``n_group``, ``topk_group``); V2-Lite's
+    ``greedy`` router ignores its single group; a group count that does not divide the experts
+    is a one-line SpecError."""
+    v3 = model_from_hf_config(DEEPSEEK_V3, name="d").moe
+    assert v3 is not None and (v3.router_num_groups, v3.router_group_topk) == (8, 4)
+    assert v3.limits_groups
+    lite = model_from_hf_config(DEEPSEEK_V2_LITE, name="l").moe
+    assert lite is not None and not lite.limits_groups and lite.router_num_groups == 1
+    with pytest.raises(SpecError, match="router_num_groups") as err:
+        model_from_hf_config({**DEEPSEEK_V3, "n_group": 7}, name="d")
+    assert "\n" not in str(err.value)

@@ -428,6 +428,35 @@ def test_a_deduplicated_dispatch_across_nodes_runs_at_the_nics_bandwidth() -> No
     assert dedup == pytest.approx(4 * one_way)  # dispatch and combine, forward and backward
 
 
+def test_node_limited_routing_sends_a_token_to_fewer_nodes() -> None:
+    """DeepSeek-V3 picks a token's 8 experts from 4 of its 8 groups of 32 (node-limited
+    routing, arXiv 2412.19437 section 2.1.2). EP 64 over eight 8-GPU H100 nodes puts one group
+    on each node, so DeepEP's copies cross the NIC to 4 (1 - (3/4)^8) = 3.60 nodes a token
+    (x 7/8 remote), where an unlimited router would reach 8 (1 - (7/8)^8) = 5.25."""
+    from planner.catalog import load_cluster, load_model
+    from planner.cost.expert import ep_comm_per_microbatch
+    from planner.topology import comm_domains
+
+    model = load_model("deepseek-v3")
+    assert model.moe is not None and model.moe.limits_groups
+    unlimited = model.model_copy(
+        update={"moe": model.moe.model_copy(update={"router_group_topk": None})}
+    )
+    layout = Layout(ep=64, dp=64)
+    ep = comm_domains(load_cluster("hgx_h100x64"), layout)["ep"]
+    assert ep.num_domains == 8
+    workload = TrainWorkload(seq_len=4096, moe_dispatch_dedup=True)
+    limited = ep_comm_per_microbatch(model, workload, layout, 1, ep)
+    free = ep_comm_per_microbatch(unlimited, workload, layout, 1, ep)
+    latency = 4 * 63 * ep.latency_s  # the four passes' ring latencies are the same
+    ratio = (4 * (1 - 0.75**8)) / (8 * (1 - 0.875**8))
+    assert limited - latency == pytest.approx(ratio * (free - latency))
+    plain = workload.model_copy(update={"moe_dispatch_dedup": False})  # every copy is sent
+    assert ep_comm_per_microbatch(model, plain, layout, 1, ep) == pytest.approx(
+        ep_comm_per_microbatch(unlimited, plain, layout, 1, ep)
+    )
+
+
 def test_block_recompute_of_some_layers() -> None:
     """Megatron --recompute-method block --recompute-num-layers 5 on Llama-3 8B (32 layers, as
     validation row N1 runs it): 5 of 32 layers re-run their forward and keep only their input;

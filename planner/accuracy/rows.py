@@ -58,6 +58,12 @@ _FAMILY_FLAGS: dict[str, dict[str, bool | float | str]] = {
     },
 }
 """Architecture details the row schema leaves out, per model-name prefix (as in models/*.yaml)."""
+_FAMILY_MOE_FLAGS: dict[str, dict[str, int]] = {
+    # config.json n_group 8, topk_group 4: node-limited routing (models/deepseek-v3.yaml)
+    "deepseek-v3": {"router_num_groups": 8, "router_group_topk": 4},
+}
+"""MoE details the row schema leaves out, per model-name prefix (as in models/*.yaml); a row's
+own ``moe.router_groups`` / ``router_group_topk`` win."""
 
 
 class RowModel(BaseModel):
@@ -82,6 +88,11 @@ class MoERow(RowModel):
     layer_step: PositiveInt = 1
     """Every ``layer_step``-th layer after the leading dense ones is MoE (``MoESpec.layer_step``:
     Llama 4 Maverick alternates, 2)."""
+    router_groups: PositiveInt = 1
+    """Group-limited routing's expert groups (``MoESpec.router_num_groups``: config.json
+    ``n_group``)."""
+    router_group_topk: PositiveInt | None = None
+    """Groups a token's experts come from (``MoESpec.router_group_topk``: ``topk_group``)."""
 
 
 class ArchRow(RowModel):
@@ -458,11 +469,21 @@ def to_model_spec(row: TrainingRow) -> ModelSpec:
             num_shared_experts=arch.moe.shared_experts,
             first_dense_layers=arch.moe.first_dense_layers,
             layer_step=arch.moe.layer_step,
+            **_moe_routing(name, arch.moe),
         )
     if arch.sliding_window is not None:
         fields["sliding_window"] = arch.sliding_window
         fields["num_sliding_window_layers"] = arch.sliding_window_layers
     return validate_spec(ModelSpec, fields, where=f"row {row.id} model")
+
+
+def _moe_routing(name: str, moe: MoERow) -> dict[str, int | None]:
+    """The group-limited routing of a row's experts: what the row states, else its model
+    family's (:data:`_FAMILY_MOE_FLAGS`), else none."""
+    for prefix, flags in _FAMILY_MOE_FLAGS.items():
+        if name.startswith(prefix) and moe.router_group_topk is None:
+            return dict(flags)
+    return {"router_num_groups": moe.router_groups, "router_group_topk": moe.router_group_topk}
 
 
 def _arch_flags(arch: ArchRow) -> dict[str, object]:

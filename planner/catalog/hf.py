@@ -544,6 +544,7 @@ def _deepseek_v3(config: Config) -> Fields:
         "shared_expert_ffn_hidden_size": expert_width,
         "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
         "router_bias": config.get("topk_method", "noaux_tc") == "noaux_tc",
+        **_group_limited_routing(config),
     }
     heads = _int(config, "num_attention_heads")
     dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
@@ -554,6 +555,26 @@ def _deepseek_v3(config: Config) -> Fields:
         "attention_bias": _bool(config, "attention_bias", False),
         "mla": mla,
         "moe": moe,
+    }
+
+
+def _group_limited_routing(config: Config) -> Fields:
+    """Group-limited routing of a DeepSeek-style router: ``n_group`` groups of consecutive
+    experts, a token's experts from ``topk_group`` of them (transformers' DeepseekV3TopkRouter
+    and DeepSeek-V2's ``group_limited_greedy``); V2's plain ``greedy`` ignores the groups, and a
+    config without ``n_group`` has none.
+
+    >>> _group_limited_routing({"n_group": 8, "topk_group": 4, "topk_method": "noaux_tc"})
+    {'router_num_groups': 8, 'router_group_topk': 4}
+    >>> _group_limited_routing({"n_group": 8, "topk_group": 3, "topk_method": "greedy"})
+    {}
+    """
+    groups = _opt_int(config, "n_group", 1)
+    if groups <= 1 or config.get("topk_method") == "greedy":
+        return {}
+    return {
+        "router_num_groups": groups,
+        "router_group_topk": _opt_int(config, "topk_group", groups),
     }
 
 

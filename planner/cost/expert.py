@@ -84,7 +84,10 @@ def ep_comm_per_microbatch(
     volume = per_copy * moe.top_k
     if workload.moe_dispatch_dedup:  # once per rank inside a domain, once per domain across
         groups = ep.num_domains if ep.num_domains > 1 else ep.size
-        volume *= deduplicated_share(moe.top_k, groups)
+        volume *= deduplicated_share(
+            moe.top_k, groups, router_groups=moe.router_num_groups,
+            router_group_topk=moe.router_group_topk,
+        )  # fmt: skip
     one_way = all_to_all_time(volume, ep)
     # dispatch + combine forward and backward; full recomputation runs the forward pair again
     # (on the layers it recomputes: ``recomputed_moe_layers`` when an explicit split says how

@@ -57,16 +57,44 @@ class MoESpec(FrozenSpec):
     alternates, 2); 1 = every layer."""
     router_bias: bool = False
     """The router (gate) projection has a bias (gpt-oss)."""
+    router_num_groups: PositiveInt = 1
+    """Group-limited routing: the experts form this many equal groups of consecutive experts
+    (Hugging Face ``n_group``, Megatron-LM ``moe_router_num_groups``); 1 = no groups."""
+    router_group_topk: PositiveInt | None = None
+    """Groups a token's experts are chosen from (``topk_group``, ``moe_router_group_topk``:
+    DeepSeek-V3 4 of 8, DeepSeek-V2 3 of 8; the top-k experts then come from those groups
+    only); None = every group."""
 
     @property
     def shared_expert_width(self) -> int:
         """Intermediate width of one shared expert (the routed width when not given)."""
         return self.shared_expert_ffn_hidden_size or self.expert_ffn_hidden_size
 
+    @property
+    def limits_groups(self) -> bool:
+        """Whether routing draws a token's experts from fewer groups than there are."""
+        topk = self.router_group_topk
+        return topk is not None and topk < self.router_num_groups
+
     @model_validator(mode="after")
     def _top_k_le_experts(self) -> MoESpec:
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
+        if self.num_experts % self.router_num_groups:
+            raise ValueError(
+                f"router_num_groups ({self.router_num_groups}) does not divide num_experts "
+                f"({self.num_experts})"
+            )
+        topk = self.router_group_topk
+        if topk is not None and topk > self.router_num_groups:
+            raise ValueError(
+                f"router_group_topk ({topk}) exceeds router_num_groups ({self.router_num_groups})"
+            )
+        if topk is not None and topk * self.num_experts // self.router_num_groups < self.top_k:
+            raise ValueError(
+                f"router_group_topk ({topk}) groups of {self.num_experts // self.router_num_groups}"
+                f" experts hold fewer than top_k ({self.top_k})"
+            )
         return self
 
 

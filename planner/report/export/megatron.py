@@ -399,6 +399,9 @@ def _moe(model: ModelSpec) -> list[str]:
         "--moe-router-topk", str(moe.top_k),
         "--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size),
     ]  # fmt: skip
+    if moe.limits_groups:  # group-limited routing: the token's experts from a few groups
+        args += ["--moe-router-num-groups", str(moe.router_num_groups)]
+        args += ["--moe-router-group-topk", str(moe.router_group_topk)]
     if moe.num_shared_experts:
         width = moe.shared_expert_width
         args += ["--moe-shared-expert-intermediate-size", str(moe.num_shared_experts * width)]
