@@ -585,3 +585,36 @@ def test_cp_flag_choices_are_the_spec_names() -> None:
 
     assert CP_COMM_CHOICES == CP_COMMS
     assert get_args(CpImpl) == CP_IMPL_CHOICES
+
+
+@pytest.mark.parametrize(
+    ("destinations", "groups", "group_topk"),
+    [(8, 8, 4), (4, 8, 4), (32, 8, 4), (16, 8, 3), (8, 8, 8), (3, 8, 4)],
+)
+def test_expected_destinations_matches_a_simulated_router(
+    destinations: int, groups: int, group_topk: int
+) -> None:
+    """:func:`planner.cost.comm.expected_destinations` against a simulation of the routing it
+    describes: pick ``group_topk`` of the groups, then each of 8 experts uniformly (with
+    replacement) from the picked groups' experts, and count the equal blocks of consecutive
+    experts hit. 256 experts; 3 destinations (neither a multiple of the groups nor a divisor)
+    are priced without the limit, an upper bound of the simulated count."""
+    import numpy as np
+
+    from planner.cost.comm import expected_destinations
+
+    experts, top_k, tokens = 256, 8, 40_000
+    rng = np.random.default_rng(7)
+    per_group = experts // groups
+    picked = np.argsort(rng.random((tokens, groups)), axis=1)[:, :group_topk]
+    slot = rng.integers(0, group_topk * per_group, size=(tokens, top_k))
+    expert = picked[np.arange(tokens)[:, None], slot // per_group] * per_group + slot % per_group
+    block = expert * destinations // experts
+    hits = np.array([len(set(row)) for row in block.tolist()], dtype=float)
+    formula = expected_destinations(
+        top_k, destinations, router_groups=groups, router_group_topk=group_topk
+    )
+    if groups % destinations and destinations % groups:
+        assert formula >= hits.mean()
+    else:
+        assert formula == pytest.approx(hits.mean(), rel=0.01)
