@@ -1,4 +1,4 @@
-"""Every held-out check at once, and the pooled figure (run by hand, a few minutes):
+"""Every held-out check at once, and the pooled figure (run by hand, a few seconds):
 
     python benchmarks/heldout_pooled.py [--jobs N]
 
@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from planner.catalog.store import load_trust
 from planner.errors import SpecError, run_script
+from planner.specs.trust import coverage
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"\s([+-]\d+\.\d)%\s+band ±(\d+\.\d)%")
@@ -82,12 +83,13 @@ def summary(rows: Sequence[tuple[float, float]]) -> str:
     '  2 rows  median 20.0%  mean 20.0%  max 30.0%  bias -10.0%  inside 1 (50%)'
     """
     errors = [abs(e) for e, _ in rows]
-    inside = sum(1 for e, b in rows if abs(e) <= b)
+    share = coverage([e for e, _ in rows], [b for _, b in rows])
+    inside = round(share * len(rows))
     return (
         f"{len(rows):3d} rows  median {statistics.median(errors):.1%}  "
         f"mean {statistics.fmean(errors):.1%}  max {max(errors):.1%}  "
         f"bias {statistics.fmean(e for e, _ in rows):+.1%}  "
-        f"inside {inside} ({inside / len(rows):.0%})"
+        f"inside {inside} ({share:.0%})"
     )
 
 

@@ -58,12 +58,9 @@ _FAMILY_FLAGS: dict[str, dict[str, bool | float | str]] = {
     },
 }
 """Architecture details the row schema leaves out, per model-name prefix (as in models/*.yaml)."""
-_FAMILY_MOE_FLAGS: dict[str, dict[str, int]] = {
-    # config.json n_group 8, topk_group 4: node-limited routing (models/deepseek-v3.yaml)
-    "deepseek-v3": {"router_num_groups": 8, "router_group_topk": 4},
-}
-"""MoE details the row schema leaves out, per model-name prefix (as in models/*.yaml); a row's
-own ``moe.router_groups`` / ``router_group_topk`` win."""
+_GROUP_ROUTED_MODELS = ("deepseek-v3",)
+"""Catalog models whose rows route as the catalog entry does (group-limited routing, which the
+row schema leaves out): a row whose model name starts with one takes its router groups."""
 
 
 class RowModel(BaseModel):
@@ -88,11 +85,6 @@ class MoERow(RowModel):
     layer_step: PositiveInt = 1
     """Every ``layer_step``-th layer after the leading dense ones is MoE (``MoESpec.layer_step``:
     Llama 4 Maverick alternates, 2)."""
-    router_groups: PositiveInt = 1
-    """Group-limited routing's expert groups (``MoESpec.router_num_groups``: config.json
-    ``n_group``)."""
-    router_group_topk: PositiveInt | None = None
-    """Groups a token's experts come from (``MoESpec.router_group_topk``: ``topk_group``)."""
 
 
 class ArchRow(RowModel):
@@ -469,7 +461,7 @@ def to_model_spec(row: TrainingRow) -> ModelSpec:
             num_shared_experts=arch.moe.shared_experts,
             first_dense_layers=arch.moe.first_dense_layers,
             layer_step=arch.moe.layer_step,
-            **_moe_routing(name, arch.moe),
+            **_moe_routing(name),
         )
     if arch.sliding_window is not None:
         fields["sliding_window"] = arch.sliding_window
@@ -477,13 +469,17 @@ def to_model_spec(row: TrainingRow) -> ModelSpec:
     return validate_spec(ModelSpec, fields, where=f"row {row.id} model")
 
 
-def _moe_routing(name: str, moe: MoERow) -> dict[str, int | None]:
-    """The group-limited routing of a row's experts: what the row states, else its model
-    family's (:data:`_FAMILY_MOE_FLAGS`), else none."""
-    for prefix, flags in _FAMILY_MOE_FLAGS.items():
-        if name.startswith(prefix) and moe.router_group_topk is None:
-            return dict(flags)
-    return {"router_num_groups": moe.router_groups, "router_group_topk": moe.router_group_topk}
+def _moe_routing(name: str) -> dict[str, int | None]:
+    """The group-limited routing of a row's experts: its catalog model's
+    (:data:`_GROUP_ROUTED_MODELS`: DeepSeek-V3's 4 of 8 groups), else none."""
+    from planner.catalog import load_model
+
+    for prefix in _GROUP_ROUTED_MODELS:
+        moe = load_model(prefix).moe if name.startswith(prefix) else None
+        if moe is not None:
+            return {"router_num_groups": moe.router_num_groups,
+                    "router_group_topk": moe.router_group_topk}  # fmt: skip
+    return {}
 
 
 def _arch_flags(arch: ArchRow) -> dict[str, object]:

@@ -8,6 +8,8 @@ bottleneck link and eta the achievable fraction of it (catalog data).
 
 from __future__ import annotations
 
+from math import comb
+
 from planner.specs.comm import CommDomain
 
 
@@ -84,10 +86,10 @@ def p2p_time(message_bytes: float, domain: CommDomain) -> float:
 
 
 def deduplicated_share(
-    top_k: int, groups: int, *, router_groups: int = 1, router_group_topk: int | None = None
+    top_k: int, destinations: int, *, router_groups: int = 1, router_group_topk: int | None = None
 ) -> float:
     """Share of a plain all-to-all's bytes on its bottleneck that a deduplicating dispatch sends
-    when each token's top-k experts are spread over ``groups`` equal destinations (the ranks
+    when each token's top-k experts are spread over Z = ``destinations`` equal ones (the ranks
     of one domain, or the domains a group spans) and the copies bound for one destination
     travel once (DeepEP, HybridEP; DeepSeek-V3 arXiv 2412.19437 section 3.2.2): of the
     k (Z - 1)/Z copies a token sends to other destinations, D (Z - 1)/Z remain, D being the
@@ -104,12 +106,12 @@ def deduplicated_share(
     >>> round(deduplicated_share(8, 8, router_groups=8, router_group_topk=4), 3)  # 8 nodes
     0.45
     """
-    if groups <= 1:
+    if destinations <= 1:
         return 1.0
-    destinations = expected_destinations(
-        top_k, groups, router_groups=router_groups, router_group_topk=router_group_topk
+    reached = expected_destinations(
+        top_k, destinations, router_groups=router_groups, router_group_topk=router_group_topk
     )
-    return destinations / top_k
+    return reached / top_k
 
 
 def expected_destinations(
@@ -146,8 +148,6 @@ def expected_destinations(
     >>> expected_destinations(8, 4, router_groups=8, router_group_topk=8) == expected_destinations(8, 4)
     True
     """
-    from math import comb
-
     z, k = destinations, top_k
     g, m = router_groups, router_group_topk if router_group_topk is not None else router_groups
     if g <= 1 or m >= g or (g % z and z % g):

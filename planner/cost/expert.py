@@ -83,9 +83,9 @@ def ep_comm_per_microbatch(
     per_copy = ACTIVATION_BYTES * tokens * model.hidden_size * expert_load_factor(workload)
     volume = per_copy * moe.top_k
     if workload.moe_dispatch_dedup:  # once per rank inside a domain, once per domain across
-        groups = ep.num_domains if ep.num_domains > 1 else ep.size
+        destinations = ep.num_domains if ep.num_domains > 1 else ep.size
         volume *= deduplicated_share(
-            moe.top_k, groups, router_groups=moe.router_num_groups,
+            moe.top_k, destinations, router_groups=moe.router_num_groups,
             router_group_topk=moe.router_group_topk,
         )  # fmt: skip
     one_way = all_to_all_time(volume, ep)
