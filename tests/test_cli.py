@@ -542,13 +542,14 @@ def test_frameworks_listing(capsys: pytest.CaptureFixture[str]) -> None:
     rows = {line.split()[0]: line for line in out.splitlines()[1:10]}
     assert {name.rstrip("*") for name in rows} == set(framework_names())
     assert "megatron*" in rows and "maxtext*" in rows  # the defaults on GPUs and on TPUs
-    assert "torchtitan~" in rows["automodel"]  # exports the nearest stack's format
+    assert "torchtitan~" in rows["fsdp"]  # exports the nearest stack's format
+    assert " automodel " in rows["automodel"]  # its own recipe sections
     assert "0,1,2,3 (1)" in rows["megatron*"]  # ZeRO stages, the deepest with PP
     assert "nemo (megatron)" in out and all(len(line) <= 100 for line in out.splitlines())
     assert main(["frameworks", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     automodel = next(f for f in data["frameworks"] if f["framework"] == "automodel")
-    assert automodel["export_format"] == "torchtitan" and automodel["export_is_own"] is False
+    assert automodel["export_format"] == "automodel" and automodel["export_is_own"] is True
     assert automodel["vendors"] == ["NVIDIA"] and data["aliases"]["nemo"] == "megatron"
 
 

@@ -24,6 +24,7 @@ from planner.catalog import load_cluster, load_model
 from planner.cli import EXPORT_FORMATS
 from planner.errors import InternalError, SpecError
 from planner.report.export import FORMATS, ExportJob, export, load_plan_file, make_job
+from planner.report.export.automodel import own_split
 from planner.report.export.job import layer_counts
 from planner.report.placement_file import (
     check_domains,
@@ -45,6 +46,7 @@ GOLDEN_SUFFIX = {
     "torchtitan": "toml",
     "deepspeed": "json",
     "maxtext": "yaml",
+    "automodel": "yaml",
     "vllm": "sh",
     "sglang": "sh",
 }
@@ -125,6 +127,8 @@ def parse(fmt: str, text: str) -> list[tuple[str, object]]:
         return _flatten(tomllib.loads(text))
     if fmt == "deepspeed":
         return _flatten(json.loads(text))
+    if fmt == "automodel":  # nested recipe sections
+        return _flatten(yaml.safe_load(text))
     if fmt == "maxtext":  # flat overrides of base.yml, as pyconfig reads them
         return list(yaml.safe_load(text).items())
     if fmt == "vllm":
@@ -686,6 +690,70 @@ def test_maxtext_carves_expert_parallelism_from_the_data_parallel_ranks() -> Non
     with pytest.raises(SpecError, match=r"ep \(8\) must divide dp \(2\)") as caught:
         planner.export(plan, format="maxtext")
     assert "\n" not in str(caught.value)
+
+
+def test_automodel_export_of_its_deepseek_v3_benchmark_matches_the_published_config() -> None:
+    """NeMo AutoModel's DeepSeek-V3 benchmark on 256 H100 (the held-out row AM1's layout,
+    examples/llm_benchmark/deepseek/deepseek_v3_te_deepep.yaml at 36044ad3d: GBS 256, LBS 4, PP 4,
+    EP 64, activation checkpointing, interleaved 1F1B, two layers a virtual stage, TE attention,
+    linear and RMSNorm, grouped experts, MaskedCrossEntropy without the fp32 upcast), planned
+    under --framework automodel: the export sets those values, the split as AutoModel deals it
+    itself (ceil(61 / 2) = 31 stages rounded up to 32 = pp x vpp: 29 of two layers, 3 of one),
+    and says nothing of another framework."""
+    split = "Ett|" + "tt|" * 28 + "t|t|tL"
+    layout = {"tp": 1, "pp": 4, "vpp": 8, "ep": 64, "mbs": 1, "recompute": "full", "zero": 3}
+    plan = planner.estimate(model="deepseek-v3", cluster="hgx_h100x256", layout=layout,
+                            pipeline_split=split, seq_len=4096, global_batch=256,
+                            framework="automodel")  # fmt: skip
+    result = planner.export(plan, format="automodel")
+    names = check_names("automodel", result.text)
+    published = {
+        "step_scheduler.global_batch_size": 256,
+        "step_scheduler.local_batch_size": 4,  # 256 / dp 64: one pipeline schedule per step
+        "distributed.strategy": "fsdp2",
+        "distributed.tp_size": 1,
+        "distributed.cp_size": 1,
+        "distributed.pp_size": 4,
+        "distributed.ep_size": 64,
+        "distributed.activation_checkpointing": True,
+        "distributed.pipeline.pp_schedule": "interleaved1f1b",
+        "distributed.pipeline.pp_microbatch_size": 1,
+        "distributed.pipeline.layers_per_stage": 2,
+        "distributed.pipeline.round_virtual_stages_to_pp_multiple": "up",
+        "distributed.pipeline.scale_grads_in_schedule": False,
+        "distributed.moe.reshard_after_forward": False,
+        "model.config.pretrained_model_name_or_path": "deepseek-ai/DeepSeek-V3",
+        "model.backend.attn": "te",
+        "model.backend.linear": "te",
+        "model.backend.rms_norm": "te",
+        "model.backend.experts": "torch_mm",
+        "loss_fn.fp32_upcast": False,
+        # torch.optim.Adam in the config: the moments in the bf16 parameters' dtype, no master
+        "optimizer.master_weights": False,
+        "optimizer.exp_avg_dtype": "torch.bfloat16",
+    }
+    assert {key: names.get(key) for key in published} == published
+    # the config's HybridEP and this DeepEP both send a token once to each rank of its experts
+    assert names["model.backend.dispatcher"] == "deepep"
+    assert not any("another framework" in note for note in result.notes)
+    assert own_split(61, 4, [2] * 29 + [1] * 3) == (2, "up")
+
+
+def test_automodel_export_lists_modules_where_automodel_would_split_otherwise() -> None:
+    """Llama 3.1 70B at PP 2 on the split CP-SAT chose (41 and 39 layers, AutoModel would deal
+    40 and 40): every chunk's module names, the embedding first and the head last, the rotary
+    table on both; a ZeRO-1 plan made for Megatron-LM gets FSDP2's nearest, ZeRO-2, in a note."""
+    plan = planner.estimate(model="70B", cluster="hgx_b200x16", layout={"tp": 4, "pp": 2})
+    counts = [stage.num_layers for stage in plan.pipeline_stages]
+    result = planner.export(plan, format="automodel")
+    names = check_names("automodel", result.text)
+    parts = names["distributed.pipeline.module_fqns_per_model_part"]
+    assert counts != [40, 40] and [len(p) for p in parts] == [counts[0] + 2, counts[1] + 3]
+    assert parts[0][:2] == ["model.embed_tokens", "model.layers.0"]
+    assert parts[1][-3:] == ["model.norm", "lm_head", "model.rotary_emb"]
+    assert names["distributed.reshard_after_forward"] is False
+    assert any("ZeRO-1 is set as its nearest, ZeRO-2" in note for note in result.notes)
+    assert any("scored for another framework" in note for note in result.notes)
 
 
 def test_deepspeed_says_where_the_plan_puts_its_layers() -> None:

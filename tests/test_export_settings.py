@@ -27,7 +27,7 @@ from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
 from tests.test_export import _bash_array, check_names
 
-FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "maxtext")
+FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel")
 """The training exports (vllm and sglang serve: their settings are the serving plan's)."""
 
 PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
@@ -446,6 +446,34 @@ def _maxtext_rope(c: Case) -> bool:
     if s is not None:
         ok &= c.has("rope_type", {"llama3": "llama3.1", "yarn": "yarn"}[s.kind])
     return ok and not c.said()
+
+
+def _automodel_precision(c: Case) -> bool:
+    """Transformer Engine's FP8 recipe for fp8 and mxfp8 (te_fp8); bf16 for the rest, said."""
+    p = str(c.layout.precision)
+    recipe = {"fp8": "current", "mxfp8": "mxfp8"}.get(p)
+    if recipe is not None:
+        return c.has("model.backend.te_fp8.recipe", recipe)
+    set_none = "model.backend.te_fp8.recipe" not in c.names
+    return set_none and (p == "bf16" or any(p in n for n in c.result.notes))
+
+
+def _automodel_hsdp(c: Case) -> bool:
+    """HSDP (dp_replicate_size) where the shard group is cp x a divisor above 1 of dp (AutoModel
+    refuses a replicate degree of dp); said otherwise."""
+    group = c.w.zero_shard_group or 0
+    shard, rest = divmod(group, c.layout.cp)
+    if rest or shard < 2 or c.layout.dp % shard:
+        return c.said() and "distributed.dp_replicate_size" not in c.names
+    return c.has("distributed.dp_replicate_size", c.layout.dp // shard) and not c.said()
+
+
+def _automodel_rope(c: Case) -> bool:
+    """The Hugging Face config (model.config) carries the RoPE; without one a note says it."""
+    hub = c.job.hf_model_id
+    if hub is None:
+        return c.said()
+    return c.has("model.config.pretrained_model_name_or_path", hub) and not c.said()
 
 
 def _maxtext_saved(c: Case) -> bool:
@@ -904,6 +932,128 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "weight"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
+    },
+    "automodel": {
+        # its loop reads the loss on the host every step
+        "host_sync_interval": _native(lambda c: c.w.host_sync_interval == 1),
+        "seq_len": lambda c: (
+            c.said() and (c.layout.pp == 1 or c.has("distributed.pipeline.pp_seq_len", c.w.seq_len))
+        ),
+        "global_batch": lambda c: c.has("step_scheduler.global_batch_size", c.w.global_batch),
+        "precision": _automodel_precision,
+        "grad_reduce_dtype": lambda c: c.has(
+            "distributed.mp_policy.reduce_dtype",
+            "float32" if c.w.grad_reduce_dtype == "fp32" else "bfloat16",
+        ),
+        "optimizer_state_dtype": lambda c: c.has(
+            "optimizer.exp_avg_dtype",
+            f"torch.{'bfloat16' if c.w.optimizer_state_dtype == 'bf16' else 'float32'}",
+        ),
+        "sequence_parallel": lambda c: (
+            c.names.get("distributed.sequence_parallel") is c.w.sequence_parallel
+        ),
+        "tp_comm_overlap": lambda c: (
+            c.names.get("distributed.enable_async_tensor_parallel") is c.w.tp_comm_overlap
+            and (c.names.get("distributed.enable_compile") is True or not c.w.tp_comm_overlap)
+        ),
+        "flash_attention": lambda c: (
+            str(c.names.get("model.backend.attn")) in ("te", "sdpa")
+            if c.w.flash_attention
+            else c.has("model.backend.attn", "eager")
+        ),
+        "moe_dispatch_dedup": lambda c: c.has(
+            "model.backend.dispatcher", "deepep" if c.w.moe_dispatch_dedup else "torch"
+        ),
+        "ep_comm_overlap": _said,
+        # MaskedCrossEntropy: fp32-upcast logits (unfused) or the bf16 logits (the nearest)
+        "cross_entropy": lambda c: (
+            c.names.get("loss_fn.fp32_upcast") is (c.w.cross_entropy == "unfused")
+            and c.said() == (c.w.cross_entropy == "native")
+        ),
+        "recompute_num_layers": lambda c: (
+            c.names.get("distributed.activation_checkpointing") is True
+            and (c.w.recompute_num_layers is None) != c.said()
+        ),
+        # the dispatcher reads the routed count on the host: a sync per MoE layer by default
+        "moe_host_sync": _default_or_said(lambda c: dispatcher_syncs_host(c.w)),
+        "recompute_modules": lambda c: (
+            c.has("distributed.activation_checkpointing", "selective") and c.said()
+        ),
+        "expert_load_imbalance": _said,
+        "framework": _framework("automodel"),
+        "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
+        "grouped_gemm_tiles": _said,
+        "moe_routing_group": _said,
+        "moe_capacity_factor": _native(lambda c: c.w.moe_capacity_factor is None),
+        "saved_tensors": lambda c: (
+            c.has("distributed.activation_checkpointing", "selective")
+            and c.said() != (c.w.saved_tensors == TORCHTITAN_SAVE_LIST)
+        ),
+        "cp_impl": lambda c: (
+            c.has("model.backend.attn", "sdpa" if c.w.cp_impl == "pytorch" else "te")
+            and not c.said()
+        ),
+        # Transformer Engine's CP rings K/V; PyTorch's, as AutoModel sets it, all-gathers them
+        "cp_comm": _native(
+            lambda c: c.w.cp_comm == ("allgather" if c.w.cp_impl == "pytorch" else "p2p")
+        ),
+        "pp_grad_sync": lambda c: (
+            c.names.get("distributed.defer_fsdp_grad_sync") is True and not c.said()
+            if c.w.pp_grad_sync == "step"
+            else c.said()
+        ),
+        "reshard_after_forward": lambda c: (
+            "distributed.reshard_after_forward" not in c.names
+            if c.w.reshard_after_forward == "default"
+            else c.names.get("distributed.reshard_after_forward")
+            is (c.w.reshard_after_forward == "always")
+        ),
+        "pipeline_schedule": lambda c: (
+            c.said()
+            if c.w.pipeline_schedule == "dualpipe"
+            else not c.said()
+            and c.has(
+                "distributed.pipeline.pp_schedule",
+                {"zero_bubble": "interleavedzerobubble", "gpipe": "gpipe"}.get(
+                    c.w.pipeline_schedule, "interleaved1f1b" if c.layout.vpp > 1 else "1f1b"
+                ),
+            )
+        ),
+        "ddp_bucket_params": _said,
+        "zero_shard_group": _automodel_hsdp,
+        "master_copy": lambda c: (
+            c.names.get("optimizer.master_weights") is (c.w.master_copy and not c.w.fp32_params)
+        ),
+        "fp32_params": lambda c: c.has(
+            "model.torch_dtype", "float32" if c.w.fp32_params else "bfloat16"
+        ),
+        "unsharded_param_layers": _native(lambda c: c.w.unsharded_param_layers == 2.0),
+        "activation_offload_fraction": _said,
+        "fused_elementwise": lambda c: (
+            c.names.get("distributed.enable_compile") is True
+            if c.w.fused_elementwise
+            else (c.names.get("distributed.enable_compile") is False) != c.said()
+        ),
+        "attention_kernel": lambda c: (
+            c.has("model.backend.attn", "te" if c.w.attention_kernel == "vendor" else "sdpa")
+            and not c.said()
+        ),
+        "activation_memory_overhead": _said,
+        "framework_buffers": _said,
+        "bf16_wgrad_formats": _said,
+        "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
+        "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
+        "mtp_num_layers": _said,
+        "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "reduce_scatter"),
+        MODEL_ROPE: _automodel_rope,
+        # FSDP2 prefetches its gathers and overlaps its reduce-scatters: said when not
+        DP_OVERLAP: _default_or_said(_dp_on),
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is True),
+        # AutoModel hands Transformer Engine is_first_microbatch: one weight cast per step
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
         "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
     },
 }

@@ -296,10 +296,16 @@ def test_toml_json_and_yaml_exports_keep_their_structure(
     _no_terminal_controls(maxtext)
     assert _comment_mask(maxtext) == _comment_mask(export(benign, "maxtext").text)
     assert yaml.safe_load(maxtext) == yaml.safe_load(export(benign, "maxtext").text)
+    automodel = export(job, "automodel").text
+    _no_terminal_controls(automodel)
+    assert _comment_mask(automodel) == _comment_mask(export(benign, "automodel").text)
+    loaded = yaml.safe_load(automodel)
+    assert loaded == yaml.safe_load(export(benign, "automodel").text) | {"model": loaded["model"]}
+    assert loaded["model"]["config"]["pretrained_model_name_or_path"] == job.model.hub_id
 
 
 def test_every_format_is_covered() -> None:
-    assert set(FORMATS) == {*SHELL_FORMATS, "torchtitan", "deepspeed", "maxtext"}
+    assert set(FORMATS) == {*SHELL_FORMATS, "torchtitan", "deepspeed", "maxtext", "automodel"}
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))

@@ -1318,7 +1318,16 @@ WHATIF_MAX_SCENARIOS_LIMIT = 100_000
 """The highest ``whatif --max-scenarios`` (planner.search.whatif.MAX_SCENARIOS_LIMIT)."""
 
 
-EXPORT_FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "vllm", "sglang")
+EXPORT_FORMATS = (
+    "megatron",
+    "bridge",
+    "torchtitan",
+    "deepspeed",
+    "maxtext",
+    "automodel",
+    "vllm",
+    "sglang",
+)
 """``layout export --format`` choices (planner.report.export.FORMATS, checked by a test)."""
 
 

@@ -2,11 +2,12 @@
 
 Formats: ``megatron`` (Megatron-LM ``pretrain_gpt.py`` arguments), ``bridge`` (Megatron-Bridge /
 NeMo ``ConfigContainer`` overrides), ``torchtitan`` (TOML job-config sections), ``deepspeed``
-(JSON config), ``maxtext`` (YAML overrides of MaxText's base.yml), ``vllm`` (``vllm serve``) and
-``sglang`` (``sglang.launch_server``). Every name emitted exists in the framework version each
-module names; the lists live in ``tests/data/framework_args/`` and the tests check every export
-against them. What a framework cannot express is said in :attr:`ExportResult.notes` (and as
-comments where the format has them), with the nearest expressible setting chosen.
+(JSON config), ``maxtext`` (YAML overrides of MaxText's base.yml), ``automodel`` (NeMo AutoModel
+recipe sections, YAML), ``vllm`` (``vllm serve``) and ``sglang`` (``sglang.launch_server``). Every
+name emitted exists in the framework version each module names; the lists live in
+``tests/data/framework_args/`` and the tests check every export against them. What a framework
+cannot express is said in :attr:`ExportResult.notes` (and as comments where the format has them),
+with the nearest expressible setting chosen.
 
 >>> import planner
 >>> plan = planner.estimate(model="70B", cluster="hgx_b200x16", layout={"tp": 4, "pp": 2})
@@ -20,7 +21,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from planner.errors import SpecError
-from planner.report.export import bridge, deepspeed, maxtext, megatron, serving, torchtitan
+from planner.report.export import (
+    automodel,
+    bridge,
+    deepspeed,
+    maxtext,
+    megatron,
+    serving,
+    torchtitan,
+)
 from planner.report.export.job import (
     ExportJob,
     ExportResult,
@@ -39,6 +48,7 @@ FORMATS: dict[str, Callable[[ExportJob], ExportResult]] = {
     "torchtitan": torchtitan.render,
     "deepspeed": deepspeed.render,
     "maxtext": maxtext.render,
+    "automodel": automodel.render,
     "vllm": serving.render_vllm,
     "sglang": serving.render_sglang,
 }

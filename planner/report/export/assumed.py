@@ -538,6 +538,12 @@ NATIVE_GATHER_AND_CAST: dict[str, tuple[str, str, str, str]] = {
         "torchao's Float8Linear casts the weight on every call (before the all-gather with "
         "enable_fsdp_float8_all_gather)",
     ),
+    "automodel": (
+        "layer", "per_step",
+        "FSDP2 all-gathers each fully_shard unit (a transformer block) at once",
+        "AutoModel passes is_first_microbatch to Transformer Engine's linears, which cast a "
+        "weight once per step and reuse it (components/models/common/utils.py)",
+    ),
     "maxtext": (
         "weight", "per_call",
         "XLA all-gathers the weights one tensor at a time",
@@ -559,6 +565,7 @@ NATIVE_FP8_CASTS: dict[str, tuple[str, str]] = {
         "torchao's Float8Linear computes each dynamic scale in a pass of its own "
         "(quantize.linear.float8 recipe_name)",
     ),
+    "automodel": ("fused", "AutoModel's FP8 runs Transformer Engine's modules (te_fp8)"),
     "maxtext": ("fused", "XLA fuses the quantization into the dot's neighbours"),
 }
 """Per export format: how its framework quantizes GEMM operands
@@ -569,6 +576,11 @@ NATIVE_FSDP2_COPIES: dict[str, tuple[bool, str]] = {
     "megatron": (False, "Megatron-FSDP's parameters are views of its gathered buckets"),
     "deepspeed": (False, "ZeRO-3's parameters are views of its gathered partitions"),
     "torchtitan": (
+        True,
+        "FSDP2 (fully_shard) copies each all-gather's output into the parameters and the "
+        "gradients into its reduce-scatter buffer",
+    ),
+    "automodel": (
         True,
         "FSDP2 (fully_shard) copies each all-gather's output into the parameters and the "
         "gradients into its reduce-scatter buffer",
