@@ -20,6 +20,7 @@ import pytest
 import planner
 from planner.catalog.frameworks import load_framework
 from planner.cost.expert import dispatcher_syncs_host
+from planner.cost.sharding import keeps_master_remainders
 from planner.report.export import ExportResult, export, make_job
 from planner.report.export.assumed import DP_OVERLAP, MODEL_ROPE, SETTINGS, setting_words
 from planner.report.export.job import ExportJob
@@ -1024,6 +1025,8 @@ EXPECT: dict[str, dict[str, Check]] = {
         "zero_shard_group": _automodel_hsdp,
         "master_copy": lambda c: (
             c.names.get("optimizer.master_weights") is (c.w.master_copy and not c.w.fp32_params)
+            and c.names.get("optimizer.store_param_remainders")
+            is keeps_master_remainders(c.w, c.layout)
         ),
         "fp32_params": lambda c: c.has(
             "model.torch_dtype", "float32" if c.w.fp32_params else "bfloat16"

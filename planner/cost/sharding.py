@@ -287,6 +287,29 @@ def gathers_fp8_params(workload: TrainWorkload, layout: Layout) -> bool:
     )
 
 
+def keeps_master_remainders(workload: TrainWorkload, layout: Layout) -> bool:
+    """Whether the optimizer's master copy is the 16-bit remainder beside each bf16 parameter
+    rather than a full fp32 copy: bf16 moments on a bf16 layout take Megatron Core's
+    precision-aware path (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8; an fp8
+    recipe other than delayed scaling, as the fp8 export runs, keeps the usual one; Transformer
+    Engine's FusedAdam ``store_param_remainders``), and the step reads the gradient buffer's shard
+    with no fp32 copy (DistributedOptimizer._copy_model_grads_to_main_grads: decoupled_grad). An
+    fp32 parameter (``fp32_params``) is its own master copy, and without ``master_copy`` there is
+    none.
+
+    >>> keeps_master_remainders(TrainWorkload(optimizer_state_dtype="bf16"), Layout())
+    True
+    >>> keeps_master_remainders(TrainWorkload(optimizer_state_dtype="bf16"), Layout(precision="fp8"))
+    False
+    """
+    return (
+        workload.optimizer_state_dtype == "bf16"
+        and layout.precision is NumberFormat.BF16
+        and not workload.fp32_params
+        and workload.master_copy
+    )
+
+
 def sharded_state_bytes(
     params: tuple[float, float],
     layout: Layout,
@@ -323,18 +346,7 @@ def sharded_state_bytes(
     grad = GRAD_BYTES[workload.grad_reduce_dtype]
     fp8_params = gathers_fp8_params(workload, layout)
     main_grad = SHARDED_MAIN_GRAD_BYTES[workload.grad_reduce_dtype]
-    # bf16 moments on a bf16 layout take Megatron Core's precision-aware path
-    # (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8; an fp8 recipe other than
-    # delayed scaling, as the fp8 export runs, keeps the usual one): the master copy is the
-    # 16-bit remainder beside the bf16 parameter, and the step reads the gradient buffer's shard
-    # with no fp32 copy (DistributedOptimizer._copy_model_grads_to_main_grads: decoupled_grad).
-    # An fp32 parameter (fp32_params) is its own master copy: nothing to complete.
-    remainders = (
-        workload.optimizer_state_dtype == "bf16"
-        and layout.precision is NumberFormat.BF16
-        and not workload.fp32_params
-        and workload.master_copy
-    )
+    remainders = keeps_master_remainders(workload, layout)
     if remainders or not workload.master_copy:  # the step reads the gradient where it lies
         main_grad = 0.0
     if layout.zero >= 3:

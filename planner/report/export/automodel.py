@@ -21,7 +21,7 @@ from __future__ import annotations
 import yaml
 
 from planner.cost.expert import dispatcher_syncs_host
-from planner.cost.sharding import reduces_once_per_step
+from planner.cost.sharding import keeps_master_remainders, reduces_once_per_step
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
@@ -383,14 +383,17 @@ def loss(job: ExportJob) -> dict[str, Value]:
 
 def optimizer(job: ExportJob) -> dict[str, Value]:
     """``optimizer``: Transformer Engine's FusedAdam with the master copy and the moments'
-    dtype the prediction assumed (fp32 parameters are their own master copy)."""
-    workload = job.train[1]
+    dtype the prediction assumed (fp32 parameters are their own master copy; with bf16 moments
+    on a bf16 layout the master is the 16-bit remainder beside each parameter, as the
+    prediction prices it: :func:`planner.cost.sharding.keeps_master_remainders`)."""
+    plan, workload = job.train
     moments = "torch.bfloat16" if workload.optimizer_state_dtype == "bf16" else "torch.float32"
     job.express("optimizer_state_dtype", "master_copy")
     return {
         "_target_": _FUSED_ADAM,
         "adam_w_mode": True,
         "master_weights": workload.master_copy and not workload.fp32_params,
+        "store_param_remainders": keeps_master_remainders(workload, plan.layout),
         "exp_avg_dtype": moments,
         "exp_avg_sq_dtype": moments,
     }
