@@ -756,6 +756,33 @@ def test_automodel_export_lists_modules_where_automodel_would_split_otherwise() 
     assert any("scored for another framework" in note for note in result.notes)
 
 
+@pytest.mark.parametrize(
+    ("schedule", "vpp", "name", "said"),
+    [
+        ("1f1b", 1, "1f1b", False),
+        ("1f1b", 2, "interleaved1f1b", False),
+        ("gpipe", 1, "gpipe", False),
+        ("gpipe", 2, "loopedbfs", False),
+        ("zero_bubble", 2, "interleavedzerobubble", False),
+        ("zero_bubble", 1, "1f1b", True),  # torch has no single-stage zero-bubble schedule
+        ("dualpipe", 1, "1f1b", True),
+    ],
+)
+def test_automodel_pipeline_schedule_fits_the_stages_a_rank_holds(
+    schedule: str, vpp: int, name: str, said: bool
+) -> None:
+    """AutoModel runs a single-stage schedule with one stage a rank and a looped one with
+    several, and refuses the other pairings (calculate_virtual_stages)."""
+    plan = planner.estimate(model="70B", cluster="hgx_b200x16",
+                            layout={"tp": 4, "pp": 2, "vpp": vpp}, config={"stage_split": "even"})  # fmt: skip
+    workload = TrainWorkload(seq_len=8192, global_batch=512, pipeline_schedule=schedule)
+    result = export(make_job(plan, workload=workload), "automodel")
+    names = check_names("automodel", result.text)
+    assert names["distributed.pipeline.pp_schedule"] == name
+    assert names["distributed.pipeline.layers_per_stage"] == 80 // (2 * vpp)
+    assert any("schedule" in note for note in result.notes) == said
+
+
 def test_deepspeed_says_where_the_plan_puts_its_layers() -> None:
     """DeepSpeed's PipelineModule takes no list of stage boundaries and its checkpointing takes
     every layer, so its own profile scores the even split (no split is searched), and a plan

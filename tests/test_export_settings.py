@@ -1011,13 +1011,13 @@ EXPECT: dict[str, dict[str, Check]] = {
             is (c.w.reshard_after_forward == "always")
         ),
         "pipeline_schedule": lambda c: (
-            c.said()
+            c.said() and c.has("distributed.pipeline.pp_schedule", "interleaved1f1b")
             if c.w.pipeline_schedule == "dualpipe"
             else not c.said()
             and c.has(
                 "distributed.pipeline.pp_schedule",
-                {"zero_bubble": "interleavedzerobubble", "gpipe": "gpipe"}.get(
-                    c.w.pipeline_schedule, "interleaved1f1b" if c.layout.vpp > 1 else "1f1b"
+                {"zero_bubble": "interleavedzerobubble", "gpipe": "loopedbfs"}.get(
+                    c.w.pipeline_schedule, "interleaved1f1b"
                 ),
             )
         ),

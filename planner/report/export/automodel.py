@@ -46,10 +46,20 @@ VERSION = "36044ad3d (2026-08-22)"
 
 Value = int | str | bool | None | list[str] | list[list[str]] | dict[str, object]
 
-_SCHEDULES = {"1f1b": "1f1b", "zero_bubble": "interleavedzerobubble", "gpipe": "gpipe"}
-"""The planner's pipeline schedule -> ``pipeline.pp_schedule``, a name torch.distributed.
-pipelining's ``get_schedule_class`` looks up case-insensitively (AutoModel's configs write
-``1f1b`` and ``interleaved1f1b``); it has DualPipeV, not DualPipe."""
+_SCHEDULES: dict[tuple[str, bool], str] = {
+    ("1f1b", False): "1f1b",
+    ("1f1b", True): "interleaved1f1b",
+    ("zero_bubble", True): "interleavedzerobubble",
+    ("gpipe", False): "gpipe",
+    ("gpipe", True): "loopedbfs",
+}
+"""(the planner's pipeline schedule, virtual stages) -> ``pipeline.pp_schedule``, a name
+torch.distributed.pipelining's ``get_schedule_class`` looks up case-insensitively (AutoModel's
+configs write ``1f1b`` and ``interleaved1f1b``). A rank with one stage runs a single-stage
+schedule (1F1B, GPipe), with several a looped one (Interleaved1F1B, InterleavedZeroBubble, and
+LoopedBFS: every micro-batch's forward of the rank's stages, then the backwards, GPipe's order);
+AutoModel refuses the other pairings (``calculate_virtual_stages``). There is no single-stage
+zero-bubble schedule, and DualPipeV, not DualPipe."""
 
 _TE_FP8_RECIPES = {"fp8": "current", "mxfp8": "mxfp8"}
 """Training precision -> ``model.backend.te_fp8.recipe``: Transformer Engine's per-tensor
@@ -123,12 +133,12 @@ def _pipeline(job: ExportJob) -> dict[str, Value]:
     """``distributed.pipeline``: the schedule, the micro-batch and the layers of each chunk
     (``layers_per_stage`` when they split evenly, else every chunk's module names)."""
     layout, workload = job.train[0].layout, job.train[1]
-    schedule = workload.pipeline_schedule
-    name = _SCHEDULES.get(schedule, "1f1b")
-    if name == "1f1b" and layout.vpp > 1:
-        name = "interleaved1f1b"
-    if schedule in _SCHEDULES:
+    looped = layout.vpp > 1
+    name = _SCHEDULES.get((workload.pipeline_schedule, looped))
+    if name is not None:
         job.express("pipeline_schedule")
+    else:  # said as the nearest: 1F1B, interleaved with virtual stages
+        name = _SCHEDULES[("1f1b", looped)]
     out: dict[str, Value] = {
         "pp_schedule": name,
         "pp_microbatch_size": layout.mbs,
@@ -302,6 +312,11 @@ def _attention(job: ExportJob) -> str:
     layout, workload = job.train[0].layout, job.train[1]
     if not workload.flash_attention:
         job.express("flash_attention")
+        if layout.cp > 1:
+            job.note(
+                f"cp={layout.cp} with unfused attention: AutoModel's context parallelism runs "
+                "through Transformer Engine's or SDPA's attention, not eager"
+            )
         return "eager"
     job.express("flash_attention")
     pytorch_cp = layout.cp > 1 and workload.cp_impl == "pytorch"
@@ -424,8 +439,9 @@ def sections(job: ExportJob) -> dict[str, dict[str, Value]]:
             "(defer_fsdp_grad_sync false) or once per step",
             "unsharded_param_layers": "FSDP2 prefetches one unit ahead",
             "mtp_num_layers": "AutoModel's pipeline split places no multi-token-prediction module",
-            "pipeline_schedule": "torch.distributed.pipelining has DualPipeV (one copy of each "
-            "stage's parameters), not DualPipe",
+            "pipeline_schedule": "the nearest torch.distributed.pipelining runs here is 1F1B "
+            "(it has DualPipeV, one copy of each stage's parameters, not DualPipe, and no "
+            "zero-bubble schedule with one stage a rank)",
             "cp_comm": "AutoModel's context parallelism exchanges K/V round the ring (Transformer "
             "Engine's) or all-gathers them (PyTorch's); it has no head all-to-all",
             "cross_entropy": "AutoModel's MaskedCrossEntropy on the bf16 logits is the nearest",
