@@ -29,8 +29,9 @@ from planner.specs.result import SCHEMA_VERSION, Plan, SearchResult, ServePlan, 
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, ServeWorkload, TrainWorkload
 from planner.units import run_length
 
-EXPORT_SCHEMA_VERSION = "1.1"
-"""Version of the ``layout export --json`` shape (major.minor; minor bumps are additive)."""
+EXPORT_SCHEMA_VERSION = "1.2"
+"""Version of the ``layout export --json`` shape (major.minor; minor bumps are additive): 1.1 added
+``env``, 1.2 the ``automodel`` format."""
 
 _HF_URL = re.compile(r"https?://huggingface\.co/(\w[\w.-]*/\w[\w.-]*)")
 """A Hugging Face model URL; the id's parts start with a word character, so the id can never
@@ -43,13 +44,14 @@ class ExportResult(FrozenSpec):
     schema_version: str = EXPORT_SCHEMA_VERSION
     """Version of this JSON shape (major.minor; minor bumps are additive)."""
     format: str
-    """Export format (megatron, bridge, torchtitan, deepspeed, maxtext, vllm, sglang)."""
+    """Export format (megatron, bridge, torchtitan, deepspeed, maxtext, automodel (schema 1.2),
+    vllm, sglang)."""
     framework: str
     """The framework and entry point the output is for."""
     framework_version: str
     """Release or commit whose argument parser / config schema the names were checked against."""
     text: str
-    """The output as written to stdout: a shell fragment, TOML, JSON or a command line."""
+    """The output as written to stdout: a shell fragment, TOML, JSON, YAML or a command line."""
     args: list[str]
     """The arguments alone, in order (command-line formats and overrides); [] for config files."""
     notes: list[str]
