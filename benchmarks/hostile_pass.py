@@ -68,7 +68,17 @@ E8 = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8"]
 SERVE = ["search", "--mode", "serve", "--model", "8B", "--cluster", "hgx_h100x8"]
 W8 = ["whatif", "--model", "8B", "--cluster", "hgx_h100x8", "--seq-len", "4096"]
 M8 = ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to", "hgx_b200x8"]
-FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "vllm", "sglang")
+FORMATS = (
+    "megatron",
+    "bridge",
+    "torchtitan",
+    "deepspeed",
+    "maxtext",
+    "automodel",
+    "nanotron",
+    "vllm",
+    "sglang",
+)
 
 Files = dict[str, "str | bytes | Callable[[Path], None]"]
 
@@ -215,6 +225,17 @@ def _toml_parses(tmp: Path, proc: subprocess.CompletedProcess[str]) -> str:
     return ""
 
 
+def _yaml_parses(tmp: Path, proc: subprocess.CompletedProcess[str]) -> str:
+    """The YAML exports (maxtext, automodel, nanotron) load as one mapping."""
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(proc.stdout)
+    except yaml.YAMLError as exc:
+        return f"the export is not YAML: {exc}"
+    return "" if isinstance(loaded, dict) else "the YAML export is not a mapping"
+
+
 def _json_parses(tmp: Path, proc: subprocess.CompletedProcess[str]) -> str:
     try:
         json.loads(proc.stdout)
@@ -298,6 +319,9 @@ def injection_cases() -> list[Cli]:
                 "bridge": _sourced_safely,
                 "torchtitan": _toml_parses,
                 "deepspeed": _json_parses_if_ok,
+                "maxtext": _yaml_parses,
+                "automodel": _yaml_parses,
+                "nanotron": _yaml_parses,
             }.get(fmt)
             cases.append(
                 Cli(

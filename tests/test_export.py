@@ -47,6 +47,7 @@ GOLDEN_SUFFIX = {
     "deepspeed": "json",
     "maxtext": "yaml",
     "automodel": "yaml",
+    "nanotron": "yaml",
     "vllm": "sh",
     "sglang": "sh",
 }
@@ -127,7 +128,7 @@ def parse(fmt: str, text: str) -> list[tuple[str, object]]:
         return _flatten(tomllib.loads(text))
     if fmt == "deepspeed":
         return _flatten(json.loads(text))
-    if fmt == "automodel":  # nested recipe sections
+    if fmt in ("automodel", "nanotron"):  # nested config sections
         return _flatten(yaml.safe_load(text))
     if fmt == "maxtext":  # flat overrides of base.yml, as pyconfig reads them
         return list(yaml.safe_load(text).items())
@@ -773,14 +774,47 @@ def test_automodel_pipeline_schedule_fits_the_stages_a_rank_holds(
 ) -> None:
     """AutoModel runs a single-stage schedule with one stage a rank and a looped one with
     several, and refuses the other pairings (calculate_virtual_stages)."""
-    plan = planner.estimate(model="70B", cluster="hgx_b200x16",
-                            layout={"tp": 4, "pp": 2, "vpp": vpp}, config={"stage_split": "even"})  # fmt: skip
+    layout = {"tp": 4, "pp": 2, "vpp": vpp}
+    plan = planner.estimate(
+        model="70B", cluster="hgx_b200x16", layout=layout, config={"stage_split": "even"}
+    )
     workload = TrainWorkload(seq_len=8192, global_batch=512, pipeline_schedule=schedule)
     result = export(make_job(plan, workload=workload), "automodel")
     names = check_names("automodel", result.text)
     assert names["distributed.pipeline.pp_schedule"] == name
     assert names["distributed.pipeline.layers_per_stage"] == 80 // (2 * vpp)
     assert any("schedule" in note for note in result.notes) == said
+
+
+def test_nanotron_export_of_a_nanotron_plan_matches_its_benchmark_config() -> None:
+    """A plan scored under --framework nanotron exports the settings of Nanotron's scaling
+    benchmarks (examples/config_tiny_llama_bench.yaml as scripts/scaling_benchmarks.py edits
+    it: REDUCE_SCATTER with async TP, the 1F1B engine, the fp32 gradient accumulator, bf16,
+    the loss logged every step) with its degrees and batch, and says nothing of another
+    framework; the split is Nanotron's own (it places the blocks itself)."""
+    layout = {"tp": 2, "pp": 2, "mbs": 4, "zero": 1}
+    plan = planner.estimate(model="8B", cluster="hgx_h100x8", layout=layout, seq_len=4096,
+                            global_batch=128, framework="nanotron")  # fmt: skip
+    result = planner.export(plan, format="nanotron")
+    names = check_names("nanotron", result.text)
+    assert {key: names.get(key) for key in (
+        "parallelism.dp", "parallelism.tp", "parallelism.pp", "parallelism.pp_engine",
+        "parallelism.tp_mode", "parallelism.tp_linear_async_communication",
+        "parallelism.recompute_layer", "tokens.sequence_length", "tokens.micro_batch_size",
+        "tokens.batch_accumulation_per_replica", "optimizer.zero_stage",
+        "optimizer.accumulate_grad_in_fp32", "model.dtype", "logging.iteration_step_info_interval",
+    )} == {
+        "parallelism.dp": 2, "parallelism.tp": 2, "parallelism.pp": 2,
+        "parallelism.pp_engine": "1f1b", "parallelism.tp_mode": "REDUCE_SCATTER",
+        "parallelism.tp_linear_async_communication": True, "parallelism.recompute_layer": False,
+        "tokens.sequence_length": 4096, "tokens.micro_batch_size": 4,
+        "tokens.batch_accumulation_per_replica": 16, "optimizer.zero_stage": 1,
+        "optimizer.accumulate_grad_in_fp32": True, "model.dtype": "bfloat16",
+        "logging.iteration_step_info_interval": 1,
+    }  # fmt: skip
+    assert names["model.model_config.num_hidden_layers"] == 32
+    assert not any("another framework" in note for note in result.notes)
+    assert not any("places the blocks" in note for note in result.notes)
 
 
 def test_deepspeed_says_where_the_plan_puts_its_layers() -> None:

@@ -28,7 +28,7 @@ from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
 from tests.test_export import _bash_array, check_names
 
-FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel")
+FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel", "nanotron")
 """The training exports (vllm and sglang serve: their settings are the serving plan's)."""
 
 PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
@@ -49,6 +49,8 @@ PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
 
 TORCHTITAN_SAVE_LIST = tuple(load_framework("torchtitan").workload["saved_tensors"])
 """torchtitan's op-level selective AC save list (its framework profile)."""
+NANOTRON_BUFFERS = tuple(load_framework("nanotron").workload["framework_buffers"])
+"""The buffers Nanotron's own code keeps (its framework profile)."""
 
 VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     # setting -> (plan, workload fields) pairs: the default and other values
@@ -475,6 +477,22 @@ def _automodel_rope(c: Case) -> bool:
     if hub is None:
         return c.said()
     return c.has("model.config.pretrained_model_name_or_path", hub) and not c.said()
+
+
+def _nanotron_batch(c: Case) -> bool:
+    """dp x micro_batch_size x batch_accumulation_per_replica = the global batch."""
+    n = c.names
+    replicas = int(n["parallelism.dp"])  # type: ignore[arg-type]
+    per = int(n["tokens.micro_batch_size"]) * int(n["tokens.batch_accumulation_per_replica"])  # type: ignore[arg-type]
+    return replicas * per == c.w.global_batch
+
+
+def _nanotron_rope(c: Case) -> bool:
+    """The Llama config's rope_theta carries the RoPE when it is plain; a note otherwise."""
+    m = c.job.model
+    plain = "model.model_config.rope_theta" in c.names
+    plain = plain and m.rope_scaling is None and m.rotary_fraction == 1
+    return c.said() != plain
 
 
 def _maxtext_saved(c: Case) -> bool:
@@ -1056,6 +1074,90 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is True),
         # AutoModel hands Transformer Engine is_first_microbatch: one weight cast per step
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
+        "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
+    },
+    "nanotron": {
+        "host_sync_interval": lambda c: (
+            c.said()
+            if c.w.host_sync_interval is None
+            else c.has("logging.iteration_step_info_interval", c.w.host_sync_interval)
+            and not c.said()
+        ),
+        "seq_len": lambda c: c.has("tokens.sequence_length", c.w.seq_len),
+        "global_batch": _nanotron_batch,
+        "precision": lambda c: not c.said() if str(c.layout.precision) == "bf16" else c.said(),
+        "grad_reduce_dtype": lambda c: (
+            c.names.get("optimizer.accumulate_grad_in_fp32") is (c.w.grad_reduce_dtype == "fp32")
+        ),
+        "optimizer_state_dtype": _native(lambda c: c.w.optimizer_state_dtype == "fp32"),
+        "sequence_parallel": lambda c: c.has(
+            "parallelism.tp_mode", "REDUCE_SCATTER" if c.w.sequence_parallel else "ALL_REDUCE"
+        ),
+        # its async TP (on with sequence parallelism, as its benchmarks run) starts the
+        # column-parallel GEMM early only: priced as no overlap, said when one was assumed
+        "tp_comm_overlap": lambda c: (
+            c.names.get("parallelism.tp_linear_async_communication") is c.w.sequence_parallel
+            and c.said() == c.job.tp_overlap_runs
+        ),
+        "flash_attention": _native(lambda c: c.w.flash_attention),
+        "moe_dispatch_dedup": _said,
+        "ep_comm_overlap": _said,
+        "cross_entropy": _native(lambda c: c.w.cross_entropy == "unfused"),
+        "recompute_num_layers": lambda c: (
+            c.names.get("parallelism.recompute_layer") is True
+            and (c.w.recompute_num_layers is None) != c.said()
+        ),
+        "moe_host_sync": _default_or_said(lambda c: dispatcher_syncs_host(c.w)),
+        "recompute_modules": lambda c: (
+            c.names.get("parallelism.recompute_layer") is False and c.said()
+        ),
+        "expert_load_imbalance": _said,
+        "framework": _framework("nanotron"),
+        "moe_expert_compute": _said,
+        "grouped_gemm_tiles": _said,
+        "moe_routing_group": _said,
+        "moe_capacity_factor": _said,
+        "saved_tensors": _said,
+        "cp_impl": _said,
+        "cp_comm": _said,
+        "pp_grad_sync": _said,
+        "reshard_after_forward": _said,
+        # one stage a rank: 1F1B or all-forward-all-backward (GPipe's order)
+        "pipeline_schedule": lambda c: (
+            c.said()
+            if c.layout.vpp > 1 or c.w.pipeline_schedule not in ("1f1b", "gpipe")
+            else not c.said()
+            and c.has(
+                "parallelism.pp_engine", "afab" if c.w.pipeline_schedule == "gpipe" else "1f1b"
+            )
+        ),
+        "ddp_bucket_params": lambda c: (
+            c.has("model.ddp_bucket_cap_mb", round(c.w.ddp_bucket_params * 2 / 2**20))
+            and not c.said()
+        ),
+        "zero_shard_group": _said,
+        "master_copy": _native(lambda c: c.w.master_copy),
+        "fp32_params": _native(lambda c: not c.w.fp32_params and c.w.master_copy),
+        "unsharded_param_layers": _said,
+        "activation_offload_fraction": _said,
+        "fused_elementwise": _native(lambda c: c.w.fused_elementwise),
+        "attention_kernel": _native(lambda c: c.w.attention_kernel == "flash2"),
+        "activation_memory_overhead": _said,
+        "framework_buffers": _native(lambda c: c.w.framework_buffers == NANOTRON_BUFFERS),
+        "bf16_wgrad_formats": _said,
+        "fp8_param_gather": _native(lambda c: not c.w.fp8_param_gather),
+        "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
+        "mtp_num_layers": _said,
+        "pp_host_sync": lambda c: not c.said(),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "all_reduce"),
+        MODEL_ROPE: _nanotron_rope,
+        # ZeRO-0's DDP overlaps; ZeRO-1 with the fp32 accumulator reduces after the backward
+        DP_OVERLAP: _native(
+            lambda c: _dp_on(c) == (c.layout.zero == 0 or c.w.grad_reduce_dtype != "fp32")
+        ),
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
         "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
     },

@@ -302,10 +302,21 @@ def test_toml_json_and_yaml_exports_keep_their_structure(
     loaded = yaml.safe_load(automodel)
     assert loaded == yaml.safe_load(export(benign, "automodel").text) | {"model": loaded["model"]}
     assert loaded["model"]["config"]["pretrained_model_name_or_path"] == job.model.hub_id
+    nanotron = export(job, "nanotron").text
+    _no_terminal_controls(nanotron)
+    assert _comment_mask(nanotron) == _comment_mask(export(benign, "nanotron").text)
+    assert yaml.safe_load(nanotron) == yaml.safe_load(export(benign, "nanotron").text)
 
 
 def test_every_format_is_covered() -> None:
-    assert set(FORMATS) == {*SHELL_FORMATS, "torchtitan", "deepspeed", "maxtext", "automodel"}
+    assert set(FORMATS) == {
+        *SHELL_FORMATS,
+        "torchtitan",
+        "deepspeed",
+        "maxtext",
+        "automodel",
+        "nanotron",
+    }
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))

@@ -1325,6 +1325,7 @@ EXPORT_FORMATS = (
     "deepspeed",
     "maxtext",
     "automodel",
+    "nanotron",
     "vllm",
     "sglang",
 )

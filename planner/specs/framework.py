@@ -19,7 +19,9 @@ from planner.specs.base import FrozenSpec
 from planner.specs.formats import NumberFormat
 from planner.specs.text import Name, Text
 
-ExportFormat = Literal["megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel"]
+ExportFormat = Literal[
+    "megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel", "nanotron"
+]
 """Export formats a framework maps to (``layout export --format``)."""
 
 CpComm = Literal["p2p", "a2a", "a2a+p2p", "allgather"]
@@ -54,8 +56,8 @@ class FrameworkSpec(FrozenSpec):
     """The export format a plan made with this profile maps to."""
     export_is_own: bool = True
     """The export format is this framework's own. False where it is the nearest format of
-    another stack (FSDP-only trainers export torchtitan's TOML, Nanotron and
-    HAI-LLM Megatron-LM's arguments): the export then says the plan was scored for another
+    another stack (FSDP-only trainers export torchtitan's TOML, HAI-LLM
+    Megatron-LM's arguments): the export then says the plan was scored for another
     framework, as it does for a plan exported to any other format."""
     zero_stages: tuple[int, ...] = Field(min_length=1)
     """ZeRO / FSDP stages the framework implements (0 plain data parallel, 1 sharded optimizer

@@ -3,11 +3,11 @@
 Formats: ``megatron`` (Megatron-LM ``pretrain_gpt.py`` arguments), ``bridge`` (Megatron-Bridge /
 NeMo ``ConfigContainer`` overrides), ``torchtitan`` (TOML job-config sections), ``deepspeed``
 (JSON config), ``maxtext`` (YAML overrides of MaxText's base.yml), ``automodel`` (NeMo AutoModel
-recipe sections, YAML), ``vllm`` (``vllm serve``) and ``sglang`` (``sglang.launch_server``). Every
-name emitted exists in the framework version each module names; the lists live in
-``tests/data/framework_args/`` and the tests check every export against them. What a framework
-cannot express is said in :attr:`ExportResult.notes` (and as comments where the format has them),
-with the nearest expressible setting chosen.
+recipe sections, YAML), ``nanotron`` (Nanotron config sections, YAML), ``vllm`` (``vllm serve``)
+and ``sglang`` (``sglang.launch_server``). Every name emitted exists in the framework version
+each module names; the lists live in ``tests/data/framework_args/`` and the tests check every
+export against them. What a framework cannot express is said in :attr:`ExportResult.notes` (and
+as comments where the format has them), with the nearest expressible setting chosen.
 
 >>> import planner
 >>> plan = planner.estimate(model="70B", cluster="hgx_b200x16", layout={"tp": 4, "pp": 2})
@@ -27,6 +27,7 @@ from planner.report.export import (
     deepspeed,
     maxtext,
     megatron,
+    nanotron,
     serving,
     torchtitan,
 )
@@ -49,6 +50,7 @@ FORMATS: dict[str, Callable[[ExportJob], ExportResult]] = {
     "deepspeed": deepspeed.render,
     "maxtext": maxtext.render,
     "automodel": automodel.render,
+    "nanotron": nanotron.render,
     "vllm": serving.render_vllm,
     "sglang": serving.render_sglang,
 }

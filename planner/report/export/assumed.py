@@ -544,6 +544,11 @@ NATIVE_GATHER_AND_CAST: dict[str, tuple[str, str, str, str]] = {
         "AutoModel passes is_first_microbatch to Transformer Engine's linears, which cast a "
         "weight once per step and reuse it (components/models/common/utils.py)",
     ),
+    "nanotron": (
+        "layer", "per_step",
+        "Nanotron has no ZeRO-3: nothing is gathered",
+        "Nanotron trains in bf16 here: no weight is cast to 8 bits",
+    ),
     "maxtext": (
         "weight", "per_call",
         "XLA all-gathers the weights one tensor at a time",
@@ -566,6 +571,7 @@ NATIVE_FP8_CASTS: dict[str, tuple[str, str]] = {
         "(quantize.linear.float8 recipe_name)",
     ),
     "automodel": ("fused", "AutoModel's FP8 runs Transformer Engine's modules (te_fp8)"),
+    "nanotron": ("fused", "Nanotron trains in bf16 here: nothing is quantized"),
     "maxtext": ("fused", "XLA fuses the quantization into the dot's neighbours"),
 }
 """Per export format: how its framework quantizes GEMM operands
@@ -585,6 +591,7 @@ NATIVE_FSDP2_COPIES: dict[str, tuple[bool, str]] = {
         "FSDP2 (fully_shard) copies each all-gather's output into the parameters and the "
         "gradients into its reduce-scatter buffer",
     ),
+    "nanotron": (False, "Nanotron has no ZeRO-2/3"),
     "maxtext": (False, "XLA's gathered weights are the dot operands themselves"),
 }
 """Per export format: whether its framework's ZeRO-2/3 makes FSDP2's buffer copies on the

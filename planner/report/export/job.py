@@ -31,7 +31,7 @@ from planner.units import run_length
 
 EXPORT_SCHEMA_VERSION = "1.2"
 """Version of the ``layout export --json`` shape (major.minor; minor bumps are additive): 1.1 added
-``env``, 1.2 the ``automodel`` format."""
+``env``, 1.2 the ``automodel`` and ``nanotron`` formats."""
 
 _HF_URL = re.compile(r"https?://huggingface\.co/(\w[\w.-]*/\w[\w.-]*)")
 """A Hugging Face model URL; the id's parts start with a word character, so the id can never
@@ -44,8 +44,8 @@ class ExportResult(FrozenSpec):
     schema_version: str = EXPORT_SCHEMA_VERSION
     """Version of this JSON shape (major.minor; minor bumps are additive)."""
     format: str
-    """Export format (megatron, bridge, torchtitan, deepspeed, maxtext, automodel (schema 1.2),
-    vllm, sglang)."""
+    """Export format (megatron, bridge, torchtitan, deepspeed, maxtext, automodel and nanotron
+    (schema 1.2), vllm, sglang)."""
     framework: str
     """The framework and entry point the output is for."""
     framework_version: str
