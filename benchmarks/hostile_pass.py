@@ -226,9 +226,12 @@ def _toml_parses(tmp: Path, proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def _yaml_parses(tmp: Path, proc: subprocess.CompletedProcess[str]) -> str:
-    """The YAML exports (maxtext, automodel, nanotron) load as one mapping."""
+    """A YAML export (maxtext, automodel, nanotron) that ran loads as one mapping (a name the
+    loader refuses prints nothing on stdout)."""
     import yaml
 
+    if proc.returncode != 0:
+        return ""
     try:
         loaded = yaml.safe_load(proc.stdout)
     except yaml.YAMLError as exc:
