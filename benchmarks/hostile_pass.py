@@ -41,6 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.cli.options import EXPORT_FORMATS
+
 ROOT = Path(__file__).resolve().parents[1]
 LAYOUT = [str(Path(sys.executable).with_name("layout"))]
 if not Path(LAYOUT[0]).exists():
@@ -68,17 +70,8 @@ E8 = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8"]
 SERVE = ["search", "--mode", "serve", "--model", "8B", "--cluster", "hgx_h100x8"]
 W8 = ["whatif", "--model", "8B", "--cluster", "hgx_h100x8", "--seq-len", "4096"]
 M8 = ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to", "hgx_b200x8"]
-FORMATS = (
-    "megatron",
-    "bridge",
-    "torchtitan",
-    "deepspeed",
-    "maxtext",
-    "automodel",
-    "nanotron",
-    "vllm",
-    "sglang",
-)
+FORMATS = EXPORT_FORMATS
+"""Every format ``layout export`` offers: a new one is covered without an edit here."""
 
 Files = dict[str, "str | bytes | Callable[[Path], None]"]
 

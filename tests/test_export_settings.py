@@ -507,6 +507,20 @@ def _maxtext_saved(c: Case) -> bool:
     )
 
 
+PYTORCH_MOE: dict[str, Check] = {
+    # torchtitan's and AutoModel's dropless MoE: the dispatch reads the routed counts on the
+    # host (a sync per MoE layer by default; a capacity-padded prediction assumed none), grouped
+    # expert GEMMs, no capacity, the load and the tiles not settings
+    "moe_host_sync": _default_or_said(lambda c: dispatcher_syncs_host(c.w)),
+    "expert_load_imbalance": _said,
+    "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
+    "grouped_gemm_tiles": _said,
+    "moe_routing_group": _said,
+    "moe_capacity_factor": _native(lambda c: c.w.moe_capacity_factor is None),
+}
+"""The MoE expectations the two PyTorch-native exports share."""
+
+
 EXPECT: dict[str, dict[str, Check]] = {
     "megatron": {
         # Megatron-LM reads the gradient norm on the host every step: no setting
@@ -734,18 +748,11 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.w.recompute_num_layers is None
             else c.said()
         ),
-        # its all-to-all reads the split sizes on the host: a sync per MoE layer by default
-        # the dropless all-to-all syncs by default; a padded prediction assumed no sync
-        "moe_host_sync": _default_or_said(lambda c: dispatcher_syncs_host(c.w)),
         "recompute_modules": lambda c: (
             c.has("activation_checkpoint.selective_ac_option", "op") and c.said()
         ),
-        "expert_load_imbalance": _said,
+        **PYTORCH_MOE,
         "framework": _framework("torchtitan"),
-        "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
-        "grouped_gemm_tiles": _said,
-        "moe_routing_group": _said,
-        "moe_capacity_factor": _native(lambda c: c.w.moe_capacity_factor is None),
         "saved_tensors": lambda c: (
             c.has("activation_checkpoint.selective_ac_option", "op")
             and c.said() != (c.w.saved_tensors == TORCHTITAN_SAVE_LIST)
@@ -994,17 +1001,11 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.names.get("distributed.activation_checkpointing") is True
             and (c.w.recompute_num_layers is None) != c.said()
         ),
-        # the dispatcher reads the routed count on the host: a sync per MoE layer by default
-        "moe_host_sync": _default_or_said(lambda c: dispatcher_syncs_host(c.w)),
         "recompute_modules": lambda c: (
             c.has("distributed.activation_checkpointing", "selective") and c.said()
         ),
-        "expert_load_imbalance": _said,
+        **PYTORCH_MOE,
         "framework": _framework("automodel"),
-        "moe_expert_compute": _native(lambda c: c.w.moe_expert_compute == "grouped"),
-        "grouped_gemm_tiles": _said,
-        "moe_routing_group": _said,
-        "moe_capacity_factor": _native(lambda c: c.w.moe_capacity_factor is None),
         "saved_tensors": lambda c: (
             c.has("distributed.activation_checkpointing", "selective")
             and c.said() != (c.w.saved_tensors == TORCHTITAN_SAVE_LIST)
