@@ -740,6 +740,29 @@ def test_automodel_export_of_its_deepseek_v3_benchmark_matches_the_published_con
     assert own_split(61, 4, [2] * 29 + [1] * 3) == (2, "up")
 
 
+def test_automodel_runs_moe_models_at_tp_1() -> None:
+    """AutoModel's custom MoE models keep attention and the router replicated under TP, refuse
+    sequence parallelism and async TP, and start only from a pretrained checkpoint: its profile
+    refuses TP on an MoE model (in one line naming the limit), and a Megatron-LM plan with TP 2
+    exported to it sets both off and says the prediction assumed them."""
+    layout = {"tp": 2, "ep": 8, "zero": 3, "recompute": "full"}
+    with pytest.raises(SpecError, match=r"runs an MoE model at tp 1 \(got tp 2\)") as caught:
+        planner.estimate(model="mixtral-8x7b", cluster="hgx_h100x16", layout=layout,
+                         framework="automodel")  # fmt: skip
+    assert "\n" not in str(caught.value)
+    best = planner.search(model="mixtral-8x7b", cluster="hgx_h100x16",
+                          workload={"framework": "automodel"}, top=3)  # fmt: skip
+    assert all(p.layout.tp == 1 for p in [best.best, *best.alternatives])
+    plan = planner.estimate(model="mixtral-8x7b", cluster="hgx_h100x16", layout=layout)
+    result = planner.export(plan, format="automodel")
+    names = check_names("automodel", result.text)
+    assert names["distributed.tp_size"] == 2
+    assert names["distributed.sequence_parallel"] is False
+    assert names["distributed.enable_async_tensor_parallel"] is False
+    [note] = [n for n in result.notes if "tensor parallelism on an MoE model" in n]
+    assert "sequence parallelism (norms and dropouts on T / tp tokens)" in note
+
+
 def test_automodel_export_lists_modules_where_automodel_would_split_otherwise() -> None:
     """Llama 3.1 70B at PP 2 on the split CP-SAT chose (41 and 39 layers, AutoModel would deal
     40 and 40): every chunk's module names, the embedding first and the head last, the rotary

@@ -214,6 +214,16 @@ def layout_violations(
         if rule:
             out.append(("divisibility", rule))
     out.extend(("framework", rule) for rule in framework_rules(workload, layout))
+    profile = load_framework(workload.framework)
+    if model.moe is not None and layout.tp > 1 and not profile.moe_tensor_parallel:
+        out.append(
+            (
+                "framework",
+                f"framework '{profile.name}' runs an MoE model at tp 1 (got tp {layout.tp}): "
+                "its MoE tensor parallelism keeps attention and the router replicated and "
+                "starts only from a pretrained checkpoint",
+            )
+        )
     if layout.cp > 1 and workload.cp_comm == "a2a":
         rule = a2a_cp_heads_rule(model, layout.tp, layout.cp, replicate_kv=replicate_kv)
         if rule:

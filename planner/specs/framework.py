@@ -100,6 +100,10 @@ class FrameworkSpec(FrozenSpec):
     pipeline_equal_stages: bool = False
     """Every pipeline chunk runs the same stack of layers (MaxText: one layers module vmapped
     over the stage axis), so pp x vpp must divide the layers; with ``pipeline_split`` even."""
+    moe_tensor_parallel: bool = True
+    """Tensor parallelism runs on an MoE model's layers. NeMo AutoModel's custom MoE models
+    keep attention and the router replicated under TP, refuse sequence parallelism and start
+    only from a complete pretrained checkpoint, so its profile runs them at tp 1."""
     tp_beyond_kv_heads: bool = False
     """Tensor parallelism may exceed the KV heads, each rank holding a replica of the KV head
     its query heads share (GSPMD sharding; Megatron-LM and torchtitan split KV heads and need tp

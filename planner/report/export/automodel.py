@@ -273,7 +273,9 @@ def distributed(job: ExportJob) -> dict[str, Value]:
     out.update({"tp_size": layout.tp, "cp_size": layout.cp, "pp_size": layout.pp})
     if job.model.moe is not None:
         out["ep_size"] = layout.ep
-    if layout.tp > 1:
+    if layout.tp > 1 and job.model.moe is not None:
+        out.update(_moe_tensor_parallel(job))
+    elif layout.tp > 1:
         out["sequence_parallel"] = workload.sequence_parallel
         job.express("sequence_parallel")
         # async TP (inductor's micro-pipelined collective matmuls) is AutoModel's TP overlap
@@ -304,6 +306,28 @@ def distributed(job: ExportJob) -> dict[str, Value]:
     if moe:
         out["moe"] = moe
     return out
+
+
+def _moe_tensor_parallel(job: ExportJob) -> dict[str, Value]:
+    """TP on a custom MoE model: AutoModel keeps attention and the router replicated, raises on
+    sequence parallelism and async TP, and starts only from a pretrained checkpoint
+    (``components/moe/parallelizer.py``); both are set off, and said where assumed on."""
+    workload = job.train[1]
+    assumed = [
+        setting_words(job, key)
+        for key, on in (
+            ("sequence_parallel", workload.sequence_parallel),
+            ("tp_comm_overlap", job.tp_overlap_runs),
+        )
+        if on
+    ]
+    job.note(
+        "AutoModel runs tensor parallelism on an MoE model without sequence parallelism or "
+        "async TP, and only from a complete pretrained checkpoint (its profile plans MoE models "
+        "at tp 1)" + (f"; the prediction assumes {' and '.join(assumed)}" if assumed else "")
+    )
+    job.express("sequence_parallel", "tp_comm_overlap")
+    return {"sequence_parallel": False, "enable_async_tensor_parallel": False}
 
 
 def _attention(job: ExportJob) -> str:
