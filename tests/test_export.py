@@ -840,6 +840,21 @@ def test_nanotron_export_of_a_nanotron_plan_matches_its_benchmark_config() -> No
     assert not any("places the blocks" in note for note in result.notes)
 
 
+def test_nanotron_folds_context_parallelism_into_its_replicas() -> None:
+    """Nanotron has no context parallelism: a CP 2 plan exports dp x cp replicas, so the config
+    runs on the plan's GPUs with its global batch, and says so."""
+    plan = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 1, "pp": 2, "cp": 2})
+    result = planner.export(plan, format="nanotron")
+    names = check_names("nanotron", result.text)
+    dp, tp, pp = (int(names[f"parallelism.{k}"]) for k in ("dp", "tp", "pp"))  # type: ignore[arg-type]
+    assert (dp, dp * tp * pp) == (plan.layout.dp * 2, 8)
+    per_replica = int(names["tokens.micro_batch_size"]) * int(
+        names["tokens.batch_accumulation_per_replica"]
+    )  # type: ignore[arg-type]
+    assert dp * per_replica == 512
+    assert any("folded into dp" in note for note in result.notes)
+
+
 def test_deepspeed_says_where_the_plan_puts_its_layers() -> None:
     """DeepSpeed's PipelineModule takes no list of stage boundaries and its checkpointing takes
     every layer, so its own profile scores the even split (no split is searched), and a plan

@@ -57,11 +57,19 @@ accumulator adds each bucket to its fp32 copy in a communication hook)."""
 def _parallelism(job: ExportJob) -> dict[str, Value]:
     """``parallelism``: the degrees, the pipeline engine and the TP mode."""
     layout, workload = job.train[0].layout, job.train[1]
-    out: dict[str, Value] = {"dp": layout.dp, "pp": layout.pp, "tp": layout.tp}
-    if layout.cp > 1:
+    out: dict[str, Value] = {"dp": _replicas(job), "pp": layout.pp, "tp": layout.tp}
+    if out["dp"] != layout.dp:
         job.note(
-            f"cp={layout.cp}: Nanotron at {VERSION} has no context parallelism; the replicas "
-            f"are dp x cp = {layout.dp * layout.cp} here only if you fold it into dp"
+            f"cp={layout.cp}: Nanotron at {VERSION} has no context parallelism; its ranks are "
+            f"folded into dp ({layout.dp} x {layout.cp} = {out['dp']}: the same GPUs and global "
+            "batch, each rank holding whole sequences, more activation memory than the "
+            "prediction assumed)"
+        )
+    elif layout.cp > 1:
+        job.note(
+            f"cp={layout.cp}: Nanotron at {VERSION} has no context parallelism, and the global "
+            f"batch does not split over dp x cp = {layout.dp * layout.cp} replicas: dp is "
+            f"{layout.dp}, on {layout.dp * layout.tp * layout.pp} GPUs"
         )
     engine = _ENGINES.get(workload.pipeline_schedule)
     if layout.vpp > 1:
@@ -94,6 +102,14 @@ def _parallelism(job: ExportJob) -> dict[str, Value]:
     return out
 
 
+def _replicas(job: ExportJob) -> int:
+    """Nanotron's data-parallel replicas: dp, with the context-parallel ranks folded in where
+    the global batch splits over them in whole micro-batches (it has no context parallelism)."""
+    layout, workload = job.train[0].layout, job.train[1]
+    folded = layout.dp * layout.cp
+    return folded if workload.global_batch % (folded * layout.mbs) == 0 else layout.dp
+
+
 def _recompute(job: ExportJob) -> bool:
     """``recompute_layer``: every decoder layer recomputed (full), or none."""
     layout, workload = job.train[0].layout, job.train[1]
@@ -117,10 +133,11 @@ def _tokens(job: ExportJob) -> dict[str, Value]:
     """``tokens``: the sequence, the micro-batch and the accumulation per replica (the global
     batch is dp x micro_batch_size x batch_accumulation_per_replica)."""
     job.express("seq_len", "global_batch")
+    layout, workload = job.train[0].layout, job.train[1]
     return {
-        "sequence_length": job.train[1].seq_len,
-        "micro_batch_size": job.train[0].layout.mbs,
-        "batch_accumulation_per_replica": job.num_microbatches,
+        "sequence_length": workload.seq_len,
+        "micro_batch_size": layout.mbs,
+        "batch_accumulation_per_replica": workload.global_batch // (_replicas(job) * layout.mbs),
     }
 
 
