@@ -131,7 +131,8 @@ def _sharding(job: ExportJob) -> dict[str, Value]:
 
 def _pipeline(job: ExportJob) -> dict[str, Value]:
     """``distributed.pipeline``: the schedule, the micro-batch and the layers of each chunk
-    (``layers_per_stage`` when they split evenly, else every chunk's module names)."""
+    (``layers_per_stage``, rounded to a multiple of pp if need be, where AutoModel deals the
+    plan's split itself: :func:`own_split`; else every chunk's module names)."""
     layout, workload = job.train[0].layout, job.train[1]
     looped = layout.vpp > 1
     name = _SCHEDULES.get((workload.pipeline_schedule, looped))
