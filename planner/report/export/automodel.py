@@ -18,8 +18,6 @@ innermost), the planner's rank order; experts are carved from the ``dp x cp x tp
 
 from __future__ import annotations
 
-import yaml
-
 from planner.cost.expert import dispatcher_syncs_host
 from planner.cost.sharding import keeps_master_remainders, reduces_once_per_step
 from planner.report.export.assumed import (
@@ -34,10 +32,9 @@ from planner.report.export.assumed import (
 from planner.report.export.job import (
     ExportJob,
     ExportResult,
-    comment_block,
     pipeline_split,
     split_recompute_settings,
-    training_header,
+    yaml_sections_result,
 )
 from planner.specs.layout import Recompute
 
@@ -482,44 +479,17 @@ def sections(job: ExportJob) -> dict[str, dict[str, Value]]:
     return out
 
 
-class _Dumper(yaml.SafeDumper):
-    """YAML as AutoModel's recipes are written: sections in block style, a list of names (a
-    pipeline chunk's modules) on one flow-style line; a string with a line break or another
-    unprintable character double-quoted, escaped on one line (a model's repository id comes
-    from a user's file)."""
-
-
-def _escaped_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = None if value.isprintable() else '"'
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-def _list_in_flow(dumper: yaml.SafeDumper, items: list[object]) -> yaml.Node:
-    flow = all(not isinstance(item, dict | list) for item in items)
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=flow)
-
-
-_Dumper.add_representer(list, _list_in_flow)
-_Dumper.add_representer(str, _escaped_str)
-
-
 def render(job: ExportJob) -> ExportResult:
     """The YAML sections, with a header comment naming the AutoModel commit."""
     body = sections(job)
-    header = training_header(
+    return yaml_sections_result(
         job,
-        [f"NeMo AutoModel recipe sections; keys checked against NVIDIA-NeMo/Automodel {VERSION}"],
-        [
+        body,
+        format="automodel",
+        framework=(FRAMEWORK, VERSION),
+        checked=f"NeMo AutoModel recipe sections; keys checked against NVIDIA-NeMo/Automodel {VERSION}",
+        usage=[
             "merge into your recipe YAML (e.g. examples/llm_pretrain/llama3_70b_pretrain.yaml),",
             "keeping its dataset, dataloader and learning-rate settings",
         ],
-    )
-    text = yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=100)
-    return ExportResult(
-        format="automodel",
-        framework=FRAMEWORK,
-        framework_version=VERSION,
-        text="\n".join(comment_block(header)) + "\n" + text,
-        args=[],
-        notes=list(job.notes),
     )

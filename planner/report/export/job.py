@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import yaml
 from pydantic import BaseModel, Field
 
 from planner.catalog.io import describe_value_error, no_duplicate_keys, read_text, short_repr
@@ -451,3 +452,48 @@ def recompute_settings(layout: Layout, workload: TrainWorkload) -> RecomputeSett
     if layout.recompute is Recompute.FULL:
         return RecomputeSettings("full", None, "uniform", 1)
     return RecomputeSettings(None, None, None, None)
+
+
+class YamlConfigDumper(yaml.SafeDumper):
+    """YAML as framework config files are written: sections in block style, a list of names (a
+    pipeline chunk's modules) on one flow-style line; a string with a line break or another
+    unprintable character double-quoted, escaped on one line (a model's repository id comes
+    from a user's file)."""
+
+
+def _escaped_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = None if value.isprintable() else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+def _list_in_flow(dumper: yaml.SafeDumper, items: list[object]) -> yaml.Node:
+    flow = all(not isinstance(item, dict | list) for item in items)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=flow)
+
+
+YamlConfigDumper.add_representer(list, _list_in_flow)
+YamlConfigDumper.add_representer(str, _escaped_str)
+
+
+def yaml_sections_result(
+    job: ExportJob,
+    sections: dict[str, Any],
+    *,
+    format: str,
+    framework: tuple[str, str],
+    checked: str,
+    usage: list[str],
+) -> ExportResult:
+    """A training export that is YAML config sections (AutoModel's, Nanotron's): the training
+    header as comments (``checked``: what the names were checked against; ``usage``: how to
+    merge them), then the sections; ``framework`` is (name, version)."""
+    header = training_header(job, [checked], usage)
+    text = yaml.dump(sections, Dumper=YamlConfigDumper, sort_keys=False, width=100)
+    return ExportResult(
+        format=format,
+        framework=framework[0],
+        framework_version=framework[1],
+        text="\n".join(comment_block(header)) + "\n" + text,
+        args=[],
+        notes=list(job.notes),
+    )

@@ -14,8 +14,6 @@ cost per block), so the output names no split.
 
 from __future__ import annotations
 
-import yaml
-
 from planner.catalog.frameworks import load_framework
 from planner.cost.expert import dispatcher_syncs_host
 from planner.report.export.assumed import (
@@ -31,9 +29,8 @@ from planner.report.export.assumed import (
 from planner.report.export.job import (
     ExportJob,
     ExportResult,
-    comment_block,
     pipeline_split,
-    training_header,
+    yaml_sections_result,
 )
 from planner.specs.layout import Recompute
 
@@ -294,20 +291,14 @@ def sections(job: ExportJob) -> dict[str, dict[str, Value]]:
 def render(job: ExportJob) -> ExportResult:
     """The YAML sections, with a header comment naming the Nanotron commit."""
     body = sections(job)
-    header = training_header(
+    return yaml_sections_result(
         job,
-        [f"Nanotron config sections; keys checked against huggingface/nanotron {VERSION}"],
-        [
+        body,
+        format="nanotron",
+        framework=(FRAMEWORK, VERSION),
+        checked=f"Nanotron config sections; keys checked against huggingface/nanotron {VERSION}",
+        usage=[
             "merge into your config YAML (e.g. examples/config_tiny_llama.yaml), keeping its",
             "general, checkpoints, tokenizer, data_stages, learning-rate and train_steps settings",
         ],
-    )
-    text = yaml.safe_dump(body, sort_keys=False, width=100)
-    return ExportResult(
-        format="nanotron",
-        framework=FRAMEWORK,
-        framework_version=VERSION,
-        text="\n".join(comment_block(header)) + "\n" + text,
-        args=[],
-        notes=list(job.notes),
     )
