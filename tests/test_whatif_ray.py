@@ -8,6 +8,7 @@ process of the user on the machine."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -49,18 +50,21 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
     temp = tmp_path_factory.mktemp("ray")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-    head = subprocess.Popen(
-        [_ray_cli(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-         f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-         "--disable-usage-stats", f"--temp-dir={temp}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
-    )  # fmt: skip
+    log = temp / "ray-start.log"
+    with log.open("wb") as out:
+        head = subprocess.Popen(
+            [_ray_cli(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+             f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+             "--disable-usage-stats", f"--temp-dir={temp}"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )  # fmt: skip
     address = f"127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            if head.poll() is not None:
-                pytest.fail(f"ray start --head exited with {head.returncode}")
+            if head.poll() is not None:  # say why (another Ray head on this host, ...)
+                tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+                pytest.fail(f"ray start --head exited with {head.returncode}: {' | '.join(tail)}")
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
@@ -69,11 +73,13 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             pytest.fail("the Ray head did not listen within 90 s")
         yield address
     finally:
-        os.killpg(head.pid, signal.SIGTERM)  # this head's session only
+        with contextlib.suppress(ProcessLookupError):  # the head may have exited (above)
+            os.killpg(head.pid, signal.SIGTERM)  # this head's session only
         try:
             head.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(head.pid, signal.SIGKILL)
             head.wait(timeout=30)
 
 
