@@ -740,6 +740,31 @@ def test_automodel_export_of_its_deepseek_v3_benchmark_matches_the_published_con
     assert own_split(61, 4, [2] * 29 + [1] * 3) == (2, "up")
 
 
+def test_automodel_export_of_its_llama_benchmark_matches_the_published_config() -> None:
+    """NeMo AutoModel's Llama 3.1 70B benchmark on 64 H100 (the held-out row AM7's layout,
+    examples/llm_benchmark/llama3_3/custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml at
+    36044ad3d: GBS 128, LBS 1, CP 2, FSDP over the other 32, activation checkpointing,
+    enable_compile, gradients reduced every micro-batch, attn_implementation sdpa 'required for
+    cp>1'), planned under --framework automodel: the export sets those values."""
+    layout = {"tp": 1, "pp": 1, "cp": 2, "mbs": 1, "recompute": "full", "zero": 3}
+    plan = planner.estimate(model="70B", cluster="hgx_h100x64", layout=layout, seq_len=8192,
+                            global_batch=128, framework="automodel", attention_kernel="flash2")  # fmt: skip
+    names = check_names("automodel", planner.export(plan, format="automodel").text)
+    published = {
+        "step_scheduler.global_batch_size": 128,
+        "step_scheduler.local_batch_size": 1,
+        "distributed.dp_size": 32,
+        "distributed.tp_size": 1,
+        "distributed.cp_size": 2,
+        "distributed.pp_size": 1,
+        "distributed.activation_checkpointing": True,
+        "distributed.enable_compile": True,
+        "distributed.defer_fsdp_grad_sync": False,
+        "model.attn_implementation": "sdpa",
+    }
+    assert {key: names.get(key) for key in published} == published
+
+
 def test_automodel_runs_moe_models_at_tp_1() -> None:
     """AutoModel's custom MoE models keep attention and the router replicated under TP, refuse
     sequence parallelism and async TP, and start only from a pretrained checkpoint: its profile

@@ -471,6 +471,12 @@ def _automodel_hsdp(c: Case) -> bool:
     return c.has("distributed.dp_replicate_size", c.layout.dp // shard) and not c.said()
 
 
+def _automodel_pytorch_cp(c: Case) -> bool:
+    """AutoModel runs PyTorch's context parallelism (around SDPA): always for a dense model
+    (Hugging Face's attention interface), for an MoE model where the plan asks for it."""
+    return c.job.model.moe is None or c.w.cp_impl == "pytorch"
+
+
 def _automodel_rope(c: Case) -> bool:
     """The Hugging Face config (model.config) carries the RoPE; without one a note says it."""
     hub = c.job.hf_model_id
@@ -983,10 +989,14 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.names.get("distributed.enable_async_tensor_parallel") is c.w.tp_comm_overlap
             and (c.names.get("distributed.enable_compile") is True or not c.w.tp_comm_overlap)
         ),
+        # the backend's attention (MoE models) and Hugging Face's (dense models, only there)
         "flash_attention": lambda c: (
-            str(c.names.get("model.backend.attn")) in ("te", "sdpa")
-            if c.w.flash_attention
-            else c.has("model.backend.attn", "eager")
+            all(
+                str(c.names[key]) in (("te", "sdpa") if c.w.flash_attention else ("eager",))
+                for key in ("model.backend.attn", "model.attn_implementation")
+                if key in c.names
+            )
+            and ("model.attn_implementation" in c.names) == (c.job.model.moe is None)
         ),
         "moe_dispatch_dedup": lambda c: c.has(
             "model.backend.dispatcher", "deepep" if c.w.moe_dispatch_dedup else "torch"
@@ -1010,13 +1020,14 @@ EXPECT: dict[str, dict[str, Check]] = {
             c.has("distributed.activation_checkpointing", "selective")
             and c.said() != (c.w.saved_tensors == TORCHTITAN_SAVE_LIST)
         ),
+        # its dense models run PyTorch's CP around SDPA; its MoE models the backend's
         "cp_impl": lambda c: (
-            c.has("model.backend.attn", "sdpa" if c.w.cp_impl == "pytorch" else "te")
-            and not c.said()
+            c.has("model.backend.attn", "sdpa" if _automodel_pytorch_cp(c) else "te")
+            and c.said() != (c.w.cp_impl == "pytorch" or not _automodel_pytorch_cp(c))
         ),
         # Transformer Engine's CP rings K/V; PyTorch's, as AutoModel sets it, all-gathers them
         "cp_comm": _native(
-            lambda c: c.w.cp_comm == ("allgather" if c.w.cp_impl == "pytorch" else "p2p")
+            lambda c: c.w.cp_comm == ("allgather" if _automodel_pytorch_cp(c) else "p2p")
         ),
         "pp_grad_sync": lambda c: (
             c.names.get("distributed.defer_fsdp_grad_sync") is True and not c.said()
@@ -1057,8 +1068,9 @@ EXPECT: dict[str, dict[str, Check]] = {
             if c.w.fused_elementwise
             else (c.names.get("distributed.enable_compile") is False) != c.said()
         ),
+        # a dense model: Transformer Engine's attention injected (attn_implementation te)
         "attention_kernel": lambda c: (
-            c.has("model.backend.attn", "te" if c.w.attention_kernel == "vendor" else "sdpa")
+            c.has("model.attn_implementation", "te" if c.w.attention_kernel == "vendor" else "sdpa")
             and not c.said()
         ),
         "activation_memory_overhead": _said,

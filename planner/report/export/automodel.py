@@ -330,7 +330,12 @@ def _moe_tensor_parallel(job: ExportJob) -> dict[str, Value]:
 
 def _attention(job: ExportJob) -> str:
     """``model.backend.attn``: Transformer Engine's fused attention (cuDNN), SDPA (PyTorch's
-    flash kernels, FlashAttention-2; its context parallelism is PyTorch's) or eager."""
+    flash kernels, FlashAttention-2; its context parallelism is PyTorch's) or eager.
+
+    AutoModel's dense models (its Llama, Qwen) attend through Hugging Face's attention
+    interface (``attn_implementation``, :func:`_dense_attention`) and run Transformer Engine's
+    only for packed (THD) batches, so their context parallelism is always PyTorch's; its MoE
+    models run the backend's (``components/models/llama/model.py``, ``deepseek_v3``)."""
     layout, workload = job.train[0].layout, job.train[1]
     if not workload.flash_attention:
         job.express("flash_attention")
@@ -341,15 +346,35 @@ def _attention(job: ExportJob) -> str:
             )
         return "eager"
     job.express("flash_attention")
-    pytorch_cp = layout.cp > 1 and workload.cp_impl == "pytorch"
+    dense = job.model.moe is None
+    pytorch_cp = layout.cp > 1 and (workload.cp_impl == "pytorch" or dense)
     if layout.cp > 1:
-        job.express("cp_impl")
+        if (workload.cp_impl == "pytorch") == pytorch_cp:
+            job.express("cp_impl")
         # TE's context parallelism exchanges K/V round the ring (all-gather for sliding
         # windows); PyTorch's, as AutoModel sets it, all-gathers them
         native = "allgather" if pytorch_cp else "p2p"
         if workload.cp_comm == native:
             job.express("cp_comm")
+    if not dense and workload.attention_kernel == "flash2":
+        job.express("attention_kernel")
     if workload.attention_kernel == "vendor" and not pytorch_cp:
+        if not dense:
+            job.express("attention_kernel")
+        return "te"
+    return "sdpa"
+
+
+def _dense_attention(job: ExportJob) -> str:
+    """``model.attn_implementation`` of a dense model: ``te`` (AutoModel's extension: SDPA at
+    init, Transformer Engine's DotProductAttention injected after, ``_transformers/
+    auto_model.py``) for the vendor kernel without context parallelism; ``sdpa`` (its flash
+    backend, FlashAttention-2) for FlashAttention-2 and under context parallelism, which
+    AutoModel runs through SDPA; ``eager`` for unfused attention."""
+    layout, workload = job.train[0].layout, job.train[1]
+    if not workload.flash_attention:
+        return "eager"
+    if workload.attention_kernel == "vendor" and layout.cp == 1:
         job.express("attention_kernel")
         return "te"
     if workload.attention_kernel == "flash2":
@@ -373,6 +398,8 @@ def model(job: ExportJob) -> dict[str, Value]:
         )
     out["torch_dtype"] = "float32" if workload.fp32_params else "bfloat16"
     job.express("fp32_params")
+    if job.model.moe is None:
+        out["attn_implementation"] = _dense_attention(job)
     backend: dict[str, object] = {"_target_": _BACKEND, "attn": _attention(job), "linear": "te"}
     backend["rms_norm"] = "te" if workload.fused_elementwise else "torch_fp32"
     precision = str(layout.precision)
@@ -467,7 +494,9 @@ def sections(job: ExportJob) -> dict[str, dict[str, Value]]:
             "cp_comm": "AutoModel's context parallelism exchanges K/V round the ring (Transformer "
             "Engine's) or all-gathers them (PyTorch's); it has no head all-to-all",
             "cross_entropy": "AutoModel's MaskedCrossEntropy on the bf16 logits is the nearest",
-            "attention_kernel": "AutoModel's context parallelism through PyTorch runs SDPA",
+            "attention_kernel": "AutoModel runs context parallelism through SDPA "
+            "(attn_implementation sdpa; its te injection intercepts SDPA itself)",
+            "cp_impl": "AutoModel's dense models run PyTorch's context parallelism around SDPA",
             "ddp_bucket_params": "FSDP2 reduces each fully_shard unit's gradients as one "
             "collective",
             "fused_elementwise": "async TP needs torch.compile, which fuses them",
