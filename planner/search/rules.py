@@ -206,7 +206,8 @@ def layout_violations(
     n = num_gpus or cluster.num_accelerators
     if layout.num_gpus != n:
         out.append(("degrees", degrees_detail(layout, n)))
-    replicate_kv = load_framework(workload.framework).tp_beyond_kv_heads
+    profile = load_framework(workload.framework)
+    replicate_kv = profile.tp_beyond_kv_heads
     for rule in (
         tp_heads_rule(model, layout.tp, replicate_kv=replicate_kv),
         pp_layers_rule(model, layout.pp),
@@ -214,7 +215,6 @@ def layout_violations(
         if rule:
             out.append(("divisibility", rule))
     out.extend(("framework", rule) for rule in framework_rules(workload, layout))
-    profile = load_framework(workload.framework)
     if model.moe is not None and layout.tp > 1 and not profile.moe_tensor_parallel:
         out.append(
             (

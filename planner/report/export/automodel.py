@@ -19,7 +19,11 @@ innermost), the planner's rank order; experts are carved from the ``dp x cp x tp
 from __future__ import annotations
 
 from planner.cost.expert import dispatcher_syncs_host
-from planner.cost.sharding import keeps_master_remainders, reduces_once_per_step
+from planner.cost.sharding import (
+    keeps_master_remainders,
+    reduces_once_per_step,
+    zero3_reshards,
+)
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
@@ -36,6 +40,7 @@ from planner.report.export.job import (
     split_recompute_settings,
     yaml_sections_result,
 )
+from planner.report.export.torchtitan import FSDP2_UNSHARDED_LAYERS
 from planner.specs.layout import Recompute
 
 FRAMEWORK = "NeMo AutoModel recipe sections (YAML)"
@@ -115,7 +120,7 @@ def _sharding(job: ExportJob) -> dict[str, Value]:
         job.express("reshard_after_forward")
     else:  # AutoModel's own heuristic (None): no resharding under PP, else all but the last
         job.express("reshard_after_forward")
-    if workload.unsharded_param_layers == 2.0 and layout.zero == 3:
+    if workload.unsharded_param_layers == FSDP2_UNSHARDED_LAYERS and layout.zero == 3:
         job.express("unsharded_param_layers")  # FSDP2 prefetches the next unit's gather
     # the gradients cross the data-parallel group once per step, after the last micro-batch,
     # or after every micro-batch (AutoPipeline's reduce_grad_per_microbatch = not this)
@@ -221,11 +226,7 @@ def _moe(job: ExportJob) -> dict[str, Value]:
             f"AutoModel shards each expert over the expert-parallel ranks only (no expert "
             f"tensor parallelism): etp {layout.etp} -> 1"
         )
-    reshard = layout.zero == 3 and (
-        workload.reshard_after_forward == "always"
-        or (workload.reshard_after_forward == "default" and layout.pp == 1)
-    )
-    return {"reshard_after_forward": reshard}
+    return {"reshard_after_forward": layout.zero == 3 and zero3_reshards(workload, layout)}
 
 
 def _checkpointing(job: ExportJob) -> bool | str:

@@ -305,6 +305,17 @@ def comment_block(lines: list[str], prefix: str = "# ") -> list[str]:
     return [f"{prefix}{comment_text(line)}".rstrip() for line in lines]
 
 
+def llama_style_decoder(model: ModelSpec) -> bool:
+    """Whether the model's decoder layers are Llama's as the Llama-shaped configs of other
+    frameworks describe them (MaxText's llama2 / mixtral blocks, Nanotron's LlamaConfig): RMSNorm
+    before attention and MLP, rotary positions, no MLA, no parallel block, no sliding window, no
+    post-norms."""
+    return (
+        model.norm == "rmsnorm" and model.position_embedding == "rope" and model.mla is None
+        and not model.parallel_block and model.sliding_window is None and not model.post_norms
+    )  # fmt: skip
+
+
 def layer_counts(model: ModelSpec, num_chunks: int) -> list[int]:
     """Transformer layers per pipeline chunk in layer order, as the planner splits them:
     as even as possible, the remainder on the middle chunks (which hold neither the embedding

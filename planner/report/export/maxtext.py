@@ -28,6 +28,7 @@ from planner.report.export.job import (
     ExportJob,
     ExportResult,
     comment_block,
+    llama_style_decoder,
     mtp_layers,
     training_header,
 )
@@ -290,10 +291,7 @@ def _model(job: ExportJob) -> dict[str, Value]:
         if moe.layer_step > 1:  # MaxText's Llama 4 decoder interleaves dense and MoE layers
             out["interleave_moe_layer_step"] = moe.layer_step
         out["shared_experts"] = moe.num_shared_experts
-    plain = (  # what the llama2 / mixtral decoder blocks run
-        model.norm == "rmsnorm" and model.position_embedding == "rope" and model.mla is None
-        and not model.parallel_block and model.sliding_window is None and not model.post_norms
-    )  # fmt: skip
+    plain = llama_style_decoder(model)  # what the llama2 / mixtral decoder blocks run
     mtp = mtp_layers(job)[0]
     if mtp:
         out["mtp_num_layers"] = mtp

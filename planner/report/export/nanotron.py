@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from planner.catalog.frameworks import load_framework
 from planner.cost.expert import dispatcher_syncs_host
+from planner.cost.memory import GRAD_BYTES
 from planner.report.export.assumed import (
     DP_OVERLAP,
     MODEL_ROPE,
@@ -29,10 +30,12 @@ from planner.report.export.assumed import (
 from planner.report.export.job import (
     ExportJob,
     ExportResult,
+    llama_style_decoder,
     pipeline_split,
     yaml_sections_result,
 )
 from planner.specs.layout import Recompute
+from planner.units import BINARY_PREFIX
 
 FRAMEWORK = "Nanotron config sections (YAML)"
 VERSION = "c252843 (2025-03-10)"
@@ -44,11 +47,10 @@ _ENGINES = {"1f1b": "1f1b", "gpipe": "afab"}
 all forwards then all backwards (``afab``, GPipe's order; ``config/utils_config.py``
 ``cast_str_to_pipeline_engine``)."""
 
-MIB = 2**20
-"""Bytes in a MiB: torch DDP's ``bucket_cap_mb`` counts MiB of gradients."""
-BUCKET_GRAD_BYTES = 2
+BUCKET_GRAD_BYTES = GRAD_BYTES["bf16"]
 """Bytes of one gradient in a DDP bucket: the bf16 model's own gradients (Nanotron's fp32
-accumulator adds each bucket to its fp32 copy in a communication hook)."""
+accumulator adds each bucket to its fp32 copy in a communication hook); torch DDP's
+``bucket_cap_mb`` counts MiB of them."""
 
 
 def _parallelism(job: ExportJob) -> dict[str, Value]:
@@ -168,9 +170,7 @@ def _llama(job: ExportJob) -> dict[str, Value] | None:
     only), SwiGLU, no MoE, MLA, sliding window, biasless heads of hidden / heads."""
     model, workload = job.model, job.train[1]
     plain = (
-        model.norm == "rmsnorm" and model.position_embedding == "rope" and model.mla is None
-        and model.moe is None and model.ffn_activation == "swiglu" and not model.parallel_block
-        and model.sliding_window is None and not model.post_norms
+        llama_style_decoder(model) and model.moe is None and model.ffn_activation == "swiglu"
         and model.head_dim * model.num_attention_heads == model.hidden_size
     )  # fmt: skip
     if not plain:
@@ -203,7 +203,7 @@ def _model(job: ExportJob) -> dict[str, Value]:
     workload = job.train[1]
     if workload.ddp_bucket_params is not None and buckets_dp_sync(job):
         out["ddp_bucket_cap_mb"] = max(
-            1, round(workload.ddp_bucket_params * BUCKET_GRAD_BYTES / MIB)
+            1, round(workload.ddp_bucket_params * BUCKET_GRAD_BYTES / BINARY_PREFIX["M"])
         )
         job.express("ddp_bucket_params")
     config = _llama(job)
@@ -239,15 +239,12 @@ def sections(job: ExportJob) -> dict[str, dict[str, Value]]:
         out["logging"] = {"iteration_step_info_interval": workload.host_sync_interval}
         job.express("host_sync_interval")
     _pipeline_split(job)
-    precision = str(layout.precision)
-    if precision == "bf16":
-        job.express("precision")
-    else:
+    if str(layout.precision) != "bf16":
         job.note(
             f"the prediction assumes {setting_words(job, 'precision')}: Nanotron at {VERSION} "
             "trains in bf16 here; bf16 is set"
         )
-        job.express("precision")
+    job.express("precision")  # set (bf16) or said
     if not workload.fp8_param_gather:  # DDP and ZeRO-1 gather the bf16 parameters
         job.express("fp8_param_gather")
     # what Nanotron does with no setting: flash-attn 2's kernels, Triton RMSNorm and fused
