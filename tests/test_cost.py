@@ -269,9 +269,9 @@ def test_fsdp2_buffer_copies_add_their_hbm_passes_to_the_step_by_hand() -> None:
     """FSDP2's copies on the compute stream (TrainWorkload.fsdp2_buffer_copies): an 8B model,
     FSDP over 8 H100, 2 micro-batches of 4,096 tokens, resharded, fp32 reductions. Per micro-batch
     two all-gathers each copied out (read + write bf16: 4 bytes per parameter) and one
-    reduce-scatter copy-in (read bf16, write fp32, pre-divide fp32 in place: 2 + 4 + 8 = 14):
-    2 x (8 + 14) = 44 bytes per parameter per step, at the H100's effective HBM bandwidth. The
-    step grows by exactly that and nothing else changes."""
+    reduce-scatter copy-in (read bf16, write fp32: 2 + 4 = 6; the average is the collective's,
+    ReduceOp.AVG, with no division kernel): 2 x (8 + 6) = 28 bytes per parameter per step, at
+    the H100's effective HBM bandwidth. The step grows by exactly that and nothing else changes."""
     from planner.cost.sharding import fsdp2_buffer_copy_bytes
     from planner.cost.step import stage_params_per_gpu
 
@@ -279,15 +279,15 @@ def test_fsdp2_buffer_copies_add_their_hbm_passes_to_the_step_by_hand() -> None:
     layout = Layout(dp=8, zero=3, mbs=1)
     without = TrainWorkload(seq_len=4096, global_batch=16, fsdp2_buffer_copies=False)
     with_copies = without.model_copy(update={"fsdp2_buffer_copies": True})
-    assert fsdp2_buffer_copy_bytes(with_copies, layout, 2) == 44.0
+    assert fsdp2_buffer_copy_bytes(with_copies, layout, 2) == 28.0
     base = evaluate(model, cluster, without, layout)
     copied = evaluate(model, cluster, with_copies, layout)
     acc = cluster.accelerator
     params = sum(stage_params_per_gpu(model, layout, 0, 4096))
-    added = 44.0 * params / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
+    added = 28.0 * params / (acc.hbm_bytes_per_s * acc.efficiency.hbm)
     assert copied.step_time_s - base.step_time_s == pytest.approx(added, rel=1e-9)
     assert copied.breakdown_s["dp_comm"] - base.breakdown_s["dp_comm"] == pytest.approx(added)
-    assert added == pytest.approx(44 * 8.03e9 / (3.35e12 * acc.efficiency.hbm), rel=0.01)
+    assert added == pytest.approx(28 * 8.03e9 / (3.35e12 * acc.efficiency.hbm), rel=0.01)
 
 
 def test_heaviest_moe_stage_is_checked_after_leading_dense_layers() -> None:

@@ -229,19 +229,23 @@ def fsdp2_buffer_copy_bytes(
     sharding) that FSDP2's buffer copies move on the compute stream's path in one step
     (``TrainWorkload.fsdp2_buffer_copies``): each all-gather's copy-out reads and writes the
     gathered values (2 p, p = 1 byte for FP8 gathers, else 2); each reduce-scatter's copy-in
-    reads the bf16 gradient and writes it in the reduce dtype (2 + r), and the pre-division
-    (``_div_if_needed``, a factor above 1 for any group of 2 or more) reads and writes that
-    buffer again (2 r): 2 + 3 r, 14 bytes for fp32 reductions. Gathers and reductions happen per
+    reads the bf16 gradient and writes it in the reduce dtype (2 + r: 6 bytes for fp32
+    reductions, ``foreach_reduce_scatter_copy_in``). For fp32 and bf16 reductions FSDP2 divides
+    inside the collective (``ReduceOp.AVG``; ``_get_gradient_divide_factors`` returns no pre- or
+    post-divide factor, "use NCCL's built-in division to avoid separate div kernels",
+    torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py in PyTorch 2.13; so since
+    pytorch/pytorch#120919 (fp32) and #123362 (bf16), both early 2024), so the buffer is not
+    read again. Gathers and reductions happen per
     micro-batch unless the step reduces once (:func:`reduces_once_per_step`: one of each).
     ZeRO-2 reduce-scatters every micro-batch too and is priced without parameter gathers
     (:func:`param_gathers_per_microbatch`), so it pays the copy-in alone. 0 when the framework
     makes no such copies or below ZeRO-2.
 
     >>> w = TrainWorkload(fsdp2_buffer_copies=True)
-    >>> fsdp2_buffer_copy_bytes(w, Layout(dp=8, zero=3), 4)  # 4 x (2 gathers x 4 + 14)
-    88.0
-    >>> fsdp2_buffer_copy_bytes(w, Layout(dp=8, zero=2), 4)  # 4 x 14
+    >>> fsdp2_buffer_copy_bytes(w, Layout(dp=8, zero=3), 4)  # 4 x (2 gathers x 4 + 6)
     56.0
+    >>> fsdp2_buffer_copy_bytes(w, Layout(dp=8, zero=2), 4)  # 4 x 6
+    24.0
     >>> fsdp2_buffer_copy_bytes(TrainWorkload(), Layout(dp=8, zero=3), 4)
     0.0
     """
@@ -249,7 +253,7 @@ def fsdp2_buffer_copy_bytes(
         return 0.0
     param_bytes = gathered_param_bytes(workload, layout)
     reduce_bytes = GRAD_BYTES[workload.grad_reduce_dtype]
-    copy_in = GRADIENT_COMPUTE_BYTES + 3.0 * reduce_bytes
+    copy_in = GRADIENT_COMPUTE_BYTES + reduce_bytes
     if reduces_once_per_step(workload, layout):
         return (2.0 * param_bytes if layout.zero >= 3 else 0.0) + copy_in
     gathers = param_gathers_per_microbatch(workload, layout)

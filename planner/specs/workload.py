@@ -340,9 +340,10 @@ class TrainWorkload(FrozenSpec):
     each all-gather the compute stream splits the gathered buffer into the unsharded parameters
     (``FSDPParamGroup.wait_for_unshard`` -> ``foreach_all_gather_copy_out``,
     ``torch.split_with_sizes_copy`` after waiting on the all-gather); before each reduce-scatter
-    the gradients are concatenated into one buffer in the reduce dtype and pre-divided, and the
-    compute stream waits for that copy (``foreach_reduce_scatter``: ``current_stream.wait_event
-    (copy_in_event)``; torch/distributed/_composable/fsdp, PyTorch 2.4-2.5). False: parameters
+    the gradients are concatenated into one buffer in the reduce dtype on the compute stream
+    (``foreach_reduce_scatter_copy_in``; torch/distributed/fsdp/_fully_shard, PyTorch 2.4-2.13),
+    which an fp32 or bf16 reduction then averages inside the collective (``ReduceOp.AVG``, no
+    division kernel). False: parameters
     are views of the gathered buffer (FSDP1's flat parameter, Megatron-FSDP's and DeepSpeed's
     buffers, XLA)."""
     weight_cast: Literal["per_step", "per_call"] = "per_step"

@@ -321,7 +321,7 @@ SETTINGS: dict[str, tuple[Relevant, Words]] = {
         lambda j: j.train[0].layout.zero >= 2,
         lambda j: (
             "FSDP2's copies on the compute stream (each all-gather's output split into the "
-            "parameters, the gradients copied into the reduce buffer and pre-divided)"
+            "parameters, the gradients copied into the reduce buffer)"
             if j.train[1].fsdp2_buffer_copies
             else "no ZeRO buffer copies on the compute stream (parameters and gradients are "
             "views of the gathered and reduced buffers)"
