@@ -219,8 +219,8 @@ def _toml_parses(tmp: Path, proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def _yaml_parses(tmp: Path, proc: subprocess.CompletedProcess[str]) -> str:
-    """A YAML export (maxtext, automodel, nanotron) that ran loads as one mapping (a name the
-    loader refuses prints nothing on stdout)."""
+    """A YAML export (maxtext, automodel, nanotron, accelerate) that ran loads as one mapping (a
+    name the loader refuses prints nothing on stdout)."""
     import yaml
 
     if proc.returncode != 0:
@@ -318,6 +318,7 @@ def injection_cases() -> list[Cli]:
                 "maxtext": _yaml_parses,
                 "automodel": _yaml_parses,
                 "nanotron": _yaml_parses,
+                "accelerate": _yaml_parses,
             }.get(fmt)
             cases.append(
                 Cli(

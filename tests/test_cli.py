@@ -542,7 +542,8 @@ def test_frameworks_listing(capsys: pytest.CaptureFixture[str]) -> None:
     rows = {line.split()[0]: line for line in out.splitlines()[1:10]}
     assert {name.rstrip("*") for name in rows} == set(framework_names())
     assert "megatron*" in rows and "maxtext*" in rows  # the defaults on GPUs and on TPUs
-    assert "torchtitan~" in rows["fsdp"]  # exports the nearest stack's format
+    assert "megatron~" in rows["hai-llm"]  # exports the nearest stack's format
+    assert " accelerate " in rows["fsdp"]  # Accelerate's FSDP launch config
     assert " automodel " in rows["automodel"]  # its own recipe sections
     assert "0,1,2,3 (1)" in rows["megatron*"]  # ZeRO stages, the deepest with PP
     assert "nemo (megatron)" in out and all(len(line) <= 100 for line in out.splitlines())

@@ -48,6 +48,7 @@ GOLDEN_SUFFIX = {
     "maxtext": "yaml",
     "automodel": "yaml",
     "nanotron": "yaml",
+    "accelerate": "yaml",
     "vllm": "sh",
     "sglang": "sh",
 }
@@ -128,7 +129,7 @@ def parse(fmt: str, text: str) -> list[tuple[str, object]]:
         return _flatten(tomllib.loads(text))
     if fmt == "deepspeed":
         return _flatten(json.loads(text))
-    if fmt in ("automodel", "nanotron"):  # nested config sections
+    if fmt in ("automodel", "nanotron", "accelerate"):  # nested config sections
         return _flatten(yaml.safe_load(text))
     if fmt == "maxtext":  # flat overrides of base.yml, as pyconfig reads them
         return list(yaml.safe_load(text).items())
@@ -907,3 +908,46 @@ def test_deepspeed_says_where_the_plan_puts_its_layers() -> None:
     redo = [s.recompute_layers for s in plan.pipeline_stages]
     if plan.layout.recompute.value == "full" and redo != counts:
         assert any(f"recompute the first {redo} layers" in n for n in notes)
+
+
+def test_accelerate_export_of_fsdp_plans_is_their_launch_config() -> None:
+    """Plans scored under --framework fsdp (FSDP1) and fsdp2 (fully_shard) export Accelerate's
+    FSDP launch config: FSDP1's FULL_SHARD with the backward prefetch, FSDP2's resharding and its
+    hybrid sharding as parallelism_config (8 x 2 over 16 H100), the processes over two nodes,
+    bf16 and eager (the profiles' uncompiled kernels); neither says it was scored for another
+    framework, and both say the batch the script must set: 2 micro-batches of 1 x 4,096 tokens
+    (32 sequences over 16 GPUs)."""
+    common = {"model": "8B", "cluster": "hgx_h100x16", "seq_len": 4096, "global_batch": 32}
+    fsdp1 = planner.estimate(**common, layout={"zero": 3, "mbs": 1}, framework="fsdp")
+    names = check_names("accelerate", planner.export(fsdp1, format="accelerate").text)
+    assert {k: v for k, v in names.items() if not k.startswith("fsdp_config.fsdp_")} == {
+        "compute_environment": "LOCAL_MACHINE", "distributed_type": "FSDP",
+        "mixed_precision": "bf16", "num_machines": 2, "num_processes": 16, "machine_rank": 0,
+        "main_training_function": "main", "rdzv_backend": "static", "same_network": True,
+        "use_cpu": False,
+    }  # fmt: skip
+    assert names["fsdp_config.fsdp_version"] == 1
+    assert names["fsdp_config.fsdp_sharding_strategy"] == "FULL_SHARD"
+    assert names["fsdp_config.fsdp_backward_prefetch"] == "BACKWARD_PRE"
+    assert names["fsdp_config.fsdp_auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"
+    fsdp2 = planner.estimate(
+        **common, layout={"zero": 3, "mbs": 1}, framework="fsdp2",
+        workload={"zero_shard_group": 8},
+    )  # fmt: skip
+    result = planner.export(fsdp2, format="accelerate")
+    names = check_names("accelerate", result.text)
+    assert names["fsdp_config.fsdp_version"] == 2
+    assert names["fsdp_config.fsdp_reshard_after_forward"] is True
+    assert names["parallelism_config.parallelism_config_dp_replicate_size"] == 2
+    assert names["parallelism_config.parallelism_config_dp_shard_size"] == 8
+    assert "dynamo_config.dynamo_backend" not in names
+    for plan in (fsdp1, fsdp2):
+        notes = planner.export(plan, format="accelerate").notes
+        assert not any("another framework" in note for note in notes)
+        assert any("per_device_train_batch_size 1 x gradient_accumulation_steps 2" in note
+                   for note in notes)  # fmt: skip
+    ddp = planner.estimate(  # ZeRO-0 under FSDP2's profile: DDP (fits a B200's 180 GB)
+        **{**common, "cluster": "hgx_b200x16"}, layout={"zero": 0, "mbs": 1}, framework="fsdp2"
+    )
+    names = check_names("accelerate", planner.export(ddp, format="accelerate").text)
+    assert names["distributed_type"] == "MULTI_GPU" and "fsdp_config.fsdp_version" not in names

@@ -20,7 +20,7 @@ import pytest
 import planner
 from planner.catalog.frameworks import load_framework
 from planner.cost.expert import dispatcher_syncs_host
-from planner.cost.sharding import keeps_master_remainders
+from planner.cost.sharding import keeps_master_remainders, zero3_reshards
 from planner.report.export import ExportResult, export, make_job
 from planner.report.export.assumed import DP_OVERLAP, MODEL_ROPE, SETTINGS, setting_words
 from planner.report.export.job import ExportJob
@@ -28,7 +28,10 @@ from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
 from tests.test_export import _bash_array, check_names
 
-FORMATS = ("megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel", "nanotron")
+FORMATS = (
+    "megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel", "nanotron",
+    "accelerate",
+)  # fmt: skip
 """The training exports (vllm and sglang serve: their settings are the serving plan's)."""
 
 PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
@@ -510,6 +513,67 @@ def _maxtext_saved(c: Case) -> bool:
     return c.has("remat_policy", "custom") and all(
         c.names[key] in (("device", "offload") if name in saved else ("remat",))
         for name, key in keys.items()
+    )
+
+
+def _precision_accelerate(c: Case) -> bool:
+    """bf16 and fp8 are Accelerate's mixed precision (fp8 through fp8_config's backend); any
+    other format is said, with bf16 set."""
+    p = str(c.layout.precision)
+    if p in ("bf16", "fp8"):
+        return c.has("mixed_precision", p) and not c.said()
+    return c.has("mixed_precision", "bf16") and c.said()
+
+
+def _hybrid_accelerate(c: Case) -> bool:
+    """FSDP1's node-sized hybrid sharding or FSDP2's parallelism_config shard size; a note
+    otherwise."""
+    set_ = (
+        c.has("fsdp_config.fsdp_sharding_strategy", "HYBRID_SHARD")
+        or c.has("fsdp_config.fsdp_sharding_strategy", "HYBRID_SHARD_ZERO2")
+        or c.has("parallelism_config.parallelism_config_dp_shard_size", c.w.zero_shard_group)
+    )
+    return set_ != c.said()
+
+
+def _reshard_accelerate(c: Case) -> bool:
+    """Resharding after the forward: FSDP1's FULL_SHARD (else SHARD_GRAD_OP), FSDP2's bool."""
+    reshards = c.layout.zero >= 3 and zero3_reshards(c.w, c.layout)
+    if "fsdp_config.fsdp_reshard_after_forward" in c.names:
+        return c.names["fsdp_config.fsdp_reshard_after_forward"] is reshards
+    strategy = c.names.get("fsdp_config.fsdp_sharding_strategy")
+    return strategy in (("FULL_SHARD", "HYBRID_SHARD") if reshards
+                        else ("SHARD_GRAD_OP", "HYBRID_SHARD_ZERO2"))  # fmt: skip
+
+
+def _dp_accelerate(c: Case) -> bool:
+    """FSDP1 prefetches the backward's gathers (BACKWARD_PRE) where the prediction overlapped,
+    else none; FSDP2 and DDP overlap natively, said when the prediction did not."""
+    if "fsdp_config.fsdp_backward_prefetch" in c.names:
+        return (
+            c.has(
+                "fsdp_config.fsdp_backward_prefetch", "BACKWARD_PRE" if _dp_on(c) else "NO_PREFETCH"
+            )
+            and not c.said()
+        )
+    return c.said() != _dp_on(c)
+
+
+def _fp8_gather_accelerate(c: Case) -> bool:
+    """torchao's backend under FSDP2 sets its float8 all-gather; otherwise a note."""
+    if "fp8_config.enable_fsdp_float8_all_gather" in c.names:
+        return c.has("fp8_config.enable_fsdp_float8_all_gather", c.w.fp8_param_gather) and not (
+            c.said()
+        )
+    return c.said()
+
+
+def _recompute_accelerate(c: Case) -> bool:
+    """fsdp_activation_checkpointing recomputes every wrapped layer; a count is said."""
+    if "fsdp_config.fsdp_activation_checkpointing" not in c.names:  # DDP: the script's
+        return c.said()
+    return c.names["fsdp_config.fsdp_activation_checkpointing"] is True and (
+        (c.w.recompute_num_layers is None) != c.said()
     )
 
 
@@ -1173,6 +1237,76 @@ EXPECT: dict[str, dict[str, Check]] = {
         "fsdp2_buffer_copies": _native(lambda c: c.w.fsdp2_buffer_copies is False),
         "weight_cast": _native(lambda c: c.w.weight_cast == "per_step"),
         "fp8_casts": _native(lambda c: c.w.fp8_casts == "fused"),
+    },
+    "accelerate": {
+        # the launch config holds the processes, precision, compile and FSDP; the rest is the
+        # training script's, said in notes
+        "host_sync_interval": _said,
+        "seq_len": _said,
+        "global_batch": _said,
+        "precision": _precision_accelerate,
+        "bf16_wgrad_formats": _said,
+        "grad_reduce_dtype": _native(lambda c: c.w.grad_reduce_dtype == "bf16"),
+        "optimizer_state_dtype": _said,
+        "sequence_parallel": _said,
+        "tp_comm_overlap": _said,
+        "flash_attention": _said,
+        "moe_dispatch_dedup": _said,
+        "ep_comm_overlap": _said,
+        "cross_entropy": _said,
+        "recompute_num_layers": _recompute_accelerate,
+        "moe_host_sync": _said,
+        "pp_host_sync": _native(lambda c: not c.w.pp_host_sync),
+        "zero1_grad_sync": _native(lambda c: c.w.zero1_grad_sync == "reduce_scatter"),
+        "recompute_modules": _said,
+        "expert_load_imbalance": _said,
+        "framework": _framework("accelerate"),
+        "moe_capacity_factor": _said,
+        "moe_expert_compute": _said,
+        "moe_routing_group": _said,
+        "grouped_gemm_tiles": _said,
+        "saved_tensors": _said,
+        "cp_comm": _said,
+        "cp_impl": _said,
+        "reshard_after_forward": _reshard_accelerate,
+        "fsdp_gather_unit": _native(lambda c: c.w.fsdp_gather_unit == "layer"),
+        # the FSDP version is the one with (2) or without (1) the copies
+        "fsdp2_buffer_copies": lambda c: (
+            c.has("fsdp_config.fsdp_version", 2 if c.w.fsdp2_buffer_copies else 1) and not c.said()
+        ),
+        "weight_cast": _native(lambda c: c.w.weight_cast == "per_call"),
+        "pp_grad_sync": _said,
+        "pipeline_schedule": _said,
+        "ddp_bucket_params": _said,
+        "zero_shard_group": _hybrid_accelerate,
+        "fp32_params": _said,
+        "master_copy": _said,
+        "unsharded_param_layers": _native(
+            lambda c: c.w.unsharded_param_layers == 2.0 and c.layout.zero >= 3
+        ),
+        "activation_offload_fraction": _said,
+        "fused_elementwise": lambda c: (
+            (
+                c.has("dynamo_config.dynamo_backend", "INDUCTOR")
+                if c.w.fused_elementwise
+                else "dynamo_config.dynamo_backend" not in c.names
+            )
+            and not c.said()
+        ),
+        "attention_kernel": _said,
+        "activation_memory_overhead": _said,
+        "framework_buffers": _said,
+        "fp8_casts": lambda c: (
+            c.has("fp8_config.backend", {"fused": "te", "tensorwise": "ao"}[c.w.fp8_casts])
+            and not c.said()
+            if c.w.fp8_casts in ("fused", "tensorwise")
+            else c.has("fp8_config.backend", "ao") and c.said()
+        ),
+        "fp8_param_gather": _fp8_gather_accelerate,
+        "fused_grouped_mlp": _native(lambda c: not _fused_mlp(c)),
+        "mtp_num_layers": _said,
+        MODEL_ROPE: _said,
+        DP_OVERLAP: _dp_accelerate,
     },
 }
 

@@ -1326,6 +1326,7 @@ EXPORT_FORMATS = (
     "maxtext",
     "automodel",
     "nanotron",
+    "accelerate",
     "vllm",
     "sglang",
 )

@@ -20,7 +20,14 @@ from planner.specs.formats import NumberFormat
 from planner.specs.text import Name, Text
 
 ExportFormat = Literal[
-    "megatron", "bridge", "torchtitan", "deepspeed", "maxtext", "automodel", "nanotron"
+    "megatron",
+    "bridge",
+    "torchtitan",
+    "deepspeed",
+    "maxtext",
+    "automodel",
+    "nanotron",
+    "accelerate",
 ]
 """Export formats a framework maps to (``layout export --format``)."""
 
@@ -56,9 +63,9 @@ class FrameworkSpec(FrozenSpec):
     """The export format a plan made with this profile maps to."""
     export_is_own: bool = True
     """The export format is this framework's own. False where it is the nearest format of
-    another stack (FSDP-only trainers export torchtitan's TOML, HAI-LLM
-    Megatron-LM's arguments): the export then says the plan was scored for another
-    framework, as it does for a plan exported to any other format."""
+    another stack (HAI-LLM, closed, exports Megatron-LM's arguments): the export then says the
+    plan was scored for another framework, as it does for a plan exported to any other
+    format."""
     zero_stages: tuple[int, ...] = Field(min_length=1)
     """ZeRO / FSDP stages the framework implements (0 plain data parallel, 1 sharded optimizer
     state, 2 + sharded gradients, 3 + sharded parameters: FSDP)."""

@@ -3,7 +3,8 @@
 Formats: ``megatron`` (Megatron-LM ``pretrain_gpt.py`` arguments), ``bridge`` (Megatron-Bridge /
 NeMo ``ConfigContainer`` overrides), ``torchtitan`` (TOML job-config sections), ``deepspeed``
 (JSON config), ``maxtext`` (YAML overrides of MaxText's base.yml), ``automodel`` (NeMo AutoModel
-recipe sections, YAML), ``nanotron`` (Nanotron config sections, YAML), ``vllm`` (``vllm serve``)
+recipe sections, YAML), ``nanotron`` (Nanotron config sections, YAML), ``accelerate`` (Hugging
+Face Accelerate's FSDP launch config, YAML), ``vllm`` (``vllm serve``)
 and ``sglang`` (``sglang.launch_server``). Every name emitted exists in the framework version
 each module names; the lists live in ``tests/data/framework_args/`` and the tests check every
 export against them. What a framework cannot express is said in :attr:`ExportResult.notes` (and
@@ -22,6 +23,7 @@ from collections.abc import Callable
 
 from planner.errors import SpecError
 from planner.report.export import (
+    accelerate,
     automodel,
     bridge,
     deepspeed,
@@ -51,6 +53,7 @@ FORMATS: dict[str, Callable[[ExportJob], ExportResult]] = {
     "maxtext": maxtext.render,
     "automodel": automodel.render,
     "nanotron": nanotron.render,
+    "accelerate": accelerate.render,
     "vllm": serving.render_vllm,
     "sglang": serving.render_sglang,
 }

@@ -544,6 +544,12 @@ NATIVE_GATHER_AND_CAST: dict[str, tuple[str, str, str, str]] = {
         "AutoModel passes is_first_microbatch to Transformer Engine's linears, which cast a "
         "weight once per step and reuse it (components/models/common/utils.py)",
     ),
+    "accelerate": (
+        "layer", "per_call",
+        "FSDP gathers each wrapped decoder layer at once (TRANSFORMER_BASED_WRAP)",
+        "Accelerate's fp8 backends cast the weight on every call (Transformer Engine's modules "
+        "without is_first_microbatch, torchao's Float8Linear)",
+    ),
     "nanotron": (
         "layer", "per_step",
         "Nanotron has no ZeRO-3: nothing is gathered",
@@ -571,6 +577,11 @@ NATIVE_FP8_CASTS: dict[str, tuple[str, str]] = {
         "(quantize.linear.float8 recipe_name)",
     ),
     "automodel": ("fused", "AutoModel's FP8 runs Transformer Engine's modules (te_fp8)"),
+    "accelerate": (
+        "fused",
+        "fp8_config's backend: Transformer Engine's fused casts (te) or torchao's tensorwise "
+        "recipe (ao); torchao's rowwise recipe is the script's (AORecipeKwargs)",
+    ),
     "nanotron": ("fused", "Nanotron trains in bf16 here: nothing is quantized"),
     "maxtext": ("fused", "XLA fuses the quantization into the dot's neighbours"),
 }
@@ -590,6 +601,11 @@ NATIVE_FSDP2_COPIES: dict[str, tuple[bool, str]] = {
         True,
         "FSDP2 (fully_shard) copies each all-gather's output into the parameters and the "
         "gradients into its reduce-scatter buffer",
+    ),
+    "accelerate": (
+        False,
+        "fsdp_version: 1 keeps flat parameters (views of the gathered buffer), 2 (fully_shard) "
+        "copies around its collectives",
     ),
     "nanotron": (False, "Nanotron has no ZeRO-2/3"),
     "maxtext": (False, "XLA's gathered weights are the dot operands themselves"),

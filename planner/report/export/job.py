@@ -30,9 +30,9 @@ from planner.specs.result import SCHEMA_VERSION, Plan, SearchResult, ServePlan, 
 from planner.specs.workload import DEFAULT_RECOMPUTE_MODULES, ServeWorkload, TrainWorkload
 from planner.units import run_length
 
-EXPORT_SCHEMA_VERSION = "1.2"
+EXPORT_SCHEMA_VERSION = "1.3"
 """Version of the ``layout export --json`` shape (major.minor; minor bumps are additive): 1.1 added
-``env``, 1.2 the ``automodel`` and ``nanotron`` formats."""
+``env``, 1.2 the ``automodel`` and ``nanotron`` formats, 1.3 ``accelerate``."""
 
 _HF_URL = re.compile(r"https?://huggingface\.co/(\w[\w.-]*/\w[\w.-]*)")
 """A Hugging Face model URL; the id's parts start with a word character, so the id can never
@@ -46,7 +46,7 @@ class ExportResult(FrozenSpec):
     """Version of this JSON shape (major.minor; minor bumps are additive)."""
     format: str
     """Export format (megatron, bridge, torchtitan, deepspeed, maxtext, automodel and nanotron
-    (schema 1.2), vllm, sglang)."""
+    (schema 1.2), accelerate (schema 1.3), vllm, sglang)."""
     framework: str
     """The framework and entry point the output is for."""
     framework_version: str
