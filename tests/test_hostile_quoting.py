@@ -306,6 +306,10 @@ def test_toml_json_and_yaml_exports_keep_their_structure(
     _no_terminal_controls(nanotron)
     assert _comment_mask(nanotron) == _comment_mask(export(benign, "nanotron").text)
     assert yaml.safe_load(nanotron) == yaml.safe_load(export(benign, "nanotron").text)
+    accelerate = export(job, "accelerate").text
+    _no_terminal_controls(accelerate)
+    assert _comment_mask(accelerate) == _comment_mask(export(benign, "accelerate").text)
+    assert yaml.safe_load(accelerate) == yaml.safe_load(export(benign, "accelerate").text)
 
 
 def test_every_format_is_covered() -> None:
@@ -316,6 +320,7 @@ def test_every_format_is_covered() -> None:
         "maxtext",
         "automodel",
         "nanotron",
+        "accelerate",
     }
 
 
