@@ -547,15 +547,11 @@ def _reshard_accelerate(c: Case) -> bool:
 
 
 def _dp_accelerate(c: Case) -> bool:
-    """FSDP1 prefetches the backward's gathers (BACKWARD_PRE) where the prediction overlapped,
-    else none; FSDP2 and DDP overlap natively, said when the prediction did not."""
-    if "fsdp_config.fsdp_backward_prefetch" in c.names:
-        return (
-            c.has(
-                "fsdp_config.fsdp_backward_prefetch", "BACKWARD_PRE" if _dp_on(c) else "NO_PREFETCH"
-            )
-            and not c.said()
-        )
+    """FSDP1 (BACKWARD_PRE), FSDP2 and DDP overlap their collectives with the backward
+    natively: said when the prediction did not."""
+    if c.names.get("fsdp_config.fsdp_version") == 1:
+        prefetch = c.has("fsdp_config.fsdp_backward_prefetch", "BACKWARD_PRE")
+        return prefetch and c.said() != _dp_on(c)
     return c.said() != _dp_on(c)
 
 

@@ -79,8 +79,12 @@ def _fsdp1(job: ExportJob) -> dict[str, Value]:
                 f"a node ({per_node} GPUs); one shard over all dp={layout.dp} is set"
             )
     out: dict[str, Value] = {"fsdp_version": 1, "fsdp_sharding_strategy": strategy}
-    out["fsdp_backward_prefetch"] = "BACKWARD_PRE" if dp_overlapped(job) else "NO_PREFETCH"
-    job.express(DP_OVERLAP)
+    # FSDP1 reduce-scatters on its own stream behind the backward whatever the prefetch, and
+    # BACKWARD_PRE gathers the next unit's parameters before the current one's gradients: a
+    # prediction that kept the data-parallel collectives out of the overlap is said instead
+    out["fsdp_backward_prefetch"] = "BACKWARD_PRE"
+    if dp_overlapped(job):
+        job.express(DP_OVERLAP)
     out["fsdp_forward_prefetch"] = False
     out["fsdp_use_orig_params"] = True
     out["fsdp_sync_module_states"] = True
