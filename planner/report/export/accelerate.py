@@ -26,6 +26,7 @@ from planner.report.export.assumed import (
     setting_words,
 )
 from planner.report.export.job import ExportJob, ExportResult, yaml_sections_result
+from planner.report.export.torchtitan import FSDP2_UNSHARDED_LAYERS
 from planner.specs.layout import Recompute
 
 FRAMEWORK = "Hugging Face Accelerate launch config (YAML)"
@@ -33,8 +34,9 @@ VERSION = "16cb6eb8 (2026-07-24)"
 
 Value = int | float | str | bool | None | dict[str, object]
 
-_MIXED_PRECISION = {"bf16": "bf16", "fp8": "fp8"}
-"""The planner's number format -> ``mixed_precision`` (fp8 through the ``fp8_config`` backend)."""
+_MIXED_PRECISIONS = ("bf16", "fp8")
+"""The planner's number formats that are ``mixed_precision`` values of their own name (fp8
+through the ``fp8_config`` backend)."""
 
 _FP8_BACKEND = {"fused": "te", "tensorwise": "ao"}
 """How the prediction casts FP8 operands -> ``fp8_config.backend`` (``--fp8_backend`` choices):
@@ -65,7 +67,7 @@ def _fsdp1(job: ExportJob) -> dict[str, Value]:
     layout, workload = job.train[0].layout, job.train[1]
     reshards = layout.zero >= 3 and zero3_reshards(workload, layout)
     group = _shard_group(job)
-    per_node = job.cluster.system.accelerators_per_node
+    per_node = job.gpus_per_node
     if layout.zero == 0:
         strategy = "NO_SHARD"
     elif group is not None and group == per_node:
@@ -134,8 +136,10 @@ def _fsdp_config(job: ExportJob, version: int) -> dict[str, Value]:
     out["fsdp_offload_params"] = False
     out["fsdp_cpu_ram_efficient_loading"] = True
     out["fsdp_state_dict_type"] = "SHARDED_STATE_DICT"
-    if workload.unsharded_param_layers == 2.0 and layout.zero >= 3:
-        job.express("unsharded_param_layers")  # the running unit and the prefetched one
+    if workload.unsharded_param_layers == FSDP2_UNSHARDED_LAYERS and layout.zero >= 3:
+        # the running unit and the prefetched one, in FSDP1 (BACKWARD_PRE, limit_all_gathers)
+        # as in FSDP2
+        job.express("unsharded_param_layers")
     return out
 
 
@@ -152,12 +156,6 @@ def _recompute(job: ExportJob) -> bool:
             "is set (more memory than the prediction assumed)"
         )
     return False
-
-
-def _machines(job: ExportJob) -> int:
-    """``num_machines``: the hosts the plan's GPUs fill (whole nodes, as the plan places them)."""
-    per_node = min(job.cluster.system.accelerators_per_node, job.cluster.accelerators_per_domain)
-    return -(-job.train[0].layout.num_gpus // per_node)
 
 
 def _degrees(job: ExportJob) -> None:
@@ -227,7 +225,7 @@ def _mixed_precision(job: ExportJob) -> tuple[str, dict[str, Value] | None]:
     Accelerate's FSDP launch does not train in."""
     layout, workload = job.train[0].layout, job.train[1]
     precision = str(layout.precision)
-    if precision not in _MIXED_PRECISION:
+    if precision not in _MIXED_PRECISIONS:
         job.note(
             f"the prediction assumes {setting_words(job, 'precision')}: Accelerate's mixed "
             "precision offers bf16 and fp8 (Transformer Engine, torchao, MS-AMP); bf16 is set"
@@ -259,7 +257,7 @@ def sections(job: ExportJob) -> dict[str, Value]:
         "compute_environment": "LOCAL_MACHINE",
         "distributed_type": distributed,
         "mixed_precision": mixed,
-        "num_machines": _machines(job),
+        "num_machines": job.num_nodes,
         "num_processes": layout.num_gpus,
         "machine_rank": 0,
         "main_training_function": "main",
