@@ -667,18 +667,143 @@ OLMO_2_7B = {
 }
 """allenai/OLMo-2-1124-7B config.json (keys the planner reads)."""
 
+OLMOE_1B_7B = {
+    "model_type": "olmoe",
+    "architectures": ["OlmoeForCausalLM"],
+    "attention_bias": False,
+    "clip_qkv": None,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "intermediate_size": 1024,
+    "max_position_embeddings": 4096,
+    "num_attention_heads": 16,
+    "num_experts": 64,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 16,
+    "num_key_value_heads": 16,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "vocab_size": 50304,
+}
+"""allenai/OLMoE-1B-7B-0924 config.json (keys the planner reads)."""
+
+GRANITE_3_0_2B = {
+    "model_type": "granite",
+    "architectures": ["GraniteForCausalLM"],
+    "attention_bias": False,
+    "attention_multiplier": 0.015625,
+    "embedding_multiplier": 12.0,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "logits_scaling": 8.0,
+    "max_position_embeddings": 4096,
+    "mlp_bias": False,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 40,
+    "num_key_value_heads": 8,
+    "residual_multiplier": 0.22,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": True,
+    "vocab_size": 49155,
+}
+"""ibm-granite/granite-3.0-2b-base config.json (keys the planner reads)."""
+
+GRANITE_3_0_1B_A400M = {
+    "model_type": "granitemoe",
+    "architectures": ["GraniteMoeForCausalLM"],
+    "hidden_act": "silu",
+    "hidden_size": 1024,
+    "intermediate_size": 512,
+    "max_position_embeddings": 4096,
+    "num_attention_heads": 16,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 24,
+    "num_key_value_heads": 8,
+    "num_local_experts": 32,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": True,
+    "vocab_size": 49155,
+}
+"""ibm-granite/granite-3.0-1b-a400m-base config.json (keys the planner reads)."""
+
+STARCODER2_3B = {
+    "model_type": "starcoder2",
+    "architectures": ["Starcoder2ForCausalLM"],
+    "attention_dropout": 0.1,
+    "embedding_dropout": 0.1,
+    "hidden_act": "gelu_pytorch_tanh",
+    "hidden_size": 3072,
+    "intermediate_size": 12288,
+    "max_position_embeddings": 16384,
+    "norm_epsilon": 1e-05,
+    "num_attention_heads": 24,
+    "num_hidden_layers": 30,
+    "num_key_value_heads": 2,
+    "residual_dropout": 0.1,
+    "rope_theta": 999999.4420358813,
+    "sliding_window": 4096,
+    "use_bias": True,
+    "vocab_size": 49152,
+}
+"""bigcode/starcoder2-3b config.json (keys the planner reads; no tie_word_embeddings key)."""
+
+COMMAND_R = {
+    "model_type": "cohere",
+    "architectures": ["CohereForCausalLM"],
+    "attention_bias": False,
+    "hidden_act": "silu",
+    "hidden_size": 8192,
+    "intermediate_size": 22528,
+    "layer_norm_eps": 1e-05,
+    "logit_scale": 0.0625,
+    "max_position_embeddings": 8192,
+    "num_attention_heads": 64,
+    "num_hidden_layers": 40,
+    "num_key_value_heads": 64,
+    "rope_theta": 8000000.0,
+    "use_qk_norm": False,
+    "vocab_size": 256000,
+}
+"""CohereForAI/c4ai-command-r-v01 config.json (keys the planner reads)."""
+
+COMMAND_R7B = {
+    "model_type": "cohere2",
+    "architectures": ["Cohere2ForCausalLM"],
+    "attention_bias": False,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "layer_norm_eps": 1e-05,
+    "logit_scale": 0.25,
+    "max_position_embeddings": 8192,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "rope_theta": 50000.0,
+    "sliding_window": 4096,
+    "sliding_window_pattern": 4,
+    "vocab_size": 256000,
+}
+"""CohereForAI/c4ai-command-r7b-12-2024 config.json (keys the planner reads)."""
+
 PUBLISHED_TOTALS = [
     ("qwen1.5-moe-a2.7b", QWEN1_5_MOE_A2_7B, 14.3e9, 2.7e9),  # model card: 14.3B, 2.7B active
     ("deepseek-v2-lite", DEEPSEEK_V2_LITE, 15.7e9, None),  # model card: 15.7B
     ("phi-3-mini", PHI_3_MINI, 3.8e9, None),  # model card: 3.8B
     ("olmo-2-7b", OLMO_2_7B, 7.3e9, None),  # model card: 7.3B (OLMo 2 report: 7B class)
+    ("olmoe-1b-7b", OLMOE_1B_7B, 6.9e9, 1.3e9),  # arXiv 2409.02060: 6.9B total, 1.3B active
+    ("granite-3.0-2b", GRANITE_3_0_2B, 2.5e9, None),  # Granite 3.0 report: 2.5B
+    ("granite-3.0-1b-a400m", GRANITE_3_0_1B_A400M, 1.3e9, None),  # report: 1.3B total
+    ("starcoder2-3b", STARCODER2_3B, 3.0e9, None),  # model card: 3B (tied: 3.03B)
+    ("command-r", COMMAND_R, 35e9, None),  # model card: 35 billion parameters
 ]
 """Configs whose checkpoints' exact counts are not at hand: the model card's rounded figures."""
 
 
 def test_every_supported_family_has_a_config_here() -> None:
     configs = [c for _, c in ROUND_TRIPS] + [c for _, c, _ in EXACT_TOTALS]
-    configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR, LLAMA_4_SCOUT_TEXT]
+    configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR, LLAMA_4_SCOUT_TEXT, COMMAND_R7B]
     wrappers = {"gemma3", "llama4"}  # refused with a one-line error (test_wrappers_are_refused)
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
@@ -707,6 +832,35 @@ def test_gemma_layers() -> None:
     v2 = model_from_hf_config(DEEPSEEK_V2_LITE, name="v2")
     assert v2.mla is not None and v2.mla.q_lora_rank == 0 and v2.moe is not None
     assert not v2.moe.router_bias and v2.moe.num_shared_experts == 2
+
+
+def test_moe_families_without_shared_experts() -> None:
+    olmoe = model_from_hf_config(OLMOE_1B_7B, name="olmoe")
+    assert olmoe.moe is not None and (olmoe.moe.num_experts, olmoe.moe.top_k) == (64, 8)
+    assert olmoe.qk_norm and olmoe.moe.num_shared_experts == 0 and olmoe.ffn_hidden_size == 0
+    granite = model_from_hf_config(GRANITE_3_0_1B_A400M, name="granite-moe")
+    assert granite.moe is not None and (granite.moe.num_experts, granite.moe.top_k) == (32, 8)
+    # the report's 400M active leaves the tied embedding out: 24 x (3.15M attention + 8 x
+    # 1.57M expert + 32.8K router + norms) = 378M
+    assert round((active_params(granite) - embedding_params(granite)) / 1e8) == 4
+
+
+def test_starcoder2_and_cohere_layers() -> None:
+    sc2 = model_from_hf_config(STARCODER2_3B, name="sc2")
+    assert (sc2.norm, sc2.ffn_activation, sc2.tied_embeddings) == ("layernorm", "gelu", True)
+    assert sc2.attention_bias and sc2.attention_output_bias and sc2.mlp_bias and sc2.dropout
+    assert (sc2.sliding_window, sc2.num_sliding_window_layers) == (4096, 30)
+    no_bias = model_from_hf_config({**STARCODER2_3B, "use_bias": False}, name="sc2")
+    assert not (no_bias.attention_bias or no_bias.mlp_bias)
+    command_r = model_from_hf_config(COMMAND_R, name="command-r")
+    assert command_r.parallel_block and command_r.tied_embeddings and not command_r.qk_norm
+    assert command_r.norm == "layernorm" and command_r.ffn_activation == "swiglu"
+    r7b = model_from_hf_config(COMMAND_R7B, name="r7b")
+    # three local layers to one global: layers 3, 7, ..., 31 of 32 are global
+    assert r7b.parallel_block and (r7b.sliding_window, r7b.num_sliding_window_layers) == (4096, 24)
+    # the 7B of its name is the count without the 1.05B tied embedding: 32 x (41.9M attention +
+    # 176.2M MLP) = 6.98B
+    assert round((total_params(r7b) - embedding_params(r7b)) / 1e8) == 70
 
 
 def test_glm4_moe_against_its_report() -> None:

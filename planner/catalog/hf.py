@@ -39,7 +39,15 @@ _PLAIN = {
     "gelu_fast": "gelu",
 }
 """hidden_act -> ModelSpec activation for plain (up/down) FFNs."""
-_DROPOUT_KEYS = ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop")
+_DROPOUT_KEYS = (
+    "attention_dropout",
+    "hidden_dropout",
+    "resid_pdrop",
+    "embd_pdrop",
+    "attn_pdrop",
+    "residual_dropout",
+    "embedding_dropout",
+)
 """Config keys holding a training dropout probability."""
 
 
@@ -678,16 +686,33 @@ def _gemma3_text(config: Config) -> Fields:
     """Gemma3ForCausalLM (arXiv 2503.19786): Gemma 2's layer with per-head q/k RMSNorm, and
     ``sliding_window_pattern`` - 1 local layers for every global one (layer i is global when
     (i + 1) is a multiple of the pattern), unless ``layer_types`` lists them."""
+    return {
+        **_gemma_layers(config),
+        "post_norms": True,
+        "qk_norm": True,
+        **_pattern_sliding(config),
+    }
+
+
+def _pattern_sliding(config: Config) -> Fields:
+    """Sliding-window fields of a model with ``sliding_window_pattern`` - 1 local layers for
+    every global one (layer i is global when (i + 1) is a multiple of the pattern: Gemma 3,
+    Cohere 2), unless ``layer_types`` lists them.
+
+    >>> _pattern_sliding({"num_hidden_layers": 32, "sliding_window_pattern": 4,
+    ...                   "sliding_window": 4096})
+    {'sliding_window': 4096, 'num_sliding_window_layers': 24}
+    """
     sliding = _layer_types_sliding(config)
-    if sliding is None:
-        layers = _int(config, "num_hidden_layers")
-        pattern = _positive_int(config, "sliding_window_pattern")
-        count = layers - layers // pattern
-        sliding = {
-            "sliding_window": _int(config, "sliding_window") if count else None,
-            "num_sliding_window_layers": count,
-        }
-    return {**_gemma_layers(config), "post_norms": True, "qk_norm": True, **sliding}
+    if sliding is not None:
+        return sliding
+    layers = _int(config, "num_hidden_layers")
+    pattern = _positive_int(config, "sliding_window_pattern")
+    count = layers - layers // pattern
+    return {
+        "sliding_window": _int(config, "sliding_window") if count else None,
+        "num_sliding_window_layers": count,
+    }
 
 
 def _qwen2_moe(config: Config) -> Fields:
@@ -821,6 +846,86 @@ def _nemotron(config: Config) -> Fields:
     }
 
 
+def _olmoe(config: Config) -> Fields:
+    """OlmoeForCausalLM (OLMoE, arXiv 2409.02060): Llama's attention with RMSNorm on the whole
+    q and k projections (``qk_norm``, counted one head wide as for OLMo 2), norms before each
+    sub-block, and a MoE FFN on every layer: ``num_experts`` SwiGLU experts of width
+    ``intermediate_size``, top ``num_experts_per_tok``, no shared expert. ``clip_qkv`` clamps
+    the projections in place: no parameter, and its elementwise pass is not priced."""
+    moe = {
+        "num_experts": _int(config, "num_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
+    }
+    return {**_gated(config, 0), **_biases(config), "qk_norm": True, "moe": moe}
+
+
+def _granite(config: Config) -> Fields:
+    """GraniteForCausalLM (IBM Granite 3 dense): Llama's layer. Its ``embedding_multiplier``,
+    ``attention_multiplier``, ``residual_multiplier`` and ``logits_scaling`` scale activations
+    by constants: no parameter, and (fused into the kernels they follow) no pass priced."""
+    return _llama(config)
+
+
+def _granitemoe(config: Config) -> Fields:
+    """GraniteMoeForCausalLM (IBM Granite 3.0 / 3.1 MoE): Granite's attention and scaling
+    constants, and a MoE FFN on every layer: ``num_local_experts`` SwiGLU experts of width
+    ``intermediate_size``, top ``num_experts_per_tok``, no shared expert."""
+    moe = {
+        "num_experts": _int(config, "num_local_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
+    }
+    return {**_gated(config, 0), **_biases(config), "moe": moe}
+
+
+def _starcoder2(config: Config) -> Fields:
+    """Starcoder2ForCausalLM (StarCoder2, arXiv 2402.19173): GQA, a plain MLP (``c_fc`` and
+    ``c_proj``; ``hidden_act``, default the tanh GELU), LayerNorm with bias, RoPE, biases on
+    every projection when ``use_bias`` (default true), a non-null ``sliding_window`` on every
+    layer, and the embedding tied to the output layer unless ``tie_word_embeddings`` says
+    otherwise (Starcoder2Config leaves it at PretrainedConfig's true; the released config.json
+    files leave it out)."""
+    use_bias = _bool(config, "use_bias", True)
+    return {
+        **_attention(config),
+        "tied_embeddings": _bool(config, "tie_word_embeddings", True),
+        "ffn_hidden_size": _int(config, "intermediate_size"),
+        "ffn_activation": _activation(config, "hidden_act", "gelu_pytorch_tanh", _PLAIN),
+        "position_embedding": "rope",
+        "norm": "layernorm",
+        "attention_bias": use_bias,
+        "attention_output_bias": use_bias,
+        "mlp_bias": use_bias,
+        **_all_layers_sliding(config),
+    }
+
+
+def _cohere(config: Config) -> Fields:
+    """CohereForCausalLM (Command R, Command R+): attention and a SwiGLU MLP side by side on
+    one LayerNorm's output (``parallel_block``), GQA, RoPE, optional per-head q/k LayerNorm
+    (``use_qk_norm``, Command R+), biases only with ``attention_bias``, the embedding tied to
+    the output layer unless ``tie_word_embeddings`` says otherwise (CohereConfig defaults it to
+    true). Cohere's LayerNorm has no bias where the spec's counts one: D weights a norm, 0.0003%
+    of Command R. ``logit_scale`` multiplies the logits by a constant: not priced."""
+    return {
+        **_gated(config, _int(config, "intermediate_size")),
+        **_biases(config),
+        "norm": "layernorm",
+        "parallel_block": True,
+        "qk_norm": _bool(config, "use_qk_norm", False),
+        "tied_embeddings": _bool(config, "tie_word_embeddings", True),
+    }
+
+
+def _cohere2(config: Config) -> Fields:
+    """Cohere2ForCausalLM (Command R7B, Command A): Cohere's parallel layer with sliding-window
+    attention on ``sliding_window_pattern`` - 1 of every ``sliding_window_pattern`` layers
+    (:func:`_pattern_sliding`, or ``layer_types``); the global layers use no positional
+    embedding, which changes no count here."""
+    return {**_cohere(config), **_pattern_sliding(config)}
+
+
 _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "llama": _llama,
     "llama4": _multimodal_wrapper("llama4_text"),
@@ -843,6 +948,12 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "gpt_oss": _gpt_oss,
     "gpt2": _gpt2,
     "nemotron": _nemotron,
+    "olmoe": _olmoe,
+    "granite": _granite,
+    "granitemoe": _granitemoe,
+    "starcoder2": _starcoder2,
+    "cohere": _cohere,
+    "cohere2": _cohere2,
 }
 """model_type -> the function mapping that family's config.json to ModelSpec fields."""
 
@@ -871,6 +982,12 @@ _ARCHITECTURES: dict[str, str] = {
     "GptOssForCausalLM": "gpt_oss",
     "GPT2LMHeadModel": "gpt2",
     "NemotronForCausalLM": "nemotron",
+    "OlmoeForCausalLM": "olmoe",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
+    "Starcoder2ForCausalLM": "starcoder2",
+    "CohereForCausalLM": "cohere",
+    "Cohere2ForCausalLM": "cohere2",
 }
 """transformers' model class (a config's ``architectures``) -> the :data:`_FAMILIES` key of the
 network it builds: how a config whose own ``model_type`` is not known here is read

@@ -281,6 +281,7 @@ def _architecture(job: ExportJob) -> Group:
         ("sliding-window attention", model.num_sliding_window_layers > 0),
         ("attention sinks", model.attention_sinks),
         ("a norm after each sub-block (Gemma 2/3)", model.post_norms),
+        ("attention and MLP side by side on one norm (a parallel block)", model.parallel_block),
         ("a router bias", model.moe is not None and model.moe.router_bias),
     ]
     for what, present in unexpressed:
