@@ -767,6 +767,35 @@ COMMAND_R = {
 }
 """CohereForAI/c4ai-command-r-v01 config.json (keys the planner reads)."""
 
+PHI_3_5_MOE = {
+    "model_type": "phimoe",
+    "architectures": ["PhiMoEForCausalLM"],
+    "attention_bias": True,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 6400,
+    "lm_head_bias": True,
+    "max_position_embeddings": 131072,
+    "num_attention_heads": 32,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 16,
+    "original_max_position_embeddings": 4096,
+    "rope_scaling": {
+        "long_mscale": 1.243163121016122,
+        "original_max_position_embeddings": 4096,
+        "short_mscale": 1.243163121016122,
+        "type": "longrope",
+    },
+    "rope_theta": 10000.0,
+    "sliding_window": 131072,
+    "tie_word_embeddings": False,
+    "vocab_size": 32064,
+}
+"""microsoft/Phi-3.5-MoE-instruct config.json (keys the planner reads; rope_scaling's 32-value
+long_factor and short_factor lists left out)."""
+
 COMMAND_R7B = {
     "model_type": "cohere2",
     "architectures": ["Cohere2ForCausalLM"],
@@ -797,6 +826,7 @@ PUBLISHED_TOTALS = [
     ("granite-3.0-1b-a400m", GRANITE_3_0_1B_A400M, 1.3e9, None),  # report: 1.3B total
     ("starcoder2-3b", STARCODER2_3B, 3.0e9, None),  # model card: 3B (tied: 3.03B)
     ("command-r", COMMAND_R, 35e9, None),  # model card: 35 billion parameters
+    ("phi-3.5-moe", PHI_3_5_MOE, 41.9e9, 6.6e9),  # model card: 42B total, 6.6B active
 ]
 """Configs whose checkpoints' exact counts are not at hand: the model card's rounded figures."""
 
@@ -861,6 +891,25 @@ def test_starcoder2_and_cohere_layers() -> None:
     # the 7B of its name is the count without the 1.05B tied embedding: 32 x (41.9M attention +
     # 176.2M MLP) = 6.98B
     assert round((total_params(r7b) - embedding_params(r7b)) / 1e8) == 70
+
+
+def test_longrope_is_read_as_the_extension_it_makes() -> None:
+    # Phi-3: the pre-training context at the top level, no factor: 131072 / 4096 = 32
+    spec = model_from_hf_config(PHI_3_5_MOE, name="phi-3.5-moe")
+    assert spec.rope_scaling is not None and spec.rope_attention_factor == 1.0
+    assert (spec.rope_scaling.kind, spec.rope_scaling.factor) == ("longrope", 32.0)
+    assert spec.rope_scaling.original_context == 4096 and spec.norm == "layernorm"
+    phi3_128k = {
+        **PHI_3_MINI,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "su"},  # the first Phi-3-mini-128k configs' name for it
+    }
+    mini = model_from_hf_config(phi3_128k, name="phi-3-mini-128k")
+    assert mini.rope_scaling is not None and mini.rope_scaling.kind == "longrope"
+    with pytest.raises(SpecError, match="original_max_position_embeddings") as err:
+        model_from_hf_config({**PHI_3_MINI, "rope_scaling": {"type": "longrope"}}, name="p")
+    assert "\n" not in str(err.value)
 
 
 def test_glm4_moe_against_its_report() -> None:

@@ -219,9 +219,15 @@ def _yarn_number(scaling: Mapping[str, object], key: str, name: str) -> float | 
     return float(value)
 
 
-_ROPE_KINDS = {"llama3": "llama3", "yarn": "yarn", "linear": "linear"}
+_ROPE_KINDS = {
+    "llama3": "llama3",
+    "yarn": "yarn",
+    "linear": "linear",
+    "longrope": "longrope",
+    "su": "longrope",
+}
 """config.json ``rope_scaling`` type -> RopeScaling.kind (``rope_type``, or ``type`` in older
-configs)."""
+configs; the first Phi-3 long-context configs called LongRoPE ``su``)."""
 _ROPE_KEYS = {
     "factor": "factor",
     "original_max_position_embeddings": "original_context",
@@ -267,7 +273,32 @@ def _rope(config: Config, name: str) -> Fields:
         )
     fields: Fields = {"kind": _ROPE_KINDS[str(kind)]}
     fields.update({field: scaling[key] for key, field in _ROPE_KEYS.items() if key in scaling})
+    if fields["kind"] == "longrope":
+        fields.update(_longrope_extension(config, scaling, name))
     out["rope_scaling"] = fields
+    return out
+
+
+def _longrope_extension(config: Config, scaling: Mapping[str, object], name: str) -> Fields:
+    """LongRoPE's pre-training context and extension factor: Phi-3 writes the pre-training
+    context as a top-level ``original_max_position_embeddings`` (Phi-3.5-MoE inside
+    ``rope_scaling`` too) and no factor, which transformers' ``_compute_longrope_parameters``
+    takes as ``max_position_embeddings`` / that context. The attention factor LongRoPE derives
+    (or ``long_mscale``) multiplies the cos and sin tables (transformers' Phi-3 rotary
+    embedding), so it adds no pass and is not kept.
+
+    >>> _longrope_extension({"max_position_embeddings": 131072,
+    ...     "original_max_position_embeddings": 4096}, {"type": "longrope"}, "m")
+    {'original_context': 4096, 'factor': 32.0}
+    """
+    key = "original_max_position_embeddings"
+    source = config if config.get(key) is not None else scaling
+    if source.get(key) is None:
+        raise SpecError(f"{name}: config.json with LongRoPE scaling lacks {key!r}")
+    original = _positive_int(source, key)
+    out: Fields = {"original_context": original}
+    if scaling.get("factor") is None or config.get(key) is not None:
+        out["factor"] = max(1.0, _int(config, "max_position_embeddings") / original)
     return out
 
 
@@ -879,6 +910,30 @@ def _granitemoe(config: Config) -> Fields:
     return {**_gated(config, 0), **_biases(config), "moe": moe}
 
 
+def _phimoe(config: Config) -> Fields:
+    """PhimoeForCausalLM (Phi-3.5-MoE, arXiv 2404.14219): GQA with biases on q, k, v and o
+    (``attention_bias``), LayerNorm with bias, and a MoE FFN on every layer:
+    ``num_local_experts`` SwiGLU experts of width ``intermediate_size``, top
+    ``num_experts_per_tok``, no shared expert; a non-null ``sliding_window`` on every layer (the
+    released config's equals its context: no window in effect). The output layer's bias
+    (``lm_head_bias``, V weights) is not counted. Its LongRoPE scaling is read by
+    :func:`_rope`."""
+    moe = {
+        "num_experts": _int(config, "num_local_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
+    }
+    attention_bias = _bool(config, "attention_bias", False)
+    return {
+        **_gated(config, 0),
+        "norm": "layernorm",
+        "attention_bias": attention_bias,
+        "attention_output_bias": attention_bias,
+        **_all_layers_sliding(config),
+        "moe": moe,
+    }
+
+
 def _starcoder2(config: Config) -> Fields:
     """Starcoder2ForCausalLM (StarCoder2, arXiv 2402.19173): GQA, a plain MLP (``c_fc`` and
     ``c_proj``; ``hidden_act``, default the tanh GELU), LayerNorm with bias, RoPE, biases on
@@ -949,6 +1004,7 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "gpt2": _gpt2,
     "nemotron": _nemotron,
     "olmoe": _olmoe,
+    "phimoe": _phimoe,
     "granite": _granite,
     "granitemoe": _granitemoe,
     "starcoder2": _starcoder2,
@@ -983,6 +1039,8 @@ _ARCHITECTURES: dict[str, str] = {
     "GPT2LMHeadModel": "gpt2",
     "NemotronForCausalLM": "nemotron",
     "OlmoeForCausalLM": "olmoe",
+    "PhimoeForCausalLM": "phimoe",
+    "PhiMoEForCausalLM": "phimoe",
     "GraniteForCausalLM": "granite",
     "GraniteMoeForCausalLM": "granitemoe",
     "Starcoder2ForCausalLM": "starcoder2",

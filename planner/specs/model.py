@@ -121,10 +121,13 @@ class RopeScaling(FrozenSpec):
     attention factor aside: :attr:`ModelSpec.rope_attention_factor`); the exports pass it on so
     that the framework builds the same model."""
 
-    kind: Literal["llama3", "yarn", "linear"]
+    kind: Literal["llama3", "yarn", "linear", "longrope"]
     """``llama3``: Llama 3.1's per-band frequency scaling (Meta, Llama 3 herd paper, and
     ``_compute_llama3_parameters`` in transformers); ``yarn``: YaRN (Peng et al. 2023, arXiv
-    2309.00071); ``linear``: position interpolation (Chen et al. 2023, arXiv 2306.15595)."""
+    2309.00071); ``linear``: position interpolation (Chen et al. 2023, arXiv 2306.15595);
+    ``longrope``: LongRoPE's searched per-dimension rescale factors (Ding et al. 2024, arXiv
+    2402.13753; Phi-3 and Phi-3.5 long-context models), whose factor lists are not kept: they
+    change no count, and no training framework the exports write takes them."""
     factor: PositiveFloat = 1.0
     """Context extension s (Llama 3.1: 8; gpt-oss: 32; DeepSeek-V3: 40; 1 when not given)."""
     original_context: PositiveInt | None = None

@@ -202,11 +202,13 @@ def _rope(job: ExportJob) -> list[str]:
     model = job.model
     if model.position_embedding != "rope":
         return []
-    job.express(MODEL_ROPE)
     out = [f"model.rotary_base={whole_or_float(model.rope_theta)}"]
     if model.rotary_fraction < 1:
         out.append(f"model.rotary_percent={model.rotary_fraction:g}")
     scaling = model.rope_scaling
+    if scaling is not None and scaling.kind == "longrope":
+        return out  # no LongRoPE on the provider: the rotary setting is said, not expressed
+    job.express(MODEL_ROPE)
     if scaling is None:
         return out
     if scaling.kind == "llama3":

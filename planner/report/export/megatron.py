@@ -302,11 +302,13 @@ def _rope(job: ExportJob) -> list[str]:
     model = job.model
     if model.position_embedding != "rope":
         return []
-    job.express(MODEL_ROPE)
     args = ["--rotary-base", whole_or_float(model.rope_theta)]
     if model.rotary_fraction < 1:
         args += ["--rotary-percent", f"{model.rotary_fraction:g}"]
     scaling = model.rope_scaling
+    if scaling is not None and scaling.kind == "longrope":
+        return args  # no LongRoPE in Megatron-LM: the rotary setting is said, not expressed
+    job.express(MODEL_ROPE)
     if scaling is None:
         return args
     if scaling.kind == "llama3":
