@@ -1115,6 +1115,13 @@ KIMI_K2: dict[str, object] = {
 heads, 384 routed experts, one dense layer, a 163,840-token vocabulary); its own model_type."""
 
 
+def test_non_attention_networks_say_why_they_are_refused() -> None:
+    config = {"model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"]}
+    with pytest.raises(SpecError, match="Gated DeltaNet linear-attention layers") as err:
+        model_from_hf_config(config, name="q3n")
+    assert "\n" not in str(err.value) and "supported model_type values" in str(err.value)
+
+
 def test_an_unknown_model_type_is_read_by_its_architectures() -> None:
     # Kimi K2 ships model_type "kimi_k2" for a DeepseekV3ForCausalLM; its report (arXiv
     # 2507.20534): 1.04 trillion parameters, 32 billion activated

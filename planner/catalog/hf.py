@@ -83,6 +83,26 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     return validate_spec(ModelSpec, fields, where=f"{name} (from config.json)")
 
 
+NON_ATTENTION_LAYERS: dict[str, str] = {
+    "qwen3_next": "Gated DeltaNet linear-attention layers",
+    "kimi_linear": "Kimi Delta Attention linear-attention layers",
+    "minimax": "lightning (linear) attention layers",
+    "jamba": "Mamba state-space layers",
+    "bamba": "Mamba-2 state-space layers",
+    "granitemoehybrid": "Mamba-2 state-space layers",
+    "nemotron_h": "Mamba-2 state-space layers",
+    "falcon_h1": "Mamba-2 state-space heads",
+    "zamba2": "Mamba-2 state-space layers",
+    "mamba": "Mamba state-space layers",
+    "mamba2": "Mamba-2 state-space layers",
+    "rwkv": "RWKV recurrent layers",
+    "recurrent_gemma": "RG-LRU recurrent layers",
+    "lfm2": "short-convolution layers",
+}
+"""Known ``model_type`` values whose networks mix in layers the planner cannot cost (linear
+attention, state-space or recurrent blocks, short convolutions): their refusal says why."""
+
+
 def _family_of(config: Config, name: str) -> tuple[str, str]:
     """The :data:`_FAMILIES` key that maps ``config``, and how it was chosen ('' when by its
     ``model_type``). A ``model_type`` the importer does not know is read by the config's
@@ -113,7 +133,12 @@ def _family_of(config: Config, name: str) -> tuple[str, str]:
         if model_type is None
         else f"config.json model_type {short_repr(model_type)} is not supported"
     )
-    if every_known:
+    if isinstance(model_type, str) and model_type in NON_ATTENTION_LAYERS:
+        problem += (
+            f": its {NON_ATTENTION_LAYERS[model_type]} are not softmax-attention transformer "
+            "layers, the only kind the cost model prices"
+        )
+    elif every_known:
         problem += f" and its architectures {short_repr(listed)} name more than one network"
     elif listed is not None:
         problem += f" and its architectures {short_repr(listed)} are not all networks it knows"
