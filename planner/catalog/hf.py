@@ -135,10 +135,10 @@ def _family_of(config: Config, name: str) -> tuple[str, str]:
     )
     if isinstance(model_type, str) and model_type in NON_ATTENTION_LAYERS:
         problem += (
-            f": its {NON_ATTENTION_LAYERS[model_type]} are not softmax-attention transformer "
-            "layers, the only kind the cost model prices"
+            f" (its {NON_ATTENTION_LAYERS[model_type]} are not softmax-attention transformer "
+            "layers, the only kind the cost model prices)"
         )
-    elif every_known:
+    if every_known:
         problem += f" and its architectures {short_repr(listed)} name more than one network"
     elif listed is not None:
         problem += f" and its architectures {short_repr(listed)} are not all networks it knows"
