@@ -343,6 +343,18 @@ def injection_cases() -> list[Cli]:
         )
         cases.append(
             Cli(
+                f"name{i}-search-reports",
+                "injection",
+                ["search", *base, "--seq-len", "4096", "--report", "{tmp}/r.html",
+                 "--report", "{tmp}/r.md"],
+                "clean",
+                files,
+                outputs=("r.html", "r.md"),
+                check=_report_inert,
+            )
+        )  # fmt: skip
+        cases.append(
+            Cli(
                 f"name{i}-whatif-reports",
                 "injection",
                 [

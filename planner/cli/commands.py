@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable
 
@@ -90,7 +91,20 @@ def _cmd_search(args: argparse.Namespace) -> int:
     )
     print(result.model_dump_json(indent=2) if args.json else search_text(result))
     _write_placement(args, result.best)
+    _write_search_reports(args, result)
     return 0
+
+
+def _write_search_reports(args: argparse.Namespace, result: object) -> None:
+    """--report FILE of a training search: .html (or .htm) the page with its charts, anything
+    else Markdown, as a serving search writes its reports."""
+    from planner.report.search_report import search_html, search_markdown
+
+    command = shlex.join(["layout", *getattr(args, "argv", [])])
+    for path in args.report:
+        render = search_html if path.lower().endswith((".html", ".htm")) else search_markdown
+        _write_text(path, render(result, command=command))  # type: ignore[arg-type]
+        wrote(args.command, path)
 
 
 def _cmd_estimate(args: argparse.Namespace) -> int:
@@ -402,8 +416,6 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_whatif(args: argparse.Namespace) -> int:
-    import shlex
-
     from planner.api import whatif
     from planner.cli.progress import progress, wanted
     from planner.report.markdown import whatif_text

@@ -1184,7 +1184,7 @@ SERVE_ONLY: tuple[str, ...] = (
     "context", "prompt_len", "output_len", "concurrency", "kv_precision", "compute_precision",
     "tpot_ms", "ttft_ms", "target_tokens_per_s", "kv_cache_fraction", "attention_dp",
     "request_rate", "max_num_tokens", "e2e_ms", "slo_percentile", "routing_skew", "pareto",
-    "report", "disaggregate", "serving_engine",
+    "disaggregate", "serving_engine",
 )  # fmt: skip
 """Flags (destinations) that only serving reads."""
 TRAIN_ONLY: tuple[str, ...] = (

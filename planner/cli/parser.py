@@ -102,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="FILE",
-        help="serve: write a report with the frontier: .html (plotted) or .md (a table); repeatable",
+        help="write a report: .html (self-contained, charts) or .md; train: the ranked layouts, "
+        "where each step goes, memory and why the runners-up lose; serve: the frontier; "
+        "repeatable",
     )
     search.add_argument(
         "--disaggregate",

@@ -109,13 +109,47 @@ def bar_chart(
     return "\n".join(parts)
 
 
-def _legend(items: Sequence[tuple[str, str]], y: float, x0: float) -> list[str]:
-    parts, x = [], x0
-    for name, color in items:
-        parts.append(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="12" fill="{color}"/>')
-        parts.append(f'<text x="{x + 16:.1f}" y="{y:.1f}">{html_text(name)}</text>')
-        x += 28 + CHAR_PX * len(name)
-    return parts
+LEGEND_ROW = 18
+"""Height of one legend row (px)."""
+
+
+def _legend_rows(
+    items: Sequence[tuple[str, str]], x0: float, x1: float
+) -> list[list[tuple[str, str]]]:
+    """The legend's items in rows that fit between ``x0`` and ``x1``, in order (an item wider
+    than the space gets a row of its own).
+
+    >>> [len(r) for r in _legend_rows([("compute", "#000")] * 5, 0, 200)]
+    [2, 2, 1]
+    """
+    rows: list[list[tuple[str, str]]] = [[]]
+    x = x0
+    for item in items:
+        step = 28 + CHAR_PX * len(item[0])
+        if rows[-1] and x + step > x1:
+            rows.append([])
+            x = x0
+        rows[-1].append(item)
+        x += step
+    return rows
+
+
+def _legend(
+    items: Sequence[tuple[str, str]], y: float, x0: float, x1: float = WIDTH
+) -> tuple[list[str], float]:
+    """The legend's SVG, wrapped into rows between ``x0`` and ``x1`` from baseline ``y``, and
+    the height it takes beyond one row."""
+    parts = []
+    rows = _legend_rows(items, x0, x1)
+    for r, row in enumerate(rows):
+        x, base = x0, y + r * LEGEND_ROW
+        for name, color in row:
+            parts.append(
+                f'<rect x="{x:.1f}" y="{base - 10:.1f}" width="12" height="12" fill="{color}"/>'
+            )
+            parts.append(f'<text x="{x + 16:.1f}" y="{base:.1f}">{html_text(name)}</text>')
+            x += 28 + CHAR_PX * len(name)
+    return parts, (len(rows) - 1) * LEGEND_ROW
 
 
 def stacked_bar_chart(
@@ -125,21 +159,41 @@ def stacked_bar_chart(
     title: str,
     value_format: Formatter,
     axis_label: str = "",
+    limit: tuple[str, float] | None = None,
 ) -> str:
     """Horizontal stacked bars: ``series`` is (name, one value per label, colour); the legend
     sits under the title, a value axis with ticks and gridlines under the bars. Rows whose
-    values are all None are drawn as 'no plan'."""
+    values are all None are drawn as 'no plan'. ``limit`` (name, value) draws a dashed
+    vertical line at the value across the rows, named at its top (a capacity).
+
+    >>> chart = stacked_bar_chart(["a"], [("x", [3.0], "#000")], title="t", value_format=str,
+    ...                           limit=("usable", 5.0))
+    >>> 'stroke-dasharray' in chart and ">usable 5.0<" in chart
+    True
+    """
     label_w = _label_width(labels)
     bar_w = WIDTH - label_w - 90
     totals = [sum(s[1][i] or 0.0 for s in series) for i in range(len(labels))]
-    ticks = nice_ticks(0.0, max(totals, default=0.0) or 1.0, 4)
+    high = max([*totals, limit[1] if limit is not None else 0.0])
+    ticks = nice_ticks(0.0, high or 1.0, 4)
     peak = ticks[-1]
-    top = TOP + 18
+    legend, extra = _legend([(name, color) for name, _, color in series], TOP + 4, label_w)
+    top = TOP + 18 + extra + (LEGEND_ROW if limit is not None else 0)
     bottom = top + ROW * len(labels) + 4
     parts = _open(bottom + AXIS_SPACE, title)
-    parts += _legend([(name, color) for name, _, color in series], TOP + 4, label_w)
+    parts += legend
     parts += _x_axis(label_w, label_w + bar_w, bottom, ticks, lambda v: label_w + bar_w * v / peak,
                      top=top, label=axis_label or title, fmt=value_format)  # fmt: skip
+    if limit is not None:
+        x = label_w + bar_w * limit[1] / peak
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top - 2:.1f}" x2="{x:.1f}" y2="{bottom:.1f}" '
+            'stroke="#c44e52" stroke-width="1.5" stroke-dasharray="5,3"/>'
+        )
+        parts.append(
+            f'<text x="{x:.1f}" y="{top - 4:.1f}" text-anchor="middle" fill="#c44e52">'
+            f"{html_text(limit[0])} {html_text(value_format(limit[1]))}</text>"
+        )
     for i, label in enumerate(labels):
         y = top + i * ROW
         parts.append(_row_label(y, label_w, label))
@@ -160,6 +214,77 @@ def stacked_bar_chart(
             x += w
         parts.append(
             f'<text x="{x + 6:.1f}" y="{y + ROW / 2 + 4:.1f}">{html_text(value_format(totals[i]))}</text>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def diverging_bar_chart(
+    labels: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float], str]],
+    *,
+    title: str,
+    value_format: Formatter,
+    axis_label: str = "",
+) -> str:
+    """Horizontal bars of signed parts around a zero line: per row, ``series`` (name, one value
+    per label, colour) stack to the right when positive and to the left when negative, and a
+    black tick marks the row's net sum, written beside it. For the differences of several
+    layouts from one (what each term adds or saves).
+
+    >>> chart = diverging_bar_chart(["b"], [("x", [2.0], "#111"), ("y", [-0.5], "#222")],
+    ...                             title="t", value_format=str)
+    >>> chart.count("<rect") - 2, ">1.5<" in chart  # two parts, the net written (less legend)
+    (2, True)
+    """
+    label_w = _label_width(labels)
+    bar_w = WIDTH - label_w - 110
+    ups = [sum(max(0.0, s[1][i]) for s in series) for i in range(len(labels))]
+    downs = [sum(min(0.0, s[1][i]) for s in series) for i in range(len(labels))]
+    reach = max([*ups, *(-d for d in downs)], default=0.0) or 1.0
+    ticks = nice_ticks(0.0, reach, 3)
+    span = ticks[-1]
+    scale = bar_w / (2 * span)
+    zero = label_w + bar_w / 2
+    legend, extra = _legend([(name, color) for name, _, color in series], TOP + 4, label_w)
+    top = TOP + 18 + extra
+    bottom = top + ROW * len(labels) + 4
+    parts = _open(bottom + AXIS_SPACE, title)
+    parts += legend
+    both = [-t for t in reversed(ticks[1:])] + ticks
+    parts += _x_axis(label_w, label_w + bar_w, bottom, both, lambda v: zero + v * scale, top=top,
+                     label=axis_label or title, fmt=value_format)  # fmt: skip
+    parts.append(
+        f'<line x1="{zero:.1f}" y1="{top:.1f}" x2="{zero:.1f}" y2="{bottom:.1f}" '
+        f'stroke="{AXIS_COLOR}"/>'
+    )
+    for i, label in enumerate(labels):
+        y = top + i * ROW
+        parts.append(_row_label(y, label_w, label))
+        right, left = zero, zero
+        for name, values, color in series:
+            value = values[i]
+            w = abs(value) * scale
+            if w <= 0:
+                continue
+            x = right if value > 0 else left - w
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y + 6:.1f}" width="{w:.1f}" height="{ROW - 12}" '
+                f'fill="{color}"><title>{html_text(label)}: {html_text(name)} '
+                f"{html_text(value_format(value))}</title></rect>"
+            )
+            if value > 0:
+                right += w
+            else:
+                left -= w
+        net = sum(s[1][i] for s in series)
+        x = zero + net * scale
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{y + 2:.1f}" x2="{x:.1f}" y2="{y + ROW - 2:.1f}" '
+            'stroke="#000000" stroke-width="2"/>'
+        )
+        parts.append(
+            f'<text x="{right + 6:.1f}" y="{y + ROW / 2 + 4:.1f}">{html_text(value_format(net))}</text>'
         )
     parts.append("</svg>")
     return "\n".join(parts)
