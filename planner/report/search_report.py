@@ -27,6 +27,10 @@ MEMORY_COLORS: dict[str, str] = {
 }
 """Colour per memory term of the memory chart."""
 
+CHART_WIDTH = 1040
+"""Width of the report's charts (px): the page's width, so that the bars keep room beside a
+ranked layout's label."""
+
 RANKED_HEADER = [
     "#",
     "layout",
@@ -142,6 +146,7 @@ def time_chart(result: SearchResult) -> str:
         title="Exposed time per step by term",
         value_format=format_seconds,
         axis_label="exposed seconds per step",
+        width=CHART_WIDTH,
     )
 
 
@@ -184,6 +189,7 @@ def difference_chart(result: SearchResult) -> str:
         title="Exposed time per step against the best layout",
         value_format=signed_seconds,
         axis_label="seconds per step more (+) or less (-) than the best",
+        width=CHART_WIDTH,
     )
     return caption + "\n" + chart
 
@@ -201,6 +207,7 @@ def memory_chart(result: SearchResult) -> str:
         value_format=lambda v: f"{v:,.1f} GiB",
         axis_label="GiB (2^30 bytes)",
         limit=("usable", min(p.memory.capacity_gib for p in plans)),
+        width=CHART_WIDTH,
     )
 
 

@@ -41,8 +41,16 @@ TERM_COLORS: dict[str, str] = {
 Formatter = Callable[[float], str]
 
 
+LABEL_MAX_PX = 380.0
+"""Widest row-label column (px): a ranked layout's label ('4. TP2 PP16 VPP2 DP64 EP16 mbs1 none
+zero1 fp8') fits whole."""
+LEGEND_CHAR_PX = 7.4
+"""Width of one legend character (px): wider than CHAR_PX, as a browser's default sans-serif
+(DejaVu Sans) sets 12 px text, so that the entries of a row do not run into each other."""
+
+
 def _label_width(labels: Sequence[str]) -> float:
-    return min(300.0, 16 + CHAR_PX * max((len(label) for label in labels), default=4))
+    return min(LABEL_MAX_PX, 16 + CHAR_PX * max((len(label) for label in labels), default=4))
 
 
 def _open(height: float, title: str, width: int = WIDTH) -> list[str]:
@@ -125,7 +133,7 @@ def _legend_rows(
     rows: list[list[tuple[str, str]]] = [[]]
     x = x0
     for item in items:
-        step = 28 + CHAR_PX * len(item[0])
+        step = 28 + LEGEND_CHAR_PX * len(item[0])
         if rows[-1] and x + step > x1:
             rows.append([])
             x = x0
@@ -148,7 +156,7 @@ def _legend(
                 f'<rect x="{x:.1f}" y="{base - 10:.1f}" width="12" height="12" fill="{color}"/>'
             )
             parts.append(f'<text x="{x + 16:.1f}" y="{base:.1f}">{html_text(name)}</text>')
-            x += 28 + CHAR_PX * len(name)
+            x += 28 + LEGEND_CHAR_PX * len(name)
     return parts, (len(rows) - 1) * LEGEND_ROW
 
 
@@ -160,6 +168,7 @@ def stacked_bar_chart(
     value_format: Formatter,
     axis_label: str = "",
     limit: tuple[str, float] | None = None,
+    width: int = WIDTH,
 ) -> str:
     """Horizontal stacked bars: ``series`` is (name, one value per label, colour); the legend
     sits under the title, a value axis with ticks and gridlines under the bars. Rows whose
@@ -172,15 +181,15 @@ def stacked_bar_chart(
     True
     """
     label_w = _label_width(labels)
-    bar_w = WIDTH - label_w - 90
+    bar_w = width - label_w - 90
     totals = [sum(s[1][i] or 0.0 for s in series) for i in range(len(labels))]
     high = max([*totals, limit[1] if limit is not None else 0.0])
     ticks = nice_ticks(0.0, high or 1.0, 4)
     peak = ticks[-1]
-    legend, extra = _legend([(name, color) for name, _, color in series], TOP + 4, label_w)
+    legend, extra = _legend([(name, color) for name, _, color in series], TOP + 4, label_w, width)
     top = TOP + 18 + extra + (LEGEND_ROW if limit is not None else 0)
     bottom = top + ROW * len(labels) + 4
-    parts = _open(bottom + AXIS_SPACE, title)
+    parts = _open(bottom + AXIS_SPACE, title, width)
     parts += legend
     parts += _x_axis(label_w, label_w + bar_w, bottom, ticks, lambda v: label_w + bar_w * v / peak,
                      top=top, label=axis_label or title, fmt=value_format)  # fmt: skip
@@ -226,6 +235,7 @@ def diverging_bar_chart(
     title: str,
     value_format: Formatter,
     axis_label: str = "",
+    width: int = WIDTH,
 ) -> str:
     """Horizontal bars of signed parts around a zero line: per row, ``series`` (name, one value
     per label, colour) stack to the right when positive and to the left when negative, and a
@@ -238,7 +248,7 @@ def diverging_bar_chart(
     (2, True)
     """
     label_w = _label_width(labels)
-    bar_w = WIDTH - label_w - 110
+    bar_w = width - label_w - 110
     ups = [sum(max(0.0, s[1][i]) for s in series) for i in range(len(labels))]
     downs = [sum(min(0.0, s[1][i]) for s in series) for i in range(len(labels))]
     reach = max([*ups, *(-d for d in downs)], default=0.0) or 1.0
@@ -246,10 +256,10 @@ def diverging_bar_chart(
     span = ticks[-1]
     scale = bar_w / (2 * span)
     zero = label_w + bar_w / 2
-    legend, extra = _legend([(name, color) for name, _, color in series], TOP + 4, label_w)
+    legend, extra = _legend([(name, color) for name, _, color in series], TOP + 4, label_w, width)
     top = TOP + 18 + extra
     bottom = top + ROW * len(labels) + 4
-    parts = _open(bottom + AXIS_SPACE, title)
+    parts = _open(bottom + AXIS_SPACE, title, width)
     parts += legend
     both = [-t for t in reversed(ticks[1:])] + ticks
     parts += _x_axis(label_w, label_w + bar_w, bottom, both, lambda v: zero + v * scale, top=top,
