@@ -7,6 +7,7 @@ Public API (imported lazily so that ``layout --help`` stays instant)::
     print(result.best.layout, result.best.step_time_s)
     print(planner.export(result, format="megatron").text)   # or bridge, torchtitan, deepspeed, ...
     ranks = planner.placement(result)                        # node, GPU and groups of every rank
+    page = planner.render_report(result)                     # the HTML report (or markdown)
 
 ``estimate``, ``migrate``, ``whatif``, ``pack`` (a fleet of jobs on one cluster),
 ``serve_search``, ``serve_estimate``, ``load_model`` and ``load_cluster`` complete it (README
@@ -27,6 +28,7 @@ __all__ = [
     "migrate",
     "pack",
     "placement",
+    "render_report",
     "search",
     "serve_estimate",
     "serve_search",

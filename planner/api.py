@@ -1205,6 +1205,43 @@ def export(
     return _export(job, format)
 
 
+REPORT_FORMATS: tuple[str, ...] = ("html", "markdown")
+"""What :func:`render_report` writes: one self-contained HTML page (inline SVG charts), or Markdown."""
+
+
+def render_report(
+    result: SearchResult | ServeSearchResult | WhatIfResult, *, format: str = "html"
+) -> str:
+    """The report of a training search, a serving search or a what-if sweep, as ``--report``
+    writes it: ``format`` html (one self-contained page, its charts inline SVG, nothing
+    fetched) or markdown.
+
+    >>> import planner
+    >>> result = planner.search(model="8B", cluster="hgx_h100x8", seq_len=4096)
+    >>> planner.render_report(result, format="markdown").splitlines()[0]
+    '# Training llama3.1-8b on hgx_h100x8'
+    """
+    if not isinstance(format, str) or format not in REPORT_FORMATS:
+        raise SpecError(
+            f"format {shown(format)}: unknown report format (one of: {', '.join(REPORT_FORMATS)})"
+        )
+    html = format == "html"
+    if isinstance(result, SearchResult):
+        from planner.report.search_report import search_html, search_markdown
+
+        return search_html(result) if html else search_markdown(result)
+    if isinstance(result, ServeSearchResult):
+        from planner.report.serving_report import serving_html, serving_markdown
+
+        return serving_html(result) if html else serving_markdown(result)
+    if isinstance(result, WhatIfResult):
+        from planner.report.html import whatif_html
+        from planner.report.markdown import whatif_markdown
+
+        return whatif_html(result) if html else whatif_markdown(result)
+    raise _kind_error("result", result, "a SearchResult, ServeSearchResult or WhatIfResult")
+
+
 def placement(
     plan: Plan | SearchResult,
     *,

@@ -270,6 +270,12 @@ CASES: list[Case] = [
          ("cluster 'hgx_h100x16'", "not the cluster the plan"), args=(PLAN,)),
     Case("placement-cluster-list", "placement", {"cluster": [8]}, ("cluster [8]",),
          args=(RESULT,)),
+    # --- report -------------------------------------------------------------------------------
+    Case("report-format-pdf", "render_report", {"format": "pdf"},
+         ("format 'pdf'", "unknown report format", "html, markdown"), args=(RESULT,)),
+    Case("report-format-none", "render_report", {"format": None}, ("format None",), args=(RESULT,)),
+    Case("report-plan", "render_report", {}, ("result <Plan>", "SearchResult"), args=(PLAN,)),
+    Case("report-text", "render_report", {}, ("result 'x'", "WhatIfResult"), args=("x",)),
     # --- loaders and not_fitting_reason ---------------------------------------------------------
     Case("load-model-int", "load_model", {}, ("model 42", "got int"), args=(42,)),
     Case("load-model-list", "load_model", {}, ("model ['8B']",), args=(["8B"],)),
@@ -388,7 +394,7 @@ def test_case_ids_are_unique() -> None:
 
 def test_every_public_function_is_covered() -> None:
     public = {"search", "estimate", "serve_search", "serve_estimate", "migrate", "export"}
-    public |= {"placement", "load_model", "load_cluster", "not_fitting_reason"}
+    public |= {"placement", "load_model", "load_cluster", "not_fitting_reason", "render_report"}
     assert public <= {c.function for c in CASES}
 
 

@@ -142,3 +142,11 @@ def test_headless_chromium_screenshot_is_not_blank(result: SearchResult, tmp_pat
     bpp = len(rows[0]) // width
     sample = {row[x : x + 3] for row in rows[::10] for x in range(0, len(row), bpp * 10)}
     assert len(sample) > 20  # text, bars of several colours, tables
+
+
+def test_the_python_api_writes_the_reports_the_cli_writes(result: SearchResult) -> None:
+    assert planner.render_report(result) == search_html(result)
+    assert planner.render_report(result, format="markdown") == search_markdown(result)
+    serve = planner.serve_search(model="8B", cluster="hgx_h100x8")
+    assert planner.render_report(serve, format="markdown").startswith("# Serving llama3.1-8b")
+    assert "<svg" in planner.render_report(serve)
