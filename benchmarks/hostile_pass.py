@@ -355,6 +355,19 @@ def injection_cases() -> list[Cli]:
         )  # fmt: skip
         cases.append(
             Cli(
+                f"name{i}-migrate-reports",
+                "injection",
+                ["migrate", "--model", "{tmp}/m.yaml", "--from", "hgx_h100x8", "--to",
+                 "hgx_b200x8", "--seq-len", "4096", "--report", "{tmp}/r.html", "--report",
+                 "{tmp}/r.md"],
+                "clean",
+                files,
+                outputs=("r.html", "r.md"),
+                check=_report_inert,
+            )
+        )  # fmt: skip
+        cases.append(
+            Cli(
                 f"name{i}-whatif-reports",
                 "injection",
                 [

@@ -1210,11 +1210,13 @@ REPORT_FORMATS: tuple[str, ...] = ("html", "markdown")
 
 
 def render_report(
-    result: SearchResult | ServeSearchResult | WhatIfResult, *, format: str = "html"
+    result: SearchResult | ServeSearchResult | WhatIfResult | MigrateResult,
+    *,
+    format: str = "html",
 ) -> str:
-    """The report of a training search, a serving search or a what-if sweep, as ``--report``
-    writes it: ``format`` html (one self-contained page, its charts inline SVG, nothing
-    fetched) or markdown.
+    """The report of a training search, a serving search, a what-if sweep or a migration, as
+    ``--report`` writes it: ``format`` html (one self-contained page, its charts inline SVG,
+    nothing fetched) or markdown.
 
     >>> import planner
     >>> result = planner.search(model="8B", cluster="hgx_h100x8", seq_len=4096)
@@ -1239,7 +1241,13 @@ def render_report(
         from planner.report.markdown import whatif_markdown
 
         return whatif_html(result) if html else whatif_markdown(result)
-    raise _kind_error("result", result, "a SearchResult, ServeSearchResult or WhatIfResult")
+    if isinstance(result, MigrateResult):
+        from planner.report.migrate_report import migrate_html, migrate_markdown
+
+        return migrate_html(result) if html else migrate_markdown(result)
+    raise _kind_error(
+        "result", result, "a SearchResult, ServeSearchResult, WhatIfResult or MigrateResult"
+    )
 
 
 def placement(

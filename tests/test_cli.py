@@ -119,7 +119,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     "calibrate": {"-h", "--help", "--fit", "--family", "--write", "--json"}
     | {"--measure", "--out", "--dry-run", "--accelerator"},
     "migrate": (WORKLOAD_FLAGS - {"--cluster", "--calibration"})
-    | {"--from", "--to", "--layout", "--fix", "--price", "--tokens", "--steps"},
+    | {"--from", "--to", "--layout", "--fix", "--price", "--tokens", "--steps", "--report"},
     "whatif": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | {"--vary", "--fix", "--report", "--workers", "--engine", "--progress", "--tokens", "--steps"}

@@ -91,19 +91,25 @@ def _cmd_search(args: argparse.Namespace) -> int:
     )
     print(result.model_dump_json(indent=2) if args.json else search_text(result))
     _write_placement(args, result.best)
-    _write_search_reports(args, result)
+    _write_reports(args, result)
     return 0
 
 
-def _write_search_reports(args: argparse.Namespace, result: object) -> None:
-    """--report FILE of a training search: .html (or .htm) the page with its charts, anything
-    else Markdown, as a serving search writes its reports."""
+def _write_reports(args: argparse.Namespace, result: object) -> None:
+    """--report FILE of a training search or a migration: .html (or .htm) the page with its
+    charts, anything else Markdown, as a serving search writes its reports."""
+    from planner.report.migrate_report import migrate_html, migrate_markdown
     from planner.report.search_report import search_html, search_markdown
 
+    html, markdown = (
+        (migrate_html, migrate_markdown)
+        if args.command == "migrate"
+        else (search_html, search_markdown)
+    )
     command = shlex.join(["layout", *getattr(args, "argv", [])])
     for path in args.report:
-        render = search_html if path.lower().endswith((".html", ".htm")) else search_markdown
-        _write_text(path, render(result, command=command))  # type: ignore[arg-type]
+        render = html if path.lower().endswith((".html", ".htm")) else markdown
+        _write_text(path, render(result, command=command))  # type: ignore[operator]
         wrote(args.command, path)
 
 
@@ -412,6 +418,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         steps=args.steps,
     )
     print(result.model_dump_json(indent=2, by_alias=True) if args.json else migrate_text(result))
+    _write_reports(args, result)
     return 0
 
 

@@ -253,6 +253,9 @@ def _add_migrate(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "--price", action="append", default=[], metavar="C=USD", help="USD per GPU-hour of "
         "cluster or system C (default: catalog); repeatable",
     )  # fmt: skip
+    p.add_argument("--report", action="append", default=[], metavar="FILE",
+                   help="write a report: .html (self-contained, charts) or .md; the two plans, "
+                   "the changes and why, where each step goes, memory; repeatable")  # fmt: skip
     _add_run_length(p)
 
 

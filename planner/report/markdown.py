@@ -248,7 +248,7 @@ def made_by(result: WhatIfResult) -> str:
     return f"{command} ({version}{', ' + when if when else ''})"
 
 
-def _seconds_or_dash(seconds: float) -> str:
+def seconds_or_dash(seconds: float) -> str:
     return format_seconds(seconds) if seconds > 0 else "-"
 
 
@@ -259,7 +259,7 @@ def breakdown_rows(result: WhatIfResult) -> tuple[list[str], list[list[str]]]:
     ]
     rows = [
         [scenario_label(s)]
-        + [_seconds_or_dash(s.plan.breakdown_s.get(t, 0.0)) if s.plan else "" for t in terms]
+        + [seconds_or_dash(s.plan.breakdown_s.get(t, 0.0)) if s.plan else "" for t in terms]
         for s in result.scenarios
     ]
     return ["scenario", *(TERM_LABELS[t] for t in terms)], rows
@@ -428,7 +428,7 @@ def whatif_text(result: WhatIfResult) -> str:
     )
 
 
-def _economics_rows(
+def economics_rows(
     before: Economics, after: Economics, noun: str = "GPU"
 ) -> list[tuple[str, str, str]]:
     rows = [
@@ -460,7 +460,7 @@ def mfu_cell(plan: Plan) -> str:
     return f"{100 * plan.mfu_precision_peak:.1f}% of {fmt} peak (BF16-eq. {100 * plan.mfu:.1f}%)"
 
 
-def _framework_row(before: Plan, after: Plan) -> list[tuple[str, str, str]]:
+def framework_row(before: Plan, after: Plan) -> list[tuple[str, str, str]]:
     """A 'framework' row when the two sides run different ones (no framework named: each
     side's accelerator picked its default, MaxText on a TPU), else none."""
     if before.workload is None or after.workload is None:
@@ -477,7 +477,7 @@ def migrate_text(result: MigrateResult) -> str:
     mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
     rows = [
         ("layout", before.layout_text(), after.layout_text()),
-        *_framework_row(before, after),
+        *framework_row(before, after),
         ("step", format_seconds(before.step_time_s), format_seconds(after.step_time_s)),
         (
             f"tokens/s/{noun}",
@@ -486,7 +486,7 @@ def migrate_text(result: MigrateResult) -> str:
         ),
         ("MFU", mfu_cell(before), mfu_cell(after)),
         ("memory peak", mem(before), mem(after)),
-        *_economics_rows(result.from_economics, result.to_economics, noun),
+        *economics_rows(result.from_economics, result.to_economics, noun),
     ]
     width = max(len(r[1]) for r in rows) + 2
     label = max(17, max(len(r[0]) for r in rows) + 1)  # 'tokens/s/accelerator' is 20 wide

@@ -9,7 +9,14 @@ from __future__ import annotations
 from string import Template
 
 from planner.report.html import CSS, html_table
-from planner.report.markdown import TERM_LABELS, TERM_ORDER, memory_cell, money, short_mfu
+from planner.report.markdown import (
+    TERM_LABELS,
+    TERM_ORDER,
+    memory_cell,
+    money,
+    seconds_or_dash,
+    short_mfu,
+)
 from planner.report.page import html_document
 from planner.report.quote import html_text, markdown_cell
 from planner.report.svg import TERM_COLORS, diverging_bar_chart, stacked_bar_chart
@@ -282,11 +289,11 @@ def search_markdown(result: SearchResult, *, command: str | None = None) -> str:
         lines += [f"Made by `{quoted}`", ""]
     lines += [markdown_cell(summary_sentence(result)), ""]
     lines += ["## Ranked layouts and why the runners-up lose", ""]
-    lines += _gfm(RANKED_HEADER, ranked_rows(result))
+    lines += gfm_table(RANKED_HEADER, ranked_rows(result))
     lines += ["", "## Exposed time per step by term", ""]
-    lines += _gfm(*time_rows(result))
+    lines += gfm_table(*time_rows(result))
     lines += ["", f"## Memory per {result.best.device_noun} (GiB, binding stage)", ""]
-    lines += _gfm(*memory_rows(result))
+    lines += gfm_table(*memory_rows(result))
     lines += ["", "## What the search weighed", "", markdown_cell(search_words(result)), ""]
     lines += ["## The best plan in full", "", "```", *plan_lines(result.best), "```"]
     return "\n".join(lines) + "\n"
@@ -299,7 +306,7 @@ def time_rows(result: SearchResult) -> tuple[list[str], list[list[str]]]:
     header = ["#", *(TERM_LABELS[t] for t in terms), "step"]
     rows = []
     for i, p in enumerate(plans, start=1):
-        seconds = [_seconds(p.breakdown_s.get(t, 0.0)) for t in terms]
+        seconds = [seconds_or_dash(p.breakdown_s.get(t, 0.0)) for t in terms]
         rows.append([str(i), *seconds, format_seconds(p.step_time_s)])
     return header, rows
 
@@ -315,14 +322,13 @@ def memory_rows(result: SearchResult) -> tuple[list[str], list[list[str]]]:
     return ["#", *names, "peak", "usable"], rows
 
 
-def _seconds(value: float) -> str:
-    return format_seconds(value) if value > 0 else "-"
-
-
-def _gfm(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A GFM table, every cell quoted for Markdown (layouts and reasons hold user names)."""
+def gfm_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GFM table, every cell quoted for Markdown (layouts and reasons hold user names); the
+    text columns (layout, why not, and a first column without a name) left-aligned, the
+    figures right-aligned."""
     out = ["| " + " | ".join(markdown_cell(h) for h in header) + " |"]
-    aligns = ("---" if h in ("layout", "why not") else "---:" for h in header)
+    text = ("", "layout", "why not", "field", "from", "to", "why")
+    aligns = ("---" if h in text else "---:" for h in header)
     out.append("|" + "|".join(aligns) + "|")
     out += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
     return out
