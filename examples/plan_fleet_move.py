@@ -2,15 +2,19 @@
 
     python examples/plan_fleet_move.py                         # 70B, hgx_h100x32 -> hgx_b200x32
     python examples/plan_fleet_move.py --model 8B --source hgx_h100x8 --target hgx_b200x8
+    python examples/plan_fleet_move.py --report move.html --report nics.html
 
 Prints the layout on each fleet, why each degree changed, the speed-up and the cost per million
 tokens, then one line per NIC speed on the target fleet (``planner.migrate`` and
-``planner.whatif``, the Python side of ``layout migrate`` and ``layout whatif``).
+``planner.whatif``, the Python side of ``layout migrate`` and ``layout whatif``); with two
+``--report`` files, writes the move's report and the NIC sweep's (``planner.render_report``:
+HTML pages with charts, or Markdown for a ``.md`` name) to show the team.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import planner
 from planner.errors import run_script
@@ -22,7 +26,13 @@ def main() -> None:
     parser.add_argument("--source", default="hgx_h100x32")
     parser.add_argument("--target", default="hgx_b200x32")
     parser.add_argument("--nic-gbps", default="400,800", help="NIC speeds to try on the target")
+    parser.add_argument(
+        "--report", action="append", default=[], metavar="FILE",
+        help="the move's report, then the sweep's (.html or .md); give both or none",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.report and len(args.report) != 2:
+        parser.error("--report takes two files: the move's report, then the NIC sweep's")
 
     move = planner.migrate(model=args.model, from_cluster=args.source, to_cluster=args.target)
     print(f"# {move.model}: {args.source} -> {args.target}")
@@ -50,6 +60,10 @@ def main() -> None:
             f"{knob}: {scenario.plan.layout.short()}  {scenario.plan.step_time_s:.2f} s/step  "
             f"${scenario.economics.usd_per_million_tokens:.2f} per M tokens"
         )
+    for result, path in zip((move, sweep), args.report, strict=False):
+        kind = "markdown" if path.lower().endswith(".md") else "html"
+        Path(path).write_text(planner.render_report(result, format=kind), encoding="utf-8")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -523,6 +523,17 @@ def test_example_plan_fleet_move_prints_both_plans_changes_and_the_sweep() -> No
     assert all("per M tokens" in line for line in (lines[1], lines[2], *lines[-2:]))
 
 
+def test_example_plan_fleet_move_writes_the_two_reports(tmp_path: Path) -> None:
+    move, sweep = tmp_path / "move.html", tmp_path / "nics.md"
+    out = _run_example(str(EXAMPLES / "plan_fleet_move.py"), "--model", "8B", "--source",
+                       "hgx_h100x8", "--target", "hgx_b200x8", "--nic-gbps", "200,400",
+                       "--report", str(move), "--report", str(sweep))  # fmt: skip
+    assert out.splitlines()[-2:] == [f"wrote {move}", f"wrote {sweep}"]
+    page = move.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3
+    assert "nic_gbps=200" in sweep.read_text(encoding="utf-8")
+
+
 def test_example_make_sbatch_is_valid_bash_with_the_plan(tmp_path: Path) -> None:
     import subprocess
 
