@@ -491,7 +491,8 @@ def scatter_chart(
     >>> "<circle" in svg and "winner" in svg
     True
     """
-    left, right, top, bottom = 64.0, width - 16.0, TOP + 8.0, height - 44.0
+    # 28 px right of the plot: room for the last x tick's label
+    left, right, top, bottom = 64.0, width - 28.0, TOP + 8.0, height - 44.0
     xs, ys = [p.x for p in points] or [0.0], [p.y for p in points] or [0.0]
     x_ticks = nice_ticks(min(xs), max(xs), 5)
     y_ticks = nice_ticks(min(ys), max(ys), 5)
