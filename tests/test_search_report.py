@@ -150,3 +150,13 @@ def test_the_python_api_writes_the_reports_the_cli_writes(result: SearchResult) 
     serve = planner.serve_search(model="8B", cluster="hgx_h100x8")
     assert planner.render_report(serve, format="markdown").startswith("# Serving llama3.1-8b")
     assert "<svg" in planner.render_report(serve)
+
+
+def test_a_cost_ranked_report_says_so_and_compares_the_cost() -> None:
+    cheap = planner.search(
+        model="8B", cluster="hgx_h100x16", seq_len=4096, config={"objective": "cost"}
+    )
+    sentence = search_markdown(cheap).splitlines()[2]
+    assert sentence.startswith("Ranked by lowest $ per token: the best layout ")
+    second = cheap.alternatives[0]
+    assert f"at ${second.usd_per_million_tokens:.3g}/M tokens." in sentence.replace("\\", "")

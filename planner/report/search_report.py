@@ -20,7 +20,7 @@ from planner.report.markdown import (
 from planner.report.page import html_document
 from planner.report.quote import html_text, markdown_cell
 from planner.report.svg import TERM_COLORS, diverging_bar_chart, stacked_bar_chart
-from planner.report.text import plan_lines, solver_line
+from planner.report.text import OBJECTIVE_WORDS, objective_figure, plan_lines, solver_line
 from planner.search.explain import rejection_histogram
 from planner.specs.result import Plan, SearchResult
 from planner.units import format_seconds
@@ -87,23 +87,33 @@ def plan_label(rank: int, plan: Plan) -> str:
 
 def summary_sentence(result: SearchResult) -> str:
     """The answer in one sentence: the best layout, its step, throughput and memory, and by how
-    much the runner-up is slower."""
+    much the runner-up loses (by step time, or by the objective the search ranked on)."""
     best = result.best
     noun = best.device_noun
     band = "" if best.uncertainty_pct is None else f" (±{best.uncertainty_pct:.0f}%, 80% band)"
+    objective = result.objective
+    ranked = ""
+    if objective != "time":
+        words = OBJECTIVE_WORDS[objective].format(noun=noun)
+        ranked = f"Ranked by {words}: "
     text = (
-        f"Best layout {best.layout_text()} on {best.num_gpus:,} {noun}s: "
+        f"{ranked}{'the best' if ranked else 'Best'} layout {best.layout_text()} on "
+        f"{best.num_gpus:,} {noun}s: "
         f"{format_seconds(best.step_time_s)} per step{band}, "
         f"{best.tokens_per_s_per_gpu:,.0f} tokens/s per {noun}, MFU {short_mfu(best)}, "
-        f"{memory_cell(best)} GiB of memory per {noun} (peak / usable)."
+        f"{memory_cell(best)} GiB of memory per {noun} (peak / usable)"
     )
+    text += f", {objective_figure(best, objective)}." if objective in ("cost", "energy") else "."
     if result.alternatives:
         second = result.alternatives[0]
         slower = second.step_time_s / best.step_time_s - 1 if best.step_time_s else 0.0
         text += (
             f" The runner-up, {second.layout_text()}, takes {format_seconds(second.step_time_s)}"
-            f" ({100 * slower:+.1f}%)."
+            f" ({100 * slower:+.1f}%)"
         )
+        if objective in ("cost", "energy"):
+            text += f" at {objective_figure(second, objective)}"
+        text += "."
     return text
 
 
