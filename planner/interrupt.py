@@ -46,12 +46,22 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+FINALIZER = "__del__"
+"""A finalizer's name: Python ignores an exception raised in one, printing "Exception ignored
+in" with a traceback and going on (the hostile pass saw SIGINT land in a multiprocessing
+``Connection.__del__`` as a what-if's worker pool closed, and the run exit 0 with the traceback
+printed): an interrupt that lands there is waited out as one inside an import is."""
+
+
 def _must_wait(frame: FrameType | None) -> bool:
-    """Whether ``frame`` runs inside an import (importlib's frames are on its stack) or a fork
-    (:data:`FORKING_FILES`), where a KeyboardInterrupt is lost or leaves a half-built module."""
+    """Whether ``frame`` runs inside an import (importlib's frames are on its stack), a fork
+    (:data:`FORKING_FILES`) or a finalizer (:data:`FINALIZER`), where a KeyboardInterrupt is
+    lost or leaves a half-built module."""
     while frame is not None:
         name = frame.f_code.co_filename.replace("\\", "/")
         if name.startswith("<frozen importlib") or name.endswith(FORKING_FILES):
+            return True
+        if frame.f_code.co_name == FINALIZER:
             return True
         frame = frame.f_back
     return False

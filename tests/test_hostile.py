@@ -1103,6 +1103,37 @@ def test_an_interrupt_inside_a_fork_waits_for_the_fork() -> None:
     assert "Exception ignored" not in proc.stderr
 
 
+_INTERRUPTED_FINALIZER = """
+import gc, os, signal, sys, time
+from planner import interrupt
+interrupt.watch()
+class Pipe:  # as multiprocessing's Connection, closed in its finalizer when a pool ends
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+try:
+    Pipe()
+    gc.collect()
+    time.sleep(2)
+    sys.exit(3)  # the interrupt was lost
+except KeyboardInterrupt:
+    sys.exit(0 if interrupt.seen() else 4)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_interrupt_inside_a_finalizer_waits_for_it() -> None:
+    """Raised inside ``__del__`` (the hostile pass's what-if with two workers, where SIGINT
+    landed in a Connection's finalizer as the pool closed), a KeyboardInterrupt is ignored with
+    a printed traceback and the run exits 0: it is raised once the finalizer is done."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_FINALIZER], capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    assert "Exception ignored" not in proc.stderr
+
+
 def test_any_error_after_an_interrupt_is_reported_as_the_interrupt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
