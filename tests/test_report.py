@@ -287,10 +287,10 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     return width, height, rows
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
-def test_headless_chromium_screenshot_is_not_blank(sweep: WhatIfResult, tmp_path: Path) -> None:
+def chromium_screenshot(html: str, tmp_path: Path) -> tuple[int, int, list[bytes]]:
+    """(width, height, pixel rows) of headless Chromium's 1200 x 1400 screenshot of ``html``."""
     page, shot = tmp_path / "report.html", tmp_path / "shot.png"
-    page.write_text(whatif_html(sweep), encoding="utf-8")
+    page.write_text(html, encoding="utf-8")
     subprocess.run(
         [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
          f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1400",
@@ -300,7 +300,12 @@ def test_headless_chromium_screenshot_is_not_blank(sweep: WhatIfResult, tmp_path
     assert shot.exists(), "chromium wrote no screenshot"
     data = shot.read_bytes()
     assert len(data) > 20_000
-    width, height, rows = _png_pixels(data)
+    return _png_pixels(data)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
+def test_headless_chromium_screenshot_is_not_blank(sweep: WhatIfResult, tmp_path: Path) -> None:
+    width, height, rows = chromium_screenshot(whatif_html(sweep), tmp_path)
     assert (width, height) == (1200, 1400)
     bpp = len(rows[0]) // width
     sample = {row[x : x + 3] for row in rows[::10] for x in range(0, len(row), bpp * 10)}

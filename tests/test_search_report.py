@@ -4,7 +4,6 @@ Markdown holds the same tables; the CLI writes both and still refuses serving-on
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from planner.report.search_report import (
 from planner.specs.result import SearchResult
 from planner.units import format_seconds
 from tests.test_migrate import run_main
-from tests.test_report import CHROMIUM, _parse, _png_pixels
+from tests.test_report import CHROMIUM, _parse, chromium_screenshot
 
 ARGS = ["search", "--model", "8B", "--cluster", "hgx_h100x16", "--seq-len", "4096"]
 
@@ -128,16 +127,7 @@ def test_serving_only_flags_are_still_refused_in_training(tmp_path: Path) -> Non
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
 def test_headless_chromium_screenshot_is_not_blank(result: SearchResult, tmp_path: Path) -> None:
-    page, shot = tmp_path / "report.html", tmp_path / "shot.png"
-    page.write_text(search_html(result), encoding="utf-8")
-    subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1400",
-         f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert shot.exists(), "chromium wrote no screenshot"
-    width, height, rows = _png_pixels(shot.read_bytes())
+    width, height, rows = chromium_screenshot(search_html(result), tmp_path)
     assert (width, height) == (1200, 1400)
     bpp = len(rows[0]) // width
     sample = {row[x : x + 3] for row in rows[::10] for x in range(0, len(row), bpp * 10)}

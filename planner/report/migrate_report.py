@@ -20,8 +20,15 @@ from planner.report.markdown import (
 )
 from planner.report.page import html_document
 from planner.report.quote import html_text, markdown_cell
-from planner.report.search_report import CHART_WIDTH, MEMORY_COLORS, gfm_table, memory_terms
-from planner.report.svg import TERM_COLORS, bar_chart, stacked_bar_chart
+from planner.report.search_report import (
+    CHART_WIDTH,
+    MEMORY_COLORS,
+    exposed_time_chart,
+    gfm_table,
+    memory_stack_chart,
+    memory_terms,
+)
+from planner.report.svg import bar_chart
 from planner.specs.result import Plan, shared_device_noun
 from planner.specs.scenarios import MigrateResult
 from planner.units import format_seconds
@@ -104,19 +111,7 @@ def _sides(result: MigrateResult) -> list[tuple[str, Plan]]:
 def time_chart(result: MigrateResult) -> str:
     """Each side's exposed step time, stacked by term."""
     sides = _sides(result)
-    plans = [p for _, p in sides]
-    terms = [t for t in TERM_ORDER if any(p.breakdown_s.get(t) for p in plans)]
-    return stacked_bar_chart(
-        [label for label, _ in sides],
-        [
-            (TERM_LABELS[t], [p.breakdown_s.get(t, 0.0) for p in plans], TERM_COLORS[t])
-            for t in terms
-        ],
-        title="Exposed time per step by term",
-        value_format=format_seconds,
-        axis_label="exposed seconds per step",
-        width=CHART_WIDTH,
-    )
+    return exposed_time_chart([label for label, _ in sides], [p for _, p in sides])
 
 
 def rate_chart(result: MigrateResult) -> str:
@@ -134,18 +129,10 @@ def rate_chart(result: MigrateResult) -> str:
 
 
 def memory_chart(result: MigrateResult) -> str:
-    """Each side's peak memory per accelerator, stacked by term."""
+    """Each side's peak memory per accelerator, stacked by term (each cluster has its own
+    capacity: the caption says both)."""
     sides = _sides(result)
-    per_side = [memory_terms(p) for _, p in sides]
-    names = [n for n in MEMORY_COLORS if any(terms[n] > 0 for terms in per_side)]
-    return stacked_bar_chart(
-        [label for label, _ in sides],
-        [(n, [terms[n] for terms in per_side], MEMORY_COLORS[n]) for n in names],
-        title="Peak memory per " + shared_device_noun([p for _, p in sides]),
-        value_format=lambda v: f"{v:,.1f} GiB",
-        axis_label="GiB (2^30 bytes)",
-        width=CHART_WIDTH,
-    )
+    return memory_stack_chart([label for label, _ in sides], [p for _, p in sides])
 
 
 def _usable(result: MigrateResult) -> str:

@@ -22,7 +22,7 @@ from planner.report.quote import html_text, markdown_cell
 from planner.report.svg import TERM_COLORS, diverging_bar_chart, stacked_bar_chart
 from planner.report.text import OBJECTIVE_WORDS, objective_figure, plan_lines, solver_line
 from planner.search.explain import rejection_histogram
-from planner.specs.result import Plan, SearchResult
+from planner.specs.result import Plan, SearchResult, shared_device_noun
 from planner.units import format_seconds
 
 MEMORY_COLORS: dict[str, str] = {
@@ -153,9 +153,15 @@ def memory_terms(plan: Plan) -> dict[str, float]:
 def time_chart(result: SearchResult) -> str:
     """The ranked layouts' exposed step time, stacked by term."""
     plans = _plans(result)
+    return exposed_time_chart([plan_label(i, p) for i, p in enumerate(plans, start=1)], plans)
+
+
+def exposed_time_chart(labels: list[str], plans: list[Plan]) -> str:
+    """One bar per plan (``labels``): its exposed seconds per step, stacked by the terms any of
+    them has."""
     terms = [t for t in TERM_ORDER if any(p.breakdown_s.get(t) for p in plans)]
     return stacked_bar_chart(
-        [plan_label(i, p) for i, p in enumerate(plans, start=1)],
+        labels,
         [
             (TERM_LABELS[t], [p.breakdown_s.get(t, 0.0) for p in plans], TERM_COLORS[t])
             for t in terms
@@ -215,15 +221,27 @@ def memory_chart(result: SearchResult) -> str:
     """The ranked layouts' peak memory per accelerator, stacked by term, with the usable
     capacity drawn as a limit line."""
     plans = _plans(result)
+    return memory_stack_chart(
+        [plan_label(i, p) for i, p in enumerate(plans, start=1)],
+        plans,
+        limit=("usable", min(p.memory.capacity_gib for p in plans)),
+    )
+
+
+def memory_stack_chart(
+    labels: list[str], plans: list[Plan], *, limit: tuple[str, float] | None = None
+) -> str:
+    """One bar per plan (``labels``): its peak memory per accelerator, stacked by the terms of
+    :func:`memory_terms` any of them has; ``limit`` a capacity line."""
     per_plan = [memory_terms(p) for p in plans]
     names = [n for n in MEMORY_COLORS if any(terms[n] > 0 for terms in per_plan)]
     return stacked_bar_chart(
-        [plan_label(i, p) for i, p in enumerate(plans, start=1)],
+        labels,
         [(n, [terms[n] for terms in per_plan], MEMORY_COLORS[n]) for n in names],
-        title=f"Peak memory per {result.best.device_noun}",
+        title=f"Peak memory per {shared_device_noun(plans)}",
         value_format=lambda v: f"{v:,.1f} GiB",
         axis_label="GiB (2^30 bytes)",
-        limit=("usable", min(p.memory.capacity_gib for p in plans)),
+        limit=limit,
         width=CHART_WIDTH,
     )
 
