@@ -623,13 +623,17 @@ def migrate(
     tokens: float | None = None,
     steps: int | None = None,
     config: SolverConfig | None = None,
+    **settings: object,
 ) -> MigrateResult:
     """Re-plan ``model`` from ``from_cluster`` to ``to_cluster`` (CLI ``layout migrate``).
 
     ``layout``: the layout in use on the source (dict, Layout or YAML/JSON file; default: search
     the source too). ``prices``: USD per GPU-hour keyed by a cluster or system name.
-    ``tokens`` / ``steps``: add time-to-train figures. Raises InfeasibleError naming the side.
+    ``tokens`` / ``steps``: add time-to-train figures. Workload settings may also be given by
+    their CLI names (``seq_len=4096``), as for :func:`search`. Raises InfeasibleError naming
+    the side.
     """
+    workload = _with_settings(workload, settings, TrainWorkload, layout_argument="fix")  # type: ignore[assignment]
     prices = _prices(prices)
     source, target = _priced(from_cluster, prices), _priced(to_cluster, prices)
     known = {str(from_cluster), str(to_cluster), source.name, target.name}
@@ -675,6 +679,7 @@ def whatif(
     config: SolverConfig | None = None,
     max_scenarios: int = _whatif.DEFAULT_MAX_SCENARIOS,
     note: NoteCallback | None = None,
+    **settings: object,
 ) -> WhatIfResult:
     """Re-plan for every combination of knob values (CLI ``layout whatif``).
 
@@ -683,8 +688,10 @@ def whatif(
     combinations (at most 100,000) are refused before anything is built. ``workers`` local
     processes (at most the cores available start; ``note(line)`` says so, default a
     UserWarning), or ``engine="ray"`` (the optional ``ray`` extra). ``progress(done, total)`` is
-    called after each scenario.
+    called after each scenario. Workload settings may also be given by their CLI names
+    (``seq_len=4096``), as for :func:`search`.
     """
+    workload = _with_settings(workload, settings, TrainWorkload, layout_argument="fix")  # type: ignore[assignment]
     _callable("progress", progress, "progress(done, total)")
     _callable("note", note, "note(line)")
     _whatif.check_max_scenarios(max_scenarios)

@@ -66,3 +66,18 @@ def test_cli_writes_both_reports_and_the_api_the_same_page(
     assert f"wrote {html}" in err and f"wrote {md}" in err
     assert planner.render_report(result) == migrate_html(result)
     assert planner.render_report(result, format="markdown") == migrate_markdown(result)
+
+
+def test_migrate_takes_workload_settings_by_their_cli_names(result: MigrateResult) -> None:
+    """As search does: ``seq_len=4096`` is ``workload={"seq_len": 4096}``."""
+    named = planner.migrate(
+        model="70B", from_cluster="hgx_h100x64", to_cluster="hgx_b200x64", seq_len=4096
+    )
+    given = planner.migrate(
+        model="70B", from_cluster="hgx_h100x64", to_cluster="hgx_b200x64",
+        workload={"seq_len": 4096},
+    )  # fmt: skip
+    assert named.workload == given.workload and named.workload.seq_len == 4096
+    for side in ("from_plan", "to_plan"):
+        a, b = getattr(named, side), getattr(given, side)
+        assert (a.layout, a.step_time_s) == (b.layout, b.step_time_s)
