@@ -257,13 +257,17 @@ def search_words(result: SearchResult) -> str:
 
 
 def _memory_caption(result: SearchResult) -> str:
+    """What the memory chart draws, with the usable memory and the share the search kept free
+    (``SolverInfo.memory_headroom``)."""
     capacity = {round(p.memory.capacity_gib, 1) for p in _plans(result)}
     usable = " or ".join(f"{c:,.1f}" for c in sorted(capacity))
-    return (
+    text = (
         f"Weights, gradients and optimizer state as sharded, and the activations in flight (or "
         f"the optimizer step's fp32 gradient copy, where that is the larger); the line marks the "
-        f"{usable} GiB usable (HBM less the runtime reserve and the stated headroom)."
+        f"{usable} GiB usable (HBM less the runtime reserve)"
     )
+    headroom = result.solver.memory_headroom
+    return text + (f", of which the search kept {100 * headroom:g}% free." if headroom else ".")
 
 
 def _figures(result: SearchResult) -> str:
