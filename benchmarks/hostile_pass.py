@@ -355,6 +355,18 @@ def injection_cases() -> list[Cli]:
         )  # fmt: skip
         cases.append(
             Cli(
+                f"name{i}-estimate-reports",
+                "injection",
+                ["estimate", *base, "--seq-len", "4096", "--tp", "2", "--report",
+                 "{tmp}/r.html", "--report", "{tmp}/r.md"],
+                "clean",
+                files,
+                outputs=("r.html", "r.md"),
+                check=_report_inert,
+            )
+        )  # fmt: skip
+        cases.append(
+            Cli(
                 f"name{i}-migrate-reports",
                 "injection",
                 ["migrate", "--model", "{tmp}/m.yaml", "--from", "hgx_h100x8", "--to",

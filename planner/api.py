@@ -1217,13 +1217,13 @@ REPORT_FORMATS: tuple[str, ...] = ("html", "markdown")
 
 
 def render_report(
-    result: SearchResult | ServeSearchResult | WhatIfResult | MigrateResult,
+    result: SearchResult | ServeSearchResult | WhatIfResult | MigrateResult | Plan,
     *,
     format: str = "html",
 ) -> str:
-    """The report of a training search, a serving search, a what-if sweep or a migration, as
-    ``--report`` writes it: ``format`` html (one self-contained page, its charts inline SVG,
-    nothing fetched) or markdown.
+    """The report of a training search, a serving search, a what-if sweep, a migration or one
+    scored training layout (``estimate``), as ``--report`` writes it: ``format`` html (one
+    self-contained page, its charts inline SVG, nothing fetched) or markdown.
 
     >>> import planner
     >>> result = planner.search(model="8B", cluster="hgx_h100x8", seq_len=4096)
@@ -1252,8 +1252,14 @@ def render_report(
         from planner.report.migrate_report import migrate_html, migrate_markdown
 
         return migrate_html(result) if html else migrate_markdown(result)
+    if isinstance(result, Plan):
+        from planner.report.search_report import plan_html, plan_markdown
+
+        return plan_html(result) if html else plan_markdown(result)
     raise _kind_error(
-        "result", result, "a SearchResult, ServeSearchResult, WhatIfResult or MigrateResult"
+        "result",
+        result,
+        "a SearchResult, ServeSearchResult, WhatIfResult, MigrateResult or training Plan",
     )
 
 

@@ -102,7 +102,7 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     "estimate": WORKLOAD_FLAGS
     | EDIT_FLAGS
     | SERVE_FLAGS
-    | {"--attention-dp", "--placement", "--cluster-state", "--stage-split"}
+    | {"--attention-dp", "--placement", "--cluster-state", "--stage-split", "--report"}
     | {
         "--pipeline-model-parallel-layout",
         "--decoder-first-pipeline-num-layers",

@@ -278,7 +278,8 @@ CASES: list[Case] = [
     Case("report-format-pdf", "render_report", {"format": "pdf"},
          ("format 'pdf'", "unknown report format", "html, markdown"), args=(RESULT,)),
     Case("report-format-none", "render_report", {"format": None}, ("format None",), args=(RESULT,)),
-    Case("report-plan", "render_report", {}, ("result <Plan>", "SearchResult"), args=(PLAN,)),
+    Case("report-serve-plan", "render_report", {}, ("result <ServePlan>", "training Plan"),
+         args=(SERVE_PLAN,)),
     Case("report-text", "render_report", {}, ("result 'x'", "WhatIfResult"), args=("x",)),
     # --- loaders and not_fitting_reason ---------------------------------------------------------
     Case("load-model-int", "load_model", {}, ("model 42", "got int"), args=(42,)),

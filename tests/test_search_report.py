@@ -10,10 +10,11 @@ import pytest
 
 import planner
 from planner.report.markdown import TERM_LABELS
-from planner.report.quote import html_text
+from planner.report.quote import html_text, markdown_cell
 from planner.report.search_report import (
     difference_chart,
     memory_terms,
+    plan_sentence,
     ranked_rows,
     search_html,
     search_markdown,
@@ -150,3 +151,23 @@ def test_a_cost_ranked_report_says_so_and_compares_the_cost() -> None:
     assert sentence.startswith("Ranked by lowest $ per token: the best layout ")
     second = cheap.alternatives[0]
     assert f"at ${second.usd_per_million_tokens:.3g}/M tokens." in sentence.replace("\\", "")
+
+
+def test_estimate_writes_the_plan_report_and_serving_estimates_refuse_it(tmp_path: Path) -> None:
+    html, md = tmp_path / "e.html", tmp_path / "e.md"
+    argv = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8", "--tp", "2", "--seq-len",
+            "4096", "--report", str(html), "--report", str(md)]  # fmt: skip
+    code, _, err = run_main(argv)
+    assert code == 0, err
+    page = html.read_text(encoding="utf-8")
+    assert page.count("<svg") == 2 and "stroke-dasharray" in page  # time, memory + usable line
+    assert md.read_text(encoding="utf-8").startswith("# llama3.1-8b on hgx_h100x8: TP2 ")
+    plan = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2}, seq_len=4096)
+    sentence = markdown_cell(plan_sentence(plan))
+    assert sentence in planner.render_report(plan, format="markdown")
+    assert sentence in md.read_text(encoding="utf-8")  # the CLI scored the same plan
+    serve = ["estimate", "--mode", "serve", "--model", "8B", "--cluster", "hgx_h100x8",
+             "--report", str(tmp_path / "s.md")]  # fmt: skip
+    code, _, err = run_main(serve)
+    assert code == 2 and "--report of a serving estimate" in err
+    assert not (tmp_path / "s.md").exists()

@@ -96,16 +96,20 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _write_reports(args: argparse.Namespace, result: object) -> None:
-    """--report FILE of a training search or a migration: .html (or .htm) the page with its
-    charts, anything else Markdown, as a serving search writes its reports."""
+    """--report FILE of a training search, estimate or migration: .html (or .htm) the page
+    with its charts, anything else Markdown, as a serving search writes its reports."""
     from planner.report.migrate_report import migrate_html, migrate_markdown
-    from planner.report.search_report import search_html, search_markdown
-
-    html, markdown = (
-        (migrate_html, migrate_markdown)
-        if args.command == "migrate"
-        else (search_html, search_markdown)
+    from planner.report.search_report import (
+        plan_html,
+        plan_markdown,
+        search_html,
+        search_markdown,
     )
+
+    html, markdown = {
+        "migrate": (migrate_html, migrate_markdown),
+        "estimate": (plan_html, plan_markdown),
+    }.get(args.command, (search_html, search_markdown))
     command = shlex.join(["layout", *getattr(args, "argv", [])])
     for path in args.report:
         render = html if path.lower().endswith((".html", ".htm")) else markdown
@@ -142,6 +146,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     )
     print(plan.model_dump_json(indent=2) if args.json else estimate_text(plan))
     _write_placement(args, plan)
+    _write_reports(args, plan)
     if not plan.fits:
         sys.stderr.write(
             f"layout estimate: does not fit: {not_fitting_reason(plan, args.model, cluster, workload)}\n"
@@ -163,6 +168,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "--mode serve"
         )
     _check_serve_flags(args)
+    if args.command == "estimate" and getattr(args, "report", None):
+        raise SpecError(
+            "--report of a serving estimate: a serving report is the frontier of a search "
+            "(layout search --mode serve --report FILE)"
+        )
     cluster, workload = _cluster(args), _serve_workload(args)
     if args.command == "estimate":
         layout = {"tp": args.tp, "pp": args.pp, "ep": args.ep, "attention_dp": args.attention_dp}

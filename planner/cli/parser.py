@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_stage_split(estimate)
     _add_given_split(estimate)
+    estimate.add_argument("--report", action="append", default=[], metavar="FILE",
+                          help="write a report: .html (self-contained, charts) or .md; the "
+                          "layout's step by term, its memory and the full plan; repeatable")  # fmt: skip
     models = sub.add_parser("models", help="list catalog models")
     models.add_argument("--json", action="store_true")
     clusters = sub.add_parser(

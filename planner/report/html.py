@@ -76,6 +76,7 @@ td.nowrap { white-space: nowrap; }
 p.caption { color: #59636e; font-size: 12px; margin: 2px 0 6px 0; }
 .charts { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; }
 svg.chart { max-width: 100%; height: auto; }
+pre { background: #f6f8fa; padding: 8px 12px; font-size: 12px; white-space: pre-wrap; }
 details { margin: 8px 0; }
 summary { cursor: pointer; font-weight: 600; font-size: 14px; }
 """

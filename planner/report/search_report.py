@@ -271,11 +271,15 @@ def _memory_caption(result: SearchResult) -> str:
 
 
 def _figures(result: SearchResult) -> str:
-    plan = result.best
+    return _figure_cards(result.best, "best layout")
+
+
+def _figure_cards(plan: Plan, what: str) -> str:
+    """The plan's figures as a row of cards, the first naming its layout as ``what``."""
     noun = plan.device_noun
     band = "" if plan.uncertainty_pct is None else f"±{plan.uncertainty_pct:.0f}% (80% band)"
     cards = [
-        (plan.layout_text(), f"best layout, {plan.num_gpus:,} {noun}s"),
+        (plan.layout_text(), f"{what}, {plan.num_gpus:,} {noun}s"),
         (format_seconds(plan.step_time_s), f"per step {band}".strip()),
         (f"{plan.tokens_per_s_per_gpu:,.0f}", f"tokens/s per {noun}"),
         (short_mfu(plan), "MFU" + ("" if str(plan.layout.precision) == "bf16" else " (peak)")),
@@ -311,6 +315,84 @@ def search_html(result: SearchResult, *, command: str | None = None) -> str:
         plan="\n".join(html_text(line) for line in plan_lines(result.best)),
     )
     return html_document(html_text(_title(result)), CSS, page_body)
+
+
+PLAN_BODY = Template("""<p class="meta">$meta</p>
+<p class="summary">$summary</p>
+$figures
+<h2>Where the step goes</h2>
+<p class="caption">Exposed seconds per optimizer step by term: communication hidden behind
+compute is not drawn.</p>
+$time_chart
+<h2>Memory per $noun on the stage that needs the most</h2>
+<p class="caption">$memory_caption</p>
+$memory_chart
+<h2>The plan in full</h2>
+<pre>$plan</pre>
+""")
+"""The page of one scored layout (``layout estimate --report``) under its title."""
+
+
+def plan_sentence(plan: Plan) -> str:
+    """One scored layout in one sentence: its step, throughput and memory, and whether it fits."""
+    noun = plan.device_noun
+    band = "" if plan.uncertainty_pct is None else f" (±{plan.uncertainty_pct:.0f}%, 80% band)"
+    fits = "" if plan.fits else " It does not fit in memory."
+    return (
+        f"{plan.layout_text()} on {plan.num_gpus:,} {noun}s: "
+        f"{format_seconds(plan.step_time_s)} per step{band}, "
+        f"{plan.tokens_per_s_per_gpu:,.0f} tokens/s per {noun}, MFU {short_mfu(plan)}, "
+        f"{memory_cell(plan)} GiB of memory per {noun} (peak / usable).{fits}"
+    )
+
+
+def plan_html(plan: Plan, *, command: str | None = None) -> str:
+    """One scored layout (``layout estimate --report``) as a self-contained HTML page: its
+    figures, its exposed step by term, its memory against the usable capacity, the full plan."""
+    page_body = PLAN_BODY.substitute(
+        meta=f"<code>{html_text(command or 'planner.estimate(...) (Python API)')}</code>",
+        summary=html_text(plan_sentence(plan)),
+        figures=_figure_cards(plan, "layout"),
+        time_chart=exposed_time_chart([plan.layout_text()], [plan]),
+        noun=html_text(plan.device_noun),
+        memory_caption=html_text(
+            "Weights, gradients and optimizer state as sharded, and the activations in flight "
+            "(or the optimizer step's fp32 gradient copy, where that is the larger); the line "
+            f"marks the {plan.memory.capacity_gib:,.1f} GiB usable (HBM less the runtime "
+            "reserve)."
+        ),
+        memory_chart=memory_stack_chart(
+            [plan.layout_text()], [plan], limit=("usable", plan.memory.capacity_gib)
+        ),
+        plan="\n".join(html_text(line) for line in plan_lines(plan)),
+    )
+    title = f"{plan.model} on {plan.cluster}: {plan.layout_text()}"
+    return html_document(html_text(title), CSS, page_body)
+
+
+def plan_markdown(plan: Plan, *, command: str | None = None) -> str:
+    """One scored layout in Markdown: the sentence, its time and memory tables, the full plan."""
+    title = f"{plan.model} on {plan.cluster}: {plan.layout_text()}"
+    lines = [f"# {markdown_cell(title)}", ""]
+    if command:
+        quoted = command.replace("`", "'")
+        lines += [f"Made by `{quoted}`", ""]
+    lines += [markdown_cell(plan_sentence(plan)), ""]
+    terms = [t for t in TERM_ORDER if plan.breakdown_s.get(t)]
+    lines += ["## Exposed time per step by term", ""]
+    lines += gfm_table(
+        [*(TERM_LABELS[t] for t in terms), "step"],
+        [[*(format_seconds(plan.breakdown_s[t]) for t in terms), format_seconds(plan.step_time_s)]],
+    )
+    names = [n for n, v in memory_terms(plan).items() if v > 0]
+    lines += ["", f"## Memory per {plan.device_noun} (GiB, binding stage)", ""]
+    lines += gfm_table(
+        [*names, "peak", "usable"],
+        [[*(f"{memory_terms(plan)[n]:.1f}" for n in names), f"{plan.memory.peak_gib:.1f}",
+          f"{plan.memory.capacity_gib:.1f}"]],
+    )  # fmt: skip
+    lines += ["", "## The plan in full", "", "```", *plan_lines(plan), "```"]
+    return "\n".join(lines) + "\n"
 
 
 def search_markdown(result: SearchResult, *, command: str | None = None) -> str:
