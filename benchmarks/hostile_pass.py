@@ -341,65 +341,26 @@ def injection_cases() -> list[Cli]:
                 check=_json_parses_if_ok,
             )
         )
-        cases.append(
-            Cli(
-                f"name{i}-search-reports",
-                "injection",
-                ["search", *base, "--seq-len", "4096", "--report", "{tmp}/r.html",
-                 "--report", "{tmp}/r.md"],
-                "clean",
-                files,
-                outputs=("r.html", "r.md"),
-                check=_report_inert,
-            )
-        )  # fmt: skip
-        cases.append(
-            Cli(
-                f"name{i}-estimate-reports",
-                "injection",
-                ["estimate", *base, "--seq-len", "4096", "--tp", "2", "--report",
-                 "{tmp}/r.html", "--report", "{tmp}/r.md"],
-                "clean",
-                files,
-                outputs=("r.html", "r.md"),
-                check=_report_inert,
-            )
-        )  # fmt: skip
-        cases.append(
-            Cli(
-                f"name{i}-migrate-reports",
-                "injection",
-                ["migrate", "--model", "{tmp}/m.yaml", "--from", "hgx_h100x8", "--to",
-                 "hgx_b200x8", "--seq-len", "4096", "--report", "{tmp}/r.html", "--report",
-                 "{tmp}/r.md"],
-                "clean",
-                files,
-                outputs=("r.html", "r.md"),
-                check=_report_inert,
-            )
-        )  # fmt: skip
-        cases.append(
-            Cli(
-                f"name{i}-whatif-reports",
-                "injection",
-                [
-                    "whatif",
-                    *base,
-                    "--seq-len",
-                    "4096",
-                    "--vary",
-                    "nic_gbps=200,400",
-                    "--report",
-                    "{tmp}/r.html",
-                    "--report",
-                    "{tmp}/r.md",
-                ],
-                "clean",
-                files,
-                outputs=("r.html", "r.md"),
-                check=_report_inert,
-            )
-        )
+        migrate = ["migrate", "--model", "{tmp}/m.yaml", "--from", "hgx_h100x8", "--to",
+                   "hgx_b200x8"]  # fmt: skip
+        for kind, argv in (
+            ("search", ["search", *base]),
+            ("estimate", ["estimate", *base, "--tp", "2"]),
+            ("migrate", migrate),
+            ("whatif", ["whatif", *base, "--vary", "nic_gbps=200,400"]),
+        ):
+            cases.append(
+                Cli(
+                    f"name{i}-{kind}-reports",
+                    "injection",
+                    [*argv, "--seq-len", "4096", "--report", "{tmp}/r.html", "--report",
+                     "{tmp}/r.md"],
+                    "clean",
+                    files,
+                    outputs=("r.html", "r.md"),
+                    check=_report_inert,
+                )
+            )  # fmt: skip
         cases.append(
             Cli(
                 f"name{i}-placement",
