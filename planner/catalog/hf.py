@@ -504,15 +504,20 @@ def _olmo2(config: Config) -> Fields:
     return {**_gated(config, _int(config, "intermediate_size")), **_biases(config), "qk_norm": True}
 
 
-def _mixtral(config: Config) -> Fields:
-    """MixtralForCausalLM: every FFN is ``num_local_experts`` experts, top
-    ``num_experts_per_tok``, each of width ``intermediate_size``; no shared expert."""
-    moe = {
-        "num_experts": _int(config, "num_local_experts"),
+def _routed_experts(config: Config, count_key: str = "num_local_experts") -> Fields:
+    """MoE fields of a Mixtral-style block: ``count_key`` experts of width
+    ``intermediate_size``, top ``num_experts_per_tok``, no shared expert."""
+    return {
+        "num_experts": _int(config, count_key),
         "top_k": _int(config, "num_experts_per_tok"),
         "expert_ffn_hidden_size": _int(config, "intermediate_size"),
     }
-    return {**_gated(config, 0), **_all_layers_sliding(config), "moe": moe}
+
+
+def _mixtral(config: Config) -> Fields:
+    """MixtralForCausalLM: every FFN is ``num_local_experts`` experts, top
+    ``num_experts_per_tok``, each of width ``intermediate_size``; no shared expert."""
+    return {**_gated(config, 0), **_all_layers_sliding(config), "moe": _routed_experts(config)}
 
 
 def _qwen2(config: Config) -> Fields:
@@ -908,11 +913,7 @@ def _olmoe(config: Config) -> Fields:
     sub-block, and a MoE FFN on every layer: ``num_experts`` SwiGLU experts of width
     ``intermediate_size``, top ``num_experts_per_tok``, no shared expert. ``clip_qkv`` clamps
     the projections in place: no parameter, and its elementwise pass is not priced."""
-    moe = {
-        "num_experts": _int(config, "num_experts"),
-        "top_k": _int(config, "num_experts_per_tok"),
-        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
-    }
+    moe = _routed_experts(config, "num_experts")
     return {**_gated(config, 0), **_biases(config), "qk_norm": True, "moe": moe}
 
 
@@ -927,12 +928,7 @@ def _granitemoe(config: Config) -> Fields:
     """GraniteMoeForCausalLM (IBM Granite 3.0 / 3.1 MoE): Granite's attention and scaling
     constants, and a MoE FFN on every layer: ``num_local_experts`` SwiGLU experts of width
     ``intermediate_size``, top ``num_experts_per_tok``, no shared expert."""
-    moe = {
-        "num_experts": _int(config, "num_local_experts"),
-        "top_k": _int(config, "num_experts_per_tok"),
-        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
-    }
-    return {**_gated(config, 0), **_biases(config), "moe": moe}
+    return {**_gated(config, 0), **_biases(config), "moe": _routed_experts(config)}
 
 
 def _phimoe(config: Config) -> Fields:
@@ -943,11 +939,7 @@ def _phimoe(config: Config) -> Fields:
     released config's equals its context: no window in effect). The output layer's bias
     (``lm_head_bias``, V weights) is not counted. Its LongRoPE scaling is read by
     :func:`_rope`."""
-    moe = {
-        "num_experts": _int(config, "num_local_experts"),
-        "top_k": _int(config, "num_experts_per_tok"),
-        "expert_ffn_hidden_size": _int(config, "intermediate_size"),
-    }
+    moe = _routed_experts(config)
     attention_bias = _bool(config, "attention_bias", False)
     return {
         **_gated(config, 0),

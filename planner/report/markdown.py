@@ -470,12 +470,17 @@ def framework_row(before: Plan, after: Plan) -> list[tuple[str, str, str]]:
     return [("framework", before.workload.framework, after.workload.framework)]
 
 
-def migrate_text(result: MigrateResult) -> str:
-    """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
+def migrate_rows(
+    result: MigrateResult, *, memory_label: str = "memory peak", job_rate: bool = False
+) -> list[tuple[str, str, str]]:
+    """The two plans side by side as (what, from, to) rows: layout, framework (when they
+    differ), step, tokens/s per accelerator (and of the whole job with ``job_rate``), MFU,
+    peak / usable memory under ``memory_label``, then the economics."""
     before, after = result.from_plan, result.to_plan
     noun = shared_device_noun((before, after))
     mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
-    rows = [
+    job = [("tokens/s", f"{before.tokens_per_s:,.0f}", f"{after.tokens_per_s:,.0f}")]
+    return [
         ("layout", before.layout_text(), after.layout_text()),
         *framework_row(before, after),
         ("step", format_seconds(before.step_time_s), format_seconds(after.step_time_s)),
@@ -484,10 +489,17 @@ def migrate_text(result: MigrateResult) -> str:
             f"{before.tokens_per_s_per_gpu:,.0f}",
             f"{after.tokens_per_s_per_gpu:,.0f}",
         ),
+        *(job if job_rate else []),
         ("MFU", mfu_cell(before), mfu_cell(after)),
-        ("memory peak", mem(before), mem(after)),
+        (memory_label, mem(before), mem(after)),
         *economics_rows(result.from_economics, result.to_economics, noun),
     ]
+
+
+def migrate_text(result: MigrateResult) -> str:
+    """The terminal answer of ``layout migrate``: both plans side by side, the changes, the port."""
+    before, after = result.from_plan, result.to_plan
+    rows = migrate_rows(result)
     width = max(len(r[1]) for r in rows) + 2
     label = max(17, max(len(r[0]) for r in rows) + 1)  # 'tokens/s/accelerator' is 20 wide
     lines = [

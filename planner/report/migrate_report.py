@@ -10,14 +10,7 @@ from __future__ import annotations
 from string import Template
 
 from planner.report.html import CSS, html_table
-from planner.report.markdown import (
-    TERM_LABELS,
-    TERM_ORDER,
-    economics_rows,
-    framework_row,
-    mfu_cell,
-    seconds_or_dash,
-)
+from planner.report.markdown import TERM_LABELS, TERM_ORDER, migrate_rows, seconds_or_dash
 from planner.report.page import html_document
 from planner.report.quote import html_text, markdown_cell
 from planner.report.search_report import (
@@ -58,26 +51,11 @@ def _title(result: MigrateResult) -> str:
 
 
 def side_rows(result: MigrateResult) -> list[list[str]]:
-    """The terminal answer's side-by-side rows (what, from, to)."""
+    """The terminal answer's side-by-side rows (what, from, to), with the clusters first and
+    the whole job's tokens/s."""
     before, after = result.from_plan, result.to_plan
-    noun = shared_device_noun((before, after))
-    mem = lambda p: f"{p.memory.peak_gib:.1f} / {p.memory.capacity_gib:.1f} GiB"  # noqa: E731
-    rows = [
-        ("cluster", before.cluster, after.cluster),
-        ("layout", before.layout_text(), after.layout_text()),
-        *framework_row(before, after),
-        ("step", format_seconds(before.step_time_s), format_seconds(after.step_time_s)),
-        (
-            f"tokens/s/{noun}",
-            f"{before.tokens_per_s_per_gpu:,.0f}",
-            f"{after.tokens_per_s_per_gpu:,.0f}",
-        ),
-        ("tokens/s", f"{before.tokens_per_s:,.0f}", f"{after.tokens_per_s:,.0f}"),
-        ("MFU", mfu_cell(before), mfu_cell(after)),
-        ("memory peak / usable", mem(before), mem(after)),
-        *economics_rows(result.from_economics, result.to_economics, noun),
-    ]
-    return [list(row) for row in rows]
+    rows = migrate_rows(result, memory_label="memory peak / usable", job_rate=True)
+    return [["cluster", before.cluster, after.cluster], *(list(row) for row in rows)]
 
 
 def change_rows(result: MigrateResult) -> list[list[str]]:

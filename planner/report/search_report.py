@@ -90,19 +90,12 @@ def summary_sentence(result: SearchResult) -> str:
     much the runner-up loses (by step time, or by the objective the search ranked on)."""
     best = result.best
     noun = best.device_noun
-    band = "" if best.uncertainty_pct is None else f" (±{best.uncertainty_pct:.0f}%, 80% band)"
     objective = result.objective
     ranked = ""
     if objective != "time":
         words = OBJECTIVE_WORDS[objective].format(noun=noun)
         ranked = f"Ranked by {words}: "
-    text = (
-        f"{ranked}{'the best' if ranked else 'Best'} layout {best.layout_text()} on "
-        f"{best.num_gpus:,} {noun}s: "
-        f"{format_seconds(best.step_time_s)} per step{band}, "
-        f"{best.tokens_per_s_per_gpu:,.0f} tokens/s per {noun}, MFU {short_mfu(best)}, "
-        f"{memory_cell(best)} GiB of memory per {noun} (peak / usable)"
-    )
+    text = f"{ranked}{'the best' if ranked else 'Best'} layout {plan_figures_text(best)}"
     text += f", {objective_figure(best, objective)}." if objective in ("cost", "energy") else "."
     if result.alternatives:
         second = result.alternatives[0]
@@ -260,13 +253,18 @@ def _memory_caption(result: SearchResult) -> str:
     """What the memory chart draws, with the usable memory and the share the search kept free
     (``SolverInfo.memory_headroom``)."""
     capacity = {round(p.memory.capacity_gib, 1) for p in _plans(result)}
-    usable = " or ".join(f"{c:,.1f}" for c in sorted(capacity))
+    return memory_caption(sorted(capacity), result.solver.memory_headroom)
+
+
+def memory_caption(capacities_gib: list[float], headroom: float | None = None) -> str:
+    """The memory chart's caption: what it stacks, the usable line (``capacities_gib``) and,
+    for a search, the share of it the search kept free."""
+    usable = " or ".join(f"{c:,.1f}" for c in capacities_gib)
     text = (
         f"Weights, gradients and optimizer state as sharded, and the activations in flight (or "
         f"the optimizer step's fp32 gradient copy, where that is the larger); the line marks the "
         f"{usable} GiB usable (HBM less the runtime reserve)"
     )
-    headroom = result.solver.memory_headroom
     return text + (f", of which the search kept {100 * headroom:g}% free." if headroom else ".")
 
 
@@ -335,14 +333,20 @@ $memory_chart
 
 def plan_sentence(plan: Plan) -> str:
     """One scored layout in one sentence: its step, throughput and memory, and whether it fits."""
+    fits = "" if plan.fits else " It does not fit in memory."
+    return f"{plan_figures_text(plan)}.{fits}"
+
+
+def plan_figures_text(plan: Plan) -> str:
+    """'TP4 PP2 DP2 ... on 16 GPUs: 112.87 s per step (±19%, 80% band), 2,323 tokens/s per
+    GPU, MFU 46.4%, 143.9 / 169.7 GiB of memory per GPU (peak / usable)'."""
     noun = plan.device_noun
     band = "" if plan.uncertainty_pct is None else f" (±{plan.uncertainty_pct:.0f}%, 80% band)"
-    fits = "" if plan.fits else " It does not fit in memory."
     return (
         f"{plan.layout_text()} on {plan.num_gpus:,} {noun}s: "
         f"{format_seconds(plan.step_time_s)} per step{band}, "
         f"{plan.tokens_per_s_per_gpu:,.0f} tokens/s per {noun}, MFU {short_mfu(plan)}, "
-        f"{memory_cell(plan)} GiB of memory per {noun} (peak / usable).{fits}"
+        f"{memory_cell(plan)} GiB of memory per {noun} (peak / usable)"
     )
 
 
@@ -355,12 +359,7 @@ def plan_html(plan: Plan, *, command: str | None = None) -> str:
         figures=_figure_cards(plan, "layout"),
         time_chart=exposed_time_chart([plan.layout_text()], [plan]),
         noun=html_text(plan.device_noun),
-        memory_caption=html_text(
-            "Weights, gradients and optimizer state as sharded, and the activations in flight "
-            "(or the optimizer step's fp32 gradient copy, where that is the larger); the line "
-            f"marks the {plan.memory.capacity_gib:,.1f} GiB usable (HBM less the runtime "
-            "reserve)."
-        ),
+        memory_caption=html_text(memory_caption([plan.memory.capacity_gib])),
         memory_chart=memory_stack_chart(
             [plan.layout_text()], [plan], limit=("usable", plan.memory.capacity_gib)
         ),
