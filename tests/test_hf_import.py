@@ -816,6 +816,168 @@ COMMAND_R7B = {
 }
 """CohereForAI/c4ai-command-r7b-12-2024 config.json (keys the planner reads)."""
 
+OLMO_3_7B = {
+    "model_type": "olmo3",
+    "architectures": ["Olmo3ForCausalLM"],
+    "attention_bias": False,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 8,
+    "max_position_embeddings": 65536,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "rope_scaling": {
+        "attention_factor": 1.2079441541679836,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "factor": 8.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "yarn",
+    },
+    "rope_theta": 500000,
+    "sliding_window": 4096,
+    "tie_word_embeddings": False,
+    "vocab_size": 100278,
+}
+"""allenai/Olmo-3-1025-7B config.json (keys the planner reads)."""
+
+SMOLLM3_3B = {
+    "model_type": "smollm3",
+    "architectures": ["SmolLM3ForCausalLM"],
+    "attention_bias": False,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "intermediate_size": 11008,
+    "max_position_embeddings": 65536,
+    "mlp_bias": False,
+    "no_rope_layer_interval": 4,
+    "no_rope_layers": [1, 1, 1, 0] * 9,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 4,
+    "rope_scaling": None,
+    "rope_theta": 5000000.0,
+    "sliding_window": None,
+    "tie_word_embeddings": True,
+    "use_sliding_window": False,
+    "vocab_size": 128256,
+}
+"""HuggingFaceTB/SmolLM3-3B config.json (keys the planner reads)."""
+
+GLM_4_9B_0414 = {
+    "model_type": "glm4",
+    "architectures": ["Glm4ForCausalLM"],
+    "attention_bias": True,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 13696,
+    "max_position_embeddings": 32768,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 40,
+    "num_key_value_heads": 2,
+    "partial_rotary_factor": 0.5,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "vocab_size": 151552,
+}
+"""THUDM/GLM-4-9B-0414 config.json (keys the planner reads)."""
+
+SEED_OSS_36B = {
+    "model_type": "seed_oss",
+    "architectures": ["SeedOssForCausalLM"],
+    "attention_bias": True,
+    "attention_out_bias": False,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "intermediate_size": 27648,
+    "max_position_embeddings": 524288,
+    "mlp_bias": False,
+    "num_attention_heads": 80,
+    "num_hidden_layers": 64,
+    "num_key_value_heads": 8,
+    "rope_scaling": {"rope_type": "default"},
+    "rope_theta": 10000000.0,
+    "tie_word_embeddings": False,
+    "vocab_size": 155136,
+}
+"""ByteDance-Seed/Seed-OSS-36B-Base config.json (keys the planner reads; its dropout keys left
+out)."""
+
+ERNIE_4_5_0_3B = {
+    "model_type": "ernie4_5",
+    "architectures": ["Ernie4_5_ForCausalLM"],
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 131072,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 18,
+    "num_key_value_heads": 2,
+    "rope_theta": 500000,
+    "tie_word_embeddings": True,
+    "use_bias": False,
+    "vocab_size": 103424,
+}
+"""baidu/ERNIE-4.5-0.3B-PT config.json (keys the planner reads; its first release named the
+remote-code class Ernie4_5_ForCausalLM)."""
+
+ERNIE_4_5_21B_A3B = {
+    "model_type": "ernie4_5_moe",
+    "architectures": ["Ernie4_5_MoeForCausalLM"],
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 2560,
+    "intermediate_size": 12288,
+    "max_position_embeddings": 131072,
+    "moe_intermediate_size": 1536,
+    "moe_k": 6,
+    "moe_layer_end_index": 27,
+    "moe_layer_interval": 1,
+    "moe_layer_start_index": 1,
+    "moe_num_experts": 64,
+    "moe_num_shared_experts": 2,
+    "num_attention_heads": 20,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": True,
+    "use_bias": False,
+    "vocab_size": 103424,
+}
+"""baidu/ERNIE-4.5-21B-A3B-PT config.json (keys the planner reads)."""
+
+MINIMAX_M2 = {
+    "model_type": "minimax_m2",
+    "architectures": ["MiniMaxM2ForCausalLM"],
+    "attn_type_list": [1] * 62,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 3072,
+    "intermediate_size": 1536,
+    "max_position_embeddings": 196608,
+    "num_attention_heads": 48,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 62,
+    "num_key_value_heads": 8,
+    "num_local_experts": 256,
+    "num_mtp_modules": 3,
+    "rope_theta": 5000000,
+    "rotary_dim": 64,
+    "scoring_func": "sigmoid",
+    "shared_intermediate_size": 0,
+    "tie_word_embeddings": False,
+    "use_qk_norm": True,
+    "use_routing_bias": True,
+    "vocab_size": 200064,
+}
+"""MiniMaxAI/MiniMax-M2 config.json (keys the planner reads; its FP8 quantization_config left
+out)."""
+
 PUBLISHED_TOTALS = [
     ("qwen1.5-moe-a2.7b", QWEN1_5_MOE_A2_7B, 14.3e9, 2.7e9),  # model card: 14.3B, 2.7B active
     ("deepseek-v2-lite", DEEPSEEK_V2_LITE, 15.7e9, None),  # model card: 15.7B
@@ -827,13 +989,25 @@ PUBLISHED_TOTALS = [
     ("starcoder2-3b", STARCODER2_3B, 3.0e9, None),  # model card: 3B (tied: 3.03B)
     ("command-r", COMMAND_R, 35e9, None),  # model card: 35 billion parameters
     ("phi-3.5-moe", PHI_3_5_MOE, 41.9e9, 6.6e9),  # model card: 42B total, 6.6B active
+    ("ernie-4.5-0.3b", ERNIE_4_5_0_3B, 0.36e9, None),  # model card: 0.36B params
 ]
 """Configs whose checkpoints' exact counts are not at hand: the model card's rounded figures."""
+
+SIZE_CLASS_TOTALS = [
+    ("olmo-3-7b", OLMO_3_7B, 7e9),  # model card and arXiv 2512.13961: 7B (computed 7.30B)
+    ("smollm3-3b", SMOLLM3_3B, 3e9),  # model card and release blog: 3B (computed 3.08B)
+    ("glm-4-9b-0414", GLM_4_9B_0414, 9e9),  # model name and card: 9B (computed 9.40B)
+    ("seed-oss-36b", SEED_OSS_36B, 36e9),  # model card table: Parameters 36B (computed 36.15B)
+]
+"""Dense configs whose model cards give the size in whole billions only: the computed count
+rounds to it (a check to the card's precision, +-0.5B; the focused tests below check the layers
+that make each family differ exactly)."""
 
 
 def test_every_supported_family_has_a_config_here() -> None:
     configs = [c for _, c in ROUND_TRIPS] + [c for _, c, _ in EXACT_TOTALS]
     configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR, LLAMA_4_SCOUT_TEXT, COMMAND_R7B]
+    configs += [c for _, c, _ in SIZE_CLASS_TOTALS] + [ERNIE_4_5_21B_A3B, MINIMAX_M2]
     wrappers = {"gemma3", "llama4"}  # refused with a one-line error (test_wrappers_are_refused)
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
@@ -1268,3 +1442,109 @@ def test_group_limited_routing_is_read_from_the_router_keys() -> None:
     with pytest.raises(SpecError, match="router_num_groups") as err:
         model_from_hf_config({**DEEPSEEK_V3, "n_group": 7}, name="d")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "total"), SIZE_CLASS_TOTALS, ids=[n for n, *_ in SIZE_CLASS_TOTALS]
+)
+def test_size_class_total(name: str, config: dict[str, object], total: float) -> None:
+    spec = model_from_hf_config(config, name=name)
+    assert round(total_params(spec) / 1e9) == round(total / 1e9)  # to the card's whole billion
+
+
+def test_olmo3_and_smollm3_layers() -> None:
+    olmo3 = model_from_hf_config(OLMO_3_7B, name="olmo-3-7b")
+    # three local layers to one global: layers 3, 7, ..., 31 of 32 are global
+    assert (olmo3.sliding_window, olmo3.num_sliding_window_layers) == (4096, 24)
+    assert olmo3.qk_norm and not olmo3.post_norms
+    assert round(olmo3.rope_attention_factor, 4) == 1.2079  # YaRN: 0.1 ln 8 + 1, as given
+    bare = model_from_hf_config(_without(OLMO_3_7B, "layer_types"), name="olmo-3-7b")
+    assert bare.num_sliding_window_layers == 24  # Olmo3Config's default layer_types
+    # OLMo 2's layer: 4 D^2 attention + 3 D F MLP + two norms + one head's q/k norm weights
+    layer = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096 + 2 * 128
+    assert total_params(olmo3) - embedding_params(olmo3) == 32 * layer + 4096
+    smol = model_from_hf_config(SMOLLM3_3B, name="smollm3-3b")
+    assert smol.tied_embeddings and embedding_params(smol) == 128256 * 2048
+    assert smol.num_sliding_window_layers == 0 and smol.num_kv_heads == 4
+    # NoPE layers hold the same weights: the default interval gives the same spec
+    assert model_from_hf_config(_without(SMOLLM3_3B, "no_rope_layers"), name="smollm3-3b") == smol
+    windowed = {**SMOLLM3_3B, "use_sliding_window": True, "sliding_window": 4096}
+    slid = model_from_hf_config(windowed, name="s")
+    assert (slid.sliding_window, slid.num_sliding_window_layers) == (4096, 9)  # the NoPE ones
+    with pytest.raises(SpecError, match="no_rope_layers must list one 0/1 flag per layer"):
+        model_from_hf_config({**SMOLLM3_3B, "no_rope_layers": [1, 0]}, name="s")
+
+
+def test_glm4_seed_oss_and_ernie_dense_layers() -> None:
+    glm4 = model_from_hf_config(GLM_4_9B_0414, name="glm-4-9b-0414")
+    assert glm4.post_norms and glm4.rotary_fraction == 0.5 and glm4.num_kv_heads == 2
+    assert glm4.attention_bias and not glm4.attention_output_bias and not glm4.mlp_bias
+    no_post = glm4.model_copy(update={"post_norms": False})
+    assert total_params(glm4) - total_params(no_post) == 40 * 2 * 4096  # the two extra norms
+    no_bias = glm4.model_copy(update={"attention_bias": False})
+    assert total_params(glm4) - total_params(no_bias) == 40 * (32 * 128 + 2 * 2 * 128)  # q, k, v
+    default_rotary = _without(GLM_4_9B_0414, "partial_rotary_factor")
+    assert model_from_hf_config(default_rotary, name="g").rotary_fraction == 0.5
+    seed = model_from_hf_config(SEED_OSS_36B, name="seed-oss-36b")
+    assert seed.attention_bias and not seed.attention_output_bias and not seed.mlp_bias
+    assert (seed.num_attention_heads * seed.head_dim, seed.hidden_size) == (10240, 5120)
+    out_bias = model_from_hf_config({**SEED_OSS_36B, "attention_out_bias": True}, name="s")
+    assert total_params(out_bias) - total_params(seed) == 64 * 5120
+    assert model_from_hf_config({**SEED_OSS_36B, "residual_dropout": 0.1}, name="s").dropout
+    ernie = model_from_hf_config(ERNIE_4_5_0_3B, name="ernie-4.5-0.3b")
+    assert ernie.tied_embeddings and (ernie.head_dim, ernie.num_kv_heads) == (128, 2)
+    assert not (ernie.attention_bias or ernie.attention_output_bias or ernie.mlp_bias)
+    biased = model_from_hf_config({**ERNIE_4_5_0_3B, "use_bias": True}, name="e")
+    assert biased.attention_bias and biased.attention_output_bias and biased.mlp_bias
+    renamed = model_from_hf_config({**ERNIE_4_5_0_3B, "model_type": "ernie"}, name="e")
+    assert renamed.family == "ernie4_5"  # read by its architectures Ernie4_5_ForCausalLM
+
+
+def test_ernie_moe_against_its_model_card() -> None:
+    spec = model_from_hf_config(ERNIE_4_5_21B_A3B, name="ernie-4.5-21b-a3b")
+    moe = spec.moe
+    assert moe is not None
+    assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (64, 6, 1536)
+    # two shared experts are one always-on MLP 2 x 1536 wide; layer 0 is dense
+    assert (moe.num_shared_experts, moe.shared_expert_ffn_hidden_size) == (1, 3072)
+    assert moe.first_dense_layers == 1 and moe.router_bias and spec.ffn_hidden_size == 12288
+    assert spec.num_moe_layers == 27 and spec.tied_embeddings
+    # baidu/ERNIE-4.5-21B-A3B-PT model card: 21B total, 3B active. Computed 21.83B: 27 MoE
+    # layers x (754.97M experts + 23.59M shared + 15.73M attention + 0.16M router) = 21.45B,
+    # plus the dense layer 0 (110.1M) and the tied 264.8M embedding; the card's 21B is the
+    # whole-billion part of the model's name. Active: 3.09B without the embedding (27 x (6 x
+    # 11.80M + 23.59M + 15.73M + 0.16M) + 110.1M), 3.35B with it
+    assert int(total_params(spec) / 1e9) == 21
+    assert round((active_params(spec) - embedding_params(spec)) / 1e9) == 3
+    every_other = model_from_hf_config({**ERNIE_4_5_21B_A3B, "moe_layer_interval": 2}, name="e")
+    assert every_other.num_moe_layers == 14  # layers 1, 3, ..., 27
+    default_shared = model_from_hf_config(
+        _without(ERNIE_4_5_21B_A3B, "moe_num_shared_experts"), name="ernie-4.5-21b-a3b"
+    )
+    assert default_shared == spec  # Ernie4_5_MoeConfig's default: 2
+    with pytest.raises(SpecError, match="cannot be expressed") as err:
+        model_from_hf_config({**ERNIE_4_5_21B_A3B, "moe_layer_end_index": 20}, name="e")
+    assert "\n" not in str(err.value)
+
+
+def test_minimax_m2_against_its_model_card() -> None:
+    spec = model_from_hf_config(MINIMAX_M2, name="minimax-m2")
+    moe = spec.moe
+    assert moe is not None
+    assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (256, 8, 1536)
+    assert moe.router_bias and moe.num_shared_experts == 0 and spec.ffn_hidden_size == 0
+    assert spec.num_moe_layers == 62 and spec.qk_norm and spec.rotary_fraction == 0.5
+    assert spec.sliding_window is None and not spec.tied_embeddings
+    # MiniMaxAI/MiniMax-M2 model card: 230 billion total, 10 billion active. Computed 228.69B:
+    # 62 x (3623.9M experts + 44.0M attention + 0.79M router) = 227.46B plus the 1.23B untied
+    # embedding and output layer, 230B to two figures (its 3 MTP modules are not in the model).
+    # Active: 9.80B without the embeddings (62 x (8 x 14.16M + 44.0M + 0.79M)), 11.03B with them
+    assert round(total_params(spec) / 1e10) == 23
+    assert round((active_params(spec) - embedding_params(spec)) / 1e9) == 10
+    lightning = {**MINIMAX_M2, "attn_type_list": [0] + [1] * 61}
+    with pytest.raises(SpecError, match="lightning") as err:
+        model_from_hf_config(lightning, name="m")
+    assert "\n" not in str(err.value)
+    older = {"model_type": "minimax", "architectures": ["MiniMaxForCausalLM"]}
+    with pytest.raises(SpecError, match="lightning \\(linear\\) attention layers"):
+        model_from_hf_config(older, name="minimax-text-01")

@@ -464,6 +464,28 @@ def _biases(config: Config) -> Fields:
     }
 
 
+def _use_bias(config: Config, default: bool) -> Fields:
+    """One ``use_bias`` switch for the biases of every projection, q, k, v, o and the MLP's
+    (StarCoder2, ERNIE 4.5); ``default`` when the key is absent."""
+    use_bias = _bool(config, "use_bias", default)
+    return {"attention_bias": use_bias, "attention_output_bias": use_bias, "mlp_bias": use_bias}
+
+
+def _fused_shared_expert(count: int, expert_width: int) -> Fields:
+    """MoE fields of ``count`` shared experts that the checkpoint holds as one always-on MLP
+    ``count`` routed experts wide (GLM-4.5's ``n_shared_experts``, ERNIE 4.5's
+    ``moe_num_shared_experts``): one shared expert of width ``count`` x ``expert_width``, the same
+    weights as ``count`` experts of the routed width.
+
+    >>> _fused_shared_expert(2, 1536)
+    {'num_shared_experts': 1, 'shared_expert_ffn_hidden_size': 3072}
+    """
+    return {
+        "num_shared_experts": 1 if count else 0,
+        "shared_expert_ffn_hidden_size": count * expert_width,
+    }
+
+
 def _gated(config: Config, ffn_hidden_size: int) -> Fields:
     """An RMSNorm/RoPE decoder whose dense FFN layers (if any) are gated, of the given width."""
     return {
@@ -755,10 +777,11 @@ def _gemma3_text(config: Config) -> Fields:
     }
 
 
-def _pattern_sliding(config: Config) -> Fields:
+def _pattern_sliding(config: Config, default_pattern: int | None = None) -> Fields:
     """Sliding-window fields of a model with ``sliding_window_pattern`` - 1 local layers for
     every global one (layer i is global when (i + 1) is a multiple of the pattern: Gemma 3,
-    Cohere 2), unless ``layer_types`` lists them.
+    Cohere 2; OLMo 3 fixes the pattern at ``default_pattern`` 4 and writes no key for it),
+    unless ``layer_types`` lists them.
 
     >>> _pattern_sliding({"num_hidden_layers": 32, "sliding_window_pattern": 4,
     ...                   "sliding_window": 4096})
@@ -768,7 +791,10 @@ def _pattern_sliding(config: Config) -> Fields:
     if sliding is not None:
         return sliding
     layers = _int(config, "num_hidden_layers")
-    pattern = _positive_int(config, "sliding_window_pattern")
+    if default_pattern is not None and config.get("sliding_window_pattern") is None:
+        pattern = default_pattern
+    else:
+        pattern = _positive_int(config, "sliding_window_pattern")
     count = layers - layers // pattern
     return {
         "sliding_window": _int(config, "sliding_window") if count else None,
@@ -802,13 +828,11 @@ def _glm4_moe(config: Config) -> Fields:
     multi-token-prediction layer the checkpoint holds (``num_nextn_predict_layers``) is planned
     only when asked (``--mtp-num-layers``), as for DeepSeek-V3."""
     expert_width = _int(config, "moe_intermediate_size")
-    shared = _opt_int(config, "n_shared_experts", 0)
     moe = {
         "num_experts": _int(config, "n_routed_experts"),
         "top_k": _int(config, "num_experts_per_tok"),
         "expert_ffn_hidden_size": expert_width,
-        "num_shared_experts": 1 if shared else 0,
-        "shared_expert_ffn_hidden_size": shared * expert_width,
+        **_fused_shared_expert(_opt_int(config, "n_shared_experts", 0), expert_width),
         "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
         "router_bias": True,
     }
@@ -839,18 +863,7 @@ def _llama4_text(config: Config) -> Fields:
             f"config.json moe_layers {short_repr(explicit)} cannot be expressed: ModelSpec puts "
             "MoE on every interleave_moe_layer_step-th layer"
         )
-    rope_layers = config.get("no_rope_layers")
-    if rope_layers is None:  # every no_rope_layer_interval-th layer is NoPE (default 4)
-        interval = 4
-        if config.get("no_rope_layer_interval") is not None:
-            interval = _positive_int(config, "no_rope_layer_interval")
-        chunked = sum(1 for i in range(layers) if (i + 1) % interval)
-    elif isinstance(rope_layers, list) and len(rope_layers) == layers:
-        chunked = sum(1 for flag in rope_layers if flag)
-    else:
-        raise SpecError(
-            f"config.json no_rope_layers must list one 0/1 flag per layer, got {short_repr(rope_layers)}"
-        )
+    chunked = _rope_layer_count(config, layers)
     width = _int(config, "intermediate_size")
     moe = {
         "num_experts": _int(config, "num_local_experts"),
@@ -873,6 +886,27 @@ def _llama4_text(config: Config) -> Fields:
         **local,
         "moe": moe,
     }
+
+
+def _rope_layer_count(config: Config, layers: int) -> int:
+    """How many of the ``layers`` layers apply RoPE, the others being NoPE layers (no positional
+    embedding: Llama 4, SmolLM3): ``no_rope_layers`` lists one flag per layer (1 = RoPE); without
+    it every ``no_rope_layer_interval``-th layer (default 4) is NoPE.
+
+    >>> _rope_layer_count({}, 36), _rope_layer_count({"no_rope_layers": [1, 0, 1]}, 3)
+    (27, 2)
+    """
+    rope_layers = config.get("no_rope_layers")
+    if rope_layers is None:
+        interval = 4
+        if config.get("no_rope_layer_interval") is not None:
+            interval = _positive_int(config, "no_rope_layer_interval")
+        return sum(1 for i in range(layers) if (i + 1) % interval)
+    if isinstance(rope_layers, list) and len(rope_layers) == layers:
+        return sum(1 for flag in rope_layers if flag)
+    raise SpecError(
+        f"config.json no_rope_layers must list one 0/1 flag per layer, got {short_repr(rope_layers)}"
+    )
 
 
 def _multimodal_wrapper(text_type: str) -> Callable[[Config], Fields]:
@@ -958,7 +992,6 @@ def _starcoder2(config: Config) -> Fields:
     layer, and the embedding tied to the output layer unless ``tie_word_embeddings`` says
     otherwise (Starcoder2Config leaves it at PretrainedConfig's true; the released config.json
     files leave it out)."""
-    use_bias = _bool(config, "use_bias", True)
     return {
         **_attention(config),
         "tied_embeddings": _bool(config, "tie_word_embeddings", True),
@@ -966,9 +999,7 @@ def _starcoder2(config: Config) -> Fields:
         "ffn_activation": _activation(config, "hidden_act", "gelu_pytorch_tanh", _PLAIN),
         "position_embedding": "rope",
         "norm": "layernorm",
-        "attention_bias": use_bias,
-        "attention_output_bias": use_bias,
-        "mlp_bias": use_bias,
+        **_use_bias(config, True),
         **_all_layers_sliding(config),
     }
 
@@ -996,6 +1027,161 @@ def _cohere2(config: Config) -> Fields:
     (:func:`_pattern_sliding`, or ``layer_types``); the global layers use no positional
     embedding, which changes no count here."""
     return {**_cohere(config), **_pattern_sliding(config)}
+
+
+def _olmo3(config: Config) -> Fields:
+    """Olmo3ForCausalLM (OLMo 3, arXiv 2512.13961): OLMo 2's layer (:func:`_olmo2`: the two norms
+    after attention and after the MLP, RMSNorm on the whole q and k projections, of which one head's
+    width is counted: (q_dim + kv_dim - 2 head_dim) weights a layer, 0.003% of Olmo 3 7B, are left
+    out) with sliding-window attention on three layers of every four: layer i is global when
+    (i + 1) is a multiple of 4 (Olmo3Config's default ``layer_types``), unless ``layer_types``
+    lists them. Its YaRN scaling applies to the global layers only (transformers' Olmo3Model),
+    which changes no count."""
+    return {**_olmo2(config), **_pattern_sliding(config, default_pattern=4)}
+
+
+def _smollm3(config: Config) -> Fields:
+    """SmolLM3ForCausalLM (SmolLM3): Llama's layer (optional ``attention_bias`` and ``mlp_bias``)
+    with no positional embedding on every ``no_rope_layer_interval``-th layer (default 4), or on
+    the layers ``no_rope_layers`` flags 0 (:func:`_rope_layer_count`): a NoPE layer has the same
+    weights, so the count is Llama's. The embedding is tied to the output layer unless
+    ``tie_word_embeddings`` says otherwise (SmolLM3Config defaults it to true). With
+    ``use_sliding_window`` and a ``sliding_window`` the NoPE layers slide (SmolLM3Config's
+    ``layer_types``), unless ``layer_types`` lists them; the released configs slide none."""
+    sliding = _layer_types_sliding(config)
+    if sliding is None:
+        layers = _int(config, "num_hidden_layers")
+        nope = layers - _rope_layer_count(config, layers)
+        slides = (
+            _bool(config, "use_sliding_window", False) and config.get("sliding_window") is not None
+        )
+        sliding = {
+            "sliding_window": _int(config, "sliding_window") if slides and nope else None,
+            "num_sliding_window_layers": nope if slides else 0,
+        }
+    return {
+        **_llama(config),
+        "tied_embeddings": _bool(config, "tie_word_embeddings", True),
+        **sliding,
+    }
+
+
+def _glm4(config: Config) -> Fields:
+    """Glm4ForCausalLM (GLM-4-0414 dense: GLM-4-9B-0414, GLM-4-32B-0414): GQA with an explicit
+    head_dim, biases on q, k and v (``attention_bias``, default true) and none on o or the MLP,
+    SwiGLU with gate and up fused in one ``gate_up_proj`` (the same weights), and a norm after
+    each sub-block as well as before it (``post_self_attn_layernorm`` and ``post_mlp_layernorm``:
+    ``post_norms``, Gemma 2's four norms a layer). RoPE turns ``partial_rotary_factor`` of each
+    head (Glm4Config's 0.5 when the key is absent), in interleaved pairs: no count changes."""
+    return {
+        **_gated(config, _int(config, "intermediate_size")),
+        "attention_bias": _bool(config, "attention_bias", True),
+        "attention_output_bias": False,
+        "post_norms": True,
+        "rotary_fraction": 0.5,  # _rope replaces it with the config's partial_rotary_factor
+    }
+
+
+def _seed_oss(config: Config) -> Fields:
+    """SeedOssForCausalLM (ByteDance Seed-OSS-36B): Llama's GQA and SwiGLU with an explicit
+    head_dim; biases on q, k and v with ``attention_bias`` (SeedOssConfig's default true), on o
+    with ``attention_out_bias`` (default false) and on the MLP with ``mlp_bias`` (default false).
+    ``residual_dropout`` drops each sub-block's output in training (:func:`_dropout`)."""
+    return {
+        **_gated(config, _int(config, "intermediate_size")),
+        "attention_bias": _bool(config, "attention_bias", True),
+        "attention_output_bias": _bool(config, "attention_out_bias", False),
+        "mlp_bias": _bool(config, "mlp_bias", False),
+    }
+
+
+def _ernie4_5(config: Config) -> Fields:
+    """Ernie4_5ForCausalLM (ERNIE-4.5-0.3B): :func:`_ernie4_5_layers` with a dense SwiGLU MLP of
+    width ``intermediate_size`` on every layer."""
+    return _ernie4_5_layers(config, _int(config, "intermediate_size"))
+
+
+def _ernie4_5_layers(config: Config, ffn_hidden_size: int) -> Fields:
+    """What ERNIE 4.5's dense and MoE models share: Llama's GQA with an explicit head_dim (N x H
+    may differ from D: 16 x 128 over 1024 in ERNIE-4.5-0.3B), biases on every projection with
+    ``use_bias`` (default false), RoPE on interleaved pairs (no count changes), and the embedding
+    tied to the output layer unless ``tie_word_embeddings`` says otherwise (both config classes
+    default it to true); dense FFN layers of width ``ffn_hidden_size``."""
+    return {
+        **_gated(config, ffn_hidden_size),
+        **_use_bias(config, False),
+        "tied_embeddings": _bool(config, "tie_word_embeddings", True),
+    }
+
+
+def _ernie4_5_moe(config: Config) -> Fields:
+    """Ernie4_5_MoeForCausalLM (ERNIE-4.5-21B-A3B, ERNIE-4.5-300B-A47B): ERNIE 4.5's attention
+    (:func:`_ernie4_5_layers`); layer i is MoE when ``moe_layer_start_index`` <= i <=
+    ``moe_layer_end_index`` (-1: the last layer) and (i + 1) is a multiple of
+    ``moe_layer_interval``, the others dense of width ``intermediate_size``. A MoE FFN holds
+    ``moe_num_experts`` SwiGLU experts of width ``moe_intermediate_size``, top ``moe_k``, chosen by
+    softmax scores plus a per-expert bias (``moe_statics.e_score_correction_bias``:
+    ``router_bias``), and ``moe_num_shared_experts`` (default 2) as one shared MLP that many experts
+    wide (:func:`_fused_shared_expert`). Dense layers after the last MoE layer cannot be expressed
+    (the spec's MoE layers run to the end). With ``use_bias`` the output layer has a bias too (V
+    weights, not counted). The checkpoint's multi-token-prediction weights (``mtp``) are not part
+    of the Hugging Face model, which skips them on load, and are not counted."""
+    layers = _int(config, "num_hidden_layers")
+    start = _opt_int(config, "moe_layer_start_index", 1)
+    end = _opt_int(config, "moe_layer_end_index", -1)
+    last = layers - 1 if end == -1 else end
+    step = 1
+    if config.get("moe_layer_interval") is not None:
+        step = _positive_int(config, "moe_layer_interval")
+    moe_layers = [i for i in range(layers) if (i + 1) % step == 0 and start <= i <= last]
+    if moe_layers != [i for i in range(max(start, 0), layers) if (i + 1) % step == 0]:
+        raise SpecError(
+            f"config.json moe_layer_end_index {end} of {layers} layers cannot be expressed: "
+            "ModelSpec's MoE layers run to the last layer"
+        )
+    expert_width = _int(config, "moe_intermediate_size")
+    moe = {
+        "num_experts": _int(config, "moe_num_experts"),
+        "top_k": _int(config, "moe_k"),
+        "expert_ffn_hidden_size": expert_width,
+        **_fused_shared_expert(_opt_int(config, "moe_num_shared_experts", 2), expert_width),
+        "first_dense_layers": start,
+        "layer_step": step,
+        "router_bias": True,
+    }
+    dense = len(moe_layers) < layers
+    return {
+        **_ernie4_5_layers(config, _int(config, "intermediate_size") if dense else 0),
+        "moe": moe,
+    }
+
+
+def _minimax_m2(config: Config) -> Fields:
+    """MiniMaxM2ForCausalLM (MiniMax-M2): softmax attention on every layer (GQA, an explicit
+    head_dim, no biases) with RMSNorm on the whole q and k projections (FlexOlmo's, of which one
+    head's width is counted, as for OLMo 2: (q_dim + kv_dim - 2 head_dim) weights a layer, 0.0002%
+    of MiniMax-M2, are left out), RoPE on ``rotary_dim`` of each head's dimensions (or
+    ``partial_rotary_factor``), and a MoE FFN on every layer: ``num_local_experts`` SwiGLU experts
+    of width ``intermediate_size``, top ``num_experts_per_tok``, chosen by sigmoid scores plus a
+    per-expert bias (``e_score_correction_bias``: ``router_bias``), no shared expert. An
+    ``attn_type_list`` that marks a layer other than 1 (MiniMax-Text-01's lightning attention,
+    refused as ``minimax``) is refused. The multi-token-prediction modules of the release
+    (``num_mtp_modules``) are not part of the Hugging Face model and are not counted."""
+    kinds = config.get("attn_type_list")
+    if kinds is not None and (not isinstance(kinds, list) or any(kind != 1 for kind in kinds)):
+        raise SpecError(
+            f"config.json attn_type_list {short_repr(kinds)} marks layers that are not softmax "
+            "attention (1); lightning (linear) attention layers are not priced"
+        )
+    fields: Fields = {
+        **_gated(config, 0),
+        "qk_norm": True,
+        "moe": {**_routed_experts(config), "router_bias": _bool(config, "use_routing_bias", True)},
+    }
+    head_dim = fields["head_dim"]
+    if config.get("rotary_dim") is not None and isinstance(head_dim, int) and head_dim > 0:
+        fields["rotary_fraction"] = _positive_int(config, "rotary_dim") / head_dim
+    return fields
 
 
 _FAMILIES: dict[str, Callable[[Config], Fields]] = {
@@ -1027,6 +1213,13 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "starcoder2": _starcoder2,
     "cohere": _cohere,
     "cohere2": _cohere2,
+    "olmo3": _olmo3,
+    "smollm3": _smollm3,
+    "glm4": _glm4,
+    "seed_oss": _seed_oss,
+    "ernie4_5": _ernie4_5,
+    "ernie4_5_moe": _ernie4_5_moe,
+    "minimax_m2": _minimax_m2,
 }
 """model_type -> the function mapping that family's config.json to ModelSpec fields."""
 
@@ -1063,6 +1256,14 @@ _ARCHITECTURES: dict[str, str] = {
     "Starcoder2ForCausalLM": "starcoder2",
     "CohereForCausalLM": "cohere",
     "Cohere2ForCausalLM": "cohere2",
+    "Olmo3ForCausalLM": "olmo3",
+    "SmolLM3ForCausalLM": "smollm3",
+    "Glm4ForCausalLM": "glm4",
+    "SeedOssForCausalLM": "seed_oss",
+    "Ernie4_5ForCausalLM": "ernie4_5",
+    "Ernie4_5_ForCausalLM": "ernie4_5",
+    "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
 }
 """transformers' model class (a config's ``architectures``) -> the :data:`_FAMILIES` key of the
 network it builds: how a config whose own ``model_type`` is not known here is read
