@@ -11,6 +11,7 @@ import io
 import json
 import re
 import shlex
+import subprocess
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +37,7 @@ from planner.report.placement_file import (
 from planner.search.given_split import layout_stages
 from planner.specs.result import Plan
 from planner.specs.workload import TrainWorkload
-from tests.test_cli import run_main
+from tests.test_cli import layout_command, run_main
 
 DATA = Path(__file__).parent / "data" / "framework_args"
 GOLDEN = Path(__file__).parent / "golden" / "export"
@@ -962,3 +963,50 @@ def test_accelerate_export_of_fsdp_plans_is_their_launch_config() -> None:
     )
     names = check_names("accelerate", planner.export(ddp, format="accelerate").text)
     assert names["distributed_type"] == "MULTI_GPU" and "fsdp_config.fsdp_version" not in names
+
+
+def test_cli_export_reads_a_piped_plan(tmp_path: Path, plans: dict[str, Plan]) -> None:
+    """``layout search --json ... | layout export --plan - ...``: the plan from standard input
+    exports as the same plan saved to a file does, through a real pipe."""
+    text = plans["70b_tp4_pp2_vpp2"].model_dump_json()
+    saved = _saved(tmp_path, json.loads(text))
+    code, from_file, err = run_main(["export", "--format", "megatron", "--plan", str(saved)])
+    assert code == 0, err
+    argv = [*layout_command(), "export", "--format", "megatron", "--plan", "-"]
+    piped = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.rstrip("\n") == from_file.rstrip("\n")
+
+
+@pytest.mark.parametrize(
+    ("data", "tty", "words"),
+    [
+        (b"", False, "standard input is empty"),
+        (b"  \n", False, "standard input is empty"),
+        (b"\xff\xfe{}", False, "standard input is not UTF-8 text (byte 0)"),
+        (b"{}", False, "'<stdin>' is not a saved 'layout search --json'"),
+        (b"{", False, "plan '<stdin>' is not JSON"),
+        (b"{}", True, "reads standard input, but it is a terminal"),
+    ],
+    ids=["empty", "blank", "binary", "not-a-plan", "not-json", "terminal"],
+)
+def test_cli_export_refuses_bad_standard_input_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, data: bytes, tty: bool, words: str
+) -> None:
+    class Stdin(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return tty
+
+    monkeypatch.setattr("sys.stdin", Stdin(io.BytesIO(data), encoding="utf-8"))
+    code, out, err = run_main(["export", "--format", "megatron", "--plan", "-"])
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and words in err, err
+
+
+def test_cli_export_refuses_standard_input_over_the_size_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("planner.catalog.io.MAX_FILE_BYTES", 10)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{" * 11), encoding="utf-8"))
+    code, _, err = run_main(["export", "--format", "megatron", "--plan", "-"])
+    assert code == 2 and "standard input is over 10 bytes, the limit" in err, err

@@ -355,6 +355,39 @@ def read_text(path: Path) -> str:
     return text
 
 
+STDIN_NAME = "-"
+"""The file name that means standard input (``layout search --json | layout export --plan -``)."""
+
+
+def read_stdin_text(what: str) -> str:
+    """Read a small UTF-8 text from standard input, with :func:`read_text`'s limits: refusing a
+    terminal (nothing was piped in, and the read would wait for typing), more than
+    :data:`MAX_FILE_BYTES`, non-UTF-8 bytes and nothing at all. ``what`` names it in errors."""
+    import sys
+
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        raise SpecError(f"{what} '-' reads standard input, but there is none")
+    if stream.isatty():
+        raise SpecError(
+            f"{what} '-' reads standard input, but it is a terminal: pipe it in "
+            f"(layout search --json ... | layout export {what} - ...)"
+        )
+    try:
+        data = stream.buffer.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(f"cannot read standard input: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"standard input is over {MAX_FILE_BYTES:,} bytes, the limit")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"standard input is not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise SpecError(f"{what} '-': standard input is empty")
+    return text
+
+
 def _parse(path: Path) -> object:
     """Parse a YAML (safe loader only) or JSON file; every failure is one SpecError line."""
     text = read_text(path)

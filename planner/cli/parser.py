@@ -301,8 +301,9 @@ def _add_export(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     export.add_argument(
         "--plan",
         metavar="FILE",
-        help="a saved 'search --json' or 'estimate --json' instead of searching; --seq-len "
-        "must be the plan's (for a serving plan: the context length)",
+        help="a saved 'search --json' or 'estimate --json' instead of searching ('-' reads "
+        "it from standard input); --seq-len must be the plan's (for a serving plan: the "
+        "context length)",
     )
     _add_workload(export, required=False)
     export.add_argument(

@@ -19,7 +19,14 @@ from typing import Any, NamedTuple
 import yaml
 from pydantic import BaseModel, Field
 
-from planner.catalog.io import describe_value_error, no_duplicate_keys, read_text, short_repr
+from planner.catalog.io import (
+    STDIN_NAME,
+    describe_value_error,
+    no_duplicate_keys,
+    read_stdin_text,
+    read_text,
+    short_repr,
+)
 from planner.errors import SpecError
 from planner.report.quote import comment_text, printable, shell_word
 from planner.specs.base import FrozenSpec
@@ -194,13 +201,16 @@ def workload_for_plan(
 
 def load_plan_file(path: str | Path) -> Plan | ServePlan:
     """The best plan of a saved ``search --json`` or an ``estimate --json`` file (training or
-    serving).
+    serving); ``-`` reads it from standard input.
 
     A newer major ``schema_version`` is refused; a newer minor one is read, ignoring the fields
     this version does not know (minor bumps only add fields).
     """
-    target = Path(path)
-    text = read_text(target)  # size limit, UTF-8, a regular file (not a directory or FIFO)
+    if str(path) == STDIN_NAME:  # piped in: layout search --json | layout export --plan -
+        text, target = read_stdin_text("--plan"), Path("<stdin>")
+    else:
+        target = Path(path)
+        text = read_text(target)  # size limit, UTF-8, a regular file (not a directory or FIFO)
     try:
         data = json.loads(text, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as exc:
