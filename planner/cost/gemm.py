@@ -21,15 +21,18 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from planner.cost.params import layer_norms
-from planner.specs.base import FrozenSpec
 from planner.specs.hardware import GemmTiling
 from planner.specs.layout import Layout
 from planner.specs.model import CLAMPED_ACTIVATIONS, ModelSpec
 from planner.specs.workload import TrainWorkload
 
 
-class GemmShape(FrozenSpec):
-    """One GEMM of a layer for one micro-batch on one GPU: (m x k) @ (k x n), ``count`` times."""
+class GemmShape(NamedTuple):
+    """One GEMM of a layer for one micro-batch on one GPU: (m x k) @ (k x n), ``count`` times.
+
+    A plain tuple, not a spec: the cost model makes hundreds of thousands of them from numbers
+    it computed (a serving search's frontier prices every layer kind at every batch it tries),
+    and none of them is read from a user's file or written out."""
 
     name: str
     """Which projection (qkv, out, up, down, expert_up, expert_down, ...)."""
@@ -58,24 +61,22 @@ def attention_gemms(model: ModelSpec, tokens: float, tp: int) -> list[GemmShape]
         down = (mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim
         q_in = mla.q_lora_rank or d
         return [
-            GemmShape.model_construct(name="mla_down", m=tokens, k=d, n=down, count=1),
-            GemmShape.model_construct(name="q_up", m=tokens, k=q_in, n=heads * qk / tp, count=1),
-            GemmShape.model_construct(
+            GemmShape(name="mla_down", m=tokens, k=d, n=down, count=1),
+            GemmShape(name="q_up", m=tokens, k=q_in, n=heads * qk / tp, count=1),
+            GemmShape(
                 name="kv_up",
                 m=tokens,
                 k=mla.kv_lora_rank,
                 n=heads * (mla.qk_nope_head_dim + mla.v_head_dim) / tp,
                 count=1,
             ),
-            GemmShape.model_construct(
-                name="out", m=tokens, k=heads * mla.v_head_dim / tp, n=d, count=1
-            ),
+            GemmShape(name="out", m=tokens, k=heads * mla.v_head_dim / tp, n=d, count=1),
         ]
     q_dim = heads * model.head_dim
     kv_dim = model.num_kv_heads * model.head_dim
     return [
-        GemmShape.model_construct(name="qkv", m=tokens, k=d, n=(q_dim + 2 * kv_dim) / tp, count=1),
-        GemmShape.model_construct(name="out", m=tokens, k=q_dim / tp, n=d, count=1),
+        GemmShape(name="qkv", m=tokens, k=d, n=(q_dim + 2 * kv_dim) / tp, count=1),
+        GemmShape(name="out", m=tokens, k=q_dim / tp, n=d, count=1),
     ]
 
 
@@ -95,12 +96,8 @@ def ffn_gemms(
     """Up (+gate, fused as one 2F-wide GEMM when gated) and down projections of width ``width``."""
     up = 2 * width if model.gated_ffn else width
     return [
-        GemmShape.model_construct(
-            name=f"{prefix}up", m=tokens, k=model.hidden_size, n=up, count=count
-        ),
-        GemmShape.model_construct(
-            name=f"{prefix}down", m=tokens, k=width, n=model.hidden_size, count=count
-        ),
+        GemmShape(name=f"{prefix}up", m=tokens, k=model.hidden_size, n=up, count=count),
+        GemmShape(name=f"{prefix}down", m=tokens, k=width, n=model.hidden_size, count=count),
     ]
 
 
@@ -148,9 +145,7 @@ def layer_gemms(
     if not moe_layer or moe is None:
         return gemms + ffn_gemms(model, tokens, model.ffn_hidden_size / tp, prefix="", count=1)
     gemms.append(
-        GemmShape.model_construct(
-            name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1
-        )
+        GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)
     )
     per_expert = ep * tokens * routed_token_share(tp, etp) * moe.top_k / moe.num_experts
     gemms += ffn_gemms(
@@ -203,12 +198,8 @@ def einsum_dispatch_gemms(
     slots = einsum_slots(model, group_tokens, capacity_factor)
     width, groups = model.hidden_size / tp, tokens / local_group_tokens
     return [
-        GemmShape.model_construct(
-            name="moe_dispatch", m=slots, k=local_group_tokens, n=width, count=groups
-        ),
-        GemmShape.model_construct(
-            name="moe_combine", m=local_group_tokens, k=slots, n=width, count=groups
-        ),
+        GemmShape(name="moe_dispatch", m=slots, k=local_group_tokens, n=width, count=groups),
+        GemmShape(name="moe_combine", m=local_group_tokens, k=slots, n=width, count=groups),
     ]
 
 
@@ -380,7 +371,7 @@ def gemm_time(
     """Forward time of ``gemm``: roofline of compute and HBM traffic plus a fixed per-kernel cost;
     with ``tiling``, the compute at the (m x n) output's :func:`wave_efficiency`.
 
-    >>> g = GemmShape.model_construct(name="x", m=4096, k=8192, n=8192, count=1)
+    >>> g = GemmShape(name="x", m=4096, k=8192, n=8192, count=1)
     >>> round(gemm_time(g, peak_flop_per_s=1e15, efficiency=0.5, bytes_per_value=2,
     ...                 hbm_bytes_per_s=1e12, kernel_overhead_s=0.0) * 1e3, 3)  # 0.55 TFLOP
     1.1
@@ -397,7 +388,7 @@ def gemm_backward_times(gemm: GemmShape, roof: GemmRoofline) -> tuple[float, flo
     (Narayanan et al. 2021, arXiv 2104.04473, section 5.1: backward = 2 x forward FLOPs).
     Without a tile model each is the forward's time.
 
-    >>> g = GemmShape.model_construct(name="qkv", m=4096, k=8192, n=1280, count=1)
+    >>> g = GemmShape(name="qkv", m=4096, k=8192, n=1280, count=1)
     >>> roof = GemmRoofline(1e15, 1.0, 2, 1e13, 0.0)
     >>> [round(t * 1e6, 1) for t in gemm_backward_times(g, roof)]  # 86 GFLOP each
     [85.9, 85.9]

@@ -163,7 +163,11 @@ class PassTime(FrozenSpec):
 
     def scaled(self, factor: float) -> PassTime:
         """Every term times ``factor`` (pp passes per token)."""
-        return PassTime(**{f"{k}_s": v * factor for k, v in self.as_dict().items()})
+        return PassTime.model_construct(**{f"{k}_s": v * factor for k, v in self.as_dict().items()})
+
+
+PASS_TERMS: tuple[str, ...] = tuple(PassTime().as_dict())
+"""The terms of a PassTime, keyed as in ServePlan.breakdown_s."""
 
 
 def expected_experts_touched(num_experts: int, top_k: int, tokens: float) -> float:
@@ -211,7 +215,8 @@ def moe_time(setup: ServeSetup, tokens: float) -> float:
     moe = model.moe
     assert moe is not None
     dense_fmt, expert_fmt = linear_formats(model, lay.precision)
-    gemms = [GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)]
+    router = GemmShape(name="router", m=tokens, k=model.hidden_size, n=moe.num_experts, count=1)
+    gemms = [router]
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.shared_expert_width
         gemms += ffn_gemms(model, tokens, shared / lay.tp, prefix="shared_", count=1)
@@ -381,7 +386,8 @@ def layer_time(setup: ServeSetup, layer_index: int, load: PassLoad) -> PassTime:
     if moe_layer:
         linear += moe_time(setup, tokens_ffn)
     tp, ep = _comm_times(setup, tokens_attn, tokens_ffn, moe_layer=moe_layer)
-    return PassTime(
+    # built without validation: the search makes tens of thousands (floats from the model)
+    return PassTime.model_construct(
         linear_s=linear,
         attention_s=attention_time(setup, layer_index, load),
         tp_comm_s=tp,
@@ -405,30 +411,51 @@ def stage_layer_kinds(model: ModelSpec) -> tuple[tuple[bool, bool], ...]:
     return tuple(_layer_kind(model, i) for i in range(model.num_layers))
 
 
+LayerKind = tuple[bool, bool]
+"""A layer's kind for serving: (MoE?, sliding-window attention?)."""
+
+
+@lru_cache(maxsize=256)
+def stage_windows(
+    model: ModelSpec, per_stage: int
+) -> tuple[dict[LayerKind, int], tuple[tuple[int, dict[LayerKind, int]], ...]]:
+    """The first layer of each kind, and the stages ``per_stage`` consecutive layers can be
+    told apart by: for each distinct count of layers by kind a window of that many layers holds,
+    the first window that holds it (its start, its counts). Every window of one count vector
+    takes the same time, so the slowest stage is the slowest of these, the earliest on a tie
+    (cached per model and stage size: frozen specs hash).
+
+    >>> from planner.cost.params import _tiny
+    >>> stage_windows(_tiny(), 1)
+    ({(False, False): 0}, ((0, {(False, False): 1}),))
+    """
+    kinds = stage_layer_kinds(model)
+    first_of: dict[LayerKind, int] = {}
+    for i, kind in enumerate(kinds):
+        first_of.setdefault(kind, i)
+    seen: dict[tuple[tuple[LayerKind, int], ...], tuple[int, dict[LayerKind, int]]] = {}
+    for start in range(len(kinds) - per_stage + 1):
+        counts: dict[LayerKind, int] = {}
+        for kind in kinds[start : start + per_stage]:
+            counts[kind] = counts.get(kind, 0) + 1
+        seen.setdefault(tuple(sorted(counts.items())), (start, counts))
+    return first_of, tuple(seen.values())
+
+
 def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
     """One pass of the fullest stage: the slowest ceil(L/pp) consecutive blocks (each layer kind,
     dense or MoE, full or sliding attention, is computed once; MoE layers after leading dense
     ones make the later stages slower), the lm_head for the sequences that emit a token (16-bit,
     vocab split over tp) and the send to the next stage."""
     model, lay = setup.model, setup.layout
-    kinds = stage_layer_kinds(model)
-    first_of: dict[tuple[bool, bool], int] = {}
-    for i, kind in enumerate(kinds):
-        first_of.setdefault(kind, i)
+    first_of, windows = stage_windows(model, layers_per_stage(model, lay.pp))
     per_kind = {kind: layer_time(setup, i, load).as_dict() for kind, i in first_of.items()}
     totals = {kind: sum(terms.values()) for kind, terms in per_kind.items()}
-    per_stage = layers_per_stage(model, lay.pp)
-    prefix = [0.0]
-    for kind in kinds:
-        prefix.append(prefix[-1] + totals[kind])
-    start = max(
-        range(len(kinds) - per_stage + 1),
-        key=lambda i: (prefix[i + per_stage] - prefix[i], -i),
+    _, counts = max(
+        windows,
+        key=lambda w: (sum(totals[kind] * n for kind, n in w[1].items()), -w[0]),
     )
-    counts: dict[tuple[bool, bool], int] = {}
-    for kind in kinds[start : start + per_stage]:
-        counts[kind] = counts.get(kind, 0) + 1
-    terms = dict.fromkeys(PassTime().as_dict(), 0.0)
+    terms = dict.fromkeys(PASS_TERMS, 0.0)
     for kind, count in counts.items():
         for key, value in per_kind[kind].items():
             terms[key] += value * count
@@ -440,7 +467,7 @@ def stage_pass_time(setup: ServeSetup, load: PassLoad) -> PassTime:
     activations = (load.decode_sequences + load.prefill_tokens) * model.hidden_size
     terms["pp_comm"] += p2p_time(activations * ACTIVATION_BYTES, setup.pp_comm)
     terms["engine"] += engine_iteration_time(setup, load)
-    return PassTime(**{f"{k}_s": v for k, v in terms.items()})
+    return PassTime.model_construct(**{f"{k}_s": v for k, v in terms.items()})
 
 
 def engine_iteration_time(setup: ServeSetup, load: PassLoad) -> float:

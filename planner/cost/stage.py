@@ -240,7 +240,7 @@ def _routed_expert_shape(gemm: GemmShape, rates: GemmRates) -> GemmShape:
             k, n = padded_to_tiles(k, tile_model), padded_to_tiles(n, tile_ffn)
     if (rows, k, n) == (gemm.m, gemm.k, gemm.n):
         return gemm
-    return GemmShape.model_construct(name=gemm.name, m=rows, k=k, n=n, count=gemm.count)
+    return GemmShape(name=gemm.name, m=rows, k=k, n=n, count=gemm.count)
 
 
 EXPERT_DOWN_GEMM = frozenset({"expert_down"})
