@@ -88,14 +88,15 @@ def steady_state(
     pp, adp = setup.layout.pp, setup.layout.attention_dp
     ctx = context if context is not None else workload.prompt_len + workload.output_len / 2
     micro = micro_batch(concurrency, pp)
-    decoding = PassLoad(decode_sequences=micro, context=ctx)
+    # loads built without validation: a frontier prices thousands (floats from the model)
+    decoding = PassLoad.model_construct(decode_sequences=float(micro), context=float(ctx))
     decode_pass = stage_pass_time(setup, decoding)
     per_rank = micro_batch(micro, adp)
     chunk = min(chunk_tokens(workload, per_rank), concurrency * workload.prompt_len or 1.0)
-    with_chunk = PassLoad(
-        decode_sequences=micro if workload.mixed_prefill else 0.0,
-        context=ctx,
-        prefill_tokens=chunk,
+    with_chunk = PassLoad.model_construct(
+        decode_sequences=float(micro) if workload.mixed_prefill else 0.0,
+        context=float(ctx),
+        prefill_tokens=float(chunk),
         prompt_len=workload.prompt_len,
         prompt_on_one_rank=True,
     )
@@ -125,9 +126,9 @@ def ttft_service_s(setup: ServeSetup, workload: ServeWorkload, state: SteadyStat
     per_rank = micro_batch(micro, setup.layout.attention_dp)
     chunk = min(chunk_tokens(workload, per_rank), workload.prompt_len)
     chunks = math.ceil(workload.prompt_len / chunk)
-    load = PassLoad(
-        decode_sequences=micro if workload.mixed_prefill else 0.0,
-        context=state.context,
+    load = PassLoad.model_construct(
+        decode_sequences=float(micro) if workload.mixed_prefill else 0.0,
+        context=float(state.context),
         prefill_tokens=workload.prompt_len / chunks,
         prompt_len=workload.prompt_len,
         prompt_on_one_rank=True,

@@ -122,7 +122,7 @@ def busiest_rank_experts(
         held = num_experts / ep
         q = _uniform_touch(num_experts, top_k, tokens)
         spread = math.sqrt(held * q * (1.0 - q))
-        return RankExperts(
+        return RankExperts.model_construct(
             experts=min(held, held * q + blom_max_deviate(ep) * spread),
             token_copies=tokens * top_k / ep,
         )
