@@ -69,6 +69,13 @@ S8 = ["search", "--model", "8B", "--cluster", "hgx_h100x8"]
 E8 = ["estimate", "--model", "8B", "--cluster", "hgx_h100x8"]
 SERVE = ["search", "--mode", "serve", "--model", "8B", "--cluster", "hgx_h100x8"]
 W8 = ["whatif", "--model", "8B", "--cluster", "hgx_h100x8", "--seq-len", "4096"]
+PACK = [
+    "pack",
+    "--cluster",
+    "hgx_h100x16",
+    "--job",
+    str(ROOT / "examples" / "fleet" / "finetune.yaml"),
+]
 M8 = ["migrate", "--model", "8B", "--from", "hgx_h100x8", "--to", "hgx_b200x8"]
 FORMATS = EXPORT_FORMATS
 """Every format ``layout export`` offers: a new one is covered without an edit here."""
@@ -1440,6 +1447,7 @@ def flag_cases() -> list[Cli]:
         "estimate": ["--tp", "--pp", "--vpp", "--cp", "--ep", "--etp", "--mbs", "--dp", "--zero"],
         "whatif": ["--workers", "--max-scenarios"],
         "migrate": ["--tokens", "--steps"],
+        "pack": ["--workers"],
     }
     float_flags = {
         "search": [
@@ -1471,6 +1479,7 @@ def flag_cases() -> list[Cli]:
         "serve": SERVE,
         "migrate": M8,
         "whatif": [*W8, "--vary", "nic_gbps=400"],
+        "pack": PACK,
     }
     rng = random.Random(17)
     for group, flags in {**int_flags, **float_flags}.items():
@@ -1642,6 +1651,7 @@ def interrupt_cases(n: int) -> list[Cli]:
     commands = [
         S8,
         [*W8, "--vary", "nic_gbps=100,200,400,800", "--workers", "2"],
+        [*PACK, "--workers", "2"],
         ["export", "--format", "megatron", "--model", "8B", "--cluster", "hgx_h100x8"],
         ["validate", "--rows", "S1,S2"],
         [*SERVE],

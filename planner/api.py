@@ -1297,6 +1297,9 @@ def pack(
     jobs: list[str | Path],
     cluster_state: StateLike = None,
     config: SolverConfig | dict[str, object] | None = None,
+    workers: int = 1,
+    progress: ProgressCallback | None = None,
+    note: NoteCallback | None = None,
 ) -> PackResult:
     """One layout per job and disjoint placements on one cluster or a pool of partitions (CLI
     ``layout pack``), chosen by CP-SAT among each job's best plans at the legal GPU counts.
@@ -1307,6 +1310,9 @@ def pack(
     or, for training, ``step_time_s``). ``cluster_state``: what is down or taken on a single
     cluster. Weighted jobs share the cluster to maximise the weighted sum of their shares of
     their best throughput; targeted jobs meet their targets with the fewest accelerators.
+    ``workers``: local processes that run the searches of the jobs' rows (at most the cores
+    available and the searches start, ``note(line)`` says so, default a UserWarning; the answer
+    is the same with any number); ``progress(done, total)`` is called after each search.
     Raises SpecError for a bad file, InfeasibleError (naming the binding limit) when no
     packing exists.
     """
@@ -1322,6 +1328,17 @@ def pack(
         raise _kind_error(
             "cluster", cluster, "a cluster name, a cluster or pool file, or a ClusterSpec"
         )
+    _callable("progress", progress, "progress(done, total)")
+    _callable("note", note, "note(line)")
+    processes = _plausible_count("workers", workers)
     state, _ = _cluster_state(cluster_state)
     name, partitions = load_pool(cluster, state=state)
-    return _pack(load_jobs(list(jobs)), partitions, cluster_name=name, config=_config(config, None))
+    return _pack(
+        load_jobs(list(jobs)),
+        partitions,
+        cluster_name=name,
+        config=_config(config, None),
+        workers=processes,
+        progress=progress,
+        note=note,
+    )

@@ -132,7 +132,8 @@ FROZEN_FLAGS: dict[str, set[str]] = {
     | SERVE_FLAGS
     | {"--objective"},
     "schema": {"-h", "--help", "--kind"},
-    "pack": {"-h", "--help", "--cluster", "--job", "--cluster-state", "--time-limit", "--json"},
+    "pack": {"-h", "--help", "--cluster", "--job", "--cluster-state", "--time-limit", "--json"}
+    | {"--workers", "--progress"},
 }
 
 

@@ -253,3 +253,67 @@ def test_no_packing_exits_1_naming_the_limit(tmp_path: Path, jobs: dict[str, str
         planner.pack(cluster="hgx_h100x24", jobs=[big, other])
     need = int(re.search(r"need (\d+) accelerators", str(info.value)).group(1))  # type: ignore[union-attr]
     assert need >= 32 and f"short by {need - 24}" in str(info.value)
+
+
+TIMINGS = {"wall_s", "solve_time_s", "search_time_s"}
+"""Fields of a pack's answer that are wall-clock measurements, not answers."""
+
+
+def _timeless(value: object) -> object:
+    """``value`` (a dumped result) without its wall-clock fields, at any depth."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def test_pack_gives_the_same_answer_with_any_number_of_workers(
+    jobs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows' searches run over a pool of processes (``workers``) and come back in request
+    order: the packing is the one a single process finds, but for the solvers' wall times."""
+    from planner.search import pool
+
+    monkeypatch.setattr(pool, "available_cores", lambda: 2)  # a pool even on a 1-core runner
+    done: list[tuple[int, int]] = []
+    notes: list[str] = []
+
+    args = {"cluster": "hgx_h100x16", "jobs": [jobs["train"], jobs["serve"]]}
+    one = planner.pack(**args)
+    two = planner.pack(
+        **args, workers=2, progress=lambda d, t: done.append((d, t)), note=notes.append
+    )
+    assert _timeless(two.model_dump()) == _timeless(one.model_dump())
+    total = done[-1][1]
+    assert done == [(i, total) for i in range(1, total + 1)] and not notes
+    planner.pack(**args, workers=3, note=notes.append)  # more than the (patched) 2 cores
+    assert notes == [
+        "--workers 3 is more than the 2 cores available here: starting at most 2 processes"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "words"),
+    [
+        ("workers", 0, "workers"),
+        ("workers", "2", "workers"),
+        ("progress", "yes", "progress(done, total)"),
+        ("note", 3, "note(line)"),
+    ],
+)
+def test_pack_refuses_bad_worker_arguments_in_one_line(
+    jobs: dict[str, str], argument: str, value: object, words: str
+) -> None:
+    with pytest.raises(SpecError, match=re.escape(words)) as info:
+        planner.pack(cluster="hgx_h100x16", jobs=[jobs["train"]], **{argument: value})
+    assert "\n" not in str(info.value)
+
+
+def test_cli_pack_workers(jobs: dict[str, str]) -> None:
+    argv = ["pack", "--cluster", "hgx_h100x16", "--job", jobs["train"], "--json"]
+    code, out, err = run_main([*argv, "--workers", "2"])
+    assert code == 0, err
+    assert json.loads(out)["jobs"][0]["name"] == "train"
+    code, _, err = run_main([*argv, "--workers", "0"])
+    assert code == 2 and "--workers" in err

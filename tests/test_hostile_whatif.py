@@ -25,16 +25,15 @@ import planner
 from planner.catalog import load_cluster, load_model
 from planner.cli.options import WHATIF_MAX_SCENARIOS, WHATIF_MAX_SCENARIOS_LIMIT
 from planner.errors import SpecError
+from planner.search import pool as pool_module
 from planner.search import whatif as whatif_module
+from planner.search.pool import IN_FLIGHT_PER_WORKER, available_cores, local_processes
 from planner.search.whatif import (
     DEFAULT_MAX_SCENARIOS,
-    IN_FLIGHT_PER_WORKER,
     MAX_SCENARIOS_LIMIT,
     ClusterBase,
     ScenarioRequest,
-    available_cores,
     check_scenario_count,
-    local_processes,
     run_scenario,
 )
 from planner.specs.workload import TrainWorkload
@@ -190,7 +189,7 @@ def test_available_cores_is_the_affinity_mask() -> None:
 
 
 def test_processes_never_exceed_cores_or_scenarios(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(whatif_module, "available_cores", lambda: 2)
+    monkeypatch.setattr(pool_module, "available_cores", lambda: 2)
     assert local_processes(1, 10) == (1, None)
     assert local_processes(2, 10) == (2, None)
     assert local_processes(2, 1) == (1, None)  # one scenario: run it here
@@ -211,8 +210,8 @@ class _RecordingPool(ProcessPoolExecutor):
 
 
 def test_cli_workers_above_cores_are_clamped_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(whatif_module, "available_cores", lambda: 2)
-    monkeypatch.setattr(whatif_module, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(pool_module, "available_cores", lambda: 2)
+    monkeypatch.setattr(pool_module, "ProcessPoolExecutor", _RecordingPool)
     _RecordingPool.started = []
     sweep = [*W8, *SMALL_FLAGS, "--vary", "nic_gbps=100,200,400", "--json"]
     code, out, err = run_main([*sweep, "--workers", "32"])
@@ -234,8 +233,8 @@ def test_cli_workers_above_cores_are_clamped_with_a_note(monkeypatch: pytest.Mon
 
 
 def test_no_more_processes_than_scenarios(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(whatif_module, "available_cores", lambda: 64)
-    monkeypatch.setattr(whatif_module, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(pool_module, "available_cores", lambda: 64)
+    monkeypatch.setattr(pool_module, "ProcessPoolExecutor", _RecordingPool)
     _RecordingPool.started = []
     code, _, err = run_main([*W8, *SMALL_FLAGS, "--vary", "nic_gbps=100,200", "--workers", "16"])
     assert code == 0 and err == ""  # 16 <= 64 cores: nothing to say
@@ -243,7 +242,7 @@ def test_no_more_processes_than_scenarios(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_api_notes_the_clamp(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(whatif_module, "available_cores", lambda: 1)
+    monkeypatch.setattr(pool_module, "available_cores", lambda: 1)
     notes: list[str] = []
     result = planner.whatif(model="8B", cluster="hgx_h100x8", workload=SMALL,
                             vary=["nic_gbps=100,200"], workers=4, note=notes.append)  # fmt: skip

@@ -13,7 +13,7 @@ import planner.search.whatif as whatif
 from planner.api import load_cluster, load_model
 from planner.cli import progress as progress_module
 from planner.cli.progress import progress
-from planner.search import space
+from planner.search import pool, space
 from planner.specs.workload import TrainWorkload
 from tests.test_cli import run_main
 
@@ -52,7 +52,7 @@ def test_the_memo_is_bounded() -> None:
 
 
 def test_workers_start_by_fork_where_it_is_the_default() -> None:
-    context = whatif.worker_context()
+    context = pool.worker_context()
     default = multiprocessing.get_start_method(allow_none=True) or "fork"
     if default == "fork":
         assert context.get_start_method() == "fork"

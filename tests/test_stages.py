@@ -969,14 +969,15 @@ def test_the_split_candidates_solved_side_by_side_equal_the_serial_solves(
 
 
 def test_a_sweep_worker_solves_its_splits_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A what-if sweep's process already has a CPU of its own (one process per CPU), so its
-    initializer caps the split threads at one; without the cap a process uses every CPU it may.
-    (The initializer's SIGINT handler and memory memo are stubbed: this is the test process.)"""
-    from planner.search import whatif
+    """A what-if sweep's or a pack's pool process already has a CPU of its own (one process per
+    CPU), so its initializer caps the split threads at one; without the cap a process uses every
+    CPU it may. (The initializer's SIGINT handler and memory memo are stubbed: this is the test
+    process.)"""
+    from planner.search import pool
 
-    monkeypatch.setattr(whatif, "quiet_worker", lambda: None)
-    monkeypatch.setattr(whatif, "share_memory_estimates_for_process", lambda: None)
-    start_worker = whatif.start_worker
+    monkeypatch.setattr(pool, "quiet_worker", lambda: None)
+    monkeypatch.setattr(pool, "share_memory_estimates_for_process", lambda: None)
+    start_worker = pool.start_worker
     config = SolverConfig()
     try:
         engine.cap_split_threads(None)

@@ -796,14 +796,19 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     """``layout pack``: exit 0 with a packing, 1 when none exists (naming the binding limit),
     2 for a bad job, pool or state file."""
     from planner.api import pack
+    from planner.cli.progress import progress, wanted
     from planner.report.fleet import pack_text
     from planner.specs.solver_config import SolverConfig
 
-    result = pack(
-        cluster=args.cluster,
-        jobs=args.job,
-        cluster_state=args.cluster_state,
-        config=SolverConfig(time_limit_s=args.time_limit),
-    )
+    with progress("pack", None, enabled=wanted(args.progress), unit="searches") as update:
+        result = pack(
+            cluster=args.cluster,
+            jobs=args.job,
+            cluster_state=args.cluster_state,
+            config=SolverConfig(time_limit_s=args.time_limit),
+            workers=args.workers,
+            progress=lambda done, total: update(done, total),
+            note=lambda line: sys.stderr.write(f"layout pack: note: {line}\n"),
+        )
     print(result.model_dump_json(indent=2) if args.json else pack_text(result))
     return 0

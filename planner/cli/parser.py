@@ -235,6 +235,10 @@ def _add_pack(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         "--cluster-state", metavar="FILE", help="GPUs/nodes down or taken (single cluster)"
     )
     _add_time_limit(p)
+    p.add_argument("--workers", type=ranged(positive_int, "workers"), default=1,
+                   help="local processes for the rows' searches (default 1; at most one per "
+                   "available core; the same answer with any number)")  # fmt: skip
+    p.add_argument("--progress", action="store_true", help="progress bar on stderr (default: TTY)")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 

@@ -873,7 +873,7 @@ process, which already has a CPU of its own, solves its splits one at a time."""
 
 def cap_split_threads(threads: int | None) -> None:
     """From now on, run at most ``threads`` split solves at once in this process (None: no cap);
-    a what-if sweep's workers set 1 (planner.search.whatif.start_worker)."""
+    a what-if sweep's workers set 1 (planner.search.pool.start_worker)."""
     global _SPLIT_THREADS_CAP
     _SPLIT_THREADS_CAP = threads
 

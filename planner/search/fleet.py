@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,7 +43,9 @@ from planner.errors import InfeasibleError, InternalError, PlannerError, SpecErr
 from planner.search import engine, serving_search
 from planner.search.arguments import check_fix
 from planner.search.placement import block_size
+from planner.search.pool import ProgressCallback, local_processes, no_progress, run_local, warn_note
 from planner.search.state import largest_legal_count
+from planner.specs.cluster import ClusterSpec
 from planner.specs.cluster_state import SubproblemInfo
 from planner.specs.fleet import DomainShare, PackedJob, PackResult, PartitionUse
 from planner.specs.result import Plan, ServePlan
@@ -259,51 +263,94 @@ def _meets(job: Job, plan: Plan | ServePlan) -> bool:
     return isinstance(plan, Plan) and plan.step_time_s <= (target.step_time_s or 0.0)
 
 
-def job_rows(
-    index: int, job: Job, partitions: list[Partition], capacity: list[int], config: SolverConfig
-) -> tuple[list[Row], list[str]]:
-    """A job's candidate rows (one per partition and legal count with a plan, dominated and
-    target-missing rows dropped) and why the others have none."""
-    rows: list[Row] = []
-    reasons: list[str] = []
-    refused: list[str] = []
+class RowRequest(NamedTuple):
+    """One search a pack runs: a job's best plan on ``gpus`` accelerators of a partition."""
+
+    job: Job
+    cluster: ClusterSpec
+    """The partition's first ``gpus`` accelerators (:func:`planner.search.engine.sub_cluster`)."""
+    config: SolverConfig
+
+
+class RowAnswer(NamedTuple):
+    """What one :class:`RowRequest` found: a plan, or why there is none (one line)."""
+
+    plan: Plan | ServePlan | None
+    refused: str | None = None
+    """The request itself is bad input (a SpecError): the job or partition is refused."""
+    infeasible: str | None = None
+    """Nothing fits, or no layout meets the job's limits, at this count (a PlannerError)."""
+
+
+def search_row(request: RowRequest) -> RowAnswer:
+    """The best plan of one (job, partition, count), or its refusal as data (module-level and
+    picklable both ways, so that a pool of processes can run it)."""
+    job = request.job
+    run = serving_search.serve_search if job.spec.mode == "serve" else engine.search
+    try:
+        plan = run(  # type: ignore[operator]
+            job.model, request.cluster, job.workload, fix=dict(job.spec.fix), config=request.config
+        ).best
+    except SpecError as exc:  # the job's request itself (or this partition) is refused
+        return RowAnswer(None, refused=str(exc))
+    except PlannerError as exc:
+        return RowAnswer(None, infeasible=str(exc))
+    return RowAnswer(plan)
+
+
+def row_requests(
+    job: Job, partitions: list[Partition], capacity: list[int], config: SolverConfig
+) -> list[tuple[int, int, RowRequest]]:
+    """The searches a job's rows need, in the order its rows are built: (partition index, GPU
+    count, request) for each partition the job may use and each legal count up to what the
+    partition has free."""
     allowed = job.spec.partitions
     search_config = config.model_copy(update={"top": 1})
+    out = []
     for q, part in enumerate(partitions):
         if allowed is not None and part.name not in allowed:
             continue
-        best_tokens = 0.0
         for n in _counts(part, capacity[q]):
-            sub = engine.sub_cluster(part.cluster, n)
-            try:
-                run = serving_search.serve_search if job.spec.mode == "serve" else engine.search
-                plan: Plan | ServePlan = run(  # type: ignore[operator]
-                    job.model,
-                    sub,
-                    job.workload,
-                    fix=dict(job.spec.fix),
-                    config=search_config,
-                ).best
-            except SpecError as exc:  # the job's request itself (or this partition) is refused
-                reasons.append(f"{n} GPUs of {part.name}: {exc}")
-                refused.append(str(exc))
-                continue
-            except PlannerError as exc:
-                reasons.append(f"{n} GPUs of {part.name}: {exc}")
-                continue
-            tokens = _throughput(plan)
-            if not _meets(job, plan):
-                reasons.append(
-                    f"{n} GPUs of {part.name}: {tokens:,.0f} tokens/s"
-                    + (f", {plan.step_time_s:.3g} s per step" if isinstance(plan, Plan) else "")
-                    + f" misses the target ({job.spec.target.describe()})"  # type: ignore[union-attr]
-                )
-                continue
-            if tokens <= best_tokens:  # more GPUs, no more throughput: dominated
-                continue
-            best_tokens = tokens
-            block = block_size(plan.placement, part.cluster.accelerators_per_domain)
-            rows.append(Row(index, q, plan.num_gpus, block, tokens, plan))
+            out.append((q, n, RowRequest(job, engine.sub_cluster(part.cluster, n), search_config)))
+    return out
+
+
+def job_rows(
+    index: int,
+    job: Job,
+    partitions: list[Partition],
+    searched: list[tuple[int, int, RowAnswer]],
+) -> tuple[list[Row], list[str]]:
+    """A job's candidate rows from its searches (``searched``: (partition index, GPU count,
+    answer) in :func:`row_requests`' order): one per partition and legal count with a plan,
+    dominated and target-missing rows dropped; and why the others have none."""
+    rows: list[Row] = []
+    reasons: list[str] = []
+    refused: list[str] = []
+    best_tokens: dict[int, float] = {}
+    for q, n, answer in searched:
+        part = partitions[q]
+        if answer.refused is not None:
+            reasons.append(f"{n} GPUs of {part.name}: {answer.refused}")
+            refused.append(answer.refused)
+            continue
+        if answer.plan is None:
+            reasons.append(f"{n} GPUs of {part.name}: {answer.infeasible}")
+            continue
+        plan = answer.plan
+        tokens = _throughput(plan)
+        if not _meets(job, plan):
+            reasons.append(
+                f"{n} GPUs of {part.name}: {tokens:,.0f} tokens/s"
+                + (f", {plan.step_time_s:.3g} s per step" if isinstance(plan, Plan) else "")
+                + f" misses the target ({job.spec.target.describe()})"  # type: ignore[union-attr]
+            )
+            continue
+        if tokens <= best_tokens.get(q, 0.0):  # more GPUs, no more throughput: dominated
+            continue
+        best_tokens[q] = tokens
+        block = block_size(plan.placement, part.cluster.accelerators_per_domain)
+        rows.append(Row(index, q, plan.num_gpus, block, tokens, plan))
     if not rows and reasons and len(refused) == len(reasons):  # bad input everywhere: exit 2
         raise SpecError(f"job '{job.name}': {refused[0]}")
     return rows, reasons
@@ -362,9 +409,15 @@ def pack(
     *,
     cluster_name: str,
     config: SolverConfig | None = None,
+    workers: int = 1,
+    progress: ProgressCallback | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> PackResult:
     """One layout per job and disjoint placements (see the module doc); InfeasibleError naming
-    the binding limit when no packing exists."""
+    the binding limit when no packing exists. ``workers``: local processes that run the rows'
+    searches (at most the cores and the searches; 1 = here), the same answer with any number;
+    ``progress(done, total)`` after each search; ``note`` gets one line when fewer processes
+    start than ``workers`` asks (default: a UserWarning)."""
     start = time.perf_counter()
     config = config or SolverConfig()
     capacity, _ = _capacities(partitions)
@@ -383,9 +436,24 @@ def pack(
                 f"job '{job.name}': partition '{unknown[0]}' is not in {cluster_name} "
                 f"({', '.join(p.name for p in partitions)})"
             )
+    requests = [row_requests(job, partitions, totals, config) for job in jobs]
+    count = sum(len(r) for r in requests)
+    processes, line = local_processes(workers, count)
+    if line is not None:
+        (note or warn_note)(line)
+    answers = iter(
+        run_local(
+            search_row,
+            (request for job_requests in requests for _, _, request in job_requests),
+            count,
+            processes,
+            progress or no_progress,
+        )
+    )
     rows: list[Row] = []
     for j, job in enumerate(jobs):
-        found, reasons = job_rows(j, job, partitions, totals, config)
+        searched = [(q, n, next(answers)) for q, n, _ in requests[j]]
+        found, reasons = job_rows(j, job, partitions, searched)
         if not found:
             why = reasons[-1] if reasons else "no partition allowed"
             raise InfeasibleError(

@@ -16,13 +16,9 @@ from __future__ import annotations
 import datetime
 import itertools
 import math
-import multiprocessing
 import re
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from multiprocessing.context import BaseContext
+from collections.abc import Callable, Iterable, Iterator
 from typing import Literal
 
 from pydantic import Field, PositiveInt
@@ -33,12 +29,19 @@ from planner.catalog.frameworks import default_framework, resolve_workload
 from planner.catalog.io import short_repr, validate_spec
 from planner.catalog.store import suggest
 from planner.errors import InfeasibleError, SpecError, one_line
-from planner.interrupt import quiet_worker
 from planner.search import engine
-from planner.search.engine import available_cores
 from planner.search.migrate import bottleneck, economics
+from planner.search.pool import (
+    IN_FLIGHT_PER_WORKER,
+    ProgressCallback,
+    in_order,
+    local_processes,
+    no_progress,
+    run_local,
+    warn_note,
+)
 from planner.search.rules import MAX_GLOBAL_BATCH
-from planner.search.space import share_memory_estimates_for_process, shared_memory_estimates
+from planner.search.space import share_memory_estimates_for_process
 from planner.specs.base import FrozenSpec
 from planner.specs.cluster import BaseHardware, ClusterEdits, ClusterSpec
 from planner.specs.formats import TRAINING_FORMATS
@@ -48,8 +51,6 @@ from planner.specs.solver_config import SolverConfig
 from planner.specs.workload import MOE_DISPATCHERS, TrainWorkload, moe_framework_fields
 from planner.units import BINARY_PREFIX
 
-ProgressCallback = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` after each scenario finishes."""
 NoteCallback = Callable[[str], None]
 """Called with one line when the sweep runs otherwise than asked (fewer processes than workers)."""
 
@@ -58,9 +59,6 @@ DEFAULT_MAX_SCENARIOS = 256
 MAX_SCENARIOS_LIMIT = 100_000
 """The highest cap: every scenario's plan is kept in memory for the table and the report (about
 30 KiB each, so some 3 GiB at this cap, and ~4 KB of ``--json`` per scenario)."""
-IN_FLIGHT_PER_WORKER = 4
-"""Scenarios submitted ahead per process (or Ray CPU): enough to keep each busy, few enough that
-the requests never pile up in memory."""
 
 EDIT_KNOBS: tuple[str, ...] = tuple(ClusterEdits.model_fields)
 """Knobs that are cluster edits (ClusterEdits fields)."""
@@ -395,31 +393,6 @@ def check_knobs(knobs: dict[str, list[KnobValue]]) -> None:
             seen.add(value)
 
 
-def local_processes(workers: int, count: int, engine: str = "process") -> tuple[int, str | None]:
-    """Processes to start for ``workers`` asked and ``count`` scenarios: never more than the
-    cores or the scenarios; with a one-line note when the cores (or Ray) overrule ``workers``.
-
-    >>> local_processes(1, 10)
-    (1, None)
-    """
-    if engine == "ray":
-        note = None
-        if workers > 1:
-            note = (
-                f"--workers {workers} does not apply to --engine ray: Ray runs the scenarios "
-                "over its cluster's CPUs"
-            )
-        return 1, note
-    cores = available_cores()
-    note = None
-    if workers > cores:
-        note = (
-            f"--workers {workers} is more than the {cores} {'core' if cores == 1 else 'cores'} "
-            f"available here: starting at most {cores} {'process' if cores == 1 else 'processes'}"
-        )
-    return max(1, min(workers, cores, count)), note
-
-
 def system_for_accelerator(accelerator: str, base_system: str) -> str:
     """The catalog system built from ``accelerator``, preferring the base system's kind and
     vendor prefix (``b200`` from ``hgx_h100`` -> ``hgx_b200``)."""
@@ -513,86 +486,15 @@ def run_scenario(request: ScenarioRequest) -> Scenario:
     )
 
 
-def _in_order(results: Sequence[Scenario | None]) -> list[Scenario]:
-    out = [r for r in results if r is not None]
-    assert len(out) == len(results)  # internal: every index was filled exactly once
-    return out
-
-
 def _run_local(
     requests: Iterator[ScenarioRequest],
     count: int,
     processes: int,
     progress: ProgressCallback,
 ) -> list[Scenario]:
-    """Run ``count`` requests here (``processes`` <= 1) or over a pool, at most
-    IN_FLIGHT_PER_WORKER per process submitted ahead; results in request order."""
-    results: list[Scenario | None] = [None] * count
-    if processes <= 1:
-        with shared_memory_estimates():
-            for done, request in enumerate(requests, start=1):
-                results[done - 1] = run_scenario(request)
-                progress(done, count)
-        return _in_order(results)
-    source = enumerate(requests)
-    # Under spawn or forkserver a calling script needs the usual `if __name__ == "__main__":`
-    # guard (the `layout` entry point has it).
-    pool = ProcessPoolExecutor(
-        max_workers=processes, mp_context=worker_context(), initializer=start_worker
-    )
-    try:
-        pending: dict[Future[Scenario], int] = {}
-
-        def submit(n: int) -> None:
-            for i, request in itertools.islice(source, n):
-                pending[pool.submit(run_scenario, request)] = i
-
-        submit(processes * IN_FLIGHT_PER_WORKER)
-        done = 0
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                results[pending.pop(future)] = future.result()
-                done += 1
-                progress(done, count)
-            submit(len(finished))
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)  # only the few in flight still run
-        raise
-    pool.shutdown(wait=True)
-    return _in_order(results)
-
-
-WORKER_PRELOAD = ("planner.search.whatif", "planner.api")
-"""Modules a forkserver imports once, so that its workers start with them loaded."""
-
-
-def worker_context() -> BaseContext:
-    """The start method of the sweep's processes: the platform's default when it is fork (the
-    workers inherit this process's imports and catalog caches: no start-up cost), else the
-    forkserver with :data:`WORKER_PRELOAD` imported once in the server (where fork is not the
-    default: macOS, Python 3.14+), else spawn (Windows: each worker imports the planner)."""
-    default = (
-        multiprocessing.get_start_method(allow_none=True)
-        or (multiprocessing.get_all_start_methods()[0])
-    )
-    if default == "fork":
-        return multiprocessing.get_context("fork")
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(list(WORKER_PRELOAD))
-        return context
-    return multiprocessing.get_context()
-
-
-def start_worker() -> None:
-    """Initializer of a sweep's process: Ctrl-C ends it at once and quietly
-    (:func:`planner.interrupt.quiet_worker`), its searches share memory estimates across the
-    scenarios it runs (space.MemoryMemo), and it solves pipeline splits one at a time
-    (:func:`planner.search.engine.cap_split_threads`)."""
-    quiet_worker()
-    share_memory_estimates_for_process()
-    engine.cap_split_threads(1)  # the pool already runs one process per CPU
+    """Run ``count`` scenario requests here (``processes`` <= 1) or over a pool
+    (:func:`planner.search.pool.run_local`); scenarios in request order."""
+    return run_local(run_scenario, requests, count, processes, progress)
 
 
 def _scenario_in_worker(request: ScenarioRequest) -> Scenario:
@@ -635,16 +537,7 @@ def _run_ray(
             done += 1
             progress(done, count)
         submit(len(ready))
-    return _in_order(results)
-
-
-def _no_progress(done: int, total: int) -> None:
-    """Default progress callback: nothing."""
-
-
-def _warn(line: str) -> None:
-    """Default note callback: a UserWarning (the CLI prints its notes on stderr instead)."""
-    warnings.warn(line, stacklevel=4)
+    return in_order(results)
 
 
 def whatif(
@@ -671,7 +564,7 @@ def whatif(
     count = check_scenario_count({n: len(knobs[n]) for n in names}, options.max_scenarios)
     processes, line = local_processes(options.workers, count, options.engine)
     if line is not None:
-        (note or _warn)(line)
+        (note or warn_note)(line)
     start = time.perf_counter()
     base = ClusterBase.of(cluster)
     requests = (
@@ -687,7 +580,7 @@ def whatif(
         )
         for combo in itertools.product(*(knobs[n] for n in names))
     )
-    report = progress or _no_progress
+    report = progress or no_progress
     if options.engine == "ray":
         scenarios = _run_ray(requests, count, report)
     else:
