@@ -260,6 +260,51 @@ def test_megatron_moe_and_mla(plans: dict[str, Plan]) -> None:
     assert "--use-distributed-optimizer" not in args
 
 
+def test_megatron_routes_deepseek_v3_as_it_does(plans: dict[str, Plan]) -> None:
+    """DeepSeek-V3's router (config.json scoring_func sigmoid, topk_method noaux_tc,
+    routed_scaling_factor 2.5) is spelled out, not left to Megatron-LM's softmax default; its
+    aux-loss-free selection bias is no gate bias to note as unexpressed."""
+    result = export(_job(plans, "deepseek_mla_moe"), "megatron")
+    args = check_names("megatron", result.text)
+    assert args["--moe-router-score-function"] == "sigmoid"
+    assert "--moe-router-enable-expert-bias" in args
+    assert args["--moe-router-topk-scaling-factor"] == "2.5"
+    assert not any("router bias" in note for note in result.notes)
+    assert any("--moe-router-bias-update-rate" in note for note in result.notes)
+
+
+def test_megatron_leaves_gpt_oss_routing_at_softmax() -> None:
+    """gpt-oss routes by a softmax over a biased gate (its router's own bias): none of the
+    DeepSeek-V3 router flags, and the gate bias stays a note."""
+    plan = planner.estimate(
+        model="gpt-oss-120b", cluster="hgx_h100x16", layout={"ep": 8},
+        config={"stage_split": "even"},
+    )  # fmt: skip
+    result = export(make_job(plan), "megatron")
+    args = check_names("megatron", result.text)
+    flags = ("--moe-router-score-function", "--moe-router-enable-expert-bias")
+    assert not any(flag in args for flag in (*flags, "--moe-router-topk-scaling-factor"))
+    assert any("uses a router bias (on the gate's logits)" in note for note in result.notes)
+
+
+def test_megatron_notes_the_routing_it_cannot_build(plans: dict[str, Plan]) -> None:
+    """An expert bias on softmax scores (ERNIE 4.5) is refused by Megatron-LM's
+    TransformerConfig, so it is noted, not set; a softmax router's scale is set with a note on
+    the top-k renormalisation the spec does not record (DeepSeek-V2: 16, norm_topk_prob
+    false)."""
+    plan = plans["deepseek_mla_moe"]
+    v3 = load_model("deepseek-v3")
+    assert v3.moe is not None
+    softmax = v3.moe.model_copy(update={"router_score": "softmax", "router_topk_scale": 16.0})
+    result = export(make_job(plan, model=v3.model_copy(update={"moe": softmax})), "megatron")
+    args = check_names("megatron", result.text)
+    assert "--moe-router-score-function" not in args
+    assert "--moe-router-enable-expert-bias" not in args
+    assert args["--moe-router-topk-scaling-factor"] == "16"
+    assert any("only with sigmoid scores" in note for note in result.notes)
+    assert any("--moe-router-pre-softmax" in note for note in result.notes)
+
+
 def test_bridge_values(plans: dict[str, Plan]) -> None:
     text = export(_job(plans, "405b_uneven_first_last"), "bridge").text
     values = check_names("bridge", text)

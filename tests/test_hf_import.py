@@ -3,6 +3,7 @@ and the one-line SpecErrors for unsupported types and missing keys."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -1036,6 +1037,10 @@ def test_gemma_layers() -> None:
     v2 = model_from_hf_config(DEEPSEEK_V2_LITE, name="v2")
     assert v2.mla is not None and v2.mla.q_lora_rank == 0 and v2.moe is not None
     assert not v2.moe.router_bias and v2.moe.num_shared_experts == 2
+    # scoring_func softmax, topk_method greedy, routed_scaling_factor 1.0: no selection bias
+    assert (v2.moe.router_score, v2.moe.router_expert_bias, v2.moe.router_topk_scale) == (
+        "softmax", False, 1.0,
+    )  # fmt: skip
 
 
 def test_moe_families_without_shared_experts() -> None:
@@ -1092,7 +1097,13 @@ def test_glm4_moe_against_its_report() -> None:
     spec = model_from_hf_config(GLM_4_5_AIR, name="glm-4.5-air")
     assert abs(total_params(spec) / 106e9 - 1) < 0.01
     assert abs((active_params(spec) - embedding_params(spec)) / 12e9 - 1) < 0.02
-    assert spec.moe is not None and spec.moe.first_dense_layers == 1 and spec.moe.router_bias
+    assert spec.moe is not None and spec.moe.first_dense_layers == 1
+    # DeepSeek-V3's router (Glm4MoeTopkRouter): sigmoid, the aux-loss-free selection bias, no
+    # gate bias; GLM-4.5-Air's routed_scaling_factor is 1.0 (GLM-4.5's 2.5)
+    assert spec.moe.router_expert_bias and not spec.moe.router_bias
+    assert (spec.moe.router_score, spec.moe.router_topk_scale) == ("sigmoid", 1.0)
+    glm_4_5 = model_from_hf_config({**GLM_4_5_AIR, "routed_scaling_factor": 2.5}, name="g")
+    assert glm_4_5.moe is not None and glm_4_5.moe.router_topk_scale == 2.5
     assert spec.rotary_fraction == 0.5 and spec.attention_bias and not spec.attention_output_bias
 
 
@@ -1118,6 +1129,9 @@ def test_llama4_against_its_model_cards() -> None:
         # three chunked (RoPE) layers to one global (NoPE) one
         assert (spec.local_attention, spec.sliding_window) == ("chunked", 8192)
         assert spec.num_sliding_window_layers == 36
+        # Llama4Router: the sigmoid of each chosen expert's logit, no bias, unscaled
+        assert spec.moe is not None and spec.moe.router_score == "sigmoid"
+        assert not (spec.moe.router_bias or spec.moe.router_expert_bias)
     assert scout.num_moe_layers == 48 and maverick.num_moe_layers == 24
     assert maverick.ffn_hidden_size == 16384 and maverick.is_moe_layer(1)
     assert not maverick.is_moe_layer(0)
@@ -1202,7 +1216,9 @@ def test_sliding_windows() -> None:
 
 def test_gpt_oss_mapping() -> None:
     spec = model_from_hf_config(GPT_OSS_120B, name="g")
-    assert spec.moe is not None and spec.moe.router_bias
+    assert spec.moe is not None and spec.moe.router_bias  # the gate's own bias
+    assert not spec.moe.router_expert_bias and spec.moe.router_score == "softmax"
+    assert spec.moe.router_topk_scale == 1.0
     assert (spec.moe.num_experts, spec.moe.top_k, spec.moe.expert_ffn_hidden_size) == (128, 4, 2880)
     assert (spec.sliding_window, spec.num_sliding_window_layers) == (128, 18)
     assert spec.attention_sinks and spec.ffn_activation == "swiglu_oai"
@@ -1284,9 +1300,11 @@ KIMI_K2: dict[str, object] = {
     "topk_group": 1,
     "vocab_size": 163840,
     "num_nextn_predict_layers": 0,
+    "routed_scaling_factor": 2.827,
 }
 """moonshotai/Kimi-K2-Instruct config.json's network as DeepSeek-V3's with its differences (64
-heads, 384 routed experts, one dense layer, a 163,840-token vocabulary); its own model_type."""
+heads, 384 routed experts, one dense layer, a 163,840-token vocabulary, routed_scaling_factor
+2.827); its own model_type."""
 
 
 def test_non_attention_networks_say_why_they_are_refused() -> None:
@@ -1302,8 +1320,55 @@ def test_an_unknown_model_type_is_read_by_its_architectures() -> None:
     spec = model_from_hf_config(KIMI_K2, name="kimi-k2")
     assert spec.family == "deepseek_v3" and spec.mla is not None and spec.moe is not None
     assert "model_type=kimi_k2, read as deepseek_v3 by its architectures" in spec.source
+    assert (spec.moe.router_score, spec.moe.router_expert_bias) == ("sigmoid", True)
+    assert spec.moe.router_topk_scale == 2.827 and spec.moe == _catalog("kimi-k2").moe
     assert abs(total_params(spec) / 1.04e12 - 1) < 0.02
     assert abs(active_params(spec) / 32e9 - 1) < 0.03
+
+
+def test_deepseek_router_is_read_from_its_config() -> None:
+    """scoring_func, topk_method and routed_scaling_factor decide the router: DeepSeek-V3's
+    (sigmoid, noaux_tc's aux-loss-free selection bias, 2.5), or a V3-style config that routes
+    by softmax greedily (no selection bias, no groups); the parameter count differs by the
+    bias's E values a MoE layer and nothing else."""
+    v3 = model_from_hf_config(DEEPSEEK_V3, name="deepseek-v3")
+    assert v3.moe is not None and v3.moe == _catalog("deepseek-v3").moe
+    assert (v3.moe.router_score, v3.moe.router_expert_bias) == ("sigmoid", True)
+    assert v3.moe.router_topk_scale == 2.5 and not v3.moe.router_bias
+    greedy = {**DEEPSEEK_V3, "scoring_func": "softmax", "topk_method": "greedy"}
+    softmax = model_from_hf_config(greedy, name="v3-softmax")
+    assert softmax.moe is not None
+    assert (softmax.moe.router_score, softmax.moe.router_expert_bias) == ("softmax", False)
+    assert not softmax.moe.limits_groups and softmax.moe.router_topk_scale == 2.5
+    assert total_params(v3) - total_params(softmax) == 58 * 256  # 58 MoE layers x E
+    # keys left out: DeepSeek-V3's own router, and transformers' DeepseekV2Config for V2
+    bare_v3 = _without(DEEPSEEK_V3, "scoring_func", "topk_method", "routed_scaling_factor")
+    assert model_from_hf_config(bare_v3, name="deepseek-v3") == v3
+    bare_v2 = _without(DEEPSEEK_V2_LITE, "scoring_func", "topk_method", "routed_scaling_factor")
+    assert model_from_hf_config(bare_v2, name="v2") == model_from_hf_config(
+        DEEPSEEK_V2_LITE, name="v2"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("scoring_func", "tanh", "scoring_func 'tanh' is not supported"),
+        ("scoring_func", 1, "scoring_func 1 is not supported"),
+        ("topk_method", "aux_free", "topk_method 'aux_free' is not supported"),
+        ("topk_method", True, "topk_method True is not supported"),
+        ("routed_scaling_factor", "2.5", "must be a positive number"),
+        ("routed_scaling_factor", True, "must be a positive number"),
+        ("routed_scaling_factor", 0, "must be a positive number"),
+        ("routed_scaling_factor", float("nan"), "must be a positive number"),
+    ],
+)
+def test_a_router_key_of_the_wrong_kind_is_a_one_line_error(
+    key: str, value: object, words: str
+) -> None:
+    with pytest.raises(SpecError, match=re.escape(words)) as err:
+        model_from_hf_config({**DEEPSEEK_V3, key: value}, name="v3")
+    assert "\n" not in str(err.value) and str(err.value).startswith("v3: ")
 
 
 @pytest.mark.parametrize(
@@ -1507,7 +1572,9 @@ def test_ernie_moe_against_its_model_card() -> None:
     assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (64, 6, 1536)
     # two shared experts are one always-on MLP 2 x 1536 wide; layer 0 is dense
     assert (moe.num_shared_experts, moe.shared_expert_ffn_hidden_size) == (1, 3072)
-    assert moe.first_dense_layers == 1 and moe.router_bias and spec.ffn_hidden_size == 12288
+    assert moe.first_dense_layers == 1 and spec.ffn_hidden_size == 12288
+    # softmax scores plus the e_score_correction_bias selection bias; no gate bias
+    assert moe.router_expert_bias and not moe.router_bias and moe.router_score == "softmax"
     assert spec.num_moe_layers == 27 and spec.tied_embeddings
     # baidu/ERNIE-4.5-21B-A3B-PT model card: 21B total, 3B active. Computed 21.83B: 27 MoE
     # layers x (754.97M experts + 23.59M shared + 15.73M attention + 0.16M router) = 21.45B,
@@ -1532,7 +1599,13 @@ def test_minimax_m2_against_its_model_card() -> None:
     moe = spec.moe
     assert moe is not None
     assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (256, 8, 1536)
-    assert moe.router_bias and moe.num_shared_experts == 0 and spec.ffn_hidden_size == 0
+    assert moe.num_shared_experts == 0 and spec.ffn_hidden_size == 0
+    # scoring_func sigmoid, use_routing_bias: the selection bias, no gate bias
+    assert moe.router_expert_bias and not moe.router_bias and moe.router_score == "sigmoid"
+    unbiased = model_from_hf_config({**MINIMAX_M2, "use_routing_bias": False}, name="m")
+    assert unbiased.moe is not None and not unbiased.moe.router_expert_bias
+    with pytest.raises(SpecError, match="scoring_func 'softplus' is not supported"):
+        model_from_hf_config({**MINIMAX_M2, "scoring_func": "softplus"}, name="m")
     assert spec.num_moe_layers == 62 and spec.qk_norm and spec.rotary_fraction == 0.5
     assert spec.sliding_window is None and not spec.tied_embeddings
     # MiniMaxAI/MiniMax-M2 model card: 230 billion total, 10 billion active. Computed 228.69B:

@@ -246,3 +246,16 @@ def test_a_missing_path_is_not_read_as_a_hub_id(text: str) -> None:
 
     with pytest.raises(SpecError, match="does not exist"):
         load_model(text)
+
+
+def test_a_router_bias_of_either_kind_is_e_values_a_layer() -> None:
+    """A gate bias (gpt-oss) and an aux-loss-free selection bias (DeepSeek-V3) are each E values
+    a MoE layer: swapping one for the other keeps the count, a router with both counts 2E."""
+    gpt_oss = _load(MODELS_DIR / "gpt-oss-20b.yaml")
+    moe = gpt_oss.moe
+    assert moe is not None and moe.router_bias and not moe.router_expert_bias
+    swapped = moe.model_copy(update={"router_bias": False, "router_expert_bias": True})
+    assert total_params(gpt_oss.model_copy(update={"moe": swapped})) == total_params(gpt_oss)
+    both = moe.model_copy(update={"router_expert_bias": True})
+    extra = total_params(gpt_oss.model_copy(update={"moe": both})) - total_params(gpt_oss)
+    assert extra == gpt_oss.num_layers * moe.num_experts  # 24 layers x 32 experts

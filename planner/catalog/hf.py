@@ -374,6 +374,19 @@ def _bool(config: Config, key: str, default: bool) -> bool:
     return value
 
 
+def _positive_float(config: Config, key: str, default: float) -> float:
+    """The finite positive number ``key`` (an int or a float, never a boolean or text), or
+    ``default`` when it is absent or null."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise SpecError(
+            f"config.json key {key!r} must be a positive number, got {short_repr(value)}"
+        )
+    return float(value)
+
+
 def _activation(config: Config, key: str, default: str, table: Mapping[str, str]) -> str:
     """Map the activation name in ``key`` through ``table`` (gated or plain FFN)."""
     act = config.get(key, default)
@@ -609,10 +622,38 @@ def _leading_layers(config: Config, key: str) -> int:
 
 
 def _deepseek_v3(config: Config) -> Fields:
-    """DeepseekV3ForCausalLM, and DeepseekV2ForCausalLM, whose config.json spells the same keys:
-    MLA attention (V2-Lite has no query compression, ``q_lora_rank`` null), ``first_k_dense_replace``
-    dense layers, then DeepSeekMoE (routed + shared experts; V3's ``noaux_tc`` routing adds a
-    per-expert score bias, V2's ``greedy`` / ``group_limited_greedy`` none)."""
+    """DeepseekV3ForCausalLM: :func:`_deepseek`, its router by default DeepSeek-V3's
+    (:data:`DEEPSEEK_V3_ROUTER`)."""
+    return _deepseek(config, DEEPSEEK_V3_ROUTER)
+
+
+def _deepseek_v2(config: Config) -> Fields:
+    """DeepseekV2ForCausalLM: :func:`_deepseek`, its router by default DeepSeek-V2's
+    (:data:`DEEPSEEK_V2_ROUTER`)."""
+    return _deepseek(config, DEEPSEEK_V2_ROUTER)
+
+
+DEEPSEEK_V3_ROUTER = ("sigmoid", "noaux_tc", 2.5)
+"""(``scoring_func``, ``topk_method``, ``routed_scaling_factor``) a DeepSeek-V3 config.json
+leaves out means: the defaults of DeepSeek-V3's own configuration_deepseek.py (hub remote code:
+sigmoid, noaux_tc, 2.5); transformers' DeepseekV3Config defaults routed_scaling_factor to 2.5 and
+its DeepseekV3TopkRouter always takes the sigmoid and the selection bias."""
+DEEPSEEK_V2_ROUTER = ("softmax", "greedy", 1.0)
+"""The same for DeepSeek-V2: transformers' DeepseekV2Config (topk_method ``greedy``,
+routed_scaling_factor 1.0; no scoring_func, its router a softmax)."""
+TOPK_METHODS: tuple[str, ...] = ("greedy", "group_limited_greedy", "noaux_tc")
+"""The DeepSeek ``topk_method`` values: ``greedy`` (top-k of all experts), V2's
+``group_limited_greedy`` (from ``topk_group`` of ``n_group`` groups) and V3's ``noaux_tc``
+(group-limited, on the scores plus the aux-loss-free selection bias)."""
+SCORING_FUNCS: tuple[str, ...] = ("softmax", "sigmoid")
+"""The ``scoring_func`` values (MoESpec.router_score)."""
+
+
+def _deepseek(config: Config, router: tuple[str, str, float]) -> Fields:
+    """DeepSeek-V2/V3's network, whose config.json keys are the same: MLA attention (V2-Lite has
+    no query compression, ``q_lora_rank`` null), ``first_k_dense_replace`` dense layers, then
+    DeepSeekMoE (routed + shared experts), routed as :func:`_deepseek_router` reads it (its
+    defaults ``router``)."""
     if _opt_int(config, "moe_layer_freq", 1) != 1:
         raise SpecError(
             "config.json moe_layer_freq != 1 cannot be expressed: ModelSpec only "
@@ -634,8 +675,7 @@ def _deepseek_v3(config: Config) -> Fields:
         "num_shared_experts": _opt_int(config, "n_shared_experts", 0),
         "shared_expert_ffn_hidden_size": expert_width,
         "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
-        "router_bias": config.get("topk_method", "noaux_tc") == "noaux_tc",
-        **_group_limited_routing(config),
+        **_deepseek_router(config, router),
     }
     heads = _int(config, "num_attention_heads")
     dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
@@ -649,19 +689,52 @@ def _deepseek_v3(config: Config) -> Fields:
     }
 
 
-def _group_limited_routing(config: Config) -> Fields:
-    """Group-limited routing of a DeepSeek-style router: ``n_group`` groups of consecutive
-    experts, a token's experts from ``topk_group`` of them (transformers' DeepseekV3TopkRouter
-    and DeepSeek-V2's ``group_limited_greedy``); V2's plain ``greedy`` ignores the groups, and a
-    config without ``n_group`` has none.
+def _deepseek_router(config: Config, defaults: tuple[str, str, float]) -> Fields:
+    """A DeepSeek router's MoESpec fields: the score function (``scoring_func``), the
+    aux-loss-free per-expert selection bias of ``topk_method: noaux_tc`` (the checkpoint's
+    ``e_score_correction_bias``; DeepSeek-V3 arXiv 2412.19437 section 2.1.2), the factor on the
+    routed experts' weights (``routed_scaling_factor``), and the groups
+    (:func:`_group_limited_routing`); ``defaults`` for the keys a config leaves out. A
+    ``scoring_func`` or ``topk_method`` other than those known is a SpecError.
 
-    >>> _group_limited_routing({"n_group": 8, "topk_group": 4, "topk_method": "noaux_tc"})
+    >>> _deepseek_router({"scoring_func": "softmax", "topk_method": "greedy"}, DEEPSEEK_V3_ROUTER)
+    {'router_score': 'softmax', 'router_expert_bias': False, 'router_topk_scale': 2.5}
+    """
+    score_default, method_default, scale_default = defaults
+    method = _choice(config, "topk_method", method_default, TOPK_METHODS)
+    return {
+        "router_score": _choice(config, "scoring_func", score_default, SCORING_FUNCS),
+        "router_expert_bias": method == "noaux_tc",
+        "router_topk_scale": _positive_float(config, "routed_scaling_factor", scale_default),
+        **_group_limited_routing(config, method),
+    }
+
+
+def _choice(config: Config, key: str, default: str, known: tuple[str, ...]) -> str:
+    """The text ``key``, one of ``known`` (``default`` when absent or null), else SpecError."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str) or value not in known:
+        raise SpecError(
+            f"config.json {key} {short_repr(value)} is not supported (one of: {', '.join(known)})"
+        )
+    return value
+
+
+def _group_limited_routing(config: Config, method: str) -> Fields:
+    """Group-limited routing of a DeepSeek-style router whose ``topk_method`` is ``method``:
+    ``n_group`` groups of consecutive experts, a token's experts from ``topk_group`` of them
+    (transformers' DeepseekV3TopkRouter and DeepSeek-V2's ``group_limited_greedy``); V2's plain
+    ``greedy`` ignores the groups, and a config without ``n_group`` has none.
+
+    >>> _group_limited_routing({"n_group": 8, "topk_group": 4}, "noaux_tc")
     {'router_num_groups': 8, 'router_group_topk': 4}
-    >>> _group_limited_routing({"n_group": 8, "topk_group": 3, "topk_method": "greedy"})
+    >>> _group_limited_routing({"n_group": 8, "topk_group": 3}, "greedy")
     {}
     """
     groups = _opt_int(config, "n_group", 1)
-    if groups <= 1 or config.get("topk_method") == "greedy":
+    if groups <= 1 or method == "greedy":
         return {}
     return {
         "router_num_groups": groups,
@@ -670,7 +743,8 @@ def _group_limited_routing(config: Config) -> Fields:
 
 
 def _gpt_oss(config: Config) -> Fields:
-    """GptOssForCausalLM: MoE on every layer (biased experts and router, clamped SwiGLU),
+    """GptOssForCausalLM: MoE on every layer (biased experts, a router whose gate projection has
+    a bias, softmax over its top-k logits, clamped SwiGLU),
     biased q/k/v/o, attention sinks; sliding window on the ``layer_types`` that say so
     (HF default when absent: the even layers)."""
     top_k_key = (
@@ -682,7 +756,7 @@ def _gpt_oss(config: Config) -> Fields:
         "num_experts": _int(config, "num_local_experts"),
         "top_k": _int(config, top_k_key),
         "expert_ffn_hidden_size": _int(config, "intermediate_size"),
-        "router_bias": True,
+        "router_bias": True,  # GptOssTopKRouter's own bias; softmax over the top-k logits
     }
     sliding = _layer_types_sliding(config) or {
         "sliding_window": _int(config, "sliding_window"),
@@ -824,7 +898,10 @@ def _glm4_moe(config: Config) -> Fields:
     """Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air): GQA with biases on q, k and v (not o), an
     explicit head_dim (N x H may exceed D), optional per-head q/k RMSNorm (``use_qk_norm``),
     partial RoPE, ``first_k_dense_replace`` dense layers, then MoE with one shared expert of
-    ``n_shared_experts`` x the expert width and DeepSeek-V3's biased (``noaux_tc``) router. The
+    ``n_shared_experts`` x the expert width and DeepSeek-V3's router (transformers'
+    Glm4MoeTopkRouter is its DeepseekV3TopkRouter: sigmoid scores, the aux-loss-free selection
+    bias ``e_score_correction_bias``, whatever the config says) scaled by
+    ``routed_scaling_factor`` (Glm4MoeConfig's default 1.0; GLM-4.5 2.5, GLM-4.5-Air 1.0). The
     multi-token-prediction layer the checkpoint holds (``num_nextn_predict_layers``) is planned
     only when asked (``--mtp-num-layers``), as for DeepSeek-V3."""
     expert_width = _int(config, "moe_intermediate_size")
@@ -834,7 +911,9 @@ def _glm4_moe(config: Config) -> Fields:
         "expert_ffn_hidden_size": expert_width,
         **_fused_shared_expert(_opt_int(config, "n_shared_experts", 0), expert_width),
         "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
-        "router_bias": True,
+        "router_score": "sigmoid",
+        "router_expert_bias": True,
+        "router_topk_scale": _positive_float(config, "routed_scaling_factor", 1.0),
     }
     dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
     return {
@@ -854,7 +933,8 @@ def _llama4_text(config: Config) -> Fields:
     that apply RoPE (``no_rope_layers`` 1; by default all but every ``no_rope_layer_interval``-th,
     4) attend within chunks of ``attention_chunk_size`` tokens, the others (NoPE) to the whole
     sequence. ``use_qk_norm`` is a weightless L2 norm: no parameters, and its elementwise pass
-    is not priced."""
+    is not priced. The router takes the top-k logits and weighs each chosen expert by its
+    sigmoid (transformers' Llama4Router)."""
     layers = _int(config, "num_hidden_layers")
     step = _positive_int(config, "interleave_moe_layer_step")
     explicit = config.get("moe_layers")
@@ -871,6 +951,7 @@ def _llama4_text(config: Config) -> Fields:
         "expert_ffn_hidden_size": width,
         "num_shared_experts": 1,
         "layer_step": step,
+        "router_score": "sigmoid",
     }
     chunk = config.get("attention_chunk_size")
     local: Fields = {"sliding_window": None, "num_sliding_window_layers": 0}
@@ -1120,8 +1201,10 @@ def _ernie4_5_moe(config: Config) -> Fields:
     ``moe_layer_end_index`` (-1: the last layer) and (i + 1) is a multiple of
     ``moe_layer_interval``, the others dense of width ``intermediate_size``. A MoE FFN holds
     ``moe_num_experts`` SwiGLU experts of width ``moe_intermediate_size``, top ``moe_k``, chosen by
-    softmax scores plus a per-expert bias (``moe_statics.e_score_correction_bias``:
-    ``router_bias``), and ``moe_num_shared_experts`` (default 2) as one shared MLP that many experts
+    softmax scores plus the aux-loss-free per-expert selection bias
+    (``moe_statics.e_score_correction_bias``: ``router_expert_bias``; transformers'
+    Ernie4_5_MoeSparseMoeBlock weighs the experts by the unbiased softmax), and
+    ``moe_num_shared_experts`` (default 2) as one shared MLP that many experts
     wide (:func:`_fused_shared_expert`). Dense layers after the last MoE layer cannot be expressed
     (the spec's MoE layers run to the end). With ``use_bias`` the output layer has a bias too (V
     weights, not counted). The checkpoint's multi-token-prediction weights (``mtp``) are not part
@@ -1147,7 +1230,7 @@ def _ernie4_5_moe(config: Config) -> Fields:
         **_fused_shared_expert(_opt_int(config, "moe_num_shared_experts", 2), expert_width),
         "first_dense_layers": start,
         "layer_step": step,
-        "router_bias": True,
+        "router_expert_bias": True,
     }
     dense = len(moe_layers) < layers
     return {
@@ -1162,8 +1245,10 @@ def _minimax_m2(config: Config) -> Fields:
     head's width is counted, as for OLMo 2: (q_dim + kv_dim - 2 head_dim) weights a layer, 0.0002%
     of MiniMax-M2, are left out), RoPE on ``rotary_dim`` of each head's dimensions (or
     ``partial_rotary_factor``), and a MoE FFN on every layer: ``num_local_experts`` SwiGLU experts
-    of width ``intermediate_size``, top ``num_experts_per_tok``, chosen by sigmoid scores plus a
-    per-expert bias (``e_score_correction_bias``: ``router_bias``), no shared expert. An
+    of width ``intermediate_size``, top ``num_experts_per_tok``, chosen by ``scoring_func`` scores
+    (default sigmoid, the only one transformers' MiniMaxM2TopKRouter has) plus, with
+    ``use_routing_bias`` (default true), the aux-loss-free per-expert selection bias
+    (``e_score_correction_bias``: ``router_expert_bias``), no shared expert. An
     ``attn_type_list`` that marks a layer other than 1 (MiniMax-Text-01's lightning attention,
     refused as ``minimax``) is refused. The multi-token-prediction modules of the release
     (``num_mtp_modules``) are not part of the Hugging Face model and are not counted."""
@@ -1176,7 +1261,11 @@ def _minimax_m2(config: Config) -> Fields:
     fields: Fields = {
         **_gated(config, 0),
         "qk_norm": True,
-        "moe": {**_routed_experts(config), "router_bias": _bool(config, "use_routing_bias", True)},
+        "moe": {
+            **_routed_experts(config),
+            "router_score": _choice(config, "scoring_func", "sigmoid", SCORING_FUNCS),
+            "router_expert_bias": _bool(config, "use_routing_bias", True),
+        },
     }
     head_dim = fields["head_dim"]
     if config.get("rotary_dim") is not None and isinstance(head_dim, int) and head_dim > 0:
@@ -1195,7 +1284,7 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "qwen2": _qwen2,
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
-    "deepseek_v2": _deepseek_v3,
+    "deepseek_v2": _deepseek_v2,
     "deepseek_v3": _deepseek_v3,
     "gemma": _gemma,
     "gemma2": _gemma2,

@@ -102,7 +102,8 @@ def ffn_params(model: ModelSpec, width: int) -> int:
 
 
 def moe_layer_params(model: ModelSpec, *, active: bool) -> int:
-    """Weights of one MoE FFN: router D*E (+E bias), routed experts (all, or top-k when
+    """Weights of one MoE FFN: router D*E (+E bias values,
+    :attr:`~planner.specs.model.MoESpec.router_bias_params`), routed experts (all, or top-k when
     ``active``), shared experts.
 
     >>> from planner.cost.params import _tiny
@@ -112,7 +113,7 @@ def moe_layer_params(model: ModelSpec, *, active: bool) -> int:
     moe = model.moe
     if moe is None:
         return 0
-    router = model.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+    router = model.hidden_size * moe.num_experts + moe.router_bias_params
     routed = (moe.top_k if active else moe.num_experts) * ffn_params(
         model, moe.expert_ffn_hidden_size
     )
@@ -133,7 +134,7 @@ def layer_dense_and_expert_params(model: ModelSpec, layer_index: int) -> tuple[i
     moe = model.moe
     if moe is None or not model.is_moe_layer(layer_index):
         return dense + ffn_params(model, model.ffn_hidden_size), 0
-    router = model.hidden_size * moe.num_experts + (moe.num_experts if moe.router_bias else 0)
+    router = model.hidden_size * moe.num_experts + moe.router_bias_params
     shared_width = moe.shared_expert_width
     dense += router + moe.num_shared_experts * ffn_params(model, shared_width)
     return dense, moe.num_experts * ffn_params(model, moe.expert_ffn_hidden_size)

@@ -56,7 +56,26 @@ class MoESpec(FrozenSpec):
     ``interleave_moe_layer_step``, Qwen2/3-MoE's ``decoder_sparse_step``: Llama 4 Maverick
     alternates, 2); 1 = every layer."""
     router_bias: bool = False
-    """The router (gate) projection has a bias (gpt-oss)."""
+    """The router's gate projection has its own bias: E values added to the gate's logits before
+    the score function, so they move both which experts are chosen and their weights (gpt-oss's
+    ``router.bias``, Hugging Face GptOssTopKRouter). Not the aux-loss-free selection bias
+    (:attr:`router_expert_bias`), whose E values a MoE layer counts apart."""
+    router_score: Literal["softmax", "sigmoid"] = "softmax"
+    """The gate's score function: ``softmax`` over the experts (Mixtral, Qwen3, DeepSeek-V2,
+    gpt-oss) or a per-expert ``sigmoid`` (DeepSeek-V3, Kimi K2, GLM-4.5, MiniMax-M2, Llama 4;
+    arXiv 2412.19437 section 2.1.2 eq. 15). Hugging Face ``scoring_func`` in the DeepSeek
+    configs; Megatron-LM ``--moe-router-score-function``."""
+    router_expert_bias: bool = False
+    """Auxiliary-loss-free load balancing: a per-expert bias b_i added to the scores only to pick
+    the top-k experts, the gating weights coming from the unbiased scores (DeepSeek-V3, arXiv
+    2412.19437 section 2.1.2 eq. 16; Wang et al. 2024, arXiv 2408.15664). Hugging Face
+    ``topk_method: noaux_tc`` and the checkpoint's ``e_score_correction_bias`` (E values per
+    MoE layer, counted as :attr:`router_bias` is); Megatron-LM
+    ``--moe-router-enable-expert-bias``."""
+    router_topk_scale: PositiveFloat = 1.0
+    """Factor on the routed experts' gating weights (DeepSeek-V3 2.5, Kimi K2 2.827, DeepSeek-V2
+    16): Hugging Face ``routed_scaling_factor``; Megatron-LM
+    ``--moe-router-topk-scaling-factor``. 1 = unscaled."""
     router_num_groups: PositiveInt = 1
     """Group-limited routing: the experts form this many equal groups of consecutive experts
     (Hugging Face ``n_group``, Megatron-LM ``moe_router_num_groups``); 1 = no groups."""
@@ -69,6 +88,13 @@ class MoESpec(FrozenSpec):
     def shared_expert_width(self) -> int:
         """Intermediate width of one shared expert (the routed width when not given)."""
         return self.shared_expert_ffn_hidden_size or self.expert_ffn_hidden_size
+
+    @property
+    def router_bias_params(self) -> int:
+        """Bias values of one MoE layer's router: E for a gate bias (:attr:`router_bias`), E for
+        an aux-loss-free selection bias (:attr:`router_expert_bias`); no published router has
+        both."""
+        return self.num_experts * (int(self.router_bias) + int(self.router_expert_bias))
 
     @property
     def limits_groups(self) -> bool:

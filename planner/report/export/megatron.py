@@ -272,7 +272,7 @@ def _architecture(job: ExportJob) -> Group:
         args.append("--qk-layernorm")
     args += _activation_and_bias(job)
     args += _rope(job)
-    args += _mla(model) + _moe(model)
+    args += _mla(model) + _moe(job)
     num_mtp = mtp_layers(job)[0]
     if num_mtp:
         args += ["--mtp-num-layers", str(num_mtp)]
@@ -282,7 +282,7 @@ def _architecture(job: ExportJob) -> Group:
         ("attention sinks", model.attention_sinks),
         ("a norm after each sub-block (Gemma 2/3)", model.post_norms),
         ("attention and MLP side by side on one norm (a parallel block)", model.parallel_block),
-        ("a router bias", model.moe is not None and model.moe.router_bias),
+        ("a router bias (on the gate's logits)", model.moe is not None and model.moe.router_bias),
     ]
     for what, present in unexpressed:
         if present:
@@ -393,7 +393,8 @@ def _mla(model: ModelSpec) -> list[str]:
     return [*args, "--v-head-dim", str(mla.v_head_dim)]
 
 
-def _moe(model: ModelSpec) -> list[str]:
+def _moe(job: ExportJob) -> list[str]:
+    model = job.model
     if model.moe is None:
         return []
     moe = model.moe
@@ -402,6 +403,7 @@ def _moe(model: ModelSpec) -> list[str]:
         "--moe-router-topk", str(moe.top_k),
         "--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size),
     ]  # fmt: skip
+    args += _router_scoring(job)
     if moe.limits_groups:  # group-limited routing: the token's experts from a few groups
         args += ["--moe-router-num-groups", str(moe.router_num_groups)]
         args += ["--moe-router-group-topk", str(moe.router_group_topk)]
@@ -414,6 +416,52 @@ def _moe(model: ModelSpec) -> list[str]:
     elif moe.first_dense_layers:
         dense, sparse = moe.first_dense_layers, model.num_layers - moe.first_dense_layers
         args += ["--moe-layer-freq", f"([0]*{dense}+[1]*{sparse})"]
+    return args
+
+
+EXPERT_BIAS_SCORES = frozenset({"sigmoid"})
+"""The spec's score functions with which Megatron-LM takes ``--moe-router-enable-expert-bias``:
+TransformerConfig refuses it with any but sigmoid and sqrtsoftplus (transformer_config.py
+``__post_init__``, line 2284 at core_v0.19.0)."""
+
+
+def _router_scoring(job: ExportJob) -> list[str]:
+    """The router's score function, aux-loss-free expert bias and top-k scaling
+    (TransformerConfig ``moe_router_score_function``, ``moe_router_enable_expert_bias``,
+    ``moe_router_topk_scaling_factor``; ``topk_routing_with_score_function`` in
+    core/transformer/moe/moe_utils.py adds the bias to the sigmoid scores only to choose the
+    experts, and multiplies the chosen weights by the factor). What Megatron-LM cannot build is
+    noted, not dropped silently."""
+    model = job.model
+    moe = model.moe
+    if moe is None:
+        return []
+    args: list[str] = []
+    if moe.router_score != "softmax":
+        args += ["--moe-router-score-function", moe.router_score]
+    if moe.router_expert_bias and moe.router_score in EXPERT_BIAS_SCORES:
+        args.append("--moe-router-enable-expert-bias")
+        job.note(
+            f"{model.name}'s aux-loss-free expert bias updates at --moe-router-bias-update-rate's "
+            "default 1e-3 (DeepSeek-V3's gamma, arXiv 2412.19437 section 4.2): the model spec "
+            "does not record a rate"
+        )
+    elif moe.router_expert_bias:
+        job.note(
+            f"{model.name} adds an aux-loss-free expert bias to {moe.router_score} scores: "
+            "Megatron-LM takes --moe-router-enable-expert-bias only with sigmoid scores; "
+            "not set here"
+        )
+    scale = moe.router_topk_scale
+    if scale != 1:
+        args += ["--moe-router-topk-scaling-factor", whole_or_float(scale)]
+        if moe.router_score == "softmax":
+            job.note(
+                f"{model.name} scales its routed experts' softmax weights by "
+                f"{whole_or_float(scale)}: Megatron-LM's softmax router renormalises the top-k "
+                "weights unless --moe-router-pre-softmax, which a model that does not (Hugging "
+                "Face norm_topk_prob false: DeepSeek-V2) needs; the spec does not say which"
+            )
     return args
 
 
