@@ -289,20 +289,28 @@ def test_megatron_leaves_gpt_oss_routing_at_softmax() -> None:
 
 def test_megatron_notes_the_routing_it_cannot_build(plans: dict[str, Plan]) -> None:
     """An expert bias on softmax scores (ERNIE 4.5) is refused by Megatron-LM's
-    TransformerConfig, so it is noted, not set; a softmax router's scale is set with a note on
-    the top-k renormalisation the spec does not record (DeepSeek-V2: 16, norm_topk_prob
-    false)."""
+    TransformerConfig, so it is noted, not set; softmax top-k weights left as they are
+    (DeepSeek-V2: x16, norm_topk_prob false) are --moe-router-pre-softmax; sigmoid top-k scores
+    left as they are cannot be built (Megatron divides them by their sum), so they are noted."""
     plan = plans["deepseek_mla_moe"]
     v3 = load_model("deepseek-v3")
     assert v3.moe is not None
-    softmax = v3.moe.model_copy(update={"router_score": "softmax", "router_topk_scale": 16.0})
+    softmax = v3.moe.model_copy(
+        update={"router_score": "softmax", "router_topk_scale": 16.0, "router_topk_norm": False}
+    )
     result = export(make_job(plan, model=v3.model_copy(update={"moe": softmax})), "megatron")
     args = check_names("megatron", result.text)
     assert "--moe-router-score-function" not in args
     assert "--moe-router-enable-expert-bias" not in args
     assert args["--moe-router-topk-scaling-factor"] == "16"
+    assert "--moe-router-pre-softmax" in args
     assert any("only with sigmoid scores" in note for note in result.notes)
-    assert any("--moe-router-pre-softmax" in note for note in result.notes)
+    v3_args = check_names("megatron", export(make_job(plan, model=v3), "megatron").text)
+    assert "--moe-router-pre-softmax" not in v3_args  # DeepSeek-V3 renormalises its top-8
+    raw = v3.moe.model_copy(update={"router_topk_norm": False})
+    result = export(make_job(plan, model=v3.model_copy(update={"moe": raw})), "megatron")
+    assert "--moe-router-pre-softmax" not in check_names("megatron", result.text)
+    assert any("divides them by their sum" in note for note in result.notes)
 
 
 def test_bridge_values(plans: dict[str, Plan]) -> None:

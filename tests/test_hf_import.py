@@ -1621,3 +1621,20 @@ def test_minimax_m2_against_its_model_card() -> None:
     older = {"model_type": "minimax", "architectures": ["MiniMaxForCausalLM"]}
     with pytest.raises(SpecError, match="lightning \\(linear\\) attention layers"):
         model_from_hf_config(older, name="minimax-text-01")
+
+
+def test_top_k_weights_are_renormalised_as_norm_topk_prob_says() -> None:
+    """``norm_topk_prob`` false (Qwen1.5-MoE, DeepSeek-V2-Lite; OLMoE's config leaves it at
+    OlmoeConfig's false) keeps the top-k softmax weights as they are; true (GLM-4.5-Air) and the
+    families that take the softmax over the top-k logits (Mixtral) renormalise them."""
+    cases = [
+        (QWEN1_5_MOE_A2_7B, False),
+        (DEEPSEEK_V2_LITE, False),
+        (OLMOE_1B_7B, False),
+        (GLM_4_5_AIR, True),
+        (MIXTRAL_8X7B, True),
+        ({**QWEN1_5_MOE_A2_7B, "norm_topk_prob": True}, True),
+    ]
+    for config, normalised in cases:
+        spec = model_from_hf_config(config, name="m")
+        assert spec.moe is not None and spec.moe.router_topk_norm is normalised, config

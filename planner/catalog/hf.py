@@ -593,8 +593,9 @@ def _qwen3_moe(config: Config) -> Fields:
 def _qwen_moe_layers(config: Config) -> tuple[Fields, int]:
     """Qwen2/3-MoE's routed experts (``num_experts``, top ``num_experts_per_tok``, width
     ``moe_intermediate_size``) on every ``decoder_sparse_step``-th layer past the leading
-    ``mlp_only_layers``, and the dense FFN width the other layers take (``intermediate_size``;
-    0 when every layer is MoE)."""
+    ``mlp_only_layers``, their top-k weights renormalised when ``norm_topk_prob`` (Qwen2MoeConfig
+    and Qwen3MoeConfig default false; Qwen3's released configs set true), and the dense FFN width
+    the other layers take (``intermediate_size``; 0 when every layer is MoE)."""
     dense = _leading_layers(config, "mlp_only_layers")
     step = 1
     if config.get("decoder_sparse_step") is not None:
@@ -605,6 +606,7 @@ def _qwen_moe_layers(config: Config) -> tuple[Fields, int]:
         "expert_ffn_hidden_size": _int(config, "moe_intermediate_size"),
         "first_dense_layers": dense,
         "layer_step": step,
+        "router_topk_norm": _bool(config, "norm_topk_prob", False),
     }
     width = _int(config, "intermediate_size") if dense or step > 1 else 0
     return moe, width
@@ -633,14 +635,15 @@ def _deepseek_v2(config: Config) -> Fields:
     return _deepseek(config, DEEPSEEK_V2_ROUTER)
 
 
-DEEPSEEK_V3_ROUTER = ("sigmoid", "noaux_tc", 2.5)
-"""(``scoring_func``, ``topk_method``, ``routed_scaling_factor``) a DeepSeek-V3 config.json
-leaves out means: the defaults of DeepSeek-V3's own configuration_deepseek.py (hub remote code:
-sigmoid, noaux_tc, 2.5); transformers' DeepseekV3Config defaults routed_scaling_factor to 2.5 and
-its DeepseekV3TopkRouter always takes the sigmoid and the selection bias."""
-DEEPSEEK_V2_ROUTER = ("softmax", "greedy", 1.0)
+DEEPSEEK_V3_ROUTER = ("sigmoid", "noaux_tc", 2.5, True)
+"""(``scoring_func``, ``topk_method``, ``routed_scaling_factor``, ``norm_topk_prob``) a
+DeepSeek-V3 config.json leaves out means: the defaults of DeepSeek-V3's own
+configuration_deepseek.py (hub remote code: sigmoid, noaux_tc, 2.5, true); transformers'
+DeepseekV3Config defaults routed_scaling_factor to 2.5 and norm_topk_prob to true, and its
+DeepseekV3TopkRouter always takes the sigmoid and the selection bias."""
+DEEPSEEK_V2_ROUTER = ("softmax", "greedy", 1.0, False)
 """The same for DeepSeek-V2: transformers' DeepseekV2Config (topk_method ``greedy``,
-routed_scaling_factor 1.0; no scoring_func, its router a softmax)."""
+routed_scaling_factor 1.0, norm_topk_prob false; no scoring_func, its router a softmax)."""
 TOPK_METHODS: tuple[str, ...] = ("greedy", "group_limited_greedy", "noaux_tc")
 """The DeepSeek ``topk_method`` values: ``greedy`` (top-k of all experts), V2's
 ``group_limited_greedy`` (from ``topk_group`` of ``n_group`` groups) and V3's ``noaux_tc``
@@ -649,7 +652,7 @@ SCORING_FUNCS: tuple[str, ...] = ("softmax", "sigmoid")
 """The ``scoring_func`` values (MoESpec.router_score)."""
 
 
-def _deepseek(config: Config, router: tuple[str, str, float]) -> Fields:
+def _deepseek(config: Config, router: tuple[str, str, float, bool]) -> Fields:
     """DeepSeek-V2/V3's network, whose config.json keys are the same: MLA attention (V2-Lite has
     no query compression, ``q_lora_rank`` null), ``first_k_dense_replace`` dense layers, then
     DeepSeekMoE (routed + shared experts), routed as :func:`_deepseek_router` reads it (its
@@ -689,7 +692,7 @@ def _deepseek(config: Config, router: tuple[str, str, float]) -> Fields:
     }
 
 
-def _deepseek_router(config: Config, defaults: tuple[str, str, float]) -> Fields:
+def _deepseek_router(config: Config, defaults: tuple[str, str, float, bool]) -> Fields:
     """A DeepSeek router's MoESpec fields: the score function (``scoring_func``), the
     aux-loss-free per-expert selection bias of ``topk_method: noaux_tc`` (the checkpoint's
     ``e_score_correction_bias``; DeepSeek-V3 arXiv 2412.19437 section 2.1.2), the factor on the
@@ -697,14 +700,18 @@ def _deepseek_router(config: Config, defaults: tuple[str, str, float]) -> Fields
     (:func:`_group_limited_routing`); ``defaults`` for the keys a config leaves out. A
     ``scoring_func`` or ``topk_method`` other than those known is a SpecError.
 
-    >>> _deepseek_router({"scoring_func": "softmax", "topk_method": "greedy"}, DEEPSEEK_V3_ROUTER)
-    {'router_score': 'softmax', 'router_expert_bias': False, 'router_topk_scale': 2.5}
+    >>> router = _deepseek_router(
+    ...     {"scoring_func": "softmax", "topk_method": "greedy"}, DEEPSEEK_V3_ROUTER
+    ... )
+    >>> router["router_score"], router["router_expert_bias"], router["router_topk_norm"]
+    ('softmax', False, True)
     """
-    score_default, method_default, scale_default = defaults
+    score_default, method_default, scale_default, norm_default = defaults
     method = _choice(config, "topk_method", method_default, TOPK_METHODS)
     return {
         "router_score": _choice(config, "scoring_func", score_default, SCORING_FUNCS),
         "router_expert_bias": method == "noaux_tc",
+        "router_topk_norm": _bool(config, "norm_topk_prob", norm_default),
         "router_topk_scale": _positive_float(config, "routed_scaling_factor", scale_default),
         **_group_limited_routing(config, method),
     }
@@ -913,6 +920,7 @@ def _glm4_moe(config: Config) -> Fields:
         "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
         "router_score": "sigmoid",
         "router_expert_bias": True,
+        "router_topk_norm": _bool(config, "norm_topk_prob", True),
         "router_topk_scale": _positive_float(config, "routed_scaling_factor", 1.0),
     }
     dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
@@ -1026,9 +1034,14 @@ def _olmoe(config: Config) -> Fields:
     """OlmoeForCausalLM (OLMoE, arXiv 2409.02060): Llama's attention with RMSNorm on the whole
     q and k projections (``qk_norm``, counted one head wide as for OLMo 2), norms before each
     sub-block, and a MoE FFN on every layer: ``num_experts`` SwiGLU experts of width
-    ``intermediate_size``, top ``num_experts_per_tok``, no shared expert. ``clip_qkv`` clamps
-    the projections in place: no parameter, and its elementwise pass is not priced."""
-    moe = _routed_experts(config, "num_experts")
+    ``intermediate_size``, top ``num_experts_per_tok``, no shared expert, the top-k softmax
+    weights renormalised only with ``norm_topk_prob`` (OlmoeConfig's default and the released
+    config: false). ``clip_qkv`` clamps the projections in place: no parameter, and its
+    elementwise pass is not priced."""
+    moe = {
+        **_routed_experts(config, "num_experts"),
+        "router_topk_norm": _bool(config, "norm_topk_prob", False),
+    }
     return {**_gated(config, 0), **_biases(config), "qk_norm": True, "moe": moe}
 
 

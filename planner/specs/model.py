@@ -72,6 +72,12 @@ class MoESpec(FrozenSpec):
     ``topk_method: noaux_tc`` and the checkpoint's ``e_score_correction_bias`` (E values per
     MoE layer, counted as :attr:`router_bias` is); Megatron-LM
     ``--moe-router-enable-expert-bias``."""
+    router_topk_norm: bool = True
+    """The chosen experts' weights are renormalised to sum to one: softmax over the top-k logits
+    (Mixtral, gpt-oss), or the top-k of the scores divided by their sum (Hugging Face
+    ``norm_topk_prob`` true: Qwen3-MoE's released configs, DeepSeek-V3, GLM-4.5). False: the
+    top-k scores weigh the experts as they are (``norm_topk_prob`` false: DeepSeek-V2, Qwen1.5-MoE,
+    OLMoE); Megatron-LM ``--moe-router-pre-softmax`` for a softmax router."""
     router_topk_scale: PositiveFloat = 1.0
     """Factor on the routed experts' gating weights (DeepSeek-V3 2.5, Kimi K2 2.827, DeepSeek-V2
     16): Hugging Face ``routed_scaling_factor``; Megatron-LM

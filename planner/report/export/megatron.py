@@ -428,10 +428,12 @@ TransformerConfig refuses it with any but sigmoid and sqrtsoftplus (transformer_
 def _router_scoring(job: ExportJob) -> list[str]:
     """The router's score function, aux-loss-free expert bias and top-k scaling
     (TransformerConfig ``moe_router_score_function``, ``moe_router_enable_expert_bias``,
-    ``moe_router_topk_scaling_factor``; ``topk_routing_with_score_function`` in
-    core/transformer/moe/moe_utils.py adds the bias to the sigmoid scores only to choose the
-    experts, and multiplies the chosen weights by the factor). What Megatron-LM cannot build is
-    noted, not dropped silently."""
+    ``moe_router_topk_scaling_factor``, ``moe_router_pre_softmax``;
+    ``topk_routing_with_score_function`` in core/transformer/moe/moe_utils.py adds the bias to
+    the sigmoid scores only to choose the experts, takes the softmax of the top-k logits (so the
+    weights sum to one) unless pre-softmax, which takes the top-k of the softmax over every
+    expert as it is, divides top-k sigmoid scores by their sum, and multiplies the chosen weights
+    by the factor). What Megatron-LM cannot build is noted, not dropped silently."""
     model = job.model
     moe = model.moe
     if moe is None:
@@ -452,16 +454,18 @@ def _router_scoring(job: ExportJob) -> list[str]:
             "Megatron-LM takes --moe-router-enable-expert-bias only with sigmoid scores; "
             "not set here"
         )
+    if not moe.router_topk_norm and moe.top_k > 1:
+        if moe.router_score == "softmax":  # softmax over every expert, top-k kept as it is
+            args.append("--moe-router-pre-softmax")
+        else:
+            job.note(
+                f"{model.name} weighs its top-{moe.top_k} {moe.router_score} scores as they are: "
+                "Megatron-LM divides them by their sum (moe_utils.py "
+                "topk_routing_with_score_function); not expressible here"
+            )
     scale = moe.router_topk_scale
     if scale != 1:
         args += ["--moe-router-topk-scaling-factor", whole_or_float(scale)]
-        if moe.router_score == "softmax":
-            job.note(
-                f"{model.name} scales its routed experts' softmax weights by "
-                f"{whole_or_float(scale)}: Megatron-LM's softmax router renormalises the top-k "
-                "weights unless --moe-router-pre-softmax, which a model that does not (Hugging "
-                "Face norm_topk_prob false: DeepSeek-V2) needs; the spec does not say which"
-            )
     return args
 
 
