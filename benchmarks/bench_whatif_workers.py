@@ -10,7 +10,7 @@ machine the wall-clock speed-up is bounded by that share, not by the code: the s
 the load average beside every run. It also prints the costs a worker process adds: the bytes
 pickled per scenario request and result, and the start-up of a worker under each start method
 (fork inherits the parent's imports; spawn re-imports; forkserver with the preload that
-``planner.search.whatif`` sets up imports once).
+``planner.search.pool`` sets up imports once).
 """
 
 from __future__ import annotations
