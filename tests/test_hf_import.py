@@ -979,6 +979,155 @@ MINIMAX_M2 = {
 """MiniMaxAI/MiniMax-M2 config.json (keys the planner reads; its FP8 quantization_config left
 out)."""
 
+HUNYUAN_NTK_ALPHA = {
+    "alpha": 1000.0,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "factor": 1.0,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+    "type": "dynamic",
+}
+"""The rope_scaling of the released HunYuan configs below (Hy-MT2-7B, Hunyuan-A13B)."""
+
+HY_MT2_7B = {
+    "model_type": "hunyuan_v1_dense",
+    "architectures": ["HunYuanDenseV1ForCausalLM"],
+    "attention_bias": False,
+    "attention_head_dim": 128,
+    "cla_share_factor": 2,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 262144,
+    "mlp_bias": False,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "rope_scaling": HUNYUAN_NTK_ALPHA,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": True,
+    "use_cla": False,
+    "use_qk_norm": True,
+    "vocab_size": 128167,
+}
+"""tencent/Hy-MT2-7B config.json (keys the planner reads)."""
+
+HUNYUAN_A13B = {
+    "model_type": "hunyuan_v1_moe",
+    "architectures": ["HunYuanMoEV1ForCausalLM"],
+    "attention_bias": False,
+    "attention_head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 32768,
+    "mlp_bias": False,
+    "moe_intermediate_size": [3072] * 32,
+    "moe_topk": [8] * 32,
+    "norm_topk_prob": True,
+    "num_attention_heads": 32,
+    "num_experts": 64,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_shared_expert": [1] * 32,
+    "rope_scaling": HUNYUAN_NTK_ALPHA,
+    "rope_theta": 10000.0,
+    "routed_scaling_factor": 1.0,
+    "tie_word_embeddings": True,
+    "use_cla": False,
+    "use_mixed_mlp_moe": True,
+    "use_qk_norm": True,
+    "vocab_size": 128167,
+}
+"""tencent/Hunyuan-A13B-Instruct config.json (keys the planner reads, from the copy in a GitHub
+mirror of Tencent's Hunyuan-A13B repository, models/config.json). That copy, written for the
+remote code, names its model_type ``hunyuan`` (read by its architectures: test below); here it
+carries transformers' ``hunyuan_v1_moe``."""
+
+EXAONE_4_0_32B = {
+    "model_type": "exaone4",
+    "architectures": ["Exaone4ForCausalLM"],
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "intermediate_size": 27392,
+    "max_position_embeddings": 131072,
+    "num_attention_heads": 40,
+    "num_hidden_layers": 64,
+    "num_key_value_heads": 8,
+    "rope_scaling": {
+        "factor": 16.0,
+        "high_freq_factor": 4.0,
+        "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "rope_theta": 1000000,
+    "sliding_window": 4096,
+    "sliding_window_pattern": 4,
+    "tie_word_embeddings": False,
+    "vocab_size": 102400,
+}
+"""LGAI-EXAONE/EXAONE-4.0-32B config.json (keys the planner reads, from the copy in
+TensorRT-LLM's EXAONE 4.0 test, with the 64 layers and the 4096-token window its comments say
+the release has where the test shrinks them)."""
+
+DOTS_LLM1_INST = {
+    "model_type": "dots1",
+    "architectures": ["Dots1ForCausalLM"],
+    "attention_bias": False,
+    "first_k_dense_replace": 1,
+    "hidden_size": 4096,
+    "intermediate_size": 10944,
+    "max_position_embeddings": 32768,
+    "moe_intermediate_size": 1408,
+    "n_routed_experts": 128,
+    "n_shared_experts": 2,
+    "norm_topk_prob": True,
+    "num_attention_heads": 32,
+    "num_experts_per_tok": 6,
+    "num_hidden_layers": 62,
+    "num_key_value_heads": 32,
+    "rope_theta": 10000000,
+    "routed_scaling_factor": 2.5,
+    "scoring_func": "sigmoid",
+    "tie_word_embeddings": False,
+    "vocab_size": 152064,
+}
+"""rednote-hilab/dots.llm1.inst config.json (keys the planner reads, from a trimmed copy of the
+mlx-community dots.llm1.inst-mixed-4-6bit config, whose MLX quantization key is left out; like
+the release, it has no head_dim, n_group or topk_group)."""
+
+APERTUS_8B = {
+    "model_type": "apertus",
+    "architectures": ["ApertusForCausalLM"],
+    "attention_bias": False,
+    "hidden_act": "xielu",
+    "hidden_size": 4096,
+    "intermediate_size": 21504,
+    "max_position_embeddings": 65536,
+    "mlp_bias": False,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "post_norm": False,
+    "qk_norm": True,
+    "rope_scaling": {
+        "factor": 8,
+        "high_freq_factor": 4,
+        "low_freq_factor": 1,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+    "rope_theta": 12000000,
+    "tie_word_embeddings": False,
+    "vocab_size": 131072,
+}
+"""swiss-ai/Apertus-8B-2509 config.json (keys the planner reads, from a copy in an Apertus
+config-parsing test)."""
+
 PUBLISHED_TOTALS = [
     ("qwen1.5-moe-a2.7b", QWEN1_5_MOE_A2_7B, 14.3e9, 2.7e9),  # model card: 14.3B, 2.7B active
     ("deepseek-v2-lite", DEEPSEEK_V2_LITE, 15.7e9, None),  # model card: 15.7B
@@ -999,16 +1148,19 @@ SIZE_CLASS_TOTALS = [
     ("smollm3-3b", SMOLLM3_3B, 3e9),  # model card and release blog: 3B (computed 3.08B)
     ("glm-4-9b-0414", GLM_4_9B_0414, 9e9),  # model name and card: 9B (computed 9.40B)
     ("seed-oss-36b", SEED_OSS_36B, 36e9),  # model card table: Parameters 36B (computed 36.15B)
+    # model card: 80 billion total parameters (computed 80.39B; 13B active: focused test below)
+    ("hunyuan-a13b", HUNYUAN_A13B, 80e9),
 ]
-"""Dense configs whose model cards give the size in whole billions only: the computed count
-rounds to it (a check to the card's precision, +-0.5B; the focused tests below check the layers
-that make each family differ exactly)."""
+"""Configs whose model cards give the total in whole billions only: the computed count rounds
+to it (a check to the card's precision, +-0.5B; the focused tests below check the layers that
+make each family differ exactly)."""
 
 
 def test_every_supported_family_has_a_config_here() -> None:
     configs = [c for _, c in ROUND_TRIPS] + [c for _, c, _ in EXACT_TOTALS]
     configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR, LLAMA_4_SCOUT_TEXT, COMMAND_R7B]
     configs += [c for _, c, _ in SIZE_CLASS_TOTALS] + [ERNIE_4_5_21B_A3B, MINIMAX_M2]
+    configs += [HY_MT2_7B, EXAONE_4_0_32B, DOTS_LLM1_INST, APERTUS_8B]
     wrappers = {"gemma3", "llama4"}  # refused with a one-line error (test_wrappers_are_refused)
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
@@ -1638,3 +1790,115 @@ def test_top_k_weights_are_renormalised_as_norm_topk_prob_says() -> None:
     for config, normalised in cases:
         spec = model_from_hf_config(config, name="m")
         assert spec.moe is not None and spec.moe.router_topk_norm is normalised, config
+
+
+def test_hunyuan_dense_and_moe_against_their_model_cards() -> None:
+    dense = model_from_hf_config(HY_MT2_7B, name="hy-mt2-7b")
+    assert (
+        dense.qk_norm and dense.tied_embeddings and (dense.head_dim, dense.num_kv_heads) == (128, 8)
+    )
+    assert not (dense.attention_bias or dense.attention_output_bias or dense.mlp_bias)
+    # NTK-alpha: a fixed base 10000 x 1000^(128 / 126), no scaling on top
+    assert dense.rope_scaling is None and dense.rope_attention_factor == 1.0
+    assert abs(dense.rope_theta / (10000.0 * 1000.0 ** (128 / 126)) - 1) < 1e-12
+    # the 7B of its name is the count without the 0.52B tied embedding: 32 x (41.94M attention
+    # + 176.16M MLP + norms) = 6.98B (7.50B with it)
+    assert round((total_params(dense) - embedding_params(dense)) / 1e8) == 70
+    with pytest.raises(SpecError, match="use_cla true cannot be expressed") as err:
+        model_from_hf_config({**HY_MT2_7B, "use_cla": True}, name="h")
+    assert "\n" not in str(err.value)
+    llama_style = {**HY_MT2_7B, "rope_scaling": {"type": "dynamic", "factor": 2.0}}
+    with pytest.raises(SpecError, match="rope_scaling type 'dynamic' is not supported"):
+        model_from_hf_config(llama_style, name="h")  # dynamic NTK without an alpha
+    moe_model = model_from_hf_config(HUNYUAN_A13B, name="hunyuan-a13b")
+    moe = moe_model.moe
+    assert moe is not None and moe_model.num_moe_layers == 32 and moe_model.ffn_hidden_size == 0
+    assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (64, 8, 3072)
+    assert (moe.num_shared_experts, moe.shared_expert_ffn_hidden_size) == (1, 3072)
+    # HunYuanMoEV1Moe: softmax over a plain gate, top-k weights renormalised, unscaled
+    assert moe.router_score == "softmax" and moe.router_topk_norm and moe.router_topk_scale == 1.0
+    assert not (moe.router_bias or moe.router_expert_bias) and moe.router_num_groups == 1
+    assert moe_model.qk_norm and moe_model.head_dim == 128  # from attention_head_dim
+    # model card: 13 billion active parameters: 32 x ((8 + 1 shared) x 37.75M + 41.94M attention
+    # + 0.26M router + norms) + the 0.52B tied embedding = 12.75B
+    assert round(active_params(moe_model) / 1e9) == 13
+    scalars = {"moe_topk": 8, "num_experts": 64, "moe_intermediate_size": 3072}
+    assert (
+        model_from_hf_config(
+            {**HUNYUAN_A13B, **scalars, "num_shared_expert": 1}, name="hunyuan-a13b"
+        )
+        == moe_model
+    )
+    remote = model_from_hf_config({**HUNYUAN_A13B, "model_type": "hunyuan"}, name="a13b")
+    assert remote.family == "hunyuan_v1_moe"  # the remote-code copy, read by its architectures
+    unshared = model_from_hf_config({**HUNYUAN_A13B, "use_mixed_mlp_moe": False}, name="u")
+    assert total_params(moe_model) - total_params(unshared) == 32 * 3 * 4096 * 3072
+    mixed = {**HUNYUAN_A13B, "moe_topk": [8] * 31 + [2]}
+    with pytest.raises(SpecError, match=r"moe_topk .* cannot be expressed") as err:
+        model_from_hf_config(mixed, name="h")
+    assert "\n" not in str(err.value)
+
+
+def test_exaone4_against_its_model_card() -> None:
+    spec = model_from_hf_config(EXAONE_4_0_32B, name="exaone-4.0-32b")
+    # three local layers to one global: layers 3, 7, ..., 63 of 64 are global (and NoPE)
+    assert (spec.sliding_window, spec.num_sliding_window_layers) == (4096, 48)
+    assert spec.qk_norm and not spec.post_norms and spec.head_dim == 128
+    assert not (spec.attention_bias or spec.attention_output_bias or spec.mlp_bias)
+    assert spec.rope_scaling is not None and spec.rope_scaling.kind == "llama3"
+    # model card: Number of Parameters (without embeddings): 30.95B = 64 x (62.91M attention +
+    # 420.74M MLP + two norms + the 2 x 128 q/k norm weights) + the final norm
+    assert round((total_params(spec) - embedding_params(spec)) / 1e7) == 3095
+    letters = model_from_hf_config({**EXAONE_4_0_32B, "sliding_window_pattern": "LLLG"}, name="e")
+    assert letters == spec.model_copy(update={"name": "e"})
+    # a text pattern repeats from layer 0, the last layer always global: 42 of layers 0-62
+    three = model_from_hf_config({**EXAONE_4_0_32B, "sliding_window_pattern": "LLG"}, name="e")
+    assert three.num_sliding_window_layers == 42
+    small = model_from_hf_config({**EXAONE_4_0_32B, "sliding_window": None}, name="e")
+    assert (small.sliding_window, small.num_sliding_window_layers) == (None, 0)  # 1.2B: none
+    listed = {**EXAONE_4_0_32B, "layer_types": ["sliding_attention", "full_attention"] * 32}
+    assert model_from_hf_config(listed, name="e").num_sliding_window_layers == 32
+    with pytest.raises(SpecError, match="must be a text of L") as err:
+        model_from_hf_config({**EXAONE_4_0_32B, "sliding_window_pattern": "LXG"}, name="e")
+    assert "\n" not in str(err.value)
+
+
+def test_dots1_against_its_model_card() -> None:
+    spec = model_from_hf_config(DOTS_LLM1_INST, name="dots.llm1.inst")
+    moe = spec.moe
+    assert moe is not None
+    assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (128, 6, 1408)
+    # two shared experts are one always-on MLP 2 x 1408 wide; layer 0 is dense
+    assert (moe.num_shared_experts, moe.shared_expert_ffn_hidden_size) == (1, 2816)
+    assert moe.first_dense_layers == 1 and spec.ffn_hidden_size == 10944
+    # DeepSeek-V3's router: sigmoid, the selection bias, no gate bias, no groups
+    assert moe.router_score == "sigmoid" and moe.router_expert_bias and not moe.router_bias
+    assert (moe.router_topk_norm, moe.router_topk_scale, moe.router_num_groups) == (True, 2.5, 1)
+    assert spec.mla is None and spec.attention_kind == "mha" and spec.qk_norm
+    assert spec.sliding_window is None
+    defaults = _without(DOTS_LLM1_INST, "norm_topk_prob", "routed_scaling_factor")
+    default_moe = model_from_hf_config(defaults, name="d").moe
+    assert default_moe is not None  # Dots1Config: norm_topk_prob false, routed_scaling_factor 1
+    assert (default_moe.router_topk_norm, default_moe.router_topk_scale) == (False, 1.0)
+    # no use_sliding_window switch: layers from max_window_layers on slide when a window is set
+    windowed = {**DOTS_LLM1_INST, "sliding_window": 4096, "max_window_layers": 60}
+    assert model_from_hf_config(windowed, name="d").num_sliding_window_layers == 2
+    # README: 142B total, 14B activated. Computed 142.77B: 61 MoE layers x (2214.6M experts +
+    # 34.6M shared + 67.1M attention + 0.5M router) + the dense layer 0 (201.6M) = 141.53B, and
+    # the 1.25B untied embedding and output layer; the card's 142B is the count without them, or
+    # the whole-billion part of the count with them. Active: 61 x (6 x 17.3M + 34.6M + 67.1M +
+    # 0.5M) + 201.6M = 12.77B, 14.02B with the embeddings
+    assert round((total_params(spec) - embedding_params(spec)) / 1e9) == 142
+    assert int(total_params(spec) / 1e9) == 142
+    assert round(active_params(spec) / 1e9) == 14
+
+
+def test_apertus_xielu_is_refused_with_the_reason() -> None:
+    with pytest.raises(SpecError, match="hidden_act 'xielu' cannot be expressed") as err:
+        model_from_hf_config(APERTUS_8B, name="apertus-8b")
+    assert "\n" not in str(err.value) and str(err.value).startswith("apertus-8b: ")
+    # the same network with a plain activation ModelSpec has: Llama's attention with per-head
+    # q/k norms and a plain MLP without biases (ApertusMLP builds none)
+    relu2 = model_from_hf_config({**APERTUS_8B, "hidden_act": "relu2", "mlp_bias": True}, name="a")
+    assert relu2.ffn_activation == "relu2" and not relu2.gated_ffn and relu2.qk_norm
+    assert not relu2.mlp_bias and (relu2.num_kv_heads, relu2.ffn_hidden_size) == (8, 21504)

@@ -70,7 +70,8 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
         raise SpecError(text if text.startswith(f"{name}:") else f"{name}: {text}") from None
     if fields.get("position_embedding", "rope") == "rope":
         fields["rope_attention_factor"] = _yarn_attention_factor(config, name)
-        fields.update(_rope(config, name))
+        head_dim = fields.get("head_dim")
+        fields.update(_rope(config, name, head_dim if isinstance(head_dim, int) else 0))
     fields.update(
         name=name,
         family=family,
@@ -268,9 +269,11 @@ _ROPE_KEYS = {
 ``attention_factor``, are read by :func:`_yarn_attention_factor` or not modelled)."""
 
 
-def _rope(config: Config, name: str) -> Fields:
+def _rope(config: Config, name: str, head_dim: int = 0) -> Fields:
     """``rope_theta``, ``rope_scaling`` and ``partial_rotary_factor`` as ModelSpec fields
     (the spec's defaults when absent; a scaling type the spec has no name for is an error).
+    HunYuan's NTK-alpha scaling (type ``dynamic`` with an ``alpha``) is a fixed base of a
+    ``head_dim``-wide head (:func:`_ntk_alpha_theta`), kept as ``rope_theta``.
 
     >>> _rope({"rope_theta": 5e5, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
     ...        "original_max_position_embeddings": 8192}}, "m")["rope_scaling"]
@@ -291,6 +294,8 @@ def _rope(config: Config, name: str) -> Fields:
     kind = scaling.get("rope_type") or scaling.get("type")
     if kind == "default":  # transformers writes rope_type "default" for plain RoPE
         return out
+    if kind == "dynamic" and scaling.get("alpha") is not None:
+        return {**out, "rope_theta": _ntk_alpha_theta(config, scaling, head_dim)}
     if kind not in _ROPE_KINDS:
         raise SpecError(
             f"{name}: config.json rope_scaling type {short_repr(kind)} is not supported "
@@ -302,6 +307,22 @@ def _rope(config: Config, name: str) -> Fields:
         fields.update(_longrope_extension(config, scaling, name))
     out["rope_scaling"] = fields
     return out
+
+
+def _ntk_alpha_theta(config: Config, scaling: Mapping[str, object], head_dim: int) -> float:
+    """The RoPE base of HunYuan's NTK-alpha scaling (``rope_scaling`` type ``dynamic`` with an
+    ``alpha``): theta x alpha^(H / (H - 2)) for a head of H dimensions, the same at every
+    position within the context (transformers' HunYuan rotary embeddings build their
+    frequencies from it; llama.cpp folds it into the base the same way), so it is the model's
+    ``rope_theta`` and no scaling.
+
+    >>> round(_ntk_alpha_theta({"rope_theta": 10000.0}, {"alpha": 1000.0}, 128))
+    11158840
+    """
+    if head_dim <= 2:
+        raise SpecError(f"config.json NTK-alpha RoPE needs a head_dim above 2, got {head_dim}")
+    alpha = _positive_float(scaling, "alpha", 1.0)
+    return _positive_float(config, "rope_theta", 10000.0) * alpha ** (head_dim / (head_dim - 2))
 
 
 def _longrope_extension(config: Config, scaling: Mapping[str, object], name: str) -> Fields:
@@ -452,12 +473,14 @@ def _all_layers_sliding(config: Config) -> Fields:
     }
 
 
-def _qwen_sliding(config: Config) -> Fields:
-    """Qwen2/3: with ``use_sliding_window``, layers from ``max_window_layers`` on slide."""
+def _qwen_sliding(config: Config, *, switch: bool = True) -> Fields:
+    """Qwen2/3: with ``use_sliding_window``, layers from ``max_window_layers`` on slide (with no
+    ``switch``, dots.llm1's, whenever ``sliding_window`` is set)."""
     found = _layer_types_sliding(config)
     if found is not None:
         return found
-    if not _bool(config, "use_sliding_window", False) or config.get("sliding_window") is None:
+    switched_off = switch and not _bool(config, "use_sliding_window", False)
+    if switched_off or config.get("sliding_window") is None:
         return {"sliding_window": None, "num_sliding_window_layers": 0}
     layers = _int(config, "num_hidden_layers")
     count = max(0, layers - _int(config, "max_window_layers"))
@@ -670,18 +693,9 @@ def _deepseek(config: Config, router: tuple[str, str, float, bool]) -> Fields:
         "qk_nope_head_dim": nope,
         "v_head_dim": _int(config, "v_head_dim"),
     }
-    expert_width = _int(config, "moe_intermediate_size")
-    moe = {
-        "num_experts": _int(config, "n_routed_experts"),
-        "top_k": _int(config, "num_experts_per_tok"),
-        "expert_ffn_hidden_size": expert_width,
-        "num_shared_experts": _opt_int(config, "n_shared_experts", 0),
-        "shared_expert_ffn_hidden_size": expert_width,
-        "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
-        **_deepseek_router(config, router),
-    }
+    moe, dense_width = _deepseek_moe_layers(config, fused_shared=False)
+    moe |= _deepseek_router(config, router)
     heads = _int(config, "num_attention_heads")
-    dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
     return {
         **_gated(config, dense_width),
         "num_kv_heads": heads,
@@ -690,6 +704,30 @@ def _deepseek(config: Config, router: tuple[str, str, float, bool]) -> Fields:
         "mla": mla,
         "moe": moe,
     }
+
+
+def _deepseek_moe_layers(config: Config, *, fused_shared: bool) -> tuple[Fields, int]:
+    """DeepSeek's MoE layout, which GLM-4.5 and dots.llm1 keep: ``first_k_dense_replace`` dense
+    layers, then MoE FFNs of ``n_routed_experts`` experts of width ``moe_intermediate_size``, top
+    ``num_experts_per_tok``, and ``n_shared_experts`` shared experts (DeepseekV3MoE holds them as
+    one MLP that many experts wide: :func:`_fused_shared_expert` when ``fused_shared``, else as
+    that many experts of the routed width, the same weights); the router is each family's. With
+    them, the width of the dense layers (``intermediate_size``; 0 when every layer is MoE)."""
+    first = _opt_int(config, "first_k_dense_replace", 0)
+    width = _int(config, "moe_intermediate_size")
+    shared = _opt_int(config, "n_shared_experts", 0)
+    moe: Fields = {
+        "num_experts": _int(config, "n_routed_experts"),
+        "top_k": _int(config, "num_experts_per_tok"),
+        "expert_ffn_hidden_size": width,
+        "first_dense_layers": first,
+        **(
+            _fused_shared_expert(shared, width)
+            if fused_shared
+            else {"num_shared_experts": shared, "shared_expert_ffn_hidden_size": width}
+        ),
+    }
+    return moe, _int(config, "intermediate_size") if first else 0
 
 
 def _deepseek_router(config: Config, defaults: tuple[str, str, float, bool]) -> Fields:
@@ -911,19 +949,13 @@ def _glm4_moe(config: Config) -> Fields:
     ``routed_scaling_factor`` (Glm4MoeConfig's default 1.0; GLM-4.5 2.5, GLM-4.5-Air 1.0). The
     multi-token-prediction layer the checkpoint holds (``num_nextn_predict_layers``) is planned
     only when asked (``--mtp-num-layers``), as for DeepSeek-V3."""
-    expert_width = _int(config, "moe_intermediate_size")
-    moe = {
-        "num_experts": _int(config, "n_routed_experts"),
-        "top_k": _int(config, "num_experts_per_tok"),
-        "expert_ffn_hidden_size": expert_width,
-        **_fused_shared_expert(_opt_int(config, "n_shared_experts", 0), expert_width),
-        "first_dense_layers": _opt_int(config, "first_k_dense_replace", 0),
+    moe, dense_width = _deepseek_moe_layers(config, fused_shared=True)
+    moe |= {
         "router_score": "sigmoid",
         "router_expert_bias": True,
         "router_topk_norm": _bool(config, "norm_topk_prob", True),
         "router_topk_scale": _positive_float(config, "routed_scaling_factor", 1.0),
     }
-    dense_width = _int(config, "intermediate_size") if moe["first_dense_layers"] else 0
     return {
         **_gated(config, dense_width),
         "attention_bias": _bool(config, "attention_bias", False),
@@ -1286,6 +1318,185 @@ def _minimax_m2(config: Config) -> Fields:
     return fields
 
 
+def _llama_attention_biases(config: Config) -> Fields:
+    """Llama's ``attention_bias`` on q, k, v and o, and no MLP bias whatever ``mlp_bias`` says
+    (HunYuan's and Apertus's MLPs build their projections without one)."""
+    return {**_biases(config), "mlp_bias": False}
+
+
+def _hunyuan_layers(config: Config, ffn_hidden_size: int) -> Fields:
+    """What HunYuan's dense and MoE models share (transformers' HunYuanDenseV1 and HunYuanMoEV1):
+    Llama's GQA and SwiGLU, biases only on the attention projections
+    (:func:`_llama_attention_biases`), an explicit head_dim (``head_dim``, or the
+    ``attention_head_dim`` of the remote-code configs), and a per-head RMSNorm on the queries
+    and keys after RoPE (``query_layernorm``, ``key_layernorm``: ``qk_norm``; transformers builds
+    them whatever ``use_qk_norm`` says, vLLM only with it, which the released configs set).
+    The NTK-alpha RoPE of the released configs is read by :func:`_rope`. Cross-layer attention
+    (``use_cla``: layers that reuse an earlier layer's keys and values and have no k or v
+    projection of their own) cannot be expressed."""
+    if _bool(config, "use_cla", False):
+        raise SpecError(
+            "config.json use_cla true cannot be expressed: cross-layer attention shares keys and "
+            "values between layers, and ModelSpec's layers each project their own"
+        )
+    fields = {
+        **_gated(config, ffn_hidden_size),
+        **_llama_attention_biases(config),
+        "qk_norm": _bool(config, "use_qk_norm", True),
+    }
+    if config.get("head_dim") is None and config.get("attention_head_dim") is not None:
+        fields["head_dim"] = _positive_int(config, "attention_head_dim")
+    return fields
+
+
+def _hunyuan_v1_dense(config: Config) -> Fields:
+    """HunYuanDenseV1ForCausalLM (Hunyuan-0.5B to 7B, Hunyuan-MT, Hy-MT2): :func:`_hunyuan_layers`
+    with a dense MLP of width ``intermediate_size`` on every layer; the embedding is tied to the
+    output layer only when ``tie_word_embeddings`` says so (HunYuanDenseV1Config's default is
+    false; the released configs set true)."""
+    return _hunyuan_layers(config, _int(config, "intermediate_size"))
+
+
+def _hunyuan_v1_moe(config: Config) -> Fields:
+    """HunYuanMoEV1ForCausalLM (Hunyuan-A13B): :func:`_hunyuan_layers` with a MoE FFN on every
+    layer: ``num_experts`` SwiGLU experts of width ``moe_intermediate_size`` (else
+    ``intermediate_size``), top ``moe_topk``, chosen by softmax scores with no bias of any kind
+    (the gate ``wg`` is a plain D x E matrix) and their top-k weights renormalised (transformers'
+    HunYuanMoEV1Moe; vLLM for top-k > 1), and, with ``use_mixed_mlp_moe`` (which the released
+    config sets; transformers always builds it), ``num_shared_expert`` shared experts held as one
+    ``shared_mlp`` that many times ``intermediate_size`` wide (:func:`_fused_shared_expert`). The
+    remote-code configs write these four keys as one value per layer
+    (:func:`_per_layer_int`); layers that differ cannot be expressed."""
+    layers = _int(config, "num_hidden_layers")
+    width = _int(config, "intermediate_size")
+    shared = 0
+    if _bool(config, "use_mixed_mlp_moe", True):
+        shared = _per_layer_int(config, "num_shared_expert", 1, layers)
+    moe = {
+        "num_experts": _per_layer_int(config, "num_experts", 1, layers),
+        "top_k": _per_layer_int(config, "moe_topk", 1, layers),
+        "expert_ffn_hidden_size": _per_layer_int(config, "moe_intermediate_size", width, layers),
+        **_fused_shared_expert(shared, width),
+    }
+    return {**_hunyuan_layers(config, 0), "moe": moe}
+
+
+def _per_layer_int(config: Config, key: str, default: int, layers: int) -> int:
+    """The integer ``key`` (``default`` when absent or null), or the one value a list of one entry
+    per layer repeats (HunYuan's ``moe_topk``, ``num_experts``, ...); a list of another length,
+    or whose entries differ, is a SpecError: ModelSpec's MoE layers are all alike.
+
+    >>> _per_layer_int({"moe_topk": [8, 8]}, "moe_topk", 1, 2), _per_layer_int({}, "k", 1, 2)
+    (8, 1)
+    """
+    value = config.get(key)
+    if not isinstance(value, list):
+        return _opt_int(config, key, default)
+    if len(value) != layers or any(entry != value[0] for entry in value):
+        raise SpecError(
+            f"config.json {key} {short_repr(value)} cannot be expressed: ModelSpec's MoE layers "
+            f"are all alike (one value, or a list of the same value for each of the {layers} layers)"
+        )
+    return _opt_int({key: value[0] if value else None}, key, default)
+
+
+def _exaone4(config: Config) -> Fields:
+    """Exaone4ForCausalLM (EXAONE 4.0, arXiv 2507.11407): GQA with an explicit head_dim and no
+    biases, a per-head RMSNorm on the queries and keys (``qk_norm``), SwiGLU, and OLMo 2's two
+    norms of a layer after attention and after the MLP instead of before them ("QK-Reorder-Norm":
+    the same count, so no ``post_norms``); sliding-window attention on the layers
+    :func:`_exaone4_sliding` reads, the global ones using no positional embedding (which
+    changes no count)."""
+    return {
+        **_gated(config, _int(config, "intermediate_size")),
+        "qk_norm": True,
+        **_exaone4_sliding(config),
+    }
+
+
+def _exaone4_sliding(config: Config) -> Fields:
+    """EXAONE 4.0's local layers: those ``layer_types`` lists; else none without a
+    ``sliding_window`` (EXAONE-4.0-1.2B); else ``sliding_window_pattern`` - 1 of every
+    ``sliding_window_pattern`` (Exaone4Config's default 4: three local layers to one global,
+    :func:`_pattern_sliding`), or, when the pattern is a text of ``L`` (local) and ``G`` (global),
+    layer i as its (i mod length)-th letter says, the last layer always global.
+
+    >>> _exaone4_sliding({"num_hidden_layers": 8, "sliding_window": 4096,
+    ...                   "sliding_window_pattern": "LLLG"})
+    {'sliding_window': 4096, 'num_sliding_window_layers': 6}
+    """
+    found = _layer_types_sliding(config)
+    if found is not None:
+        return found
+    if config.get("sliding_window") is None:
+        return {"sliding_window": None, "num_sliding_window_layers": 0}
+    pattern = config.get("sliding_window_pattern")
+    if not isinstance(pattern, str):
+        return _pattern_sliding(config, default_pattern=4)
+    if not pattern or set(pattern) - {"L", "G"}:
+        raise SpecError(
+            f"config.json sliding_window_pattern {short_repr(pattern)} must be a text of L "
+            "(local) and G (global) letters, or a whole number"
+        )
+    layers = _int(config, "num_hidden_layers")
+    count = sum(1 for i in range(layers - 1) if pattern[i % len(pattern)] == "L")
+    return {
+        "sliding_window": _int(config, "sliding_window") if count else None,
+        "num_sliding_window_layers": count,
+    }
+
+
+DOTS1_ROUTER = ("sigmoid", "noaux_tc", 1.0, False)
+"""(``scoring_func``, ``topk_method``, ``routed_scaling_factor``, ``norm_topk_prob``) a dots.llm1
+config.json leaves out means: transformers' Dots1TopkRouter is DeepSeek-V3's (sigmoid scores,
+the aux-loss-free selection bias ``e_score_correction_bias``) and Dots1Config defaults
+routed_scaling_factor to 1.0 and norm_topk_prob to false."""
+
+
+def _dots1(config: Config) -> Fields:
+    """Dots1ForCausalLM (rednote dots.llm1, arXiv 2506.05767): Qwen3's attention (GQA or MHA,
+    per-head q/k RMSNorm, ``attention_bias`` on q, k, v and o; :func:`_qwen3_layers`), not MLA,
+    with DeepSeek-V3's FFN: ``first_k_dense_replace`` dense layers of width
+    ``intermediate_size``, then MoE with ``n_routed_experts`` SwiGLU experts of width
+    ``moe_intermediate_size``, top ``num_experts_per_tok``, ``n_shared_experts`` shared experts
+    held as one MLP that many experts wide (:func:`_fused_shared_expert`), and DeepSeek-V3's
+    router read as :func:`_deepseek_router` reads it (defaults :data:`DOTS1_ROUTER`; no groups
+    without ``n_group``). Layer i slides when ``sliding_window`` is set and i is at least
+    ``max_window_layers`` (Dots1Config has no ``use_sliding_window`` switch), unless
+    ``layer_types`` lists them."""
+    moe, dense_width = _deepseek_moe_layers(config, fused_shared=True)
+    moe |= _deepseek_router(config, DOTS1_ROUTER)
+    return {
+        **_qwen3_layers(config, dense_width),
+        **_qwen_sliding(config, switch=False),
+        "moe": moe,
+    }
+
+
+def _apertus(config: Config) -> Fields:
+    """ApertusForCausalLM (Swiss AI Apertus): Llama's GQA attention (``attention_bias`` on q, k,
+    v and o) with a per-head RMSNorm on the queries and keys (``qk_norm``), the two norms of a
+    layer before attention and the MLP, and a plain (up, down) MLP without biases, as Nemotron's.
+    Its activation, ``hidden_act`` (ApertusConfig's default ``xielu``), maps only to a plain
+    activation ModelSpec has (:data:`_PLAIN`): xIELU, the released models' activation, is a
+    piecewise function with learned coefficients in every layer that none of ModelSpec's
+    activations computes, so those configs are refused."""
+    if config.get("hidden_act", "xielu") == "xielu":
+        raise SpecError(
+            "config.json hidden_act 'xielu' cannot be expressed: xIELU (a piecewise activation "
+            "with learned coefficients in each layer) is none of ModelSpec's activations"
+        )
+    return {
+        **_attention(config),
+        "ffn_hidden_size": _int(config, "intermediate_size"),
+        "ffn_activation": _activation(config, "hidden_act", "xielu", _PLAIN),
+        "position_embedding": "rope",
+        "norm": "rmsnorm",
+        **_llama_attention_biases(config),
+        "qk_norm": True,
+    }
+
+
 _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "llama": _llama,
     "llama4": _multimodal_wrapper("llama4_text"),
@@ -1322,6 +1533,11 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "ernie4_5": _ernie4_5,
     "ernie4_5_moe": _ernie4_5_moe,
     "minimax_m2": _minimax_m2,
+    "hunyuan_v1_dense": _hunyuan_v1_dense,
+    "hunyuan_v1_moe": _hunyuan_v1_moe,
+    "exaone4": _exaone4,
+    "dots1": _dots1,
+    "apertus": _apertus,
 }
 """model_type -> the function mapping that family's config.json to ModelSpec fields."""
 
@@ -1366,6 +1582,11 @@ _ARCHITECTURES: dict[str, str] = {
     "Ernie4_5_ForCausalLM": "ernie4_5",
     "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
+    "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense",
+    "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
+    "Exaone4ForCausalLM": "exaone4",
+    "Dots1ForCausalLM": "dots1",
+    "ApertusForCausalLM": "apertus",
 }
 """transformers' model class (a config's ``architectures``) -> the :data:`_FAMILIES` key of the
 network it builds: how a config whose own ``model_type`` is not known here is read
