@@ -687,9 +687,10 @@ def whatif(
     planner.search.whatif.KNOBS, each value given once. More than ``max_scenarios``
     combinations (at most 100,000) are refused before anything is built. ``workers`` local
     processes (at most the cores available start; ``note(line)`` says so, default a
-    UserWarning), or ``engine="ray"`` (the optional ``ray`` extra). ``progress(done, total)`` is
-    called after each scenario. Workload settings may also be given by their CLI names
-    (``seq_len=4096``), as for :func:`search`.
+    UserWarning; where they are not forked, macOS and Windows, the calling script needs an
+    ``if __name__ == "__main__":`` guard), or ``engine="ray"`` (the optional ``ray`` extra).
+    ``progress(done, total)`` is called after each scenario. Workload settings may also be
+    given by their CLI names (``seq_len=4096``), as for :func:`search`.
     """
     workload = _with_settings(workload, settings, TrainWorkload, layout_argument="fix")  # type: ignore[assignment]
     _callable("progress", progress, "progress(done, total)")
@@ -1312,9 +1313,10 @@ def pack(
     their best throughput; targeted jobs meet their targets with the fewest accelerators.
     ``workers``: local processes that run the searches of the jobs' rows (at most the cores
     available and the searches start, ``note(line)`` says so, default a UserWarning; the answer
-    is the same with any number); ``progress(done, total)`` is called after each search.
-    Raises SpecError for a bad file, InfeasibleError (naming the binding limit) when no
-    packing exists.
+    is the same with any number; where the processes are not forked, macOS and Windows, the
+    calling script needs an ``if __name__ == "__main__":`` guard); ``progress(done, total)`` is
+    called after each search. Raises SpecError for a bad file, InfeasibleError (naming the
+    binding limit) when no packing exists.
     """
     from planner.catalog.fleet import load_jobs, load_pool
     from planner.search.fleet import pack as _pack
