@@ -1071,22 +1071,43 @@ def test_an_interrupt_inside_an_import_waits_for_the_import(tmp_path: Path) -> N
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
 
 
-_INTERRUPTED_FORK = """
-import multiprocessing, os, signal, sys, time
+_INTERRUPTED_SCRIPT = """
+import gc, multiprocessing, os, signal, sys, time
 from planner import interrupt
 interrupt.watch()
-def lands_in_the_fork():  # an at-fork callback, as logging's lock release is
-    os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(0.05)
-os.register_at_fork(after_in_parent=lands_in_the_fork)
+{setup}
 try:
-    worker = multiprocessing.get_context("fork").Process(target=time.sleep, args=(0.01,))
-    worker.start()
-    worker.join()
+{trigger}
     time.sleep(2)
     sys.exit(3)  # the interrupt was lost
 except KeyboardInterrupt:
     sys.exit(0 if interrupt.seen() else 4)
+"""
+"""A script whose ``trigger`` raises SIGINT inside a callback ``setup`` defines: it exits 0 when
+the KeyboardInterrupt came after the callback, 3 when it was lost, 4 when the watcher missed it."""
+
+
+def _assert_interrupt_raised_after(setup: str, trigger: str) -> None:
+    """Run :data:`_INTERRUPTED_SCRIPT` in a fresh interpreter: the KeyboardInterrupt came after
+    the callback, and Python printed no "Exception ignored" traceback for it."""
+    script = _INTERRUPTED_SCRIPT.format(setup=setup, trigger=trigger)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    assert "Exception ignored" not in proc.stderr
+
+
+_FORK_CALLBACK = """
+def lands_in_the_fork():  # an at-fork callback, as logging's lock release is
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.05)
+os.register_at_fork(after_in_parent=lands_in_the_fork)
+"""
+_FORK = """
+    worker = multiprocessing.get_context("fork").Process(target=time.sleep, args=(0.01,))
+    worker.start()
+    worker.join()
 """
 
 
@@ -1095,29 +1116,18 @@ def test_an_interrupt_inside_a_fork_waits_for_the_fork() -> None:
     """Raised inside an at-fork callback (the hostile pass's what-if with two workers, where
     SIGINT landed in logging's lock release as the pool forked), a KeyboardInterrupt is ignored
     with a printed traceback and the run goes on: it is raised once the fork is done."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_FORK], capture_output=True, text=True, timeout=60,
-        check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
-    assert "Exception ignored" not in proc.stderr
+    _assert_interrupt_raised_after(_FORK_CALLBACK, _FORK)
 
 
-_INTERRUPTED_FINALIZER = """
-import gc, os, signal, sys, time
-from planner import interrupt
-interrupt.watch()
+_FINALIZER_CALLBACK = """
 class Pipe:  # as multiprocessing's Connection, closed in its finalizer when a pool ends
     def __del__(self):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
-try:
+"""
+_FINALIZE = """
     Pipe()
     gc.collect()
-    time.sleep(2)
-    sys.exit(3)  # the interrupt was lost
-except KeyboardInterrupt:
-    sys.exit(0 if interrupt.seen() else 4)
 """
 
 
@@ -1126,12 +1136,7 @@ def test_an_interrupt_inside_a_finalizer_waits_for_it() -> None:
     """Raised inside ``__del__`` (the hostile pass's what-if with two workers, where SIGINT
     landed in a Connection's finalizer as the pool closed), a KeyboardInterrupt is ignored with
     a printed traceback and the run exits 0: it is raised once the finalizer is done."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_FINALIZER], capture_output=True, text=True,
-        timeout=60, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
-    assert "Exception ignored" not in proc.stderr
+    _assert_interrupt_raised_after(_FINALIZER_CALLBACK, _FINALIZE)
 
 
 def test_any_error_after_an_interrupt_is_reported_as_the_interrupt(

@@ -65,13 +65,13 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     family, read_as = _family_of(config, name)
     try:
         fields = _FAMILIES[family](config)
+        if fields.get("position_embedding", "rope") == "rope":
+            fields["rope_attention_factor"] = _yarn_attention_factor(config, name)
+            head_dim = fields.get("head_dim")
+            fields.update(_rope(config, name, head_dim if isinstance(head_dim, int) else 0))
     except SpecError as exc:  # every refusal names the model, as the others do
         text = str(exc)
         raise SpecError(text if text.startswith(f"{name}:") else f"{name}: {text}") from None
-    if fields.get("position_embedding", "rope") == "rope":
-        fields["rope_attention_factor"] = _yarn_attention_factor(config, name)
-        head_dim = fields.get("head_dim")
-        fields.update(_rope(config, name, head_dim if isinstance(head_dim, int) else 0))
     fields.update(
         name=name,
         family=family,

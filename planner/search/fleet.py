@@ -264,12 +264,14 @@ def _meets(job: Job, plan: Plan | ServePlan) -> bool:
 
 
 class RowRequest(NamedTuple):
-    """One search a pack runs: a job's best plan on ``gpus`` accelerators of a partition."""
+    """One search a pack runs: a job's best plan on the first accelerators of a partition."""
 
     job: Job
     cluster: ClusterSpec
-    """The partition's first ``gpus`` accelerators (:func:`planner.search.engine.sub_cluster`)."""
+    """The partition's first N accelerators, N a legal count (:func:`planner.search.engine.
+    sub_cluster`)."""
     config: SolverConfig
+    """The pack's solver settings, ``top`` 1 (one plan per row)."""
 
 
 class RowAnswer(NamedTuple):
