@@ -20,12 +20,14 @@ ACCELERATOR_DIR = TOPOLOGIES / "accelerators"
 SYSTEM_DIR = TOPOLOGIES / "systems"
 
 EXPECTED_ACCELERATORS = {
-    "a100_40gb", "a100_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "b200", "gb200", "b300", "gb300",
-    "mi250x", "mi300x", "mi325x", "mi350x", "mi355x", "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
+    "a100_40gb", "a100_80gb", "h100_sxm", "h800_sxm", "h200_sxm", "h20", "gh200", "b200", "gb200",
+    "b300", "gb300", "mi250x", "mi300x", "mi325x", "mi350x", "mi355x", "tpu_v4", "tpu_v5e",
+    "tpu_v5p", "tpu_v6e", "tpu7x",
 }  # fmt: skip
 EXPECTED_SYSTEMS = {
-    "hgx_a100", "hgx_a100_40g", "hgx_h100", "hgx_h800", "hgx_h200", "hgx_b200", "dgx_b200",
-    "hgx_b300", "gb200_nvl72", "gb300_nvl72", "frontier", "mi300x", "mi325x", "mi350x", "mi355x",
+    "hgx_a100", "hgx_a100_40g", "hgx_h100", "hgx_h800", "hgx_h200", "hgx_h20", "gh200_quad",
+    "hgx_b200", "dgx_b200", "hgx_b300", "gb200_nvl72", "gb300_nvl72", "frontier", "mi300x",
+    "mi325x", "mi350x", "mi355x",
     "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x",
 }  # fmt: skip
 BLACKWELL = {"b200", "gb200", "b300", "gb300"}
@@ -185,8 +187,8 @@ def test_compute_capabilities(accelerators: dict[str, AcceleratorSpec]) -> None:
     Hopper 9.0, B200/GB200 10.0, B300/GB300 10.3; AMD and TPU parts have none. A capability
     needs its source like every other number."""
     expected = {"a100_40gb": "8.0", "a100_80gb": "8.0", "h100_sxm": "9.0", "h200_sxm": "9.0",
-                "h800_sxm": "9.0", "b200": "10.0", "gb200": "10.0", "b300": "10.3",
-                "gb300": "10.3"}  # fmt: skip
+                "h800_sxm": "9.0", "h20": "9.0", "gh200": "9.0", "b200": "10.0", "gb200": "10.0",
+                "b300": "10.3", "gb300": "10.3"}  # fmt: skip
     for name, acc in accelerators.items():
         assert acc.compute_capability == expected.get(name), name
     assert accelerators["gb300"].compute_capability_major == 10
@@ -224,7 +226,10 @@ def test_nvlink_vs_nic(systems: dict[str, SystemSpec]) -> None:
 
 def test_system_shapes(systems: dict[str, SystemSpec]) -> None:
     for name, system in systems.items():
-        if system.kind in ("nvswitch", "mesh"):
+        if name == "gh200_quad":  # four GH200 per node, their GPUs wired all-to-all
+            assert (system.domain_size, system.unit_size, system.accelerators_per_node) == (4, 4, 4)
+            assert system.kind == "mesh" and system.scale_up.num_links == 3
+        elif system.kind in ("nvswitch", "mesh"):
             assert (system.domain_size, system.unit_size, system.accelerators_per_node) == (8, 8, 8)
         elif system.kind == "nvlink_rack":
             assert (system.domain_size, system.unit_size, system.accelerators_per_node) == (
@@ -279,3 +284,40 @@ def test_mi350x_is_the_mi355x_at_its_lower_clock(accelerators: dict[str, Acceler
         assert slow.peak_TFLOP_per_s[fmt] == pytest.approx(peak * 2.2 / 2.4, abs=0.1), fmt
     assert slow.hbm_GB == fast.hbm_GB and slow.hbm_bandwidth_GB_per_s == fast.hbm_bandwidth_GB_per_s
     assert slow.tdp_W == 1000.0
+
+
+def test_h20_is_a_compute_poor_hopper(
+    accelerators: dict[str, AcceleratorSpec], systems: dict[str, SystemSpec]
+) -> None:
+    """hardware.md §1: H20 148 TF bf16 / 296 fp8 dense, 96 GB, 4.0 TB/s, 78 SMs, 400 W; NVLink
+    at the H100's 450 GB/s per direction (§3). Its ridge point, 148e12 / 4.0e12 = 37 FLOP/byte,
+    is an eighth of the H100's 295: decode-like and small-batch work is compute-bound far
+    sooner on an H100 than on an H20."""
+    h20, h100 = accelerators["h20"], accelerators["h100_sxm"]
+    assert (h20.hbm_GB, h20.hbm_bandwidth_GB_per_s, h20.tdp_W) == (96, 4000, 400)
+    assert h20.peak_TFLOP_per_s[NumberFormat.BF16] == 148
+    assert h20.peak_TFLOP_per_s[NumberFormat.FP8] == 296
+    assert h20.ridge_flop_per_byte(NumberFormat.BF16) == pytest.approx(37)
+    assert h100.ridge_flop_per_byte(NumberFormat.BF16) / h20.ridge_flop_per_byte(
+        NumberFormat.BF16
+    ) == pytest.approx(989 / 3.35 / 37, rel=1e-3)
+    assert (h20.family, h20.compute_units) == ("hopper", 78)
+    assert systems["hgx_h20"].scale_up.bandwidth_GB_per_s == 450
+    assert systems["hgx_h20"].accelerator == "h20"
+
+
+def test_gh200_is_an_h100_with_more_memory_and_a_fast_host_link(
+    accelerators: dict[str, AcceleratorSpec], systems: dict[str, SystemSpec]
+) -> None:
+    """CSCS's Alps GH200 node schematic: 96 GB HBM3 at up to 4,000 GB/s per GPU, NVLink-C2C
+    900 GB/s (450 per direction) to the Grace CPU, 150 GB/s between each pair of the node's
+    four GPUs, one 200 Gb/s (25 GB/s) Slingshot NIC per GPU. The host link is 450 / 64 = 7x a
+    PCIe Gen5 x16 H100's, which is what activation offload rides on."""
+    gh200, h100 = accelerators["gh200"], accelerators["h100_sxm"]
+    assert gh200.peak_TFLOP_per_s == h100.peak_TFLOP_per_s
+    assert (gh200.hbm_GB, gh200.hbm_bandwidth_GB_per_s) == (96, 4000)
+    assert gh200.host_link_GB_per_s / h100.host_link_GB_per_s == pytest.approx(450 / 64)
+    quad = systems["gh200_quad"]
+    per_pair = quad.scale_up.bandwidth_GB_per_s / quad.scale_up.num_links
+    assert per_pair == 150
+    assert quad.scale_out.nic_Gbps / 8 * quad.scale_out.nics_per_accelerator == 25

@@ -397,3 +397,22 @@ def test_migrate_prices_a_cluster_file_with_edits(fleet: Path) -> None:
                              prices={"h100-96gb-500w": 3.0})  # fmt: skip
     assert result.from_economics.price_per_gpu_hour_usd == 3.0
     assert result.from_economics.tdp_W == 500.0 and result.to_economics.tdp_W == 700.0
+
+
+def test_catalog_96_gb_hoppers_fit_what_an_h100_cannot() -> None:
+    """The catalog's H20 and GH200 sheets (96 GB, 97,871 MiB exposed, as the 96 GB H100 sheet
+    above) hold FITS_AT_96 where the 80 GB H100 does not. The same 8B layout computes
+    989 / 148 = 6.7x slower on the H20 at most (its memory-bound kernels lose only 3.35 / 4.0)
+    and a little faster on the GH200 (H100 tensor cores, 4.0 TB/s against 3.35)."""
+    for name in ("h20", "gh200"):
+        assert load_accelerator(name).total_memory_bytes == H100_96_EXPOSED_MIB * MIB
+    assert not planner.estimate(model="8B", cluster="hgx_h100x16", layout=FITS_AT_96).fits
+    assert planner.estimate(model="8B", cluster="hgx_h20x16", layout=FITS_AT_96).fits
+    assert planner.estimate(model="8B", cluster="gh200_quadx16", layout=FITS_AT_96).fits
+    layout = {"tp": 1, "dp": 8, "mbs": 1, "recompute": "selective"}
+    compute = {
+        c: planner.estimate(model="8B", cluster=c, layout=layout, **SMALL).breakdown_s["compute"]
+        for c in ("hgx_h100x8", "hgx_h20x8", "gh200_quadx8")
+    }
+    assert 989 / 148 * 3.35 / 4.0 < compute["hgx_h20x8"] / compute["hgx_h100x8"] < 989 / 148
+    assert 3.35 / 4.0 < compute["gh200_quadx8"] / compute["hgx_h100x8"] < 1.0

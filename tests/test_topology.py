@@ -194,6 +194,7 @@ SMALL_CLUSTERS = [
     load_cluster("tpu_v5p_4x4x4"),
     load_cluster("tpu_v5p_2x2x4"),
     edited("hgx_h100x64", nics_per_accelerator=0.5, scalable_unit_nodes=3, rail_optimized=False),
+    edited("gh200_quadx32", scalable_unit_nodes=2, oversubscription=2),  # a mesh domain of 4
 ]
 
 
@@ -388,6 +389,7 @@ METRIC_CLUSTERS = [
     load_cluster("tpu_v5e_16x16"),
     load_cluster("hgx_b200x72"),
     load_cluster("hgx_b200x4"),
+    load_cluster("gh200_quadx16"),
 ]
 
 
@@ -532,3 +534,16 @@ def test_torus_link_loads_match_routing_hop_by_hop(cluster: str) -> None:
     w = rng.random(400)
     fast = torus_link_loads(fabric, src, dst, w)
     assert fast == pytest.approx(_torus_loads_hop_by_hop(fabric, src, dst, w), abs=1e-9)
+
+
+def test_a_four_gpu_nvlink_mesh_gives_a_pair_one_link_and_a_ring_all_three() -> None:
+    """A 4-way GH200 node (gh200_quad: each pair of GPUs wired by 6 NVLink 4 links, 150 GB/s per
+    direction; one 25 GB/s Slingshot NIC per GPU): TP 2 rides its pair's one link, 150 GB/s; TP 4
+    is a ring collective over the whole mesh, NCCL driving every link of it, 3 x 150 = 450 GB/s;
+    TP 8 leaves the node, where its ring's 4 channels share the node's 4 NICs: 25 / (1/4) = 100
+    GB/s a rank."""
+    cluster = load_cluster("gh200_quadx16")
+    for tp, expected, tier in ((2, 150e9, "scale_up"), (4, 450e9, "scale_up"),
+                               (8, 100e9, "scale_out")):  # fmt: skip
+        domain = comm_domains(cluster, Layout(tp=tp, dp=16 // tp))["tp"]
+        assert (domain.bandwidth_bytes_per_s, domain.tier) == (pytest.approx(expected), tier)

@@ -111,14 +111,17 @@ def driver_version() -> str | None:
 
 
 # Device-name patterns -> catalog accelerator, most specific first. Parts the catalog lacks
-# (H100 PCIe / NVL, L40S, ...) match nothing: the user names the accelerator.
+# (H100 PCIe / NVL, H200 NVL, L40S, the GH200's 144 GB and the H20's 141 GB variants, ...) match nothing: the
+# user names the accelerator.
 _NAMES: tuple[tuple[str, str], ...] = (
     (r"\bGB300\b", "gb300"),
     (r"\bGB200\b", "gb200"),
     (r"\bB300\b", "b300"),
     (r"\bB200\b", "b200"),
-    (r"\bH200\b", "h200_sxm"),
+    (r"\bGH200\b(?!.*\b144\s?G)", "gh200"),
+    (r"\bH200\b(?!.*\bNVL\b)", "h200_sxm"),
     (r"\bH800\b", "h800_sxm"),
+    (r"\bH20\b(?!-3e)(?!.*\b141\s?GB\b)", "h20"),
     (r"\bH100\b(?!.*\b(PCIe|NVL)\b)", "h100_sxm"),
     (r"\bA100\b.*\b80\s?GB\b", "a100_80gb"),
     (r"\bA100\b", "a100_40gb"),
@@ -136,6 +139,10 @@ def guess_accelerator(device_name: str) -> str | None:
     >>> guess_accelerator("NVIDIA A100-SXM4-80GB")
     'a100_80gb'
     >>> guess_accelerator("NVIDIA H100 PCIe") is None
+    True
+    >>> guess_accelerator("NVIDIA GH200 480GB"), guess_accelerator("NVIDIA H20")
+    ('gh200', 'h20')
+    >>> guess_accelerator("NVIDIA H200 NVL") is None  # the 600 W PCIe card, not the SXM part
     True
     """
     for pattern, name in _NAMES:
