@@ -1128,6 +1128,171 @@ APERTUS_8B = {
 """swiss-ai/Apertus-8B-2509 config.json (keys the planner reads, from a copy in an Apertus
 config-parsing test)."""
 
+# https://huggingface.co/EleutherAI/pythia-12b-deduped/blob/main/config.json
+PYTHIA_12B: dict[str, object] = {
+    "architectures": ["GPTNeoXForCausalLM"],
+    "hidden_act": "gelu",
+    "hidden_size": 5120,
+    "initializer_range": 0.02,
+    "intermediate_size": 20480,
+    "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 2048,
+    "model_type": "gpt_neox",
+    "num_attention_heads": 40,
+    "num_hidden_layers": 36,
+    "rotary_emb_base": 10000,
+    "rotary_pct": 0.25,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+    "use_cache": True,
+    "use_parallel_residual": True,
+    "vocab_size": 50688,
+}
+"""EleutherAI/pythia-12b-deduped config.json (pythia-12b's network; the keys of the release, from a
+GPTNeoXConfig printout in a public notebook, less the keys transformers 4.45 adds on loading:
+attention_bias, partial_rotary_factor, rope_theta, the dropouts)."""
+
+# https://huggingface.co/tiiuae/falcon-7b-instruct/blob/main/config.json
+FALCON_7B: dict[str, object] = {
+    "alibi": False,
+    "apply_residual_connection_post_layernorm": False,
+    "architectures": ["FalconForCausalLM"],
+    "attention_dropout": 0.0,
+    "bias": False,
+    "hidden_dropout": 0.0,
+    "hidden_size": 4544,
+    "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05,
+    "model_type": "falcon",
+    "multi_query": True,
+    "new_decoder_architecture": False,
+    "num_attention_heads": 71,
+    "num_hidden_layers": 32,
+    "num_kv_heads": 71,
+    "parallel_attn": True,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.28.1",
+    "use_cache": True,
+    "vocab_size": 65024,
+}
+"""tiiuae/falcon-7b-instruct config.json (falcon-7b's network; from the copy in Tenstorrent
+tt-metal's models/demos/ttnn_falcon7b/tt/model_config.py). Like the release it has no
+ffn_hidden_size, max_position_embeddings, activation or tie_word_embeddings: FalconConfig's
+defaults; its num_kv_heads is ignored under multi_query."""
+
+# https://huggingface.co/tiiuae/falcon-40b-instruct/blob/main/config.json
+FALCON_40B: dict[str, object] = {
+    "alibi": False,
+    "apply_residual_connection_post_layernorm": False,
+    "architectures": ["FalconForCausalLM"],
+    "attention_dropout": 0.0,
+    "bias": False,
+    "hidden_dropout": 0.0,
+    "hidden_size": 8192,
+    "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05,
+    "model_type": "falcon",
+    "multi_query": True,
+    "new_decoder_architecture": True,
+    "num_attention_heads": 128,
+    "num_hidden_layers": 60,
+    "num_kv_heads": 8,
+    "parallel_attn": True,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.28.1",
+    "use_cache": True,
+    "vocab_size": 65024,
+}
+"""tiiuae/falcon-40b-instruct config.json (falcon-40b's network; from the copy in Tenstorrent
+tt-metal's models/demos/falcon40b/tt/model_config.py); its multi_query is ignored by the new
+decoder architecture."""
+
+# https://huggingface.co/bigcode/gpt_bigcode-santacoder/blob/main/config.json
+SANTACODER: dict[str, object] = {
+    "activation_function": "gelu_pytorch_tanh",
+    "architectures": ["GPTBigCodeForCausalLM"],
+    "attention_softmax_in_fp32": True,
+    "multi_query": True,
+    "attn_pdrop": 0.1,
+    "embd_pdrop": 0.1,
+    "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05,
+    "model_type": "gpt_bigcode",
+    "n_embd": 2048,
+    "n_head": 16,
+    "n_inner": 8192,
+    "n_layer": 24,
+    "n_positions": 2048,
+    "resid_pdrop": 0.1,
+    "scale_attention_softmax_in_fp32": True,
+    "scale_attn_weights": True,
+    "use_cache": True,
+    "vocab_size": 49280,
+}
+"""bigcode/gpt_bigcode-santacoder config.json (from the field-for-field copy in a GPTBigCode port's
+tests; the summary_* keys of the sequence-classification head left out). No verbatim copy of
+bigcode/starcoder's was found, so StarCoder is not tested here."""
+
+# https://huggingface.co/microsoft/phi-2/blob/main/config.json
+PHI_2: dict[str, object] = {
+    "architectures": ["PhiForCausalLM"],
+    "attention_dropout": 0.0,
+    "embd_pdrop": 0.0,
+    "hidden_act": "gelu_new",
+    "hidden_size": 2560,
+    "initializer_range": 0.02,
+    "intermediate_size": 10240,
+    "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 2048,
+    "model_type": "phi",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "partial_rotary_factor": 0.4,
+    "qk_layernorm": False,
+    "resid_pdrop": 0.1,
+    "rope_scaling": None,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+    "use_cache": True,
+    "vocab_size": 51200,
+}
+"""microsoft/phi-2 config.json (from the copy in dotnet/machinelearning,
+src/Microsoft.ML.GenAI.Phi/Resource/Config/phi-2-config.json)."""
+
+# https://huggingface.co/databricks/dbrx-base/blob/main/config.json
+DBRX: dict[str, object] = {
+    "architectures": ["DbrxForCausalLM"],
+    "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "model_type": "", "rope_theta": 500000},
+    "d_model": 6144,
+    "emb_pdrop": 0.0,
+    "ffn_config": {
+        "ffn_hidden_size": 10752,
+        "model_type": "",
+        "moe_jitter_eps": 0,
+        "moe_loss_weight": 0.05,
+        "moe_num_experts": 16,
+        "moe_top_k": 4,
+    },
+    "initializer_range": 0.02,
+    "max_seq_len": 32768,
+    "model_type": "dbrx",
+    "n_heads": 48,
+    "n_layers": 40,
+    "output_router_logits": False,
+    "resid_pdrop": 0.0,
+    "router_aux_loss_coef": 0.05,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 100352,
+}
+"""databricks DBRX config.json (dbrx-base and dbrx-instruct share it; from the copy of the
+release's remote-code config in a fork of huggingface/transformers,
+src/transformers/models/dbrx/config.json). It has no ffn_act_fn and no
+moe_normalize_expert_weights: DbrxFFNConfig's SiLU GLU and 1."""
+
 PUBLISHED_TOTALS = [
     ("qwen1.5-moe-a2.7b", QWEN1_5_MOE_A2_7B, 14.3e9, 2.7e9),  # model card: 14.3B, 2.7B active
     ("deepseek-v2-lite", DEEPSEEK_V2_LITE, 15.7e9, None),  # model card: 15.7B
@@ -1161,6 +1326,7 @@ def test_every_supported_family_has_a_config_here() -> None:
     configs += [c for _, c, *_ in PUBLISHED_TOTALS] + [GLM_4_5_AIR, LLAMA_4_SCOUT_TEXT, COMMAND_R7B]
     configs += [c for _, c, _ in SIZE_CLASS_TOTALS] + [ERNIE_4_5_21B_A3B, MINIMAX_M2]
     configs += [HY_MT2_7B, EXAONE_4_0_32B, DOTS_LLM1_INST, APERTUS_8B]
+    configs += [PYTHIA_12B, FALCON_7B, FALCON_40B, SANTACODER, PHI_2, DBRX]
     wrappers = {"gemma3", "llama4"}  # refused with a one-line error (test_wrappers_are_refused)
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
@@ -1902,3 +2068,226 @@ def test_apertus_xielu_is_refused_with_the_reason() -> None:
     relu2 = model_from_hf_config({**APERTUS_8B, "hidden_act": "relu2", "mlp_bias": True}, name="a")
     assert relu2.ffn_activation == "relu2" and not relu2.gated_ffn and relu2.qk_norm
     assert not relu2.mlp_bias and (relu2.num_kv_heads, relu2.ffn_hidden_size) == (8, 21504)
+
+
+def test_gpt_neox_against_the_pythia_card() -> None:
+    spec = model_from_hf_config(PYTHIA_12B, name="pythia-12b")
+    assert (spec.num_kv_heads, spec.head_dim, spec.ffn_activation) == (40, 128, "gelu")
+    assert spec.parallel_block and spec.norm == "layernorm" and not spec.tied_embeddings
+    assert (spec.position_embedding, spec.rotary_fraction, spec.rope_theta) == ("rope", 0.25, 1e4)
+    assert spec.attention_bias and spec.attention_output_bias and spec.mlp_bias
+    # D 5120, L 36, F 20480, V 50688: attention 4 D^2 + 4 D (q, k, v and dense biases) =
+    # 104,878,080; MLP 2 D F + F + D = 209,740,800; one LayerNorm 2 D = 10,240: 314,629,120 a
+    # layer, x 36 = 11,326,648,320; embedding and output layer 2 V D = 519,045,120; final norm
+    assert embedding_params(spec) == 519_045_120
+    assert total_params(spec) == 11_845_703_680
+    # EleutherAI/pythia-12b card: 11,846,072,320 total (11,327,027,200 without the embeddings),
+    # which counts the parallel layer's second LayerNorm: 36 x 2 D
+    assert total_params(spec) + 36 * 2 * 5120 == 11_846_072_320
+    # GPTNeoXConfig's defaults for the keys a config leaves out: a parallel layer, a quarter of
+    # each head rotated at base 10,000, biases on q, k, v and dense, an untied output layer
+    bare = _without(PYTHIA_12B, "use_parallel_residual", "rotary_pct", "rotary_emb_base")
+    assert model_from_hf_config(bare, name="pythia-12b") == spec
+    assert model_from_hf_config({**PYTHIA_12B, "attention_bias": True}, name="pythia-12b") == spec
+    unbiased = model_from_hf_config({**PYTHIA_12B, "attention_bias": False}, name="p")
+    assert not unbiased.attention_bias and unbiased.mlp_bias
+    assert total_params(spec) - total_params(unbiased) == 36 * 4 * 5120
+    # the newer spellings come first; a sequential layer has two norms
+    newer = {**PYTHIA_12B, "partial_rotary_factor": 0.5, "rope_theta": 1e6}
+    assert (model_from_hf_config(newer, name="p").rotary_fraction, 1e6) == (0.5, 1e6)
+    sequential = model_from_hf_config({**PYTHIA_12B, "use_parallel_residual": False}, name="p")
+    assert not sequential.parallel_block
+    assert total_params(sequential) - total_params(spec) == 36 * 2 * 5120
+
+
+def test_falcon_against_its_model_cards() -> None:
+    f7b = model_from_hf_config(FALCON_7B, name="falcon-7b")
+    # multi_query: one key and value head, whatever num_kv_heads says; a parallel layer with one
+    # LayerNorm; no biases; RoPE; the embedding tied to the output layer (FalconConfig's default)
+    assert (f7b.num_kv_heads, f7b.head_dim, f7b.attention_kind) == (1, 64, "mqa")
+    assert f7b.parallel_block and f7b.norm == "layernorm" and f7b.tied_embeddings
+    assert not (f7b.attention_bias or f7b.attention_output_bias or f7b.mlp_bias)
+    assert (f7b.position_embedding, f7b.rope_theta, f7b.dropout) == ("rope", 1e4, False)
+    # FalconConfig's defaults for the keys the release leaves out: ffn_hidden_size 4 x 4544,
+    # max_position_embeddings 2048, activation gelu
+    assert (f7b.ffn_hidden_size, f7b.max_context, f7b.ffn_activation) == (18176, 2048, "gelu")
+    # D 4544, 71 heads of 64, F 18176, V 65024: attention 2 D^2 + 2 x 64 D = 41,877,504; MLP
+    # 2 D F = 165,183,488; one LayerNorm 2 D = 9,088: 207,070,080 a layer, x 32 = 6,626,242,560;
+    # the tied embedding V D = 295,469,056; final norm 9,088
+    assert total_params(f7b) == 6_921_720_704
+    # the model card's 7B; the hub's 7.22B counts the output layer the checkpoint stores beside
+    # the embedding it is tied to: + V D
+    assert round((total_params(f7b) + 65024 * 4544) / 1e7) == 722
+    f40b = model_from_hf_config(FALCON_40B, name="falcon-40b")
+    # the new decoder architecture: 8 key/value groups (multi_query ignored), always parallel
+    assert (f40b.num_kv_heads, f40b.attention_kind, f40b.parallel_block) == (8, "gqa", True)
+    assert (f40b.ffn_hidden_size, f40b.tied_embeddings) == (32768, True)
+    # D 8192, 128 heads of 64 in 8 groups, F 32768: attention 2 D^2 + 2 x 8 x 64 D =
+    # 142,606,336; MLP 2 D F = 536,870,912; LayerNorm 16,384 (the second, ln_mlp, is the one
+    # parallel_block leaves out: 60 x 2 D = 983,040 in all): 679,493,632 a layer, x 60 =
+    # 40,769,617,920; tied embedding 532,676,608; final norm 16,384
+    assert total_params(f40b) == 41_302_310_912
+    # the model card's 40B; the hub's 41.8B counts the stored output layer too: + V D
+    assert round((total_params(f40b) + 65024 * 8192) / 1e8) == 418
+    # the first releases' spellings read the same network
+    old = _without(FALCON_40B, "num_attention_heads", "num_hidden_layers", "num_kv_heads")
+    old |= {"n_head": 128, "n_layer": 60, "n_head_kv": 8}
+    assert model_from_hf_config(old, name="falcon-40b") == f40b
+    assert model_from_hf_config(_without(FALCON_7B, "multi_query"), name="falcon-7b") == f7b
+    mha = model_from_hf_config({**FALCON_7B, "multi_query": False}, name="f")
+    assert mha.num_kv_heads == 71
+    untied = model_from_hf_config({**FALCON_7B, "tie_word_embeddings": False}, name="f")
+    assert not untied.tied_embeddings
+    # falcon-rw-1b's form: ALiBi, biases, a sequential layer of two LayerNorms, MHA
+    rw = {
+        **FALCON_7B, "alibi": True, "bias": True, "parallel_attn": False, "multi_query": False,
+        "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 24,
+        "vocab_size": 50304,
+    }  # fmt: skip
+    rw_1b = model_from_hf_config(rw, name="falcon-rw-1b")
+    assert (rw_1b.position_embedding, rw_1b.parallel_block, rw_1b.num_kv_heads) == (
+        "alibi", False, 32,
+    )  # fmt: skip
+    assert rw_1b.attention_bias and rw_1b.attention_output_bias and rw_1b.mlp_bias
+    assert rw_1b.rope_scaling is None and rw_1b.ffn_hidden_size == 8192
+    with pytest.raises(SpecError, match="is not a multiple of num_attention_heads") as err:
+        model_from_hf_config({**FALCON_7B, "num_attention_heads": 70}, name="f")
+    assert "\n" not in str(err.value)
+
+
+def test_gpt_bigcode_against_the_santacoder_card() -> None:
+    spec = model_from_hf_config(SANTACODER, name="santacoder")
+    # multi_query: one key and value head; GPT-2's learned positions, LayerNorm, biases, tied
+    # embeddings; tanh GELU; dropout in training
+    assert (spec.num_kv_heads, spec.head_dim, spec.attention_kind) == (1, 128, "mqa")
+    assert (spec.position_embedding, spec.max_context, spec.norm) == ("learned", 2048, "layernorm")
+    assert spec.tied_embeddings and spec.dropout and spec.ffn_activation == "gelu"
+    assert spec.attention_bias and spec.attention_output_bias and spec.mlp_bias
+    assert not spec.parallel_block and spec.ffn_hidden_size == 8192
+    # D 2048, 16 heads of 128, F 8192, V 49280: attention 2 D^2 + 2 x 128 D + biases (2 D +
+    # 256) = 8,917,248; MLP 2 D F + F + D = 33,564,672; two LayerNorms 8,192: 42,490,112 a
+    # layer, x 24 = 1,019,762,688; tied embedding V D = 100,925,440 and 2048 learned positions
+    # x D = 4,194,304; final norm 4,096. bigcode/santacoder card: 1.1B parameters
+    assert embedding_params(spec) == 105_119_744
+    assert total_params(spec) == 1_124_886_528
+    # GPTBigCodeConfig's defaults: multi_query, n_inner 4 x n_embd, the tanh GELU
+    bare = _without(SANTACODER, "multi_query", "n_inner", "activation_function")
+    assert model_from_hf_config(bare, name="santacoder") == spec
+    mha = model_from_hf_config({**SANTACODER, "multi_query": False}, name="s")
+    assert mha.num_kv_heads == 16
+    assert total_params(mha) - total_params(spec) == 24 * 2 * (2048 + 1) * (2048 - 128)
+    # the names of GPTBigCodeConfig's attribute_map read the same network
+    renamed = {
+        **_without(SANTACODER, "n_embd", "n_head", "n_layer", "n_positions"),
+        "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 24,
+        "max_position_embeddings": 2048,
+    }  # fmt: skip
+    assert model_from_hf_config(renamed, name="santacoder") == spec
+
+
+def test_phi_against_the_phi_2_card() -> None:
+    spec = model_from_hf_config(PHI_2, name="phi-2")
+    # attention and MLP on one LayerNorm, 40% of each head rotated, biases everywhere, untied
+    assert spec.parallel_block and spec.norm == "layernorm" and not spec.tied_embeddings
+    assert (spec.rotary_fraction, spec.rope_theta, spec.num_kv_heads) == (0.4, 1e4, 32)
+    assert spec.attention_bias and spec.attention_output_bias and spec.mlp_bias
+    assert (spec.ffn_activation, spec.qk_norm, spec.dropout) == ("gelu", False, True)
+    # D 2560, F 10240, V 51200: attention 4 D^2 + 4 D = 26,224,640; MLP 2 D F + F + D =
+    # 52,441,600; one LayerNorm 5,120: 78,671,360 a layer, x 32 = 2,517,483,520; embedding and
+    # output layer 2 V D = 262,144,000; final norm 5,120
+    assert total_params(spec) == 2_779_632_640
+    # microsoft/phi-2 card: 2.7 billion parameters; the hub's 2.78B counts the output layer's
+    # bias as well (V = 51,200 values, not counted here)
+    assert round((total_params(spec) + 51200) / 1e7) == 278
+    # PhiConfig's defaults: half of each head rotated, no q/k norm, MHA, untied
+    bare = _without(PHI_2, "partial_rotary_factor", "qk_layernorm", "num_key_value_heads")
+    defaults = model_from_hf_config(_without(bare, "tie_word_embeddings"), name="phi-2")
+    assert defaults == spec.model_copy(update={"rotary_fraction": 0.5})
+    # qk_layernorm: the per-head norm on q and k, counted as RMSNorm's 2 x head_dim a layer
+    normed = model_from_hf_config({**PHI_2, "qk_layernorm": True}, name="p")
+    assert normed.qk_norm and total_params(normed) - total_params(spec) == 32 * 2 * 80
+
+
+def _dbrx_with_ffn(**changes: object) -> dict[str, object]:
+    """DBRX with ``changes`` to its ffn_config."""
+    ffn = DBRX["ffn_config"]
+    assert isinstance(ffn, dict)
+    return {**DBRX, "ffn_config": {**ffn, **changes}}
+
+
+def test_dbrx_against_its_model_card() -> None:
+    spec = model_from_hf_config(DBRX, name="dbrx")
+    moe = spec.moe
+    assert moe is not None
+    assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (16, 4, 10752)
+    assert moe.num_shared_experts == 0 and spec.ffn_hidden_size == 0 and spec.num_moe_layers == 40
+    # DbrxRouter: softmax over the 16, the top 4 divided by their 1-norm (sum to one), no bias
+    assert moe.router_score == "softmax" and moe.router_topk_norm
+    assert not (moe.router_bias or moe.router_expert_bias)
+    assert (spec.num_kv_heads, spec.head_dim, spec.rope_theta) == (8, 128, 5e5)
+    assert (spec.ffn_activation, spec.norm, spec.max_context) == ("swiglu", "layernorm", 32768)
+    assert not (spec.attention_bias or spec.attention_output_bias or spec.mlp_bias)
+    assert not spec.tied_embeddings and not spec.parallel_block
+    # D 6144, 48 heads of 128 in 8 groups, 16 experts of 10752, V 100352: attention D^2 + 2 x
+    # 1024 D + D^2 = 88,080,384; one GLU expert 3 x D x 10752 = 198,180,864; router 16 D =
+    # 98,304; two norms 24,576 (the spec's LayerNorm counts a bias DBRX's has not):
+    # 3,259,097,088 a layer, x 40 = 130,363,883,520; embedding and output layer 2 V D =
+    # 1,233,125,376; final norm 12,288. Active: 4 experts, 880,926,720 a layer
+    assert total_params(spec) == 131_597_021_184
+    assert active_params(spec) == 36_470_206_464
+    # databricks/dbrx-base card: 132B total parameters, 36B active on any input
+    assert round(total_params(spec) / 1e9) == 132 and round(active_params(spec) / 1e9) == 36
+    # DbrxAttentionConfig's and DbrxFFNConfig's defaults: one key/value head, base 10,000, a
+    # SiLU GLU expert, the top-k weights renormalised
+    bare = model_from_hf_config({**DBRX, "attn_config": None}, name="d")
+    assert (bare.num_kv_heads, bare.rope_theta) == (1, 10000.0)
+    spelled = _dbrx_with_ffn(ffn_act_fn={"name": "silu"}, moe_normalize_expert_weights=1)
+    assert model_from_hf_config(spelled, name="dbrx") == spec
+    unnormalised = model_from_hf_config(_dbrx_with_ffn(moe_normalize_expert_weights=None), name="d")
+    assert unnormalised.moe is not None and not unnormalised.moe.router_topk_norm
+    gelu = _dbrx_with_ffn(ffn_act_fn={"name": "gelu", "approximate": "tanh"})
+    assert model_from_hf_config(gelu, name="d").ffn_activation == "geglu"
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        (_dbrx_with_ffn(moe_normalize_expert_weights=2.0), "not by another p-norm"),
+        (_dbrx_with_ffn(ffn_act_fn={"name": "relu"}), "ffn_act_fn.name 'relu' is not supported"),
+        (_dbrx_with_ffn(ffn_act_fn="silu"), "ffn_act_fn must be an object"),
+        ({**DBRX, "ffn_config": [16, 4]}, "ffn_config must be an object"),
+        ({**DBRX, "tie_word_embeddings": True}, "tie_word_embeddings true cannot be expressed"),
+        ({**FALCON_7B, "activation": "swiglu"}, "activation 'swiglu' is not supported"),
+    ],
+)
+def test_new_families_refuse_in_one_line(config: dict[str, object], words: str) -> None:
+    with pytest.raises(SpecError, match=re.escape(words)) as err:
+        model_from_hf_config(config, name="m")
+    assert "\n" not in str(err.value) and str(err.value).startswith("m: ")
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        (PYTHIA_12B, "intermediate_size"),
+        (FALCON_7B, "vocab_size"),
+        (FALCON_40B, "num_attention_heads"),
+        (SANTACODER, "n_positions"),
+        (PHI_2, "max_position_embeddings"),
+        (DBRX, "d_model"),
+        # the expert sizes are required, as every family's sizes are (DbrxFFNConfig's are a toy's)
+        (_without(DBRX, "ffn_config"), "ffn_config.moe_num_experts"),
+    ],
+)
+def test_new_families_name_a_missing_key(config: dict[str, object], key: str) -> None:
+    with pytest.raises(SpecError, match=re.escape(f"lacks '{key}'")) as err:
+        model_from_hf_config(_without(config, key), name="m")
+    assert "\n" not in str(err.value) and str(err.value).startswith("m: ")
+
+
+def test_new_families_are_read_by_their_architectures() -> None:
+    cases = [(PYTHIA_12B, "gpt_neox"), (FALCON_7B, "falcon"), (SANTACODER, "gpt_bigcode")]
+    cases += [(PHI_2, "phi"), (DBRX, "dbrx")]
+    for config, family in cases:
+        spec = model_from_hf_config({**config, "model_type": "custom"}, name="m")
+        assert spec.family == family and "read as" in spec.source

@@ -44,6 +44,7 @@ _DROPOUT_KEYS = (
     "hidden_dropout",
     "resid_pdrop",
     "embd_pdrop",
+    "emb_pdrop",
     "attn_pdrop",
     "residual_dropout",
     "embedding_dropout",
@@ -1497,6 +1498,255 @@ def _apertus(config: Config) -> Fields:
     }
 
 
+def _alias(config: Config, *keys: str) -> str:
+    """The first of ``keys`` the config gives (not null): a key the configuration class reads
+    under more than one name (GPT-NeoX's ``partial_rotary_factor`` or the released configs'
+    ``rotary_pct``, the ``n_head`` and ``n_layer`` of the first Falcon configs) is read under
+    either; the first key when none is given, so that a refusal names it.
+
+    >>> _alias({"n_head": 71}, "num_attention_heads", "n_head"), _alias({}, "n_embd", "hidden_size")
+    ('n_head', 'n_embd')
+    """
+    return next((key for key in keys if config.get(key) is not None), keys[0])
+
+
+def _heads_divide(hidden: int, heads: int, hidden_key: str, heads_key: str) -> int:
+    """The head width ``hidden`` // ``heads`` of a family that has no ``head_dim`` key, when the
+    heads divide the width (else SpecError: the configuration class refuses it too)."""
+    if hidden % heads:
+        raise SpecError(
+            f"config.json {hidden_key} {hidden} is not a multiple of {heads_key} {heads}"
+        )
+    return hidden // heads
+
+
+def _gpt_neox(config: Config) -> Fields:
+    """GPTNeoXForCausalLM (GPT-NeoX-20B, arXiv 2204.06745; Pythia, arXiv 2304.01373): MHA with
+    q, k and v fused in one ``query_key_value`` (the same weights), biases on it and on ``dense``
+    with ``attention_bias`` (GPTNeoXConfig's default true) and always on the plain MLP
+    (``hidden_act``, default ``gelu``), LayerNorm with bias, RoPE on ``partial_rotary_factor`` (the
+    released configs' ``rotary_pct``; default 0.25) of each head at base ``rope_theta``
+    (``rotary_emb_base``; default 10,000), and an output layer of its own unless
+    ``tie_word_embeddings`` (default false). With ``use_parallel_residual`` (default true) a layer
+    adds attention and MLP to the residual at once, x + attn(ln1(x)) + mlp(ln2(x)):
+    ``parallel_block``, whose one norm leaves out the second LayerNorm (2D weights a layer, 0.003%
+    of Pythia-12B, and an elementwise pass); without it the two sub-blocks run in sequence."""
+    rotary_key = _alias(config, "partial_rotary_factor", "rotary_pct")
+    theta_key = _alias(config, "rope_theta", "rotary_emb_base")
+    attention_bias = _bool(config, "attention_bias", True)
+    hidden, heads = _int(config, "hidden_size"), _positive_int(config, "num_attention_heads")
+    return {
+        **_attention(config),
+        "num_kv_heads": heads,
+        "head_dim": _heads_divide(hidden, heads, "hidden_size", "num_attention_heads"),
+        "ffn_hidden_size": _int(config, "intermediate_size"),
+        "ffn_activation": _activation(config, "hidden_act", "gelu", _PLAIN),
+        "position_embedding": "rope",
+        "rotary_fraction": _positive_float(config, rotary_key, 0.25),
+        "rope_theta": _positive_float(config, theta_key, 10000.0),
+        "norm": "layernorm",
+        "parallel_block": _bool(config, "use_parallel_residual", True),
+        "attention_bias": attention_bias,
+        "attention_output_bias": attention_bias,
+        "mlp_bias": True,
+    }
+
+
+def _falcon(config: Config) -> Fields:
+    """FalconForCausalLM (Falcon-7B, 40B, 180B; Falcon 2; arXiv 2311.16867). q, k and v fused in
+    one ``query_key_value``, a plain MLP of ``ffn_hidden_size`` (FalconConfig's default 4 x
+    ``hidden_size``; the 2023 releases leave it out) with ``activation`` (default ``gelu``),
+    biases on every projection with ``bias`` (default false), LayerNorm with bias, ALiBi with
+    ``alibi`` (default false) else RoPE, a context of ``max_position_embeddings`` (default 2048;
+    the 2023 releases leave it out), and the embedding tied to the output layer unless
+    ``tie_word_embeddings`` says otherwise (default true). The first releases' keys are read too:
+    ``n_embed`` (before ``hidden_size``, as FalconConfig does), ``n_head``, ``n_layer``,
+    ``n_head_kv``.
+
+    With ``new_decoder_architecture`` (40B, 180B) the heads form ``num_kv_heads`` groups (GQA;
+    default one per head) and the layer is always parallel (``parallel_attn`` is ignored, as
+    FalconConfig documents); with ``num_ln_in_parallel_attn`` 2 (the default there) attention and
+    MLP read two LayerNorms of the same input, which ``parallel_block``'s one norm counts once:
+    2D weights a layer (0.002% of Falcon-40B) and an elementwise pass are left out. The 7B form
+    has one key and value head with ``multi_query`` (default true), else one per head, and a
+    parallel layer with one LayerNorm with ``parallel_attn`` (default true), else a sequential
+    layer with two."""
+    hidden_key = "n_embed" if config.get("n_embed") is not None else "hidden_size"
+    heads_key = _alias(config, "num_attention_heads", "n_head")
+    hidden, heads = _int(config, hidden_key), _positive_int(config, heads_key)
+    new_architecture = _bool(config, "new_decoder_architecture", False)
+    if new_architecture:
+        kv_heads = _opt_int(config, _alias(config, "num_kv_heads", "n_head_kv"), heads)
+    else:
+        kv_heads = 1 if _bool(config, "multi_query", True) else heads
+    bias = _bool(config, "bias", False)
+    return {
+        "hidden_size": hidden,
+        "num_layers": _int(config, _alias(config, "num_hidden_layers", "n_layer")),
+        "num_attention_heads": heads,
+        "num_kv_heads": kv_heads,
+        "head_dim": _heads_divide(hidden, heads, hidden_key, heads_key),
+        "ffn_hidden_size": _opt_int(config, "ffn_hidden_size", 4 * hidden),
+        "ffn_activation": _activation(config, "activation", "gelu", _PLAIN),
+        "vocab_size": _int(config, "vocab_size"),
+        "tied_embeddings": _bool(config, "tie_word_embeddings", True),
+        "max_context": _opt_int(config, "max_position_embeddings", 2048),
+        "position_embedding": "alibi" if _bool(config, "alibi", False) else "rope",
+        "norm": "layernorm",
+        "parallel_block": new_architecture or _bool(config, "parallel_attn", True),
+        "attention_bias": bias,
+        "attention_output_bias": bias,
+        "mlp_bias": bias,
+    }
+
+
+_GPT_BIGCODE_ALIASES = {
+    "n_embd": "hidden_size",
+    "n_head": "num_attention_heads",
+    "n_layer": "num_hidden_layers",
+    "n_positions": "max_position_embeddings",
+}
+"""GPTBigCodeConfig's ``attribute_map``: each of its keys (GPT-2's) and the name it also
+answers to."""
+
+
+def _gpt_bigcode(config: Config) -> Fields:
+    """GPTBigCodeForCausalLM (SantaCoder, arXiv 2301.03988; StarCoder, arXiv 2305.06161): GPT-2's
+    layer (:func:`_gpt2`: LayerNorm, biases everywhere, a plain MLP of ``n_inner``, default 4 x
+    ``n_embd``, learned positions over ``n_positions``, the embedding tied to the output layer
+    unless ``tie_word_embeddings`` says otherwise) with one key and value head shared by every
+    query head when ``multi_query`` (GPTBigCodeConfig's default true), and the tanh GELU
+    (``activation_function``, default ``gelu_pytorch_tanh``). The keys are read under the names
+    of the class's ``attribute_map`` too (``hidden_size`` for ``n_embd``, ...)."""
+    aliased = {
+        key: config[alias]
+        for key, alias in _GPT_BIGCODE_ALIASES.items()
+        if config.get(key) is None and config.get(alias) is not None
+    }
+    fields = _gpt2({**config, **aliased})
+    if _bool(config, "multi_query", True):
+        fields["num_kv_heads"] = 1
+    activation = _activation(config, "activation_function", "gelu_pytorch_tanh", _PLAIN)
+    return {**fields, "ffn_activation": activation}
+
+
+def _phi(config: Config) -> Fields:
+    """PhiForCausalLM (phi-1, phi-1.5, phi-2): attention and a plain MLP (``hidden_act``, default
+    ``gelu_new``) side by side on one LayerNorm's output (``parallel_block``), biases on q, k, v,
+    ``dense`` and the MLP, MHA unless ``num_key_value_heads``, RoPE on ``partial_rotary_factor``
+    of each head (PhiConfig's default 0.5; phi-2 0.4), and an output layer of its own unless
+    ``tie_word_embeddings`` (default false). That output layer has a bias too: V values (0.002%
+    of phi-2) not counted. ``qk_layernorm`` (default false) normalises each head's queries and
+    keys with a LayerNorm after the projections; ModelSpec's ``qk_norm`` is that per-head pass
+    over q and k with RMSNorm's scale weights, so it is read as ``qk_norm`` and the LayerNorms'
+    biases, 2 x head_dim weights a layer, are left out."""
+    return {
+        **_attention(config),
+        "ffn_hidden_size": _int(config, "intermediate_size"),
+        "ffn_activation": _activation(config, "hidden_act", "gelu_new", _PLAIN),
+        "position_embedding": "rope",
+        "rotary_fraction": 0.5,  # _rope replaces it with the config's partial_rotary_factor
+        "norm": "layernorm",
+        "parallel_block": True,
+        "attention_bias": True,
+        "attention_output_bias": True,
+        "mlp_bias": True,
+        "qk_norm": _bool(config, "qk_layernorm", False),
+    }
+
+
+def _nested(config: Config, key: str) -> Fields:
+    """The object ``key`` (DBRX's ``attn_config`` and ``ffn_config``) with each of its keys named
+    ``key.inner`` beside the config's model_type, so that the typed readers name a key in full;
+    an empty object when absent or null (its class's defaults), a SpecError when not an object.
+
+    >>> _nested({"model_type": "dbrx", "attn_config": {"kv_n_heads": 8}}, "attn_config")
+    {'model_type': 'dbrx', 'attn_config.kv_n_heads': 8}
+    """
+    value = config.get(key)
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise SpecError(f"config.json {key} must be an object, got {short_repr(value)}")
+    return {"model_type": config.get("model_type"), **{f"{key}.{k}": v for k, v in value.items()}}
+
+
+def _dbrx(config: Config) -> Fields:
+    """DbrxForCausalLM (DBRX): GQA with ``attn_config.kv_n_heads`` key and value heads
+    (DbrxAttentionConfig's default 1) and RoPE at ``attn_config.rope_theta`` (default 10,000), q,
+    k and v fused in one ``Wqkv``; no biases anywhere; and a MoE FFN on every layer:
+    ``ffn_config.moe_num_experts`` GLU experts of width ``ffn_config.ffn_hidden_size``, top
+    ``ffn_config.moe_top_k``, whose activation is ``ffn_config.ffn_act_fn``'s ``name`` (default
+    silu: SwiGLU), no shared expert. The router (transformers' DbrxRouter) takes the softmax over
+    every expert, keeps the top k and divides them by their p-norm, p =
+    ``moe_normalize_expert_weights`` (DbrxFFNConfig's default 1: renormalised to sum to one,
+    ``router_topk_norm``; null: kept as they are); another p is no router ModelSpec has and is
+    refused. The output layer is the embedding's own (DbrxConfig refuses tied embeddings).
+    DBRX's LayerNorms have no bias where the spec's counts one: D weights a norm, 0.0004% of
+    DBRX. ``attn_config.clip_qkv`` clamps the projections in place and
+    ``ffn_config.moe_jitter_eps`` scales the router's input by noise in training: no parameter,
+    and their elementwise passes are not priced."""
+    attn, ffn = _nested(config, "attn_config"), _nested(config, "ffn_config")
+    if _bool(config, "tie_word_embeddings", False):
+        raise SpecError(
+            "config.json tie_word_embeddings true cannot be expressed: DBRX has no tied "
+            "embeddings (DbrxConfig refuses them)"
+        )
+    act = ffn.get("ffn_config.ffn_act_fn")
+    if act is not None and not isinstance(act, Mapping):
+        raise SpecError(
+            f"config.json ffn_config.ffn_act_fn must be an object, got {short_repr(act)}"
+        )
+    name = {"ffn_config.ffn_act_fn.name": (act or {}).get("name", "silu")}
+    hidden, heads = _int(config, "d_model"), _positive_int(config, "n_heads")
+    moe = {
+        "num_experts": _int(ffn, "ffn_config.moe_num_experts"),
+        "top_k": _int(ffn, "ffn_config.moe_top_k"),
+        "expert_ffn_hidden_size": _int(ffn, "ffn_config.ffn_hidden_size"),
+        "router_score": "softmax",
+        "router_topk_norm": _dbrx_topk_norm(ffn),
+    }
+    return {
+        "hidden_size": hidden,
+        "num_layers": _int(config, "n_layers"),
+        "num_attention_heads": heads,
+        "num_kv_heads": _opt_int(attn, "attn_config.kv_n_heads", 1),
+        "head_dim": _heads_divide(hidden, heads, "d_model", "n_heads"),
+        "ffn_hidden_size": 0,
+        "ffn_activation": _activation(name, "ffn_config.ffn_act_fn.name", "silu", _GATED),
+        "vocab_size": _int(config, "vocab_size"),
+        "tied_embeddings": False,
+        "max_context": _int(config, "max_seq_len"),
+        "position_embedding": "rope",
+        "rope_theta": _positive_float(attn, "attn_config.rope_theta", 10000.0),
+        "norm": "layernorm",
+        "moe": moe,
+    }
+
+
+def _dbrx_topk_norm(ffn: Config) -> bool:
+    """Whether DBRX's router renormalises its top-k weights to sum to one: its
+    ``moe_normalize_expert_weights`` p divides them by their p-norm, the sum for p = 1
+    (DbrxFFNConfig's default, when the key is absent); null divides by nothing.
+
+    >>> _dbrx_topk_norm({}), _dbrx_topk_norm({"ffn_config.moe_normalize_expert_weights": None})
+    (True, False)
+    """
+    key = "ffn_config.moe_normalize_expert_weights"
+    if key not in ffn:
+        return True
+    value = ffn[key]
+    if value is None:
+        return False
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != 1:
+        raise SpecError(
+            f"config.json {key} {short_repr(value)} cannot be expressed: ModelSpec's router "
+            "divides its top-k weights by their sum (1) or by nothing (null), not by another "
+            "p-norm"
+        )
+    return True
+
+
 _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "llama": _llama,
     "llama4": _multimodal_wrapper("llama4_text"),
@@ -1538,6 +1788,11 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "exaone4": _exaone4,
     "dots1": _dots1,
     "apertus": _apertus,
+    "gpt_neox": _gpt_neox,
+    "falcon": _falcon,
+    "gpt_bigcode": _gpt_bigcode,
+    "phi": _phi,
+    "dbrx": _dbrx,
 }
 """model_type -> the function mapping that family's config.json to ModelSpec fields."""
 
@@ -1587,6 +1842,11 @@ _ARCHITECTURES: dict[str, str] = {
     "Exaone4ForCausalLM": "exaone4",
     "Dots1ForCausalLM": "dots1",
     "ApertusForCausalLM": "apertus",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "FalconForCausalLM": "falcon",
+    "GPTBigCodeForCausalLM": "gpt_bigcode",
+    "PhiForCausalLM": "phi",
+    "DbrxForCausalLM": "dbrx",
 }
 """transformers' model class (a config's ``architectures``) -> the :data:`_FAMILIES` key of the
 network it builds: how a config whose own ``model_type`` is not known here is read
