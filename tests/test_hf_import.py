@@ -2291,3 +2291,64 @@ def test_new_families_are_read_by_their_architectures() -> None:
     for config, family in cases:
         spec = model_from_hf_config({**config, "model_type": "custom"}, name="m")
         assert spec.family == family and "read as" in spec.source
+
+
+def _as_transformers_5(config: dict[str, object], **extra: object) -> dict[str, object]:
+    """``config`` as transformers 5 saves it: ``rope_theta`` and ``rope_scaling`` folded into
+    one ``rope_parameters`` mapping (its ``rope_type`` "default" without scaling)."""
+    scaling = config.get("rope_scaling") or {"rope_type": "default"}
+    params = {**scaling, "rope_theta": config["rope_theta"], **extra}  # type: ignore[dict-item]
+    return {**_without(config, "rope_theta", "rope_scaling"), "rope_parameters": params}
+
+
+def test_transformers_5_rope_parameters_read_as_the_legacy_keys() -> None:
+    """A config saved by transformers 5 has no top-level rope_theta or rope_scaling: read
+    without rope_parameters, Llama 3.1 70B would be RoPE at base 10,000 and no llama3 scaling,
+    which the export would then spell (--rotary-base 10000)."""
+    for config, name in ((LLAMA_3_1_70B, "llama-3.1-70b"), (GPT_OSS_120B, "gpt-oss-120b"),
+                         (QWEN3_8B, "qwen3-8b")):  # fmt: skip
+        legacy = model_from_hf_config(config, name=name)
+        assert model_from_hf_config(_as_transformers_5(config), name=name) == legacy
+    v5 = model_from_hf_config(_as_transformers_5(LLAMA_3_1_70B), name="l")
+    assert v5.rope_theta == 500000.0 and v5.rope_scaling is not None
+    assert (v5.rope_scaling.kind, v5.rope_scaling.factor) == ("llama3", 8.0)
+    # YaRN's attention factor comes from the same mapping: 0.1 ln(32) + 1 for gpt-oss's 32x
+    assert model_from_hf_config(
+        _as_transformers_5(GPT_OSS_120B), name="g"
+    ).rope_attention_factor == (pytest.approx(1.3466, abs=1e-4))
+    # multimodal RoPE's split of the rotated dimensions changes nothing; the rotated share is read
+    mrope = _as_transformers_5(QWEN3_8B, mrope_section=[24, 20, 20], partial_rotary_factor=0.5)
+    spec = model_from_hf_config(mrope, name="q")
+    assert spec.rotary_fraction == 0.5 and spec.rope_scaling is None and spec.rope_theta == 1e6
+
+
+def test_rope_parameters_per_layer_type_and_contradictions() -> None:
+    per_layer = {
+        **_without(QWEN3_8B, "rope_theta", "rope_scaling"),
+        "rope_parameters": {
+            "full_attention": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                               "original_max_position_embeddings": 32768},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        },
+    }  # fmt: skip
+    spec = model_from_hf_config(per_layer, name="q")  # the global layers' entry
+    assert spec.rope_theta == 1e6 and spec.rope_scaling is not None
+    assert (spec.rope_scaling.kind, spec.rope_scaling.factor) == ("yarn", 4.0)
+    same = {**per_layer, "rope_parameters": {"a": {"rope_theta": 2e6}, "b": {"rope_theta": 2e6}}}
+    assert model_from_hf_config(same, name="q").rope_theta == 2e6
+    refusals = [
+        ({**per_layer, "rope_parameters": {"a": {"rope_theta": 1e6}, "b": {"rope_theta": 1e4}}},
+         "gives layer types \\['a', 'b'\\] different RoPE"),
+        ({**_as_transformers_5(QWEN3_8B), "rope_theta": 5e5}, "rope_theta 500000.0 contradicts"),
+        ({**_as_transformers_5(LLAMA_3_1_70B), "rope_scaling": {"rope_type": "linear",
+                                                               "factor": 2.0}},
+         "rope_scaling contradicts rope_parameters"),
+        ({**QWEN3_8B, "rope_parameters": "yarn"}, "rope_parameters must be an object"),
+    ]  # fmt: skip
+    for config, message in refusals:
+        with pytest.raises(SpecError, match=message) as err:
+            model_from_hf_config(config, name="qwen3-8b")
+        assert "\n" not in str(err.value) and str(err.value).startswith("qwen3-8b: ")
+    # the same value given in both places is no contradiction
+    both = {**_as_transformers_5(QWEN3_8B), "rope_theta": 1000000}
+    assert model_from_hf_config(both, name="q").rope_theta == 1e6

@@ -65,6 +65,7 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     model_type = config.get("model_type")
     family, read_as = _family_of(config, name)
     try:
+        config = _legacy_rope(config)
         fields = _FAMILIES[family](config)
         if fields.get("position_embedding", "rope") == "rope":
             fields["rope_attention_factor"] = _yarn_attention_factor(config, name)
@@ -188,6 +189,75 @@ def yarn_attention_factor(
             )
         return round(m(mscale) / denominator, 4)
     return round(m(), 4)
+
+
+ROPE_PARAMETER_LAYER = "full_attention"
+"""The layer type whose entry of a per-layer-type ``rope_parameters`` the model's RoPE is read
+from: the global layers, where a context extension applies (local layers' own base changes
+their frequencies, not what a step costs)."""
+
+_ROPE_PARAMETER_OWN_KEYS = ("rope_theta", "partial_rotary_factor", "mrope_section",
+                            "mrope_interleaved")  # fmt: skip
+"""``rope_parameters`` keys that are not scaling settings: the base and the rotated share (read
+as ``rope_theta`` and ``partial_rotary_factor``), and multimodal RoPE's split of the rotated
+dimensions over time, height and width (Qwen2-VL's M-RoPE: the same rotations, so the same
+cost)."""
+
+
+def _legacy_rope(config: Config) -> Config:
+    """``config`` with transformers v5's ``rope_parameters`` read into the keys the families
+    read (``rope_theta``, ``partial_rotary_factor``, ``rope_scaling``): configs saved by
+    transformers 5 carry ``{"rope_type": ..., "rope_theta": ..., "factor": ...}`` there and no
+    top-level ``rope_theta`` or ``rope_scaling``, which would otherwise read as RoPE at base
+    10,000 without scaling. A per-layer-type mapping (``{"full_attention": {...},
+    "sliding_attention": {...}}``) is read from its :data:`ROPE_PARAMETER_LAYER` entry, else
+    from its one distinct entry. A value that contradicts a top-level key is refused rather than
+    one of them silently kept.
+
+    >>> _legacy_rope({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6,
+    ...     "factor": 4.0, "original_max_position_embeddings": 32768}})["rope_scaling"]
+    {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 32768}
+    >>> _legacy_rope({"rope_parameters": {"full_attention": {"rope_theta": 1e6},
+    ...     "sliding_attention": {"rope_theta": 1e4}}})["rope_theta"]
+    1000000.0
+    """
+    given = config.get("rope_parameters")
+    if given is None:
+        return config
+    if not isinstance(given, Mapping):
+        raise SpecError(f"config.json rope_parameters must be an object, got {short_repr(given)}")
+    params: Mapping[str, object] = given
+    if given and all(isinstance(v, Mapping) for v in given.values()):  # per layer type
+        distinct = {repr(sorted(v.items())): v for v in given.values()}  # type: ignore[union-attr]
+        if ROPE_PARAMETER_LAYER in given:
+            params = given[ROPE_PARAMETER_LAYER]  # type: ignore[assignment]
+        elif len(distinct) == 1:
+            params = next(iter(distinct.values()))
+        else:
+            raise SpecError(
+                f"config.json rope_parameters gives layer types {sorted(given)} different RoPE "
+                f"and none is {ROPE_PARAMETER_LAYER!r}: the spec has one RoPE for every layer"
+            )
+    out = dict(config)
+    for key in ("rope_theta", "partial_rotary_factor"):
+        value = params.get(key)
+        if value is None:
+            continue
+        if config.get(key) is not None and config[key] != value:
+            raise SpecError(
+                f"config.json {key} {short_repr(config[key])} contradicts rope_parameters."
+                f"{key} {short_repr(value)}: give one of them"
+            )
+        out[key] = value
+    kind = params.get("rope_type") or params.get("type")
+    if kind is not None and kind != "default":
+        scaling = {k: v for k, v in params.items() if k not in _ROPE_PARAMETER_OWN_KEYS}
+        if config.get("rope_scaling") is not None and config["rope_scaling"] != scaling:
+            raise SpecError(
+                "config.json rope_scaling contradicts rope_parameters: give one of them"
+            )
+        out["rope_scaling"] = scaling
+    return out
 
 
 def _yarn_attention_factor(config: Config, name: str) -> float:
