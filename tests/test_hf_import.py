@@ -1180,28 +1180,15 @@ tt-metal's models/demos/ttnn_falcon7b/tt/model_config.py). Like the release it h
 ffn_hidden_size, max_position_embeddings, activation or tie_word_embeddings: FalconConfig's
 defaults; its num_kv_heads is ignored under multi_query."""
 
-# https://huggingface.co/tiiuae/falcon-40b-instruct/blob/main/config.json
+# https://huggingface.co/tiiuae/falcon-40b-instruct/blob/main/config.json: the 7B's keys, these
+# five with other values (the release lists the same keys)
 FALCON_40B: dict[str, object] = {
-    "alibi": False,
-    "apply_residual_connection_post_layernorm": False,
-    "architectures": ["FalconForCausalLM"],
-    "attention_dropout": 0.0,
-    "bias": False,
-    "hidden_dropout": 0.0,
+    **FALCON_7B,
     "hidden_size": 8192,
-    "initializer_range": 0.02,
-    "layer_norm_epsilon": 1e-05,
-    "model_type": "falcon",
-    "multi_query": True,
     "new_decoder_architecture": True,
     "num_attention_heads": 128,
     "num_hidden_layers": 60,
     "num_kv_heads": 8,
-    "parallel_attn": True,
-    "torch_dtype": "bfloat16",
-    "transformers_version": "4.28.1",
-    "use_cache": True,
-    "vocab_size": 65024,
 }
 """tiiuae/falcon-40b-instruct config.json (falcon-40b's network; from the copy in Tenstorrent
 tt-metal's models/demos/falcon40b/tt/model_config.py); its multi_query is ignored by the new
