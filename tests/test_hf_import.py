@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from planner.catalog import load_model
 from planner.catalog.hf import SUPPORTED_MODEL_TYPES, model_from_hf_config
 from planner.cost.params import active_params, embedding_params, total_params
 from planner.errors import SpecError
@@ -1314,7 +1315,9 @@ def test_every_supported_family_has_a_config_here() -> None:
     configs += [c for _, c, _ in SIZE_CLASS_TOTALS] + [ERNIE_4_5_21B_A3B, MINIMAX_M2]
     configs += [HY_MT2_7B, EXAONE_4_0_32B, DOTS_LLM1_INST, APERTUS_8B]
     configs += [PYTHIA_12B, FALCON_7B, FALCON_40B, SANTACODER, PHI_2, DBRX]
-    wrappers = {"gemma3", "llama4"}  # refused with a one-line error (test_wrappers_are_refused)
+    configs += [QWEN3_VL_4B_TEXT, QWEN3_VL_30B_A3B_TEXT]
+    # refused with a one-line error (test_wrappers_are_refused and the vision-language one)
+    wrappers = {"gemma3", "llama4", "qwen3_vl", "qwen3_vl_moe", "mistral3"}
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
 
@@ -1784,8 +1787,6 @@ def test_a_checkpoint_folder_loads_its_config(tmp_path: Path) -> None:
     """``--model <folder>`` reads the folder's config.json, as transformers' from_pretrained
     does; the folder's name names the model when the config does not."""
     import json
-
-    from planner.catalog import load_model
 
     name, config = ROUND_TRIPS[0]
     folder = tmp_path / "My-Checkpoint"
@@ -2339,3 +2340,115 @@ def test_rope_parameters_per_layer_type_and_contradictions() -> None:
     # the same value given in both places is no contradiction
     both = {**_as_transformers_5(QWEN3_8B), "rope_theta": 1000000}
     assert model_from_hf_config(both, name="q").rope_theta == 1e6
+
+
+# https://huggingface.co/Qwen/Qwen3-VL-4B-Instruct/blob/main/config.json, its text_config (the
+# copy a public training script passes to Qwen3VLConfig, transformers_version 4.57.0.dev0)
+QWEN3_VL_4B_TEXT: dict[str, object] = {
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "dtype": "bfloat16",
+    "eos_token_id": 151645,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 2560,
+    "initializer_range": 0.02,
+    "intermediate_size": 9728,
+    "max_position_embeddings": 262144,
+    "model_type": "qwen3_vl_text",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {
+        "mrope_interleaved": True,
+        "mrope_section": [24, 20, 20],
+        "rope_type": "default",
+    },
+    "rope_theta": 5000000,
+    "tie_word_embeddings": True,
+    "use_cache": True,
+    "vocab_size": 151936,
+}
+
+# https://huggingface.co/Qwen/Qwen3-VL-30B-A3B-Instruct/blob/main/config.json: its text_config as a
+# public parser test transcribes it from the release (commit 1fc78ad; the keys it reads), and the
+# wrapper's tie_word_embeddings false, which the text_config leaves out
+QWEN3_VL_30B_A3B_TEXT: dict[str, object] = {
+    "attention_bias": False,
+    "decoder_sparse_step": 1,
+    "head_dim": 128,
+    "hidden_size": 2048,
+    "intermediate_size": 6144,
+    "max_position_embeddings": 262144,
+    "mlp_only_layers": [],
+    "model_type": "qwen3_vl_moe_text",
+    "moe_intermediate_size": 768,
+    "norm_topk_prob": True,
+    "num_attention_heads": 32,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {
+        "mrope_interleaved": True,
+        "mrope_section": [24, 20, 20],
+        "rope_type": "default",
+    },
+    "rope_theta": 5000000,
+    "vocab_size": 151936,
+}
+
+
+def test_qwen3_vl_language_models_are_qwen3_decoders() -> None:
+    """Qwen3-VL's decoders are Qwen3-4B's and Qwen3-30B-A3B's networks (their model cards: 4.0B,
+    3.6B without embeddings; 30.5B total, 3.3B active), M-RoPE's section split changing nothing
+    a step costs."""
+    dense = model_from_hf_config(QWEN3_VL_4B_TEXT, name="qwen3-vl-4b")
+    assert dense.qk_norm and dense.tied_embeddings and dense.sliding_window is None
+    assert (dense.head_dim, dense.num_kv_heads, dense.rope_theta) == (128, 8, 5e6)
+    # 36 x (2560 x (4096 + 2 x 1024) + 4096 x 2560 attention + 3 x 2560 x 9728 MLP) = 3.61B,
+    # and the 0.39B tied embedding: 4.02B
+    assert round((total_params(dense) - embedding_params(dense)) / 1e8) == 36
+    assert round(total_params(dense) / 1e8) == 40
+    wrapped = {**QWEN3_VL_30B_A3B_TEXT, "tie_word_embeddings": False}
+    moe_model = model_from_hf_config(wrapped, name="qwen3-vl-30b-a3b")
+    moe = moe_model.moe
+    assert moe is not None and moe_model.ffn_hidden_size == 0
+    assert (moe.num_experts, moe.top_k, moe.expert_ffn_hidden_size) == (128, 8, 768)
+    assert moe.router_topk_norm and moe_model.sliding_window is None
+    # 48 x (128 x 3 x 2048 x 768 experts + 2048 x 8192 + 4096 x 2048 attention) = 29.9B, and the
+    # untied 0.62B embedding and output layer: 30.5B; the catalog's Qwen3-30B-A3B, the same
+    # network, counts the same total and active parameters (3.35B; its card says 3.3B)
+    assert round(total_params(moe_model) / 1e8) == 305
+    catalog = load_model("qwen3-30b-a3b")
+    assert total_params(moe_model) == total_params(catalog)
+    assert active_params(moe_model) == active_params(catalog)
+    # the router always renormalises (Qwen3VLMoeTextTopKRouter): a false norm_topk_prob is moot
+    unnormed = {**wrapped, "norm_topk_prob": False}
+    assert model_from_hf_config(unnormed, name="q") == moe_model.model_copy(update={"name": "q"})
+    for config, key in ((_without(QWEN3_VL_4B_TEXT, "head_dim"), "head_dim"),
+                        (QWEN3_VL_30B_A3B_TEXT, "tie_word_embeddings")):  # fmt: skip
+        with pytest.raises(SpecError, match=f"lacks '{key}'.*write it out") as err:
+            model_from_hf_config(config, name="q")
+        assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "text_type"),
+    [("qwen3_vl", "qwen3_vl_text"), ("qwen3_vl_moe", "qwen3_vl_moe_text"), ("mistral3", "mistral")],
+)
+def test_vision_language_wrappers_name_their_text_type(model_type: str, text_type: str) -> None:
+    wrapper = {"model_type": model_type, "text_config": dict(QWEN3_VL_4B_TEXT)}
+    with pytest.raises(SpecError, match=f"as a {text_type} config.json") as err:
+        model_from_hf_config(wrapper, name="w")
+    assert "\n" not in str(err.value) and "vision encoder is not planned" in str(err.value)
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_5", "qwen3_5_moe", "qwen3_5_text"])
+def test_qwen3_5_hybrid_layers_are_refused(model_type: str) -> None:
+    with pytest.raises(SpecError, match="Gated DeltaNet") as err:
+        model_from_hf_config({**QWEN3_8B, "model_type": model_type}, name="q")
+    assert "\n" not in str(err.value)

@@ -88,6 +88,10 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
 
 NON_ATTENTION_LAYERS: dict[str, str] = {
     "qwen3_next": "Gated DeltaNet linear-attention layers",
+    "qwen3_5": "Gated DeltaNet linear-attention layers",
+    "qwen3_5_text": "Gated DeltaNet linear-attention layers",
+    "qwen3_5_moe": "Gated DeltaNet linear-attention layers",
+    "qwen3_5_moe_text": "Gated DeltaNet linear-attention layers",
     "kimi_linear": "Kimi Delta Attention linear-attention layers",
     "minimax": "lightning (linear) attention layers",
     "jamba": "Mamba state-space layers",
@@ -126,6 +130,8 @@ def _family_of(config: Config, name: str) -> tuple[str, str]:
     classes = [a for a in listed if isinstance(a, str)] if isinstance(listed, list) else []
     if isinstance(listed, list) and len(classes) < len(listed):
         classes = []  # an entry that is no class name: nothing to read the network by
+    if isinstance(model_type, str) and model_type in NON_ATTENTION_LAYERS:
+        classes = []  # its own layers, whatever classes it names: not read as another network
     families = {_ARCHITECTURES.get(a) for a in classes}
     every_known = bool(classes) and None not in families
     if every_known and len(families) == 1:
@@ -706,6 +712,40 @@ def _qwen_moe_layers(config: Config) -> tuple[Fields, int]:
     return moe, width
 
 
+def _required(config: Config, key: str, why: str) -> None:
+    """SpecError unless ``config`` gives ``key``: where the configuration class's default for it
+    has changed between transformers releases, a config that leaves it out does not say which
+    the checkpoint was built with (``why`` says so), so it is asked for rather than guessed."""
+    if config.get(key) is None:
+        raise SpecError(f"config.json lacks {key!r}: {why}; write it out")
+
+
+def _qwen3_vl_text(config: Config) -> Fields:
+    """Qwen3-VL's language model (Qwen3VLTextConfig, model_type ``qwen3_vl_text``, the
+    ``text_config`` of a ``qwen3_vl`` checkpoint): Qwen3's layer (:func:`_qwen3`: q/k RMSNorm,
+    ``attention_bias`` on q/k/v/o, SwiGLU) without a sliding window, its M-RoPE a RoPE whose
+    rotated dimensions are split over time, height and width (``mrope_section``: the same
+    rotations, read by :func:`_legacy_rope`). ``head_dim`` is required: Qwen3VLTextConfig's
+    default was 128 in its first releases and hidden_size / heads later."""
+    _required(config, "head_dim", "Qwen3VLTextConfig's default differs between releases")
+    unslid = {**config, "use_sliding_window": False}
+    fields = _qwen3_layers(unslid, _int(config, "intermediate_size"))
+    return {**fields, "sliding_window": None, "num_sliding_window_layers": 0}
+
+
+def _qwen3_vl_moe_text(config: Config) -> Fields:
+    """Qwen3-VL-MoE's language model (Qwen3VLMoeTextConfig, model_type ``qwen3_vl_moe_text``):
+    Qwen3-MoE's layers (:func:`_qwen3_moe`) without a sliding window (the class sets none),
+    the top-k weights always renormalised (transformers' Qwen3VLMoeTextTopKRouter divides them
+    by their sum; the class has no ``norm_topk_prob``: "all the models use norm_topk_prob").
+    ``tie_word_embeddings`` is required: Qwen3VLMoeTextConfig's default is true where
+    Qwen3VLTextConfig's and Qwen3MoeConfig's are false, and has not always been."""
+    why = "Qwen3VLMoeTextConfig's default differs from its siblings' and between releases"
+    _required(config, "tie_word_embeddings", why)
+    fields = _qwen3_moe({**config, "use_sliding_window": False, "norm_topk_prob": True})
+    return {**fields, "sliding_window": None, "num_sliding_window_layers": 0}
+
+
 def _leading_layers(config: Config, key: str) -> int:
     """Length of the layer-index list ``key`` when it is 0, 1, ..., k-1 (else SpecError)."""
     layers = config.get(key) or []
@@ -1103,15 +1143,17 @@ def _rope_layer_count(config: Config, layers: int) -> int:
 
 def _multimodal_wrapper(text_type: str) -> Callable[[Config], Fields]:
     """The mapping of a multimodal wrapper config (Gemma3ForConditionalGeneration,
-    Llama4ForConditionalGeneration): the language model sits in ``text_config`` beside a vision
-    tower, and (Gemma 3's) leaves many keys to its class's defaults. The planner plans the
-    decoder only, so it asks for that decoder's own, complete config."""
+    Llama4ForConditionalGeneration, Qwen3-VL and Qwen3-VL-MoE, Mistral 3): the language model
+    sits in ``text_config`` beside a vision tower, and (Gemma 3's) leaves many keys to its
+    class's defaults. The planner plans the decoder only, so it asks for that decoder's own,
+    complete config."""
 
     def refuse(config: Config) -> Fields:
         raise SpecError(
             f"config.json model_type {short_repr(config.get('model_type'))} is the multimodal "
-            f"wrapper: save its text_config, every key written out (head_dim, vocab_size, ...), "
-            f"as a {text_type} config.json; the vision encoder is not planned"
+            f"wrapper: save its text_config, every key written out (head_dim, vocab_size, ...; "
+            f"the wrapper's tie_word_embeddings where the text_config has none), as a "
+            f"{text_type} config.json; the vision encoder is not planned"
         )
 
     return refuse
@@ -1858,6 +1900,11 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "exaone4": _exaone4,
     "dots1": _dots1,
     "apertus": _apertus,
+    "qwen3_vl": _multimodal_wrapper("qwen3_vl_text"),
+    "qwen3_vl_text": _qwen3_vl_text,
+    "qwen3_vl_moe": _multimodal_wrapper("qwen3_vl_moe_text"),
+    "qwen3_vl_moe_text": _qwen3_vl_moe_text,
+    "mistral3": _multimodal_wrapper("mistral"),
     "gpt_neox": _gpt_neox,
     "falcon": _falcon,
     "gpt_bigcode": _gpt_bigcode,
@@ -1912,6 +1959,9 @@ _ARCHITECTURES: dict[str, str] = {
     "Exaone4ForCausalLM": "exaone4",
     "Dots1ForCausalLM": "dots1",
     "ApertusForCausalLM": "apertus",
+    "Qwen3VLForConditionalGeneration": "qwen3_vl",
+    "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+    "Mistral3ForConditionalGeneration": "mistral3",
     "GPTNeoXForCausalLM": "gpt_neox",
     "FalconForCausalLM": "falcon",
     "GPTBigCodeForCausalLM": "gpt_bigcode",
