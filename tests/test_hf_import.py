@@ -2452,3 +2452,31 @@ def test_qwen3_5_hybrid_layers_are_refused(model_type: str) -> None:
     with pytest.raises(SpecError, match="Gated DeltaNet") as err:
         model_from_hf_config({**QWEN3_8B, "model_type": model_type}, name="q")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({**LLAMA_3_1_70B, "rope_scaling": {"rope_type": ["yarn"], "factor": 2.0}},
+         "rope_scaling type \\['yarn'\\] is not supported"),
+        ({**QWEN3_8B, "rope_parameters": {"rope_type": {"a": 1}, "rope_theta": 1000000}},
+         "rope_scaling type \\{'a': 1\\} is not supported"),
+        ({**DEEPSEEK_V3, "quantization_config": {"quant_method": ["fp8"]}},
+         "quant_method must be a text, got \\['fp8'\\]"),
+        ({**GPT_OSS_120B, "quantization_config": {"quant_method": "mxfp4",
+                                                  "modules_to_not_convert": 1.5}},
+         "modules_to_not_convert must be a list, got 1.5"),
+        ({**DEEPSEEK_V3, "quantization_config": {"quant_method": "modelopt", "quant_algo": []}},
+         "modelopt quant_algo \\[\\] is not supported"),
+        ({**LLAMA_4_SCOUT_TEXT, "num_hidden_layers": 10**30},
+         "num_hidden_layers \\(1000000000000000000000000000000\\) exceeds the 16,384 layers"),
+        ({**ERNIE_4_5_21B_A3B, "num_hidden_layers": 10**12}, "exceeds the 16,384 layers"),
+    ],
+)  # fmt: skip
+def test_hostile_values_are_one_line_refusals(config: dict[str, object], message: str) -> None:
+    """Values of the wrong kind where a text or a list belongs, and layer counts no model has,
+    are refused in one line naming the key (found by feeding every config here every key's
+    wrong kinds: these were TypeErrors, or a loop over 10^30 layers)."""
+    with pytest.raises(SpecError, match=message) as err:
+        model_from_hf_config(config, name="m")
+    assert "\n" not in str(err.value) and str(err.value).startswith("m: ")

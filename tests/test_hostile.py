@@ -281,7 +281,7 @@ CASES: list[Case] = [
                               "hgx_h100x8"], 2, ("hidden_size", "exceeds the 1,048,576"),
          {"config.json": json.dumps({**HF_LLAMA, "hidden_size": 10**400})}),
     Case("hf-layers-absurd", ["search", "--model", "{tmp}/config.json", "--cluster",
-                              "hgx_h100x8"], 2, ("num_layers", "exceeds the 16,384"),
+                              "hgx_h100x8"], 2, ("num_hidden_layers", "exceeds the 16,384"),
          {"config.json": json.dumps({**HF_LLAMA, "num_hidden_layers": 10**18})}),
     # (an unknown model_type, an empty, malformed or non-UTF-8 model file and a directory as
     # --model are in tests/test_cli.py)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from planner.catalog.hf_quant import checkpoint_quantization
 from planner.catalog.io import short_repr, validate_spec
 from planner.errors import SpecError
-from planner.specs.model import ModelSpec
+from planner.specs.model import SIZE_LIMITS, ModelSpec
 from planner.specs.text import MAX_NAME_CHARS, is_name_char
 
 Config = Mapping[str, object]
@@ -65,6 +65,7 @@ def model_from_hf_config(config: Config, *, name: str) -> ModelSpec:
     model_type = config.get("model_type")
     family, read_as = _family_of(config, name)
     try:
+        _check_layer_count(config)
         config = _legacy_rope(config)
         fields = _FAMILIES[family](config)
         if fields.get("position_embedding", "rope") == "rope":
@@ -195,6 +196,32 @@ def yarn_attention_factor(
             )
         return round(m(mscale) / denominator, 4)
     return round(m(), 4)
+
+
+LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+"""The keys a family reads its layer count from (transformers' and the first GPT-2, Falcon and
+DBRX spellings)."""
+
+
+def _check_layer_count(config: Config) -> None:
+    """SpecError for a layer count above what ModelSpec accepts (SIZE_LIMITS), before any family
+    builds a per-layer list from it: a config.json with 10^30 layers is refused at once rather
+    than enumerated.
+
+    >>> _check_layer_count({"num_hidden_layers": 80})
+    >>> _check_layer_count({"n_layer": 10**9})
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: config.json n_layer (1000000000) exceeds the 16,384 layers the planner accepts
+    """
+    limit = SIZE_LIMITS["num_layers"]
+    for key in LAYER_COUNT_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            raise SpecError(
+                f"config.json {key} ({short_repr(value)}) exceeds the {limit:,} layers the "
+                "planner accepts"
+            )
 
 
 ROPE_PARAMETER_LAYER = "full_attention"
@@ -373,7 +400,7 @@ def _rope(config: Config, name: str, head_dim: int = 0) -> Fields:
         return out
     if kind == "dynamic" and scaling.get("alpha") is not None:
         return {**out, "rope_theta": _ntk_alpha_theta(config, scaling, head_dim)}
-    if kind not in _ROPE_KINDS:
+    if not isinstance(kind, str) or kind not in _ROPE_KINDS:
         raise SpecError(
             f"{name}: config.json rope_scaling type {short_repr(kind)} is not supported "
             f"(one of: {', '.join(_ROPE_KINDS)}, or null)"

@@ -97,16 +97,22 @@ def checkpoint_quantization(config: Mapping[str, object], name: str) -> Fields |
         raise SpecError(f"{where} must be a mapping, got {short_repr(quant)}")
     method = quant.get("quant_method")
     source = f"config.json quantization_config (quant_method={short_repr(method)})"
+    if not isinstance(method, str):
+        raise SpecError(f"{where}: quant_method must be a text, got {short_repr(method)}")
     if method in _SIMPLE_METHODS:
-        out: Fields = {"weights": _SIMPLE_METHODS[method]}  # type: ignore[index]
+        out: Fields = {"weights": _SIMPLE_METHODS[method]}
         skipped = quant.get("modules_to_not_convert") or []
-        if method == "mxfp4" and any("attn" in str(m) for m in skipped):  # type: ignore[union-attr]
+        if not isinstance(skipped, list):
+            raise SpecError(
+                f"{where}: modules_to_not_convert must be a list, got {short_repr(skipped)}"
+            )
+        if method == "mxfp4" and any("attn" in str(m) for m in skipped):
             out["experts_only"] = True
     elif method == "compressed-tensors":
         out = _compressed_tensors(quant, where)
     elif method == "modelopt":
         algo = quant.get("quant_algo")
-        if algo not in _MODELOPT_ALGOS:
+        if not isinstance(algo, str) or algo not in _MODELOPT_ALGOS:
             raise SpecError(f"{where}: modelopt quant_algo {short_repr(algo)} is not supported")
         out = {"weights": _MODELOPT_ALGOS[algo]}  # type: ignore[index]
         if quant.get("kv_cache_quant_algo") == "FP8":
