@@ -893,6 +893,29 @@ def yaml_cases() -> list[Cli]:
                 {"config.json": json.dumps({**HF, "rope_scaling": scaling})},
             )
         )
+    rope_parameters: dict[str, tuple[object, str]] = {  # transformers 5's spelling of the RoPE
+        "v5-llama3-ok": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+                          "rope_theta": 500000.0}, "clean"),
+        "per-layer-ok": ({"full_attention": {"rope_theta": 1e6},
+                          "sliding_attention": {"rope_theta": 1e4}}, "clean"),
+        "per-layer-conflict": ({"a": {"rope_theta": 1e6}, "b": {"rope_theta": 1e4}}, "bad"),
+        "list": (["yarn"], "bad"),
+        "type-object": ({"rope_type": {"yarn": 1}}, "bad"),
+        "theta-contradicts": ({"rope_theta": 1.0}, "bad"),
+    }  # fmt: skip
+    for key, (params, expect) in rope_parameters.items():
+        plain = {k: v for k, v in HF.items() if k not in ("rope_theta", "rope_scaling")}
+        base = {**HF, "rope_theta": 500000.0} if key == "theta-contradicts" else plain
+        cases.append(
+            Cli(
+                f"hf-rope-parameters-{key}",
+                "yaml",
+                ["search", "--model", "{tmp}/config.json", "--cluster", "hgx_h100x8"],
+                expect,
+                {"config.json": json.dumps({**base, "rope_parameters": params})},
+            )
+        )
     for key, value in {
         "hidden_size": True,
         "num_hidden_layers": "32",

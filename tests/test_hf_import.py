@@ -2461,6 +2461,9 @@ def test_qwen3_5_hybrid_layers_are_refused(model_type: str) -> None:
          "rope_scaling type \\['yarn'\\] is not supported"),
         ({**QWEN3_8B, "rope_parameters": {"rope_type": {"a": 1}, "rope_theta": 1000000}},
          "rope_scaling type \\{'a': 1\\} is not supported"),
+        # a flat mapping whose rope_type is an object is not read as one layer type's entry
+        ({**QWEN3_8B, "rope_parameters": {"rope_type": {"yarn": 1}}},
+         "rope_scaling type \\{'yarn': 1\\} is not supported"),
         ({**DEEPSEEK_V3, "quantization_config": {"quant_method": ["fp8"]}},
          "quant_method must be a text, got \\['fp8'\\]"),
         ({**GPT_OSS_120B, "quantization_config": {"quant_method": "mxfp4",

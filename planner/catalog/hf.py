@@ -260,7 +260,8 @@ def _legacy_rope(config: Config) -> Config:
     if not isinstance(given, Mapping):
         raise SpecError(f"config.json rope_parameters must be an object, got {short_repr(given)}")
     params: Mapping[str, object] = given
-    if given and all(isinstance(v, Mapping) for v in given.values()):  # per layer type
+    flat = any(key in given for key in ("rope_type", "type", "rope_theta", "factor"))
+    if given and not flat and all(isinstance(v, Mapping) for v in given.values()):  # per layer
         distinct = {repr(sorted(v.items())): v for v in given.values()}  # type: ignore[union-attr]
         if ROPE_PARAMETER_LAYER in given:
             params = given[ROPE_PARAMETER_LAYER]  # type: ignore[assignment]
