@@ -2342,6 +2342,17 @@ def test_rope_parameters_per_layer_type_and_contradictions() -> None:
     assert model_from_hf_config(both, name="q").rope_theta == 1e6
 
 
+QWEN3_VL_ROPE: dict[str, object] = {
+    "rope_scaling": {
+        "mrope_interleaved": True,
+        "mrope_section": [24, 20, 20],
+        "rope_type": "default",
+    },
+    "rope_theta": 5000000,
+}
+"""The RoPE keys every Qwen3-VL text_config below gives, alike: M-RoPE over 64 of a 128-wide
+head's frequency pairs, split 24 / 20 / 20 over time, height and width, at base 5,000,000."""
+
 # https://huggingface.co/Qwen/Qwen3-VL-4B-Instruct/blob/main/config.json, its text_config (the
 # copy a public training script passes to Qwen3VLConfig, transformers_version 4.57.0.dev0)
 QWEN3_VL_4B_TEXT: dict[str, object] = {
@@ -2361,44 +2372,30 @@ QWEN3_VL_4B_TEXT: dict[str, object] = {
     "num_hidden_layers": 36,
     "num_key_value_heads": 8,
     "rms_norm_eps": 1e-06,
-    "rope_scaling": {
-        "mrope_interleaved": True,
-        "mrope_section": [24, 20, 20],
-        "rope_type": "default",
-    },
-    "rope_theta": 5000000,
+    **QWEN3_VL_ROPE,
     "tie_word_embeddings": True,
     "use_cache": True,
     "vocab_size": 151936,
 }
 
+QWEN3_30B_A3B_ARCHITECTURE = (
+    "attention_bias", "decoder_sparse_step", "head_dim", "hidden_size", "intermediate_size",
+    "mlp_only_layers", "moe_intermediate_size", "norm_topk_prob", "num_attention_heads",
+    "num_experts", "num_experts_per_tok", "num_hidden_layers", "num_key_value_heads",
+    "rms_norm_eps", "vocab_size",
+)  # fmt: skip
+"""The keys Qwen3-VL-30B-A3B's text_config gives with Qwen3-30B-A3B's values (checked key by key
+against the transcription below): the same network, with its own context and RoPE."""
+
 # https://huggingface.co/Qwen/Qwen3-VL-30B-A3B-Instruct/blob/main/config.json: its text_config as a
-# public parser test transcribes it from the release (commit 1fc78ad; the keys it reads), and the
-# wrapper's tie_word_embeddings false, which the text_config leaves out
+# public parser test transcribes it from the release (commit 1fc78ad; the keys it reads): fifteen
+# keys with Qwen3-30B-A3B's values, and these four of its own; the wrapper's tie_word_embeddings
+# (false) is outside it, and the test below adds it
 QWEN3_VL_30B_A3B_TEXT: dict[str, object] = {
-    "attention_bias": False,
-    "decoder_sparse_step": 1,
-    "head_dim": 128,
-    "hidden_size": 2048,
-    "intermediate_size": 6144,
+    **{k: QWEN3_30B_A3B[k] for k in QWEN3_30B_A3B_ARCHITECTURE},
     "max_position_embeddings": 262144,
-    "mlp_only_layers": [],
     "model_type": "qwen3_vl_moe_text",
-    "moe_intermediate_size": 768,
-    "norm_topk_prob": True,
-    "num_attention_heads": 32,
-    "num_experts": 128,
-    "num_experts_per_tok": 8,
-    "num_hidden_layers": 48,
-    "num_key_value_heads": 4,
-    "rms_norm_eps": 1e-06,
-    "rope_scaling": {
-        "mrope_interleaved": True,
-        "mrope_section": [24, 20, 20],
-        "rope_type": "default",
-    },
-    "rope_theta": 5000000,
-    "vocab_size": 151936,
+    **QWEN3_VL_ROPE,
 }
 
 
