@@ -7,7 +7,7 @@ widened it, and the torchtitan job-config settings.
         --seq-len 8192 --expert-load-imbalance 1.2
 
 The config's ``model_type`` picks the mapping (``layout search --help`` names them; multimodal
-wrappers such as Gemma 3's, Llama 4's and Qwen3-VL's are refused: pass their ``text_config``;
+wrappers such as Gemma 3's, Llama 4's and Qwen-VL's are refused: pass their ``text_config``;
 a config saved by transformers 5, its RoPE in ``rope_parameters``, reads as one saved by 4). A
 MoE model's
 ``--expert-load-imbalance`` is the busiest expert rank's tokens over the balanced share (1 =

@@ -1315,9 +1315,18 @@ def test_every_supported_family_has_a_config_here() -> None:
     configs += [c for _, c, _ in SIZE_CLASS_TOTALS] + [ERNIE_4_5_21B_A3B, MINIMAX_M2]
     configs += [HY_MT2_7B, EXAONE_4_0_32B, DOTS_LLM1_INST, APERTUS_8B]
     configs += [PYTHIA_12B, FALCON_7B, FALCON_40B, SANTACODER, PHI_2, DBRX]
-    configs += [QWEN3_VL_4B_TEXT, QWEN3_VL_30B_A3B_TEXT]
-    # refused with a one-line error (test_wrappers_are_refused and the vision-language one)
-    wrappers = {"gemma3", "llama4", "qwen3_vl", "qwen3_vl_moe", "mistral3"}
+    configs += [QWEN3_VL_4B_TEXT, QWEN3_VL_30B_A3B_TEXT, QWEN2_5_VL_7B_TEXT]
+    configs += [{**QWEN2_5_VL_7B_TEXT, "model_type": "qwen2_vl_text"}]
+    # refused with a one-line error (test_wrappers_are_refused and the vision-language ones)
+    wrappers = {
+        "gemma3",
+        "llama4",
+        "qwen3_vl",
+        "qwen3_vl_moe",
+        "mistral3",
+        "qwen2_vl",
+        "qwen2_5_vl",
+    }
     assert {c["model_type"] for c in configs} | wrappers == set(SUPPORTED_MODEL_TYPES)
 
 
@@ -2480,3 +2489,74 @@ def test_hostile_values_are_one_line_refusals(config: dict[str, object], message
     with pytest.raises(SpecError, match=message) as err:
         model_from_hf_config(config, name="m")
     assert "\n" not in str(err.value) and str(err.value).startswith("m: ")
+
+
+# https://huggingface.co/Qwen/Qwen2.5-VL-7B-Instruct/blob/main/config.json as transformers 4.54
+# saves it: its text_config (the copy Qwen-Image's text encoder builds its Qwen2_5_VLConfig from,
+# less the per-layer layer_types list, 28 x "full_attention", and the token ids)
+QWEN2_5_VL_7B_TEXT: dict[str, object] = {
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+    "attention_dropout": 0.0,
+    "hidden_act": "silu",
+    "hidden_size": 3584,
+    "initializer_range": 0.02,
+    "intermediate_size": 18944,
+    "max_position_embeddings": 128000,
+    "max_window_layers": 28,
+    "model_type": "qwen2_5_vl_text",
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default", "type": "default"},
+    "rope_theta": 1000000.0,
+    "sliding_window": None,
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 152064,
+}
+
+
+def test_qwen2_5_vl_language_model_is_qwen2_5_7b() -> None:
+    """Qwen2.5-VL-7B's decoder is Qwen2.5-7B's network (its model card: 7.61B parameters, 6.53B
+    without the untied embedding and output layer): Qwen2's layer, biases on q, k and v."""
+    spec = model_from_hf_config(QWEN2_5_VL_7B_TEXT, name="qwen2.5-vl-7b")
+    assert spec.attention_bias and not spec.attention_output_bias and not spec.tied_embeddings
+    assert spec.sliding_window is None and spec.rope_theta == 1e6 and spec.rope_scaling is None
+    # 28 x (3584 x (3584 + 2 x 512 + 3584) attention + 4,608 q/k/v biases + 3 x 3584 x 18944
+    # MLP + two norms) = 28 x 233.07M = 6.53B, and 2 x 152064 x 3584 = 1.09B untied: 7.62B
+    assert round((total_params(spec) - embedding_params(spec)) / 1e7) == 653
+    assert round(total_params(spec) / 1e7) == 762
+    # the first releases wrote M-RoPE as rope type "mrope" (read as plain RoPE, as transformers
+    # does) and could leave rope_theta to the class, whose default is 1,000,000
+    first = {**_without(QWEN2_5_VL_7B_TEXT, "rope_theta"),
+             "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}  # fmt: skip
+    assert model_from_hf_config(first, name="qwen2.5-vl-7b") == spec
+    # a Qwen2-VL text config maps alike
+    assert model_from_hf_config({**first, "model_type": "qwen2_vl_text"}, name="qwen2.5-vl-7b") == (
+        spec.model_copy(
+            update={
+                "family": "qwen2_vl_text",
+                "source": spec.source.replace("qwen2_5_vl_text", "qwen2_vl_text"),
+            }
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        # the first Qwen2.5-VL releases: the language model's keys at the top level
+        ({**QWEN2_5_VL_7B_TEXT, "model_type": "qwen2_5_vl"},
+         "its language model's keys at the top level: save it with model_type qwen2_5_vl_text"),
+        # transformers 4.54 on: the keys in text_config
+        ({"model_type": "qwen2_5_vl", "text_config": QWEN2_5_VL_7B_TEXT},
+         "save its text_config.*as a qwen2_5_vl_text config.json"),
+        ({"model_type": "qwen2_vl", "text_config": QWEN2_5_VL_7B_TEXT},
+         "as a qwen2_vl_text config.json"),
+    ],
+)  # fmt: skip
+def test_qwen2_vl_wrappers_say_what_to_save(config: dict[str, object], message: str) -> None:
+    with pytest.raises(SpecError, match=message) as err:
+        model_from_hf_config(config, name="w")
+    assert "\n" not in str(err.value) and "vision encoder is not planned" in str(err.value)

@@ -397,8 +397,8 @@ def _rope(config: Config, name: str, head_dim: int = 0) -> Fields:
             f"{name}: config.json rope_scaling must be an object, got {short_repr(scaling)}"
         )
     kind = scaling.get("rope_type") or scaling.get("type")
-    if kind == "default":  # transformers writes rope_type "default" for plain RoPE
-        return out
+    if kind in ("default", "mrope"):  # plain RoPE; Qwen2-VL's "mrope" only splits its rotations
+        return out  # over time, height and width (transformers reads it as "default")
     if kind == "dynamic" and scaling.get("alpha") is not None:
         return {**out, "rope_theta": _ntk_alpha_theta(config, scaling, head_dim)}
     if not isinstance(kind, str) or kind not in _ROPE_KINDS:
@@ -746,6 +746,16 @@ def _required(config: Config, key: str, why: str) -> None:
     the checkpoint was built with (``why`` says so), so it is asked for rather than guessed."""
     if config.get(key) is None:
         raise SpecError(f"config.json lacks {key!r}: {why}; write it out")
+
+
+def _qwen2_vl_text(config: Config) -> Fields:
+    """Qwen2-VL's and Qwen2.5-VL's language model (Qwen2VLTextConfig / Qwen2_5_VLTextConfig,
+    model_type ``qwen2_vl_text`` / ``qwen2_5_vl_text``): Qwen2's layer (:func:`_qwen2`: biases on
+    q, k and v, a sliding window only with ``use_sliding_window``), its M-RoPE a RoPE whose
+    rotated dimensions are split over time, height and width (``mrope_section``; rope type
+    "mrope" reads as plain RoPE, as transformers reads it), at base ``rope_theta`` (the classes'
+    default 1,000,000, where Qwen2Config's is 10,000)."""
+    return {**_qwen2(config), "rope_theta": 1000000.0}  # _rope keeps a given rope_theta
 
 
 def _qwen3_vl_text(config: Config) -> Fields:
@@ -1171,12 +1181,19 @@ def _rope_layer_count(config: Config, layers: int) -> int:
 
 def _multimodal_wrapper(text_type: str) -> Callable[[Config], Fields]:
     """The mapping of a multimodal wrapper config (Gemma3ForConditionalGeneration,
-    Llama4ForConditionalGeneration, Qwen3-VL and Qwen3-VL-MoE, Mistral 3): the language model
-    sits in ``text_config`` beside a vision tower, and (Gemma 3's) leaves many keys to its
+    Llama4ForConditionalGeneration, Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3-VL-MoE, Mistral 3):
+    the language model sits in ``text_config`` beside a vision tower (Qwen2-VL's first releases:
+    its keys at the top level), and (Gemma 3's) leaves many keys to its
     class's defaults. The planner plans the decoder only, so it asks for that decoder's own,
     complete config."""
 
     def refuse(config: Config) -> Fields:
+        if config.get("text_config") is None and config.get("hidden_size") is not None:
+            raise SpecError(  # Qwen2-VL's first releases: the language model's keys at the top
+                f"config.json model_type {short_repr(config.get('model_type'))} is the "
+                f"multimodal wrapper, its language model's keys at the top level: save it with "
+                f"model_type {text_type}; the vision encoder is not planned"
+            )
         raise SpecError(
             f"config.json model_type {short_repr(config.get('model_type'))} is the multimodal "
             f"wrapper: save its text_config, every key written out (head_dim, vocab_size, ...; "
@@ -1928,6 +1945,10 @@ _FAMILIES: dict[str, Callable[[Config], Fields]] = {
     "exaone4": _exaone4,
     "dots1": _dots1,
     "apertus": _apertus,
+    "qwen2_vl": _multimodal_wrapper("qwen2_vl_text"),
+    "qwen2_vl_text": _qwen2_vl_text,
+    "qwen2_5_vl": _multimodal_wrapper("qwen2_5_vl_text"),
+    "qwen2_5_vl_text": _qwen2_vl_text,
     "qwen3_vl": _multimodal_wrapper("qwen3_vl_text"),
     "qwen3_vl_text": _qwen3_vl_text,
     "qwen3_vl_moe": _multimodal_wrapper("qwen3_vl_moe_text"),
@@ -1987,6 +2008,8 @@ _ARCHITECTURES: dict[str, str] = {
     "Exaone4ForCausalLM": "exaone4",
     "Dots1ForCausalLM": "dots1",
     "ApertusForCausalLM": "apertus",
+    "Qwen2VLForConditionalGeneration": "qwen2_vl",
+    "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
     "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
     "Mistral3ForConditionalGeneration": "mistral3",
