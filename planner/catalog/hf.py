@@ -513,6 +513,28 @@ def _positive_float(config: Config, key: str, default: float) -> float:
     return float(value)
 
 
+def _alias(config: Config, *keys: str) -> str:
+    """The first of ``keys`` the config gives (not null): a key the configuration class reads
+    under more than one name (GPT-NeoX's ``partial_rotary_factor`` or the released configs'
+    ``rotary_pct``, the ``n_head`` and ``n_layer`` of the first Falcon configs) is read under
+    either; the first key when none is given, so that a refusal names it.
+
+    >>> _alias({"n_head": 71}, "num_attention_heads", "n_head"), _alias({}, "n_embd", "hidden_size")
+    ('n_head', 'n_embd')
+    """
+    return next((key for key in keys if config.get(key) is not None), keys[0])
+
+
+def _heads_divide(hidden: int, heads: int, hidden_key: str, heads_key: str) -> int:
+    """The head width ``hidden`` // ``heads`` of a family that has no ``head_dim`` key, when the
+    heads divide the width (else SpecError: the configuration class refuses it too)."""
+    if hidden % heads:
+        raise SpecError(
+            f"config.json {hidden_key} {hidden} is not a multiple of {heads_key} {heads}"
+        )
+    return hidden // heads
+
+
 def _activation(config: Config, key: str, default: str, table: Mapping[str, str]) -> str:
     """Map the activation name in ``key`` through ``table`` (gated or plain FFN)."""
     act = config.get(key, default)
@@ -975,14 +997,12 @@ def _gpt2(config: Config) -> Fields:
     """GPT2LMHeadModel: MHA, GELU MLP of ``n_inner`` (default 4 * n_embd), LayerNorm, biases
     everywhere, learned positions (``n_positions``), tied embeddings unless said otherwise."""
     hidden, heads = _int(config, "n_embd"), _positive_int(config, "n_head")
-    if hidden % heads:
-        raise SpecError(f"config.json n_embd {hidden} is not a multiple of n_head {heads}")
     return {
         "hidden_size": hidden,
         "num_layers": _int(config, "n_layer"),
         "num_attention_heads": heads,
         "num_kv_heads": heads,
-        "head_dim": hidden // heads,
+        "head_dim": _heads_divide(hidden, heads, "n_embd", "n_head"),
         "ffn_hidden_size": _opt_int(config, "n_inner", 4 * hidden),
         "ffn_activation": _activation(config, "activation_function", "gelu_new", _PLAIN),
         "vocab_size": _int(config, "vocab_size"),
@@ -1653,28 +1673,6 @@ def _apertus(config: Config) -> Fields:
         **_llama_attention_biases(config),
         "qk_norm": True,
     }
-
-
-def _alias(config: Config, *keys: str) -> str:
-    """The first of ``keys`` the config gives (not null): a key the configuration class reads
-    under more than one name (GPT-NeoX's ``partial_rotary_factor`` or the released configs'
-    ``rotary_pct``, the ``n_head`` and ``n_layer`` of the first Falcon configs) is read under
-    either; the first key when none is given, so that a refusal names it.
-
-    >>> _alias({"n_head": 71}, "num_attention_heads", "n_head"), _alias({}, "n_embd", "hidden_size")
-    ('n_head', 'n_embd')
-    """
-    return next((key for key in keys if config.get(key) is not None), keys[0])
-
-
-def _heads_divide(hidden: int, heads: int, hidden_key: str, heads_key: str) -> int:
-    """The head width ``hidden`` // ``heads`` of a family that has no ``head_dim`` key, when the
-    heads divide the width (else SpecError: the configuration class refuses it too)."""
-    if hidden % heads:
-        raise SpecError(
-            f"config.json {hidden_key} {hidden} is not a multiple of {heads_key} {heads}"
-        )
-    return hidden // heads
 
 
 def _gpt_neox(config: Config) -> Fields:
