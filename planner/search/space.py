@@ -302,8 +302,11 @@ RANK_LOAD_WORK_PER_UNIT = 50_000
 :func:`planner.search.solve.stage_data.rank_load_work`) per budget unit: 0.9 ms at the 1.8e-5 ms
 a cell measured above (a unit is about a millisecond). Since 2026-12-06 the count-vector tables
 are built once per shape (``stage_data._count_grid``) and a cell costs 0.6-0.9e-5 ms
-(gpt-oss-120b on 64 B200, DeepSeek-V3 on 1,024 H100); the charge is kept, so a search spends its
-budget on the same bounds and splits as before and returns the same plan, sooner."""
+(gpt-oss-120b on 64 B200, DeepSeek-V3 on 1,024 H100); since 2026-12-08 its minimums run over
+the pairs of count vectors that fit inside one another alone (``stage_data._count_pairs``), 2.4x
+faster again (the 1,073 programmes of four MoE searches: 4.0 -> 1.7 s, 0.63e-5 ms a cell, on the
+same machine). The charge is kept, so a search spends its budget on the same bounds and splits
+as before and returns the same plan, sooner."""
 
 
 def tight_bound_units(work: int) -> int:
