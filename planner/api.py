@@ -415,12 +415,13 @@ def estimate(
     _pinned_format(spec_workload, spec_model, spec_cluster)
     state, state_name = _cluster_state(cluster_state)
     if state is None:
-        layout = _as_layout(layout, spec_cluster, spec_workload)
+        layout, notes = _resolve_layout(layout, spec_cluster, spec_workload, model=spec_model)
         split = _given_split(pipeline_split, spec_model, spec_workload, layout)
-        return engine.estimate(
+        plan = engine.estimate(
             spec_model, spec_cluster, spec_workload, layout, config=_config(config, None),
             split=split,
         )  # fmt: skip
+        return _with_warnings(plan, notes)
     if pipeline_split is not None:
         raise SpecError(
             "a given pipeline split is scored on the whole cluster; with a cluster state the "
@@ -429,10 +430,19 @@ def estimate(
     from planner.search.state import estimate_on_state, state_capacity
 
     capacity = state_capacity(spec_cluster, state, spec_workload.global_batch)
-    layout = _as_layout(layout, spec_cluster, spec_workload, capacity=capacity)
-    return estimate_on_state(
+    layout, notes = _resolve_layout(
+        layout, spec_cluster, spec_workload, capacity=capacity, model=spec_model
+    )
+    plan = estimate_on_state(
         spec_model, spec_cluster, spec_workload, layout, state, state_name=state_name
     )
+    return _with_warnings(plan, notes)
+
+
+def _with_warnings(plan: Plan, notes: list[str]) -> Plan:
+    """``plan`` with ``notes`` (what the layout left unstated and the estimate assumed) ahead
+    of its own warnings."""
+    return plan.model_copy(update={"warnings": [*notes, *plan.warnings]}) if notes else plan
 
 
 def _given_split(
@@ -521,19 +531,36 @@ Knobs = dict[str, list[object]] | list[str]
 
 
 def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: ClusterSpec,
-               workload: TrainWorkload, *, capacity: object = None) -> Layout:  # fmt: skip
+               workload: TrainWorkload, *, capacity: object = None,
+               model: ModelSpec | None = None) -> Layout:  # fmt: skip
+    """:func:`_resolve_layout`'s layout alone."""
+    return _resolve_layout(layout, cluster, workload, capacity=capacity, model=model)[0]
+
+
+def _resolve_layout(layout: Layout | dict[str, object] | str | Path, cluster: ClusterSpec,
+                    workload: TrainWorkload, *, capacity: object = None,
+                    model: ModelSpec | None = None) -> tuple[Layout, list[str]]:  # fmt: skip
     """A Layout from a model, a dict or a YAML/JSON file; ``dp`` defaults to filling the cluster
-    (or, with ``capacity(per_replica) -> dp``, the free accelerators of a cluster state), and
+    (or, with ``capacity(per_replica) -> dp``, the free accelerators of a cluster state),
     ``zero`` to the workload framework's default stage (:func:`planner.catalog.frameworks.
-    default_zero`: ZeRO-1 under Megatron-LM, FSDP's full sharding under torchtitan or MaxText)."""
+    default_zero`: ZeRO-1 under Megatron-LM, FSDP's full sharding under torchtitan or MaxText)
+    and, for an MoE ``model``, ``etp`` to the framework's (:func:`_default_etp`); with the
+    sentences that say what the layout left unstated and was assumed."""
     from planner.catalog.frameworks import default_zero, load_framework
 
     if isinstance(layout, Layout):
         _same_precision(_set_fields(layout, ("precision",)), "precision", workload.precision)
-        if "zero" in layout.model_fields_set:
-            return layout
-        zero = default_zero(load_framework(workload.framework), layout.pp)
-        return layout if zero == layout.zero else layout.model_copy(update={"zero": zero})
+        update: dict[str, object] = {}
+        if "zero" not in layout.model_fields_set:
+            zero = default_zero(load_framework(workload.framework), layout.pp)
+            if zero != layout.zero:
+                update["zero"] = zero
+        notes: list[str] = []
+        if "etp" not in layout.model_fields_set:
+            etp, notes = _default_etp(layout.model_dump(exclude={"etp"}), model, workload)
+            if etp is not None and etp != layout.etp:
+                update["etp"] = etp
+        return (layout.model_copy(update=update) if update else layout), notes
     if not isinstance(layout, Mapping | str | Path):
         raise _kind_error("layout", layout, "a Layout, a dict of its fields or a YAML/JSON file")
     given = isinstance(layout, Mapping)
@@ -556,7 +583,60 @@ def _as_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cluster
         pp = fields.get("pp", 1)
         profile = load_framework(workload.framework)
         fields["zero"] = default_zero(profile, pp if isinstance(pp, int) else 1)
-    return validate_spec(Layout, fields, where=where)
+    etp, notes = _default_etp(fields, model, workload)
+    if etp is not None:
+        fields["etp"] = etp
+    return validate_spec(Layout, fields, where=where), notes
+
+
+def _default_etp(
+    fields: Mapping[str, object], model: ModelSpec | None, workload: TrainWorkload
+) -> tuple[int | None, list[str]]:
+    """The expert tensor-parallel size of an MoE layout whose ``fields`` state none, by the
+    workload framework's rule (:func:`planner.catalog.frameworks.default_etp`), and the
+    sentence the plan says it with; (None, []) where there is nothing to default (a stated
+    etp, no experts, tp 1, a degree that is no whole number: the Layout check reports it).
+    Where the framework's size breaks ep x etp | dp x cp x tp (Megatron-LM refuses such a
+    layout when it starts), ETP 1 is scored, the one that runs, and the plan says why.
+
+    >>> from planner.catalog import load_model
+    >>> moe, w = load_model("mixtral-8x22b"), TrainWorkload()
+    >>> _default_etp({"tp": 2, "ep": 4, "dp": 4}, moe, w)[0]
+    2
+    >>> etp, notes = _default_etp({"tp": 2, "ep": 8, "dp": 4}, moe, w)
+    >>> etp, notes[0][:66]
+    (1, 'ETP not stated: Megatron-LM / Megatron-Core runs ETP = TP (2) unle')
+    >>> _default_etp({"tp": 2, "ep": 4, "dp": 4, "etp": 1}, moe, w)
+    (None, [])
+    """
+    from planner.catalog.frameworks import default_etp, load_framework
+
+    if model is None or model.moe is None or "etp" in fields:
+        return None, []
+    degrees = {k: fields.get(k, 1) for k in ("tp", "ep", "dp", "cp")}
+    if not all(type(v) is int and v > 0 for v in degrees.values()):
+        return None, []
+    tp, ep, dp, cp = (int(degrees[k]) for k in ("tp", "ep", "dp", "cp"))  # type: ignore[call-overload]
+    if tp == 1:
+        return None, []
+    profile = load_framework(workload.framework)
+    etp = default_etp(profile, tp, ep)
+    if etp == 1:
+        return 1, []
+    name = profile.description.split(" (")[0]
+    if (dp * cp * tp) % (ep * etp):
+        return 1, [
+            f"ETP not stated: {name} runs ETP = TP ({tp}) unless told, but EP {ep} x ETP {etp} "
+            f"= {ep * etp} does not divide DP x CP x TP ({dp * cp * tp}), which it refuses; "
+            "scored at ETP 1, experts whole (--etp 1 says so)"
+        ]
+    whole = profile.expert_tensor_parallel_default == "tp"  # ETP 1 is the other choice
+    return etp, [
+        f"ETP not stated: scored at ETP {etp}, {name}'s default at TP {tp}"
+        + (" without EP" if ep == 1 else "")
+        + ": each expert's weights split over the TP ranks"
+        + ("; --etp 1 keeps experts whole, as NVIDIA's MoE recipes set it" if whole else "")
+    ]
 
 
 def _layout_of_saved_plan(data: dict[str, object], where: str) -> dict[str, object]:
@@ -653,14 +733,17 @@ def migrate(
     spec_workload = _pinned_format(_workload(workload, source))
     given = _given_without_framework(workload)  # None: a framework is named, for both sides
     there = None if given is None else _pinned_format(_workload(given, target))
+    spec_model = load_model(model)
     options = MigrateOptions(
         fix=check_fix(fix),
-        from_layout=None if layout is None else _as_layout(layout, source, spec_workload),
+        from_layout=None
+        if layout is None
+        else _as_layout(layout, source, spec_workload, model=spec_model),
         run=_run_length(tokens, steps),
         config=_config(config, None, SolverConfig(top=1)),
     )
     return _migrate.migrate(
-        load_model(model), source, target, spec_workload, options=options, target_workload=there
+        spec_model, source, target, spec_workload, options=options, target_workload=there
     )
 
 

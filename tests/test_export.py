@@ -160,7 +160,7 @@ PLANS: dict[str, tuple[str, str, dict[str, object]]] = {
     "70b_tp4_pp2_vpp2": ("70B", "hgx_b200x16", {"tp": 4, "pp": 2, "vpp": 2, "recompute": "selective"}),
     "405b_uneven_first_last": ("405B", "hgx_b200x128", {"tp": 8, "pp": 16, "vpp": 1}),
     "70b_uneven_custom": ("70B", "hgx_b200x48", {"tp": 8, "pp": 6, "recompute": "full"}),
-    "mixtral_ep8_zero3": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8, "zero": 3, "mbs": 2}),
+    "mixtral_ep8_zero3": ("mixtral-8x7b", "hgx_h100x16", {"tp": 2, "ep": 8, "etp": 1, "zero": 3, "mbs": 2}),
     "deepseek_mla_moe": ("671B", "gb200_nvl72x128", {"pp": 8, "ep": 16, "zero": 0}),
     "70b_cp2_zero2": ("70B", "hgx_b200x16", {"tp": 4, "cp": 2, "zero": 2}),
 }  # fmt: skip

@@ -499,6 +499,44 @@ def test_a_layout_without_a_zero_stage_takes_its_frameworks_default() -> None:
     assert json.loads(out)["layout"]["zero"] == 3
 
 
+def test_an_moe_layout_without_an_etp_takes_its_frameworks_and_says_so() -> None:
+    """estimate gave an MoE layout ETP 1 whatever the framework, so Megatron-LM's arguments
+    '--tensor-model-parallel-size 2 --expert-model-parallel-size 4' were scored with every
+    expert whole on each TP rank, twice the expert weights Megatron-LM holds (it defaults
+    --expert-tensor-parallel-size to the TP size: Mixtral 8x22B on 8 MI355X, 402 against 308
+    GiB). Now an unstated ETP is the framework's (TP under Megatron-LM; TP without EP and 1
+    with it under torchtitan; 1 elsewhere), ETP 1 where the framework's breaks the layout's
+    rules, and the plan says which it scored; a stated one is kept, silently."""
+    from planner.specs.layout import Layout
+
+    def plan(layout: object, **workload: object) -> tuple[int, list[str]]:
+        done = planner.estimate(model="mixtral-8x22b", cluster="mi355xx8", layout=layout,
+                                workload={"seq_len": 4096, "global_batch": 64, **workload})  # fmt: skip
+        return done.layout.etp, [w for w in done.warnings if w.startswith("ETP not stated")]
+
+    etp, said = plan({"tp": 2, "ep": 4, "recompute": "full"})
+    assert etp == 2 and "scored at ETP 2" in said[0] and "--etp 1" in said[0]
+    assert plan(Layout(tp=2, ep=4, dp=4, recompute="full")) == (etp, said)
+    assert plan({"tp": 2, "ep": 4, "etp": 1, "recompute": "full"}) == (1, [])
+    assert plan({"tp": 1, "ep": 8, "recompute": "full"}) == (1, [])
+    # EP 8 x ETP 2 = 16 does not divide DP 4 x TP 2: ETP 1, the one that runs, and why
+    etp, said = plan({"tp": 2, "ep": 8, "recompute": "full"})
+    assert etp == 1 and "does not divide DP x CP x TP (8)" in said[0]
+    assert plan({"tp": 2, "ep": 1, "recompute": "full"}, framework="torchtitan")[0] == 2
+    assert plan({"tp": 2, "ep": 4, "recompute": "full"}, framework="torchtitan") == (1, [])
+    assert plan({"tp": 2, "ep": 4, "recompute": "full"}, framework="deepspeed") == (1, [])
+    dense = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2})
+    assert dense.layout.etp == 1 and not any("ETP" in w for w in dense.warnings)
+    code, out, err = run_main(["estimate", "--model", "mixtral-8x22b", "--cluster", "mi355xx8",
+                               "--tp", "2", "--ep", "4", "--seq-len", "4096", "--global-batch",
+                               "64", "--recompute", "full", "--json"])  # fmt: skip
+    assert code == 1 and json.loads(out)["layout"]["etp"] == 2, err  # 308 GiB: does not fit
+    code, out, err = run_main(["estimate", "--model", "mixtral-8x22b", "--cluster", "mi355xx8",
+                               "--tp", "2", "--ep", "4", "--etp", "1", "--seq-len", "4096",
+                               "--global-batch", "64", "--recompute", "full", "--json"])  # fmt: skip
+    assert code == 1 and json.loads(out)["layout"]["etp"] == 1, err
+
+
 def test_every_profile_says_where_it_runs_and_every_vendor_has_defaults_that_run_there() -> None:
     """Each shipped framework and serving engine profile lists its vendors with a source, and
     on every catalog accelerator's vendor the default framework and the default engine are ones

@@ -142,6 +142,25 @@ def default_zero(profile: FrameworkSpec, pp: int = 1) -> int:
     return 1 if 1 in stages else max(stages)
 
 
+def default_etp(profile: FrameworkSpec, tp: int, ep: int) -> int:
+    """The expert tensor-parallel size an MoE layout of ``tp`` and ``ep`` that states none takes
+    under ``profile`` (FrameworkSpec.expert_tensor_parallel_default), before the layout's rules
+    are checked (:func:`planner.api.estimate` scores ETP 1 where this one breaks them).
+
+    >>> megatron, torchtitan = load_framework("megatron"), load_framework("torchtitan")
+    >>> default_etp(megatron, tp=2, ep=8), default_etp(megatron, tp=1, ep=8)
+    (2, 1)
+    >>> default_etp(torchtitan, tp=4, ep=1), default_etp(torchtitan, tp=4, ep=8)
+    (4, 1)
+    >>> default_etp(load_framework("deepspeed"), tp=4, ep=1)
+    1
+    """
+    rule = profile.expert_tensor_parallel_default
+    if rule == "tp" or (rule == "tp_without_ep" and ep == 1):
+        return tp
+    return 1
+
+
 def vendor_rule(profile: FrameworkSpec, vendor: str, part: str = "accelerators") -> str:
     """Why ``profile`` cannot run on ``vendor``'s ``part`` ('' if it can, or when no profile
     lists the vendor), naming the profiles that do (:func:`planner.catalog.vendors.refusal`).

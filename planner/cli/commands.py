@@ -129,6 +129,8 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     layout = {
         k: getattr(args, k) for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs", "recompute")
     }
+    if args.etp is None:  # the framework's default (api.estimate)
+        del layout["etp"]
     if args.zero is not None:  # else the framework's default stage (api._as_layout)
         layout["zero"] = args.zero
     if args.dp is not None:

@@ -125,10 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument(
         "--attention-dp", type=positive_int, default=1, help="serve: attention DP ranks in tp"
     )
-    for dim in ("tp", "pp", "vpp", "cp", "ep", "etp", "mbs"):
+    for dim in ("tp", "pp", "vpp", "cp", "ep", "mbs"):
         estimate.add_argument(
             f"--{dim}", type=positive_int, default=1, help=f"{dim} degree (default 1)"
         )
+    estimate.add_argument(
+        "--etp",
+        type=positive_int,
+        help="expert tensor-parallel degree of an MoE model (default: the framework's: tp under "
+        "megatron, tp without EP and 1 with it under torchtitan, else 1)",
+    )
     estimate.add_argument(
         "--dp", type=positive_int, help="data-parallel degree (default: fill the cluster)"
     )
