@@ -525,6 +525,8 @@ def test_an_moe_layout_without_an_etp_takes_its_frameworks_and_says_so() -> None
     assert plan({"tp": 2, "ep": 1, "recompute": "full"}, framework="torchtitan")[0] == 2
     assert plan({"tp": 2, "ep": 4, "recompute": "full"}, framework="torchtitan") == (1, [])
     assert plan({"tp": 2, "ep": 4, "recompute": "full"}, framework="deepspeed") == (1, [])
+    with pytest.raises(SpecError, match="etp must equal tp"):  # torchtitan cannot run it
+        plan({"tp": 2, "ep": 1, "etp": 1, "recompute": "full"}, framework="torchtitan")
     dense = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2})
     assert dense.layout.etp == 1 and not any("ETP" in w for w in dense.warnings)
     code, out, err = run_main(["estimate", "--model", "mixtral-8x22b", "--cluster", "mi355xx8",

@@ -579,4 +579,34 @@ def _batch_and_expert_rules(
             out.append(("divisibility", rule))
         if (layout.dp * layout.cp * layout.tp) % (layout.ep * layout.etp):
             out.append(("divisibility", "ep x etp must divide dp x cp x tp"))
+        if rule := expert_tp_rule(workload, layout):
+            out.append(("framework", rule))
     return out
+
+
+def expert_tp_rule(workload: TrainWorkload, layout: Layout) -> str:
+    """Why the framework cannot run an MoE ``layout``'s expert tensor parallelism ('' if it
+    can): torchtitan (FrameworkSpec.expert_tensor_parallel_default ``tp_without_ep``) splits
+    the routed experts over the TP ranks whenever there is no expert parallelism, and with it
+    runs ETP 1 or ETP = TP only (its apply_moe_ep_tp and Parallelism.expert_tensor_parallel_degree).
+
+    >>> w = TrainWorkload(framework="torchtitan")
+    >>> expert_tp_rule(w, Layout(tp=2, dp=4))[:60]
+    "framework 'torchtitan' splits the routed experts over the TP"
+    >>> expert_tp_rule(w, Layout(tp=2, etp=2, dp=4)), expert_tp_rule(w, Layout(tp=2, ep=4, dp=4))
+    ('', '')
+    >>> expert_tp_rule(TrainWorkload(), Layout(tp=2, dp=4))  # Megatron-LM: any ETP
+    ''
+    """
+    profile = load_framework(workload.framework)
+    if profile.expert_tensor_parallel_default != "tp_without_ep" or layout.tp == 1:
+        return ""
+    name = f"framework '{profile.name}'"
+    if layout.ep == 1 and layout.etp != layout.tp:
+        return (
+            f"{name} splits the routed experts over the TP ranks without expert parallelism: "
+            f"etp must equal tp ({layout.tp}) when ep is 1 (got etp {layout.etp})"
+        )
+    if layout.etp not in (1, layout.tp):
+        return f"{name} runs etp 1 or etp = tp ({layout.tp}), not {layout.etp}"
+    return ""
