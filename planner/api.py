@@ -397,7 +397,9 @@ def estimate(
 ) -> Plan:
     """Score one layout; ``dp`` defaults to filling the cluster, ``precision`` to the
     workload's (a dict or Layout that names another is an error: the workload's is the one
-    scored, so a plan's layout passed back needs its precision in the workload too).
+    scored, so a plan's layout passed back needs its precision in the workload too), ``zero``
+    and, for an MoE model, ``etp`` to the workload framework's (Megatron-LM: ZeRO-1, ETP = TP;
+    the plan's warnings say which ETP it assumed).
     ``cluster_state``: score it on the free accelerators (``dp`` then defaults to filling
     them), placed by CP-SAT. With pp > 1, CP-SAT splits the layers over the stages unless
     ``config`` (a SolverConfig or a dict of its fields) says ``stage_split="even"``, or
