@@ -591,6 +591,19 @@ def _resolve_layout(layout: Layout | dict[str, object] | str | Path, cluster: Cl
     return validate_spec(Layout, fields, where=where), notes
 
 
+def _degree(value: object) -> int | None:
+    """A layout degree as the Layout check will read it (a positive whole number, an integral
+    float included), else None (the check reports it).
+
+    >>> _degree(4), _degree(4.0), _degree(4.5), _degree(True), _degree("4"), _degree(0)
+    (4, 4, None, None, None, None)
+    """
+    number = whole_number(value)
+    if number is None and isinstance(value, float) and value.is_integer():
+        number = int(value)
+    return number if number is not None and number > 0 else None
+
+
 def _default_etp(
     fields: Mapping[str, object], model: ModelSpec | None, workload: TrainWorkload
 ) -> tuple[int | None, list[str]]:
@@ -615,10 +628,10 @@ def _default_etp(
 
     if model is None or model.moe is None or "etp" in fields:
         return None, []
-    degrees = {k: fields.get(k, 1) for k in ("tp", "ep", "dp", "cp")}
-    if not all(type(v) is int and v > 0 for v in degrees.values()):
+    degrees = [_degree(fields.get(k, 1)) for k in ("tp", "ep", "dp", "cp")]
+    if None in degrees:
         return None, []
-    tp, ep, dp, cp = (int(degrees[k]) for k in ("tp", "ep", "dp", "cp"))  # type: ignore[call-overload]
+    tp, ep, dp, cp = degrees  # type: ignore[misc]
     if tp == 1:
         return None, []
     profile = load_framework(workload.framework)
