@@ -57,6 +57,10 @@ CASES: list[list[str]] = [
         "1",
     ],
     ["search", "--model", "gpt-oss-20b", "--cluster", "gb200_nvl72x128"],
+    # MoE searches at their defaults, as a user first runs them (2026-12-08)
+    ["search", "--model", "671B", "--cluster", "hgx_h100x1024"],
+    ["search", "--model", "qwen3-235b-a22b", "--cluster", "hgx_h100x256"],
+    ["search", "--model", "gpt-oss-120b", "--cluster", "hgx_h100x64"],
     # serving (issue 20): MoE with attention DP / EP, under a request rate, disaggregated
     ["search", "--mode", "serve", "--model", "671B", "--cluster", "hgx_h200x16"],
     [
