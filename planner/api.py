@@ -611,8 +611,10 @@ def _default_etp(
     workload framework's rule (:func:`planner.catalog.frameworks.default_etp`), and the
     sentence the plan says it with; (None, []) where there is nothing to default (a stated
     etp, no experts, tp 1, a degree that is no whole number: the Layout check reports it).
-    Where the framework's size breaks ep x etp | dp x cp x tp (Megatron-LM refuses such a
-    layout when it starts), ETP 1 is scored, the one that runs, and the plan says why.
+    A sentence only where the framework could run another ETP (Megatron-LM: any; torchtitan
+    and MaxText run the one they default to, :func:`planner.search.rules.expert_tp_rule`).
+    Where Megatron-LM's ETP = TP breaks ep x etp | dp x cp x tp (it refuses such a layout when
+    it starts), ETP 1 is scored, the one that runs, and the plan says why.
 
     >>> from planner.catalog import load_model
     >>> moe, w = load_model("mixtral-8x22b"), TrainWorkload()
@@ -636,8 +638,8 @@ def _default_etp(
         return None, []
     profile = load_framework(workload.framework)
     etp = default_etp(profile, tp, ep)
-    if etp == 1:
-        return 1, []
+    if profile.expert_tensor_parallel_default != "tp":
+        return etp, []  # the one ETP the framework runs at this tp and ep (rules.expert_tp_rule)
     name = profile.description.split(" (")[0]
     if (dp * cp * tp) % (ep * etp):
         return 1, [
@@ -645,12 +647,10 @@ def _default_etp(
             f"= {ep * etp} does not divide DP x CP x TP ({dp * cp * tp}), which it refuses; "
             "scored at ETP 1, experts whole (--etp 1 says so)"
         ]
-    whole = profile.expert_tensor_parallel_default == "tp"  # ETP 1 is the other choice
     return etp, [
-        f"ETP not stated: scored at ETP {etp}, {name}'s default at TP {tp}"
-        + (" without EP" if ep == 1 else "")
-        + ": each expert's weights split over the TP ranks"
-        + ("; --etp 1 keeps experts whole, as NVIDIA's MoE recipes set it" if whole else "")
+        f"ETP not stated: scored at ETP {etp}, {name}'s default at TP {tp}: each expert's "
+        "weights split over the TP ranks; --etp 1 keeps experts whole, as NVIDIA's MoE recipes "
+        "set it"
     ]
 
 

@@ -504,9 +504,10 @@ def test_an_moe_layout_without_an_etp_takes_its_frameworks_and_says_so() -> None
     '--tensor-model-parallel-size 2 --expert-model-parallel-size 4' were scored with every
     expert whole on each TP rank, twice the expert weights Megatron-LM holds (it defaults
     --expert-tensor-parallel-size to the TP size: Mixtral 8x22B on 8 MI355X, 402 against 308
-    GiB). Now an unstated ETP is the framework's (TP under Megatron-LM; TP without EP and 1
-    with it under torchtitan; 1 elsewhere), ETP 1 where the framework's breaks the layout's
-    rules, and the plan says which it scored; a stated one is kept, silently."""
+    GiB). Now an unstated ETP is the framework's (TP under Megatron-LM and MaxText; TP without
+    EP and 1 with it under torchtitan; 1 elsewhere), under Megatron-LM ETP 1 where TP breaks the
+    layout's rules, and the plan says which it scored where another could run; a stated one is
+    kept, silently, unless the framework cannot run it."""
     from planner.specs.layout import Layout
 
     def plan(layout: object, **workload: object) -> tuple[int, list[str]]:
@@ -527,6 +528,12 @@ def test_an_moe_layout_without_an_etp_takes_its_frameworks_and_says_so() -> None
     assert plan({"tp": 2, "ep": 4, "recompute": "full"}, framework="deepspeed") == (1, [])
     with pytest.raises(SpecError, match="etp must equal tp"):  # torchtitan cannot run it
         plan({"tp": 2, "ep": 1, "etp": 1, "recompute": "full"}, framework="torchtitan")
+    # MaxText shards every expert's MLP over the tensor axis: ETP = TP, nothing to say
+    tpu = planner.estimate(model="mixtral-8x7b", cluster="tpu_v5p_8x8x8", layout={"tp": 4, "ep": 8})
+    assert tpu.layout.etp == 4 and not any("ETP" in w for w in tpu.warnings)
+    with pytest.raises(SpecError, match="splits every expert's MLP over the tensor-parallel"):
+        planner.estimate(model="mixtral-8x7b", cluster="tpu_v5p_8x8x8",
+                         layout={"tp": 4, "ep": 8, "etp": 1})  # fmt: skip
     dense = planner.estimate(model="8B", cluster="hgx_h100x8", layout={"tp": 2})
     assert dense.layout.etp == 1 and not any("ETP" in w for w in dense.warnings)
     code, out, err = run_main(["estimate", "--model", "mixtral-8x22b", "--cluster", "mi355xx8",

@@ -152,11 +152,11 @@ def default_etp(profile: FrameworkSpec, tp: int, ep: int) -> int:
     (2, 1)
     >>> default_etp(torchtitan, tp=4, ep=1), default_etp(torchtitan, tp=4, ep=8)
     (4, 1)
-    >>> default_etp(load_framework("deepspeed"), tp=4, ep=1)
-    1
+    >>> default_etp(load_framework("deepspeed"), tp=4, ep=1), default_etp(load_framework("maxtext"), 4, 8)
+    (1, 4)
     """
     rule = profile.expert_tensor_parallel_default
-    if rule == "tp" or (rule == "tp_without_ep" and ep == 1):
+    if rule in ("tp", "tp_only") or (rule == "tp_without_ep" and ep == 1):
         return tp
     return 1
 

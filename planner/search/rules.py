@@ -588,7 +588,8 @@ def expert_tp_rule(workload: TrainWorkload, layout: Layout) -> str:
     """Why the framework cannot run an MoE ``layout``'s expert tensor parallelism ('' if it
     can): torchtitan (FrameworkSpec.expert_tensor_parallel_default ``tp_without_ep``) splits
     the routed experts over the TP ranks whenever there is no expert parallelism, and with it
-    runs ETP 1 or ETP = TP only (its apply_moe_ep_tp and Parallelism.expert_tensor_parallel_degree).
+    runs ETP 1 or ETP = TP only (its apply_moe_ep_tp and Parallelism.expert_tensor_parallel_degree);
+    MaxText (``tp_only``) always splits them over the tensor axis.
 
     >>> w = TrainWorkload(framework="torchtitan")
     >>> expert_tp_rule(w, Layout(tp=2, dp=4))[:60]
@@ -597,11 +598,19 @@ def expert_tp_rule(workload: TrainWorkload, layout: Layout) -> str:
     ('', '')
     >>> expert_tp_rule(TrainWorkload(), Layout(tp=2, dp=4))  # Megatron-LM: any ETP
     ''
+    >>> expert_tp_rule(TrainWorkload(framework="maxtext"), Layout(tp=4, ep=8, dp=8))[:42]
+    "framework 'maxtext' splits every expert's "
     """
     profile = load_framework(workload.framework)
-    if profile.expert_tensor_parallel_default != "tp_without_ep" or layout.tp == 1:
+    rule = profile.expert_tensor_parallel_default
+    if rule not in ("tp_without_ep", "tp_only") or layout.tp == 1:
         return ""
     name = f"framework '{profile.name}'"
+    if rule == "tp_only" and layout.etp != layout.tp:
+        return (
+            f"{name} splits every expert's MLP over the tensor-parallel ranks: etp must equal tp "
+            f"({layout.tp}) (got etp {layout.etp})"
+        )
     if layout.ep == 1 and layout.etp != layout.tp:
         return (
             f"{name} splits the routed experts over the TP ranks without expert parallelism: "

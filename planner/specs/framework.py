@@ -90,14 +90,17 @@ class FrameworkSpec(FrozenSpec):
     tensor-parallel ones (Megatron-Core's MoE parallel folding: ep x etp divides dp x cp x tp);
     ``dp``, the data-parallel ranks alone (ep divides dp: MaxText's expert mesh axis, which
     shards the batch of the other layers)."""
-    expert_tensor_parallel_default: Literal["one", "tp", "tp_without_ep"] = "one"
+    expert_tensor_parallel_default: Literal["one", "tp", "tp_without_ep", "tp_only"] = "one"
     """The expert tensor-parallel size (``etp``) of an MoE layout that states none (an estimate,
-    a layout file; a search chooses etp itself): ``one``, experts are not split over the
-    tensor-parallel ranks; ``tp``, the tensor-parallel size (Megatron-LM:
+    a layout file; a search chooses etp itself), and the sizes the framework can run: ``one``,
+    experts are not split over the tensor-parallel ranks, any etp the layout rules allow may
+    be asked for; ``tp``, the tensor-parallel size, likewise any (Megatron-LM:
     ``--expert-tensor-parallel-size`` defaults to ``--tensor-model-parallel-size``);
-    ``tp_without_ep``, the tensor-parallel size without expert parallelism and 1 with it
-    (torchtitan: experts take the TP plan when ep is 1, and expert parallelism borrows the TP
-    ranks otherwise). :func:`planner.catalog.frameworks.default_etp`."""
+    ``tp_without_ep``, the tensor-parallel size without expert parallelism and 1 with it, and
+    only 1 or tp (torchtitan: experts take the TP plan when ep is 1, and expert parallelism
+    borrows the TP ranks otherwise); ``tp_only``, the tensor-parallel size and no other
+    (MaxText: the expert kernels' mlp axis is sharded over the tensor mesh axis).
+    :func:`planner.catalog.frameworks.default_etp`, :func:`planner.search.rules.expert_tp_rule`."""
     activation_offload: Literal["none", "layers", "all"] = "none"
     """How the framework offloads saved activations to host memory, for a search that offloads
     as needed (``SolverConfig.offload_as_needed``): ``none``; ``layers``, whole layers and fewer
