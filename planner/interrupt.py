@@ -28,6 +28,8 @@ prints its own traceback, or surface as an ImportError)."""
 class _State:
     seen = False
     """Whether SIGINT arrived since :func:`watch`."""
+    unraisable_hook: object = None
+    """The ``sys.unraisablehook`` :func:`watch` replaced (None while it is not watching)."""
 
 
 FORKING_FILES = ("multiprocessing/popen_fork.py",)
@@ -78,14 +80,34 @@ def _retry_later() -> bool:
     return True
 
 
+def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook`` while watching: an exception Python cannot raise (one in a
+    finalizer, a weakref or garbage-collector callback, an at-fork callback) is printed as
+    "Exception ignored in" with a traceback and the run goes on, so a KeyboardInterrupt of ours
+    that lands in such a place, wherever :func:`_must_wait` does not recognise it, was lost and
+    the command exit 0 after a traceback (the hostile pass, an export interrupted at 0.37 s).
+    It is raised again a moment later instead (:data:`RETRY_S`), where it ends the command,
+    and nothing is printed; any other exception goes to the hook that was there."""
+    ours = unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt)
+    if ours and _State.seen and _retry_later():
+        return
+    previous = _State.unraisable_hook or sys.__unraisablehook__
+    previous(unraisable)  # type: ignore[operator]
+
+
 def watch() -> object:
-    """Install the handler; returns the handler it replaces (for :func:`restore`), or None when
-    none could be installed (a thread other than the main one cannot set signal handlers)."""
+    """Install the handler (and :func:`_on_unraisable`); returns the handler it replaces (for
+    :func:`restore`), or None when none could be installed (a thread other than the main one
+    cannot set signal handlers)."""
     _State.seen = False
     try:
-        return signal.signal(signal.SIGINT, _on_sigint)
+        previous = signal.signal(signal.SIGINT, _on_sigint)
     except ValueError:  # not the main thread: the embedding program's handler stays
         return None
+    if sys.unraisablehook is not _on_unraisable:
+        _State.unraisable_hook = sys.unraisablehook
+        sys.unraisablehook = _on_unraisable
+    return previous
 
 
 def restore(previous: object) -> None:
@@ -95,6 +117,9 @@ def restore(previous: object) -> None:
         if getattr(signal, "SIGALRM", None) and signal.getsignal(signal.SIGALRM) is _on_sigint:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        if sys.unraisablehook is _on_unraisable:
+            sys.unraisablehook = _State.unraisable_hook or sys.__unraisablehook__  # type: ignore[assignment]
+            _State.unraisable_hook = None
 
 
 def quiet_worker() -> None:
