@@ -45,6 +45,7 @@ from planner.search.arguments import (
 from planner.search.migrate import MigrateOptions
 from planner.search.rules import (
     FUSED_GROUPED_MLP,
+    expert_grid_rule,
     fused_grouped_mlp_format_rule,
     fused_grouped_mlp_rule,
 )
@@ -641,7 +642,7 @@ def _default_etp(
     if profile.expert_tensor_parallel_default != "tp":
         return etp, []  # the one ETP the framework runs at this tp and ep (rules.expert_tp_rule)
     name = profile.description.split(" (")[0]
-    if (dp * cp * tp) % (ep * etp):
+    if expert_grid_rule(ep=ep, etp=etp, dp=dp, cp=cp, tp=tp):
         return 1, [
             f"ETP not stated: {name} runs ETP = TP ({tp}) unless told, but EP {ep} x ETP {etp} "
             f"= {ep * etp} does not divide DP x CP x TP ({dp * cp * tp}), which it refuses; "

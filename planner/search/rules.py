@@ -551,6 +551,17 @@ def ep_experts_rule(model: ModelSpec, ep: int) -> str:
     return f"ep ({ep}) must divide the {experts} experts" if experts and experts % ep else ""
 
 
+def expert_grid_rule(*, ep: int, etp: int, dp: int, cp: int, tp: int) -> str:
+    """Why ``ep`` x ``etp`` ranks cannot tile the data-, context- and tensor-parallel ranks
+    ('' if they can): Megatron-Core's MoE parallel folding carves the expert grid out of
+    dp x cp x tp, so ep x etp must divide it.
+
+    >>> expert_grid_rule(ep=8, etp=2, dp=4, cp=1, tp=2), expert_grid_rule(ep=4, etp=2, dp=4, cp=1, tp=2)
+    ('ep x etp must divide dp x cp x tp', '')
+    """
+    return "ep x etp must divide dp x cp x tp" if (dp * cp * tp) % (ep * etp) else ""
+
+
 def _batch_and_expert_rules(
     model: ModelSpec, workload: TrainWorkload, layout: Layout
 ) -> list[tuple[str, str]]:
@@ -577,8 +588,11 @@ def _batch_and_expert_rules(
     if model.moe is not None:
         if rule := ep_experts_rule(model, layout.ep):
             out.append(("divisibility", rule))
-        if (layout.dp * layout.cp * layout.tp) % (layout.ep * layout.etp):
-            out.append(("divisibility", "ep x etp must divide dp x cp x tp"))
+        grid = expert_grid_rule(
+            ep=layout.ep, etp=layout.etp, dp=layout.dp, cp=layout.cp, tp=layout.tp
+        )
+        if grid:
+            out.append(("divisibility", grid))
         if rule := expert_tp_rule(workload, layout):
             out.append(("framework", rule))
     return out
